@@ -1,0 +1,151 @@
+//! Live events: one JSON object per message with a `type` field. The loop and the executor
+//! publish them through `EventSink`; the server fans them out over SSE.
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use crate::CallSource;
+
+/// Long strings in event arguments are cut to this many characters: the approval card needs
+/// to show what will run, not a whole file body.
+pub const EVENT_STRING_CHARS_MAX: usize = 2000;
+
+/// Why a call that needed approval did not run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DenyReason {
+    /// A person pressed Deny.
+    User,
+    /// Nobody answered before the approval timeout.
+    Timeout,
+    /// The turn was stopped while waiting.
+    Stopped,
+    /// No client was subscribed to events, so nobody could see the card.
+    NoClient,
+    /// The policy refused it before any card was shown.
+    Policy,
+}
+
+/// Everything the agent layer tells a watching client. New kinds are added here, never as
+/// loose JSON, so that every payload is documented in one place.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type")]
+pub enum Event {
+    #[serde(rename = "tool.call")]
+    ToolCall {
+        call_id: String,
+        session_id: Option<String>,
+        name: String,
+        args: Map<String, Value>,
+        source: CallSource,
+        depth: u8,
+    },
+    #[serde(rename = "tool.result")]
+    ToolResult {
+        call_id: String,
+        session_id: Option<String>,
+        name: String,
+        ok: bool,
+        text: String,
+        depth: u8,
+    },
+    #[serde(rename = "tool.approval_needed")]
+    ToolApprovalNeeded {
+        approval_id: String,
+        call_id: String,
+        session_id: Option<String>,
+        name: String,
+        args: Map<String, Value>,
+        /// When the card times out (milliseconds since the Unix epoch), for a countdown.
+        deadline_ms: i64,
+        /// Whether "always for this session" may be offered (never for deletes).
+        rememberable: bool,
+        depth: u8,
+    },
+    #[serde(rename = "tool.approved")]
+    ToolApproved {
+        approval_id: String,
+        call_id: String,
+        session_id: Option<String>,
+        name: String,
+        remember: bool,
+    },
+    #[serde(rename = "tool.denied")]
+    ToolDenied {
+        approval_id: Option<String>,
+        call_id: String,
+        session_id: Option<String>,
+        name: String,
+        reason: DenyReason,
+        message: String,
+    },
+}
+
+/// Where events go. Publishing never blocks on a slow reader: sinks queue with a bound.
+pub trait EventSink: Send + Sync {
+    fn publish(&self, event: Event);
+
+    /// Whether anyone could see an approval card for this session right now. With nobody
+    /// watching, an "ask" is denied at once instead of waiting for a timeout.
+    fn has_subscriber(&self, session_id: Option<&str>) -> bool;
+}
+
+/// An event sink with no subscribers.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NullEvents;
+
+impl EventSink for NullEvents {
+    fn publish(&self, _event: Event) {}
+
+    fn has_subscriber(&self, _session_id: Option<&str>) -> bool {
+        false
+    }
+}
+
+/// A copy of `args` with every string longer than `EVENT_STRING_CHARS_MAX` characters cut
+/// to that length (nested values too), for events to the local page.
+pub fn cut_long_strings(args: &Map<String, Value>) -> Map<String, Value> {
+    args.iter().map(|(key, value)| (key.clone(), cut_value(value))).collect()
+}
+
+fn cut_value(value: &Value) -> Value {
+    match value {
+        Value::String(text) if text.chars().count() > EVENT_STRING_CHARS_MAX => {
+            Value::String(text.chars().take(EVENT_STRING_CHARS_MAX).collect())
+        }
+        Value::Array(items) => Value::Array(items.iter().map(cut_value).collect()),
+        Value::Object(map) => Value::Object(cut_long_strings(map)),
+        other => other.clone(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn long_strings_are_cut_at_2000_chars_at_any_depth() {
+        let long = "é".repeat(2500);
+        let args = json!({"content": long, "nested": {"list": [long]}, "n": 3});
+        let cut = cut_long_strings(args.as_object().unwrap());
+        assert_eq!(cut["content"].as_str().unwrap().chars().count(), 2000);
+        assert_eq!(cut["nested"]["list"][0].as_str().unwrap().chars().count(), 2000);
+        assert_eq!(cut["n"], 3);
+    }
+
+    #[test]
+    fn events_serialize_with_a_type_field() {
+        let event = Event::ToolDenied {
+            approval_id: None,
+            call_id: "c1".into(),
+            session_id: Some("s1".into()),
+            name: "shell".into(),
+            reason: DenyReason::NoClient,
+            message: "no client is connected to approve it".into(),
+        };
+        let wire = serde_json::to_value(&event).unwrap();
+        assert_eq!(wire["type"], "tool.denied");
+        assert_eq!(wire["reason"], "no_client");
+    }
+}

@@ -1,0 +1,19 @@
+//! imurun's shared vocabulary and the traits at the seams between crates.
+//!
+//! Everything here is plain data or a trait: no I/O, no async runtime, no HTTP, no SQL.
+//! Mechanisms live in the crates above this one and meet through these types.
+
+mod audit;
+mod event;
+mod index;
+mod message;
+mod tool;
+
+pub use audit::{AuditRecord, AuditSink, NullAudit};
+pub use event::{DenyReason, Event, EventSink, NullEvents, cut_long_strings};
+pub use index::{IndexedTool, ToolIndex};
+pub use message::{Message, Role};
+pub use tool::{
+    Availability, BoxFuture, CallSource, Decision, StopFlag, Tool, ToolCall, ToolCategory,
+    ToolContext, ToolOutput, ToolSpec,
+};

@@ -1,0 +1,233 @@
+//! Tools as the rest of imurun sees them: a spec the model reads, a call the parser produces,
+//! a category the policy decides on, and the `Tool` trait every implementation meets.
+
+use std::fmt;
+use std::future::Future;
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// A boxed future, so that `Tool` stays object-safe without naming an async runtime.
+pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+
+/// What a model is told about a tool: its name, what it does, and a JSON-Schema `parameters`
+/// object describing its arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// A JSON Schema of type `object`. A missing schema means "takes no arguments".
+    #[serde(default = "empty_object_schema")]
+    pub parameters: Value,
+}
+
+fn empty_object_schema() -> Value {
+    serde_json::json!({"type": "object", "properties": {}})
+}
+
+impl ToolSpec {
+    pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
+        Self { name: name.into(), description: description.into(), parameters }
+    }
+
+    /// The names listed in the schema's `required` array, in order.
+    pub fn required(&self) -> Vec<&str> {
+        self.parameters
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default()
+    }
+
+    /// The schema's `properties` object, when it has one.
+    pub fn properties(&self) -> Option<&Map<String, Value>> {
+        self.parameters.get("properties").and_then(Value::as_object)
+    }
+}
+
+/// One call of a tool by name with an object of arguments.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub name: String,
+    pub args: Map<String, Value>,
+}
+
+impl ToolCall {
+    pub fn new(name: impl Into<String>, args: Map<String, Value>) -> Self {
+        Self { name: name.into(), args }
+    }
+}
+
+/// What kind of authority a tool exercises. Policy decides on the category, never on the
+/// tool's name, so a new tool cannot slip past a toggle by being called something else.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ToolCategory {
+    /// Reads files inside the workspace.
+    Read,
+    /// Creates or changes files inside the workspace.
+    Write,
+    /// Removes files or folders inside the workspace (covered by the `writeFiles` toggle,
+    /// but never remembered).
+    Delete,
+    /// Runs a process.
+    Shell,
+    /// Reaches the network.
+    Network,
+    /// Pure computation with no authority (the clock, arithmetic).
+    Compute,
+    /// Starts a sub-agent, whose own calls are checked one by one.
+    Agent,
+}
+
+impl ToolCategory {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolCategory::Read => "read",
+            ToolCategory::Write => "write",
+            ToolCategory::Delete => "delete",
+            ToolCategory::Shell => "shell",
+            ToolCategory::Network => "network",
+            ToolCategory::Compute => "compute",
+            ToolCategory::Agent => "agent",
+        }
+    }
+}
+
+/// Who asked for a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum CallSource {
+    /// The main agent's model.
+    Model,
+    /// A sub-agent at this depth (1 or 2).
+    Agent(u8),
+    /// A person, through the API or the CLI.
+    User,
+}
+
+impl fmt::Display for CallSource {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            CallSource::Model => f.write_str("model"),
+            CallSource::Agent(depth) => write!(f, "agent:{depth}"),
+            CallSource::User => f.write_str("user"),
+        }
+    }
+}
+
+impl Serialize for CallSource {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.collect_str(self)
+    }
+}
+
+/// A policy decision before approval.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Decision {
+    Allow,
+    Ask,
+    Deny,
+}
+
+impl Decision {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Decision::Allow => "allow",
+            Decision::Ask => "ask",
+            Decision::Deny => "deny",
+        }
+    }
+}
+
+/// Whether a tool can run right now, reported honestly (a search tool without a reachable
+/// provider says so instead of pretending).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "status", content = "reason", rename_all = "lowercase")]
+pub enum Availability {
+    Ready,
+    Unavailable(String),
+}
+
+/// A shared stop signal: the Stop button, the kill switch, or a parent agent stopping.
+/// Cloning shares the flag.
+#[derive(Debug, Clone, Default)]
+pub struct StopFlag(Arc<AtomicBool>);
+
+impl StopFlag {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn stop(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    pub fn is_stopped(&self) -> bool {
+        self.0.load(Ordering::SeqCst)
+    }
+}
+
+/// What a running tool may know about the call it serves.
+#[derive(Debug, Clone)]
+pub struct ToolContext {
+    /// The workspace root, already resolved to an absolute, real path.
+    pub workspace_root: PathBuf,
+    pub source: CallSource,
+    /// 0 for the main agent, 1 and 2 for sub-agents.
+    pub depth: u8,
+    pub stop: StopFlag,
+}
+
+/// A tool's result as the model will read it. Failures are data, not errors: their text
+/// starts with `FAILED:` so the loop and the model can tell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolOutput {
+    pub ok: bool,
+    pub text: String,
+    /// The text came from outside the person's control (a web page, a search result, an
+    /// egress response) and taints the session that reads it.
+    pub untrusted: bool,
+}
+
+impl ToolOutput {
+    pub fn ok(text: impl Into<String>) -> Self {
+        Self { ok: true, text: text.into(), untrusted: false }
+    }
+
+    /// A failure result. The reason should say what went wrong in words a model can act on.
+    pub fn failed(reason: impl fmt::Display) -> Self {
+        Self { ok: false, text: format!("FAILED: {reason}"), untrusted: false }
+    }
+
+    pub fn untrusted(mut self) -> Self {
+        self.untrusted = true;
+        self
+    }
+}
+
+/// A tool: built in, from an MCP server, a connector, or a Keep cell.
+///
+/// `run` never panics on bad input and never returns a Rust error: every failure is a
+/// `ToolOutput::failed` the model can read. The executor still catches panics at its
+/// boundary, because a bug must not take a turn down with it.
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> &ToolSpec;
+
+    fn category(&self) -> ToolCategory;
+
+    fn available(&self) -> Availability {
+        Availability::Ready
+    }
+
+    fn run<'a>(
+        &'a self,
+        context: &'a ToolContext,
+        args: &'a Map<String, Value>,
+    ) -> BoxFuture<'a, ToolOutput>;
+}

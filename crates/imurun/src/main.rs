@@ -1,0 +1,3 @@
+//! The `imurun` command: CLI, configuration and wiring.
+
+fn main() {}
