@@ -105,7 +105,9 @@ impl EventSink for NullEvents {
 /// A copy of `args` with every string longer than `EVENT_STRING_CHARS_MAX` characters cut
 /// to that length (nested values too), for events to the local page.
 pub fn cut_long_strings(args: &Map<String, Value>) -> Map<String, Value> {
-    args.iter().map(|(key, value)| (key.clone(), cut_value(value))).collect()
+    args.iter()
+        .map(|(key, value)| (key.clone(), cut_value(value)))
+        .collect()
 }
 
 fn cut_value(value: &Value) -> Value {
@@ -130,7 +132,10 @@ mod tests {
         let args = json!({"content": long, "nested": {"list": [long]}, "n": 3});
         let cut = cut_long_strings(args.as_object().unwrap());
         assert_eq!(cut["content"].as_str().unwrap().chars().count(), 2000);
-        assert_eq!(cut["nested"]["list"][0].as_str().unwrap().chars().count(), 2000);
+        assert_eq!(
+            cut["nested"]["list"][0].as_str().unwrap().chars().count(),
+            2000
+        );
         assert_eq!(cut["n"], 3);
     }
 

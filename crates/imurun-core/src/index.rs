@@ -44,7 +44,8 @@ impl ToolIndex {
         match self.by_name.get(&entry.spec.name) {
             Some(&slot) => self.tools[slot] = entry,
             None => {
-                self.by_name.insert(entry.spec.name.clone(), self.tools.len());
+                self.by_name
+                    .insert(entry.spec.name.clone(), self.tools.len());
                 self.tools.push(entry);
             }
         }
@@ -64,7 +65,10 @@ impl ToolIndex {
 
     /// The tool with this exact name, or the one this alias points at.
     pub fn get(&self, name: &str) -> Option<&IndexedTool> {
-        self.by_name.get(name).or_else(|| self.aliases.get(name)).map(|&slot| &self.tools[slot])
+        self.by_name
+            .get(name)
+            .or_else(|| self.aliases.get(name))
+            .map(|&slot| &self.tools[slot])
     }
 
     pub fn contains(&self, name: &str) -> bool {
@@ -107,7 +111,10 @@ mod tests {
         assert!(index.add_alias("send_email", "gmail_send"));
         assert!(!index.add_alias("nothing", "missing_tool"));
 
-        assert_eq!(index.get("send_email").map(|t| t.spec.name.as_str()), Some("gmail_send"));
+        assert_eq!(
+            index.get("send_email").map(|t| t.spec.name.as_str()),
+            Some("gmail_send")
+        );
         let offered: Vec<_> = index.offered().map(|t| t.spec.name.as_str()).collect();
         assert_eq!(offered, ["file_read"]);
         assert_eq!(index.runnable().count(), 2);

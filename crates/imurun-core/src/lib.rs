@@ -10,7 +10,9 @@ mod message;
 mod tool;
 
 pub use audit::{AuditRecord, AuditSink, NullAudit};
-pub use event::{DenyReason, Event, EventSink, NullEvents, cut_long_strings};
+pub use event::{
+    DenyReason, EVENT_STRING_CHARS_MAX, Event, EventSink, NullEvents, cut_long_strings,
+};
 pub use index::{IndexedTool, ToolIndex};
 pub use message::{Message, Role};
 pub use tool::{

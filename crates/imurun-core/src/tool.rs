@@ -32,7 +32,11 @@ fn empty_object_schema() -> Value {
 
 impl ToolSpec {
     pub fn new(name: impl Into<String>, description: impl Into<String>, parameters: Value) -> Self {
-        Self { name: name.into(), description: description.into(), parameters }
+        Self {
+            name: name.into(),
+            description: description.into(),
+            parameters,
+        }
     }
 
     /// The names listed in the schema's `required` array, in order.
@@ -59,7 +63,10 @@ pub struct ToolCall {
 
 impl ToolCall {
     pub fn new(name: impl Into<String>, args: Map<String, Value>) -> Self {
-        Self { name: name.into(), args }
+        Self {
+            name: name.into(),
+            args,
+        }
     }
 }
 
@@ -197,12 +204,20 @@ pub struct ToolOutput {
 
 impl ToolOutput {
     pub fn ok(text: impl Into<String>) -> Self {
-        Self { ok: true, text: text.into(), untrusted: false }
+        Self {
+            ok: true,
+            text: text.into(),
+            untrusted: false,
+        }
     }
 
     /// A failure result. The reason should say what went wrong in words a model can act on.
     pub fn failed(reason: impl fmt::Display) -> Self {
-        Self { ok: false, text: format!("FAILED: {reason}"), untrusted: false }
+        Self {
+            ok: false,
+            text: format!("FAILED: {reason}"),
+            untrusted: false,
+        }
     }
 
     pub fn untrusted(mut self) -> Self {
