@@ -73,99 +73,114 @@ pub const ARGUMENT_ALIASES: &[(&str, &[&str])] = &[
     ("task", &["prompt", "goal", "instruction", "instructions"]),
 ];
 
+/// Argument keys and values in the order a model wrote them.
+pub(crate) type Entries = Vec<(String, Value)>;
+
 /// Fits `args` to the tool's `parameters` schema. Unknown top-level keys are dropped unless
 /// the schema says `additionalProperties: true`; nested objects drop keys only when their
 /// schema says `additionalProperties: false`.
-pub(crate) fn fit_arguments(args: Map<String, Value>, schema: &Value) -> Map<String, Value> {
+pub(crate) fn fit_arguments(args: Entries, schema: &Value) -> Map<String, Value> {
     fit_object(args, schema, true)
 }
 
-fn fit_object(args: Map<String, Value>, schema: &Value, top_level: bool) -> Map<String, Value> {
-    let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
-        return args;
+fn fit_object(args: Entries, schema: &Value, top_level: bool) -> Map<String, Value> {
+    let Some(properties) = schema_field(schema, "properties").and_then(Value::as_object) else {
+        return args.into_iter().collect();
     };
-    let extra_allowed = match schema.get("additionalProperties") {
+    let extra_allowed = match schema_field(schema, "additionalProperties") {
         Some(Value::Bool(allowed)) => *allowed,
         Some(Value::Object(_)) => true,
         _ => !top_level,
     };
-    let required: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required: &[Value] = match schema_field(schema, "required") {
+        Some(Value::Array(names)) => names,
+        _ => &[],
+    };
 
-    let mut fitted = Map::new();
-    let mut unknown = Vec::new();
+    // One pass: each key is kept, renamed or dropped, and its value coerced, in the order
+    // the model wrote them. A rename never overwrites a key the model set by its real name.
+    let mut fitted = Map::with_capacity(args.len());
+    let written: Vec<bool> = properties
+        .keys()
+        .map(|name| args.iter().any(|(key, _)| key == name))
+        .collect();
+    let written_by_name = |name: &str| {
+        properties
+            .keys()
+            .position(|key| key == name)
+            .is_some_and(|slot| written[slot])
+    };
     for (key, value) in args {
-        if properties.contains_key(&key) {
-            fitted.insert(key, value);
+        let target = if field(properties, &key).is_some() {
+            Some(key)
         } else {
-            unknown.push((key, value));
-        }
-    }
-    for (key, value) in unknown {
-        match rename_target(&key, properties, &fitted) {
-            Some(target) => {
-                fitted.insert(target, value);
+            match rename_target(&key, properties) {
+                Some(target) if !written_by_name(target) => Some(target.to_owned()),
+                Some(_) => None,
+                None if extra_allowed => Some(key),
+                None => None,
             }
-            None if extra_allowed => {
-                fitted.insert(key, value);
-            }
-            None => {}
-        }
-    }
-
-    let keys: Vec<String> = fitted.keys().cloned().collect();
-    for key in keys {
-        let Some(value) = fitted.remove(&key) else {
-            continue;
         };
-        // An explicit null for an optional parameter means "not given".
-        if value.is_null() && !required.contains(&key.as_str()) {
+        let Some(target) = target else { continue };
+        if field(&fitted, &target).is_some() {
             continue;
         }
-        let value = match properties.get(&key) {
+        // An explicit null for an optional parameter means "not given".
+        if value.is_null()
+            && !required
+                .iter()
+                .any(|name| name.as_str() == Some(target.as_str()))
+        {
+            continue;
+        }
+        let value = match field(properties, &target) {
             Some(property) => coerce(value, property),
             None => value,
         };
-        fitted.insert(key, value);
+        fitted.insert(target, value);
     }
     fitted
 }
 
 /// The parameter an unknown key means: the same name in another case, or an alias.
-fn rename_target(
-    key: &str,
-    properties: &Map<String, Value>,
-    fitted: &Map<String, Value>,
-) -> Option<String> {
+fn rename_target<'p>(key: &str, properties: &'p Map<String, Value>) -> Option<&'p str> {
     let lower = key.to_lowercase();
-    let same_name = properties.keys().find(|name| name.to_lowercase() == lower);
-    let alias = ARGUMENT_ALIASES
+    if let Some(same_name) = properties.keys().find(|name| name.to_lowercase() == lower) {
+        return Some(same_name.as_str());
+    }
+    let target = ARGUMENT_ALIASES
         .iter()
         .find(|(target, aliases)| {
-            aliases.contains(&lower.as_str()) && properties.contains_key(*target)
+            aliases.contains(&lower.as_str()) && field(properties, target).is_some()
         })
-        .map(|(target, _)| *target);
-    let target = same_name.map(String::as_str).or(alias)?;
-    (!fitted.contains_key(target)).then(|| target.to_owned())
+        .map(|(target, _)| *target)?;
+    properties
+        .get_key_value(target)
+        .map(|(name, _)| name.as_str())
 }
 
 /// Coerces one value to a property schema, or returns it unchanged when it cannot.
 pub(crate) fn coerce(value: Value, schema: &Value) -> Value {
-    let value = match declared_types(schema) {
-        types if types.is_empty() => value,
-        types if types.iter().any(|kind| matches_type(&value, kind)) => value,
-        types => match types.iter().find_map(|kind| convert(&value, kind)) {
-            Some(converted) => converted,
-            None => value,
-        },
+    let value = match schema_field(schema, "type") {
+        // The common case, without collecting the allowed types.
+        Some(Value::String(kind)) if matches_type(&value, kind) => value,
+        Some(Value::String(kind)) => convert(&value, kind).unwrap_or(value),
+        _ => {
+            let types = declared_types(schema);
+            if types.is_empty() || types.iter().any(|kind| matches_type(&value, kind)) {
+                value
+            } else {
+                types
+                    .iter()
+                    .find_map(|kind| convert(&value, kind))
+                    .unwrap_or(value)
+            }
+        }
     };
     let value = match_enum(value, schema);
     match value {
-        Value::Object(map) => Value::Object(fit_object(map, schema, false)),
-        Value::Array(items) => match schema.get("items") {
+        Value::Object(map) => Value::Object(fit_object(map.into_iter().collect(), schema, false)),
+        Value::Array(items) => match schema_field(schema, "items") {
             Some(item_schema) => Value::Array(
                 items
                     .into_iter()
@@ -180,14 +195,14 @@ pub(crate) fn coerce(value: Value, schema: &Value) -> Value {
 
 /// The `type` names a schema allows, including those of `anyOf`/`oneOf` branches.
 fn declared_types(schema: &Value) -> Vec<&str> {
-    match schema.get("type") {
+    match schema_field(schema, "type") {
         Some(Value::String(kind)) => vec![kind.as_str()],
         Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect(),
         _ => ["anyOf", "oneOf"]
             .iter()
-            .filter_map(|key| schema.get(*key).and_then(Value::as_array))
+            .filter_map(|key| schema_field(schema, key).and_then(Value::as_array))
             .flatten()
-            .filter_map(|branch| branch.get("type").and_then(Value::as_str))
+            .filter_map(|branch| schema_field(branch, "type").and_then(Value::as_str))
             .collect(),
     }
 }
@@ -302,9 +317,10 @@ fn to_array(value: &Value) -> Option<Value> {
 }
 
 fn match_enum(value: Value, schema: &Value) -> Value {
-    let (Some(options), Value::String(text)) =
-        (schema.get("enum").and_then(Value::as_array), &value)
-    else {
+    let (Some(options), Value::String(text)) = (
+        schema_field(schema, "enum").and_then(Value::as_array),
+        &value,
+    ) else {
         return value;
     };
     let wanted = text.trim().to_lowercase();
@@ -319,11 +335,31 @@ fn match_enum(value: Value, schema: &Value) -> Value {
         .unwrap_or(value)
 }
 
+/// A field of a JSON object. Schemas and arguments hold a handful of keys, where comparing
+/// them one by one is cheaper than hashing the key.
+fn field<'a>(object: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if object.len() <= 8 {
+        object
+            .iter()
+            .find(|(name, _)| name.as_str() == key)
+            .map(|(_, value)| value)
+    } else {
+        object.get(key)
+    }
+}
+
+fn schema_field<'a>(schema: &'a Value, key: &str) -> Option<&'a Value> {
+    schema.as_object().and_then(|object| field(object, key))
+}
+
 /// A value written as a string of JSON (`"args": "{\"path\": \"a\"}"`), read tolerantly and
 /// only when the whole string is that one value.
 pub(crate) fn parse_embedded(text: &str) -> Option<Value> {
     let read = read_value(text, 0, text.len(), Dialect::Json, &mut Work::default()).ok()?;
-    text[read.end..].trim().is_empty().then_some(read.value)
+    text[read.end..]
+        .trim()
+        .is_empty()
+        .then(|| read.value.into_value())
 }
 
 #[cfg(test)]
@@ -332,7 +368,7 @@ mod tests {
     use serde_json::json;
 
     fn check(args: Value, schema: Value, expect: Value) {
-        let args = args.as_object().cloned().unwrap();
+        let args = args.as_object().cloned().unwrap().into_iter().collect();
         let fitted = fit_arguments(args, &schema);
         assert_eq!(Value::Object(fitted), expect);
     }

@@ -14,8 +14,37 @@
 //! Every byte is examined a bounded number of times and nesting is capped at `DEPTH_MAX`, so
 //! the reader is linear in its input and cannot overflow the stack.
 
+use std::borrow::Cow;
+
 use memchr::{memchr, memchr2, memmem};
-use serde_json::{Map, Number, Value};
+use serde_json::{Number, Value};
+
+/// A value as read. Objects keep their entries in a list, as written: the parser only
+/// walks them, and hashing every key of every object read would cost more than the read.
+/// `into_value` makes the `serde_json` value where one is kept.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Json<'t> {
+    Null,
+    Bool(bool),
+    Number(Number),
+    /// Borrowed from the input when no escape had to be decoded.
+    String(Cow<'t, str>),
+    Array(Vec<Json<'t>>),
+    Object(Vec<(Cow<'t, str>, Json<'t>)>),
+}
+
+impl Json<'_> {
+    pub(crate) fn into_value(self) -> Value {
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(flag) => Value::Bool(flag),
+            Json::Number(number) => Value::Number(number),
+            Json::String(text) => Value::String(text.into_owned()),
+            Json::Array(items) => Value::Array(items.into_iter().map(Json::into_value).collect()),
+            Json::Object(entries) => Value::Object(owned_entries(entries).into_iter().collect()),
+        }
+    }
+}
 
 use crate::work::Work;
 
@@ -30,10 +59,18 @@ pub(crate) struct Repairs {
     pub(crate) string_closed_at_end: bool,
 }
 
+/// Object entries with owned keys and `serde_json` values, in the order written.
+pub(crate) fn owned_entries(entries: Vec<(Cow<'_, str>, Json<'_>)>) -> Vec<(String, Value)> {
+    entries
+        .into_iter()
+        .map(|(key, value)| (key.into_owned(), value.into_value()))
+        .collect()
+}
+
 /// A value read from the text and the offset just past it.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Read {
-    pub(crate) value: Value,
+pub(crate) struct Read<'t> {
+    pub(crate) value: Json<'t>,
     pub(crate) end: usize,
     pub(crate) repairs: Repairs,
 }
@@ -74,13 +111,13 @@ pub(crate) enum Dialect {
 }
 
 /// Reads one value starting at `start` (leading white space and comments are skipped).
-pub(crate) fn read_value(
-    text: &str,
+pub(crate) fn read_value<'t>(
+    text: &'t str,
     start: usize,
     limit: usize,
     dialect: Dialect,
     work: &mut Work,
-) -> Result<Read, ReadError> {
+) -> Result<Read<'t>, ReadError> {
     let mut reader = Reader {
         text: &text[..limit],
         bytes: &text.as_bytes()[..limit],
@@ -155,7 +192,7 @@ struct Reader<'t, 'w> {
     work: &'w mut Work,
 }
 
-impl Reader<'_, '_> {
+impl<'t> Reader<'t, '_> {
     fn error(&self, kind: ReadErrorKind) -> ReadError {
         ReadError { kind, at: self.pos }
     }
@@ -193,7 +230,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn value(&mut self, depth: usize) -> Result<Value, ReadError> {
+    fn value(&mut self, depth: usize) -> Result<Json<'t>, ReadError> {
         if depth > DEPTH_MAX {
             return Err(self.error(ReadErrorKind::TooDeep));
         }
@@ -203,7 +240,7 @@ impl Reader<'_, '_> {
         };
         if let Some((quote, len)) = quote_at(self.bytes, self.pos) {
             self.pos += len;
-            return Ok(Value::String(self.string(quote)));
+            return Ok(Json::String(self.string(quote)));
         }
         match byte {
             b'{' => self.object(depth),
@@ -215,17 +252,17 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<Value, ReadError> {
+    fn object(&mut self, depth: usize) -> Result<Json<'t>, ReadError> {
         self.pos += 1;
         self.work.add(1);
-        let mut map = Map::new();
+        let mut entries = Vec::new();
         loop {
             self.skip_space();
             match self.peek() {
                 // A closing brace, or a trailing comma before it.
                 Some(b'}') => {
                     self.pos += 1;
-                    return Ok(Value::Object(map));
+                    return Ok(Json::Object(entries));
                 }
                 Some(b',') => {
                     self.pos += 1;
@@ -234,8 +271,8 @@ impl Reader<'_, '_> {
                 }
                 // The end, or something no member can start with: the brace was never
                 // written, so close the object here and leave the rest to the caller.
-                None => return Ok(Value::Object(map)),
-                Some(byte) if !self.starts_key(byte) => return Ok(Value::Object(map)),
+                None => return Ok(Json::Object(entries)),
+                Some(byte) if !self.starts_key(byte) => return Ok(Json::Object(entries)),
                 Some(_) => {}
             }
             let key = self.key();
@@ -245,11 +282,11 @@ impl Reader<'_, '_> {
                 // `key=value` is what a model writes when it thinks in Python.
                 Some(b'=') => self.pos += 1,
                 // A dangling key at the very end: the object was cut off before its value.
-                None => return Ok(Value::Object(map)),
+                None => return Ok(Json::Object(entries)),
                 Some(_) => return Err(self.error(ReadErrorKind::KeyWithoutColon)),
             }
             let value = self.value(depth + 1)?;
-            map.insert(key, value);
+            entries.push((key, value));
             // After a member: a comma, the closing brace, or (repaired) neither. A missing
             // comma before the next key is forgiven by the loop above, which accepts a key
             // wherever one can start.
@@ -260,15 +297,15 @@ impl Reader<'_, '_> {
         is_word_start(byte) || byte.is_ascii_digit() || quote_at(self.bytes, self.pos).is_some()
     }
 
-    fn key(&mut self) -> String {
+    fn key(&mut self) -> Cow<'t, str> {
         if let Some((quote, len)) = quote_at(self.bytes, self.pos) {
             self.pos += len;
             return self.string(quote);
         }
-        self.word().to_owned()
+        Cow::Borrowed(self.word())
     }
 
-    fn array(&mut self, depth: usize) -> Result<Value, ReadError> {
+    fn array(&mut self, depth: usize) -> Result<Json<'t>, ReadError> {
         self.pos += 1;
         self.work.add(1);
         let mut items = Vec::new();
@@ -277,7 +314,7 @@ impl Reader<'_, '_> {
             match self.peek() {
                 Some(b']') => {
                     self.pos += 1;
-                    return Ok(Value::Array(items));
+                    return Ok(Json::Array(items));
                 }
                 Some(b',') => {
                     self.pos += 1;
@@ -285,14 +322,14 @@ impl Reader<'_, '_> {
                     continue;
                 }
                 // The end, or a closer that belongs to an enclosing object or call.
-                None | Some(b'}' | b')') => return Ok(Value::Array(items)),
+                None | Some(b'}' | b')') => return Ok(Json::Array(items)),
                 Some(_) => {}
             }
             match self.value(depth + 1) {
                 Ok(value) => items.push(value),
                 // Something that is not a value: the bracket was never written.
                 Err(error) if error.kind == ReadErrorKind::NoValue => {
-                    return Ok(Value::Array(items));
+                    return Ok(Json::Array(items));
                 }
                 Err(error) => return Err(error),
             }
@@ -301,8 +338,10 @@ impl Reader<'_, '_> {
 
     /// Reads a string body after its opening quote. Never fails: an unterminated string is
     /// closed at the end of the input.
-    fn string(&mut self, quote: Quote) -> String {
+    fn string(&mut self, quote: Quote) -> Cow<'t, str> {
+        let start = self.pos;
         let mut out = String::new();
+        let mut escaped = false;
         let mut run_start = self.pos;
         loop {
             let rest = &self.bytes[self.pos..];
@@ -313,17 +352,21 @@ impl Reader<'_, '_> {
             };
             let Some(offset) = found else {
                 self.work.add(rest.len());
-                out.push_str(&self.text[run_start..]);
                 self.pos = self.bytes.len();
                 self.repairs.string_closed_at_end = true;
                 // The line break before a closing tag or fence belongs to the tag.
+                if !escaped {
+                    return Cow::Borrowed(self.text[start..].trim_end_matches(['\n', '\r']));
+                }
+                out.push_str(&self.text[run_start..]);
                 let kept = out.trim_end_matches(['\n', '\r']).len();
                 out.truncate(kept);
-                return out;
+                return Cow::Owned(out);
             };
             self.work.add(offset + 1);
             let at = self.pos + offset;
             if self.bytes[at] == b'\\' {
+                escaped = true;
                 out.push_str(&self.text[run_start..at]);
                 self.pos = at;
                 self.escape(&mut out);
@@ -342,9 +385,12 @@ impl Reader<'_, '_> {
                 }
             };
             if self.closes_here(at + closer_len) {
-                out.push_str(&self.text[run_start..at]);
                 self.pos = at + closer_len;
-                return out;
+                if !escaped {
+                    return Cow::Borrowed(&self.text[start..at]);
+                }
+                out.push_str(&self.text[run_start..at]);
+                return Cow::Owned(out);
             }
             // A quote inside the text (`'don't'`, `"say "hi""`): keep it as a character.
             self.pos = at + closer_len;
@@ -434,7 +480,7 @@ impl Reader<'_, '_> {
         u16::from_str_radix(text, 16).ok()
     }
 
-    fn number(&mut self) -> Result<Value, ReadError> {
+    fn number(&mut self) -> Result<Json<'t>, ReadError> {
         let start = self.pos;
         if matches!(self.peek(), Some(b'-' | b'+')) {
             self.pos += 1;
@@ -455,7 +501,7 @@ impl Reader<'_, '_> {
         let literal = self.text[digits_start..self.pos].trim_end_matches('.');
         let negative = self.bytes[start] == b'-';
         match parse_number(literal, negative) {
-            Some(number) => Ok(Value::Number(number)),
+            Some(number) => Ok(Json::Number(number)),
             None => {
                 self.pos = start;
                 Err(self.error(ReadErrorKind::NoValue))
@@ -463,7 +509,7 @@ impl Reader<'_, '_> {
         }
     }
 
-    fn word(&mut self) -> &str {
+    fn word(&mut self) -> &'t str {
         let start = self.pos;
         while self.peek().is_some_and(is_word_byte) {
             self.pos += 1;
@@ -474,13 +520,13 @@ impl Reader<'_, '_> {
 
     /// A bare word in value position: a literal in any of the spellings models use, or else
     /// the word itself as a string (`{"name": get_time}`).
-    fn word_value(&mut self) -> Value {
+    fn word_value(&mut self) -> Json<'t> {
         let word = self.word();
         match word {
-            "true" | "True" | "TRUE" => Value::Bool(true),
-            "false" | "False" | "FALSE" => Value::Bool(false),
-            "null" | "None" | "NULL" | "none" | "nil" | "undefined" => Value::Null,
-            other => Value::String(other.to_owned()),
+            "true" | "True" | "TRUE" => Json::Bool(true),
+            "false" | "False" | "FALSE" => Json::Bool(false),
+            "null" | "None" | "NULL" | "none" | "nil" | "undefined" => Json::Null,
+            other => Json::String(Cow::Borrowed(other)),
         }
     }
 }
@@ -517,7 +563,7 @@ mod tests {
     fn check(text: &str, expect: Value) {
         let read = read_value(text, 0, text.len(), Dialect::Json, &mut Work::default())
             .unwrap_or_else(|error| panic!("{text:?} failed: {error:?}"));
-        assert_eq!(read.value, expect, "{text:?}");
+        assert_eq!(read.value.into_value(), expect, "{text:?}");
     }
 
     fn check_end(text: &str, end: usize) {

@@ -1,8 +1,6 @@
 //! Python-style calls: `get_time(timezone="UTC")`, Llama's `web_search.call(query="x")`, and
 //! Llama 3.2's list `[get_time(timezone="UTC"), web_search(query="x")]`.
 
-use serde_json::Map;
-
 use crate::json::{Dialect, read_value, skip_space};
 use crate::shape::{Args, Found};
 use crate::work::Work;
@@ -31,7 +29,7 @@ pub(crate) fn read_python_call(
     let name = text[pos..name_end].trim_end_matches(".call");
 
     let mut positional = Vec::new();
-    let mut keywords = Map::new();
+    let mut keywords = Vec::new();
     loop {
         cursor = skip_space(&text[..limit], cursor, work);
         match bytes.get(cursor) {
@@ -50,11 +48,11 @@ pub(crate) fn read_python_call(
         if let Some(keyword_end) = keyword_at(bytes, cursor) {
             let key = text[cursor..keyword_end.0].to_owned();
             let read = read_value(text, keyword_end.1, limit, Dialect::Python, work).ok()?;
-            keywords.insert(key, read.value);
+            keywords.push((key, read.value.into_value()));
             cursor = read.end;
         } else {
             let read = read_value(text, cursor, limit, Dialect::Python, work).ok()?;
-            positional.push(read.value);
+            positional.push(read.value.into_value());
             cursor = read.end;
         }
         cursor = skip_space(&text[..limit], cursor, work);
@@ -151,7 +149,7 @@ mod tests {
     }
 
     fn object(value: Value) -> Args {
-        Args::Object(value.as_object().cloned().unwrap())
+        Args::Object(value.as_object().cloned().unwrap().into_iter().collect())
     }
 
     #[test]
@@ -184,7 +182,7 @@ mod tests {
                 "get_weather".into(),
                 Args::Python {
                     positional: vec![json!("Paris")],
-                    keywords: Map::new()
+                    keywords: Vec::new()
                 }
             ))
         );

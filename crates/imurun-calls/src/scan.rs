@@ -10,12 +10,13 @@
 //! linear in the text; see `Scanner::limited` for the one case that needs care.
 
 use std::collections::HashMap;
+use std::sync::LazyLock;
 
+use crate::json::Json;
 use imurun_core::{ToolCall, ToolIndex};
 use memchr::{memchr, memchr3, memmem};
-use serde_json::Value;
 
-use crate::json::{Dialect, Read, read_value, skip_space};
+use crate::json::{Dialect, Read, owned_entries, read_value, skip_space};
 use crate::pythonic::{read_python_call, read_python_list};
 use crate::shape::{Args, Found, Verdict, found_in_object, judge, names_runnable};
 use crate::work::Work;
@@ -69,7 +70,7 @@ pub(crate) fn scan(text: &str, index: &ToolIndex, work: &mut Work) -> Scan {
         limited: false,
         backticks: None,
         mistral: Next::new("[TOOL_CALLS]"),
-        closers: HashMap::new(),
+        closers: Vec::new(),
     };
     scanner.run();
     scanner.found
@@ -89,10 +90,11 @@ struct Scanner<'t, 'i, 'w> {
     /// Runs of backticks, built on first need.
     backticks: Option<Backticks>,
     mistral: Next,
-    closers: HashMap<&'static str, Next>,
+    /// Closing tags looked up so far (at most three kinds).
+    closers: Vec<Next>,
 }
 
-impl Scanner<'_, '_, '_> {
+impl<'t> Scanner<'t, '_, '_> {
     fn done(&self) -> bool {
         self.found.problem.is_some() || self.found.calls.len() >= CALLS_MAX
     }
@@ -171,22 +173,27 @@ impl Scanner<'_, '_, '_> {
 
     /// Records every call a read value holds: one call object or an array of them. For a
     /// weak candidate either all of them qualify or none is recorded.
-    fn record_value(&mut self, at: usize, value: &Value, strength: Strength) -> Result<(), String> {
-        let items: Vec<&Value> = match value {
-            Value::Array(items) if !items.is_empty() => items.iter().collect(),
-            Value::Array(_) => return Err("an empty list where calls were expected".into()),
+    fn record_value(
+        &mut self,
+        at: usize,
+        value: Json<'t>,
+        strength: Strength,
+    ) -> Result<(), String> {
+        let items: Vec<Json> = match value {
+            Json::Array(items) if !items.is_empty() => items,
+            Json::Array(_) => return Err("an empty list where calls were expected".into()),
             other => vec![other],
         };
         let mut found = Vec::with_capacity(items.len());
         for item in items {
-            match item.as_object().and_then(found_in_object) {
-                Some(call) => found.push(call),
-                None if item.is_object() => return Err("a JSON object without a tool name".into()),
-                None => {
-                    return Err(format!(
-                        "{} where a JSON object was expected",
-                        kind_of(item)
-                    ));
+            match item {
+                Json::Object(object) => match found_in_object(object) {
+                    Some(call) => found.push(call),
+                    None => return Err("a JSON object without a tool name".into()),
+                },
+                other => {
+                    let kind = kind_of(&other);
+                    return Err(format!("{kind} where a JSON object was expected"));
                 }
             }
         }
@@ -254,12 +261,12 @@ impl Scanner<'_, '_, '_> {
                     if !read_any {
                         self.problem(at, Problem::Unusable(error.kind.describe().into()));
                     }
-                    return error.at.max(cursor + 1);
+                    return error.at.max(char_after(self.text, cursor));
                 }
             };
             let (read, new_limit) = self.reread_if_runaway(read, cursor, body, closer);
             limit = new_limit;
-            if let Err(detail) = self.record_value(at, &read.value, Strength::Strong) {
+            if let Err(detail) = self.record_value(at, read.value, Strength::Strong) {
                 self.problem(at, Problem::Unusable(detail));
                 return read.end;
             }
@@ -283,11 +290,11 @@ impl Scanner<'_, '_, '_> {
     /// marker up to its tag (see `limited`). Returns the read and the limit it used.
     fn reread_if_runaway(
         &mut self,
-        read: Read,
+        read: Read<'t>,
         cursor: usize,
         body: usize,
         closer: Option<&'static str>,
-    ) -> (Read, usize) {
+    ) -> (Read<'t>, usize) {
         let full = self.bytes.len();
         if !read.repairs.string_closed_at_end || self.limited {
             return (read, full.min(self.limit_for(body, closer)));
@@ -313,8 +320,14 @@ impl Scanner<'_, '_, '_> {
     }
 
     fn closer_after(&mut self, tag: &'static str, from: usize) -> Option<usize> {
-        let next = self.closers.entry(tag).or_insert_with(|| Next::new(tag));
-        next.find(self.text, from, self.work)
+        let slot = match self.closers.iter().position(|next| next.tag == tag) {
+            Some(slot) => slot,
+            None => {
+                self.closers.push(Next::new(tag));
+                self.closers.len() - 1
+            }
+        };
+        self.closers[slot].find(self.text, from, self.work)
     }
 
     fn skip_separators(&mut self, mut cursor: usize, limit: usize) -> usize {
@@ -358,28 +371,28 @@ impl Scanner<'_, '_, '_> {
         }
         let name = self.text[name_start..name_end].to_owned();
         let body = skip_space(self.text, name_end + 1, self.work);
-        let (args, end) = if self.bytes.get(body) == Some(&b'{') {
+        let (args, end): (Json, usize) = if self.bytes.get(body) == Some(&b'{') {
             match read_value(self.text, body, self.bytes.len(), Dialect::Json, self.work) {
                 Ok(read) => (read.value, read.end),
                 Err(error) => {
                     self.problem(at, Problem::Unusable(error.kind.describe().into()));
-                    return error.at.max(body + 1);
+                    return error.at.max(char_after(self.text, body));
                 }
             }
         } else if self.text[body..].starts_with("<parameter=") {
             self.parameter_tags(body)
         } else {
-            (Value::Object(serde_json::Map::new()), body)
+            (Json::Object(Vec::new()), body)
         };
         let found = match args {
-            Value::Object(map) => Found {
+            Json::Object(entries) => Found {
                 written_name: name,
-                args: Args::Object(map),
+                args: Args::Object(owned_entries(entries)),
                 has_argument_key: true,
             },
             other => Found {
                 written_name: name,
-                args: Args::Other(other),
+                args: Args::Other(other.into_value()),
                 has_argument_key: true,
             },
         };
@@ -388,8 +401,8 @@ impl Scanner<'_, '_, '_> {
     }
 
     /// Qwen's `<parameter=KEY>value</parameter>` list; values are text, typed by coercion.
-    fn parameter_tags(&mut self, mut cursor: usize) -> (Value, usize) {
-        let mut map = serde_json::Map::new();
+    fn parameter_tags(&mut self, mut cursor: usize) -> (Json<'t>, usize) {
+        let mut entries = Vec::new();
         let close = memmem::Finder::new("</parameter>");
         while self.text[cursor..].starts_with("<parameter=") {
             let key_start = cursor + "<parameter=".len();
@@ -405,11 +418,11 @@ impl Scanner<'_, '_, '_> {
             let value = self.text[value_start..value_start + value_len]
                 .trim()
                 .to_owned();
-            map.insert(key, Value::String(value));
+            entries.push((key.into(), Json::String(value.into())));
             cursor = (value_start + value_len + "</parameter>".len()).min(self.bytes.len());
             cursor = skip_space(self.text, cursor, self.work);
         }
-        (Value::Object(map), cursor)
+        (Json::Object(entries), cursor)
     }
 
     /// Mistral: `[TOOL_CALLS] [{"name", "arguments"}]` or `[TOOL_CALLS]name[ARGS]{...}`.
@@ -434,8 +447,8 @@ impl Scanner<'_, '_, '_> {
             ) {
                 Ok(read) => {
                     let args = match read.value {
-                        Value::Object(map) => Args::Object(map),
-                        other => Args::Other(other),
+                        Json::Object(entries) => Args::Object(owned_entries(entries)),
+                        other => Args::Other(other.into_value()),
                     };
                     let found = Found {
                         written_name: name,
@@ -469,7 +482,8 @@ impl Scanner<'_, '_, '_> {
         let info_len = self.bytes[after_run..]
             .iter()
             .take(32)
-            .take_while(|&&byte| !byte.is_ascii_whitespace() && byte != b'{' && byte != b'`')
+            // ASCII only, so the slice below always ends on a character boundary.
+            .take_while(|&&byte| byte.is_ascii_graphic() && byte != b'{' && byte != b'`')
             .count();
         let info = self.text[after_run..after_run + info_len].to_ascii_lowercase();
         if TOOL_FENCES.contains(&info.as_str()) {
@@ -495,7 +509,7 @@ impl Scanner<'_, '_, '_> {
             if matches!(self.bytes.get(start), Some(b'{' | b'[')) {
                 if let Ok(read) = read_value(self.text, start, close_at, Dialect::Json, self.work) {
                     // Not a call: then it is ordinary JSON in the answer, which is fine.
-                    let _not_a_call = self.record_value(at, &read.value, Strength::JsonFence);
+                    let _not_a_call = self.record_value(at, read.value, Strength::JsonFence);
                 }
             }
         }
@@ -576,7 +590,7 @@ impl Scanner<'_, '_, '_> {
         }
         match read_value(self.text, at, self.bytes.len(), Dialect::Json, self.work) {
             Ok(read) => {
-                if let Value::Object(object) = &read.value {
+                if let Json::Object(object) = read.value {
                     if let Some(found) = found_in_object(object) {
                         self.record(at, found, Strength::Bare);
                     }
@@ -614,10 +628,18 @@ impl Scanner<'_, '_, '_> {
             }
         }
         let read = read_value(self.text, open, len, Dialect::Json, self.work).ok()?;
-        self.record_value(open, &read.value, Strength::Bare)
+        self.record_value(open, read.value, Strength::Bare)
             .ok()
             .map(|()| read.end)
     }
+}
+
+/// The offset just past the character at `at`: where a scan resumes after refusing it.
+fn char_after(text: &str, at: usize) -> usize {
+    text[at..]
+        .chars()
+        .next()
+        .map_or(text.len(), |ch| at + ch.len_utf8())
 }
 
 /// Whether only spaces or tabs stand between the previous newline and `at`.
@@ -641,14 +663,14 @@ fn line_is_blank_after(bytes: &[u8], at: usize) -> bool {
         .all(|&byte| byte == b' ' || byte == b'\t' || byte == b'\r')
 }
 
-fn kind_of(value: &Value) -> &'static str {
+fn kind_of(value: &Json) -> &'static str {
     match value {
-        Value::String(_) => "text",
-        Value::Number(_) => "a number",
-        Value::Bool(_) => "a boolean",
-        Value::Null => "null",
-        Value::Array(_) => "a list",
-        Value::Object(_) => "an object",
+        Json::String(_) => "text",
+        Json::Number(_) => "a number",
+        Json::Bool(_) => "a boolean",
+        Json::Null => "null",
+        Json::Array(_) => "a list",
+        Json::Object(_) => "an object",
     }
 }
 
@@ -656,7 +678,8 @@ fn kind_of(value: &Value) -> &'static str {
 /// look-ups from increasing positions cost one pass over the text in all.
 #[derive(Debug)]
 struct Next {
-    finder: memmem::Finder<'static>,
+    tag: &'static str,
+    finder: &'static memmem::Finder<'static>,
     /// The last answer and the position it was looked up from.
     cached: Option<(usize, Option<usize>)>,
 }
@@ -664,7 +687,8 @@ struct Next {
 impl Next {
     fn new(tag: &'static str) -> Self {
         Self {
-            finder: memmem::Finder::new(tag),
+            tag,
+            finder: finder_for(tag),
             cached: None,
         }
     }
@@ -686,6 +710,23 @@ impl Next {
         work.add(answer.map_or(text.len() - from, |at| at - from));
         self.cached = Some((from, answer));
         answer
+    }
+}
+
+// Built once: a finder's set-up costs more than searching a short answer.
+static MISTRAL: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new("[TOOL_CALLS]"));
+static TOOL_CALL_END: LazyLock<memmem::Finder<'static>> =
+    LazyLock::new(|| memmem::Finder::new("</tool_call>"));
+static FENCE: LazyLock<memmem::Finder<'static>> = LazyLock::new(|| memmem::Finder::new("```"));
+
+fn finder_for(tag: &'static str) -> &'static memmem::Finder<'static> {
+    match tag {
+        "[TOOL_CALLS]" => &MISTRAL,
+        "</tool_call>" => &TOOL_CALL_END,
+        "```" => &FENCE,
+        // Only the tags above are ever looked up; the fence finder is a safe default.
+        _ => &FENCE,
     }
 }
 

@@ -2,9 +2,12 @@
 //! arguments, and how a found call becomes a `ToolCall` for a runnable tool.
 
 use imurun_core::{IndexedTool, ToolCall, ToolIndex};
-use serde_json::{Map, Value};
+use serde_json::Value;
 
-use crate::coerce::{fit_arguments, parse_embedded};
+use crate::coerce::{Entries, fit_arguments, parse_embedded};
+use std::borrow::Cow;
+
+use crate::json::{Json, owned_entries};
 use crate::names::resolve;
 
 /// Keys that hold the tool's name, in the order they are tried.
@@ -45,11 +48,12 @@ pub(crate) struct Found {
 /// The arguments as written.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Args {
-    Object(Map<String, Value>),
+    /// Keys and values in the order written.
+    Object(Entries),
     /// Python-style positional arguments, then keyword arguments.
     Python {
         positional: Vec<Value>,
-        keywords: Map<String, Value>,
+        keywords: Entries,
     },
     /// Any other value: a string of JSON, a bare string for the only parameter, a number.
     Other(Value),
@@ -68,31 +72,63 @@ pub(crate) enum Verdict {
 /// The call an object describes, if it names anything: `{"name", "args"}` and its
 /// synonyms, OpenAI's `{"type": "function", "function": {"name", "arguments"}}`, or a name
 /// beside flattened arguments.
-pub(crate) fn found_in_object(object: &Map<String, Value>) -> Option<Found> {
-    if let Some(Value::Object(inner)) = object.get("function") {
+pub(crate) fn found_in_object(object: Vec<(Cow<'_, str>, Json<'_>)>) -> Option<Found> {
+    // One walk over the entries, comparing keys as strings.
+    let mut name: Option<(usize, Cow<'_, str>)> = None;
+    let mut argument: Option<(usize, Json<'_>)> = None;
+    let mut function: Option<Vec<(Cow<'_, str>, Json<'_>)>> = None;
+    let mut rest: Vec<(Cow<'_, str>, Json<'_>)> = Vec::new();
+    for (key, value) in object {
+        if key == "function" {
+            if let Json::Object(inner) = value {
+                function = Some(inner);
+                continue;
+            }
+        }
+        let name_rank = NAME_KEYS.iter().position(|candidate| *candidate == key);
+        match (name_rank, value) {
+            (Some(rank), Json::String(text)) if !text.trim().is_empty() => {
+                if name.as_ref().is_none_or(|(best, _)| rank < *best) {
+                    if let Some((previous_rank, previous)) = name.replace((rank, text)) {
+                        rest.push((
+                            Cow::Borrowed(NAME_KEYS[previous_rank]),
+                            Json::String(previous),
+                        ));
+                    }
+                } else {
+                    rest.push((key, Json::String(text)));
+                }
+            }
+            (_, value) => match ARGUMENT_KEYS.iter().position(|candidate| *candidate == key) {
+                Some(rank) if argument.as_ref().is_none_or(|(best, _)| rank < *best) => {
+                    argument = Some((rank, value));
+                }
+                _ => rest.push((key, value)),
+            },
+        }
+    }
+    // OpenAI's envelope: the call is the inner `function` object.
+    if let Some(inner) = function {
         return found_in_object(inner);
     }
-    let (name_key, written_name) = NAME_KEYS.iter().find_map(|key| match object.get(*key) {
-        Some(Value::String(name)) if !name.trim().is_empty() => Some((*key, name.trim())),
-        _ => None,
-    })?;
-    let argument = ARGUMENT_KEYS.iter().find_map(|key| object.get(*key));
-    let args = match argument {
-        Some(Value::Object(map)) => Args::Object(map.clone()),
-        Some(Value::Null) => Args::Object(Map::new()),
-        Some(other) => Args::Other(other.clone()),
-        None => Args::Object(
-            object
-                .iter()
-                .filter(|(key, _)| *key != name_key && !ENVELOPE_KEYS.contains(&key.as_str()))
-                .map(|(key, value)| (key.clone(), value.clone()))
+    let (_, written_name) = name?;
+    let has_argument_key = argument.is_some();
+    let args = match argument.map(|(_, value)| value) {
+        Some(Json::Object(entries)) => Args::Object(owned_entries(entries)),
+        Some(Json::Null) => Args::Object(Vec::new()),
+        Some(other) => Args::Other(other.into_value()),
+        None => Args::Object(owned_entries(
+            rest.into_iter()
+                .filter(|(key, _)| {
+                    !ENVELOPE_KEYS.contains(&key.as_ref()) && !NAME_KEYS.contains(&key.as_ref())
+                })
                 .collect(),
-        ),
+        )),
     };
     Some(Found {
-        written_name: written_name.to_owned(),
+        written_name: written_name.trim().to_owned(),
         args,
-        has_argument_key: argument.is_some(),
+        has_argument_key,
     })
 }
 
@@ -115,7 +151,7 @@ pub(crate) fn names_runnable(found: &Found, index: &ToolIndex) -> bool {
     resolve(index, &found.written_name).is_some()
 }
 
-fn arguments_object(args: Args, tool: &IndexedTool) -> Result<Map<String, Value>, String> {
+fn arguments_object(args: Args, tool: &IndexedTool) -> Result<Entries, String> {
     match args {
         Args::Object(map) => Ok(map),
         Args::Python {
@@ -131,13 +167,15 @@ fn arguments_object(args: Args, tool: &IndexedTool) -> Result<Map<String, Value>
                 ));
             }
             for (name, value) in order.into_iter().zip(positional) {
-                keywords.entry(name).or_insert(value);
+                if !keywords.iter().any(|(key, _)| *key == name) {
+                    keywords.push((name, value));
+                }
             }
             Ok(keywords)
         }
         Args::Other(Value::String(text)) => {
             if let Some(Value::Object(map)) = parse_embedded(&text) {
-                return Ok(map);
+                return Ok(map.into_iter().collect());
             }
             single_parameter(tool, Value::String(text))
         }
@@ -146,7 +184,7 @@ fn arguments_object(args: Args, tool: &IndexedTool) -> Result<Map<String, Value>
 }
 
 /// Puts a lone value on the tool's only required parameter, or its only parameter.
-fn single_parameter(tool: &IndexedTool, value: Value) -> Result<Map<String, Value>, String> {
+fn single_parameter(tool: &IndexedTool, value: Value) -> Result<Entries, String> {
     let required = tool.spec.required();
     let properties: Vec<&String> = tool
         .spec
@@ -165,9 +203,7 @@ fn single_parameter(tool: &IndexedTool, value: Value) -> Result<Map<String, Valu
             ));
         }
     };
-    let mut map = Map::new();
-    map.insert(target, value);
-    Ok(map)
+    Ok(vec![(target, value)])
 }
 
 /// Parameters in the order positional arguments fill them: required ones first, in the

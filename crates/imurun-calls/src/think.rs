@@ -1,17 +1,24 @@
 //! Splitting a reasoning model's thought from its visible answer.
 
-use memchr::memmem;
+use std::borrow::Cow;
+use std::sync::LazyLock;
+
+use memchr::memmem::Finder;
 
 use crate::work::Work;
 
 const OPEN: &str = "<think>";
 const CLOSE: &str = "</think>";
 
+// Built once: a finder's set-up costs more than searching a short answer.
+static OPEN_FINDER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(OPEN));
+static CLOSE_FINDER: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new(CLOSE));
+
 /// A raw output split into what the person sees and what the model thought.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Split {
-    /// The text outside every thought, in order.
-    pub visible: String,
+pub struct Split<'a> {
+    /// The text outside every thought, in order (borrowed when there is no thought).
+    pub visible: Cow<'a, str>,
     /// The thoughts, trimmed and joined by blank lines.
     pub thought: String,
     /// Where each piece of `visible` came from in the raw text, so an offset in `visible`
@@ -25,7 +32,7 @@ struct Piece {
     raw_start: usize,
 }
 
-impl Split {
+impl Split<'_> {
     /// The offset in the raw text of byte `offset` of `visible`.
     pub fn raw_offset(&self, offset: usize) -> usize {
         let piece = match self
@@ -45,13 +52,12 @@ impl Split {
 /// Handles a closed thought, an orphan `…</think>` (the chat template already emitted the
 /// opening tag), and an unclosed `<think>` (generation stopped mid-thought). Tool calls are
 /// read from `visible` only, so a call inside a thought is never run.
-pub fn split_think(raw: &str) -> Split {
+pub fn split_think(raw: &str) -> Split<'_> {
     split_think_counting(raw, &mut Work::default())
 }
 
-pub(crate) fn split_think_counting(raw: &str, work: &mut Work) -> Split {
-    let open_finder = memmem::Finder::new(OPEN);
-    let close_finder = memmem::Finder::new(CLOSE);
+pub(crate) fn split_think_counting<'a>(raw: &'a str, work: &mut Work) -> Split<'a> {
+    let (open_finder, close_finder) = (&*OPEN_FINDER, &*CLOSE_FINDER);
     let mut visible = String::new();
     let mut thoughts: Vec<&str> = Vec::new();
     let mut pieces = Vec::new();
@@ -66,7 +72,7 @@ pub(crate) fn split_think_counting(raw: &str, work: &mut Work) -> Split {
             Some(close) => {
                 let after = close + CLOSE.len();
                 Split {
-                    visible: raw[after..].to_owned(),
+                    visible: Cow::Borrowed(&raw[after..]),
                     thought: raw[..close].trim().to_owned(),
                     pieces: vec![Piece {
                         visible_start: 0,
@@ -75,7 +81,7 @@ pub(crate) fn split_think_counting(raw: &str, work: &mut Work) -> Split {
                 }
             }
             None => Split {
-                visible: raw.to_owned(),
+                visible: Cow::Borrowed(raw),
                 thought: String::new(),
                 pieces: vec![Piece {
                     visible_start: 0,
@@ -126,7 +132,7 @@ pub(crate) fn split_think_counting(raw: &str, work: &mut Work) -> Split {
         .collect::<Vec<_>>()
         .join("\n\n");
     Split {
-        visible,
+        visible: Cow::Owned(visible),
         thought,
         pieces,
     }

@@ -8,6 +8,9 @@ use std::collections::HashMap;
 
 use crate::ToolSpec;
 
+/// Up to this many tools, names are looked up by comparison rather than by hash.
+const LINEAR_LOOKUP_MAX: usize = 16;
+
 /// One tool in the index.
 #[derive(Debug, Clone, PartialEq)]
 pub struct IndexedTool {
@@ -65,10 +68,18 @@ impl ToolIndex {
 
     /// The tool with this exact name, or the one this alias points at.
     pub fn get(&self, name: &str) -> Option<&IndexedTool> {
-        self.by_name
-            .get(name)
-            .or_else(|| self.aliases.get(name))
-            .map(|&slot| &self.tools[slot])
+        // A step offers a handful of tools: comparing names beats hashing the name.
+        if self.tools.len() <= LINEAR_LOOKUP_MAX {
+            if let Some(tool) = self.tools.iter().find(|tool| tool.spec.name == name) {
+                return Some(tool);
+            }
+        } else if let Some(&slot) = self.by_name.get(name) {
+            return Some(&self.tools[slot]);
+        }
+        if self.aliases.is_empty() {
+            return None;
+        }
+        self.aliases.get(name).map(|&slot| &self.tools[slot])
     }
 
     pub fn contains(&self, name: &str) -> bool {

@@ -5,3 +5,6 @@
 mod common;
 mod corpus;
 mod formats;
+mod linear;
+mod properties;
+mod stream;
