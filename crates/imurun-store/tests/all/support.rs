@@ -1,0 +1,49 @@
+//! Records to write and the one place rows are compared with them.
+
+use imurun_core::{AuditRecord, CallSource, Decision};
+use imurun_store::AuditRow;
+
+/// A record that depends only on `index`, so a reader can tell whether a row is exactly the one
+/// that was written in that position.
+pub(crate) fn nth_record(index: u64) -> AuditRecord {
+    let sources = [
+        CallSource::Model,
+        CallSource::Agent(1),
+        CallSource::Agent(2),
+        CallSource::User,
+    ];
+    let decisions = [Decision::Allow, Decision::Ask, Decision::Deny];
+    let index_usize = usize::try_from(index).expect("index fits usize");
+    AuditRecord {
+        at_ms: 1_700_000_000_000 + i64::try_from(index).expect("index fits i64"),
+        mark: "G3-tool",
+        tool: format!("tool-{index}"),
+        source: sources[index_usize % sources.len()],
+        decision: decisions[index_usize % decisions.len()],
+        outcome: format!("ok {index}"),
+        session_id: (!index.is_multiple_of(5)).then(|| format!("session-{}", index % 7)),
+    }
+}
+
+/// Asserts that `row` holds every field of `record`.
+pub(crate) fn check_row(row: &AuditRow, record: &AuditRecord) {
+    let got = (
+        row.at_ms,
+        row.mark.as_str(),
+        row.tool.as_str(),
+        row.source,
+        row.decision,
+        row.outcome.as_str(),
+        row.session_id.as_deref(),
+    );
+    let expected = (
+        record.at_ms,
+        record.mark,
+        record.tool.as_str(),
+        record.source,
+        record.decision,
+        record.outcome.as_str(),
+        record.session_id.as_deref(),
+    );
+    assert_eq!(got, expected, "row {}", row.id);
+}
