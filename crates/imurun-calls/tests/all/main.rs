@@ -4,6 +4,7 @@
 
 mod common;
 mod corpus;
+mod docs;
 mod formats;
 mod linear;
 mod properties;

@@ -1,0 +1,6 @@
+//! Integration tests of the `imurun` binary and of the workspace as a whole, in one binary.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod architecture;
+mod parse_cli;
