@@ -1,0 +1,419 @@
+//! The destructive-command deny-list: commands no mode may run, whoever approves them.
+//!
+//! A command line is lexed into words (see `lexer`) twice — once as a POSIX shell reads it
+//! and once as cmd.exe and PowerShell read it — and every simple command in it is checked:
+//! each segment between `;`, `&&`, `||`, `|` and newlines, every `$(…)` and backtick
+//! substitution, every subshell, and the text handed to `bash -c`, `sh -c`, `eval`, `su -c`,
+//! `env -S`, `powershell -Command` (or `-EncodedCommand`) and `cmd /c`, recursively. Wrappers
+//! (`sudo`, `env`, `nice`, `timeout`, ...) are looked through. Pipes into a shell are judged
+//! by what feeds them: a download or a decoder is refused, literal text is checked as code;
+//! a delete that takes its targets from a pipe is judged by what the listing before it lists.
+//!
+//! Everything is bounded: the command's length, the lexing work and the nesting depth.
+//! Past a bound the command is refused as too complex to check, never waved through.
+
+mod feeds;
+mod forkbomb;
+mod lexer;
+mod rules;
+mod runners;
+mod targets;
+
+use lexer::{Budget, Command, Dialect, Pipeline, Script, Stdin, Word};
+use runners::Step;
+
+/// The longest command the deny-list reads. Longer commands are refused: a shell command an
+/// agent writes is a line or a short script, and reading has to stay cheap.
+pub const COMMAND_BYTES_MAX: usize = 64 * 1024;
+
+/// Characters each lex may consume, summed over every nested text of one command. Generous
+/// for any real command (a 64 KiB command read twice, with its `bash -c` strings read again,
+/// is well inside it), and small enough to keep one decision in milliseconds.
+const LEX_STEPS_MAX: usize = 4 * 1024 * 1024;
+
+/// How many commands before a `… | xargs rm -rf` are read for the targets they list: enough
+/// for `find / | grep x | sort | xargs rm -rf`, and it keeps a long pipeline linear.
+const PIPED_LISTERS_MAX: usize = 4;
+
+/// How much of a command a reason quotes.
+const SEGMENT_CHARS_MAX: usize = 160;
+
+/// Why `command` is on the destructive-command deny-list, as a sentence a person reads, or
+/// `None` when it is not. Pure and total: any input returns, in time linear in its length.
+pub fn destructive_reason(command: &str) -> Option<String> {
+    if command.len() > COMMAND_BYTES_MAX {
+        return Some(format!(
+            "the command is {} bytes long, more than the {COMMAND_BYTES_MAX} the deny-list reads, so it cannot be checked",
+            command.len()
+        ));
+    }
+    let mut budget = Budget::new(LEX_STEPS_MAX);
+    analyze(command, Dialect::Posix, 0, None, &mut budget)
+        .or_else(|| analyze(command, Dialect::Windows, 0, None, &mut budget))
+        .map(|finding| finding.sentence())
+}
+
+/// A destructive piece of a command and why.
+#[derive(Debug)]
+struct Finding {
+    segment: String,
+    why: String,
+}
+
+impl Finding {
+    fn new(segment: &str, why: impl Into<String>) -> Self {
+        Self {
+            segment: segment.to_string(),
+            why: why.into(),
+        }
+    }
+
+    fn sentence(&self) -> String {
+        let one_line = self
+            .segment
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        let shown: String = if one_line.chars().count() > SEGMENT_CHARS_MAX {
+            one_line
+                .chars()
+                .take(SEGMENT_CHARS_MAX)
+                .chain("…".chars())
+                .collect()
+        } else {
+            one_line
+        };
+        format!(
+            "`{shown}` is on the destructive-command deny-list: {}",
+            self.why
+        )
+    }
+}
+
+fn analyze(
+    text: &str,
+    dialect: Dialect,
+    depth: usize,
+    cwd: Option<String>,
+    budget: &mut Budget,
+) -> Option<Finding> {
+    if depth >= lexer::NESTING_DEPTH_MAX {
+        return Some(Finding::new(
+            text,
+            "it nests commands too deeply to be checked",
+        ));
+    }
+    let parsed = lexer::parse(text, dialect, depth, budget);
+    if budget.exhausted() {
+        return Some(Finding::new(text, "it is too complex to be checked"));
+    }
+    if let Some(why) = forkbomb::fork_bomb(&parsed.skeleton) {
+        return Some(Finding::new(text, why));
+    }
+    let mut walker = Walker {
+        heredocs: &parsed.heredocs,
+        dialect,
+        depth,
+        cwd,
+        budget,
+    };
+    walker.script(&parsed.script)
+}
+
+/// Walks one lexed text, carrying the folder an earlier `cd` moved to.
+struct Walker<'a> {
+    heredocs: &'a [String],
+    dialect: Dialect,
+    depth: usize,
+    cwd: Option<String>,
+    budget: &'a mut Budget,
+}
+
+impl Walker<'_> {
+    fn script(&mut self, script: &Script) -> Option<Finding> {
+        script
+            .pipelines
+            .iter()
+            .find_map(|pipeline| self.pipeline(pipeline))
+    }
+
+    /// A nested script (a substitution or subshell): a `cd` inside it stays inside it.
+    fn nested(&mut self, script: &Script) -> Option<Finding> {
+        let saved = self.cwd.clone();
+        let found = self.script(script);
+        self.cwd = saved;
+        found
+    }
+
+    /// Each command once, carrying what earlier commands in the pipe feed forward, so a
+    /// long pipeline costs linear time.
+    fn pipeline(&mut self, pipeline: &Pipeline) -> Option<Finding> {
+        if let Some(why) = rules::pipeline_reason(pipeline) {
+            return Some(Finding::new(&pipeline_source(pipeline), why));
+        }
+        let mut hidden_upstream: Option<&'static str> = None;
+        for (i, command) in pipeline.commands.iter().enumerate() {
+            let step = runners::effective(&command.words);
+            if let Some(found) = self.command(command, &step) {
+                return Some(found);
+            }
+            let upstream = &pipeline.commands[i.saturating_sub(PIPED_LISTERS_MAX)..i];
+            if let Step::Run { name, args } = &step
+                && let Some(why) = upstream.iter().find_map(|producer| {
+                    rules::piped_targets_reason(name, args, producer, self.cwd.as_deref())
+                })
+            {
+                return Some(Finding::new(&pipeline_source(pipeline), why));
+            }
+            if let Step::Stdin { dialect } = step
+                && i > 0
+                && let Some(found) =
+                    self.piped_into_code(hidden_upstream, upstream.last(), dialect, pipeline)
+            {
+                return Some(found);
+            }
+            hidden_upstream = hidden_upstream.or_else(|| feeds::hidden_source(command));
+        }
+        None
+    }
+
+    fn command(&mut self, command: &Command, step: &Step<'_>) -> Option<Finding> {
+        for group in &command.groups {
+            if let Some(found) = self.nested(group) {
+                return Some(found);
+            }
+        }
+        let stdin_words = command.stdin.iter().filter_map(|stdin| match stdin {
+            Stdin::HereString(word) => Some(word),
+            Stdin::HereDoc { .. } => None,
+        });
+        let redirect_words = command.redirects.iter().map(|r| &r.target);
+        for word in command
+            .words
+            .iter()
+            .chain(redirect_words)
+            .chain(stdin_words)
+        {
+            for substitution in &word.substitutions {
+                if let Some(found) = self.nested(substitution) {
+                    return Some(found);
+                }
+            }
+        }
+        for redirect in command.redirects.iter().filter(|r| r.output) {
+            if targets::is_raw_disk(&redirect.target.text) {
+                let why = format!("writes to the raw disk `{}`", redirect.target.text);
+                return Some(Finding::new(&command.source, why));
+            }
+        }
+        if let Some(found) = self.expanding_heredocs(command) {
+            return Some(found);
+        }
+        match step {
+            Step::Nothing => None,
+            Step::Run { name, args } => {
+                if let Some(target) = rules::cd_target(&command.words) {
+                    self.cwd = target.map(|t| self.join_cwd(&t));
+                    return None;
+                }
+                let why = rules::destructive(name, args, self.cwd.as_deref())?;
+                Some(Finding::new(&command.source, why))
+            }
+            Step::Code {
+                dialect,
+                text,
+                words,
+            } => {
+                if let Some(found) = self.code_sources(command, words, *dialect) {
+                    return Some(found);
+                }
+                let dialect = (*dialect)?;
+                analyze(text, dialect, self.depth + 1, self.cwd.clone(), self.budget)
+            }
+            Step::Script { dialect, word } => {
+                self.code_sources(command, std::slice::from_ref(*word), *dialect)
+            }
+            Step::Stdin { dialect } => self.stdin_code(command, *dialect),
+            Step::Hidden(why) => Some(Finding::new(&command.source, *why)),
+        }
+    }
+
+    /// Commands in a `cd` target are resolved against the folder we are already in.
+    fn join_cwd(&self, target: &str) -> String {
+        let absolute = target.starts_with(['/', '\\', lexer::HOME])
+            || target.as_bytes().get(1) == Some(&b':')
+            || target.starts_with('%')
+            || target.starts_with('$');
+        match (&self.cwd, absolute) {
+            (_, true) => target.to_string(),
+            (Some(cwd), false) => format!("{cwd}/{target}"),
+            (None, false) => format!("./{target}"),
+        }
+    }
+
+    /// Where a code runner's code comes from, when it is a nested command: a download or a
+    /// decoder is refused; literal text (`<(echo …)`, `"$(printf …)"`) is checked as code.
+    fn code_sources(
+        &mut self,
+        command: &Command,
+        words: &[Word],
+        dialect: Option<Dialect>,
+    ) -> Option<Finding> {
+        for word in words {
+            for substitution in &word.substitutions {
+                if let Some(kind) = substitution
+                    .pipelines
+                    .iter()
+                    .flat_map(|p| &p.commands)
+                    .find_map(feeds::hidden_source)
+                {
+                    return Some(Finding::new(
+                        &command.source,
+                        format!("runs {kind} as code"),
+                    ));
+                }
+                if let (Some(dialect), Some(text)) = (
+                    dialect,
+                    feeds::script_literal_output(substitution, self.heredocs),
+                ) && let Some(found) = analyze(
+                    &text,
+                    dialect,
+                    self.depth + 1,
+                    self.cwd.clone(),
+                    self.budget,
+                ) {
+                    return Some(found);
+                }
+            }
+        }
+        None
+    }
+
+    /// A shell or interpreter reading code from standard input: here-documents,
+    /// here-strings and `< <(…)` are its code.
+    fn stdin_code(&mut self, command: &Command, dialect: Option<Dialect>) -> Option<Finding> {
+        let inputs: Vec<&Word> = command
+            .redirects
+            .iter()
+            .filter(|r| !r.output)
+            .map(|r| &r.target)
+            .collect();
+        for word in inputs {
+            if let Some(found) = self.code_sources(command, std::slice::from_ref(word), dialect) {
+                return Some(found);
+            }
+        }
+        let dialect = dialect?;
+        for stdin in &command.stdin {
+            let text = match stdin {
+                Stdin::HereDoc { slot, .. } => {
+                    self.heredocs.get(*slot).cloned().unwrap_or_default()
+                }
+                Stdin::HereString(word) => {
+                    if let Some(found) =
+                        self.code_sources(command, std::slice::from_ref(word), Some(dialect))
+                    {
+                        return Some(found);
+                    }
+                    word.text.clone()
+                }
+            };
+            if let Some(found) = analyze(
+                &text,
+                dialect,
+                self.depth + 1,
+                self.cwd.clone(),
+                self.budget,
+            ) {
+                return Some(found);
+            }
+        }
+        None
+    }
+
+    /// A here-document whose delimiter is unquoted runs the `$(…)` and backticks in its body
+    /// whatever command reads it, so such a body is checked as commands.
+    fn expanding_heredocs(&mut self, command: &Command) -> Option<Finding> {
+        for stdin in &command.stdin {
+            if let Stdin::HereDoc {
+                slot,
+                expands: true,
+            } = stdin
+                && let Some(body) = self.heredocs.get(*slot)
+                && (body.contains("$(") || body.contains('`'))
+            {
+                let body = body.clone();
+                if let Some(found) = analyze(
+                    &body,
+                    Dialect::Posix,
+                    self.depth + 1,
+                    self.cwd.clone(),
+                    self.budget,
+                ) {
+                    return Some(found);
+                }
+            }
+        }
+        None
+    }
+
+    /// A pipe into a shell: what runs is whatever the commands before it print.
+    /// A pipe into a shell: what runs is whatever the commands before it print. `hidden` is
+    /// the first download or decoder upstream; `previous` the command right before the shell.
+    fn piped_into_code(
+        &mut self,
+        hidden: Option<&'static str>,
+        previous: Option<&Command>,
+        dialect: Option<Dialect>,
+        pipeline: &Pipeline,
+    ) -> Option<Finding> {
+        if let Some(kind) = hidden {
+            let sink = if dialect == Some(Dialect::Windows) || self.dialect == Dialect::Windows {
+                "a shell or Invoke-Expression"
+            } else {
+                "a shell"
+            };
+            let why = format!("pipes {kind} into {sink}");
+            return Some(Finding::new(&pipeline_source(pipeline), why));
+        }
+        let dialect = dialect?;
+        let text = feeds::literal_output(previous?, self.heredocs)?;
+        analyze(
+            &text,
+            dialect,
+            self.depth + 1,
+            self.cwd.clone(),
+            self.budget,
+        )
+    }
+}
+
+fn pipeline_source(pipeline: &Pipeline) -> String {
+    pipeline
+        .commands
+        .iter()
+        .map(|c| c.source.as_str())
+        .collect::<Vec<_>>()
+        .join(" | ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reasons_quote_the_segment_and_say_why() {
+        let reason = destructive_reason("echo hi && rm -rf ~").unwrap_or_default();
+        assert_eq!(
+            reason,
+            "`rm -rf ~` is on the destructive-command deny-list: recursive delete of the home folder"
+        );
+    }
+
+    #[test]
+    fn over_long_commands_are_refused() {
+        let long = "a".repeat(COMMAND_BYTES_MAX + 1);
+        assert!(destructive_reason(&long).is_some());
+        assert!(destructive_reason(&"echo a; ".repeat(COMMAND_BYTES_MAX / 8)).is_none());
+    }
+}

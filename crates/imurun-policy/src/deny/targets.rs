@@ -1,0 +1,485 @@
+//! Which paths are catastrophic to delete or re-permission recursively: the filesystem root,
+//! a drive, the home folder, the system's own folders, and folders above the current one.
+//!
+//! Paths are judged as written, after the lexer's quote removal: `~`, `$HOME` and `${HOME}`
+//! arrive as the home marker, other variables as the unknown marker. `.`, `..`, `//` and
+//! trailing globs (`/*`, `/.*`, `C:\*.*`) are folded first, so `/./`, `//` and `/*` all read
+//! as `/`. Brace lists (`/{etc,usr}`) are expanded, up to a bound.
+
+use super::lexer::{HOME, SUBSTITUTION, VARIABLE};
+
+/// System trees whose every file belongs to the operating system: a recursive delete or
+/// permission change anywhere inside them breaks the machine.
+const OS_TREES: &[&str] = &[
+    "etc", "usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32", "boot", "dev", "proc", "sys",
+    "system", "library", "private",
+];
+
+/// Trees that hold many owners' folders: the tree itself and each folder directly inside it
+/// (`/home/alice`, `/var/lib`) are catastrophic; deeper folders (`/var/tmp/build`) are not.
+const HOLDING_TREES: &[&str] = &[
+    "home", "users", "var", "srv", "opt", "mnt", "media", "nix", "snap",
+];
+
+/// Folders of a Windows drive that belong to the system.
+const WINDOWS_SYSTEM: &[&str] = &[
+    "windows",
+    "program files",
+    "program files (x86)",
+    "programdata",
+];
+
+/// How many words one brace expansion may produce before the rest is ignored.
+const BRACE_EXPANSIONS_MAX: usize = 64;
+
+/// Describes what `word` would destroy if deleted recursively, or `None` when it is an
+/// ordinary path. `cwd` is the folder an earlier `cd` moved to in the same command, if known.
+pub(crate) fn dangerous(word: &str, cwd: Option<&str>) -> Option<String> {
+    let mut expanded = Vec::new();
+    expand_braces(word, &mut expanded);
+    expanded.iter().find_map(|one| dangerous_one(one, cwd))
+}
+
+fn dangerous_one(word: &str, cwd: Option<&str>) -> Option<String> {
+    let joined;
+    let word = match cwd {
+        Some(cwd) if is_relative(word) => {
+            joined = format!("{cwd}/{word}");
+            joined.as_str()
+        }
+        _ => word,
+    };
+    posix(word)
+        .or_else(|| windows(word))
+        .or_else(|| repository(word))
+}
+
+/// A `.git` folder: the repository's whole history. The file tools refuse it as a protected
+/// path; through the shell, deleting it recursively is refused here.
+fn repository(word: &str) -> Option<String> {
+    let last = word
+        .trim_end_matches(['/', '\\'])
+        .rsplit(['/', '\\'])
+        .next()?;
+    last.eq_ignore_ascii_case(".git")
+        .then(|| "the repository's history (`.git`)".to_string())
+}
+
+fn is_relative(word: &str) -> bool {
+    let first = word.chars().next();
+    !matches!(
+        first,
+        None | Some('/' | '\\' | '%' | '$' | HOME | VARIABLE | SUBSTITUTION)
+    ) && !is_drive_prefixed(word)
+}
+
+fn is_drive_prefixed(word: &str) -> bool {
+    let bytes = word.as_bytes();
+    bytes.len() >= 2 && bytes[0].is_ascii_alphabetic() && bytes[1] == b':'
+}
+
+/// Where a path starts from, before its components.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Base {
+    Root,
+    Home,
+    Relative,
+}
+
+fn posix(word: &str) -> Option<String> {
+    let (base, rest, unknown_prefix) = if let Some(rest) = word.strip_prefix(HOME) {
+        (Base::Home, rest, false)
+    } else if let Some(rest) = word.strip_prefix(VARIABLE) {
+        // `"$DIR/"` is `/` when DIR is empty or unset: the bug that has wiped machines.
+        (Base::Root, rest, true)
+    } else if word.starts_with('/') {
+        (Base::Root, word, false)
+    } else if word.starts_with(SUBSTITUTION) {
+        return None;
+    } else {
+        (Base::Relative, word, false)
+    };
+    if unknown_prefix && !rest.starts_with('/') {
+        return None;
+    }
+    let folded = fold(rest, '/')?;
+    let what = describe_posix(base, &folded)?;
+    Some(if unknown_prefix {
+        format!("{what} if the variable before it is empty")
+    } else {
+        what
+    })
+}
+
+/// A path after folding: its components, how far it climbed above its base, and whether a
+/// component holds a partial glob (`e*`) that could match any name at that level.
+#[derive(Debug)]
+struct Folded {
+    components: Vec<String>,
+    climbed: usize,
+    wildcard_at: Option<usize>,
+}
+
+fn fold(rest: &str, separator: char) -> Option<Folded> {
+    let mut components: Vec<String> = Vec::new();
+    let mut climbed = 0usize;
+    for part in rest.split(separator) {
+        match part {
+            "" | "." => {}
+            ".." => {
+                if components.pop().is_none() {
+                    climbed += 1;
+                }
+            }
+            _ => components.push(part.to_ascii_lowercase()),
+        }
+    }
+    while components.last().is_some_and(|c| is_glob_all(c)) {
+        components.pop();
+    }
+    let wildcard_at = components.iter().position(|c| c.contains(['*', '?', '[']));
+    Some(Folded {
+        components,
+        climbed,
+        wildcard_at,
+    })
+}
+
+/// A component that matches every name in its folder: `*`, `.*`, `*.*`, `?*`, `[!.]*`.
+fn is_glob_all(component: &str) -> bool {
+    component.contains(['*', '?'])
+        && component
+            .chars()
+            .all(|c| matches!(c, '*' | '?' | '.' | '[' | ']' | '!' | '^'))
+}
+
+fn describe_posix(base: Base, folded: &Folded) -> Option<String> {
+    let parts = &folded.components;
+    match base {
+        Base::Relative => (folded.climbed > 0 && parts.is_empty())
+            .then(|| "a folder above the current one".to_string()),
+        Base::Home => {
+            if folded.climbed > 0 {
+                Some("the folder that holds the home folder".to_string())
+            } else if parts.is_empty() {
+                Some("the home folder".to_string())
+            } else {
+                None
+            }
+        }
+        Base::Root => describe_absolute(parts, folded.wildcard_at),
+    }
+}
+
+fn describe_absolute(parts: &[String], wildcard_at: Option<usize>) -> Option<String> {
+    let Some(first) = parts.first() else {
+        return Some("the whole filesystem".to_string());
+    };
+    if wildcard_at == Some(0) {
+        return Some(format!(
+            "top-level folders matching `/{first}`, which may be system folders"
+        ));
+    }
+    // macOS keeps `/etc`, `/var` and `/tmp` under `/private`: judge `/private/x` as `/x`.
+    if first == "private" && parts.len() > 1 {
+        return describe_absolute(&parts[1..], wildcard_at.map(|at| at - 1));
+    }
+    let shown = format!("/{}", parts.join("/"));
+    if OS_TREES.contains(&first.as_str()) {
+        return Some(if parts.len() == 1 {
+            format!("the system location `{shown}`")
+        } else {
+            format!("`{shown}` inside the system location `/{first}`")
+        });
+    }
+    if first == "root" && parts.len() == 1 {
+        return Some("the root user's home folder `/root`".to_string());
+    }
+    if HOLDING_TREES.contains(&first.as_str()) && parts.len() <= 2 {
+        return Some(match (first.as_str(), parts.len()) {
+            (_, 1) => format!("the system location `{shown}`"),
+            ("home" | "users", _) => format!("the home folder `{shown}`"),
+            _ => format!("the system location `{shown}`"),
+        });
+    }
+    None
+}
+
+fn windows(word: &str) -> Option<String> {
+    let lowered = expand_windows_names(&word.to_ascii_lowercase().replace('/', "\\"));
+    let lowered = lowered.strip_prefix(r"\\?\").unwrap_or(&lowered);
+    if let Some(rest) = lowered.strip_prefix(HOME) {
+        let folded = fold(rest, '\\')?;
+        return describe_posix(Base::Home, &folded);
+    }
+    if lowered.starts_with(r"\\") {
+        // A network share: not this machine's drive.
+        return None;
+    }
+    let (drive, rest) = if is_drive_prefixed(lowered) {
+        (lowered[..2].to_string(), &lowered[2..])
+    } else if lowered.starts_with('\\') {
+        ("the current drive".to_string(), lowered)
+    } else {
+        let folded = fold(lowered, '\\')?;
+        return describe_posix(Base::Relative, &folded);
+    };
+    let folded = fold(rest, '\\')?;
+    let parts = &folded.components;
+    let shown = |parts: &[String]| format!("{drive}\\{}", parts.join("\\"));
+    let Some(first) = parts.first() else {
+        return Some(if drive.len() == 2 {
+            format!("the whole drive `{drive}`")
+        } else {
+            "the root of the current drive".to_string()
+        });
+    };
+    if folded.wildcard_at == Some(0) {
+        return Some(format!(
+            "top-level folders matching `{}`, which may be system folders",
+            shown(parts)
+        ));
+    }
+    if first == "windows" || (WINDOWS_SYSTEM.contains(&first.as_str()) && parts.len() == 1) {
+        return Some(format!("the system folder `{}`", shown(parts)));
+    }
+    if first == "users" && parts.len() <= 2 {
+        return Some(if parts.len() == 1 {
+            format!("the folder of all home folders `{}`", shown(parts))
+        } else {
+            format!("the home folder `{}`", shown(parts))
+        });
+    }
+    None
+}
+
+/// Replaces the environment names that mean a drive, the system folder or the home folder
+/// (`%SystemDrive%`, `$env:USERPROFILE`, ...) with what they stand for. Input is lowercase.
+fn expand_windows_names(lowered: &str) -> String {
+    const NAMES: &[(&str, &str)] = &[
+        ("%homedrive%%homepath%", "\u{E000}"),
+        ("$env:homedrive$env:homepath", "\u{E000}"),
+        ("%userprofile%", "\u{E000}"),
+        ("$env:userprofile", "\u{E000}"),
+        ("%home%", "\u{E000}"),
+        ("$env:home", "\u{E000}"),
+        ("%systemdrive%", "c:"),
+        ("$env:systemdrive", "c:"),
+        ("%homedrive%", "c:"),
+        ("$env:homedrive", "c:"),
+        ("%systemroot%", "c:\\windows"),
+        ("$env:systemroot", "c:\\windows"),
+        ("%windir%", "c:\\windows"),
+        ("$env:windir", "c:\\windows"),
+        ("%programfiles%", "c:\\program files"),
+        ("$env:programfiles", "c:\\program files"),
+        ("%programdata%", "c:\\programdata"),
+        ("$env:programdata", "c:\\programdata"),
+    ];
+    let mut out = lowered.to_string();
+    for (name, meaning) in NAMES {
+        if out.starts_with(name) {
+            out = format!("{meaning}{}", &out[name.len()..]);
+            break;
+        }
+    }
+    out
+}
+
+/// Expands `{a,b}` lists the way bash does, appending at most `BRACE_EXPANSIONS_MAX` words.
+fn expand_braces(word: &str, out: &mut Vec<String>) {
+    if out.len() >= BRACE_EXPANSIONS_MAX {
+        return;
+    }
+    let Some((open, close)) = find_brace_list(word) else {
+        out.push(word.to_string());
+        return;
+    };
+    let head = &word[..open];
+    let tail = &word[close + 1..];
+    for choice in split_top_level(&word[open + 1..close]) {
+        if out.len() >= BRACE_EXPANSIONS_MAX {
+            return;
+        }
+        expand_braces(&format!("{head}{choice}{tail}"), out);
+    }
+}
+
+/// The first `{…}` holding a top-level comma, as byte offsets of its braces.
+fn find_brace_list(word: &str) -> Option<(usize, usize)> {
+    let bytes = word.as_bytes();
+    let open = word.find('{')?;
+    let mut depth = 0usize;
+    let mut has_comma = false;
+    for (i, b) in bytes.iter().enumerate().skip(open) {
+        match b {
+            b'{' => depth += 1,
+            b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return has_comma.then_some((open, i));
+                }
+            }
+            b',' if depth == 1 => has_comma = true,
+            _ => {}
+        }
+    }
+    None
+}
+
+fn split_top_level(inner: &str) -> Vec<&str> {
+    let mut parts = Vec::new();
+    let mut depth = 0usize;
+    let mut start = 0;
+    for (i, b) in inner.bytes().enumerate() {
+        match b {
+            b'{' => depth += 1,
+            b'}' => depth = depth.saturating_sub(1),
+            b',' if depth == 0 => {
+                parts.push(&inner[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
+    }
+    parts.push(&inner[start..]);
+    parts
+}
+
+/// Whether writing to `target` writes a whole disk or partition rather than a file:
+/// `/dev/sda`, `/dev/nvme0n1`, `/dev/disk2`, `\\.\PhysicalDrive0`. The harmless devices
+/// (`/dev/null`, `/dev/stdout`, terminals, `/dev/fd/N`, `/dev/tcp/...`) are not disks.
+pub(crate) fn is_raw_disk(target: &str) -> bool {
+    const SAFE: &[&str] = &[
+        "null", "zero", "full", "random", "urandom", "stdin", "stdout", "stderr", "tty", "console",
+        "ptmx",
+    ];
+    const SAFE_PREFIXES: &[&str] = &["fd/", "pts/", "shm/", "tcp/", "udp/", "tty", "mqueue/"];
+    let lowered = target.to_ascii_lowercase().replace('\\', "/");
+    if let Some(device) = lowered.strip_prefix("/dev/") {
+        return !device.is_empty()
+            && !SAFE.contains(&device)
+            && !SAFE_PREFIXES
+                .iter()
+                .any(|prefix| device.starts_with(prefix));
+    }
+    lowered.starts_with("//./physicaldrive")
+        || lowered.starts_with("//./harddisk")
+        || (lowered.starts_with("//./") && lowered.len() == 6 && lowered.ends_with(':'))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn check(word: &str, expect_dangerous: bool) {
+        let word = word
+            .replace("<H>", &HOME.to_string())
+            .replace("<V>", &VARIABLE.to_string());
+        let got = dangerous(&word, None);
+        assert_eq!(got.is_some(), expect_dangerous, "{word:?} → {got:?}");
+    }
+
+    #[test]
+    fn targets() {
+        let cases = [
+            ("/", true),
+            ("//", true),
+            ("/.", true),
+            ("/./", true),
+            ("/*", true),
+            ("/..", true),
+            ("/.*", true),
+            ("/*/*", true),
+            ("/e*", true),
+            ("/{etc,tmp}", true),
+            ("/etc", true),
+            ("/etc/", true),
+            ("/usr/lib/x86_64-linux-gnu", true),
+            ("/home", true),
+            ("/home/alice", true),
+            ("/Users/alice/", true),
+            ("/var/lib", true),
+            ("/private/var/db", true),
+            ("/root", true),
+            ("<H>", true),
+            ("<H>/", true),
+            ("<H>/*", true),
+            ("<H>/..", true),
+            ("<V>/", true),
+            ("<V>/*", true),
+            ("..", true),
+            ("../..", true),
+            ("./../*", true),
+            ("C:", true),
+            (r"C:\", true),
+            ("C:/", true),
+            (r"c:\*.*", true),
+            (r"C:\Windows\System32", true),
+            (r"C:\Users\bob", true),
+            ("%SystemDrive%", true),
+            (r"%USERPROFILE%\", true),
+            ("$env:USERPROFILE", true),
+            (r"\", true),
+            // Ordinary paths stay allowed.
+            ("./build", false),
+            ("build", false),
+            ("node_modules", false),
+            ("*", false),
+            (".", false),
+            ("../sibling", false),
+            ("/tmp/x", false),
+            ("/var/tmp/build-1", false),
+            ("/home/alice/project/build", false),
+            ("<H>/project/build", false),
+            ("<H>/.cache/pip", false),
+            ("<V>", false),
+            ("<V>/out", false),
+            (r"C:\Users\bob\project", false),
+            (r".\build", false),
+            (r"\\server\share", false),
+        ];
+        for (word, expect) in cases {
+            check(word, expect);
+        }
+    }
+
+    #[test]
+    fn cwd_joins_relative_targets() {
+        assert!(dangerous("*", Some("/")).is_some());
+        assert!(dangerous(".", Some("\u{E000}")).is_some());
+        assert!(dangerous("build", Some("/")).is_none());
+    }
+
+    #[test]
+    fn raw_disks() {
+        for disk in [
+            "/dev/sda",
+            "/dev/nvme0n1",
+            "/dev/disk2",
+            "/dev/mapper/root",
+            r"\\.\PhysicalDrive0",
+        ] {
+            assert!(is_raw_disk(disk), "{disk}");
+        }
+        for safe in [
+            "/dev/null",
+            "/dev/stdout",
+            "/dev/stderr",
+            "/dev/tty",
+            "/dev/fd/3",
+            "out.img",
+            "/dev/tcp/h/1",
+        ] {
+            assert!(!is_raw_disk(safe), "{safe}");
+        }
+    }
+
+    #[test]
+    fn brace_expansion_is_bounded() {
+        let word = "/{a,b}".repeat(20);
+        let mut out = Vec::new();
+        expand_braces(&word, &mut out);
+        assert!(out.len() <= BRACE_EXPANSIONS_MAX);
+    }
+}
