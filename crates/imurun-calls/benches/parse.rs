@@ -58,7 +58,7 @@ fn plain_answer(bytes: usize) -> String {
         seed ^= seed >> 17;
         seed ^= seed << 5;
         text.push_str(words[seed as usize % words.len()]);
-        text.push(if seed % 11 == 0 { '\n' } else { ' ' });
+        text.push(if seed.is_multiple_of(11) { '\n' } else { ' ' });
     }
     text
 }

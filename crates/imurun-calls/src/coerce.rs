@@ -298,10 +298,10 @@ fn to_array(value: &Value) -> Option<Value> {
     match value {
         Value::String(text) => {
             let trimmed = text.trim();
-            if trimmed.starts_with('[') {
-                if let Some(parsed @ Value::Array(_)) = parse_embedded(trimmed) {
-                    return Some(parsed);
-                }
+            if trimmed.starts_with('[')
+                && let Some(parsed @ Value::Array(_)) = parse_embedded(trimmed)
+            {
+                return Some(parsed);
             }
             let items = trimmed
                 .split(',')

@@ -442,13 +442,13 @@ impl<'t> Reader<'t, '_> {
             self.work.add(1);
             return;
         }
-        if next == b'u' {
-            if let Some(first) = self.hex4(self.pos + 2) {
-                self.pos += 6;
-                self.work.add(5);
-                out.push(self.unicode_escape(first));
-                return;
-            }
+        if next == b'u'
+            && let Some(first) = self.hex4(self.pos + 2)
+        {
+            self.pos += 6;
+            self.work.add(5);
+            out.push(self.unicode_escape(first));
+            return;
         }
         // An escape JSON does not know (`C:\Users`): keep the backslash as written.
         out.push('\\');
@@ -459,17 +459,13 @@ impl<'t> Reader<'t, '_> {
         if (0xD800..0xDC00).contains(&first)
             && self.bytes.get(self.pos) == Some(&b'\\')
             && self.bytes.get(self.pos + 1) == Some(&b'u')
+            && let Some(second) = self.hex4(self.pos + 2)
+            && (0xDC00..0xE000).contains(&second)
         {
-            if let Some(second) = self.hex4(self.pos + 2) {
-                if (0xDC00..0xE000).contains(&second) {
-                    self.pos += 6;
-                    self.work.add(6);
-                    let code = 0x10000
-                        + ((u32::from(first) - 0xD800) << 10)
-                        + (u32::from(second) - 0xDC00);
-                    return char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER);
-                }
-            }
+            self.pos += 6;
+            self.work.add(6);
+            let code = 0x10000 + ((u32::from(first) - 0xD800) << 10) + (u32::from(second) - 0xDC00);
+            return char::from_u32(code).unwrap_or(char::REPLACEMENT_CHARACTER);
         }
         char::from_u32(u32::from(first)).unwrap_or(char::REPLACEMENT_CHARACTER)
     }
@@ -487,15 +483,13 @@ impl<'t> Reader<'t, '_> {
         }
         let digits_start = self.pos;
         while let Some(byte) = self.peek() {
-            if byte.is_ascii_digit() || matches!(byte, b'.' | b'e' | b'E') {
-                self.pos += 1;
-            } else if matches!(byte, b'+' | b'-')
-                && matches!(self.bytes.get(self.pos - 1), Some(b'e' | b'E'))
-            {
-                self.pos += 1;
-            } else {
+            // A sign belongs to the number only right after its exponent marker.
+            let exponent_sign = matches!(byte, b'+' | b'-')
+                && matches!(self.bytes.get(self.pos - 1), Some(b'e' | b'E'));
+            if !(byte.is_ascii_digit() || matches!(byte, b'.' | b'e' | b'E') || exponent_sign) {
                 break;
             }
+            self.pos += 1;
         }
         self.work.add(self.pos - start);
         let literal = self.text[digits_start..self.pos].trim_end_matches('.');
@@ -541,14 +535,12 @@ fn parse_number(literal: &str, negative: bool) -> Option<Number> {
         return None;
     }
     let is_integer = literal.bytes().all(|b| b.is_ascii_digit());
-    if is_integer {
-        if let Ok(magnitude) = literal.parse::<u64>() {
-            if !negative {
-                return Some(Number::from(magnitude));
-            }
-            if let Ok(signed) = i64::try_from(magnitude) {
-                return Some(Number::from(-signed));
-            }
+    if is_integer && let Ok(magnitude) = literal.parse::<u64>() {
+        if !negative {
+            return Some(Number::from(magnitude));
+        }
+        if let Ok(signed) = i64::try_from(magnitude) {
+            return Some(Number::from(-signed));
         }
     }
     let float: f64 = literal.parse().ok()?;

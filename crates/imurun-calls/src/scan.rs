@@ -103,10 +103,10 @@ impl<'t> Scanner<'t, '_, '_> {
         let mut pos = 0;
         // Llama 3.2 answers with a list of calls and nothing else.
         let start = skip_space(self.text, 0, self.work);
-        if self.bytes.get(start) == Some(&b'[') {
-            if let Some(end) = self.bare_list(start) {
-                pos = end;
-            }
+        if self.bytes.get(start) == Some(&b'[')
+            && let Some(end) = self.bare_list(start)
+        {
+            pos = end;
         }
         while pos < self.bytes.len() && !self.done() {
             let rest = &self.bytes[pos..];
@@ -506,11 +506,11 @@ impl<'t> Scanner<'t, '_, '_> {
         let (close_at, close_end) = self.closing_fence(content, run);
         if JSON_FENCES.contains(&info.as_str()) {
             let start = skip_space(&self.text[..close_at], content, self.work);
-            if matches!(self.bytes.get(start), Some(b'{' | b'[')) {
-                if let Ok(read) = read_value(self.text, start, close_at, Dialect::Json, self.work) {
-                    // Not a call: then it is ordinary JSON in the answer, which is fine.
-                    let _not_a_call = self.record_value(at, read.value, Strength::JsonFence);
-                }
+            if matches!(self.bytes.get(start), Some(b'{' | b'['))
+                && let Ok(read) = read_value(self.text, start, close_at, Dialect::Json, self.work)
+            {
+                // Not a call: then it is ordinary JSON in the answer, which is fine.
+                let _not_a_call = self.record_value(at, read.value, Strength::JsonFence);
             }
         }
         close_end
@@ -583,17 +583,17 @@ impl<'t> Scanner<'t, '_, '_> {
         if !starts_key {
             return at + 1;
         }
-        if let Some(open) = self.list_opening_before(at) {
-            if let Some(end) = self.bare_list(open) {
-                return end;
-            }
+        if let Some(open) = self.list_opening_before(at)
+            && let Some(end) = self.bare_list(open)
+        {
+            return end;
         }
         match read_value(self.text, at, self.bytes.len(), Dialect::Json, self.work) {
             Ok(read) => {
-                if let Json::Object(object) = read.value {
-                    if let Some(found) = found_in_object(object) {
-                        self.record(at, found, Strength::Bare);
-                    }
+                if let Json::Object(object) = read.value
+                    && let Some(found) = found_in_object(object)
+                {
+                    self.record(at, found, Strength::Bare);
                 }
                 read.end
             }
@@ -619,13 +619,13 @@ impl<'t> Scanner<'t, '_, '_> {
     /// runnable tools. Returns where it ends when it was one.
     fn bare_list(&mut self, open: usize) -> Option<usize> {
         let len = self.bytes.len();
-        if let Some((calls, end)) = read_python_list(self.text, open, len, self.work) {
-            if calls.iter().all(|call| names_runnable(call, self.index)) {
-                for call in calls {
-                    self.record(open, call, Strength::Bare);
-                }
-                return Some(end);
+        if let Some((calls, end)) = read_python_list(self.text, open, len, self.work)
+            && calls.iter().all(|call| names_runnable(call, self.index))
+        {
+            for call in calls {
+                self.record(open, call, Strength::Bare);
             }
+            return Some(end);
         }
         let read = read_value(self.text, open, len, Dialect::Json, self.work).ok()?;
         self.record_value(open, read.value, Strength::Bare)
@@ -694,13 +694,13 @@ impl Next {
     }
 
     fn find(&mut self, text: &str, from: usize, work: &mut Work) -> Option<usize> {
-        if let Some((searched_from, answer)) = self.cached {
-            if from >= searched_from {
-                match answer {
-                    None => return None,
-                    Some(at) if at >= from => return Some(at),
-                    Some(_) => {}
-                }
+        if let Some((searched_from, answer)) = self.cached
+            && from >= searched_from
+        {
+            match answer {
+                None => return None,
+                Some(at) if at >= from => return Some(at),
+                Some(_) => {}
             }
         }
         let answer = self

@@ -79,11 +79,11 @@ pub(crate) fn found_in_object(object: Vec<(Cow<'_, str>, Json<'_>)>) -> Option<F
     let mut function: Option<Vec<(Cow<'_, str>, Json<'_>)>> = None;
     let mut rest: Vec<(Cow<'_, str>, Json<'_>)> = Vec::new();
     for (key, value) in object {
-        if key == "function" {
-            if let Json::Object(inner) = value {
-                function = Some(inner);
-                continue;
-            }
+        if key == "function"
+            && let Json::Object(inner) = value
+        {
+            function = Some(inner);
+            continue;
         }
         let name_rank = NAME_KEYS.iter().position(|candidate| *candidate == key);
         match (name_rank, value) {

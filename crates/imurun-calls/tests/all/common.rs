@@ -105,15 +105,15 @@ pub(crate) fn mismatch(parsed: &Parsed, expect: &Expect) -> Option<String> {
             problems.push(format!("calls {got} != {}", Value::Array(calls.clone())));
         }
     }
-    if let Some(visible) = &expect.visible {
-        if parsed.visible.trim() != visible.trim() {
-            problems.push(format!("visible {:?} != {:?}", parsed.visible, visible));
-        }
+    if let Some(visible) = &expect.visible
+        && parsed.visible.trim() != visible.trim()
+    {
+        problems.push(format!("visible {:?} != {:?}", parsed.visible, visible));
     }
-    if let Some(thought) = &expect.thought {
-        if parsed.thought.trim() != thought.trim() {
-            problems.push(format!("thought {:?} != {:?}", parsed.thought, thought));
-        }
+    if let Some(thought) = &expect.thought
+        && parsed.thought.trim() != thought.trim()
+    {
+        problems.push(format!("thought {:?} != {:?}", parsed.thought, thought));
     }
     (!problems.is_empty()).then(|| problems.join("; "))
 }

@@ -62,11 +62,11 @@ fn check_stream(
             );
         }
     }
-    if parsed.kind != ParseKind::Answer {
-        if let Some(marker) = parsed.marker_offset {
-            // Before the end, everything up to the marker and nothing after it.
-            prop_assert_eq!(&released, &raw[..marker], "while streaming");
-        }
+    if parsed.kind != ParseKind::Answer
+        && let Some(marker) = parsed.marker_offset
+    {
+        // Before the end, everything up to the marker and nothing after it.
+        prop_assert_eq!(&released, &raw[..marker], "while streaming");
     }
     released.push_str(&guard.finish(&parsed));
     prop_assert_eq!(
