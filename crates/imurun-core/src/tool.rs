@@ -240,6 +240,19 @@ pub trait Tool: Send + Sync {
         Availability::Ready
     }
 
+    /// The names of the arguments that are paths inside the workspace. The executor hands
+    /// their values to the policy, which confines and checks them before the tool runs; a
+    /// tool that takes paths and does not list them here skips that check.
+    fn path_arguments(&self) -> &[&str] {
+        &[]
+    }
+
+    /// The name of the argument that is a shell command, if any. The executor hands its
+    /// value to the policy's destructive-command deny-list before the tool runs.
+    fn command_argument(&self) -> Option<&str> {
+        None
+    }
+
     fn run<'a>(
         &'a self,
         context: &'a ToolContext,

@@ -1,85 +1,112 @@
-//! The specs of imurun's built-in tools, as the prompt and the parser see them.
+//! The built-in tool set: the specs the prompt and the parser see, and the tools behind them.
+//!
+//! Both lists come from the same per-tool `spec()` functions, so a spec and its tool cannot
+//! drift apart. The names and parameters are pinned by the parser's sample corpus.
 
-use imurun_core::ToolSpec;
-use serde_json::json;
+use std::sync::Arc;
 
-/// The built-in tool set, in the order the prompt lists it.
+use imurun_core::{Tool, ToolSpec};
+use imurun_policy::Workspace;
+
+use crate::builtin::{
+    self, Delete, FileRead, FileWrite, GetTime, GetWeather, ListDir, MakeDir, RunAgent, Shell,
+    ShellConfig, WebSearch,
+};
+
+/// The built-in tool set's specs, in the order the prompt lists it.
 pub fn builtin_specs() -> Vec<ToolSpec> {
     vec![
-        ToolSpec::new(
-            "web_search",
-            "Search the web. Use it for anything about the present or anything you are unsure of.",
-            json!({"type": "object", "properties": {
-                "query": {"type": "string", "description": "what to search for"},
-                "max_results": {"type": "integer", "description": "how many results (default 5)"}
-            }, "required": ["query"]}),
-        ),
-        ToolSpec::new(
-            "file_read",
-            "Read a text file in the workspace.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "path relative to the workspace"}
-            }, "required": ["path"]}),
-        ),
-        ToolSpec::new(
-            "file_write",
-            "Write a text file in the workspace, replacing it if it exists.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "path relative to the workspace"},
-                "content": {"type": "string", "description": "the whole new file body"}
-            }, "required": ["path", "content"]}),
-        ),
-        ToolSpec::new(
-            "list_dir",
-            "List a folder in the workspace.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "folder relative to the workspace (default: its root)"}
-            }}),
-        ),
-        ToolSpec::new(
-            "make_dir",
-            "Create a folder (and its parents) in the workspace.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "folder relative to the workspace"}
-            }, "required": ["path"]}),
-        ),
-        ToolSpec::new(
-            "delete",
-            "Delete a file or folder in the workspace.",
-            json!({"type": "object", "properties": {
-                "path": {"type": "string", "description": "path relative to the workspace"}
-            }, "required": ["path"]}),
-        ),
-        ToolSpec::new(
-            "shell",
-            "Run a shell command in the workspace.",
-            json!({"type": "object", "properties": {
-                "command": {"type": "string", "description": "the command line"},
-                "timeout": {"type": "integer", "description": "seconds before it is killed (default 60)"}
-            }, "required": ["command"]}),
-        ),
-        ToolSpec::new(
-            "get_time",
-            "The current date and time, in a time zone.",
-            json!({"type": "object", "properties": {
-                "timezone": {"type": "string", "description": "an IANA time zone such as Europe/Paris (default: local)"}
-            }}),
-        ),
-        ToolSpec::new(
-            "get_weather",
-            "The current weather and forecast for a place.",
-            json!({"type": "object", "properties": {
-                "location": {"type": "string", "description": "a city or place name"}
-            }, "required": ["location"]}),
-        ),
-        ToolSpec::new(
-            "run_agent",
-            "Hand a self-contained task to a helper agent and get its summary back.",
-            json!({"type": "object", "properties": {
-                "task": {"type": "string", "description": "what the helper should do"},
-                "tools": {"type": "array", "items": {"type": "string"}, "description": "tool names it may use"},
-                "max_steps": {"type": "integer", "description": "its step budget (default 4, max 8)"}
-            }, "required": ["task"]}),
-        ),
+        builtin::web_search_spec(),
+        builtin::file_read_spec(),
+        builtin::file_write_spec(),
+        builtin::list_dir_spec(),
+        builtin::make_dir_spec(),
+        builtin::delete_spec(),
+        builtin::shell_spec(),
+        builtin::get_time_spec(),
+        builtin::get_weather_spec(),
+        builtin::run_agent_spec(),
     ]
+}
+
+/// The built-in tools, in the same order as [`builtin_specs`]. File tools work in
+/// `workspace`; the shell starts from `shell`'s environment.
+pub fn builtin_tools(workspace: &Arc<Workspace>, shell: ShellConfig) -> Vec<Arc<dyn Tool>> {
+    vec![
+        Arc::new(WebSearch::new()),
+        Arc::new(FileRead::new(Arc::clone(workspace))),
+        Arc::new(FileWrite::new(Arc::clone(workspace))),
+        Arc::new(ListDir::new(Arc::clone(workspace))),
+        Arc::new(MakeDir::new(Arc::clone(workspace))),
+        Arc::new(Delete::new(Arc::clone(workspace))),
+        Arc::new(Shell::new(shell)),
+        Arc::new(GetTime::new()),
+        Arc::new(GetWeather::new()),
+        Arc::new(RunAgent::new()),
+    ]
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::Value;
+
+    /// The parser's corpus pins these names and parameters; a change here breaks it.
+    #[test]
+    fn names_and_parameters_are_the_pinned_ones() {
+        /// Name, (parameter, type) in order, required parameters.
+        type Pinned = (
+            &'static str,
+            &'static [(&'static str, &'static str)],
+            &'static [&'static str],
+        );
+        let expected: &[Pinned] = &[
+            (
+                "web_search",
+                &[("query", "string"), ("max_results", "integer")],
+                &["query"],
+            ),
+            ("file_read", &[("path", "string")], &["path"]),
+            (
+                "file_write",
+                &[("path", "string"), ("content", "string")],
+                &["path", "content"],
+            ),
+            ("list_dir", &[("path", "string")], &[]),
+            ("make_dir", &[("path", "string")], &["path"]),
+            ("delete", &[("path", "string")], &["path"]),
+            (
+                "shell",
+                &[("command", "string"), ("timeout", "integer")],
+                &["command"],
+            ),
+            ("get_time", &[("timezone", "string")], &[]),
+            ("get_weather", &[("location", "string")], &["location"]),
+            (
+                "run_agent",
+                &[
+                    ("task", "string"),
+                    ("tools", "array"),
+                    ("max_steps", "integer"),
+                ],
+                &["task"],
+            ),
+        ];
+        let specs = builtin_specs();
+        assert_eq!(specs.len(), expected.len());
+        for (spec, (name, parameters, required)) in specs.iter().zip(expected) {
+            assert_eq!(spec.name, *name);
+            assert_eq!(spec.required(), *required, "{name}");
+            let properties = spec.properties().unwrap();
+            let got: Vec<(&str, &str)> = properties
+                .iter()
+                .map(|(key, schema)| (key.as_str(), schema["type"].as_str().unwrap()))
+                .collect();
+            assert_eq!(got, *parameters, "{name}");
+        }
+        let tools = &specs[9].parameters["properties"]["tools"]["items"]["type"];
+        assert_eq!(tools, &Value::from("string"));
+        assert!(specs[6].description.contains("workspace root"));
+        assert!(specs[6].description.contains("no cwd"));
+    }
 }

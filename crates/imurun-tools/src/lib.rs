@@ -1,5 +1,36 @@
-//! Built-in tools and the executor that every call goes through.
+//! imurun's tools: the built-in tools (one per file), the one place that spawns processes,
+//! and [`ToolExecutor`], the single path every tool call takes — lookup → sub-agent
+//! restriction → schema validation → policy → approval → run → event + audit.
+//!
+//! Decisions come from `imurun-policy`; events and audit records leave through the
+//! [`imurun_core::EventSink`] and [`imurun_core::AuditSink`] traits, so this crate knows
+//! nothing of HTTP, SQL or the agent loop.
 
+mod approval;
+mod builtin;
 mod catalog;
+mod error;
+mod executor;
+mod ids;
+mod panic;
+mod process;
+mod registry;
+mod schema;
 
-pub use catalog::builtin_specs;
+pub use approval::{
+    APPROVAL_TIMEOUT_DEFAULT, ApprovalBroker, NO_CLIENT_MESSAGE, PENDING_APPROVALS_MAX,
+    PendingApproval,
+};
+pub use builtin::{
+    Delete, FILE_READ_BYTES_MAX, FILE_WRITE_BYTES_MAX, FileRead, FileWrite, GetTime, GetWeather,
+    LIST_ENTRIES_MAX, ListDir, MakeDir, RunAgent, SHELL_TIMEOUT_DEFAULT_S, SHELL_TIMEOUT_MAX_S,
+    Shell, ShellConfig, WebSearch,
+};
+pub use catalog::{builtin_specs, builtin_tools};
+pub use error::ToolsError;
+pub use executor::{
+    AGENT_DEPTH_MAX, AUDIT_MARK, Caller, Checked, Execution, OnAsk, Outcome, ToolExecutor,
+};
+pub use process::OUTPUT_CHARS_MAX;
+pub use registry::Registry;
+pub use schema::{SCHEMA_DEPTH_MAX, validate_arguments};

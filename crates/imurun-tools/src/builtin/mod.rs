@@ -1,0 +1,98 @@
+//! The built-in tools, one per file, and the small helpers they share for reading arguments
+//! and for running blocking file operations off the async workers.
+//!
+//! File tools hold the shared [`Workspace`] and check every path again inside `run`
+//! (confinement and protection), so a direct `run` cannot skip what the executor's policy
+//! step checks; then they open through the workspace's capability handle.
+
+mod delete;
+mod file_read;
+mod file_write;
+mod get_time;
+mod get_weather;
+mod list_dir;
+mod make_dir;
+mod run_agent;
+mod shell;
+mod web_search;
+
+use imurun_core::ToolOutput;
+use serde_json::{Map, Value};
+
+pub use delete::Delete;
+pub use file_read::{FILE_READ_BYTES_MAX, FileRead};
+pub use file_write::{FILE_WRITE_BYTES_MAX, FileWrite};
+pub use get_time::GetTime;
+pub use get_weather::GetWeather;
+pub use list_dir::{LIST_ENTRIES_MAX, ListDir};
+pub use make_dir::MakeDir;
+pub use run_agent::RunAgent;
+pub use shell::{SHELL_TIMEOUT_DEFAULT_S, SHELL_TIMEOUT_MAX_S, Shell, ShellConfig};
+pub use web_search::WebSearch;
+
+pub(crate) use delete::spec as delete_spec;
+pub(crate) use file_read::spec as file_read_spec;
+pub(crate) use file_write::spec as file_write_spec;
+pub(crate) use get_time::spec as get_time_spec;
+pub(crate) use get_weather::spec as get_weather_spec;
+pub(crate) use list_dir::spec as list_dir_spec;
+pub(crate) use make_dir::spec as make_dir_spec;
+pub(crate) use run_agent::spec as run_agent_spec;
+pub(crate) use shell::spec as shell_spec;
+pub(crate) use web_search::spec as web_search_spec;
+
+/// A required string argument, or the failure that says it is missing. The executor has
+/// validated the schema already; this keeps a direct `run` from panicking on bad input.
+fn required_string<'a>(args: &'a Map<String, Value>, name: &str) -> Result<&'a str, ToolOutput> {
+    match args.get(name) {
+        Some(Value::String(text)) => Ok(text),
+        Some(_) => Err(ToolOutput::failed(format!("`{name}` must be a string"))),
+        None => Err(ToolOutput::failed(format!("`{name}` is required"))),
+    }
+}
+
+/// An optional string argument; `null` counts as absent.
+fn optional_string<'a>(
+    args: &'a Map<String, Value>,
+    name: &str,
+) -> Result<Option<&'a str>, ToolOutput> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(text)) => Ok(Some(text)),
+        Some(_) => Err(ToolOutput::failed(format!("`{name}` must be a string"))),
+    }
+}
+
+/// An optional integer argument; `null` counts as absent.
+fn optional_integer(args: &Map<String, Value>, name: &str) -> Result<Option<i64>, ToolOutput> {
+    match args.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(value) => match value.as_i64() {
+            Some(number) => Ok(Some(number)),
+            None => Err(ToolOutput::failed(format!("`{name}` must be an integer"))),
+        },
+    }
+}
+
+/// Runs a blocking file operation on tokio's blocking pool, so a slow disk or a large
+/// folder never stalls the async workers that carry other sessions' turns.
+async fn blocking<F>(tool: &'static str, operation: F) -> ToolOutput
+where
+    F: FnOnce() -> ToolOutput + Send + 'static,
+{
+    match tokio::task::spawn_blocking(operation).await {
+        Ok(output) => output,
+        Err(error) if error.is_panic() => ToolOutput::failed(format!(
+            "`{tool}` crashed while working on the file (a bug in imurun, not in the call)"
+        )),
+        Err(_) => ToolOutput::failed(format!("`{tool}` was cancelled before it finished")),
+    }
+}
+
+/// The failure every tool without a provider yet returns, in the seed's words: the model
+/// must not make up what the tool would have said.
+fn unavailable(tool: &str, why: &str) -> ToolOutput {
+    ToolOutput::failed(format!(
+        "`{tool}` is unavailable: {why}. Do not guess what it would have returned."
+    ))
+}

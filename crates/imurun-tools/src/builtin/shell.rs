@@ -1,0 +1,153 @@
+//! `shell`: runs one command line with `sh -c` in the workspace root.
+//!
+//! Shell is not a sandbox: a command can reach every file the user can, which is why the
+//! policy asks below `allow-all`. What this tool does guarantee: stdin is closed, credential
+//! variables are removed from the environment, the destructive-command deny-list is checked
+//! here again (so a direct `run` cannot skip it), output is capped at
+//! [`OUTPUT_CHARS_MAX`](crate::OUTPUT_CHARS_MAX) characters keeping head and tail, and the
+//! timeout or the turn's Stop ends the command and every process it started.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use imurun_core::{BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
+use imurun_policy::destructive_reason;
+use serde_json::{Map, Value, json};
+
+use super::{optional_integer, required_string};
+use crate::process::{Ending, ShellRequest, ShellResult, run_shell};
+
+/// Seconds a command may run when the call does not say.
+pub const SHELL_TIMEOUT_DEFAULT_S: u64 = 60;
+
+/// The longest timeout a call may ask for, in seconds; longer requests are lowered to it.
+/// Ten minutes covers a build or a test run; anything longer is not one tool call.
+pub const SHELL_TIMEOUT_MAX_S: u64 = 600;
+
+pub(crate) fn spec() -> ToolSpec {
+    ToolSpec::new(
+        "shell",
+        "Run a shell command (sh -c) in the workspace root; there is no cwd argument, so cd inside the \
+         command. stdin is closed; stdout and stderr come back together, at most 20000 characters \
+         (head and tail). The command and everything it started is killed after `timeout` seconds.",
+        json!({"type": "object", "properties": {
+            "command": {"type": "string", "description": "the command line"},
+            "timeout": {"type": "integer", "description": "seconds before it is killed (default 60, at most 600)"}
+        }, "required": ["command"]}),
+    )
+}
+
+/// What the shell tool starts from.
+#[derive(Debug, Clone, Default)]
+pub struct ShellConfig {
+    /// The environment commands start from. Credential-looking variables are removed from it
+    /// at every run. The binary passes its own environment: it is the only part of imurun
+    /// that reads environment variables.
+    pub environment: Vec<(OsString, OsString)>,
+}
+
+/// Runs shell commands in the workspace root.
+#[derive(Debug)]
+pub struct Shell {
+    spec: ToolSpec,
+    config: ShellConfig,
+}
+
+impl Shell {
+    pub fn new(config: ShellConfig) -> Self {
+        Self {
+            spec: spec(),
+            config,
+        }
+    }
+}
+
+impl Tool for Shell {
+    fn spec(&self) -> &ToolSpec {
+        &self.spec
+    }
+
+    fn category(&self) -> ToolCategory {
+        ToolCategory::Shell
+    }
+
+    fn command_argument(&self) -> Option<&str> {
+        Some("command")
+    }
+
+    fn run<'a>(
+        &'a self,
+        context: &'a ToolContext,
+        args: &'a Map<String, Value>,
+    ) -> BoxFuture<'a, ToolOutput> {
+        Box::pin(async move {
+            let command = match required_string(args, "command") {
+                Ok(command) => command,
+                Err(failure) => return failure,
+            };
+            if command.trim().is_empty() {
+                return ToolOutput::failed("the command is empty");
+            }
+            // Checked again here, whatever the executor decided: a direct call must not skip it.
+            if let Some(reason) = destructive_reason(command) {
+                return ToolOutput::failed(format!("refused: {reason}"));
+            }
+            let timeout_s = match optional_integer(args, "timeout") {
+                Ok(None) => SHELL_TIMEOUT_DEFAULT_S,
+                Ok(Some(seconds)) if seconds >= 1 => u64::try_from(seconds)
+                    .map_or(SHELL_TIMEOUT_MAX_S, |s| s.min(SHELL_TIMEOUT_MAX_S)),
+                Ok(Some(_)) => return ToolOutput::failed("`timeout` must be at least 1 second"),
+                Err(failure) => return failure,
+            };
+            let request = ShellRequest {
+                command,
+                folder: &context.workspace_root,
+                environment: &self.config.environment,
+                timeout: Duration::from_secs(timeout_s),
+                stop: &context.stop,
+            };
+            match run_shell(request).await {
+                Ok(result) => report(result, timeout_s),
+                Err(error) => {
+                    ToolOutput::failed(format!("the shell could not be started: {error}"))
+                }
+            }
+        })
+    }
+}
+
+fn report(result: ShellResult, timeout_s: u64) -> ToolOutput {
+    let output = if result.output.is_empty() {
+        "(no output)".to_string()
+    } else {
+        result.output
+    };
+    let leftovers = if result.all_ended {
+        ""
+    } else {
+        "\n(some of its processes could not be killed)"
+    };
+    match result.ending {
+        // A non-zero exit is not a tool failure: the command ran and said something (grep finds
+        // nothing, a test fails). The model reads the code and the output.
+        Ending::Exited(status) => {
+            let code = match (
+                status.code(),
+                std::os::unix::process::ExitStatusExt::signal(&status),
+            ) {
+                (Some(code), _) => code.to_string(),
+                (None, Some(signal)) => format!("none (killed by signal {signal})"),
+                (None, None) => "unknown".to_string(),
+            };
+            ToolOutput::ok(format!("exit code: {code}{leftovers}\n{output}"))
+        }
+        Ending::TimedOut => ToolOutput::failed(format!(
+            "the command did not finish within {timeout_s} s and was killed with every process it \
+             started{leftovers}. Output before that:\n{output}"
+        )),
+        Ending::Stopped => ToolOutput::failed(format!(
+            "the turn was stopped; the command was killed with every process it started{leftovers}. \
+             Output before that:\n{output}"
+        )),
+    }
+}

@@ -1,0 +1,24 @@
+//! Ids for calls and approvals, and the wall clock in milliseconds.
+
+use std::hash::{BuildHasher, RandomState};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+static COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A process-unique id such as `call-7-3f9c…`. The random part (SipHash under a per-process
+/// random key) keeps approval ids from being guessed by counting.
+pub(crate) fn new_id(prefix: &str) -> String {
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let salt = RandomState::new().hash_one(count);
+    format!("{prefix}-{count}-{salt:016x}")
+}
+
+/// Milliseconds since the Unix epoch; 0 if the clock is before it.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
+}

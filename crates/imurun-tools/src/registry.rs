@@ -1,0 +1,100 @@
+//! The tools that can run, by name and alias: the executor's lookup, and the index the
+//! parser and the prompt read.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::sync::Arc;
+
+use imurun_core::{Tool, ToolIndex, ToolSpec};
+use imurun_policy::Workspace;
+
+use crate::builtin::ShellConfig;
+use crate::catalog::builtin_tools;
+
+/// Every runnable tool, with the [`ToolIndex`] that names them.
+#[derive(Clone, Default)]
+pub struct Registry {
+    tools: HashMap<String, Arc<dyn Tool>>,
+    index: ToolIndex,
+}
+
+impl Registry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The built-in tools, all offered.
+    pub fn builtin(workspace: &Arc<Workspace>, shell: ShellConfig) -> Self {
+        let mut registry = Self::new();
+        for tool in builtin_tools(workspace, shell) {
+            registry.insert(tool, true);
+        }
+        registry
+    }
+
+    /// Adds a tool, replacing one of the same name (the agent loop's real `run_agent`
+    /// replaces the built-in placeholder this way). `offered` says whether prompts list it.
+    pub fn insert(&mut self, tool: Arc<dyn Tool>, offered: bool) {
+        let spec = tool.spec().clone();
+        self.tools.insert(spec.name.clone(), tool);
+        self.index.insert(spec, offered);
+    }
+
+    /// Makes `alias` name the tool `target`. Returns false when `target` is not registered.
+    pub fn add_alias(&mut self, alias: &str, target: &str) -> bool {
+        self.index.add_alias(alias, target)
+    }
+
+    /// The tool a caller meant by `written`: its exact name, an alias in the index, or one of
+    /// the invented names the parser also accepts (`read_file`, `bash`, ...). The same
+    /// resolution as the parser's, so a name the parser accepts runs the same tool here.
+    pub fn resolve(&self, written: &str) -> Option<&Arc<dyn Tool>> {
+        let indexed = imurun_calls::resolve(&self.index, written)?;
+        self.tools.get(&indexed.spec.name)
+    }
+
+    /// The tool with exactly this name.
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Names, aliases and schemas, for the parser and the prompt.
+    pub fn index(&self) -> &ToolIndex {
+        &self.index
+    }
+
+    /// Every tool, in the order they were added.
+    pub fn tools(&self) -> impl Iterator<Item = &Arc<dyn Tool>> {
+        self.index
+            .runnable()
+            .filter_map(|indexed| self.tools.get(&indexed.spec.name))
+    }
+
+    /// Every tool's spec, in the order they were added.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        self.index
+            .runnable()
+            .map(|indexed| indexed.spec.clone())
+            .collect()
+    }
+
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
+impl fmt::Debug for Registry {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let names: Vec<&str> = self
+            .index
+            .runnable()
+            .map(|tool| tool.spec.name.as_str())
+            .collect();
+        f.debug_struct("Registry").field("tools", &names).finish()
+    }
+}

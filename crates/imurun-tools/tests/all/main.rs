@@ -1,0 +1,12 @@
+//! imurun-tools' integration tests: one test binary, one module per subject.
+
+// Helpers outside `#[test]` functions unwrap too: in a test binary a panic is a failed
+// assertion with a location, which is what a helper's failure should be.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod approvals;
+mod executor;
+mod file_tools;
+mod privacy;
+mod shell;
+mod support;
