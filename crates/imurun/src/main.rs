@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod commands;
+mod paths;
 
 /// imurun: a local-first agent runtime.
 #[derive(Debug, Parser)]
@@ -19,12 +20,24 @@ struct Cli {
 enum Command {
     /// Read one raw model output on stdin and print how imurun reads it, as JSON.
     Parse(commands::parse::ParseArgs),
+    /// The permission policy's decisions, as the executor makes them.
+    #[command(subcommand)]
+    Policy(commands::policy::PolicyCommand),
+    /// List the tools, or run one through the executor.
+    #[command(subcommand)]
+    Tools(commands::tools::ToolsCommand),
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Parse(args) => commands::parse::run(&args),
+        Command::Policy(command) => {
+            paths::Paths::from_env().and_then(|paths| commands::policy::run(&command, &paths))
+        }
+        Command::Tools(command) => {
+            paths::Paths::from_env().and_then(|paths| commands::tools::run(&command, &paths))
+        }
     };
     match result {
         Ok(code) => code,

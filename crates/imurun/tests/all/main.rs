@@ -4,3 +4,4 @@
 
 mod architecture;
 mod parse_cli;
+mod policy_cli;

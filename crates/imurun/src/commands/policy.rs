@@ -1,0 +1,117 @@
+//! `imurun policy`: the policy's decisions from the command line, exactly as the executor
+//! makes them before approval.
+//!
+//! `imurun policy check --workspace DIR [--mode M]` reads JSON lines `{"tool", "args"}` and
+//! prints one `{"decision", "reason"}` per line; `imurun policy env NAME...` prints `strip`
+//! or `keep` for each environment variable name.
+
+use std::io::{self, BufRead, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use imurun_core::{NullAudit, NullEvents, ToolCall};
+use imurun_policy::{Mode, Settings, is_credential_env};
+use imurun_tools::{Caller, OnAsk, Registry, ShellConfig, ToolExecutor};
+use serde::Deserialize;
+use serde_json::{Map, Value, json};
+
+use crate::paths::Paths;
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum PolicyCommand {
+    /// Read JSON lines {"tool": NAME, "args": {...}} on stdin and print the decision for each.
+    Check(CheckArgs),
+    /// Print `strip` or `keep` for each environment variable name: whether a child process
+    /// would lose it as a credential.
+    Env {
+        #[arg(required = true)]
+        names: Vec<String>,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct CheckArgs {
+    /// The workspace folder (created if missing).
+    #[arg(long, value_name = "DIR")]
+    workspace: PathBuf,
+    /// The permission mode: ask, allow-reads, allow-edits or allow-all.
+    #[arg(long, default_value = "allow-reads")]
+    mode: Mode,
+}
+
+#[derive(Debug, Deserialize)]
+struct Line {
+    tool: String,
+    #[serde(default)]
+    args: Map<String, Value>,
+}
+
+pub(crate) fn run(command: &PolicyCommand, paths: &Paths) -> Result<ExitCode> {
+    match command {
+        PolicyCommand::Env { names } => {
+            let mut out = io::stdout().lock();
+            for name in names {
+                writeln!(
+                    out,
+                    "{}",
+                    if is_credential_env(name) {
+                        "strip"
+                    } else {
+                        "keep"
+                    }
+                )?;
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        PolicyCommand::Check(args) => check(args, paths),
+    }
+}
+
+fn check(args: &CheckArgs, paths: &Paths) -> Result<ExitCode> {
+    let workspace = Arc::new(paths.open_workspace(Some(args.workspace.clone()))?);
+    let registry = Registry::builtin(&workspace, ShellConfig::default());
+    let settings = Settings {
+        mode: args.mode,
+        ..Settings::default()
+    };
+    let executor = ToolExecutor::new(
+        registry,
+        workspace,
+        settings,
+        Arc::new(NullEvents),
+        Arc::new(NullAudit),
+    );
+    let caller = Caller::user(None, OnAsk::Report);
+
+    let mut out = io::BufWriter::new(io::stdout().lock());
+    let mut failures = 0usize;
+    for (number, line) in io::stdin().lock().lines().enumerate() {
+        let line = line.context("reading stdin")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let printed = match serde_json::from_str::<Line>(&line) {
+            Ok(Line { tool, args }) => match executor.check(&ToolCall::new(tool, args), &caller) {
+                Ok(checked) => {
+                    json!({"decision": checked.verdict.decision, "reason": checked.verdict.reason})
+                }
+                // Refused before the policy (unknown tool, invalid arguments): the executor
+                // denies these too.
+                Err(refusal) => json!({"decision": "deny", "reason": refusal.to_string()}),
+            },
+            Err(error) => {
+                failures += 1;
+                json!({"error": format!("line {}: expected {{\"tool\": NAME, \"args\": {{...}}}}: {error}", number + 1)})
+            }
+        };
+        writeln!(out, "{printed}")?;
+    }
+    out.flush()?;
+    Ok(if failures > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}

@@ -1,0 +1,175 @@
+//! `imurun tools`: the tools this host has, and running one by hand through the executor —
+//! the same lookup, validation, policy, approval and audit a model's call goes through.
+
+use std::io::{self, BufRead, IsTerminal, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use imurun_core::{AuditSink, Availability, Decision, NullEvents, ToolCall};
+use imurun_policy::{Mode, Settings};
+use imurun_store::{AuditWriter, Store};
+use imurun_tools::{Caller, OnAsk, Registry, ShellConfig, ToolExecutor};
+use serde_json::{Map, Value, json};
+
+use crate::paths::Paths;
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum ToolsCommand {
+    /// List the tools, with their category and whether they can run now.
+    List {
+        /// Print one JSON object per tool instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one tool through the executor, asking on the terminal when the mode asks.
+    Run(RunArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct RunArgs {
+    /// The tool's name (aliases such as `read_file` work too).
+    name: String,
+    /// The arguments as a JSON object.
+    #[arg(long, default_value = "{}", value_name = "JSON")]
+    args: String,
+    /// The workspace folder (default: IMURUN_WORKSPACE, else ~/.imurun/workspace).
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// The permission mode: ask, allow-reads, allow-edits or allow-all.
+    #[arg(long, default_value = "allow-reads")]
+    mode: Mode,
+    /// Approve the call without asking when the mode asks (hard denials still hold).
+    #[arg(long)]
+    yes: bool,
+}
+
+pub(crate) fn run(command: &ToolsCommand, paths: &Paths) -> Result<ExitCode> {
+    match command {
+        ToolsCommand::List { json } => list(*json, paths),
+        ToolsCommand::Run(args) => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .worker_threads(2)
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            runtime.block_on(run_tool(args, paths))
+        }
+    }
+}
+
+fn shell_config() -> ShellConfig {
+    ShellConfig {
+        environment: std::env::vars_os().collect(),
+    }
+}
+
+fn list(as_json: bool, paths: &Paths) -> Result<ExitCode> {
+    let workspace = Arc::new(paths.open_workspace(None)?);
+    let registry = Registry::builtin(&workspace, shell_config());
+    let mut out = io::stdout().lock();
+    for tool in registry.tools() {
+        let spec = tool.spec();
+        let availability = tool.available();
+        if as_json {
+            let line = json!({
+                "name": spec.name,
+                "category": tool.category(),
+                "available": availability,
+                "description": spec.description,
+                "parameters": spec.parameters,
+            });
+            writeln!(out, "{line}")?;
+        } else {
+            let status = match &availability {
+                Availability::Ready => "ready".to_owned(),
+                Availability::Unavailable(reason) => format!("unavailable: {reason}"),
+            };
+            writeln!(
+                out,
+                "{:<12} {:<8} {}\n{:<21} {}",
+                spec.name,
+                tool.category().as_str(),
+                spec.description,
+                "",
+                status
+            )?;
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn run_tool(args: &RunArgs, paths: &Paths) -> Result<ExitCode> {
+    let call_args: Map<String, Value> = match serde_json::from_str(&args.args) {
+        Ok(Value::Object(map)) => map,
+        Ok(_) => bail!("--args must be a JSON object, such as '{{\"path\": \"notes.txt\"}}'"),
+        Err(error) => bail!("--args is not valid JSON: {error}"),
+    };
+    let workspace = Arc::new(paths.open_workspace(args.workspace.clone())?);
+    let store = Store::open(paths.database())
+        .await
+        .with_context(|| format!("opening the database {}", paths.database().display()))?;
+    let audit = Arc::new(AuditWriter::spawn(&store).context("starting the audit writer")?);
+    let registry = Registry::builtin(&workspace, shell_config());
+    let settings = Settings {
+        mode: args.mode,
+        ..Settings::default()
+    };
+    let executor = ToolExecutor::new(
+        registry,
+        workspace,
+        settings,
+        Arc::new(NullEvents),
+        Arc::clone(&audit) as Arc<dyn AuditSink>,
+    );
+    let call = ToolCall::new(args.name.clone(), call_args);
+
+    // Decide first, so a call that asks is shown to the person before it runs, and each run
+    // leaves exactly one audit row.
+    let report = Caller::user(None, OnAsk::Report);
+    let on_ask = match executor.check(&call, &report) {
+        Ok(checked) if checked.verdict.decision == Decision::Ask => {
+            if args.yes || ask(&checked.tool, &call.args, &checked.verdict.reason)? {
+                OnAsk::Approved
+            } else {
+                OnAsk::Declined
+            }
+        }
+        // Allowed, denied, or refused before the policy: the executor says so itself.
+        _ => OnAsk::Report,
+    };
+    let execution = executor.execute(&call, &Caller::user(None, on_ask)).await;
+    audit.shutdown().await.context("writing the audit")?;
+    store.close().await;
+
+    println!("{}", execution.output.text);
+    Ok(if execution.output.ok {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(1)
+    })
+}
+
+/// Shows the call and asks y/N on the terminal. Without a terminal nobody can answer, so
+/// the call is declined, as a turn with no client connected is.
+fn ask(tool: &str, args: &Map<String, Value>, reason: &str) -> Result<bool> {
+    if !io::stdin().is_terminal() {
+        eprintln!(
+            "`{tool}` needs approval and there is no terminal to ask on: declined (use --yes to approve)"
+        );
+        return Ok(false);
+    }
+    let mut err = io::stderr().lock();
+    writeln!(
+        err,
+        "`{tool}` wants to run with {}",
+        Value::Object(args.clone())
+    )?;
+    writeln!(err, "({reason})")?;
+    write!(err, "Approve? [y/N] ")?;
+    err.flush()?;
+    let mut answer = String::new();
+    io::stdin().lock().read_line(&mut answer)?;
+    Ok(matches!(answer.trim().to_lowercase().as_str(), "y" | "yes"))
+}

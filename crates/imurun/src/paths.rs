@@ -1,0 +1,57 @@
+//! Where imurun keeps its files. The binary is the only reader of environment variables, so
+//! this is where `HOME`, `IMURUN_HOME` and `IMURUN_WORKSPACE` are read.
+
+use std::path::PathBuf;
+
+use anyhow::{Result, bail};
+use imurun_policy::{Workspace, WorkspaceConfig};
+
+/// imurun's folders: the data folder (`IMURUN_HOME`, default `~/.imurun`) and the
+/// workspace (`IMURUN_WORKSPACE`, default `<data folder>/workspace`).
+#[derive(Debug, Clone)]
+pub(crate) struct Paths {
+    pub(crate) home: Option<PathBuf>,
+    pub(crate) data_dir: PathBuf,
+    pub(crate) workspace: PathBuf,
+}
+
+impl Paths {
+    pub(crate) fn from_env() -> Result<Self> {
+        let home = std::env::var_os("HOME")
+            .filter(|value| !value.is_empty())
+            .map(PathBuf::from);
+        let data_dir = match (std::env::var_os("IMURUN_HOME"), &home) {
+            (Some(dir), _) if !dir.is_empty() => PathBuf::from(dir),
+            (_, Some(home)) => home.join(".imurun"),
+            (_, None) => bail!(
+                "neither HOME nor IMURUN_HOME is set: imurun does not know where to keep its files"
+            ),
+        };
+        let workspace = match std::env::var_os("IMURUN_WORKSPACE") {
+            Some(dir) if !dir.is_empty() => PathBuf::from(dir),
+            _ => data_dir.join("workspace"),
+        };
+        Ok(Self {
+            home,
+            data_dir,
+            workspace,
+        })
+    }
+
+    /// The database: settings, sessions and the audit.
+    pub(crate) fn database(&self) -> PathBuf {
+        self.data_dir.join("imurun.db")
+    }
+
+    /// Opens (and creates on first use) the workspace at `root`, or the default one. The
+    /// data folder is guarded: no tool may reach imurun's own config and database.
+    pub(crate) fn open_workspace(&self, root: Option<PathBuf>) -> Result<Workspace> {
+        let config = WorkspaceConfig {
+            root: root.unwrap_or_else(|| self.workspace.clone()),
+            home: self.home.clone(),
+            guarded: vec![self.data_dir.clone()],
+        };
+        Workspace::open(&config)
+            .map_err(|error| anyhow::anyhow!("workspace {}: {error}", config.root.display()))
+    }
+}
