@@ -7,6 +7,7 @@ mod audit;
 mod event;
 mod index;
 mod message;
+mod model;
 mod tool;
 
 pub use audit::{AuditRecord, AuditSink, NullAudit};
@@ -15,6 +16,10 @@ pub use event::{
 };
 pub use index::{IndexedTool, ToolIndex};
 pub use message::{Message, Role};
+pub use model::{
+    ESTIMATE_CHARS_PER_TOKEN, ESTIMATE_TOKENS_PER_MESSAGE, GenerateRequest, Model, ModelError,
+    estimate_text_tokens, estimate_tokens,
+};
 pub use tool::{
     Availability, BoxFuture, CallSource, Decision, StopFlag, Tool, ToolCall, ToolCategory,
     ToolContext, ToolOutput, ToolSpec,

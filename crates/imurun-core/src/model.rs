@@ -1,0 +1,110 @@
+//! The model seam: the loop sees `Model`, never a concrete back-end. Back-ends live in
+//! `imurun-model` and are wired in by the binary.
+
+use serde::Serialize;
+
+use crate::{BoxFuture, Message, StopFlag};
+
+/// Characters per token in the estimate used when a back-end cannot count.
+pub const ESTIMATE_CHARS_PER_TOKEN: f64 = 3.5;
+
+/// Tokens added per message in the estimate, for the chat template's role markers.
+pub const ESTIMATE_TOKENS_PER_MESSAGE: usize = 6;
+
+/// The seed's estimate: characters / 3.5, plus 6 per message, rounded up.
+pub fn estimate_tokens(messages: &[Message]) -> usize {
+    messages
+        .iter()
+        .map(|message| estimate_text_tokens(&message.content) + ESTIMATE_TOKENS_PER_MESSAGE)
+        .sum()
+}
+
+/// The estimate for one piece of text, without the per-message overhead.
+pub fn estimate_text_tokens(text: &str) -> usize {
+    #[allow(
+        clippy::cast_possible_truncation,
+        clippy::cast_sign_loss,
+        clippy::cast_precision_loss
+    )]
+    let tokens = (text.chars().count() as f64 / ESTIMATE_CHARS_PER_TOKEN).ceil() as usize;
+    tokens
+}
+
+/// One generation: the messages, and the limits on the reply.
+#[derive(Debug, Clone)]
+pub struct GenerateRequest {
+    pub messages: Vec<Message>,
+    /// The most tokens to generate; `None` lets the back-end decide.
+    pub max_tokens: Option<usize>,
+    /// Checked between tokens: a set flag ends the generation early with what was made.
+    pub stop: StopFlag,
+}
+
+impl GenerateRequest {
+    pub fn new(messages: Vec<Message>) -> Self {
+        Self {
+            messages,
+            max_tokens: None,
+            stop: StopFlag::new(),
+        }
+    }
+}
+
+/// Why a generation failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ModelError {
+    /// The back-end could not be reached or the connection broke.
+    #[error("the model could not be reached: {message}")]
+    Transport { message: String },
+    /// The back-end refused for now; try again after `retry_after_ms` if it said.
+    #[error("the model is rate limited")]
+    RateLimited { retry_after_ms: Option<u64> },
+    /// The messages do not fit the model's context window.
+    #[error("the prompt ({tokens} tokens) does not fit the context window ({limit} tokens)")]
+    ContextOverflow { tokens: usize, limit: usize },
+    /// The back-end answered with something it should not have.
+    #[error("the model answered in an unexpected way: {message}")]
+    Protocol { message: String },
+}
+
+/// A chat model. Implementations stream: `on_token` receives each piece of text as it is
+/// generated, and the returned future resolves to the whole reply.
+pub trait Model: Send + Sync {
+    /// A short name for logs and the page (`SmolLM2-135M-Instruct.Q4_1`, `scripted`).
+    fn name(&self) -> &str;
+
+    /// The context window in tokens.
+    fn context_limit(&self) -> usize;
+
+    /// How many tokens `messages` take. Back-ends that can count exactly override this; the
+    /// default is the seed's estimate.
+    fn count_tokens(&self, messages: &[Message]) -> usize {
+        estimate_tokens(messages)
+    }
+
+    fn generate<'a>(
+        &'a self,
+        request: &'a GenerateRequest,
+        on_token: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<String, ModelError>>;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_estimate_is_characters_over_three_and_a_half_plus_six_per_message() {
+        assert_eq!(estimate_tokens(&[]), 0);
+        assert_eq!(estimate_tokens(&[Message::user("")]), 6);
+        // 7 characters -> 2 tokens, + 6.
+        assert_eq!(estimate_tokens(&[Message::user("abcdefg")]), 8);
+        // 8 characters -> 2.29 -> 3 tokens, + 6; counted in characters, not bytes.
+        assert_eq!(estimate_tokens(&[Message::user("éééééééé")]), 9);
+        assert_eq!(
+            estimate_tokens(&[Message::system("abcdefg"), Message::user("abcdefg")]),
+            16
+        );
+    }
+}
