@@ -9,8 +9,8 @@ use imurun_core::{Tool, ToolSpec};
 use imurun_policy::Workspace;
 
 use crate::builtin::{
-    self, Delete, FileRead, FileWrite, GetTime, GetWeather, ListDir, MakeDir, RunAgent, Shell,
-    ShellConfig, WebSearch,
+    self, GetTime, Shell, ShellConfig, delete_tool, file_read_tool, file_write_tool,
+    get_weather_tool, list_dir_tool, make_dir_tool, run_agent_tool, web_search_tool,
 };
 
 /// The built-in tool set's specs, in the order the prompt lists it.
@@ -33,16 +33,16 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
 /// `workspace`; the shell starts from `shell`'s environment.
 pub fn builtin_tools(workspace: &Arc<Workspace>, shell: ShellConfig) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(WebSearch::new()),
-        Arc::new(FileRead::new(Arc::clone(workspace))),
-        Arc::new(FileWrite::new(Arc::clone(workspace))),
-        Arc::new(ListDir::new(Arc::clone(workspace))),
-        Arc::new(MakeDir::new(Arc::clone(workspace))),
-        Arc::new(Delete::new(Arc::clone(workspace))),
+        Arc::new(web_search_tool()),
+        Arc::new(file_read_tool(Arc::clone(workspace))),
+        Arc::new(file_write_tool(Arc::clone(workspace))),
+        Arc::new(list_dir_tool(Arc::clone(workspace))),
+        Arc::new(make_dir_tool(Arc::clone(workspace))),
+        Arc::new(delete_tool(Arc::clone(workspace))),
         Arc::new(Shell::new(shell)),
         Arc::new(GetTime::new()),
-        Arc::new(GetWeather::new()),
-        Arc::new(RunAgent::new()),
+        Arc::new(get_weather_tool()),
+        Arc::new(run_agent_tool()),
     ]
 }
 

@@ -22,9 +22,10 @@ pub use approval::{
     PendingApproval,
 };
 pub use builtin::{
-    Delete, FILE_READ_BYTES_MAX, FILE_WRITE_BYTES_MAX, FileRead, FileWrite, GetTime, GetWeather,
-    LIST_ENTRIES_MAX, ListDir, MakeDir, RunAgent, SHELL_TIMEOUT_DEFAULT_S, SHELL_TIMEOUT_MAX_S,
-    Shell, ShellConfig, WebSearch,
+    FILE_READ_BYTES_MAX, FILE_WRITE_BYTES_MAX, GetTime, LIST_ENTRIES_MAX, SHELL_TIMEOUT_DEFAULT_S,
+    SHELL_TIMEOUT_MAX_S, Shell, ShellConfig, UnconfiguredTool, WorkspaceTool, delete_tool,
+    file_read_tool, file_write_tool, get_weather_tool, list_dir_tool, make_dir_tool,
+    run_agent_tool, web_search_tool,
 };
 pub use catalog::{builtin_specs, builtin_tools};
 pub use error::ToolsError;

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use imurun_core::{BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
+use imurun_core::{ToolCategory, ToolOutput, ToolSpec};
 use imurun_policy::{Removed, Target, Workspace};
 use serde_json::{Map, Value, json};
 
-use super::{blocking, required_string};
+use super::{WorkspaceTool, required_string};
 
 pub(crate) fn spec() -> ToolSpec {
     ToolSpec::new(
@@ -20,47 +20,15 @@ pub(crate) fn spec() -> ToolSpec {
 
 /// Deletes through the workspace's capability handle. Its category is `delete`, which the
 /// policy never lets a person remember: each delete asks on its own.
-#[derive(Debug)]
-pub struct Delete {
-    spec: ToolSpec,
-    workspace: Arc<Workspace>,
+pub fn delete_tool(workspace: Arc<Workspace>) -> WorkspaceTool {
+    WorkspaceTool::new(spec(), ToolCategory::Delete, workspace, run)
 }
 
-impl Delete {
-    pub fn new(workspace: Arc<Workspace>) -> Self {
-        Self {
-            spec: spec(),
-            workspace,
-        }
-    }
-}
-
-impl Tool for Delete {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Delete
-    }
-
-    fn path_arguments(&self) -> &[&str] {
-        &["path"]
-    }
-
-    fn run<'a>(
-        &'a self,
-        _context: &'a ToolContext,
-        args: &'a Map<String, Value>,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let path = match required_string(args, "path") {
-                Ok(path) => path.to_owned(),
-                Err(failure) => return failure,
-            };
-            let workspace = Arc::clone(&self.workspace);
-            blocking("delete", move || delete(&workspace, &path)).await
-        })
+/// Reads the arguments (a direct run may pass anything) and does the work.
+fn run(workspace: &Workspace, args: &Map<String, Value>) -> ToolOutput {
+    match required_string(args, "path") {
+        Ok(path) => delete(workspace, path),
+        Err(failure) => failure,
     }
 }
 

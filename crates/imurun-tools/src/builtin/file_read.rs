@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use imurun_core::{BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
+use imurun_core::{ToolCategory, ToolOutput, ToolSpec};
 use imurun_policy::{FileError, Target, Workspace};
 use serde_json::{Map, Value, json};
 
-use super::{blocking, required_string};
+use super::{WorkspaceTool, required_string};
 
 /// The largest file `file_read` returns, in bytes. A model's context holds far less; a bigger
 /// file should be read in parts with the shell (`head`, `sed -n`).
@@ -23,47 +23,15 @@ pub(crate) fn spec() -> ToolSpec {
 }
 
 /// Reads a text file through the workspace's capability handle.
-#[derive(Debug)]
-pub struct FileRead {
-    spec: ToolSpec,
-    workspace: Arc<Workspace>,
+pub fn file_read_tool(workspace: Arc<Workspace>) -> WorkspaceTool {
+    WorkspaceTool::new(spec(), ToolCategory::Read, workspace, run)
 }
 
-impl FileRead {
-    pub fn new(workspace: Arc<Workspace>) -> Self {
-        Self {
-            spec: spec(),
-            workspace,
-        }
-    }
-}
-
-impl Tool for FileRead {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Read
-    }
-
-    fn path_arguments(&self) -> &[&str] {
-        &["path"]
-    }
-
-    fn run<'a>(
-        &'a self,
-        _context: &'a ToolContext,
-        args: &'a Map<String, Value>,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let path = match required_string(args, "path") {
-                Ok(path) => path.to_owned(),
-                Err(failure) => return failure,
-            };
-            let workspace = Arc::clone(&self.workspace);
-            blocking("file_read", move || read(&workspace, &path)).await
-        })
+/// Reads the arguments (a direct run may pass anything) and does the work.
+fn run(workspace: &Workspace, args: &Map<String, Value>) -> ToolOutput {
+    match required_string(args, "path") {
+        Ok(path) => read(workspace, path),
+        Err(failure) => failure,
     }
 }
 

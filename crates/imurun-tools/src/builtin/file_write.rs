@@ -3,11 +3,11 @@
 use std::path::Path;
 use std::sync::Arc;
 
-use imurun_core::{BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
+use imurun_core::{ToolCategory, ToolOutput, ToolSpec};
 use imurun_policy::{Target, Workspace};
 use serde_json::{Map, Value, json};
 
-use super::{blocking, required_string};
+use super::{WorkspaceTool, required_string};
 
 /// The largest body `file_write` writes, in bytes: far more than a model writes in one call,
 /// small enough that a runaway call cannot fill the disk.
@@ -26,57 +26,26 @@ pub(crate) fn spec() -> ToolSpec {
 
 /// Writes a file by atomic rename through the workspace's capability handle, so readers see
 /// the old or the new body and a planted hard link cannot carry the write outside.
-#[derive(Debug)]
-pub struct FileWrite {
-    spec: ToolSpec,
-    workspace: Arc<Workspace>,
+pub fn file_write_tool(workspace: Arc<Workspace>) -> WorkspaceTool {
+    WorkspaceTool::new(spec(), ToolCategory::Write, workspace, run)
 }
 
-impl FileWrite {
-    pub fn new(workspace: Arc<Workspace>) -> Self {
-        Self {
-            spec: spec(),
-            workspace,
-        }
+/// Reads the arguments (a direct run may pass anything) and does the work.
+fn run(workspace: &Workspace, args: &Map<String, Value>) -> ToolOutput {
+    let (path, content) = match (
+        required_string(args, "path"),
+        required_string(args, "content"),
+    ) {
+        (Ok(path), Ok(content)) => (path, content),
+        (Err(failure), _) | (_, Err(failure)) => return failure,
+    };
+    if content.len() > FILE_WRITE_BYTES_MAX {
+        return ToolOutput::failed(format!(
+            "the content is {} bytes, more than the {FILE_WRITE_BYTES_MAX} file_write writes at once",
+            content.len()
+        ));
     }
-}
-
-impl Tool for FileWrite {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Write
-    }
-
-    fn path_arguments(&self) -> &[&str] {
-        &["path"]
-    }
-
-    fn run<'a>(
-        &'a self,
-        _context: &'a ToolContext,
-        args: &'a Map<String, Value>,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let (path, content) = match (
-                required_string(args, "path"),
-                required_string(args, "content"),
-            ) {
-                (Ok(path), Ok(content)) => (path.to_owned(), content.to_owned()),
-                (Err(failure), _) | (_, Err(failure)) => return failure,
-            };
-            if content.len() > FILE_WRITE_BYTES_MAX {
-                return ToolOutput::failed(format!(
-                    "the content is {} bytes, more than the {FILE_WRITE_BYTES_MAX} file_write writes at once",
-                    content.len()
-                ));
-            }
-            let workspace = Arc::clone(&self.workspace);
-            blocking("file_write", move || write(&workspace, &path, &content)).await
-        })
-    }
+    write(workspace, path, content)
 }
 
 fn write(workspace: &Workspace, written: &str, content: &str) -> ToolOutput {

@@ -3,11 +3,11 @@
 use std::fmt::Write as _;
 use std::sync::Arc;
 
-use imurun_core::{BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
+use imurun_core::{ToolCategory, ToolOutput, ToolSpec};
 use imurun_policy::{EntryKind, Target, Workspace};
 use serde_json::{Map, Value, json};
 
-use super::{blocking, optional_string};
+use super::{WorkspaceTool, optional_string};
 
 /// The most entries one listing shows. Enough to see a project's shape; a folder with more is
 /// reported as cut, and the model can list its subfolders or use the shell to filter.
@@ -25,47 +25,15 @@ pub(crate) fn spec() -> ToolSpec {
 
 /// Lists a folder through the workspace's capability handle. Symlinks are shown as links,
 /// never followed.
-#[derive(Debug)]
-pub struct ListDir {
-    spec: ToolSpec,
-    workspace: Arc<Workspace>,
+pub fn list_dir_tool(workspace: Arc<Workspace>) -> WorkspaceTool {
+    WorkspaceTool::new(spec(), ToolCategory::Read, workspace, run)
 }
 
-impl ListDir {
-    pub fn new(workspace: Arc<Workspace>) -> Self {
-        Self {
-            spec: spec(),
-            workspace,
-        }
-    }
-}
-
-impl Tool for ListDir {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Read
-    }
-
-    fn path_arguments(&self) -> &[&str] {
-        &["path"]
-    }
-
-    fn run<'a>(
-        &'a self,
-        _context: &'a ToolContext,
-        args: &'a Map<String, Value>,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let path = match optional_string(args, "path") {
-                Ok(path) => path.unwrap_or("").to_owned(),
-                Err(failure) => return failure,
-            };
-            let workspace = Arc::clone(&self.workspace);
-            blocking("list_dir", move || list(&workspace, &path)).await
-        })
+/// Reads the arguments (a direct run may pass anything) and does the work.
+fn run(workspace: &Workspace, args: &Map<String, Value>) -> ToolOutput {
+    match optional_string(args, "path") {
+        Ok(path) => list(workspace, path.unwrap_or("")),
+        Err(failure) => failure,
     }
 }
 

@@ -2,11 +2,11 @@
 
 use std::sync::Arc;
 
-use imurun_core::{BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
+use imurun_core::{ToolCategory, ToolOutput, ToolSpec};
 use imurun_policy::{Target, Workspace};
 use serde_json::{Map, Value, json};
 
-use super::{blocking, required_string};
+use super::{WorkspaceTool, required_string};
 
 pub(crate) fn spec() -> ToolSpec {
     ToolSpec::new(
@@ -19,47 +19,15 @@ pub(crate) fn spec() -> ToolSpec {
 }
 
 /// Creates folders through the workspace's capability handle.
-#[derive(Debug)]
-pub struct MakeDir {
-    spec: ToolSpec,
-    workspace: Arc<Workspace>,
+pub fn make_dir_tool(workspace: Arc<Workspace>) -> WorkspaceTool {
+    WorkspaceTool::new(spec(), ToolCategory::Write, workspace, run)
 }
 
-impl MakeDir {
-    pub fn new(workspace: Arc<Workspace>) -> Self {
-        Self {
-            spec: spec(),
-            workspace,
-        }
-    }
-}
-
-impl Tool for MakeDir {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Write
-    }
-
-    fn path_arguments(&self) -> &[&str] {
-        &["path"]
-    }
-
-    fn run<'a>(
-        &'a self,
-        _context: &'a ToolContext,
-        args: &'a Map<String, Value>,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move {
-            let path = match required_string(args, "path") {
-                Ok(path) => path.to_owned(),
-                Err(failure) => return failure,
-            };
-            let workspace = Arc::clone(&self.workspace);
-            blocking("make_dir", move || make(&workspace, &path)).await
-        })
+/// Reads the arguments (a direct run may pass anything) and does the work.
+fn run(workspace: &Workspace, args: &Map<String, Value>) -> ToolOutput {
+    match required_string(args, "path") {
+        Ok(path) => make(workspace, path),
+        Err(failure) => failure,
     }
 }
 

@@ -14,21 +14,25 @@ mod list_dir;
 mod make_dir;
 mod run_agent;
 mod shell;
+mod unconfigured;
 mod web_search;
+mod workspace_tool;
 
 use imurun_core::ToolOutput;
 use serde_json::{Map, Value};
 
-pub use delete::Delete;
-pub use file_read::{FILE_READ_BYTES_MAX, FileRead};
-pub use file_write::{FILE_WRITE_BYTES_MAX, FileWrite};
+pub use delete::delete_tool;
+pub use file_read::{FILE_READ_BYTES_MAX, file_read_tool};
+pub use file_write::{FILE_WRITE_BYTES_MAX, file_write_tool};
 pub use get_time::GetTime;
-pub use get_weather::GetWeather;
-pub use list_dir::{LIST_ENTRIES_MAX, ListDir};
-pub use make_dir::MakeDir;
-pub use run_agent::RunAgent;
+pub use get_weather::get_weather_tool;
+pub use list_dir::{LIST_ENTRIES_MAX, list_dir_tool};
+pub use make_dir::make_dir_tool;
+pub use run_agent::run_agent_tool;
 pub use shell::{SHELL_TIMEOUT_DEFAULT_S, SHELL_TIMEOUT_MAX_S, Shell, ShellConfig};
-pub use web_search::WebSearch;
+pub use unconfigured::UnconfiguredTool;
+pub use web_search::web_search_tool;
+pub use workspace_tool::WorkspaceTool;
 
 pub(crate) use delete::spec as delete_spec;
 pub(crate) use file_read::spec as file_read_spec;
@@ -76,7 +80,7 @@ fn optional_integer(args: &Map<String, Value>, name: &str) -> Result<Option<i64>
 
 /// Runs a blocking file operation on tokio's blocking pool, so a slow disk or a large
 /// folder never stalls the async workers that carry other sessions' turns.
-async fn blocking<F>(tool: &'static str, operation: F) -> ToolOutput
+async fn blocking<F>(tool: &str, operation: F) -> ToolOutput
 where
     F: FnOnce() -> ToolOutput + Send + 'static,
 {
@@ -87,12 +91,4 @@ where
         )),
         Err(_) => ToolOutput::failed(format!("`{tool}` was cancelled before it finished")),
     }
-}
-
-/// The failure every tool without a provider yet returns, in the seed's words: the model
-/// must not make up what the tool would have said.
-fn unavailable(tool: &str, why: &str) -> ToolOutput {
-    ToolOutput::failed(format!(
-        "`{tool}` is unavailable: {why}. Do not guess what it would have returned."
-    ))
 }

@@ -2,10 +2,10 @@
 //! above this crate; until the binary registers the loop's own `run_agent` in its place, this
 //! one reports itself unavailable and fails when run.
 
-use imurun_core::{Availability, BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
-use serde_json::{Map, Value, json};
+use imurun_core::{ToolCategory, ToolSpec};
+use serde_json::json;
 
-use super::unavailable;
+use super::UnconfiguredTool;
 
 const UNAVAILABLE: &str = "sub-agents are not wired into this runtime yet";
 
@@ -23,41 +23,6 @@ pub(crate) fn spec() -> ToolSpec {
 
 /// The sub-agent tool's placeholder. Its category is `agent`, which the executor refuses at
 /// depth 2 whoever implements it.
-#[derive(Debug)]
-pub struct RunAgent {
-    spec: ToolSpec,
-}
-
-impl RunAgent {
-    pub fn new() -> Self {
-        Self { spec: spec() }
-    }
-}
-
-impl Default for RunAgent {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl Tool for RunAgent {
-    fn spec(&self) -> &ToolSpec {
-        &self.spec
-    }
-
-    fn category(&self) -> ToolCategory {
-        ToolCategory::Agent
-    }
-
-    fn available(&self) -> Availability {
-        Availability::Unavailable(UNAVAILABLE.to_string())
-    }
-
-    fn run<'a>(
-        &'a self,
-        _context: &'a ToolContext,
-        _args: &'a Map<String, Value>,
-    ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(async move { unavailable("run_agent", UNAVAILABLE) })
-    }
+pub fn run_agent_tool() -> UnconfiguredTool {
+    UnconfiguredTool::new(spec(), ToolCategory::Agent, UNAVAILABLE)
 }

@@ -6,7 +6,7 @@ use std::os::unix::fs::symlink;
 
 use imurun_core::{StopFlag, Tool};
 use imurun_policy::Mode;
-use imurun_tools::{FILE_READ_BYTES_MAX, FileRead, ListDir, Outcome};
+use imurun_tools::{FILE_READ_BYTES_MAX, Outcome, file_read_tool, list_dir_tool};
 use serde_json::{Value, json};
 
 use crate::support::{Harness, TempWorkspace, args};
@@ -272,8 +272,8 @@ async fn file_tools_check_paths_again_when_run_directly() {
     let ws = TempWorkspace::new();
     ws.write("ok.txt", "fine");
     symlink(ws.base.join("outside"), ws.root().join("escape")).unwrap();
-    let read = FileRead::new(ws.workspace.clone());
-    let list = ListDir::new(ws.workspace.clone());
+    let read = file_read_tool(ws.workspace.clone());
+    let list = list_dir_tool(ws.workspace.clone());
     let context = ws.context(StopFlag::new());
     let cases: [(&dyn Tool, Value, bool, &str); 6] = [
         (&read, json!({"path": "ok.txt"}), true, "fine"),
