@@ -3,8 +3,12 @@
 
 use std::path::PathBuf;
 
+use std::sync::Arc;
+
 use anyhow::{Result, bail};
-use imurun_policy::{Workspace, WorkspaceConfig};
+use imurun_core::{AuditSink, NullEvents};
+use imurun_policy::{Mode, Settings, Workspace, WorkspaceConfig};
+use imurun_tools::{Registry, ShellConfig, ToolExecutor};
 
 /// imurun's folders: the data folder (`IMURUN_HOME`, default `~/.imurun`) and the
 /// workspace (`IMURUN_WORKSPACE`, default `<data folder>/workspace`).
@@ -54,4 +58,24 @@ impl Paths {
         Workspace::open(&config)
             .map_err(|error| anyhow::anyhow!("workspace {}: {error}", config.root.display()))
     }
+}
+
+/// The executor over the built-in tools in `workspace`, deciding in `mode`, auditing to
+/// `audit`. The shell starts from this process's environment (credentials are removed per
+/// run); the CLI has no event subscribers.
+pub(crate) fn cli_executor(
+    workspace: Workspace,
+    mode: Mode,
+    audit: Arc<dyn AuditSink>,
+) -> ToolExecutor {
+    let workspace = Arc::new(workspace);
+    let shell = ShellConfig {
+        environment: std::env::vars_os().collect(),
+    };
+    let registry = Registry::builtin(&workspace, shell);
+    let settings = Settings {
+        mode,
+        ..Settings::default()
+    };
+    ToolExecutor::new(registry, workspace, settings, Arc::new(NullEvents), audit)
 }

@@ -11,13 +11,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use imurun_core::{NullAudit, NullEvents, ToolCall};
-use imurun_policy::{Mode, Settings, is_credential_env};
-use imurun_tools::{Caller, OnAsk, Registry, ShellConfig, ToolExecutor};
+use imurun_core::{NullAudit, ToolCall};
+use imurun_policy::{Mode, is_credential_env};
+use imurun_tools::{Caller, OnAsk};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::paths::Paths;
+use crate::paths::{Paths, cli_executor};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum PolicyCommand {
@@ -70,19 +70,8 @@ pub(crate) fn run(command: &PolicyCommand, paths: &Paths) -> Result<ExitCode> {
 }
 
 fn check(args: &CheckArgs, paths: &Paths) -> Result<ExitCode> {
-    let workspace = Arc::new(paths.open_workspace(Some(args.workspace.clone()))?);
-    let registry = Registry::builtin(&workspace, ShellConfig::default());
-    let settings = Settings {
-        mode: args.mode,
-        ..Settings::default()
-    };
-    let executor = ToolExecutor::new(
-        registry,
-        workspace,
-        settings,
-        Arc::new(NullEvents),
-        Arc::new(NullAudit),
-    );
+    let workspace = paths.open_workspace(Some(args.workspace.clone()))?;
+    let executor = cli_executor(workspace, args.mode, Arc::new(NullAudit));
     let caller = Caller::user(None, OnAsk::Report);
 
     let mut out = io::BufWriter::new(io::stdout().lock());

@@ -7,13 +7,13 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use imurun_core::{AuditSink, Availability, Decision, NullEvents, ToolCall};
-use imurun_policy::{Mode, Settings};
+use imurun_core::{AuditSink, Availability, Decision, NullAudit, ToolCall};
+use imurun_policy::Mode;
 use imurun_store::{AuditWriter, Store};
-use imurun_tools::{Caller, OnAsk, Registry, ShellConfig, ToolExecutor};
+use imurun_tools::{Caller, OnAsk};
 use serde_json::{Map, Value, json};
 
-use crate::paths::Paths;
+use crate::paths::{Paths, cli_executor};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum ToolsCommand {
@@ -59,15 +59,13 @@ pub(crate) fn run(command: &ToolsCommand, paths: &Paths) -> Result<ExitCode> {
     }
 }
 
-fn shell_config() -> ShellConfig {
-    ShellConfig {
-        environment: std::env::vars_os().collect(),
-    }
-}
-
 fn list(as_json: bool, paths: &Paths) -> Result<ExitCode> {
-    let workspace = Arc::new(paths.open_workspace(None)?);
-    let registry = Registry::builtin(&workspace, shell_config());
+    let executor = cli_executor(
+        paths.open_workspace(None)?,
+        Mode::default(),
+        Arc::new(NullAudit),
+    );
+    let registry = executor.registry();
     let mut out = io::stdout().lock();
     for tool in registry.tools() {
         let spec = tool.spec();
@@ -106,21 +104,14 @@ async fn run_tool(args: &RunArgs, paths: &Paths) -> Result<ExitCode> {
         Ok(_) => bail!("--args must be a JSON object, such as '{{\"path\": \"notes.txt\"}}'"),
         Err(error) => bail!("--args is not valid JSON: {error}"),
     };
-    let workspace = Arc::new(paths.open_workspace(args.workspace.clone())?);
+    let workspace = paths.open_workspace(args.workspace.clone())?;
     let store = Store::open(paths.database())
         .await
         .with_context(|| format!("opening the database {}", paths.database().display()))?;
     let audit = Arc::new(AuditWriter::spawn(&store).context("starting the audit writer")?);
-    let registry = Registry::builtin(&workspace, shell_config());
-    let settings = Settings {
-        mode: args.mode,
-        ..Settings::default()
-    };
-    let executor = ToolExecutor::new(
-        registry,
+    let executor = cli_executor(
         workspace,
-        settings,
-        Arc::new(NullEvents),
+        args.mode,
         Arc::clone(&audit) as Arc<dyn AuditSink>,
     );
     let call = ToolCall::new(args.name.clone(), call_args);

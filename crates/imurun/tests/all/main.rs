@@ -5,3 +5,4 @@
 mod architecture;
 mod parse_cli;
 mod policy_cli;
+mod support;

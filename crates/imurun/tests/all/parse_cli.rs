@@ -1,10 +1,11 @@
 //! `imurun parse` exactly as the contract in `../shared/DESIGN.md` says, over the corpus.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
+
+use crate::support::run_imurun;
 
 fn shared_dir() -> PathBuf {
     if let Ok(dir) = std::env::var("IMURUN_SHARED") {
@@ -25,21 +26,9 @@ fn corpus_tools_file() -> PathBuf {
 
 /// Runs `imurun parse ARGS` with `input` on stdin; returns (exit code, stdout lines).
 fn parse(args: &[&str], input: &str) -> (i32, Vec<Value>) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_imurun"))
-        .arg("parse")
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
+    let mut full = vec!["parse"];
+    full.extend_from_slice(args);
+    let output = run_imurun(&full, input, &[]);
     let lines = String::from_utf8(output.stdout)
         .unwrap()
         .lines()

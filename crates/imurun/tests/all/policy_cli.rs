@@ -1,29 +1,15 @@
 //! `imurun policy` and `imurun tools` as the contract in `../shared/DESIGN.md` says.
 
-use std::io::Write;
 use std::path::Path;
-use std::process::{Command, Output, Stdio};
+use std::process::Output;
 
 use serde_json::Value;
 
+use crate::support::run_imurun;
+
 /// Runs imurun with `args` and `input` on stdin, with its data folder in `home`.
 fn imurun(home: &Path, args: &[&str], input: &str) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_imurun"))
-        .args(args)
-        .env("IMURUN_HOME", home)
-        .env_remove("IMURUN_WORKSPACE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(input.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
+    run_imurun(args, input, &[("IMURUN_HOME", home.as_os_str())])
 }
 
 fn lines(output: &Output) -> Vec<Value> {
