@@ -36,6 +36,9 @@ const ALLOWED: &[(&str, &[&str])] = &[
         ],
     ),
     ("imurun-testkit", &["imurun-core"]),
+    // Not in DESIGN's table: evaluation data and scoring are domain logic the binary must not
+    // hold, and no other crate should depend on them.
+    ("imurun-eval", &["imurun-core"]),
     (
         "imurun",
         &[
@@ -110,6 +113,18 @@ const FORBIDDEN: &[(&str, &[&str])] = &[
     ("imurun-cell", &["axum", "sqlx", "llama-cpp-2"]),
     ("imurun-keep", &["axum", "hyper", "llama-cpp-2"]),
     ("imurun-server", &["llama-cpp-2"]),
+    (
+        "imurun-eval",
+        &[
+            "tokio",
+            "axum",
+            "hyper",
+            "reqwest",
+            "sqlx",
+            "wasmtime",
+            "llama-cpp-2",
+        ],
+    ),
 ];
 
 fn workspace_root() -> PathBuf {
