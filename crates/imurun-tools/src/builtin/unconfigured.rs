@@ -13,6 +13,17 @@ pub struct UnconfiguredTool {
 }
 
 impl UnconfiguredTool {
+    /// A tool known only by its spec, such as one read from a `--tools` file for a dry run or
+    /// an evaluation: offered to the model, never run. Its category is `compute` because it
+    /// has no authority to exercise.
+    pub fn spec_only(spec: ToolSpec) -> Self {
+        Self::new(
+            spec,
+            ToolCategory::Compute,
+            "it is described in a tools file and has no implementation",
+        )
+    }
+
     pub(crate) fn new(spec: ToolSpec, category: ToolCategory, reason: &'static str) -> Self {
         Self {
             spec,
