@@ -79,6 +79,111 @@ pub enum Event {
         reason: DenyReason,
         message: String,
     },
+    /// One step of a turn ended. `text` is readable: for a tool step, the thought in
+    /// `<think>…</think>`, the text before the call, then ``Using `name` {args}`` per call.
+    #[serde(rename = "step")]
+    Step {
+        session_id: Option<String>,
+        /// 1-based, counted across the whole turn.
+        step: usize,
+        kind: StepKind,
+        text: String,
+    },
+    /// A piece of the answer as it streams. Call syntax never reaches it while tools are on
+    /// offer.
+    #[serde(rename = "token")]
+    Token {
+        session_id: Option<String>,
+        /// The step the token belongs to, as in the `step` event that follows it.
+        step: usize,
+        text: String,
+    },
+    /// The context budget was exceeded and history is being summarised or dropped.
+    #[serde(rename = "compaction.start")]
+    CompactionStart {
+        session_id: Option<String>,
+        /// The history messages about to be compacted.
+        messages: usize,
+        /// Tokens of the whole request before compaction, and the budget it must fit.
+        tokens: usize,
+        budget: usize,
+    },
+    /// History was compacted.
+    #[serde(rename = "compaction.done")]
+    CompactionDone {
+        session_id: Option<String>,
+        mode: CompactionMode,
+        /// The history messages removed from the request.
+        messages: usize,
+        /// Tokens of the whole request after compaction.
+        tokens: usize,
+    },
+    /// A prompt queued while the turn ran was handed to the model at an answer boundary.
+    #[serde(rename = "prompt.delivered")]
+    PromptDelivered {
+        session_id: Option<String>,
+        text: String,
+    },
+    /// The turn ended.
+    #[serde(rename = "turn.end")]
+    TurnEnd {
+        session_id: Option<String>,
+        status: TurnStatus,
+        /// Calls the model made in the turn, cached ones included.
+        tool_calls: usize,
+        /// The skills invoked for the turn, by name.
+        skills: Vec<String>,
+        steps: usize,
+    },
+}
+
+/// What a step did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StepKind {
+    /// The model called tools; their results go back to it.
+    Tool,
+    /// The model answered.
+    Answer,
+    /// The model's call could not be run; it was asked to write it again.
+    Retry,
+    /// The model was reminded (no answer after a thought, or live data without a tool).
+    Nudge,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum TurnStatus {
+    /// The model answered.
+    Done,
+    /// The Stop button, the kill switch, or a parent agent stopped the turn.
+    Stopped,
+    /// The step limit was reached while the model still wanted tools.
+    MaxSteps,
+    /// The model failed, or the prompt alone does not fit the context window.
+    Error,
+}
+
+impl TurnStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TurnStatus::Done => "done",
+            TurnStatus::Stopped => "stopped",
+            TurnStatus::MaxSteps => "max-steps",
+            TurnStatus::Error => "error",
+        }
+    }
+}
+
+/// How history was compacted to fit the context budget.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionMode {
+    /// Summarised by the raw model into the system message.
+    Summarised,
+    /// Dropped, oldest first (no summariser, or the summary did not help).
+    Dropped,
 }
 
 /// Where events go. Publishing never blocks on a slow reader: sinks queue with a bound.
@@ -152,5 +257,35 @@ mod tests {
         let wire = serde_json::to_value(&event).unwrap();
         assert_eq!(wire["type"], "tool.denied");
         assert_eq!(wire["reason"], "no_client");
+    }
+
+    #[test]
+    fn turn_events_use_the_seed_type_names() {
+        let end = Event::TurnEnd {
+            session_id: None,
+            status: TurnStatus::MaxSteps,
+            tool_calls: 2,
+            skills: vec!["haiku".into()],
+            steps: 6,
+        };
+        let wire = serde_json::to_value(&end).unwrap();
+        assert_eq!(wire["type"], "turn.end");
+        assert_eq!(wire["status"], "max-steps");
+        let step = Event::Step {
+            session_id: None,
+            step: 1,
+            kind: StepKind::Tool,
+            text: String::new(),
+        };
+        assert_eq!(serde_json::to_value(&step).unwrap()["kind"], "tool");
+        let done = Event::CompactionDone {
+            session_id: None,
+            mode: CompactionMode::Summarised,
+            messages: 3,
+            tokens: 10,
+        };
+        let wire = serde_json::to_value(&done).unwrap();
+        assert_eq!(wire["type"], "compaction.done");
+        assert_eq!(wire["mode"], "summarised");
     }
 }

@@ -12,7 +12,8 @@ mod tool;
 
 pub use audit::{AuditRecord, AuditSink, NullAudit};
 pub use event::{
-    DenyReason, EVENT_STRING_CHARS_MAX, Event, EventSink, NullEvents, cut_long_strings,
+    CompactionMode, DenyReason, EVENT_STRING_CHARS_MAX, Event, EventSink, NullEvents, StepKind,
+    TurnStatus, cut_long_strings,
 };
 pub use index::{IndexedTool, ToolIndex};
 pub use message::{Message, Role};

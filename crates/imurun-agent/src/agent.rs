@@ -1,0 +1,165 @@
+//! `AgentLoop`: one per model and tool set; `run` plays one turn — from the prompt to the
+//! answer — and reports how it ended.
+
+use std::sync::Arc;
+
+use imurun_core::{EventSink, Message, Model, StopFlag, ToolCall, TurnStatus};
+use imurun_tools::ToolExecutor;
+
+use crate::AgentError;
+use crate::clock::{Clock, SystemClock};
+use crate::prompt::Skill;
+use crate::queue::PromptQueue;
+use crate::style::DEFAULT_PERSONA;
+use crate::turn::Turn;
+
+/// Steps per turn when nothing else is set.
+pub const MAX_STEPS_DEFAULT: usize = 6;
+
+/// The most steps a turn may have, whatever the setting says.
+pub const MAX_STEPS_CAP: usize = 20;
+
+/// History messages that go into a turn, newest last.
+pub const HISTORY_MESSAGES_MAX: usize = 6;
+
+/// Tool calls run per step; more are dropped with a note to the model.
+pub const CALLS_PER_STEP_MAX: usize = 3;
+
+/// How the loop behaves; the binary fills it from settings (`agent.maxSteps`,
+/// `IMURUN_MAX_STEPS`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentConfig {
+    /// 1..=`MAX_STEPS_CAP`; 1 turns model tool calling off.
+    pub max_steps: usize,
+    pub persona: String,
+    /// Over budget, summarise history with the raw model (true) or drop it (false). Dropping
+    /// costs no generation, which matters on slow back-ends.
+    pub summarise_history: bool,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        Self {
+            max_steps: MAX_STEPS_DEFAULT,
+            persona: DEFAULT_PERSONA.to_owned(),
+            summarise_history: true,
+        }
+    }
+}
+
+impl AgentConfig {
+    /// `max_steps` clamped to 1..=`MAX_STEPS_CAP`.
+    pub fn with_max_steps(mut self, max_steps: usize) -> Self {
+        self.max_steps = max_steps.clamp(1, MAX_STEPS_CAP);
+        self
+    }
+
+    pub fn with_persona(mut self, persona: impl Into<String>) -> Self {
+        self.persona = persona.into();
+        self
+    }
+
+    pub fn with_summarise_history(mut self, summarise_history: bool) -> Self {
+        self.summarise_history = summarise_history;
+        self
+    }
+}
+
+/// One turn's input.
+#[derive(Debug, Clone, Default)]
+pub struct TurnRequest {
+    pub session_id: Option<String>,
+    pub prompt: String,
+    /// The session's transcript so far; only the last `HISTORY_MESSAGES_MAX` are sent.
+    pub history: Vec<Message>,
+    /// Skills invoked for this turn (a seam: the skill store fills it later).
+    pub skills: Vec<Skill>,
+    /// The pre-fetch Context block (a seam: the pre-fetch fills it later).
+    pub context: Option<String>,
+    /// The Stop button, the kill switch, or a parent agent.
+    pub stop: StopFlag,
+    /// Prompts sent while the turn runs.
+    pub queue: Option<PromptQueue>,
+}
+
+impl TurnRequest {
+    pub fn new(prompt: impl Into<String>) -> Self {
+        Self {
+            prompt: prompt.into(),
+            ..Self::default()
+        }
+    }
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnResult {
+    pub status: TurnStatus,
+    /// The final answer (to the last delivered prompt); empty after an error.
+    pub answer: String,
+    /// Every call the model made, in order, cached ones included.
+    pub tool_calls: Vec<ToolCall>,
+    /// What the transcript keeps: final answers and delivered queued prompts, in order.
+    pub transcript: Vec<Message>,
+    pub steps: usize,
+    /// Set when `status` is `Error`.
+    pub error: Option<AgentError>,
+}
+
+/// The turn loop over one model and one executor.
+pub struct AgentLoop {
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) executor: Arc<ToolExecutor>,
+    pub(crate) events: Arc<dyn EventSink>,
+    pub(crate) clock: Arc<dyn Clock>,
+    pub(crate) config: AgentConfig,
+}
+
+impl AgentLoop {
+    /// A loop with the default configuration and the machine clock.
+    pub fn new(
+        model: Arc<dyn Model>,
+        executor: Arc<ToolExecutor>,
+        events: Arc<dyn EventSink>,
+    ) -> Self {
+        Self {
+            model,
+            executor,
+            events,
+            clock: Arc::new(SystemClock),
+            config: AgentConfig::default(),
+        }
+    }
+
+    pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Sets the configuration; `max_steps` is clamped to 1..=`MAX_STEPS_CAP`.
+    pub fn with_config(mut self, config: AgentConfig) -> Self {
+        let max_steps = config.max_steps;
+        self.config = config.with_max_steps(max_steps);
+        self
+    }
+
+    pub fn config(&self) -> &AgentConfig {
+        &self.config
+    }
+
+    /// Plays one turn. Never fails: errors end the turn with status `error` and the reason
+    /// in `TurnResult::error`. `turn.end` is always published.
+    pub async fn run(&self, request: TurnRequest) -> TurnResult {
+        Turn::new(self, &request).run().await
+    }
+}
+
+impl std::fmt::Debug for AgentLoop {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AgentLoop")
+            .field("model", &self.model.name())
+            .field("executor", &self.executor)
+            .field("config", &self.config)
+            .finish_non_exhaustive()
+    }
+}

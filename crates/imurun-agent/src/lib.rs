@@ -1,0 +1,42 @@
+//! imurun's turn loop: [`AgentLoop`] plays one turn — session → turn → step — against the
+//! [`imurun_core::Model`] trait and the [`imurun_tools::ToolExecutor`], never a concrete
+//! back-end. It owns the context budget ([`fit`]), the one system message
+//! ([`system_message`]), the house style and the live-data rules ([`is_realtime`]).
+//!
+//! Seams for later issues: skills ([`Skill`]), the pre-fetch Context block (a text in
+//! [`TurnRequest`]), the prompt queue ([`PromptQueue`]), the stop flag, and the clock
+//! ([`Clock`]). No I/O happens here beyond what the model and the executor do.
+
+mod agent;
+mod clock;
+mod context;
+mod error;
+mod prompt;
+mod queue;
+mod realtime;
+mod step;
+mod style;
+mod summary;
+mod turn;
+
+pub use agent::{
+    AgentConfig, AgentLoop, CALLS_PER_STEP_MAX, HISTORY_MESSAGES_MAX, MAX_STEPS_CAP,
+    MAX_STEPS_DEFAULT, TurnRequest, TurnResult,
+};
+pub use clock::{Clock, FixedClock, SystemClock};
+pub use context::{
+    Fit, Fitted, SHORT_TOOL_RESULT_CHARS, SUMMARY_CHARS_MAX, Summariser, TOOL_RESULT_HEADER,
+    TRIM_MARKER, TokenCounter, budget, fit, is_tool_result, reserve, tool_result_chars_max,
+};
+pub use error::AgentError;
+pub use prompt::{
+    CONTEXT_CHARS_MAX, SKILL_BODY_CHARS_MAX, SKILLS_MAX, Skill, SystemPrompt, system_message,
+    tool_prompt,
+};
+pub use queue::{PromptQueue, QUEUED_PROMPTS_MAX};
+pub use realtime::{admits_no_live_data, is_realtime};
+pub use style::{
+    CALLS_DROPPED_NOTE, DEFAULT_PERSONA, FAILED_SUFFIX, FINAL_ANSWER_NUDGE, HOUSE_STYLE,
+    LAST_STEP_NOTE, LIVE_DATA_RULE, NO_ANSWER_SENTENCE, OFFLINE_SENTENCE, REALTIME_NUDGE,
+    STEP_LIMIT_SENTENCE, with_failed_suffix,
+};

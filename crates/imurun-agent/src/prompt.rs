@@ -1,0 +1,338 @@
+//! The one system message of a turn: persona, house style, today's date, the tool prompt,
+//! invoked skills and the pre-fetch Context block, in that order.
+//!
+//! The tool prompt teaches exactly one call format and carries two short worked examples:
+//! a 135M model measured 0 of 10 tool calls on tool-needing questions with the bare prompt
+//! and 3 of 10 with two worked examples, so the examples are not decoration.
+
+use std::fmt::Write;
+
+use imurun_calls::render_call;
+use imurun_core::{IndexedTool, ToolCall, ToolIndex};
+use jiff::civil::Date;
+use serde_json::{Map, Value};
+
+use crate::clock::long_date;
+use crate::style::{HOUSE_STYLE, LIVE_DATA_RULE};
+
+/// The most skills one turn injects.
+pub const SKILLS_MAX: usize = 3;
+
+/// A skill's body is cut to this many characters.
+pub const SKILL_BODY_CHARS_MAX: usize = 4000;
+
+/// The pre-fetch Context block is cut to this many characters.
+pub const CONTEXT_CHARS_MAX: usize = 8000;
+
+/// A skill invoked for this turn: its name and the instructions injected into the prompt.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Skill {
+    pub name: String,
+    pub body: String,
+}
+
+impl Skill {
+    pub fn new(name: impl Into<String>, body: impl Into<String>) -> Self {
+        Self {
+            name: name.into(),
+            body: body.into(),
+        }
+    }
+}
+
+/// Everything the system message is assembled from.
+#[derive(Debug, Clone, Copy)]
+pub struct SystemPrompt<'a> {
+    pub persona: &'a str,
+    pub today: Date,
+    /// The tools the prompt teaches; `None` sends no tool prompt at all (`max_steps = 1`).
+    pub tools: Option<&'a ToolIndex>,
+    /// Only the first [`SKILLS_MAX`] are used.
+    pub skills: &'a [Skill],
+    /// The pre-fetch results, already formatted.
+    pub context: Option<&'a str>,
+}
+
+/// The whole system message.
+pub fn system_message(parts: &SystemPrompt<'_>) -> String {
+    let mut out = String::new();
+    out.push_str(parts.persona.trim());
+    out.push_str("\n\n");
+    out.push_str(HOUSE_STYLE);
+    out.push(' ');
+    out.push_str(LIVE_DATA_RULE);
+    let _infallible = write!(out, "\n\nToday is {}.", long_date(parts.today));
+    if let Some(tool_prompt) = parts.tools.and_then(tool_prompt) {
+        out.push_str("\n\n");
+        out.push_str(&tool_prompt);
+    }
+    for skill in parts.skills.iter().take(SKILLS_MAX) {
+        let _infallible = write!(
+            out,
+            "\n\n## Skill: {}\n{}",
+            skill.name,
+            cut(skill.body.trim(), SKILL_BODY_CHARS_MAX)
+        );
+    }
+    if let Some(context) = parts.context.map(str::trim).filter(|text| !text.is_empty()) {
+        out.push_str("\n\n## Context\n");
+        out.push_str(cut(context, CONTEXT_CHARS_MAX));
+    }
+    out
+}
+
+/// The tool prompt for the offered tools, or `None` when nothing is offered.
+pub fn tool_prompt(index: &ToolIndex) -> Option<String> {
+    let offered: Vec<&IndexedTool> = index.offered().collect();
+    if offered.is_empty() {
+        return None;
+    }
+    let mut out = String::from(
+        "## Tools\nYou can call a tool. To call one, reply with only a ```tool block that holds \
+         one JSON object, then stop:\n```tool\n{\"name\": \"tool_name\", \"args\": {\"parameter\": \
+         \"value\"}}\n```\nThe result comes back in a message headed [tool result: tool_name]. \
+         Then answer, or call another tool.\n\nWhen to use a tool:\n\
+         1. Anything about the present: the time, the weather, prices, news, scores, what is \
+         latest. Your memory is out of date.\n\
+         2. Anything in the person's files or on this computer.\n\
+         3. Anything you would otherwise have to guess.\n\
+         Otherwise answer directly, without a tool.\n\nTools:\n",
+    );
+    for tool in &offered {
+        out.push_str(&tool_line(tool));
+        out.push('\n');
+    }
+    for (number, example) in examples(&offered).iter().enumerate() {
+        let _infallible = write!(
+            out,
+            "\nExample {}:\nUser: {}\nYou:\n{}\nUser: [tool result: {}]\n{}\nYou: {}\n",
+            number + 1,
+            example.question,
+            render_call(&example.call),
+            example.call.name,
+            example.result,
+            example.answer
+        );
+    }
+    Some(out.trim_end().to_owned())
+}
+
+/// `- name(param: type, optional?: type): description`
+fn tool_line(tool: &IndexedTool) -> String {
+    let spec = &tool.spec;
+    let required = spec.required();
+    let parameters: Vec<String> = spec
+        .properties()
+        .map(|properties| {
+            properties
+                .iter()
+                .map(|(name, schema)| {
+                    let kind = schema.get("type").and_then(Value::as_str).unwrap_or("any");
+                    let optional = if required.contains(&name.as_str()) {
+                        ""
+                    } else {
+                        "?"
+                    };
+                    format!("{name}{optional}: {kind}")
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    let description = spec.description.trim();
+    let mut line = format!("- {}({})", spec.name, parameters.join(", "));
+    if !description.is_empty() {
+        line.push_str(": ");
+        line.push_str(description);
+    }
+    line
+}
+
+/// One worked example: a question, the call, its result, the answer.
+struct Example {
+    question: String,
+    call: ToolCall,
+    result: String,
+    answer: String,
+}
+
+/// Worked examples for well-known tools, best first: a live-data question leads, because
+/// "anything about the present" is the rule small models most need to see applied.
+const KNOWN_EXAMPLES: &[(&str, &str, &str, &str, &str, &str)] = &[
+    (
+        "get_weather",
+        "What's the weather in Oslo right now?",
+        "location",
+        "Oslo",
+        "Oslo: 4 °C, light rain, wind 5 m/s",
+        "It is 4 °C with light rain in Oslo right now.",
+    ),
+    (
+        "web_search",
+        "What is the latest Python release?",
+        "query",
+        "latest Python release",
+        "python.org: Python 3.14.0 was released on 7 October 2025.",
+        "The latest release is Python 3.14.0, from 7 October 2025.",
+    ),
+    (
+        "get_time",
+        "What time is it in Tokyo?",
+        "timezone",
+        "Asia/Tokyo",
+        "21:04, Monday (Asia/Tokyo)",
+        "It is 21:04 on Monday in Tokyo.",
+    ),
+    (
+        "file_read",
+        "What does notes.txt say?",
+        "path",
+        "notes.txt",
+        "Buy milk.",
+        "notes.txt says: Buy milk.",
+    ),
+];
+
+/// Two examples: known ones for offered tools first, then generic ones for the first
+/// offered tools, so the examples only ever name tools that exist.
+fn examples(offered: &[&IndexedTool]) -> Vec<Example> {
+    let is_offered = |name: &str| offered.iter().any(|tool| tool.spec.name == name);
+    let mut examples: Vec<Example> = KNOWN_EXAMPLES
+        .iter()
+        .filter(|known| is_offered(known.0))
+        .take(2)
+        .map(|&(name, question, key, value, result, answer)| {
+            let mut args = Map::new();
+            args.insert(key.to_owned(), Value::String(value.to_owned()));
+            Example {
+                question: question.to_owned(),
+                call: ToolCall::new(name, args),
+                result: result.to_owned(),
+                answer: answer.to_owned(),
+            }
+        })
+        .collect();
+    for tool in offered {
+        if examples.len() >= 2 {
+            break;
+        }
+        if examples
+            .iter()
+            .any(|example| example.call.name == tool.spec.name)
+        {
+            continue;
+        }
+        examples.push(generic_example(tool));
+    }
+    examples
+}
+
+fn generic_example(tool: &IndexedTool) -> Example {
+    let args: Map<String, Value> = tool
+        .spec
+        .required()
+        .into_iter()
+        .map(|name| (name.to_owned(), Value::String("...".to_owned())))
+        .collect();
+    let name = &tool.spec.name;
+    Example {
+        question: format!("(a question that needs `{name}`)"),
+        call: ToolCall::new(name.clone(), args),
+        result: format!("(what `{name}` returned)"),
+        answer: format!("(the answer, from what `{name}` returned)"),
+    }
+}
+
+/// The first `chars_max` characters of `text`.
+fn cut(text: &str, chars_max: usize) -> &str {
+    match text.char_indices().nth(chars_max) {
+        Some((at, _)) => &text[..at],
+        None => text,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use imurun_core::ToolSpec;
+    use serde_json::json;
+
+    fn builtin_like() -> ToolIndex {
+        ToolIndex::offering([
+            ToolSpec::new(
+                "web_search",
+                "Search the web.",
+                json!({"type": "object", "properties": {
+                    "query": {"type": "string"}, "max_results": {"type": "integer"}
+                }, "required": ["query"]}),
+            ),
+            ToolSpec::new(
+                "get_weather",
+                "Current weather for a place.",
+                json!({"type": "object", "properties": {"location": {"type": "string"}},
+                       "required": ["location"]}),
+            ),
+        ])
+    }
+
+    #[test]
+    fn the_whole_system_message_with_tools_skills_and_context() {
+        let index = ToolIndex::offering(imurun_tools::builtin_specs());
+        let skills = [Skill::new("haiku", "Answer in a haiku.")];
+        let message = system_message(&SystemPrompt {
+            persona: crate::DEFAULT_PERSONA,
+            today: jiff::civil::date(2026, 11, 30),
+            tools: Some(&index),
+            skills: &skills,
+            context: Some("get_time: 09:14 Europe/Oslo"),
+        });
+        insta::assert_snapshot!(message);
+    }
+
+    #[test]
+    fn without_tools_there_is_no_tool_prompt() {
+        let message = system_message(&SystemPrompt {
+            persona: "You are a test.",
+            today: jiff::civil::date(2026, 1, 1),
+            tools: None,
+            skills: &[],
+            context: None,
+        });
+        insta::assert_snapshot!(message);
+        assert!(!message.contains("```tool"));
+    }
+
+    #[test]
+    fn the_first_rule_is_anything_about_the_present() {
+        let prompt = tool_prompt(&builtin_like()).unwrap();
+        let rules = prompt.split("When to use a tool:\n").nth(1).unwrap();
+        assert!(rules.starts_with("1. Anything about the present"));
+    }
+
+    #[test]
+    fn examples_only_name_offered_tools() {
+        let index = ToolIndex::offering([ToolSpec::new(
+            "lookup",
+            "",
+            json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}),
+        )]);
+        let prompt = tool_prompt(&index).unwrap();
+        assert!(prompt.contains("{\"name\": \"lookup\", \"args\": {\"key\": \"...\"}}"));
+        assert!(!prompt.contains("get_weather"));
+        assert_eq!(tool_prompt(&ToolIndex::new()), None);
+    }
+
+    #[test]
+    fn at_most_three_skills_each_cut_to_4000_chars() {
+        let long = "x".repeat(5000);
+        let skills: Vec<Skill> = (0..5).map(|n| Skill::new(format!("s{n}"), &long)).collect();
+        let message = system_message(&SystemPrompt {
+            persona: "p",
+            today: jiff::civil::date(2026, 1, 1),
+            tools: None,
+            skills: &skills,
+            context: None,
+        });
+        assert_eq!(message.matches("## Skill: ").count(), 3);
+        assert!(message.contains(&format!("{}\n\n## Skill: s1", "x".repeat(4000))));
+    }
+}

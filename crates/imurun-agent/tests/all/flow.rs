@@ -1,0 +1,313 @@
+//! The main path of a turn: tool → answer, canonical history, the last-step rule,
+//! `max_steps = 1`, stop, the prompt queue, the assembled prompt and the event sequence.
+
+use imurun_agent::{AgentConfig, LAST_STEP_NOTE, PromptQueue, STEP_LIMIT_SENTENCE, TurnRequest};
+use imurun_core::{Message, StopFlag, ToolCall, TurnStatus};
+use serde_json::json;
+
+use crate::support::{Harness, Reply, ScriptedModel, msgs};
+
+const CALL_LOOKUP: &str = "Let me look.\n```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"answer\"}}\n```\nResult: 7";
+const CANONICAL_LOOKUP: &str =
+    "Let me look.\n```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"answer\"}}\n```";
+
+fn lookup(key: &str) -> ToolCall {
+    ToolCall::new("lookup", json!({"key": key}).as_object().cloned().unwrap())
+}
+
+#[tokio::test]
+async fn tool_then_answer_feeds_the_result_back_as_a_user_message() {
+    let h = Harness::new(vec![
+        Reply::Text(CALL_LOOKUP),
+        Reply::Text("The answer is 42."),
+    ]);
+    let result = h.run("What is the answer?").await;
+
+    assert_eq!(result.status, TurnStatus::Done);
+    assert_eq!(result.answer, "The answer is 42.");
+    assert_eq!(result.tool_calls, vec![lookup("answer")]);
+    assert_eq!(
+        result.transcript,
+        vec![Message::assistant("The answer is 42.")]
+    );
+    assert_eq!(result.steps, 2);
+    assert_eq!(h.sent(0), msgs(&[("user", "What is the answer?")]));
+    // The call in canonical form, the invented "Result: 7" dropped, the result as a user
+    // message headed with the tool's name.
+    assert_eq!(
+        h.sent(1),
+        msgs(&[
+            ("user", "What is the answer?"),
+            ("assistant", CANONICAL_LOOKUP),
+            ("user", "[tool result: lookup]\nanswer is 42"),
+        ])
+    );
+    assert_eq!(
+        h.events.types(),
+        [
+            "token",
+            "step:tool",
+            "tool.call",
+            "tool.result",
+            "token",
+            "step:answer",
+            "turn.end"
+        ]
+    );
+    // Call syntax never reaches the answer stream.
+    assert_eq!(
+        h.events.streamed().trim(),
+        "Let me look.\nThe answer is 42."
+    );
+}
+
+#[tokio::test]
+async fn the_event_sequence_of_a_tool_turn() {
+    let h = Harness::new(vec![
+        Reply::Text(
+            "<think>I need the value.</think>\n```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"k\"}}\n```",
+        ),
+        Reply::Text("It is 42."),
+    ]);
+    h.run("What is k?").await;
+    let lines: Vec<String> = h
+        .events
+        .wire()
+        .iter()
+        .filter(|event| event["type"] != "token")
+        .map(|event| event.to_string())
+        .collect();
+    insta::assert_snapshot!(lines.join("\n"));
+}
+
+#[tokio::test]
+async fn the_whole_system_message_of_a_turn() {
+    let h = Harness::new(vec![Reply::Text("Hello.")]);
+    h.run_request(TurnRequest {
+        skills: vec![imurun_agent::Skill::new("terse", "Answer in one sentence.")],
+        context: Some("get_time: 09:14, Monday (Europe/Oslo)".into()),
+        ..TurnRequest::new("Hi")
+    })
+    .await;
+    insta::assert_snapshot!(h.model.received()[0][0].content);
+}
+
+#[tokio::test]
+async fn history_is_the_last_six_messages_with_thoughts_stripped() {
+    let h = Harness::new(vec![Reply::Text("Fine.")]);
+    let mut history = Vec::new();
+    for n in 0..4 {
+        history.push(Message::user(format!("q{n}")));
+        history.push(Message::assistant(format!("<think>secret {n}</think>a{n}")));
+    }
+    h.run_request(TurnRequest {
+        history,
+        ..TurnRequest::new("And then?")
+    })
+    .await;
+    assert_eq!(
+        h.sent(0),
+        msgs(&[
+            ("user", "q1"),
+            ("assistant", "a1"),
+            ("user", "q2"),
+            ("assistant", "a2"),
+            ("user", "q3"),
+            ("assistant", "a3"),
+            ("user", "And then?"),
+        ])
+    );
+}
+
+#[tokio::test]
+async fn the_last_step_adds_the_note_and_never_runs_tools() {
+    let model = ScriptedModel::new(vec![
+        Reply::Text(CALL_LOOKUP),
+        Reply::Text(
+            "I will check once more.\n```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"again\"}}\n```",
+        ),
+    ]);
+    let h = Harness::build(model, AgentConfig::default().with_max_steps(2));
+    let result = h.run("What is the answer?").await;
+
+    assert_eq!(result.status, TurnStatus::MaxSteps);
+    assert_eq!(result.answer, "I will check once more.");
+    assert_eq!(h.lookup.runs(), 1);
+    assert_eq!(
+        h.sent(1),
+        msgs(&[
+            ("user", "What is the answer?"),
+            ("assistant", CANONICAL_LOOKUP),
+            ("user", "[tool result: lookup]\nanswer is 42"),
+            ("user", LAST_STEP_NOTE),
+        ])
+    );
+    assert_eq!(
+        result.transcript,
+        vec![Message::assistant("I will check once more.")]
+    );
+    assert_eq!(
+        h.events.types(),
+        [
+            "token",
+            "step:tool",
+            "tool.call",
+            "tool.result",
+            "token",
+            "step:answer",
+            "turn.end"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_last_step_call_with_no_text_ends_with_the_step_limit_sentence() {
+    let model = ScriptedModel::new(vec![
+        Reply::Text(CALL_LOOKUP),
+        Reply::Text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"again\"}}\n```"),
+    ]);
+    let h = Harness::build(model, AgentConfig::default().with_max_steps(2));
+    let result = h.run("What is the answer?").await;
+    assert_eq!(result.status, TurnStatus::MaxSteps);
+    assert_eq!(result.answer, STEP_LIMIT_SENTENCE);
+    assert!(!h.events.streamed().contains("```"));
+}
+
+#[tokio::test]
+async fn max_steps_one_sends_no_tool_prompt_and_holds_nothing_back() {
+    let model = ScriptedModel::new(vec![Reply::Text("Hello, {\"name\" is a word.")]);
+    let h = Harness::build(model, AgentConfig::default().with_max_steps(1));
+    let result = h.run("Hi").await;
+
+    assert_eq!(result.status, TurnStatus::Done);
+    let system = &h.model.received()[0][0].content;
+    assert!(!system.contains("```tool"), "{system}");
+    assert!(!system.contains("lookup"));
+    assert_eq!(h.events.streamed(), "Hello, {\"name\" is a word.");
+    assert_eq!(result.answer, "Hello, {\"name\" is a word.");
+    assert_eq!(h.lookup.runs(), 0);
+    assert_eq!(h.events.types(), ["token", "step:answer", "turn.end"]);
+}
+
+#[tokio::test]
+async fn a_stopped_turn_ends_before_the_next_step() {
+    let h = Harness::new(vec![]);
+    let stop = StopFlag::new();
+    stop.stop();
+    let result = h
+        .run_request(TurnRequest {
+            stop,
+            ..TurnRequest::new("Hi")
+        })
+        .await;
+    assert_eq!(result.status, TurnStatus::Stopped);
+    assert_eq!(result.steps, 0);
+    assert!(h.model.received().is_empty());
+    assert_eq!(h.events.types(), ["turn.end"]);
+}
+
+#[tokio::test]
+async fn a_stop_during_generation_runs_no_tool() {
+    let h = Harness::new(vec![Reply::StopDuring(CALL_LOOKUP)]);
+    let result = h.run("What is the answer?").await;
+    assert_eq!(result.status, TurnStatus::Stopped);
+    assert_eq!(h.lookup.runs(), 0);
+    assert_eq!(result.answer, "");
+    assert!(result.transcript.is_empty());
+    // The text before the call streamed; the call never did, and nothing ran.
+    assert_eq!(h.events.types(), ["token", "turn.end"]);
+    assert_eq!(h.events.streamed().trim(), "Let me look.");
+}
+
+#[tokio::test]
+async fn a_queued_prompt_is_delivered_at_the_answer_never_between_call_and_result() {
+    let h = Harness::new(vec![
+        Reply::Text(CALL_LOOKUP),
+        Reply::Text("First answer."),
+        Reply::Text("Second answer."),
+    ]);
+    let queue = PromptQueue::new();
+    queue.push("And the second?").unwrap();
+    let result = h
+        .run_request(TurnRequest {
+            queue: Some(queue.clone()),
+            ..TurnRequest::new("What is the answer?")
+        })
+        .await;
+
+    assert_eq!(result.status, TurnStatus::Done);
+    assert_eq!(result.answer, "Second answer.");
+    assert!(queue.is_empty());
+    assert_eq!(
+        h.sent(1),
+        msgs(&[
+            ("user", "What is the answer?"),
+            ("assistant", CANONICAL_LOOKUP),
+            ("user", "[tool result: lookup]\nanswer is 42"),
+        ])
+    );
+    assert_eq!(
+        h.sent(2),
+        msgs(&[
+            ("user", "What is the answer?"),
+            ("assistant", CANONICAL_LOOKUP),
+            ("user", "[tool result: lookup]\nanswer is 42"),
+            ("assistant", "First answer."),
+            ("user", "And the second?"),
+        ])
+    );
+    assert_eq!(
+        result.transcript,
+        vec![
+            Message::assistant("First answer."),
+            Message::user("And the second?"),
+            Message::assistant("Second answer."),
+        ]
+    );
+    assert_eq!(
+        h.events.types(),
+        [
+            "token",
+            "step:tool",
+            "tool.call",
+            "tool.result",
+            "token",
+            "step:answer",
+            "prompt.delivered",
+            "token",
+            "step:answer",
+            "turn.end"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_prompt_queued_at_the_last_step_waits_for_the_next_turn() {
+    let model = ScriptedModel::new(vec![Reply::Text("Only answer.")]);
+    let h = Harness::build(model, AgentConfig::default().with_max_steps(1));
+    let queue = PromptQueue::new();
+    queue.push("Later").unwrap();
+    let result = h
+        .run_request(TurnRequest {
+            queue: Some(queue.clone()),
+            ..TurnRequest::new("Now")
+        })
+        .await;
+    assert_eq!(result.answer, "Only answer.");
+    assert_eq!(queue.pop().as_deref(), Some("Later"));
+}
+
+#[tokio::test]
+async fn max_steps_is_clamped_to_one_through_twenty() {
+    assert_eq!(AgentConfig::default().with_max_steps(0).max_steps, 1);
+    assert_eq!(AgentConfig::default().with_max_steps(99).max_steps, 20);
+    assert_eq!(AgentConfig::default().max_steps, 6);
+}
+
+#[test]
+fn a_turn_can_be_spawned_on_a_multi_threaded_runtime() {
+    fn is_send<T: Send>(_: &T) {}
+    let h = Harness::new(vec![]);
+    let turn = h.agent.run(TurnRequest::new("Hi"));
+    is_send(&turn);
+}

@@ -1,0 +1,267 @@
+//! What the loop does when the model goes wrong: unreadable and unknown calls, thoughts with
+//! no answer, live data from memory, repeated calls, failed tools, too many calls, errors.
+
+use imurun_agent::{
+    FINAL_ANSWER_NUDGE, NO_ANSWER_SENTENCE, OFFLINE_SENTENCE, REALTIME_NUDGE, TurnRequest,
+};
+use imurun_calls::parse_tool_calls;
+use imurun_core::{ModelError, ToolIndex, ToolSpec, TurnStatus};
+use serde_json::json;
+
+use crate::support::{Harness, Reply, msgs};
+
+/// The retry message the parser writes for `raw` with the harness's tools.
+fn retry_for(raw: &str) -> String {
+    let spec = |name: &str| {
+        ToolSpec::new(
+            name,
+            "",
+            json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}),
+        )
+    };
+    let index = ToolIndex::offering(["lookup", "broken", "huge"].map(spec));
+    parse_tool_calls(raw, &index).retry.unwrap()
+}
+
+const UNUSABLE: &str = "```tool\nnot json at all\n```";
+
+#[tokio::test]
+async fn an_unreadable_call_gets_one_retry_message() {
+    let h = Harness::new(vec![Reply::Text(UNUSABLE), Reply::Text("Plain answer.")]);
+    let result = h.run("Look it up").await;
+    assert_eq!(result.status, TurnStatus::Done);
+    assert_eq!(result.answer, "Plain answer.");
+    assert_eq!(
+        h.sent(1),
+        msgs(&[
+            ("user", "Look it up"),
+            ("assistant", UNUSABLE),
+            ("user", &retry_for(UNUSABLE)),
+        ])
+    );
+    assert_eq!(
+        h.events.types(),
+        ["step:retry", "token", "step:answer", "turn.end"]
+    );
+}
+
+#[tokio::test]
+async fn a_second_failure_is_returned_as_plain_text() {
+    let unknown = "Calling it.\n```tool\n{\"name\": \"nope\", \"args\": {}}\n```";
+    let h = Harness::new(vec![Reply::Text(UNUSABLE), Reply::Text(unknown)]);
+    let result = h.run("Look it up").await;
+    assert_eq!(result.status, TurnStatus::Done);
+    assert_eq!(result.answer, unknown);
+    assert_eq!(h.model.received().len(), 2);
+    assert!(retry_for(unknown).contains("There is no tool called `nope`"));
+}
+
+#[tokio::test]
+async fn a_thought_with_no_answer_gets_one_final_answer_nudge() {
+    let h = Harness::new(vec![
+        Reply::Text("<think>Paris, surely.</think>"),
+        Reply::Text("Paris."),
+    ]);
+    let result = h.run("Capital of France?").await;
+    assert_eq!(result.answer, "Paris.");
+    assert_eq!(
+        h.sent(1),
+        msgs(&[
+            ("user", "Capital of France?"),
+            ("assistant", ""),
+            ("user", FINAL_ANSWER_NUDGE),
+        ])
+    );
+    assert_eq!(
+        h.events.types(),
+        ["token", "step:nudge", "token", "step:answer", "turn.end"]
+    );
+}
+
+#[tokio::test]
+async fn a_second_thought_only_reply_is_not_nudged_again() {
+    let h = Harness::new(vec![
+        Reply::Text("<think>Hmm.</think>"),
+        Reply::Text("<think>Still hmm.</think>"),
+    ]);
+    let result = h.run("Capital of France?").await;
+    assert_eq!(result.status, TurnStatus::Done);
+    assert_eq!(result.answer, NO_ANSWER_SENTENCE);
+    assert_eq!(h.model.received().len(), 2);
+}
+
+#[tokio::test]
+async fn a_call_inside_the_thought_is_named_in_the_one_nudge_and_never_run() {
+    let thought_call = "<think>I should call\n```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"k\"}}\n```</think>";
+    let h = Harness::new(vec![
+        Reply::Text(thought_call),
+        Reply::Text(
+            "<think>again\n```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"k\"}}\n```</think>",
+        ),
+    ]);
+    let result = h.run("What is k?").await;
+    let nudge = retry_for(thought_call);
+    assert!(
+        nudge.contains("`lookup`") && nudge.contains("inside your thinking"),
+        "{nudge}"
+    );
+    assert_eq!(
+        h.sent(1),
+        msgs(&[("user", "What is k?"), ("assistant", ""), ("user", &nudge)])
+    );
+    // One nudge, never two: the second thought-only reply ends the turn.
+    assert_eq!(h.model.received().len(), 2);
+    assert_eq!(result.answer, NO_ANSWER_SENTENCE);
+    assert_eq!(h.lookup.runs(), 0);
+    assert_eq!(
+        h.events.types(),
+        ["token", "step:nudge", "token", "step:answer", "turn.end"]
+    );
+}
+
+#[tokio::test]
+async fn live_data_from_memory_gets_one_realtime_nudge() {
+    let h = Harness::new(vec![
+        Reply::Text("It is sunny and 20 degrees."),
+        Reply::Text("Live data can't be checked right now."),
+    ]);
+    let result = h.run("What's the weather in Oslo right now?").await;
+    assert_eq!(result.answer, "Live data can't be checked right now.");
+    assert_eq!(
+        h.sent(1),
+        msgs(&[
+            ("user", "What's the weather in Oslo right now?"),
+            ("assistant", "It is sunny and 20 degrees."),
+            ("user", REALTIME_NUDGE),
+        ])
+    );
+    assert_eq!(
+        h.events.types(),
+        ["token", "step:nudge", "token", "step:answer", "turn.end"]
+    );
+}
+
+#[tokio::test]
+async fn the_realtime_nudge_is_given_once_and_not_after_an_admission_or_a_tool() {
+    // Twice from memory: one nudge, then the answer stands.
+    let h = Harness::new(vec![Reply::Text("Sunny."), Reply::Text("Still sunny.")]);
+    assert_eq!(h.run("Weather in Oslo now?").await.answer, "Still sunny.");
+    assert_eq!(h.model.received().len(), 2);
+    // An admission needs no nudge.
+    let h = Harness::new(vec![Reply::Text("I can't check live weather right now.")]);
+    h.run("Weather in Oslo now?").await;
+    assert_eq!(h.model.received().len(), 1);
+    // A tool result needs no nudge.
+    let h = Harness::new(vec![
+        Reply::Text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"oslo weather\"}}\n```"),
+        Reply::Text("Sunny, 20 degrees."),
+    ]);
+    h.run("Weather in Oslo now?").await;
+    assert_eq!(h.model.received().len(), 2);
+    // A question about the past needs no nudge.
+    let h = Harness::new(vec![Reply::Text("France won.")]);
+    h.run("Who won the World Cup in 1998?").await;
+    assert_eq!(h.model.received().len(), 1);
+}
+
+#[tokio::test]
+async fn pre_fetched_context_counts_as_a_tool_result_unless_it_is_the_offline_sentence() {
+    let question = "What's the weather in Oslo right now?";
+    let h = Harness::new(vec![Reply::Text("Light rain, 4 °C.")]);
+    h.run_request(TurnRequest {
+        context: Some("get_weather: Oslo, light rain, 4 °C".into()),
+        ..TurnRequest::new(question)
+    })
+    .await;
+    assert_eq!(h.model.received().len(), 1, "no nudge");
+
+    let h = Harness::new(vec![Reply::Text("Light rain, 4 °C."), Reply::Text("Rain.")]);
+    h.run_request(TurnRequest {
+        context: Some(OFFLINE_SENTENCE.into()),
+        ..TurnRequest::new(question)
+    })
+    .await;
+    assert_eq!(h.model.received().len(), 2, "nudged");
+}
+
+#[tokio::test]
+async fn identical_calls_in_a_turn_are_served_from_the_cache() {
+    let h = Harness::new(vec![
+        Reply::Text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"a\"}}\n```"),
+        Reply::Text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"a\"}}\n```"),
+        Reply::Text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"b\"}}\n```"),
+        Reply::Text("Done."),
+    ]);
+    let result = h.run("Look up a").await;
+    assert_eq!(result.answer, "Done.");
+    assert_eq!(h.lookup.runs(), 2);
+    assert_eq!(result.tool_calls.len(), 3);
+    let sent = h.sent(2);
+    assert_eq!(sent[2], sent[4], "the cached result is the same message");
+    // The cached call runs nothing, so the executor publishes nothing for it.
+    assert_eq!(
+        h.events.types(),
+        [
+            "step:tool",
+            "tool.call",
+            "tool.result",
+            "step:tool",
+            "step:tool",
+            "tool.call",
+            "tool.result",
+            "token",
+            "step:answer",
+            "turn.end"
+        ]
+    );
+}
+
+#[tokio::test]
+async fn a_failed_tool_result_says_not_to_guess_once() {
+    let h = Harness::new(vec![
+        Reply::Text("```tool\n{\"name\": \"broken\", \"args\": {\"key\": \"x\"}}\n```"),
+        Reply::Text("```tool\n{\"name\": \"broken\", \"args\": {\"key\": \"x\"}}\n```"),
+        Reply::Text("It failed."),
+    ]);
+    h.run("Try it").await;
+    let expected =
+        "[tool result: broken]\nFAILED: no network Do not guess what the tool would have returned.";
+    let sent = h.sent(2);
+    assert_eq!(sent[2].1, expected);
+    assert_eq!(
+        sent[4].1, expected,
+        "the cached failure is not suffixed twice"
+    );
+    let wire = h.events.wire();
+    assert_eq!(wire[2]["type"], "tool.result");
+    assert_eq!(wire[2]["ok"], false);
+    assert_eq!(wire[2]["text"], "FAILED: no network");
+}
+
+#[tokio::test]
+async fn at_most_three_calls_run_per_step() {
+    let four = "```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"1\"}}\n```\n\
+                ```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"2\"}}\n```\n\
+                ```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"3\"}}\n```\n\
+                ```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"4\"}}\n```";
+    let h = Harness::new(vec![Reply::Text(four), Reply::Text("Done.")]);
+    let result = h.run("Look up four things").await;
+    assert_eq!(h.lookup.runs(), 3);
+    assert_eq!(result.tool_calls.len(), 3);
+    let sent = h.sent(1);
+    assert_eq!(sent.len(), 5, "prompt, the call message, three results");
+    assert!(sent[4].1.ends_with(imurun_agent::CALLS_DROPPED_NOTE));
+}
+
+#[tokio::test]
+async fn a_model_failure_ends_the_turn_with_an_error() {
+    let failure = ModelError::Transport {
+        message: "connection refused".into(),
+    };
+    let h = Harness::new(vec![Reply::Fail(failure.clone())]);
+    let result = h.run("Hi").await;
+    assert_eq!(result.status, TurnStatus::Error);
+    assert_eq!(result.error, Some(imurun_agent::AgentError::Model(failure)));
+    assert!(result.transcript.is_empty());
+    assert_eq!(h.events.types(), ["turn.end"]);
+}
