@@ -3,6 +3,7 @@
 
 use std::sync::Arc;
 
+use imurun_calls::Parsed;
 use imurun_core::{EventSink, Message, Model, StopFlag, ToolCall, TurnStatus};
 use imurun_tools::ToolExecutor;
 
@@ -151,6 +152,12 @@ impl AgentLoop {
     /// in `TurnResult::error`. `turn.end` is always published.
     pub async fn run(&self, request: TurnRequest) -> TurnResult {
         Turn::new(self, &request).run().await
+    }
+
+    /// A dry run: the turn's first step generated and read, with nothing run. Returns what
+    /// the model would call (or answer) — `imurun ask --dry-run` and evaluations use it.
+    pub async fn plan(&self, request: TurnRequest) -> Result<Parsed, AgentError> {
+        Turn::new(self, &request).plan().await
     }
 }
 

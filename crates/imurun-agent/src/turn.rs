@@ -142,54 +142,19 @@ impl<'a> Turn<'a> {
     }
 
     async fn steps(&mut self) -> (TurnStatus, String) {
-        let agent = self.agent;
-        let count = |messages: &[Message]| agent.model.count_tokens(messages);
-        let summariser = ModelSummariser {
-            model: agent.model.as_ref(),
-            stop: self.request.stop.clone(),
-        };
-        let limit = agent.model.context_limit();
-        let session_id = self.request.session_id.as_deref();
-        let max_steps = agent.config.max_steps;
+        let max_steps = self.agent.config.max_steps;
         for step in 1..=max_steps {
             if self.request.stop.is_stopped() {
                 return (TurnStatus::Stopped, String::new());
             }
-            // Counted once the step runs, so `steps` is the steps that reached the model.
-            self.step = step;
             let last = step == max_steps;
             if last && self.tools_used && !self.note_added {
                 self.messages.push(Message::user(LAST_STEP_NOTE));
                 self.note_added = true;
             }
-            let options = Fit {
-                limit,
-                count: &count,
-                summariser: agent
-                    .config
-                    .summarise_history
-                    .then_some(&summariser as &dyn Summariser),
-                events: agent.events.as_ref(),
-                session_id,
-            };
-            let fitted = fit(&mut self.messages, self.prompt_index, &options).await;
-            self.prompt_index = fitted.prompt_index;
-            if !fitted.fits {
-                let (tokens, budget) = (fitted.tokens, fitted.budget);
-                return self.fail(AgentError::PromptTooLong { tokens, budget });
-            }
-            let generation = Generation {
-                model: agent.model.as_ref(),
-                events: agent.events.as_ref(),
-                session_id,
-                step,
-                tools: self.tools_on.then(|| agent.executor.registry().index()),
-                stop: &self.request.stop,
-                max_tokens: reserve(limit),
-            };
-            let (raw, parsed) = match generate(&generation, &self.messages).await {
+            let (raw, parsed) = match self.generate_step(step).await {
                 Ok(generated) => generated,
-                Err(error) => return self.fail(error.into()),
+                Err(error) => return self.fail(error),
             };
             if self.request.stop.is_stopped() {
                 let partial = match parsed.kind {
@@ -204,6 +169,54 @@ impl<'a> Turn<'a> {
         }
         // The last step always ends the turn; this is reached only if that ever changes.
         (TurnStatus::MaxSteps, STEP_LIMIT_SENTENCE.to_owned())
+    }
+
+    /// The first step alone, read but not acted on: what the model would call (a dry run,
+    /// `imurun ask --dry-run`, evaluations). Nothing runs, and no `turn.end` is published.
+    pub(crate) async fn plan(mut self) -> Result<Parsed, AgentError> {
+        self.generate_step(1).await.map(|(_, parsed)| parsed)
+    }
+
+    /// Fits the messages to the budget and generates one step: the raw output and its parse.
+    async fn generate_step(&mut self, step: usize) -> Result<(String, Parsed), AgentError> {
+        let agent = self.agent;
+        let count = |messages: &[Message]| agent.model.count_tokens(messages);
+        let summariser = ModelSummariser {
+            model: agent.model.as_ref(),
+            stop: self.request.stop.clone(),
+        };
+        let limit = agent.model.context_limit();
+        let session_id = self.request.session_id.as_deref();
+        // Counted once the step runs, so `steps` is the steps that reached the model.
+        self.step = step;
+        let options = Fit {
+            limit,
+            count: &count,
+            summariser: agent
+                .config
+                .summarise_history
+                .then_some(&summariser as &dyn Summariser),
+            events: agent.events.as_ref(),
+            session_id,
+        };
+        let fitted = fit(&mut self.messages, self.prompt_index, &options).await;
+        self.prompt_index = fitted.prompt_index;
+        if !fitted.fits {
+            let (tokens, budget) = (fitted.tokens, fitted.budget);
+            return Err(AgentError::PromptTooLong { tokens, budget });
+        }
+        let generation = Generation {
+            model: agent.model.as_ref(),
+            events: agent.events.as_ref(),
+            session_id,
+            step,
+            tools: self.tools_on.then(|| agent.executor.registry().index()),
+            stop: &self.request.stop,
+            max_tokens: reserve(limit),
+        };
+        generate(&generation, &self.messages)
+            .await
+            .map_err(AgentError::from)
     }
 
     fn fail(&mut self, error: AgentError) -> (TurnStatus, String) {

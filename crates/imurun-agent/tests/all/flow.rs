@@ -311,3 +311,26 @@ fn a_turn_can_be_spawned_on_a_multi_threaded_runtime() {
     let turn = h.agent.run(TurnRequest::new("Hi"));
     is_send(&turn);
 }
+
+#[tokio::test]
+async fn a_dry_run_reads_the_first_step_and_runs_nothing() {
+    let h = Harness::new(vec![Reply::Text(CALL_LOOKUP), Reply::Text("never asked")]);
+    let parsed = h
+        .agent
+        .plan(TurnRequest::new("What is the answer?"))
+        .await
+        .unwrap();
+
+    assert_eq!(parsed.kind, imurun_calls::ParseKind::Calls);
+    assert_eq!(parsed.calls, vec![lookup("answer")]);
+    assert_eq!(h.lookup.runs(), 0, "a dry run never runs a tool");
+    assert_eq!(h.model.received().len(), 1, "one generation only");
+    assert_eq!(h.sent(0), msgs(&[("user", "What is the answer?")]));
+    let types = h.events.types();
+    assert!(
+        !types
+            .iter()
+            .any(|kind| kind.starts_with("tool.") || kind == "turn.end"),
+        "{types:?}"
+    );
+}
