@@ -1,9 +1,11 @@
 //! Back-ends for imurun-core's `Model` trait. The loop never sees these types: the binary
 //! picks one and hands the loop a `Model`.
 //!
-//! For now there is one back-end, the scripted model: it replays a script of replies, so
-//! tests, demos and benchmarks run deterministically without a real model. Its JSON script
-//! format is documented in `docs/scripted-model.md`.
+//! `EmbeddedModel` runs a GGUF file in process with llama.cpp (the default: SmolLM2-135M).
+//! `OpenAiModel` (`llama-server`, vLLM, LM Studio, OpenAI) and `OllamaModel` talk to a model
+//! server over HTTP. `docs/models.md` describes them. The scripted model replays a script of
+//! replies, so tests, demos and benchmarks run deterministically without a real model; its
+//! JSON script format is in `docs/scripted-model.md`.
 //!
 //! ```
 //! use imurun_core::{GenerateRequest, Message, Model, ModelError};
@@ -32,11 +34,29 @@
 //! # }
 //! ```
 
+mod embedded;
 mod error;
+mod http;
 mod scripted;
+mod template;
 
+pub use embedded::{
+    DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_QUEUE_MAX, Decoding, EmbeddedConfig, EmbeddedError,
+    EmbeddedModel, FinishReason, GGUF_ITEMS_MAX, GGUF_STRING_BYTES_MAX, GRAMMAR_TOOLS_MAX,
+    Generation, GgufError, GgufInfo, GgufValue, TOOL_CALL_MARKER, ToolCallGrammar,
+    ToolGrammarError, file_type_name,
+};
 pub use error::ScriptError;
+pub use http::{
+    ContextSource, ERROR_BODY_BYTES_MAX, HTTP_DEFAULT_CONTEXT_LIMIT, HTTP_STOP_POLL_MS,
+    HttpOptions, NATIVE_TOOL_ARGUMENTS_BYTES_MAX, NATIVE_TOOL_CALLS_MAX, OLLAMA_DEFAULT_BASE_URL,
+    OLLAMA_DEFAULT_NUM_CTX, OllamaConfig, OllamaModel, OpenAiConfig, OpenAiModel, REPLY_BYTES_MAX,
+    RESPONSE_BYTES_MAX, RetryPolicy, STREAM_BYTES_MAX, STREAM_LINE_BYTES_MAX, ToolMode,
+};
 pub use scripted::{
     DEFAULT_CONTEXT_LIMIT, DEFAULT_NAME, DELAY_MS_MAX, REQUESTS_KEPT_MAX, Reply, SCRIPT_BYTES_MAX,
     SCRIPT_REPLIES_MAX, STOP_POLL_MS, Script, ScriptedModel, split_pieces,
+};
+pub use template::{
+    CHATML_TEMPLATE, ChatTemplate, TEMPLATE_BYTES_MAX, TEMPLATE_FUEL_MAX, TemplateError,
 };

@@ -5,5 +5,10 @@
 mod common;
 mod concurrency;
 mod docs;
+mod embedded;
+mod http_server;
+mod ollama;
+mod openai;
 mod replay;
 mod script_file;
+mod template_fixtures;

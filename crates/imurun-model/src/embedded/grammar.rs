@@ -1,0 +1,147 @@
+//! Grammar-constrained tool calls: once the model writes the call marker (```` ```tool ````),
+//! llama.cpp's sampler only allows tokens that continue a valid call to a runnable tool,
+//! so a started call always ends as one: a known name and arguments that match its schema.
+//!
+//! The grammar is GBNF built by llama.cpp's own JSON-Schema converter from one schema: a
+//! `oneOf` with, per runnable tool, an object `{"name": <that name>, "args": <its parameters
+//! schema>}`. It is *lazy*: text before the marker is free, so the model can still answer
+//! in prose.
+
+use imurun_core::ToolIndex;
+use serde_json::{Value, json};
+
+/// The text that switches the grammar on: the opening of the tool-call fence.
+pub const TOOL_CALL_MARKER: &str = "```tool";
+
+/// The grammar's root rule: the marker, a newline, the call object, the closing fence.
+const ROOT_RULE: &str = "imurun-tool-call";
+
+/// The most tools a grammar is built from: the converter's output grows with every schema,
+/// and a step offers at most a few dozen tools.
+pub const GRAMMAR_TOOLS_MAX: usize = 256;
+
+/// Why a grammar could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ToolGrammarError {
+    /// There is no runnable tool, so no call could be valid.
+    #[error("no runnable tool to build a call grammar from")]
+    NoTools,
+    /// More tools than `GRAMMAR_TOOLS_MAX`.
+    #[error("{count} tools; a call grammar is built from at most {GRAMMAR_TOOLS_MAX}")]
+    TooManyTools { count: usize },
+    /// llama.cpp's converter refused a schema.
+    #[error("a tool schema could not be turned into a grammar: {message}")]
+    Schema { message: String },
+}
+
+/// A compiled-to-text call grammar for one set of runnable tools.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolCallGrammar {
+    gbnf: String,
+}
+
+impl ToolCallGrammar {
+    /// The grammar for the runnable tools of `index` (offered or not: a hidden tool still
+    /// runs when named).
+    pub fn from_index(index: &ToolIndex) -> Result<Self, ToolGrammarError> {
+        let count = index.runnable().count();
+        if count == 0 {
+            return Err(ToolGrammarError::NoTools);
+        }
+        if count > GRAMMAR_TOOLS_MAX {
+            return Err(ToolGrammarError::TooManyTools { count });
+        }
+        let calls: Vec<Value> = index
+            .runnable()
+            .map(|tool| {
+                json!({
+                    "type": "object",
+                    "properties": {
+                        "name": {"const": tool.spec.name},
+                        "args": arguments_schema(&tool.spec.parameters),
+                    },
+                    "required": ["name", "args"],
+                    "additionalProperties": false,
+                })
+            })
+            .collect();
+        let schema = json!({"oneOf": calls});
+        let object_grammar =
+            llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|error| {
+                ToolGrammarError::Schema {
+                    message: error.to_string(),
+                }
+            })?;
+        let gbnf =
+            format!("{ROOT_RULE} ::= \"{TOOL_CALL_MARKER}\\n\" root \"\\n```\"\n{object_grammar}");
+        Ok(Self { gbnf })
+    }
+
+    /// The GBNF text (root rule `imurun-tool-call`).
+    pub fn gbnf(&self) -> &str {
+        &self.gbnf
+    }
+
+    pub(super) fn root_rule() -> &'static str {
+        ROOT_RULE
+    }
+}
+
+/// A tool's parameters as the grammar constrains them: an object schema. A tool without
+/// a usable schema takes an empty object.
+fn arguments_schema(parameters: &Value) -> Value {
+    match parameters {
+        Value::Object(schema) if !schema.is_empty() => {
+            let mut schema = schema.clone();
+            schema
+                .entry("type")
+                .or_insert_with(|| Value::String("object".into()));
+            Value::Object(schema)
+        }
+        _ => json!({"type": "object", "properties": {}, "additionalProperties": false}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use imurun_core::ToolSpec;
+
+    use super::*;
+
+    fn spec(name: &str, parameters: Value) -> ToolSpec {
+        ToolSpec {
+            name: name.into(),
+            description: String::new(),
+            parameters,
+        }
+    }
+
+    #[test]
+    fn the_grammar_starts_at_the_marker_and_names_every_runnable_tool() {
+        let mut index = ToolIndex::offering([spec(
+            "get_weather",
+            json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}),
+        )]);
+        index.insert(spec("hidden_tool", Value::Null), false);
+        let grammar = ToolCallGrammar::from_index(&index).unwrap();
+        let gbnf = grammar.gbnf();
+        assert!(
+            gbnf.starts_with("imurun-tool-call ::= \"```tool\\n\" root \"\\n```\"\n"),
+            "{gbnf}"
+        );
+        assert!(gbnf.contains("get_weather"), "{gbnf}");
+        assert!(
+            gbnf.contains("hidden_tool"),
+            "a runnable tool that is not offered: {gbnf}"
+        );
+        assert!(gbnf.contains("city"), "{gbnf}");
+    }
+
+    #[test]
+    fn no_tools_is_an_error() {
+        assert_eq!(
+            ToolCallGrammar::from_index(&ToolIndex::new()),
+            Err(ToolGrammarError::NoTools)
+        );
+    }
+}

@@ -1,0 +1,416 @@
+//! The embedded back-end: GGUF models run in-process by llama.cpp (the `llama-cpp-2`
+//! crate). One model is loaded once and shared by every session; its requests are served
+//! one at a time, in arrival order, by a dedicated worker thread (`worker.rs`), because
+//! llama.cpp's work is blocking CPU work that must stay off Tokio's async workers.
+//!
+//! Prompts are rendered with the chat template the file carries (`crate::template`) and
+//! counted exactly with the model's own tokenizer.
+
+mod gguf;
+mod grammar;
+mod utf8;
+mod worker;
+
+use std::num::NonZeroU32;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use imurun_core::{BoxFuture, GenerateRequest, Message, Model, ModelError};
+use llama_cpp_2::llama_backend::LlamaBackend;
+use llama_cpp_2::model::LlamaModel;
+use llama_cpp_2::model::params::LlamaModelParams;
+use llama_cpp_2::token::LlamaToken;
+
+pub use gguf::{
+    GGUF_ITEMS_MAX, GGUF_STRING_BYTES_MAX, GgufError, GgufInfo, GgufValue, file_type_name,
+};
+pub use grammar::{GRAMMAR_TOOLS_MAX, TOOL_CALL_MARKER, ToolCallGrammar, ToolGrammarError};
+
+use crate::template::{ChatTemplate, TemplateError};
+use worker::{Job, JobEvent, Worker};
+
+/// The context window used unless configured otherwise, in tokens (capped at the file's
+/// trained context length).
+pub const DEFAULT_N_CTX: u32 = 4096;
+
+/// The most tokens one generation makes when its request sets no `max_tokens`.
+pub const DEFAULT_MAX_TOKENS: usize = 1024;
+
+/// How many requests may wait for the model at once; more callers wait to enqueue, in
+/// order (Tokio's bounded channel is fair).
+pub const DEFAULT_QUEUE_MAX: usize = 64;
+
+/// How tokens are chosen.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Decoding {
+    /// Always the most likely token: deterministic, the default.
+    Greedy,
+    /// Sampled from the tokens in the top `top_p` of probability, after dividing the
+    /// logits by `temperature`, with a seeded random generator (the same seed and prompt
+    /// give the same reply).
+    Sampled {
+        temperature: f32,
+        top_p: f32,
+        seed: u32,
+    },
+}
+
+/// How the embedded model is set up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddedConfig {
+    /// The context window in tokens; capped at the file's trained context length.
+    pub n_ctx: u32,
+    /// CPU threads for llama.cpp; `None` uses every core.
+    pub threads: Option<u32>,
+    pub decoding: Decoding,
+    /// The most tokens a generation makes when its request sets no `max_tokens`.
+    pub max_tokens_default: usize,
+    /// How many requests may wait for the model at once.
+    pub queue_max: usize,
+    /// Keep the previous prompt's evaluated tokens and evaluate only what a new prompt
+    /// adds to their common start: an agent's turns resend the whole conversation, so this
+    /// saves most of the prompt work. Off only to measure prompt processing.
+    pub reuse_prompt_prefix: bool,
+}
+
+impl Default for EmbeddedConfig {
+    fn default() -> Self {
+        Self {
+            n_ctx: DEFAULT_N_CTX,
+            threads: None,
+            decoding: Decoding::Greedy,
+            max_tokens_default: DEFAULT_MAX_TOKENS,
+            queue_max: DEFAULT_QUEUE_MAX,
+            reuse_prompt_prefix: true,
+        }
+    }
+}
+
+/// Why an embedded model could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum EmbeddedError {
+    /// The file's header could not be read.
+    #[error(transparent)]
+    Gguf(#[from] GgufError),
+    /// llama.cpp could not load the weights or set up its context.
+    #[error("llama.cpp could not load {path}: {message}")]
+    Load { path: PathBuf, message: String },
+    /// The file's chat template does not compile.
+    #[error("{path}: {source}")]
+    Template {
+        path: PathBuf,
+        #[source]
+        source: TemplateError,
+    },
+}
+
+/// Why a generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FinishReason {
+    /// The model produced an end-of-generation token (`<|im_end|>`, `<|eot_id|>`, ...).
+    EndOfTurn,
+    /// `max_tokens` were generated.
+    MaxTokens,
+    /// The request's stop flag was set.
+    Stopped,
+    /// The context window filled up.
+    ContextFull,
+}
+
+/// One finished generation, with the numbers benchmarks and logs want.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    pub text: String,
+    pub finish: FinishReason,
+    /// The prompt's length in tokens.
+    pub prompt_tokens: usize,
+    /// How many of those were already evaluated (a common start with the previous prompt).
+    pub reused_prompt_tokens: usize,
+    pub generated_tokens: usize,
+    /// Time spent evaluating the prompt, and generating after it.
+    pub prompt_time: Duration,
+    pub generation_time: Duration,
+}
+
+/// A GGUF model running in-process. Cloning is cheap and shares the loaded model and its
+/// worker: give every session a clone (or an `Arc<dyn Model>`).
+#[derive(Debug, Clone)]
+pub struct EmbeddedModel {
+    shared: Arc<Shared>,
+    decoding: Decoding,
+    tool_grammar: Option<Arc<ToolCallGrammar>>,
+}
+
+#[derive(Debug)]
+struct Shared {
+    name: String,
+    info: GgufInfo,
+    model: Arc<LlamaModel>,
+    template: ChatTemplate,
+    /// The BOS token when the file asks for one and the template does not print it.
+    add_bos: bool,
+    n_ctx: u32,
+    max_tokens_default: usize,
+    worker: Worker,
+    load_time: Duration,
+}
+
+impl EmbeddedModel {
+    /// Loads the GGUF file at `path`. Blocking: it reads the whole file (use
+    /// `tokio::task::spawn_blocking` from async code).
+    pub fn load(path: impl AsRef<Path>, config: EmbeddedConfig) -> Result<Self, EmbeddedError> {
+        Self::load_with_progress(path, config, |_| true)
+    }
+
+    /// Like `load`, calling `progress` with the fraction loaded (0.0 to 1.0) as the weights
+    /// are read, for a progress bar; returning `false` from it cancels the load.
+    pub fn load_with_progress(
+        path: impl AsRef<Path>,
+        config: EmbeddedConfig,
+        progress: impl FnMut(f32) -> bool + 'static,
+    ) -> Result<Self, EmbeddedError> {
+        let started = Instant::now();
+        let path = path.as_ref();
+        let load_error = |message: String| EmbeddedError::Load {
+            path: path.to_owned(),
+            message,
+        };
+        let info = GgufInfo::read(path)?;
+        let backend = backend().map_err(load_error)?;
+        let params = LlamaModelParams::default().with_progress_callback(progress);
+        let model = LlamaModel::load_from_file(backend, path, &params)
+            .map_err(|error| load_error(error.to_string()))?;
+        let model = Arc::new(model);
+
+        let vocab = model.vocab();
+        let bos_token = token_text(&model, vocab.bos());
+        let eos_token = token_text(&model, vocab.eos());
+        let template = match &info.chat_template {
+            Some(source) => ChatTemplate::new(source, bos_token.as_str(), eos_token.as_str())
+                .map_err(|source| EmbeddedError::Template {
+                    path: path.to_owned(),
+                    source,
+                })?,
+            None => ChatTemplate::chatml(),
+        };
+        let add_bos = vocab.should_add_bos()
+            && !template.source().contains("bos_token")
+            && !bos_token.is_empty();
+
+        let trained = model.n_ctx_train().max(1);
+        let n_ctx = config.n_ctx.clamp(1, trained);
+        let threads = config
+            .threads
+            .map_or_else(available_threads, |threads| threads.max(1));
+        let worker = Worker::start(
+            Arc::clone(&model),
+            backend,
+            worker::Settings {
+                n_ctx: NonZeroU32::new(n_ctx).unwrap_or(NonZeroU32::MIN),
+                threads,
+                queue_max: config.queue_max.max(1),
+                reuse_prompt_prefix: config.reuse_prompt_prefix,
+            },
+        )
+        .map_err(load_error)?;
+
+        let name = path.file_stem().map_or_else(
+            || "embedded".to_owned(),
+            |stem| stem.to_string_lossy().into_owned(),
+        );
+        Ok(Self {
+            shared: Arc::new(Shared {
+                name,
+                info,
+                model,
+                template,
+                add_bos,
+                n_ctx,
+                max_tokens_default: config.max_tokens_default.max(1),
+                worker,
+                load_time: started.elapsed(),
+            }),
+            decoding: config.decoding,
+            tool_grammar: None,
+        })
+    }
+
+    /// The same loaded model with another decoding: a side generation (a summary at a
+    /// higher temperature, say) shares the weights and the queue.
+    pub fn with_decoding(&self, decoding: Decoding) -> Self {
+        Self {
+            decoding,
+            ..self.clone()
+        }
+    }
+
+    /// The same loaded model with grammar-constrained tool calls (`None`: free text): once
+    /// a reply writes ```` ```tool ````, only a valid call to one of the grammar's tools can
+    /// follow. Build the grammar once per tool set with `ToolCallGrammar::from_index`.
+    pub fn with_tool_grammar(&self, grammar: Option<Arc<ToolCallGrammar>>) -> Self {
+        Self {
+            tool_grammar: grammar,
+            ..self.clone()
+        }
+    }
+
+    pub fn decoding(&self) -> Decoding {
+        self.decoding
+    }
+
+    /// The file's header, as `imurun model info` prints it.
+    pub fn info(&self) -> &GgufInfo {
+        &self.shared.info
+    }
+
+    /// The context length the model was trained with (the configured `n_ctx` is at most
+    /// this).
+    pub fn trained_context_length(&self) -> usize {
+        usize::try_from(self.shared.model.n_ctx_train()).unwrap_or(usize::MAX)
+    }
+
+    pub fn template(&self) -> &ChatTemplate {
+        &self.shared.template
+    }
+
+    /// How long `load` took.
+    pub fn load_time(&self) -> Duration {
+        self.shared.load_time
+    }
+
+    /// The prompt for `messages`: the template rendered with the generation prompt.
+    pub fn render(&self, messages: &[Message]) -> Result<String, TemplateError> {
+        self.shared.template.render(messages, true)
+    }
+
+    /// The token ids of `text` as a prompt: special tokens in it (`<|im_start|>`) parsed
+    /// as such, with the BOS token in front when the file asks for one.
+    pub fn tokenize(&self, text: &str) -> Vec<i32> {
+        self.prompt_tokens(text)
+            .into_iter()
+            .map(|token| token.0)
+            .collect()
+    }
+
+    /// Whether the token with this id ends a generation for this model (its vocabulary's
+    /// end-of-generation set: `<|im_end|>` and `<|endoftext|>` for SmolLM2).
+    pub fn is_end_of_generation(&self, token: i32) -> bool {
+        self.shared.model.vocab().is_eog(LlamaToken(token))
+    }
+
+    fn prompt_tokens(&self, text: &str) -> Vec<LlamaToken> {
+        self.shared
+            .model
+            .vocab()
+            .tokenize(text.as_bytes(), self.shared.add_bos, true)
+    }
+
+    /// Runs one generation, streaming text through `on_token`, and reports how it ended.
+    pub async fn generate_detailed(
+        &self,
+        request: &GenerateRequest,
+        on_token: &mut (dyn FnMut(&str) + Send),
+    ) -> Result<Generation, ModelError> {
+        let prompt = self
+            .render(&request.messages)
+            .map_err(|error| ModelError::Protocol {
+                message: error.to_string(),
+            })?;
+        let tokens = self.prompt_tokens(&prompt);
+        let limit = self.context_limit();
+        if tokens.len() >= limit {
+            return Err(ModelError::ContextOverflow {
+                tokens: tokens.len(),
+                limit,
+            });
+        }
+        let (events, mut receiver) = tokio::sync::mpsc::channel(worker::EVENTS_BUFFER_MAX);
+        let job = Job {
+            prompt: tokens,
+            max_tokens: request.max_tokens.unwrap_or(self.shared.max_tokens_default),
+            decoding: self.decoding,
+            tool_grammar: self.tool_grammar.clone(),
+            stop: request.stop.clone(),
+            events,
+        };
+        self.shared.worker.submit(job).await?;
+        let mut text = String::new();
+        while let Some(event) = receiver.recv().await {
+            match event {
+                JobEvent::Piece(piece) => {
+                    on_token(&piece);
+                    text.push_str(&piece);
+                }
+                JobEvent::Done(result) => {
+                    let mut generation = result?;
+                    generation.text = text;
+                    return Ok(generation);
+                }
+            }
+        }
+        Err(ModelError::Transport {
+            message: "the embedded model's worker stopped".into(),
+        })
+    }
+}
+
+impl Model for EmbeddedModel {
+    fn name(&self) -> &str {
+        &self.shared.name
+    }
+
+    fn context_limit(&self) -> usize {
+        usize::try_from(self.shared.n_ctx).unwrap_or(usize::MAX)
+    }
+
+    /// Exact: the model's tokenizer over the rendered template. A conversation the
+    /// template refuses falls back to the seed's estimate (its generation will fail).
+    fn count_tokens(&self, messages: &[Message]) -> usize {
+        match self.render(messages) {
+            Ok(prompt) => self.prompt_tokens(&prompt).len(),
+            Err(_) => imurun_core::estimate_tokens(messages),
+        }
+    }
+
+    fn generate<'a>(
+        &'a self,
+        request: &'a GenerateRequest,
+        on_token: &'a mut (dyn FnMut(&str) + Send),
+    ) -> BoxFuture<'a, Result<String, ModelError>> {
+        Box::pin(async move {
+            self.generate_detailed(request, on_token)
+                .await
+                .map(|generation| generation.text)
+        })
+    }
+}
+
+/// llama.cpp's process-wide back-end: initialised once, never freed (it may be initialised
+/// only once per process).
+fn backend() -> Result<&'static LlamaBackend, String> {
+    static BACKEND: OnceLock<Result<LlamaBackend, String>> = OnceLock::new();
+    BACKEND
+        .get_or_init(|| {
+            // llama.cpp logs every tensor it loads to stderr; send it to `tracing` instead,
+            // where the binary's subscriber decides what to show.
+            llama_cpp_2::send_logs_to_tracing(llama_cpp_2::LogOptions::default());
+            LlamaBackend::init().map_err(|error| error.to_string())
+        })
+        .as_ref()
+        .map_err(Clone::clone)
+}
+
+fn available_threads() -> u32 {
+    std::thread::available_parallelism().map_or(1, |threads| {
+        u32::try_from(threads.get()).unwrap_or(u32::MAX)
+    })
+}
+
+/// A special token's text (`<|im_end|>`), or empty when the model has no such token.
+fn token_text(model: &LlamaModel, token: LlamaToken) -> String {
+    if token.0 < 0 {
+        return String::new();
+    }
+    String::from_utf8_lossy(&model.vocab().token_to_piece(token, true, None)).into_owned()
+}
