@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 mod commands;
+mod model_spec;
 mod paths;
 
 /// imurun: a local-first agent runtime.
@@ -26,6 +27,14 @@ enum Command {
     /// List the tools, or run one through the executor.
     #[command(subcommand)]
     Tools(commands::tools::ToolsCommand),
+    /// Ask one prompt (or JSON lines of them) through the turn loop.
+    Ask(commands::ask::AskArgs),
+    /// Inspect a model file.
+    #[command(subcommand)]
+    Model(commands::model::ModelCommand),
+    /// Evaluate a model's tool calling.
+    #[command(subcommand)]
+    Eval(commands::eval::EvalCommand),
 }
 
 fn main() -> ExitCode {
@@ -37,6 +46,13 @@ fn main() -> ExitCode {
         }
         Command::Tools(command) => {
             paths::Paths::from_env().and_then(|paths| commands::tools::run(&command, &paths))
+        }
+        Command::Ask(args) => {
+            paths::Paths::from_env().and_then(|paths| commands::ask::run(&args, &paths))
+        }
+        Command::Model(command) => commands::model::run(&command),
+        Command::Eval(command) => {
+            paths::Paths::from_env().and_then(|paths| commands::eval::run(&command, &paths))
         }
     };
     match result {

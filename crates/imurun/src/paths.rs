@@ -62,7 +62,8 @@ impl Paths {
 
 /// The executor over the built-in tools in `workspace`, deciding in `mode`, auditing to
 /// `audit`. The shell starts from this process's environment (credentials are removed per
-/// run); the CLI has no event subscribers.
+/// run); the CLI has no event subscribers, so a call that asks is declined unless the caller
+/// asks the person itself.
 pub(crate) fn cli_executor(
     workspace: Workspace,
     mode: Mode,
@@ -73,9 +74,30 @@ pub(crate) fn cli_executor(
         environment: std::env::vars_os().collect(),
     };
     let registry = Registry::builtin(&workspace, shell);
+    executor_over(registry, workspace, mode, audit)
+}
+
+/// The executor over `registry`'s tools.
+pub(crate) fn executor_over(
+    registry: Registry,
+    workspace: Arc<Workspace>,
+    mode: Mode,
+    audit: Arc<dyn AuditSink>,
+) -> ToolExecutor {
     let settings = Settings {
         mode,
         ..Settings::default()
     };
     ToolExecutor::new(registry, workspace, settings, Arc::new(NullEvents), audit)
+}
+
+/// `IMURUN_MAX_STEPS`, the steps a turn may take, when set.
+pub(crate) fn max_steps_from_env() -> Result<Option<usize>> {
+    match std::env::var("IMURUN_MAX_STEPS") {
+        Ok(value) if !value.trim().is_empty() => match value.trim().parse::<usize>() {
+            Ok(steps) if steps >= 1 => Ok(Some(steps)),
+            _ => bail!("IMURUN_MAX_STEPS must be a whole number from 1 to 20, not `{value}`"),
+        },
+        _ => Ok(None),
+    }
 }

@@ -11,7 +11,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use imurun_calls::{Parsed, StreamGuard, parse_tool_calls};
-use imurun_core::{ToolIndex, ToolSpec};
+use imurun_core::ToolIndex;
+
+use super::read_tools;
 use serde::Serialize;
 use serde_json::Value;
 
@@ -118,19 +120,4 @@ fn parse_input(input: &str, stream: bool, index: &ToolIndex) -> Result<String> {
         parsed: &parsed,
         streamed: Some(streamed),
     })?)
-}
-
-fn read_tools(path: &PathBuf) -> Result<Vec<ToolSpec>> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the tools file {}", path.display()))?;
-    let specs: Vec<ToolSpec> = serde_json::from_str(&text).with_context(|| {
-        format!(
-            "{}: expected a JSON array of {{name, description, parameters}}",
-            path.display()
-        )
-    })?;
-    if let Some(bad) = specs.iter().find(|spec| spec.name.trim().is_empty()) {
-        bail!("{}: a tool has an empty name ({bad:?})", path.display());
-    }
-    Ok(specs)
 }

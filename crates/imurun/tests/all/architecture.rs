@@ -52,6 +52,7 @@ const ALLOWED: &[(&str, &[&str])] = &[
             "imurun-cell",
             "imurun-keep",
             "imurun-server",
+            "imurun-eval",
         ],
     ),
 ];

@@ -3,6 +3,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod architecture;
+mod ask_cli;
 mod parse_cli;
 mod policy_cli;
 mod support;

@@ -1,0 +1,199 @@
+//! `imurun ask`: one prompt through the real turn loop, or with `--dry-run` the model's
+//! parsed tool calls of the first step, without running them. With `--jsonl`, one
+//! `{"id", "prompt"}` per input line and one result per output line.
+
+use std::io::{self, BufRead, Read, Write};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result, bail};
+use imurun_agent::{AgentConfig, AgentLoop, TurnRequest};
+use imurun_calls::ParseKind;
+use imurun_core::{NullAudit, NullEvents, TurnStatus};
+use imurun_policy::Mode;
+use imurun_tools::{Registry, UnconfiguredTool};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::read_tools;
+use crate::model_spec::{ModelSpec, load};
+use crate::paths::{Paths, cli_executor, executor_over, max_steps_from_env};
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct AskArgs {
+    /// The prompt (read from stdin when absent and --jsonl is not given).
+    prompt: Vec<String>,
+    /// A GGUF path, openai:URL, ollama:URL or scripted:FILE (default: IMURUN_MODEL, else
+    /// ~/.imurun/models/SmolLM2-135M-Instruct.Q4_1.gguf).
+    #[arg(long)]
+    model: Option<String>,
+    /// Read JSON lines {"id", "prompt"} on stdin; print one JSON result per line.
+    #[arg(long)]
+    jsonl: bool,
+    /// Print the first step's parsed calls instead of running the turn:
+    /// {"id", "calls": [{"name", "args"}], "answer"}.
+    #[arg(long)]
+    dry_run: bool,
+    /// Offer these tools (a JSON array of {name, description, parameters}) instead of the
+    /// built-ins. They have no implementation: use them with --dry-run.
+    #[arg(long, value_name = "FILE")]
+    tools: Option<PathBuf>,
+    /// Steps per turn, 1 to 20 (default: IMURUN_MAX_STEPS, else 6; 1 turns tools off).
+    #[arg(long)]
+    max_steps: Option<usize>,
+    /// The permission mode for the built-in tools. Nobody can approve a call from here, so a
+    /// call that asks is declined: allow what the turn may do with the mode.
+    #[arg(long, default_value = "allow-reads")]
+    mode: Mode,
+    /// The workspace folder for the built-in tools.
+    #[arg(long, value_name = "DIR")]
+    workspace: Option<PathBuf>,
+    /// Do not constrain a started call to the tools' grammar (embedded models only).
+    #[arg(long)]
+    no_grammar: bool,
+}
+
+#[derive(Debug, Deserialize)]
+struct Line {
+    #[serde(default)]
+    id: Value,
+    prompt: String,
+}
+
+pub(crate) fn run(args: &AskArgs, paths: &Paths) -> Result<ExitCode> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(ask(args, paths))
+}
+
+async fn ask(args: &AskArgs, paths: &Paths) -> Result<ExitCode> {
+    let agent = build_agent(args, paths).await?;
+    if !args.jsonl {
+        let prompt = if args.prompt.is_empty() {
+            let mut text = String::new();
+            io::stdin()
+                .read_to_string(&mut text)
+                .context("reading the prompt from stdin")?;
+            text
+        } else {
+            args.prompt.join(" ")
+        };
+        if prompt.trim().is_empty() {
+            bail!("no prompt: pass it as arguments or on stdin");
+        }
+        return one(&agent, args.dry_run, Value::Null, prompt, false).await;
+    }
+    let mut failed = false;
+    let lines: Vec<String> = io::stdin()
+        .lock()
+        .lines()
+        .collect::<Result<_, _>>()
+        .context("reading stdin")?;
+    for (number, line) in lines
+        .iter()
+        .enumerate()
+        .filter(|(_, line)| !line.trim().is_empty())
+    {
+        match serde_json::from_str::<Line>(line) {
+            Ok(Line { id, prompt }) => {
+                failed |= one(&agent, args.dry_run, id, prompt, true).await? != ExitCode::SUCCESS
+            }
+            Err(error) => {
+                failed = true;
+                println!(
+                    "{}",
+                    json!({"error": format!("line {}: expected {{\"id\", \"prompt\"}}: {error}", number + 1)})
+                );
+            }
+        }
+    }
+    Ok(if failed {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+async fn one(
+    agent: &AgentLoop,
+    dry_run: bool,
+    id: Value,
+    prompt: String,
+    as_json: bool,
+) -> Result<ExitCode> {
+    let mut out = io::stdout().lock();
+    if dry_run {
+        return Ok(match agent.plan(TurnRequest::new(prompt)).await {
+            Ok(parsed) => {
+                let answer = if parsed.kind == ParseKind::Answer {
+                    parsed.visible.as_str()
+                } else {
+                    ""
+                };
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"id": id, "calls": parsed.calls, "answer": answer})
+                )?;
+                ExitCode::SUCCESS
+            }
+            Err(error) => {
+                writeln!(out, "{}", json!({"id": id, "error": error.to_string()}))?;
+                ExitCode::from(1)
+            }
+        });
+    }
+    let result = agent.run(TurnRequest::new(prompt)).await;
+    let status = serde_json::to_value(result.status)?;
+    if as_json {
+        let error = result.error.as_ref().map(ToString::to_string);
+        writeln!(
+            out,
+            "{}",
+            json!({"id": id, "answer": result.answer, "status": status, "tool_calls": result.tool_calls, "error": error})
+        )?;
+    } else {
+        writeln!(out, "{}", result.answer)?;
+        if let Some(error) = &result.error {
+            eprintln!("imurun ask: {error}");
+        } else if result.status != TurnStatus::Done {
+            eprintln!("imurun ask: the turn ended with status {status}");
+        }
+    }
+    Ok(if result.status == TurnStatus::Error {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
+}
+
+async fn build_agent(args: &AskArgs, paths: &Paths) -> Result<AgentLoop> {
+    let loaded = load(&ModelSpec::resolve(args.model.as_deref(), paths)).await?;
+    let workspace = paths.open_workspace(args.workspace.clone())?;
+    let executor = match &args.tools {
+        Some(file) => {
+            let mut registry = Registry::new();
+            for spec in read_tools(file)? {
+                registry.insert(Arc::new(UnconfiguredTool::spec_only(spec)), true);
+            }
+            executor_over(
+                registry,
+                Arc::new(workspace),
+                args.mode,
+                Arc::new(NullAudit),
+            )
+        }
+        None => cli_executor(workspace, args.mode, Arc::new(NullAudit)),
+    };
+    let max_steps = match args.max_steps {
+        Some(steps) => steps,
+        None => max_steps_from_env()?.unwrap_or(AgentConfig::default().max_steps),
+    };
+    let config = AgentConfig::default().with_max_steps(max_steps);
+    let model = loaded.for_tools(executor.registry().index(), !args.no_grammar);
+    Ok(AgentLoop::new(model, Arc::new(executor), Arc::new(NullEvents)).with_config(config))
+}

@@ -1,0 +1,112 @@
+//! `imurun ask` through the real loop with the scripted model: a tool turn, a dry run, and
+//! clear errors.
+
+use std::ffi::OsStr;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::support::run_imurun;
+
+fn script(dir: &Path, replies: Value) -> String {
+    let path = dir.join("script.json");
+    std::fs::write(&path, json!({"replies": replies}).to_string()).unwrap();
+    format!("scripted:{}", path.display())
+}
+
+#[test]
+fn a_tool_turn_runs_the_tool_and_prints_the_answer() {
+    let home = tempfile::tempdir().unwrap();
+    let model = script(
+        home.path(),
+        json!([
+            {"text": "Checking.\n```tool\n{\"name\": \"get_time\", \"args\": {\"timezone\": \"UTC\"}}\n```"},
+            {"text": "It is late in UTC."}
+        ]),
+    );
+    let envs: [(&str, &OsStr); 1] = [("IMURUN_HOME", home.path().as_os_str())];
+    let output = run_imurun(
+        &["ask", "--model", &model, "What", "time", "is", "it?"],
+        "",
+        &envs,
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&output.stdout).trim(),
+        "It is late in UTC."
+    );
+}
+
+#[test]
+fn a_dry_run_prints_the_first_steps_calls_without_running_them() {
+    let home = tempfile::tempdir().unwrap();
+    let model = script(
+        home.path(),
+        json!([
+            {"text": "```tool\n{\"name\": \"lookup_order\", \"args\": {\"order_id\": \"42\"}}\n```"},
+            {"text": "A plain answer."}
+        ]),
+    );
+    let tools = home.path().join("tools.json");
+    let spec = json!([{"name": "lookup_order", "description": "Find an order.", "parameters":
+        {"type": "object", "properties": {"order_id": {"type": "integer"}}, "required": ["order_id"]}}]);
+    std::fs::write(&tools, spec.to_string()).unwrap();
+    let envs: [(&str, &OsStr); 1] = [("IMURUN_HOME", home.path().as_os_str())];
+    let input = "{\"id\": \"a\", \"prompt\": \"Where is order 42?\"}\n{\"id\": \"b\", \"prompt\": \"Hello\"}\n";
+    let output = run_imurun(
+        &[
+            "ask",
+            "--dry-run",
+            "--jsonl",
+            "--model",
+            &model,
+            "--tools",
+            tools.to_str().unwrap(),
+        ],
+        input,
+        &envs,
+    );
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .collect();
+    assert_eq!(
+        lines[0],
+        json!({"id": "a", "calls": [{"name": "lookup_order", "args": {"order_id": 42}}], "answer": ""})
+    );
+    assert_eq!(
+        lines[1],
+        json!({"id": "b", "calls": [], "answer": "A plain answer."})
+    );
+}
+
+#[test]
+fn bad_settings_and_a_missing_model_are_clear_errors() {
+    let home = tempfile::tempdir().unwrap();
+    let model = script(home.path(), json!([{"text": "hi"}]));
+    let bad_steps: [(&str, &OsStr); 2] = [
+        ("IMURUN_HOME", home.path().as_os_str()),
+        ("IMURUN_MAX_STEPS", OsStr::new("lots")),
+    ];
+    let output = run_imurun(&["ask", "--model", &model, "hi"], "", &bad_steps);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("IMURUN_MAX_STEPS"));
+
+    let envs: [(&str, &OsStr); 1] = [("IMURUN_HOME", home.path().as_os_str())];
+    let missing = run_imurun(
+        &["ask", "--model", "/nonexistent/model.gguf", "hi"],
+        "",
+        &envs,
+    );
+    assert_eq!(missing.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("fetch-model.sh"));
+}
