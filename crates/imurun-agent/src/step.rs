@@ -1,7 +1,7 @@
 //! One generation: the model's reply streamed to the page (through `StreamGuard` while tools
 //! are on offer, so call syntax never shows), then read into calls, a retry or an answer.
 
-use imurun_calls::{ParseKind, Parsed, StreamGuard, parse_tool_calls, split_think};
+use imurun_calls::{ParseKind, Parsed, StreamGuard, parse_tool_calls, spaced_json, split_think};
 use imurun_core::{
     Event, EventSink, GenerateRequest, Message, Model, ModelError, StopFlag, ToolCall, ToolIndex,
 };
@@ -82,40 +82,10 @@ pub(crate) fn step_text(thought: &str, visible: &str, calls: &[ToolCall]) -> Str
         parts.push(visible.trim().to_owned());
     }
     for call in calls {
-        let mut args = String::new();
-        write_spaced(&mut args, &Value::Object(call.args.clone()));
+        let args = spaced_json(&Value::Object(call.args.clone()));
         parts.push(format!("Using `{}` {args}", call.name));
     }
     parts.join("\n\n")
-}
-
-/// JSON with a space after `:` and `,`, as the prompt writes it.
-fn write_spaced(out: &mut String, value: &Value) {
-    match value {
-        Value::Object(map) => {
-            out.push('{');
-            for (slot, (key, item)) in map.iter().enumerate() {
-                if slot > 0 {
-                    out.push_str(", ");
-                }
-                out.push_str(&Value::String(key.clone()).to_string());
-                out.push_str(": ");
-                write_spaced(out, item);
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (slot, item) in items.iter().enumerate() {
-                if slot > 0 {
-                    out.push_str(", ");
-                }
-                write_spaced(out, item);
-            }
-            out.push(']');
-        }
-        scalar => out.push_str(&scalar.to_string()),
-    }
 }
 
 #[cfg(test)]

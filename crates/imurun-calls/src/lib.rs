@@ -23,7 +23,7 @@ pub use names::{ALIASES, resolve};
 pub use parse::{
     ParseKind, Parsed, RetryReason, parse_tool_calls, parse_tool_calls_counting, retry_message,
 };
-pub use render::render_call;
+pub use render::{render_call, spaced_json};
 pub use scan::CALLS_MAX;
 pub use shape::ARGUMENT_KEYS;
 pub use think::{Split, split_think};

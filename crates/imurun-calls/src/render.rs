@@ -18,7 +18,14 @@ pub fn render_call(call: &ToolCall) -> String {
     out
 }
 
-/// Compact JSON with a space after `:` and `,`, as people write it.
+/// Compact JSON with a space after `:` and `,`, as people write it and as the prompt shows
+/// calls: `{"query": "x", "max_results": 3}`.
+pub fn spaced_json(value: &Value) -> String {
+    let mut out = String::new();
+    write_value(&mut out, value);
+    out
+}
+
 fn write_value(out: &mut String, value: &Value) {
     match value {
         Value::Object(map) => {

@@ -149,14 +149,7 @@ fn pick(acceptable: &[Value], declared: Option<&Value>) -> Option<Value> {
     // A parameter the function does not declare is never part of a right answer (BFCL's data
     // lists a few under the wrong function, always with "" acceptable).
     let declared = declared?;
-    let kind = declared
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("any");
-    let items = declared
-        .get("items")
-        .and_then(|items| items.get("type"))
-        .and_then(Value::as_str);
+    let (kind, items) = declared_type(declared);
     let concrete_values: Vec<Value> = acceptable.iter().filter_map(concrete).collect();
     if let Some(typed) = concrete_values
         .iter()
@@ -278,14 +271,7 @@ fn check_value(
     declared: &Value,
     options: &[Value],
 ) -> Result<(), Mismatch> {
-    let kind = declared
-        .get("type")
-        .and_then(Value::as_str)
-        .unwrap_or("any");
-    let items = declared
-        .get("items")
-        .and_then(|items| items.get("type"))
-        .and_then(Value::as_str);
+    let (kind, items) = declared_type(declared);
     if !type_fits(value, kind, items, options) {
         return Err(Mismatch::WrongType {
             function: function.to_owned(),
@@ -342,6 +328,19 @@ fn python_type(value: &Value) -> &'static str {
         Value::Array(_) => "list",
         Value::Object(_) => "dict",
     }
+}
+
+/// A parameter's declared BFCL type, and its items' type for lists.
+fn declared_type(declared: &Value) -> (&str, Option<&str>) {
+    let kind = declared
+        .get("type")
+        .and_then(Value::as_str)
+        .unwrap_or("any");
+    let items = declared
+        .get("items")
+        .and_then(|items| items.get("type"))
+        .and_then(Value::as_str);
+    (kind, items)
 }
 
 /// Python's type rules as BFCL applies them.
