@@ -28,6 +28,40 @@ pub enum StoreError {
     /// A stored value this version cannot read: written by a newer version, or edited by hand.
     #[error("column {column} holds {value:?}, which this version cannot read")]
     Decode { column: &'static str, value: String },
+    /// A JSON column holds text that does not parse as JSON (edited by hand), or a value could not
+    /// be written as JSON text.
+    #[error("column {column} cannot hold this value as JSON: {source}")]
+    Json {
+        column: &'static str,
+        #[source]
+        source: serde_json::Error,
+    },
+    /// No row has this id: a session, a turn (`id` is then `session/turn`).
+    #[error("{what} {id:?} not found")]
+    NotFound { what: &'static str, id: String },
+    /// A row with this id exists already, so it cannot be created again.
+    #[error("{what} {id:?} already exists")]
+    AlreadyExists { what: &'static str, id: String },
+    /// An id or key the store refuses: empty, too long, or with characters outside its alphabet.
+    /// `id` is cut to its first 64 characters, so that a huge input does not make a huge message.
+    #[error("{what} {id:?} is refused: {reason}")]
+    InvalidId {
+        what: &'static str,
+        id: String,
+        reason: &'static str,
+    },
+    /// An input larger than its stated bound (a title, a message, a view, a batch of settings).
+    #[error("{what} is {size} {unit} long; at most {size_max} are allowed")]
+    TooLarge {
+        what: &'static str,
+        size: usize,
+        size_max: usize,
+        /// `characters`, `bytes` or `entries`.
+        unit: &'static str,
+    },
+    /// A table already holds the most rows it may, in one session or in all.
+    #[error("{what} reached the most rows allowed ({rows_max})")]
+    RowsMaxReached { what: &'static str, rows_max: u64 },
     /// The audit writer's thread or its runtime could not be started.
     #[error("cannot start the audit writer: {0}")]
     WriterStart(#[source] std::io::Error),

@@ -1,21 +1,48 @@
 //! imurun's persistence: one SQLite database through `sqlx`, with embedded migrations.
 //!
 //! [`Store`] opens (and creates, and migrates) the database; each table's queries live in a module
-//! of their own. The audit log is the first table: [`AuditWriter`] implements
-//! [`imurun_core::AuditSink`] and commits records in batches off the caller's path. Sessions,
-//! transcripts, turn views, settings and Keep state join as further tables and modules.
+//! of their own, as `impl Store` blocks:
 //!
-//! The queries are written to run unchanged on PostgreSQL (`$n` placeholders, portable types), so
-//! that Keep hosts can move there; only the migrations' DDL is per dialect.
+//! - the audit log: [`AuditWriter`] implements [`imurun_core::AuditSink`] and commits records in
+//!   batches off the caller's path; [`Store::recent_audit`] reads them back;
+//! - sessions (`sessions.rs`): create, list newest first, get, rename, delete with everything in
+//!   them;
+//! - transcripts (`transcripts.rs`): each session's prompts and final answers in order; an append
+//!   is committed and synced when it returns;
+//! - turn views (`turns.rs`): one row per turn with its status and the UI's JSON view of it, and
+//!   [`Store::mark_interrupted_turns`] for the turns a crash left running;
+//! - settings (`settings.rs`): keys with JSON values, written one at a time or all in one
+//!   transaction.
+//!
+//! Every input has a stated bound (the `*_MAX` constants) and is checked before it reaches a
+//! query; a refused input is a [`StoreError`], never a panic. The store stamps every time itself,
+//! in milliseconds since the Unix epoch. Keep state joins as a further table and module.
+//!
+//! The queries are written to run unchanged on PostgreSQL (`$n` placeholders, portable types,
+//! `RETURNING` and `ON CONFLICT`, which both dialects have), so that Keep hosts can move there;
+//! only the migrations' DDL is per dialect.
 //!
 //! This crate knows nothing of HTTP, agents or policy: it stores what it is given.
 
 mod audit;
 mod audit_writer;
+mod bounds;
+mod clock;
 mod error;
+mod sessions;
+mod settings;
 mod store;
+mod transcripts;
+mod turns;
 
 pub use audit::{AUDIT_READ_ROWS_MAX, AuditRow};
 pub use audit_writer::{AuditStats, AuditWriter, AuditWriterOptions};
+pub use bounds::ID_CHARS_MAX;
 pub use error::StoreError;
+pub use sessions::{SESSION_LIST_ROWS_MAX, SESSION_TITLE_CHARS_MAX, Session};
+pub use settings::{SETTING_VALUE_BYTES_MAX, SETTINGS_MAX, SETTINGS_WRITE_ENTRIES_MAX};
 pub use store::Store;
+pub use transcripts::{
+    MESSAGE_CONTENT_BYTES_MAX, Message, Role, TRANSCRIPT_MESSAGES_MAX, TRANSCRIPT_READ_ROWS_MAX,
+};
+pub use turns::{TURN_LIST_ROWS_MAX, TURN_PROMPT_BYTES_MAX, TURN_VIEW_BYTES_MAX, Turn, TurnStatus};

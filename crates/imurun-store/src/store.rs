@@ -44,7 +44,8 @@ const IN_MEMORY_NAME: &str = ":memory:";
 
 /// The database: a pool of connections to one SQLite file (or one in-memory database), migrated to
 /// the current schema. Cloning is cheap and shares the pool. Tables get their queries in their own
-/// modules (`audit.rs` now; sessions, transcripts and settings next) as `impl Store` blocks.
+/// modules (`audit.rs`, `sessions.rs`, `transcripts.rs`, `turns.rs`, `settings.rs`) as
+/// `impl Store` blocks.
 #[derive(Debug, Clone)]
 pub struct Store {
     pool: SqlitePool,
@@ -142,8 +143,8 @@ impl Store {
 fn with_shared_settings(options: SqliteConnectOptions) -> SqliteConnectOptions {
     options
         .busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
-        // SQLite leaves foreign keys off for backward compatibility; the session tables to come
-        // rely on them, and PostgreSQL always enforces them.
+        // SQLite leaves foreign keys off for backward compatibility; deleting a session relies on
+        // them to delete its transcript and turns, and PostgreSQL always enforces them.
         .foreign_keys(true)
         .thread_name(|number| format!("imurun-sqlite-{number}"))
 }

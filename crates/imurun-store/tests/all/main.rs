@@ -5,6 +5,15 @@ mod backpressure;
 // Kills a child process with SIGKILL and checks how it died: Unix only, like imurun itself.
 #[cfg(unix)]
 mod durability;
+mod limits;
 mod migrations;
+mod reopen;
 mod round_trip;
+mod sessions;
+mod settings;
 mod support;
+// Kills a child process with SIGKILL, like `durability`.
+#[cfg(unix)]
+mod transcript_durability;
+mod transcripts;
+mod turns;

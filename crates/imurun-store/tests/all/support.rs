@@ -47,3 +47,29 @@ pub(crate) fn check_row(row: &AuditRow, record: &AuditRecord) {
     );
     assert_eq!(got, expected, "row {}", row.id);
 }
+
+/// A store in a file of a fresh temporary folder, with the store's real settings. Keep the folder
+/// alive as long as the store.
+pub(crate) async fn file_store() -> (tempfile::TempDir, std::path::PathBuf, imurun_store::Store) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("imurun.db");
+    let store = imurun_store::Store::open(&path).await.expect("open");
+    (dir, path, store)
+}
+
+/// Runs one statement on the database file behind the store's back: to count rows the API does
+/// not count, or to plant rows the API would refuse.
+pub(crate) async fn raw_scalar(path: &std::path::Path, sql: &'static str) -> i64 {
+    use sqlx::Connection;
+    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
+    let mut connection = sqlx::sqlite::SqliteConnection::connect_with(&options)
+        .await
+        .expect("connect");
+    let value = sqlx::query_scalar(sql)
+        .fetch_optional(&mut connection)
+        .await
+        .expect(sql)
+        .unwrap_or(0);
+    connection.close().await.expect("close");
+    value
+}
