@@ -1,0 +1,10 @@
+//! The integration tests of imurun-server, in one binary to keep link times down. The modules
+//! live in `tests/all/`, where cargo does not mistake them for test binaries of their own.
+
+mod backpressure;
+mod filter;
+mod has_subscriber;
+mod ordering;
+mod replay;
+mod sse_wire;
+mod support;
