@@ -17,6 +17,11 @@
 //! - `{"type":"stream.lagged","missed_from":a,"queue_events_max":q}`: the client did not keep up
 //!   and its queue of `q` events was full when event `a` came. It is the last message of the
 //!   subscription; reconnecting with the last id received replays what is still buffered.
+//!
+//! Besides subscribers, the server itself can [`EventHub::observe`] events: an observer is a
+//! callback run at publish time, in order, and it is not a client — it never counts for
+//! [`EventSink::has_subscriber`], so watching a turn's tool calls cannot make an approval wait
+//! for a person nobody shows the card to.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -85,6 +90,39 @@ pub struct EventRecord {
     json: String,
 }
 
+/// A callback that sees each event the moment it is published, in id order.
+///
+/// It runs while the hub holds its lock, so it must be short and must not publish to or
+/// subscribe to the hub (that would deadlock); recording into a mutex of its own is the use.
+pub type Observer = Arc<dyn Fn(&EventRecord) + Send + Sync>;
+
+/// Keeps an observer registered; dropping it removes the observer at once.
+#[must_use = "the observer is removed when this guard is dropped"]
+pub struct ObserverGuard {
+    observer_id: u64,
+    hub: Weak<Inner>,
+}
+
+impl std::fmt::Debug for ObserverGuard {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ObserverGuard")
+            .field("observer_id", &self.observer_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Drop for ObserverGuard {
+    fn drop(&mut self) {
+        if let Some(hub) = self.hub.upgrade() {
+            let mut state = hub.lock();
+            state
+                .observers
+                .retain(|observer| observer.id != self.observer_id);
+        }
+    }
+}
+
 /// The events one subscriber receives: first the replayed ones (after a gap or reset notice if
 /// there is one), then live ones, in id order with no gap and no duplicate.
 ///
@@ -112,6 +150,7 @@ impl EventHub {
                     buffer: VecDeque::new(),
                     subscribers: Vec::new(),
                     next_subscriber_id: 1,
+                    observers: Vec::new(),
                 }),
             }),
         }
@@ -156,6 +195,11 @@ impl EventHub {
             json: Value::Object(fields).to_string(),
         });
         state.remember(&record, buffer_events_max);
+        for observer in &state.observers {
+            if passes(observer.filter.as_deref(), record.session_id()) {
+                (observer.observer)(&record);
+            }
+        }
         state
             .subscribers
             .retain(|subscriber| subscriber.offer(&record, queue_events_max));
@@ -191,6 +235,27 @@ impl EventHub {
             backlog,
             live,
             subscriber_id,
+            hub: Arc::downgrade(&self.inner),
+        }
+    }
+
+    /// Runs `observer` on every event published from now on for session `filter` (and the
+    /// session-less ones), or on every event when `filter` is `None`, until the guard is
+    /// dropped. Observers are not subscribers: `has_subscriber` and `subscriber_count` ignore
+    /// them. See [`Observer`] for what the callback may do.
+    pub fn observe(&self, filter: Option<String>, observer: Observer) -> ObserverGuard {
+        let mut state = self.inner.lock();
+        // Observers and subscribers share one id counter; the ids only need to be unique.
+        let observer_id = state.next_subscriber_id;
+        state.next_subscriber_id += 1;
+        state.observers.push(ObserverEntry {
+            id: observer_id,
+            filter,
+            observer,
+        });
+        drop(state);
+        ObserverGuard {
+            observer_id,
             hub: Arc::downgrade(&self.inner),
         }
     }
@@ -334,6 +399,23 @@ struct State {
     buffer: VecDeque<Arc<EventRecord>>,
     subscribers: Vec<Subscriber>,
     next_subscriber_id: u64,
+    observers: Vec<ObserverEntry>,
+}
+
+struct ObserverEntry {
+    id: u64,
+    filter: Option<String>,
+    observer: Observer,
+}
+
+impl std::fmt::Debug for ObserverEntry {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("ObserverEntry")
+            .field("id", &self.id)
+            .field("filter", &self.filter)
+            .finish_non_exhaustive()
+    }
 }
 
 #[derive(Debug)]

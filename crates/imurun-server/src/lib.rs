@@ -1,15 +1,80 @@
 //! imurun's HTTP server: the only crate that knows HTTP.
 //!
-//! For now it holds the live event hub ([`hub`]), which numbers the events of the agent layer,
-//! keeps the latest for replay and fans them out without waiting for slow clients, and the SSE
-//! endpoint ([`sse`]) that streams them to the page. The router, wire types and the one
-//! `ApiError` join them here.
+//! - [`hub`]: the live event hub, which numbers the events of the agent layer, keeps the
+//!   latest for replay and fans them out without waiting for slow clients;
+//! - [`sse`]: the SSE endpoint's wire format;
+//! - [`routes`](router): the API, one file per route group, with request and response bodies
+//!   in [`wire`] and every error as one [`ApiError`];
+//! - turn tasks: a prompt starts a turn on a task of its own, whose events are recorded into
+//!   the turn's view and whose prompt and answers go into the transcript.
+//!
+//! The binary builds a [`ServerState`] from [`ServerParts`] and calls [`serve`]:
+//!
+//! ```text
+//! let hub = EventHub::default();
+//! let executor = Arc::new(ToolExecutor::new(registry, workspace, settings, Arc::new(hub.clone()), audit));
+//! let model = ModelSlot::new();            // keep a clone; set_loading / set_ready / set_failed
+//! let state = ServerState::new(ServerParts { store, executor, hub, model: model.clone(),
+//!                                            agent_config, options: ServerOptions::default() });
+//! serve(listener, state, shutdown_signal).await?;
+//! ```
 
+mod error;
 pub mod hub;
+mod routes;
 pub mod sse;
+mod state;
+mod turns;
+pub mod wire;
 
+use std::future::Future;
+
+use tokio::net::TcpListener;
+
+pub use error::{ApiError, ApiJson};
 pub use hub::{
-    BUFFER_EVENTS_MAX_DEFAULT, EventHub, EventRecord, HubConfig, HubError,
+    BUFFER_EVENTS_MAX_DEFAULT, EventHub, EventRecord, HubConfig, HubError, Observer, ObserverGuard,
     QUEUE_EVENTS_MAX_DEFAULT, Subscription,
 };
+pub use routes::{APPROVAL_TIMEOUT_KEY, router};
 pub use sse::{HEARTBEAT_INTERVAL_DEFAULT, StreamQuery, last_event_id, sse_message, sse_response};
+pub use state::{
+    APPROVAL_TIMEOUT_S_MAX, AppState, BODY_BYTES_MAX_DEFAULT, ModelSlot, ModelStatus,
+    PERSONA_CHARS_MAX, PROMPT_CHARS_MAX, STOP_WAIT_DEFAULT, ServerOptions, ServerParts,
+    ServerState,
+};
+
+/// The approval timeout a person saved with `POST /api/permissions`, if any. The executor's
+/// timeout is fixed when it is built, so the binary reads this at start and passes it to
+/// `ToolExecutor::with_approval_timeout`; a value out of range counts as none.
+pub async fn saved_approval_timeout(
+    store: &imurun_store::Store,
+) -> Result<Option<std::time::Duration>, imurun_store::StoreError> {
+    let seconds = store
+        .get_setting(APPROVAL_TIMEOUT_KEY)
+        .await?
+        .and_then(|value| value.as_u64())
+        .filter(|seconds| (1..=APPROVAL_TIMEOUT_S_MAX).contains(seconds));
+    Ok(seconds.map(std::time::Duration::from_secs))
+}
+
+/// Runs the API on `listener` until `shutdown` completes.
+///
+/// Before the first request it runs [`ServerState::start_up`] (turns a previous process left
+/// running become `interrupted`; saved settings are applied). When `shutdown` completes, every
+/// running turn is stopped and every SSE stream ends, then the server waits for the requests
+/// in flight. Fails only if start-up cannot read the store or the listener fails.
+pub async fn serve(
+    listener: TcpListener,
+    state: ServerState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    state.start_up().await.map_err(std::io::Error::other)?;
+    let app = router(state.clone());
+    axum::serve(listener, app)
+        .with_graceful_shutdown(async move {
+            shutdown.await;
+            state.begin_shutdown();
+        })
+        .await
+}

@@ -1,6 +1,9 @@
 //! The integration tests of imurun-server, in one binary to keep link times down. The modules
 //! live in `tests/all/`, where cargo does not mistake them for test binaries of their own.
 
+mod api_routes;
+mod api_support;
+mod api_turns;
 mod backpressure;
 mod filter;
 mod has_subscriber;

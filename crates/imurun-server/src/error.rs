@@ -1,0 +1,170 @@
+//! The one place errors become HTTP responses: [`ApiError`], and [`ApiJson`], the JSON body
+//! extractor whose rejections take the same shape.
+//!
+//! Every error body is `{"error": {"code": "<code>", "message": "<a sentence for a person>"}}` with the
+//! status that fits; a few carry more fields (`status` on `model_not_loaded`, `decision` and
+//! `reason` on a refused tool run). A 500 never shows internals: the store's message stays in
+//! the server, and the client is told that something failed on the server's side.
+
+use axum::Json;
+use axum::extract::rejection::JsonRejection;
+use axum::extract::{FromRequest, Request};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use imurun_store::StoreError;
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value};
+
+/// An error answer of the API: a status, a stable machine code, a human sentence, and
+/// optional extra fields.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApiError {
+    status: StatusCode,
+    code: &'static str,
+    message: String,
+    extra: Map<String, Value>,
+}
+
+impl ApiError {
+    /// An error with this status, code and message.
+    pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        ApiError {
+            status,
+            code,
+            message: message.into(),
+            extra: Map::new(),
+        }
+    }
+
+    /// 400 `bad_request`: the body or a parameter is wrong; `message` says how.
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::BAD_REQUEST, "bad_request", message)
+    }
+
+    /// 404 `not_found`.
+    pub fn not_found(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::NOT_FOUND, "not_found", message)
+    }
+
+    /// 409 `conflict`: the request clashes with the current state.
+    pub fn conflict(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::CONFLICT, "conflict", message)
+    }
+
+    /// 413 `too_large`: a body or a field is past its stated bound.
+    pub fn too_large(message: impl Into<String>) -> Self {
+        ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "too_large", message)
+    }
+
+    /// 500 `internal`: the message is generic on purpose; details stay on the server.
+    pub fn internal() -> Self {
+        ApiError::new(
+            StatusCode::INTERNAL_SERVER_ERROR,
+            "internal",
+            "the server could not complete the request; try again, and check the server's log \
+             if it keeps failing",
+        )
+    }
+
+    /// Adds a field to the body beside `error`.
+    pub fn with_field(mut self, key: &str, value: impl Into<Value>) -> Self {
+        self.extra.insert(key.to_owned(), value.into());
+        self
+    }
+
+    /// The HTTP status.
+    pub fn status(&self) -> StatusCode {
+        self.status
+    }
+
+    /// The machine code in `error.code`.
+    pub fn code(&self) -> &'static str {
+        self.code
+    }
+
+    /// The human sentence in the `message` field.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let mut error = Map::new();
+        error.insert("code".to_owned(), Value::from(self.code));
+        error.insert("message".to_owned(), Value::from(self.message));
+        let mut body = Map::new();
+        body.insert("error".to_owned(), Value::Object(error));
+        body.extend(self.extra);
+        (self.status, Json(Value::Object(body))).into_response()
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(error: StoreError) -> Self {
+        match &error {
+            StoreError::NotFound { .. } => ApiError::not_found(error.to_string()),
+            StoreError::AlreadyExists { .. } => ApiError::conflict(error.to_string()),
+            StoreError::InvalidId { .. } => ApiError::bad_request(error.to_string()),
+            StoreError::TooLarge { .. } => ApiError::too_large(error.to_string()),
+            StoreError::RowsMaxReached { .. } => ApiError::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "store_full",
+                error.to_string(),
+            ),
+            // Queries, I/O, decoding: internals that mean nothing to the client and may name
+            // paths on this machine.
+            _ => ApiError::internal(),
+        }
+    }
+}
+
+impl From<JsonRejection> for ApiError {
+    fn from(rejection: JsonRejection) -> Self {
+        let status = rejection.status();
+        let text = rejection.body_text();
+        match status {
+            StatusCode::PAYLOAD_TOO_LARGE => ApiError::too_large(format!(
+                "the request body is larger than this route accepts: {text}"
+            )),
+            StatusCode::UNSUPPORTED_MEDIA_TYPE => ApiError::new(
+                status,
+                "unsupported_media_type",
+                "send the body as JSON with the header `Content-Type: application/json`",
+            ),
+            // Serde's message says where and what: "missing field `prompt` at line 1 column 2".
+            _ => ApiError::bad_request(text),
+        }
+    }
+}
+
+/// A JSON body, like [`axum::Json`], whose rejections are [`ApiError`]s in the API's shape.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct ApiJson<T>(pub T);
+
+impl<T, S> FromRequest<S> for ApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let Json(value) = Json::<T>::from_request(request, state).await?;
+        Ok(ApiJson(value))
+    }
+}
+
+/// The answer of a route that has no such path: 404 in the API's shape.
+pub(crate) async fn no_such_route() -> ApiError {
+    ApiError::not_found("no route has this path; see GET /api/health for a start")
+}
+
+/// The answer of a route that exists but not for this method: 405 in the API's shape.
+pub(crate) async fn method_not_allowed() -> ApiError {
+    ApiError::new(
+        StatusCode::METHOD_NOT_ALLOWED,
+        "method_not_allowed",
+        "this route does not accept this method",
+    )
+}

@@ -1,0 +1,32 @@
+//! `GET /api/health` and `GET /api/model`.
+
+use axum::Json;
+use axum::extract::State;
+
+use crate::state::{ModelStatus, ServerState};
+use crate::wire::{Health, ModelInfo};
+
+/// `GET /api/health` → 200 `{"status": "ok", "version"}`. Answers while the model loads.
+pub(super) async fn health(State(state): State<ServerState>) -> Json<Health> {
+    Json(Health {
+        status: "ok".to_owned(),
+        version: state.options().version.clone(),
+    })
+}
+
+/// `GET /api/model` → 200 `{status, name, context_limit, message?}`; `status` is `none`,
+/// `loading`, `ready` or `failed` (with `message`).
+pub(super) async fn model(State(state): State<ServerState>) -> Json<ModelInfo> {
+    let status = state.model().status();
+    let model = state.model().model();
+    let message = match &status {
+        ModelStatus::Failed { message } => Some(message.clone()),
+        _ => None,
+    };
+    Json(ModelInfo {
+        status: status.as_str().to_owned(),
+        name: model.as_ref().map(|model| model.name().to_owned()),
+        context_limit: model.as_ref().map(|model| model.context_limit()),
+        message,
+    })
+}

@@ -1,0 +1,231 @@
+//! Sessions, their prompts and turns, the Stop button and the kill switch.
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use imurun_store::{SESSION_LIST_ROWS_MAX, Session, TRANSCRIPT_READ_ROWS_MAX, TURN_LIST_ROWS_MAX};
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiJson};
+use crate::routes::settings::revoke;
+use crate::state::{ServerState, lock};
+use crate::turns::{check_prompt, live_view, submit_prompt, turn_view};
+use crate::wire::{
+    KillSwitch, PromptAccepted, PromptRequest, SessionCreate, SessionDeleted, SessionDetail,
+    SessionInfo, SessionList, SessionUpdate, Stopped, TranscriptMessage, TurnList, TurnView,
+};
+
+/// `POST /api/sessions` `{title?}` (the body may be empty) → 201 the session. Publishes a
+/// global `session.created` event `{session_id, session}`.
+pub(super) async fn create(
+    State(state): State<ServerState>,
+    body: Bytes,
+) -> Result<(StatusCode, Json<SessionInfo>), ApiError> {
+    let request: SessionCreate = if body.iter().all(u8::is_ascii_whitespace) {
+        SessionCreate::default()
+    } else {
+        serde_json::from_slice(&body).map_err(|error| ApiError::bad_request(error.to_string()))?
+    };
+    let session = state
+        .store()
+        .create_session(None, request.title.as_deref())
+        .await?;
+    let session = session_info(session);
+    publish_session_event(&state, "session.created", &session.id, Some(&session));
+    Ok((StatusCode::CREATED, Json(session)))
+}
+
+/// `GET /api/sessions` → 200 `{"sessions": [...]}`, most recently updated first (at most 1000).
+pub(super) async fn list(State(state): State<ServerState>) -> Result<Json<SessionList>, ApiError> {
+    let sessions = state.store().list_sessions(SESSION_LIST_ROWS_MAX).await?;
+    Ok(Json(SessionList {
+        sessions: sessions.into_iter().map(session_info).collect(),
+    }))
+}
+
+/// `GET /api/sessions/{id}` → 200 `{session, transcript, running_turn_id}`; 404.
+pub(super) async fn detail(
+    State(state): State<ServerState>,
+    Path(id): Path<String>,
+) -> Result<Json<SessionDetail>, ApiError> {
+    let session = state.store().get_session(&id).await?;
+    let transcript = state
+        .store()
+        .transcript(&id, 0, TRANSCRIPT_READ_ROWS_MAX)
+        .await?
+        .into_iter()
+        .map(|message| TranscriptMessage {
+            seq: message.seq,
+            role: message.role.as_str().to_owned(),
+            content: message.content,
+            created_at_ms: message.created_at_ms,
+        })
+        .collect();
+    Ok(Json(SessionDetail {
+        session: session_info(session),
+        transcript,
+        running_turn_id: state.running_turn_id(&id),
+    }))
+}
+
+/// `PATCH /api/sessions/{id}` `{title}` (`null` clears it) → 200 the session; 404. Publishes
+/// a global `session.updated` event `{session_id, session}`.
+pub(super) async fn rename(
+    State(state): State<ServerState>,
+    Path(id): Path<String>,
+    ApiJson(update): ApiJson<SessionUpdate>,
+) -> Result<Json<SessionInfo>, ApiError> {
+    let session = state
+        .store()
+        .rename_session(&id, update.title.as_deref())
+        .await?;
+    let session = session_info(session);
+    publish_session_event(&state, "session.updated", &session.id, Some(&session));
+    Ok(Json(session))
+}
+
+/// `DELETE /api/sessions/{id}` → 200 `{deleted: true, stopped_turn}`; 404. A running turn is
+/// stopped first and waited for (bounded); the session's grants are forgotten. Publishes a
+/// global `session.deleted` event `{session_id}`.
+pub(super) async fn remove(
+    State(state): State<ServerState>,
+    Path(id): Path<String>,
+) -> Result<Json<SessionDeleted>, ApiError> {
+    state.store().get_session(&id).await?;
+    let running = {
+        let turns = lock(&state.inner.turns);
+        turns.get(&id).map(|turn| {
+            turn.stop.stop();
+            turn.ended.clone()
+        })
+    };
+    let stopped_turn = running.is_some();
+    if let Some(mut ended) = running {
+        // Bounded: a turn that does not end in time is deleted under; its last writes then
+        // fail on the missing session, which it tolerates.
+        let _ =
+            tokio::time::timeout(state.options().stop_wait, ended.wait_for(|ended| *ended)).await;
+    }
+    state.store().delete_session(&id).await?;
+    revoke(&state, Some(&id));
+    publish_session_event(&state, "session.deleted", &id, None);
+    Ok(Json(SessionDeleted {
+        deleted: true,
+        stopped_turn,
+    }))
+}
+
+/// `POST /api/sessions/{id}/prompts` `{prompt}` → 202 `{turn_id, queued}`.
+///
+/// With no turn running, a turn starts on its own task (`queued: false`); it publishes
+/// `turn.start` `{session_id, turn_id, prompt}`, then the loop's events (each with `turn_id`),
+/// and ends with `turn.end`. With a turn running, the prompt waits in its queue and is handed
+/// to the model at the next answer boundary (`prompt.delivered`), `queued: true`; a prompt
+/// left in the queue when the turn ends starts the next turn. Errors: 400 empty prompt, 413
+/// over 32 000 characters, 404 unknown session, 429 the queue is full, 503 no model.
+pub(super) async fn prompt(
+    State(state): State<ServerState>,
+    Path(id): Path<String>,
+    ApiJson(request): ApiJson<PromptRequest>,
+) -> Result<(StatusCode, Json<PromptAccepted>), ApiError> {
+    check_prompt(&request.prompt)?;
+    let accepted = submit_prompt(&state, &id, request.prompt).await?;
+    Ok((StatusCode::ACCEPTED, Json(accepted)))
+}
+
+/// `POST /api/sessions/{id}/stop` → 200 `{stopped}`: whether a turn was running and was told
+/// to stop. An approval the turn waits on is denied (`tool.denied`, reason `stopped`).
+pub(super) async fn stop(
+    State(state): State<ServerState>,
+    Path(id): Path<String>,
+) -> Json<Stopped> {
+    let stopped = lock(&state.inner.turns)
+        .get(&id)
+        .map(|turn| turn.stop.stop())
+        .is_some();
+    Json(Stopped { stopped })
+}
+
+/// `POST /api/stop`, the kill switch → 200 `{stopped, approvals_denied}`: every running turn
+/// is told to stop and every pending approval is denied.
+pub(super) async fn kill_switch(State(state): State<ServerState>) -> Json<KillSwitch> {
+    let stopped = {
+        let turns = lock(&state.inner.turns);
+        for turn in turns.values() {
+            turn.stop.stop();
+        }
+        turns.len()
+    };
+    let approvals = state.executor().approvals();
+    let approvals_denied = approvals
+        .pending()
+        .into_iter()
+        .filter(|card| approvals.decide(&card.approval_id, false, false).is_ok())
+        .count();
+    state
+        .hub()
+        .publish_value(
+            None,
+            json!({"type": "stop.all", "stopped": stopped, "approvals_denied": approvals_denied}),
+        )
+        .ok();
+    Json(KillSwitch {
+        stopped,
+        approvals_denied,
+    })
+}
+
+/// `GET /api/sessions/{id}/turns` → 200 `{"turns": [...]}`, the last 1000, oldest first; 404.
+pub(super) async fn turns(
+    State(state): State<ServerState>,
+    Path(id): Path<String>,
+) -> Result<Json<TurnList>, ApiError> {
+    let turns = state.store().list_turns(&id, TURN_LIST_ROWS_MAX).await?;
+    let turns = turns
+        .into_iter()
+        .map(|turn| {
+            let live = live_view(&state, &id, &turn.turn_id);
+            turn_view(turn, live)
+        })
+        .collect();
+    Ok(Json(TurnList { turns }))
+}
+
+/// `GET /api/sessions/{id}/turns/{turn_id}` → 200 the turn view `{turn_id, session_id, prompt,
+/// status, started_at_ms, ended_at_ms, answer, error?, steps, tool_calls, skills,
+/// delivered_prompts}`; 404.
+pub(super) async fn turn(
+    State(state): State<ServerState>,
+    Path((id, turn_id)): Path<(String, String)>,
+) -> Result<Json<TurnView>, ApiError> {
+    let turn = state.store().get_turn(&id, &turn_id).await?;
+    let live = live_view(&state, &id, &turn_id);
+    Ok(Json(turn_view(turn, live)))
+}
+
+fn session_info(session: Session) -> SessionInfo {
+    SessionInfo {
+        id: session.id,
+        title: session.title,
+        created_at_ms: session.created_at_ms,
+        updated_at_ms: session.updated_at_ms,
+    }
+}
+
+/// Session events are global: a page's session list must hear of sessions it is not watching.
+fn publish_session_event(
+    state: &ServerState,
+    event_type: &str,
+    session_id: &str,
+    session: Option<&SessionInfo>,
+) {
+    let mut event = json!({"type": event_type, "session_id": session_id});
+    if let (Some(session), Value::Object(fields)) = (session, &mut event) {
+        fields.insert(
+            "session".to_owned(),
+            serde_json::to_value(session).unwrap_or(Value::Null),
+        );
+    }
+    state.hub().publish_value(None, event).ok();
+}

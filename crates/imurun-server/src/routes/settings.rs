@@ -1,0 +1,239 @@
+//! Settings a person changes while the server runs: permissions, the agent, and the
+//! remembered approvals ("grants").
+//!
+//! Permissions and agent settings are applied at once and saved as `permissions.*` and
+//! `agent.*` settings in the store, which `ServerState::start_up` reads back. Grants live in
+//! memory only, by design: a restart forgets them.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use imurun_agent::MAX_STEPS_CAP;
+use serde_json::{Value, json};
+
+use crate::error::{ApiError, ApiJson};
+use crate::state::{APPROVAL_TIMEOUT_S_MAX, PERSONA_CHARS_MAX, ServerState, lock};
+use crate::wire::{
+    AgentSettings, AgentSettingsUpdate, GrantList, GrantsRevoked, PermissionToggles, Permissions,
+    PermissionsUpdate, SessionGrants,
+};
+
+/// The saved approval timeout, in seconds, when one was saved.
+pub const APPROVAL_TIMEOUT_KEY: &str = "permissions.approvalTimeout";
+
+/// `GET /api/permissions` → 200 `{mode, toggles: {readFiles, writeFiles, runShell, network},
+/// approvalTimeout, approvalTimeoutInForce, workspaceRoot}`.
+pub(super) async fn permissions(
+    State(state): State<ServerState>,
+) -> Result<Json<Permissions>, ApiError> {
+    Ok(Json(current_permissions(&state).await?))
+}
+
+/// `POST /api/permissions` with any of `mode`, `toggles`, `approvalTimeout` (seconds,
+/// 1..=3600) → 200 with the permissions as they are now. The mode and toggles apply to the
+/// next call; the approval timeout is saved and applies from the next start. Publishes a
+/// global `permissions` event with the same body. 400 for an unknown mode, a timeout out of
+/// range, an unknown field, or `workspaceRoot` (read-only while the server runs).
+pub(super) async fn set_permissions(
+    State(state): State<ServerState>,
+    ApiJson(update): ApiJson<PermissionsUpdate>,
+) -> Result<Json<Permissions>, ApiError> {
+    if update.workspace_root.is_some() {
+        return Err(ApiError::bad_request(
+            "workspaceRoot cannot change while the server runs: set it in the configuration \
+             and restart the server",
+        ));
+    }
+    let mut settings = state.executor().settings();
+    if let Some(mode) = &update.mode {
+        settings.mode = parse_or_bad_request(mode)?;
+    }
+    if let Some(toggles) = update.toggles {
+        let current = &mut settings.toggles;
+        current.read_files = toggles.read_files.unwrap_or(current.read_files);
+        current.write_files = toggles.write_files.unwrap_or(current.write_files);
+        current.run_shell = toggles.run_shell.unwrap_or(current.run_shell);
+        current.network = toggles.network.unwrap_or(current.network);
+    }
+    if let Some(seconds) = update.approval_timeout
+        && !(1..=APPROVAL_TIMEOUT_S_MAX).contains(&seconds)
+    {
+        return Err(ApiError::bad_request(format!(
+            "approvalTimeout is {seconds} seconds; it must be 1 to {APPROVAL_TIMEOUT_S_MAX}"
+        )));
+    }
+    let mut entries = vec![
+        ("permissions.mode", json!(settings.mode.as_str())),
+        ("permissions.readFiles", json!(settings.toggles.read_files)),
+        (
+            "permissions.writeFiles",
+            json!(settings.toggles.write_files),
+        ),
+        ("permissions.runShell", json!(settings.toggles.run_shell)),
+        ("permissions.network", json!(settings.toggles.network)),
+    ];
+    if let Some(seconds) = update.approval_timeout {
+        entries.push((APPROVAL_TIMEOUT_KEY, json!(seconds)));
+    }
+    state
+        .store()
+        .set_settings(entries.iter().map(|(key, value)| (*key, value)))
+        .await?;
+    state.executor().set_settings(settings);
+    let now = current_permissions(&state).await?;
+    if let Ok(Value::Object(mut event)) = serde_json::to_value(&now) {
+        event.insert("type".to_owned(), Value::from("permissions"));
+        state.hub().publish_value(None, Value::Object(event)).ok();
+    }
+    Ok(Json(now))
+}
+
+/// `text` parsed as a `T`, or a 400 with the parser's own message. Generic so that the policy's
+/// `Mode` is reached through the executor's settings without naming its crate.
+fn parse_or_bad_request<T>(text: &str) -> Result<T, ApiError>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    text.parse()
+        .map_err(|error: T::Err| ApiError::bad_request(error.to_string()))
+}
+
+async fn current_permissions(state: &ServerState) -> Result<Permissions, ApiError> {
+    let settings = state.executor().settings();
+    let in_force_s = state.executor().approvals().approval_timeout().as_secs();
+    let saved_s = state
+        .store()
+        .get_setting(APPROVAL_TIMEOUT_KEY)
+        .await?
+        .and_then(|value| value.as_u64());
+    Ok(Permissions {
+        mode: settings.mode.as_str().to_owned(),
+        toggles: PermissionToggles {
+            read_files: settings.toggles.read_files,
+            write_files: settings.toggles.write_files,
+            run_shell: settings.toggles.run_shell,
+            network: settings.toggles.network,
+        },
+        approval_timeout: saved_s.unwrap_or(in_force_s),
+        approval_timeout_in_force: in_force_s,
+        workspace_root: state.executor().workspace().root().display().to_string(),
+    })
+}
+
+/// `GET /api/agent` → 200 `{maxSteps, persona, summariseHistory}`.
+pub(super) async fn agent(State(state): State<ServerState>) -> Json<AgentSettings> {
+    Json(agent_settings(&state))
+}
+
+/// `POST /api/agent` with any of `maxSteps` (1..=20), `persona` (at most 4000 characters),
+/// `summariseHistory` → 200 with the settings as they are now; they apply from the next turn
+/// and are saved as `agent.*`. 400 for a value out of range or an unknown field.
+pub(super) async fn set_agent(
+    State(state): State<ServerState>,
+    ApiJson(update): ApiJson<AgentSettingsUpdate>,
+) -> Result<Json<AgentSettings>, ApiError> {
+    let mut config = state.agent_config();
+    if let Some(max_steps) = update.max_steps {
+        if !(1..=MAX_STEPS_CAP).contains(&max_steps) {
+            return Err(ApiError::bad_request(format!(
+                "maxSteps is {max_steps}; it must be 1 to {MAX_STEPS_CAP}"
+            )));
+        }
+        config.max_steps = max_steps;
+    }
+    if let Some(persona) = update.persona {
+        let chars = persona.chars().count();
+        if chars > PERSONA_CHARS_MAX {
+            return Err(ApiError::bad_request(format!(
+                "the persona is {chars} characters long; at most {PERSONA_CHARS_MAX} are allowed"
+            )));
+        }
+        config.persona = persona;
+    }
+    if let Some(summarise) = update.summarise_history {
+        config.summarise_history = summarise;
+    }
+    let entries = [
+        ("agent.maxSteps", json!(config.max_steps)),
+        ("agent.persona", json!(config.persona)),
+        ("agent.summariseHistory", json!(config.summarise_history)),
+    ];
+    state
+        .store()
+        .set_settings(entries.iter().map(|(key, value)| (*key, value)))
+        .await?;
+    state.set_agent_config(config);
+    Ok(Json(agent_settings(&state)))
+}
+
+fn agent_settings(state: &ServerState) -> AgentSettings {
+    let config = state.agent_config();
+    AgentSettings {
+        max_steps: config.max_steps,
+        persona: config.persona,
+        summarise_history: config.summarise_history,
+    }
+}
+
+/// `GET /api/grants` → 200 `{"grants": [{session_id, tools: [name]}]}`: the tools each session
+/// runs without asking, until the server restarts.
+pub(super) async fn grants(State(state): State<ServerState>) -> Json<GrantList> {
+    let grants = lock(&state.inner.grants)
+        .iter()
+        .map(|(session_id, tools)| SessionGrants {
+            session_id: session_id.clone(),
+            tools: tools.iter().cloned().collect(),
+        })
+        .collect();
+    Json(GrantList { grants })
+}
+
+/// `DELETE /api/grants/{session_id}` → 200 `{"sessions": 0|1}`: that session asks again.
+pub(super) async fn revoke_grants(
+    State(state): State<ServerState>,
+    Path(session_id): Path<String>,
+) -> Json<GrantsRevoked> {
+    Json(GrantsRevoked {
+        sessions: revoke(&state, Some(&session_id)),
+    })
+}
+
+/// `DELETE /api/grants` → 200 `{"sessions": n}`: every session asks again.
+pub(super) async fn revoke_all_grants(State(state): State<ServerState>) -> Json<GrantsRevoked> {
+    Json(GrantsRevoked {
+        sessions: revoke(&state, None),
+    })
+}
+
+/// Forgets the grants of `session_id`, or of every session; returns how many had some.
+pub(crate) fn revoke(state: &ServerState, session_id: Option<&str>) -> usize {
+    let sessions: Vec<String> = {
+        let mut mirror = lock(&state.inner.grants);
+        match session_id {
+            Some(session_id) => mirror
+                .remove_entry(session_id)
+                .map(|(session_id, _)| session_id)
+                .into_iter()
+                .collect(),
+            None => std::mem::take(&mut *mirror).into_keys().collect(),
+        }
+    };
+    // The executor is told even for a session the mirror does not know: forgetting nothing is
+    // harmless, and a grant the mirror missed would still go.
+    if let Some(session_id) = session_id {
+        state.executor().forget_session(session_id);
+    }
+    for session in &sessions {
+        state.executor().forget_session(session);
+    }
+    if !sessions.is_empty() {
+        state
+            .hub()
+            .publish_value(
+                None,
+                json!({"type": "grants.revoked", "session_ids": sessions}),
+            )
+            .ok();
+    }
+    sessions.len()
+}

@@ -1,0 +1,158 @@
+//! The tool routes: the list, a manual run, and the approvals waiting for a person.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::StatusCode;
+use imurun_core::{Availability, StopFlag, ToolCall};
+use imurun_tools::{Caller, OnAsk, Outcome};
+
+use crate::error::{ApiError, ApiJson};
+use crate::state::ServerState;
+use crate::wire::{
+    ApprovalDecided, ApprovalDecision, ApprovalInfo, ApprovalList, ToolInfo, ToolList,
+    ToolRunRequest, ToolRunResult,
+};
+
+/// `GET /api/tools` → 200 `{"tools": [{name, description, parameters, category, available,
+/// unavailable_reason?, offered}]}`, every tool that can run.
+pub(super) async fn list(State(state): State<ServerState>) -> Json<ToolList> {
+    let registry = state.executor().registry();
+    let index = registry.index();
+    let tools = registry
+        .tools()
+        .map(|tool| {
+            let spec = tool.spec();
+            let (available, unavailable_reason) = match tool.available() {
+                Availability::Ready => (true, None),
+                Availability::Unavailable(reason) => (false, Some(reason)),
+            };
+            ToolInfo {
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                parameters: spec.parameters.clone(),
+                category: tool.category().as_str().to_owned(),
+                available,
+                unavailable_reason,
+                offered: index.get(&spec.name).is_some_and(|indexed| indexed.offered),
+            }
+        })
+        .collect();
+    Json(ToolList { tools })
+}
+
+/// `POST /api/tools/run` `{name, args, approved?, session_id?}`: a person runs a tool by hand,
+/// through the same executor and policy as the model.
+///
+/// - 200 `{ok, text, call_id}`: it ran (`ok` false when the tool failed);
+/// - 403 `{"error": "approval_required", "decision": "ask", "reason"}`: the policy asks; post
+///   again with `"approved": true` once the person agreed;
+/// - 403 `{"error": "denied", "decision": "deny", "reason"}`: the policy refuses;
+/// - 404 unknown tool; 400 arguments that do not fit the schema.
+pub(super) async fn run(
+    State(state): State<ServerState>,
+    ApiJson(request): ApiJson<ToolRunRequest>,
+) -> Result<Json<ToolRunResult>, ApiError> {
+    if state.executor().registry().resolve(&request.name).is_none() {
+        return Err(ApiError::not_found(format!(
+            "no tool is named `{}`; GET /api/tools lists them",
+            request.name.chars().take(64).collect::<String>()
+        )));
+    }
+    let on_ask = if request.approved == Some(true) {
+        OnAsk::Approved
+    } else {
+        OnAsk::Report
+    };
+    let caller = Caller::user(request.session_id, on_ask);
+    let call = ToolCall::new(request.name, request.args);
+    let execution = state.executor().execute(&call, &caller).await;
+    let reason = execution
+        .verdict
+        .as_ref()
+        .map(|verdict| verdict.reason.clone())
+        .unwrap_or_else(|| execution.output.text.clone());
+    match execution.outcome {
+        Outcome::Ok | Outcome::Failed => Ok(Json(ToolRunResult {
+            ok: execution.output.ok,
+            text: execution.output.text,
+            call_id: execution.call_id,
+        })),
+        Outcome::NeedsApproval => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "approval_required",
+            format!(
+                "`{}` needs a person's approval; post again with \"approved\": true",
+                execution.tool
+            ),
+        )
+        .with_field("decision", "ask")
+        .with_field("reason", reason)),
+        Outcome::Denied(_) | Outcome::NotAllowed => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            "denied",
+            format!("`{}` may not run: {reason}", execution.tool),
+        )
+        .with_field("decision", "deny")
+        .with_field("reason", reason)),
+        Outcome::UnknownTool => Err(ApiError::not_found(execution.output.text)),
+        Outcome::InvalidArguments => Err(ApiError::bad_request(execution.output.text)),
+    }
+}
+
+/// `GET /api/tools/approvals` → 200 `{"pending": [{id, call_id, tool, args, session_id,
+/// reason, deadline, rememberable, depth}]}`, soonest deadline first; `deadline` is in
+/// milliseconds since the Unix epoch.
+pub(super) async fn approvals(State(state): State<ServerState>) -> Json<ApprovalList> {
+    let executor = state.executor();
+    let pending = executor
+        .approvals()
+        .pending()
+        .into_iter()
+        .map(|card| {
+            // The reason is the policy's, decided again on the same facts; the card does not
+            // keep it.
+            let call = ToolCall::new(card.tool.clone(), card.args.clone());
+            let caller = Caller::model(card.session_id.clone(), StopFlag::new());
+            let reason = match executor.check(&call, &caller) {
+                Ok(checked) => checked.verdict.reason,
+                Err(error) => error.to_string(),
+            };
+            ApprovalInfo {
+                id: card.approval_id,
+                call_id: card.call_id,
+                tool: card.tool,
+                args: card.args,
+                session_id: card.session_id,
+                reason,
+                deadline: card.deadline_ms,
+                rememberable: card.rememberable,
+                depth: card.depth,
+            }
+        })
+        .collect();
+    Json(ApprovalList { pending })
+}
+
+/// `POST /api/tools/approvals/{id}` `{"approved": bool, "remember": bool}` → 200
+/// `{id, approved, remember}`; 404 when no approval waits under that id (answered, timed out,
+/// or its turn stopped).
+pub(super) async fn decide(
+    State(state): State<ServerState>,
+    Path(id): Path<String>,
+    ApiJson(decision): ApiJson<ApprovalDecision>,
+) -> Result<Json<ApprovalDecided>, ApiError> {
+    state
+        .executor()
+        .approvals()
+        .decide(&id, decision.approved, decision.remember)
+        .map_err(|_| {
+            ApiError::not_found(
+                "no approval waits under this id: it was answered, timed out, or its turn stopped",
+            )
+        })?;
+    Ok(Json(ApprovalDecided {
+        id,
+        approved: decision.approved,
+        remember: decision.remember,
+    }))
+}

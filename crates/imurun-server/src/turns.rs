@@ -1,0 +1,498 @@
+//! Turn tasks: a prompt starts a turn on a task of its own (or joins the running turn's
+//! queue); the turn's events are stamped with its id and recorded into its view; its prompt,
+//! answers and delivered prompts go into the transcript; and its view is persisted.
+//!
+//! Persistence follows the seed: the transcript keeps only prompts and final answers. The
+//! prompt is appended before the turn starts, so a crash mid-turn keeps it; the answers and
+//! the delivered queued prompts are appended when the turn ends. A panic inside the loop ends
+//! the turn as `error`; it never reaches the server.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use imurun_agent::{
+    AgentError, AgentLoop, HISTORY_MESSAGES_MAX, PromptQueue, TurnRequest, TurnResult,
+};
+use imurun_core::{Event, EventSink, Message, Model, Role, StopFlag, TurnStatus};
+use imurun_store::{Role as StoredRole, Turn, TurnStatus as StoredStatus};
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+use tokio::sync::watch;
+
+use crate::error::ApiError;
+use crate::hub::{EventHub, EventRecord, ObserverGuard};
+use crate::state::{PROMPT_CHARS_MAX, RunningTurn, ServerState, lock};
+use crate::wire::{PromptAccepted, StepInfo, ToolCallInfo, TurnView};
+
+/// The error message of a turn whose task panicked.
+const PANIC_MESSAGE: &str = "the turn failed unexpectedly inside the server; it was ended";
+
+/// Steps and tool calls a view records; past them the view stops growing. A turn has at most
+/// 20 steps of 3 calls, so this only binds if that changes.
+const VIEW_ENTRIES_MAX: usize = 256;
+
+/// What a turn's view holds beyond the turn row: the JSON stored in `turns.view`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub(crate) struct RecordedView {
+    pub(crate) answer: String,
+    pub(crate) error: Option<String>,
+    /// The loop's own end status (`done`, `max-steps`, ...), finer than the stored one.
+    pub(crate) end_status: Option<String>,
+    pub(crate) steps: Vec<StepInfo>,
+    pub(crate) tool_calls: Vec<ToolCallInfo>,
+    pub(crate) skills: Vec<String>,
+    pub(crate) delivered_prompts: Vec<String>,
+}
+
+/// The view of a running turn, shared by its sink, its tool-event observer and the routes.
+pub(crate) type LiveView = Arc<Mutex<RecordedView>>;
+
+impl RecordedView {
+    fn record_event(&mut self, event: &Event) {
+        match event {
+            Event::Step {
+                step, kind, text, ..
+            } if self.steps.len() < VIEW_ENTRIES_MAX => {
+                let kind = serde_json::to_value(kind)
+                    .ok()
+                    .and_then(|kind| kind.as_str().map(str::to_owned))
+                    .unwrap_or_default();
+                self.steps.push(StepInfo {
+                    step: *step,
+                    kind,
+                    text: text.clone(),
+                });
+            }
+            Event::PromptDelivered { text, .. } => self.delivered_prompts.push(text.clone()),
+            Event::TurnEnd { skills, .. } => self.skills.clone_from(skills),
+            _ => {}
+        }
+    }
+
+    /// Records the tool events of the turn's session. Calls a person ran by hand in the same
+    /// session (`source: user`) are not the turn's.
+    fn record_tool_event(&mut self, record: &EventRecord) {
+        match record.event_type() {
+            "tool.call" if self.tool_calls.len() < VIEW_ENTRIES_MAX => {
+                let event = record.value();
+                if event["source"] == "user" {
+                    return;
+                }
+                self.tool_calls.push(ToolCallInfo {
+                    call_id: event["call_id"].as_str().unwrap_or_default().to_owned(),
+                    name: event["name"].as_str().unwrap_or_default().to_owned(),
+                    args: event["args"].as_object().cloned().unwrap_or_default(),
+                    ok: None,
+                });
+            }
+            "tool.result" => {
+                let event = record.value();
+                let call_id = event["call_id"].as_str().unwrap_or_default();
+                if let Some(call) = self
+                    .tool_calls
+                    .iter_mut()
+                    .find(|call| call.call_id == call_id)
+                {
+                    call.ok = event["ok"].as_bool();
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The wire view of a stored turn, with the live view when the turn is still running here.
+pub(crate) fn turn_view(turn: Turn, live: Option<RecordedView>) -> TurnView {
+    let recorded = live.unwrap_or_else(|| serde_json::from_value(turn.view).unwrap_or_default());
+    let status = match (turn.status, recorded.end_status.as_deref()) {
+        (StoredStatus::Done, Some("max-steps")) => "max-steps".to_owned(),
+        (status, _) => status.as_str().to_owned(),
+    };
+    TurnView {
+        turn_id: turn.turn_id,
+        session_id: turn.session_id,
+        prompt: turn.prompt,
+        status,
+        started_at_ms: turn.started_at_ms,
+        ended_at_ms: turn.ended_at_ms,
+        answer: recorded.answer,
+        error: recorded.error,
+        steps: recorded.steps,
+        tool_calls: recorded.tool_calls,
+        skills: recorded.skills,
+        delivered_prompts: recorded.delivered_prompts,
+    }
+}
+
+/// The live view of `turn_id` if it is the one running in `session_id`.
+pub(crate) fn live_view(
+    state: &ServerState,
+    session_id: &str,
+    turn_id: &str,
+) -> Option<RecordedView> {
+    let turns = lock(&state.inner.turns);
+    let running = turns
+        .get(session_id)
+        .filter(|turn| turn.turn_id == turn_id)?;
+    let view = lock(&running.view).clone();
+    Some(view)
+}
+
+/// Checks a prompt: not empty, at most [`PROMPT_CHARS_MAX`] characters.
+pub(crate) fn check_prompt(prompt: &str) -> Result<(), ApiError> {
+    if prompt.trim().is_empty() {
+        return Err(ApiError::bad_request(
+            "the prompt is empty; write something to ask",
+        ));
+    }
+    let chars = prompt.chars().count();
+    if chars > PROMPT_CHARS_MAX {
+        return Err(ApiError::too_large(format!(
+            "the prompt is {chars} characters long; at most {PROMPT_CHARS_MAX} are accepted"
+        )));
+    }
+    Ok(())
+}
+
+/// Starts a turn for `prompt` in `session_id`, or queues the prompt in the turn running there.
+pub(crate) async fn submit_prompt(
+    state: &ServerState,
+    session_id: &str,
+    prompt: String,
+) -> Result<PromptAccepted, ApiError> {
+    let model = state
+        .model()
+        .model()
+        .ok_or_else(|| model_not_loaded(state))?;
+    state.store().get_session(session_id).await?;
+    let (turn_id, stop, queue, view, ended_tx) = {
+        let mut turns = lock(&state.inner.turns);
+        if let Some(running) = turns.get(session_id) {
+            running.queue.push(prompt).map_err(queue_full)?;
+            return Ok(PromptAccepted {
+                turn_id: running.turn_id.clone(),
+                queued: true,
+            });
+        }
+        let turn_id = new_turn_id();
+        let (ended_tx, ended) = watch::channel(false);
+        let running = RunningTurn {
+            turn_id: turn_id.clone(),
+            stop: StopFlag::new(),
+            queue: PromptQueue::new(),
+            view: LiveView::default(),
+            ended,
+        };
+        let parts = (
+            turn_id,
+            running.stop.clone(),
+            running.queue.clone(),
+            Arc::clone(&running.view),
+            ended_tx,
+        );
+        turns.insert(session_id.to_owned(), running);
+        parts
+    };
+    let persisted = persist_start(state, session_id, &turn_id, &prompt).await;
+    let prompt_seq = match persisted {
+        Ok(seq) => seq,
+        Err(error) => {
+            forget_turn(state, session_id, &turn_id);
+            return Err(error);
+        }
+    };
+    state.hub().publish_value(
+        Some(session_id),
+        json!({"type": "turn.start", "session_id": session_id, "turn_id": turn_id, "prompt": prompt}),
+    )
+    .ok();
+    let observer = observe_tool_events(state.hub(), session_id, &view);
+    let task = TurnTask {
+        state: state.clone(),
+        session_id: session_id.to_owned(),
+        turn_id: turn_id.clone(),
+        prompt,
+        prompt_seq,
+        model,
+        stop,
+        queue,
+        view,
+        ended_tx,
+        _observer: observer,
+    };
+    tokio::spawn(boxed_turn(task));
+    Ok(PromptAccepted {
+        turn_id,
+        queued: false,
+    })
+}
+
+/// The 503 answer while the model is not ready.
+pub(crate) fn model_not_loaded(state: &ServerState) -> ApiError {
+    let status = state.model().status();
+    let message = match &status {
+        crate::state::ModelStatus::Loading => {
+            "the model is still loading; try again in a moment".to_owned()
+        }
+        crate::state::ModelStatus::Failed { message } => {
+            format!("the model failed to load: {message}")
+        }
+        _ => "no model is loaded; start the server with a model".to_owned(),
+    };
+    ApiError::new(
+        axum::http::StatusCode::SERVICE_UNAVAILABLE,
+        "model_not_loaded",
+        message,
+    )
+    .with_field("status", status.as_str())
+}
+
+fn queue_full(error: AgentError) -> ApiError {
+    ApiError::new(
+        axum::http::StatusCode::TOO_MANY_REQUESTS,
+        "queue_full",
+        format!("the running turn cannot take another prompt: {error}"),
+    )
+}
+
+/// Records the turn and appends its prompt to the transcript; returns the prompt's number.
+async fn persist_start(
+    state: &ServerState,
+    session_id: &str,
+    turn_id: &str,
+    prompt: &str,
+) -> Result<i64, ApiError> {
+    let view = serde_json::to_value(RecordedView::default()).unwrap_or(Value::Null);
+    state
+        .store()
+        .insert_turn(session_id, turn_id, prompt, &view)
+        .await?;
+    let message = state
+        .store()
+        .append_message(session_id, StoredRole::User, prompt)
+        .await?;
+    Ok(message.seq)
+}
+
+/// Removes the session's running turn if it is still `turn_id`, and returns its queue.
+fn forget_turn(state: &ServerState, session_id: &str, turn_id: &str) -> Option<PromptQueue> {
+    let mut turns = lock(&state.inner.turns);
+    if turns
+        .get(session_id)
+        .is_some_and(|running| running.turn_id == turn_id)
+    {
+        return turns.remove(session_id).map(|running| running.queue);
+    }
+    None
+}
+
+/// Records the tool events of `session_id` into `view` while the guard lives.
+fn observe_tool_events(hub: &EventHub, session_id: &str, view: &LiveView) -> ObserverGuard {
+    let view = Arc::clone(view);
+    let session = session_id.to_owned();
+    hub.observe(
+        Some(session_id.to_owned()),
+        Arc::new(move |record: &EventRecord| {
+            if record.session_id() == Some(session.as_str()) {
+                lock(&view).record_tool_event(record);
+            }
+        }),
+    )
+}
+
+/// Everything a turn task owns.
+struct TurnTask {
+    state: ServerState,
+    session_id: String,
+    turn_id: String,
+    prompt: String,
+    prompt_seq: i64,
+    model: Arc<dyn Model>,
+    stop: StopFlag,
+    queue: PromptQueue,
+    view: LiveView,
+    ended_tx: watch::Sender<bool>,
+    _observer: ObserverGuard,
+}
+
+/// The turn task as a boxed future. Boxing breaks the type cycle of a turn that starts the
+/// next turn (for prompts left in its queue), which starts the next, and so on.
+fn boxed_turn(task: TurnTask) -> Pin<Box<dyn Future<Output = ()> + Send + 'static>> {
+    Box::pin(run_turn(task))
+}
+
+async fn run_turn(task: TurnTask) {
+    let state = task.state.clone();
+    let history = load_history(&state, &task.session_id, task.prompt_seq).await;
+    let sink = Arc::new(TurnSink {
+        hub: state.hub().clone(),
+        session_id: task.session_id.clone(),
+        turn_id: task.turn_id.clone(),
+        view: Arc::clone(&task.view),
+    });
+    let agent = AgentLoop::new(Arc::clone(&task.model), Arc::clone(state.executor()), sink)
+        .with_config(state.agent_config());
+    let request = TurnRequest {
+        session_id: Some(task.session_id.clone()),
+        prompt: task.prompt.clone(),
+        history,
+        skills: Vec::new(),
+        context: None,
+        stop: task.stop.clone(),
+        queue: Some(task.queue.clone()),
+    };
+    // The loop runs on a task of its own so that a panic in it (a tool, a model back-end)
+    // ends as a `JoinError` here instead of unwinding through the server.
+    let joined = tokio::spawn(async move { agent.run(request).await }).await;
+    match joined {
+        Ok(result) => finish(&state, &task, result).await,
+        Err(_) => finish_after_panic(&state, &task).await,
+    }
+    let leftovers = forget_turn(&state, &task.session_id, &task.turn_id);
+    task.ended_tx.send_replace(true);
+    // Prompts queued too late for this turn (after its last answer boundary) start the next.
+    if let Some(queue) = leftovers {
+        while let Some(prompt) = queue.pop() {
+            if submit_prompt(&state, &task.session_id, prompt)
+                .await
+                .is_err()
+            {
+                break;
+            }
+        }
+    }
+}
+
+/// The last messages of the transcript before the prompt numbered `prompt_seq`.
+async fn load_history(state: &ServerState, session_id: &str, prompt_seq: i64) -> Vec<Message> {
+    let history_max = i64::try_from(HISTORY_MESSAGES_MAX).unwrap_or(i64::MAX);
+    let after_seq = (prompt_seq - 1 - history_max).max(0);
+    let limit = u32::try_from(HISTORY_MESSAGES_MAX).unwrap_or(u32::MAX);
+    // Without its history the turn still answers the prompt; a read error costs context only.
+    let stored = state
+        .store()
+        .transcript(session_id, after_seq, limit)
+        .await
+        .unwrap_or_default();
+    stored
+        .into_iter()
+        .filter(|message| message.seq < prompt_seq)
+        .map(|message| match message.role {
+            StoredRole::User => Message::user(message.content),
+            StoredRole::Assistant => Message::assistant(message.content),
+        })
+        .collect()
+}
+
+async fn finish(state: &ServerState, task: &TurnTask, result: TurnResult) {
+    for message in &result.transcript {
+        let role = match message.role {
+            Role::User => StoredRole::User,
+            Role::Assistant => StoredRole::Assistant,
+            // The loop's transcript holds only prompts and answers.
+            _ => continue,
+        };
+        // A failed append (the session was deleted meanwhile) loses only this message.
+        let _ = state
+            .store()
+            .append_message(&task.session_id, role, &message.content)
+            .await;
+    }
+    let status = match result.status {
+        TurnStatus::Done | TurnStatus::MaxSteps => StoredStatus::Done,
+        TurnStatus::Stopped => StoredStatus::Stopped,
+        TurnStatus::Error => StoredStatus::Error,
+    };
+    let view = {
+        let mut view = lock(&task.view);
+        view.answer.clone_from(&result.answer);
+        view.error = result.error.as_ref().map(ToString::to_string);
+        view.end_status = Some(result.status.as_str().to_owned());
+        view.clone()
+    };
+    persist_end(state, task, status, &view).await;
+}
+
+async fn finish_after_panic(state: &ServerState, task: &TurnTask) {
+    task.stop.stop();
+    let view = {
+        let mut view = lock(&task.view);
+        view.error = Some(PANIC_MESSAGE.to_owned());
+        view.end_status = Some(TurnStatus::Error.as_str().to_owned());
+        view.clone()
+    };
+    persist_end(state, task, StoredStatus::Error, &view).await;
+    // The loop's own `turn.end` never came; clients still need to know the turn is over.
+    state
+        .hub()
+        .publish_value(
+            Some(&task.session_id),
+            json!({
+                "type": "turn.end",
+                "session_id": task.session_id,
+                "turn_id": task.turn_id,
+                "status": "error",
+                "tool_calls": view.tool_calls.len(),
+                "skills": view.skills,
+                "steps": view.steps.len(),
+                "error": PANIC_MESSAGE,
+            }),
+        )
+        .ok();
+}
+
+async fn persist_end(
+    state: &ServerState,
+    task: &TurnTask,
+    status: StoredStatus,
+    view: &RecordedView,
+) {
+    let view = serde_json::to_value(view).unwrap_or(Value::Null);
+    // The session may have been deleted while the turn ran; then there is nothing to update.
+    let _ = state
+        .store()
+        .update_turn(&task.session_id, &task.turn_id, status, &view)
+        .await;
+}
+
+/// The loop's event sink for one turn: records steps, delivered prompts and skills into the
+/// turn's view, and publishes every event to the hub with the turn's `turn_id` added.
+struct TurnSink {
+    hub: EventHub,
+    session_id: String,
+    turn_id: String,
+    view: LiveView,
+}
+
+impl EventSink for TurnSink {
+    fn publish(&self, event: Event) {
+        lock(&self.view).record_event(&event);
+        let Ok(Value::Object(mut fields)) = serde_json::to_value(&event) else {
+            return;
+        };
+        fields.insert("turn_id".to_owned(), Value::from(self.turn_id.as_str()));
+        // The loop's events always carry the turn's session; a serialized `Event` is always an
+        // object with a `type`, so the hub cannot refuse it.
+        let _ = self
+            .hub
+            .publish_value(Some(&self.session_id), Value::Object(fields));
+    }
+
+    fn has_subscriber(&self, session_id: Option<&str>) -> bool {
+        self.hub.has_subscriber(session_id)
+    }
+}
+
+/// A turn id unique in this process and, through the clock, across restarts.
+fn new_turn_id() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let count = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let now_ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |elapsed| elapsed.as_millis());
+    format!("turn-{now_ms:x}-{count}")
+}
