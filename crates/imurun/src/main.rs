@@ -1,11 +1,13 @@
 //! The `imurun` command: CLI, configuration and wiring. Domain logic lives in the library
 //! crates; this binary reads arguments and the environment and connects the parts.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
 mod commands;
+mod config;
 mod model_spec;
 mod paths;
 
@@ -13,6 +15,9 @@ mod paths;
 #[derive(Debug, Parser)]
 #[command(name = "imurun", version, about, long_about = None)]
 struct Cli {
+    /// The configuration file (default: IMURUN_CONFIG, else ~/.imurun/config.toml).
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
     #[command(subcommand)]
     command: Command,
 }
@@ -35,6 +40,11 @@ enum Command {
     /// Evaluate a model's tool calling.
     #[command(subcommand)]
     Eval(commands::eval::EvalCommand),
+    /// Show the configuration.
+    #[command(subcommand)]
+    Config(commands::config::ConfigCommand),
+    /// Chat with a running imurun server in this terminal.
+    Chat(commands::chat::ChatArgs),
 }
 
 fn main() -> ExitCode {
@@ -54,6 +64,10 @@ fn main() -> ExitCode {
         Command::Eval(command) => {
             paths::Paths::from_env().and_then(|paths| commands::eval::run(&command, &paths))
         }
+        Command::Config(command) => paths::Paths::from_env()
+            .and_then(|paths| commands::config::run(&command, cli.config.as_deref(), &paths)),
+        Command::Chat(args) => paths::Paths::from_env()
+            .and_then(|paths| commands::chat::run(&args, cli.config.as_deref(), &paths)),
     };
     match result {
         Ok(code) => code,

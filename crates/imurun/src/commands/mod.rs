@@ -6,6 +6,8 @@ use anyhow::{Context, Result, bail};
 use imurun_core::ToolSpec;
 
 pub(crate) mod ask;
+pub(crate) mod chat;
+pub(crate) mod config;
 pub(crate) mod eval;
 pub(crate) mod model;
 pub(crate) mod parse;

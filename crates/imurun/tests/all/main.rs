@@ -4,6 +4,8 @@
 
 mod architecture;
 mod ask_cli;
+mod chat_cli;
+mod config_cli;
 mod parse_cli;
 mod policy_cli;
 mod support;

@@ -1,0 +1,56 @@
+//! `imurun config show`: the resolved configuration, as TOML, with where each value came from.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::ExitCode;
+
+use anyhow::Result;
+
+use crate::config::{ConfigFlags, ResolvedConfig};
+use crate::paths::Paths;
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum ConfigCommand {
+    /// Print the resolved configuration as TOML (the API token redacted), each value with
+    /// where it came from: flag, environment, config file or default.
+    Show(ShowArgs),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ShowArgs {
+    #[command(flatten)]
+    flags: ConfigFlags,
+}
+
+pub(crate) fn run(
+    command: &ConfigCommand,
+    config_flag: Option<&Path>,
+    paths: &Paths,
+) -> Result<ExitCode> {
+    let ConfigCommand::Show(args) = command;
+    let config = ResolvedConfig::load(config_flag, &args.flags, paths)?;
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "# imurun configuration. Precedence: flag > environment > settings stored by the server \
+         (agent.*, permissions.*; they replace values from the config file or the default) > \
+         config file > default."
+    )?;
+    match &config.file {
+        Some(file) => writeln!(out, "# config file: {}", file.display())?,
+        None => writeln!(
+            out,
+            "# config file: none ({} does not exist)",
+            paths
+                .data_dir
+                .join(crate::config::CONFIG_FILE_NAME)
+                .display()
+        )?,
+    }
+    out.write_all(config.to_annotated_toml().as_bytes())?;
+    out.flush()?;
+    // The configuration is shown even when the server would refuse it, so that the person
+    // can see which value to change; the refusal is the exit status and the last word.
+    config.validate()?;
+    Ok(ExitCode::SUCCESS)
+}
