@@ -5,6 +5,8 @@
 //! - [`sse`]: the SSE endpoint's wire format;
 //! - [`routes`](router): the API, one file per route group, with request and response bodies
 //!   in [`wire`] and every error as one [`ApiError`];
+//! - [`openapi`]: the OpenAPI document of `GET /api/openapi.json`, from the handlers'
+//!   annotations, which are also where the router reads each method and path;
 //! - turn tasks: a prompt starts a turn on a task of its own, whose events are recorded into
 //!   the turn's view and whose prompt and answers go into the transcript.
 //!
@@ -21,6 +23,8 @@
 
 mod error;
 pub mod hub;
+pub mod openai_wire;
+pub mod openapi;
 mod routes;
 pub mod sse;
 mod state;
@@ -36,7 +40,8 @@ pub use hub::{
     BUFFER_EVENTS_MAX_DEFAULT, EventHub, EventRecord, HubConfig, HubError, Observer, ObserverGuard,
     QUEUE_EVENTS_MAX_DEFAULT, Subscription,
 };
-pub use routes::{APPROVAL_TIMEOUT_KEY, router};
+pub use openapi::api_document;
+pub use routes::{APPROVAL_TIMEOUT_KEY, router, served_operations};
 pub use sse::{HEARTBEAT_INTERVAL_DEFAULT, StreamQuery, last_event_id, sse_message, sse_response};
 pub use state::{
     APPROVAL_TIMEOUT_S_MAX, AppState, BODY_BYTES_MAX_DEFAULT, ModelSlot, ModelStatus,

@@ -164,6 +164,35 @@ pub(crate) async fn submit_prompt(
     session_id: &str,
     prompt: String,
 ) -> Result<PromptAccepted, ApiError> {
+    submit_prompt_with(state, session_id, prompt, TurnOptions::default())
+        .await
+        .map(|started| started.accepted)
+}
+
+/// How a turn started by another route differs from a prompt typed on the page.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct TurnOptions {
+    /// Added after the persona for this turn only (an OpenAI client's system messages). The
+    /// policy never reads the prompt, so instructions cannot change what a tool may do.
+    pub(crate) instructions: Option<String>,
+    /// Answer 409 instead of queuing the prompt when a turn already runs in the session.
+    pub(crate) refuse_if_running: bool,
+}
+
+/// What [`submit_prompt_with`] did.
+pub(crate) struct StartedTurn {
+    pub(crate) accepted: PromptAccepted,
+    /// Becomes true once the turn has ended and its view is stored; `None` when queued.
+    pub(crate) ended: Option<watch::Receiver<bool>>,
+}
+
+/// [`submit_prompt`] with [`TurnOptions`].
+pub(crate) async fn submit_prompt_with(
+    state: &ServerState,
+    session_id: &str,
+    prompt: String,
+    options: TurnOptions,
+) -> Result<StartedTurn, ApiError> {
     let model = state
         .model()
         .model()
@@ -172,10 +201,18 @@ pub(crate) async fn submit_prompt(
     let (turn_id, stop, queue, view, ended_tx) = {
         let mut turns = lock(&state.inner.turns);
         if let Some(running) = turns.get(session_id) {
+            if options.refuse_if_running {
+                return Err(ApiError::conflict(format!(
+                    "a turn is already running in session {session_id}; wait for it to end"
+                )));
+            }
             running.queue.push(prompt).map_err(queue_full)?;
-            return Ok(PromptAccepted {
-                turn_id: running.turn_id.clone(),
-                queued: true,
+            return Ok(StartedTurn {
+                accepted: PromptAccepted {
+                    turn_id: running.turn_id.clone(),
+                    queued: true,
+                },
+                ended: None,
             });
         }
         let turn_id = new_turn_id();
@@ -211,6 +248,7 @@ pub(crate) async fn submit_prompt(
     )
     .ok();
     let observer = observe_tool_events(state.hub(), session_id, &view);
+    let ended = ended_tx.subscribe();
     let task = TurnTask {
         state: state.clone(),
         session_id: session_id.to_owned(),
@@ -222,12 +260,16 @@ pub(crate) async fn submit_prompt(
         queue,
         view,
         ended_tx,
+        instructions: options.instructions,
         _observer: observer,
     };
     tokio::spawn(boxed_turn(task));
-    Ok(PromptAccepted {
-        turn_id,
-        queued: false,
+    Ok(StartedTurn {
+        accepted: PromptAccepted {
+            turn_id,
+            queued: false,
+        },
+        ended: Some(ended),
     })
 }
 
@@ -316,6 +358,8 @@ struct TurnTask {
     queue: PromptQueue,
     view: LiveView,
     ended_tx: watch::Sender<bool>,
+    /// See [`TurnOptions::instructions`].
+    instructions: Option<String>,
     _observer: ObserverGuard,
 }
 
@@ -333,9 +377,18 @@ async fn run_turn(task: TurnTask) {
         session_id: task.session_id.clone(),
         turn_id: task.turn_id.clone(),
         view: Arc::clone(&task.view),
+        held_end: Mutex::new(None),
     });
-    let agent = AgentLoop::new(Arc::clone(&task.model), Arc::clone(state.executor()), sink)
-        .with_config(state.agent_config());
+    let mut config = state.agent_config();
+    if let Some(instructions) = &task.instructions {
+        config.persona = format!("{}\n\n{instructions}", config.persona.trim_end());
+    }
+    let agent = AgentLoop::new(
+        Arc::clone(&task.model),
+        Arc::clone(state.executor()),
+        Arc::clone(&sink) as Arc<dyn EventSink>,
+    )
+    .with_config(config);
     let request = TurnRequest {
         session_id: Some(task.session_id.clone()),
         prompt: task.prompt.clone(),
@@ -353,6 +406,7 @@ async fn run_turn(task: TurnTask) {
         Err(_) => finish_after_panic(&state, &task).await,
     }
     let leftovers = forget_turn(&state, &task.session_id, &task.turn_id);
+    sink.release_end();
     task.ended_tx.send_replace(true);
     // Prompts queued too late for this turn (after its last answer boundary) start the next.
     if let Some(queue) = leftovers {
@@ -466,6 +520,19 @@ struct TurnSink {
     session_id: String,
     turn_id: String,
     view: LiveView,
+    /// The loop's `turn.end`, held back until the turn is saved and no longer takes prompts:
+    /// a client that sends its next prompt on `turn.end` then starts a new turn instead of
+    /// landing in the queue of one that is ending.
+    held_end: Mutex<Option<Value>>,
+}
+
+impl TurnSink {
+    /// Publishes the held `turn.end`, if the loop sent one.
+    fn release_end(&self) {
+        if let Some(end) = lock(&self.held_end).take() {
+            let _ = self.hub.publish_value(Some(&self.session_id), end);
+        }
+    }
 }
 
 impl EventSink for TurnSink {
@@ -475,6 +542,10 @@ impl EventSink for TurnSink {
             return;
         };
         fields.insert("turn_id".to_owned(), Value::from(self.turn_id.as_str()));
+        if matches!(event, Event::TurnEnd { .. }) {
+            *lock(&self.held_end) = Some(Value::Object(fields));
+            return;
+        }
         // The loop's events always carry the turn's session; a serialized `Event` is always an
         // object with a `type`, so the hub cannot refuse it.
         let _ = self

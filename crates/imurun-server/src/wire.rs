@@ -6,9 +6,10 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+use utoipa::ToSchema;
 
 /// `GET /api/health`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Health {
     /// Always `ok` when the server answers.
     pub status: String,
@@ -17,7 +18,7 @@ pub struct Health {
 }
 
 /// `GET /api/model`: the model slot.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ModelInfo {
     /// `none`, `loading`, `ready` or `failed`.
     pub status: String,
@@ -31,7 +32,7 @@ pub struct ModelInfo {
 }
 
 /// One tool of `GET /api/tools`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ToolInfo {
     pub name: String,
     pub description: String,
@@ -49,13 +50,13 @@ pub struct ToolInfo {
 }
 
 /// `GET /api/tools`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ToolList {
     pub tools: Vec<ToolInfo>,
 }
 
 /// `POST /api/tools/run`: a person runs one tool by hand.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ToolRunRequest {
     /// The tool's name (aliases are accepted).
@@ -73,7 +74,7 @@ pub struct ToolRunRequest {
 
 /// `POST /api/tools/run` 200: the tool ran. `ok` is false when the tool itself failed (the text
 /// then starts with `FAILED:`); a refusal is a 403 instead.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ToolRunResult {
     pub ok: bool,
     pub text: String,
@@ -81,7 +82,7 @@ pub struct ToolRunResult {
 }
 
 /// One approval of `GET /api/tools/approvals`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ApprovalInfo {
     /// The id to post the decision to.
     pub id: String,
@@ -101,13 +102,13 @@ pub struct ApprovalInfo {
 }
 
 /// `GET /api/tools/approvals`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ApprovalList {
     pub pending: Vec<ApprovalInfo>,
 }
 
 /// `POST /api/tools/approvals/{id}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ApprovalDecision {
     pub approved: bool,
@@ -117,7 +118,7 @@ pub struct ApprovalDecision {
 }
 
 /// `POST /api/tools/approvals/{id}` 200.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct ApprovalDecided {
     pub id: String,
     pub approved: bool,
@@ -125,7 +126,7 @@ pub struct ApprovalDecided {
 }
 
 /// The four category toggles, as the settings name them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct PermissionToggles {
     pub read_files: bool,
@@ -136,7 +137,7 @@ pub struct PermissionToggles {
 
 /// `GET /api/permissions`, the answer of `POST /api/permissions`, and the payload of the
 /// `permissions` event.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Permissions {
     /// `ask`, `allow-reads`, `allow-edits` or `allow-all`.
@@ -152,7 +153,7 @@ pub struct Permissions {
 }
 
 /// `POST /api/permissions`: every field is optional; absent ones keep their value.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PermissionsUpdate {
     #[serde(default)]
@@ -168,7 +169,7 @@ pub struct PermissionsUpdate {
 }
 
 /// The toggles of a [`PermissionsUpdate`]; absent ones keep their value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct TogglesUpdate {
     #[serde(default)]
@@ -182,7 +183,7 @@ pub struct TogglesUpdate {
 }
 
 /// `GET /api/agent` and the answer of `POST /api/agent`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct AgentSettings {
     /// Steps per turn, 1..=20; 1 turns model tool calling off.
@@ -193,7 +194,7 @@ pub struct AgentSettings {
 }
 
 /// `POST /api/agent`: every field is optional; absent ones keep their value.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentSettingsUpdate {
     #[serde(default)]
@@ -205,7 +206,7 @@ pub struct AgentSettingsUpdate {
 }
 
 /// The remembered approvals of one session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SessionGrants {
     pub session_id: String,
     /// Tool names that run without asking for the rest of the session.
@@ -213,20 +214,20 @@ pub struct SessionGrants {
 }
 
 /// `GET /api/grants`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct GrantList {
     pub grants: Vec<SessionGrants>,
 }
 
 /// `DELETE /api/grants` and `DELETE /api/grants/{session_id}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct GrantsRevoked {
     /// How many sessions had grants that are now gone.
     pub sessions: usize,
 }
 
 /// `POST /api/sessions`.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionCreate {
     /// At most 200 characters.
@@ -235,14 +236,14 @@ pub struct SessionCreate {
 }
 
 /// `PATCH /api/sessions/{id}`: `null` clears the title.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionUpdate {
     pub title: Option<String>,
 }
 
 /// A session.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SessionInfo {
     pub id: String,
     pub title: Option<String>,
@@ -253,13 +254,13 @@ pub struct SessionInfo {
 }
 
 /// `GET /api/sessions`: newest first.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SessionList {
     pub sessions: Vec<SessionInfo>,
 }
 
 /// One transcript message: a prompt (`user`) or a final answer (`assistant`).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct TranscriptMessage {
     /// 1, 2, 3, ... within the session.
     pub seq: i64,
@@ -270,7 +271,7 @@ pub struct TranscriptMessage {
 }
 
 /// `GET /api/sessions/{id}`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SessionDetail {
     pub session: SessionInfo,
     /// The first 1000 messages, oldest first.
@@ -280,7 +281,7 @@ pub struct SessionDetail {
 }
 
 /// `DELETE /api/sessions/{id}`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct SessionDeleted {
     pub deleted: bool,
     /// Whether a running turn had to be stopped first.
@@ -288,7 +289,7 @@ pub struct SessionDeleted {
 }
 
 /// `POST /api/sessions/{id}/prompts`.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromptRequest {
     /// 1 to 32 000 characters, not only white space.
@@ -296,7 +297,7 @@ pub struct PromptRequest {
 }
 
 /// `POST /api/sessions/{id}/prompts` 202.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct PromptAccepted {
     /// The turn that started, or the running turn the prompt was queued in.
     pub turn_id: String,
@@ -305,14 +306,14 @@ pub struct PromptAccepted {
 }
 
 /// `POST /api/sessions/{id}/stop`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct Stopped {
     /// Whether a turn was running and has been told to stop.
     pub stopped: bool,
 }
 
 /// `POST /api/stop`, the kill switch.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct KillSwitch {
     /// Running turns told to stop.
     pub stopped: usize,
@@ -321,7 +322,7 @@ pub struct KillSwitch {
 }
 
 /// One step of a turn view.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 pub struct StepInfo {
     /// 1-based within the turn.
     pub step: usize,
@@ -331,7 +332,7 @@ pub struct StepInfo {
 }
 
 /// One tool call of a turn view.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ToolCallInfo {
     pub call_id: String,
     pub name: String,
@@ -343,7 +344,7 @@ pub struct ToolCallInfo {
 }
 
 /// A turn: `GET /api/sessions/{id}/turns/{turn_id}` and the items of the list.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct TurnView {
     pub turn_id: String,
     pub session_id: String,
@@ -365,7 +366,7 @@ pub struct TurnView {
 }
 
 /// `GET /api/sessions/{id}/turns`: the last 1000, oldest first.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct TurnList {
     pub turns: Vec<TurnView>,
 }

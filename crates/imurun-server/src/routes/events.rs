@@ -14,7 +14,24 @@ use crate::state::ServerState;
 /// global events; `Last-Event-ID` replays what the client missed. While a stream for a session
 /// is open, approvals in that session wait for a person instead of being denied at once. The
 /// stream ends when the server shuts down.
-pub(super) async fn stream(
+#[utoipa::path(
+    get,
+    path = "/api/events",
+    tag = "events",
+    summary = "The live events, as Server-Sent Events",
+    params(
+        ("session" = Option<String>, Query, description = "Only this session's events, plus the global ones (events without a session). Absent or empty: every event."),
+        ("Last-Event-ID" = Option<u64>, Header, description = "The id of the last event received: the stream starts with the buffered events after it (the last 4096 are kept), preceded by `stream.gap` or `stream.reset` when some cannot be replayed. Browsers' `EventSource` sends it when it reconnects."),
+    ),
+    responses((
+        status = 200,
+        description = "A `text/event-stream` that stays open. Each message is an `id:` line (absent on `stream.*` notices) and one `data:` line holding one JSON object, a `StreamEvent`, whose `type` field says what happened; no `event:` line is sent. After 15 s of silence the comment `: heartbeat` is sent. After `stream.lagged` the response ends; reconnect with `Last-Event-ID`.",
+        content_type = "text/event-stream",
+        body = String,
+        example = json!("id: 7\ndata: {\"type\":\"turn.start\",\"session_id\":\"s-1\",\"turn_id\":\"turn-19a-0\",\"prompt\":\"hi\",\"id\":7,\"ts\":1767225600000}\n\n: heartbeat\n\n"),
+    )),
+)]
+pub(crate) async fn stream(
     State(state): State<ServerState>,
     Query(query): Query<StreamQuery>,
     headers: HeaderMap,

@@ -7,7 +7,14 @@ use crate::state::{ModelStatus, ServerState};
 use crate::wire::{Health, ModelInfo};
 
 /// `GET /api/health` → 200 `{"status": "ok", "version"}`. Answers while the model loads.
-pub(super) async fn health(State(state): State<ServerState>) -> Json<Health> {
+#[utoipa::path(
+    get,
+    path = "/api/health",
+    tag = "meta",
+    summary = "Whether the server answers, and its version",
+    responses((status = 200, description = "The server answers (also while the model loads).", body = Health)),
+)]
+pub(crate) async fn health(State(state): State<ServerState>) -> Json<Health> {
     Json(Health {
         status: "ok".to_owned(),
         version: state.options().version.clone(),
@@ -16,7 +23,14 @@ pub(super) async fn health(State(state): State<ServerState>) -> Json<Health> {
 
 /// `GET /api/model` → 200 `{status, name, context_limit, message?}`; `status` is `none`,
 /// `loading`, `ready` or `failed` (with `message`).
-pub(super) async fn model(State(state): State<ServerState>) -> Json<ModelInfo> {
+#[utoipa::path(
+    get,
+    path = "/api/model",
+    tag = "meta",
+    summary = "The model slot: none, loading, ready or failed",
+    responses((status = 200, description = "Where the model stands; prompts answer 503 until `ready`.", body = ModelInfo)),
+)]
+pub(crate) async fn model(State(state): State<ServerState>) -> Json<ModelInfo> {
     let status = state.model().status();
     let model = state.model().model();
     let message = match &status {

@@ -19,60 +19,146 @@
 //! | `GET /api/sessions/{id}/turns[/{turn_id}]` | 200 [`TurnList`](crate::wire::TurnList) / [`TurnView`](crate::wire::TurnView); 404 |
 //! | `POST /api/stop` | 200 [`KillSwitch`](crate::wire::KillSwitch) |
 //! | `GET /api/events?session=ID` | SSE, `Last-Event-ID` honoured |
+//! | `GET /api/openapi.json` | 200, this table as an OpenAPI 3.1 document |
+//! | `GET /v1/models` | 200 [`ModelList`](crate::openai_wire::ModelList) (OpenAI's shape) |
+//! | `POST /v1/chat/completions` | 200 [`ChatCompletion`](crate::openai_wire::ChatCompletion) or SSE chunks; 400, 404, 409, 413, 500, 503 |
 //!
 //! Every error is an [`ApiError`](crate::ApiError) body; unknown paths are 404 and wrong
 //! methods 405 in the same shape.
 
-mod events;
-mod meta;
-mod sessions;
-mod settings;
-mod tools;
+pub(crate) mod events;
+pub(crate) mod meta;
+pub(crate) mod openai;
+pub(crate) mod sessions;
+pub(crate) mod settings;
+pub(crate) mod tools;
 
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
-use axum::routing::{delete, get, post};
+use axum::handler::Handler;
+use axum::routing::{MethodFilter, MethodRouter, on};
+use utoipa::openapi::path::HttpMethod;
 
 use crate::error::{method_not_allowed, no_such_route};
+use crate::openapi;
 use crate::state::ServerState;
 
 pub use settings::APPROVAL_TIMEOUT_KEY;
 
-/// The API's router over `state`.
+/// The API's router over `state`, built from the route table (`table` below).
 pub fn router(state: ServerState) -> Router {
     let body_bytes_max = state.options().body_bytes_max;
-    Router::new()
-        .route("/api/health", get(meta::health))
-        .route("/api/model", get(meta::model))
-        .route("/api/tools", get(tools::list))
-        .route("/api/tools/run", post(tools::run))
-        .route("/api/tools/approvals", get(tools::approvals))
-        .route("/api/tools/approvals/{id}", post(tools::decide))
-        .route(
-            "/api/permissions",
-            get(settings::permissions).post(settings::set_permissions),
-        )
-        .route("/api/agent", get(settings::agent).post(settings::set_agent))
-        .route(
-            "/api/grants",
-            get(settings::grants).delete(settings::revoke_all_grants),
-        )
-        .route("/api/grants/{session_id}", delete(settings::revoke_grants))
-        .route("/api/sessions", get(sessions::list).post(sessions::create))
-        .route(
-            "/api/sessions/{id}",
-            get(sessions::detail)
-                .patch(sessions::rename)
-                .delete(sessions::remove),
-        )
-        .route("/api/sessions/{id}/prompts", post(sessions::prompt))
-        .route("/api/sessions/{id}/stop", post(sessions::stop))
-        .route("/api/sessions/{id}/turns", get(sessions::turns))
-        .route("/api/sessions/{id}/turns/{turn_id}", get(sessions::turn))
-        .route("/api/stop", post(sessions::kill_switch))
-        .route("/api/events", get(events::stream))
+    let mut router = Router::new();
+    for route in table() {
+        // Two entries with one path (GET and POST) merge into one method router.
+        router = router.route(&route.path, route.method_router);
+    }
+    router
         .fallback(no_such_route)
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_bytes_max))
+        .layer(axum::middleware::from_fn(openai::add_error_type))
         .with_state(state)
+}
+
+/// Every operation the router serves, as `("GET", "/api/health")` pairs in table order: what
+/// the test in `tests/all/openapi.rs` compares with the OpenAPI document.
+pub fn served_operations() -> Vec<(String, String)> {
+    table()
+        .into_iter()
+        .map(|route| (method_name(&route.method).to_owned(), route.path))
+        .collect()
+}
+
+/// One entry of the route table.
+struct Route {
+    method: HttpMethod,
+    path: String,
+    method_router: MethodRouter<ServerState>,
+}
+
+/// The route table: every handler with its `#[utoipa::path]` annotation (the `__path_*` type
+/// the macro generates). The method and path come from the annotation, so the router serves
+/// exactly what the handler's documentation says; the same handler must also be listed in
+/// [`openapi::ApiDoc`], which the test checks. This is the only place routes are added: a
+/// tidy test fails on any other `.route(` in the crate.
+fn table() -> Vec<Route> {
+    [
+        route(meta::__path_health, meta::health),
+        route(meta::__path_model, meta::model),
+        route(openapi::__path_openapi_json, openapi::openapi_json),
+        route(tools::__path_list, tools::list),
+        route(tools::__path_run, tools::run),
+        route(tools::__path_approvals, tools::approvals),
+        route(tools::__path_decide, tools::decide),
+        route(settings::__path_permissions, settings::permissions),
+        route(settings::__path_set_permissions, settings::set_permissions),
+        route(settings::__path_agent, settings::agent),
+        route(settings::__path_set_agent, settings::set_agent),
+        route(settings::__path_grants, settings::grants),
+        route(
+            settings::__path_revoke_all_grants,
+            settings::revoke_all_grants,
+        ),
+        route(settings::__path_revoke_grants, settings::revoke_grants),
+        route(sessions::__path_create, sessions::create),
+        route(sessions::__path_list, sessions::list),
+        route(sessions::__path_detail, sessions::detail),
+        route(sessions::__path_rename, sessions::rename),
+        route(sessions::__path_remove, sessions::remove),
+        route(sessions::__path_prompt, sessions::prompt),
+        route(sessions::__path_stop, sessions::stop),
+        route(sessions::__path_turns, sessions::turns),
+        route(sessions::__path_turn, sessions::turn),
+        route(sessions::__path_kill_switch, sessions::kill_switch),
+        route(events::__path_stream, events::stream),
+        route(openai::__path_models, openai::models),
+        route(openai::__path_chat_completions, openai::chat_completions),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
+}
+
+/// The entries of `handler` at the method(s) and path of its annotation `_operation`.
+fn route<P, H, T>(_operation: P, handler: H) -> Vec<Route>
+where
+    P: utoipa::Path,
+    H: Handler<T, ServerState>,
+    T: 'static,
+{
+    P::methods()
+        .into_iter()
+        .map(|method| Route {
+            method_router: on(method_filter(&method), handler.clone()),
+            method,
+            path: P::path(),
+        })
+        .collect()
+}
+
+fn method_filter(method: &HttpMethod) -> MethodFilter {
+    match method {
+        HttpMethod::Get => MethodFilter::GET,
+        HttpMethod::Post => MethodFilter::POST,
+        HttpMethod::Put => MethodFilter::PUT,
+        HttpMethod::Delete => MethodFilter::DELETE,
+        HttpMethod::Options => MethodFilter::OPTIONS,
+        HttpMethod::Head => MethodFilter::HEAD,
+        HttpMethod::Patch => MethodFilter::PATCH,
+        HttpMethod::Trace => MethodFilter::TRACE,
+    }
+}
+
+fn method_name(method: &HttpMethod) -> &'static str {
+    match method {
+        HttpMethod::Get => "GET",
+        HttpMethod::Post => "POST",
+        HttpMethod::Put => "PUT",
+        HttpMethod::Delete => "DELETE",
+        HttpMethod::Options => "OPTIONS",
+        HttpMethod::Head => "HEAD",
+        HttpMethod::Patch => "PATCH",
+        HttpMethod::Trace => "TRACE",
+    }
 }

@@ -8,6 +8,7 @@ use imurun_store::{SESSION_LIST_ROWS_MAX, Session, TRANSCRIPT_READ_ROWS_MAX, TUR
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiJson};
+use crate::openapi::{ErrorBody, ModelNotLoadedBody};
 use crate::routes::settings::revoke;
 use crate::state::{ServerState, lock};
 use crate::turns::{check_prompt, live_view, submit_prompt, turn_view};
@@ -18,7 +19,21 @@ use crate::wire::{
 
 /// `POST /api/sessions` `{title?}` (the body may be empty) → 201 the session. Publishes a
 /// global `session.created` event `{session_id, session}`.
-pub(super) async fn create(
+#[utoipa::path(
+    post,
+    path = "/api/sessions",
+    tag = "sessions",
+    summary = "Create a session",
+    request_body(content = Option<SessionCreate>, description = "Optional: an empty body creates a session without a title."),
+    responses(
+        (status = 201, description = "The new session; a global `session.created` event follows.", body = SessionInfo),
+        (status = 400, description = "The body is not JSON or does not fit the schema (unknown fields are refused) or the title is over 200 characters; `bad_request`.", body = ErrorBody),
+        (status = 413, description = "The body is larger than the server accepts (256 KiB by default); `too_large`.", body = ErrorBody),
+        (status = 507, description = "The store holds its most sessions; `store_full`.", body = ErrorBody),
+        (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn create(
     State(state): State<ServerState>,
     body: Bytes,
 ) -> Result<(StatusCode, Json<SessionInfo>), ApiError> {
@@ -37,7 +52,17 @@ pub(super) async fn create(
 }
 
 /// `GET /api/sessions` → 200 `{"sessions": [...]}`, most recently updated first (at most 1000).
-pub(super) async fn list(State(state): State<ServerState>) -> Result<Json<SessionList>, ApiError> {
+#[utoipa::path(
+    get,
+    path = "/api/sessions",
+    tag = "sessions",
+    summary = "The sessions, most recently updated first (at most 1000)",
+    responses(
+        (status = 200, description = "The sessions.", body = SessionList),
+        (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn list(State(state): State<ServerState>) -> Result<Json<SessionList>, ApiError> {
     let sessions = state.store().list_sessions(SESSION_LIST_ROWS_MAX).await?;
     Ok(Json(SessionList {
         sessions: sessions.into_iter().map(session_info).collect(),
@@ -45,7 +70,20 @@ pub(super) async fn list(State(state): State<ServerState>) -> Result<Json<Sessio
 }
 
 /// `GET /api/sessions/{id}` → 200 `{session, transcript, running_turn_id}`; 404.
-pub(super) async fn detail(
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{id}",
+    tag = "sessions",
+    summary = "A session with its transcript and running turn",
+    params(("id" = String, Path, description = "The session id.")),
+    responses(
+        (status = 200, description = "The session.", body = SessionDetail),
+        (status = 400, description = "The id is malformed (ASCII letters, digits, `.`, `_`, `-`, at most 128); `bad_request`.", body = ErrorBody),
+        (status = 404, description = "No session has this id; `not_found`.", body = ErrorBody),
+        (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn detail(
     State(state): State<ServerState>,
     Path(id): Path<String>,
 ) -> Result<Json<SessionDetail>, ApiError> {
@@ -71,7 +109,23 @@ pub(super) async fn detail(
 
 /// `PATCH /api/sessions/{id}` `{title}` (`null` clears it) → 200 the session; 404. Publishes
 /// a global `session.updated` event `{session_id, session}`.
-pub(super) async fn rename(
+#[utoipa::path(
+    patch,
+    path = "/api/sessions/{id}",
+    tag = "sessions",
+    summary = "Rename a session (`null` clears the title)",
+    params(("id" = String, Path, description = "The session id.")),
+    request_body = SessionUpdate,
+    responses(
+        (status = 200, description = "The session; a global `session.updated` event follows.", body = SessionInfo),
+        (status = 400, description = "The body is not JSON or does not fit the schema (unknown fields are refused) or the title is over 200 characters; `bad_request`.", body = ErrorBody),
+        (status = 404, description = "No session has this id; `not_found`.", body = ErrorBody),
+        (status = 413, description = "The body is larger than the server accepts (256 KiB by default); `too_large`.", body = ErrorBody),
+        (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
+        (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn rename(
     State(state): State<ServerState>,
     Path(id): Path<String>,
     ApiJson(update): ApiJson<SessionUpdate>,
@@ -88,7 +142,20 @@ pub(super) async fn rename(
 /// `DELETE /api/sessions/{id}` → 200 `{deleted: true, stopped_turn}`; 404. A running turn is
 /// stopped first and waited for (bounded); the session's grants are forgotten. Publishes a
 /// global `session.deleted` event `{session_id}`.
-pub(super) async fn remove(
+#[utoipa::path(
+    delete,
+    path = "/api/sessions/{id}",
+    tag = "sessions",
+    summary = "Delete a session, stopping its turn first",
+    params(("id" = String, Path, description = "The session id.")),
+    responses(
+        (status = 200, description = "Deleted; a global `session.deleted` event follows.", body = SessionDeleted),
+        (status = 400, description = "The id is malformed (ASCII letters, digits, `.`, `_`, `-`, at most 128); `bad_request`.", body = ErrorBody),
+        (status = 404, description = "No session has this id; `not_found`.", body = ErrorBody),
+        (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn remove(
     State(state): State<ServerState>,
     Path(id): Path<String>,
 ) -> Result<Json<SessionDeleted>, ApiError> {
@@ -124,7 +191,25 @@ pub(super) async fn remove(
 /// to the model at the next answer boundary (`prompt.delivered`), `queued: true`; a prompt
 /// left in the queue when the turn ends starts the next turn. Errors: 400 empty prompt, 413
 /// over 32 000 characters, 404 unknown session, 429 the queue is full, 503 no model.
-pub(super) async fn prompt(
+#[utoipa::path(
+    post,
+    path = "/api/sessions/{id}/prompts",
+    tag = "sessions",
+    summary = "Send a prompt: start a turn, or queue it in the running one",
+    params(("id" = String, Path, description = "The session id.")),
+    request_body = PromptRequest,
+    responses(
+        (status = 202, description = "Accepted: follow the turn on `GET /api/events` (`turn.start` … `turn.end`) or `GET /api/sessions/{id}/turns/{turn_id}`.", body = PromptAccepted),
+        (status = 400, description = "The body is not JSON or does not fit the schema (unknown fields are refused) or the prompt is empty; `bad_request`.", body = ErrorBody),
+        (status = 404, description = "No session has this id; `not_found`.", body = ErrorBody),
+        (status = 413, description = "The prompt is over 32 000 characters, or the body over the server's limit; `too_large`.", body = ErrorBody),
+        (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
+        (status = 429, description = "The running turn's prompt queue is full; `queue_full`.", body = ErrorBody),
+        (status = 503, description = "No model is ready (none configured, still loading, or failed); `model_not_loaded` with the slot's `status`.", body = ModelNotLoadedBody),
+        (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn prompt(
     State(state): State<ServerState>,
     Path(id): Path<String>,
     ApiJson(request): ApiJson<PromptRequest>,
@@ -136,7 +221,15 @@ pub(super) async fn prompt(
 
 /// `POST /api/sessions/{id}/stop` → 200 `{stopped}`: whether a turn was running and was told
 /// to stop. An approval the turn waits on is denied (`tool.denied`, reason `stopped`).
-pub(super) async fn stop(
+#[utoipa::path(
+    post,
+    path = "/api/sessions/{id}/stop",
+    tag = "sessions",
+    summary = "Stop the session's running turn (the Stop button)",
+    params(("id" = String, Path, description = "The session id.")),
+    responses((status = 200, description = "Whether a turn was running and was told to stop; it ends with `turn.end` `stopped`.", body = Stopped)),
+)]
+pub(crate) async fn stop(
     State(state): State<ServerState>,
     Path(id): Path<String>,
 ) -> Json<Stopped> {
@@ -149,7 +242,14 @@ pub(super) async fn stop(
 
 /// `POST /api/stop`, the kill switch → 200 `{stopped, approvals_denied}`: every running turn
 /// is told to stop and every pending approval is denied.
-pub(super) async fn kill_switch(State(state): State<ServerState>) -> Json<KillSwitch> {
+#[utoipa::path(
+    post,
+    path = "/api/stop",
+    tag = "sessions",
+    summary = "The kill switch: stop every turn and deny every pending approval",
+    responses((status = 200, description = "What was stopped and denied; a global `stop.all` event follows.", body = KillSwitch)),
+)]
+pub(crate) async fn kill_switch(State(state): State<ServerState>) -> Json<KillSwitch> {
     let stopped = {
         let turns = lock(&state.inner.turns);
         for turn in turns.values() {
@@ -177,7 +277,20 @@ pub(super) async fn kill_switch(State(state): State<ServerState>) -> Json<KillSw
 }
 
 /// `GET /api/sessions/{id}/turns` → 200 `{"turns": [...]}`, the last 1000, oldest first; 404.
-pub(super) async fn turns(
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{id}/turns",
+    tag = "sessions",
+    summary = "The session's turns, the last 1000, oldest first",
+    params(("id" = String, Path, description = "The session id.")),
+    responses(
+        (status = 200, description = "The turns, a running one with its live view.", body = TurnList),
+        (status = 400, description = "The id is malformed (ASCII letters, digits, `.`, `_`, `-`, at most 128); `bad_request`.", body = ErrorBody),
+        (status = 404, description = "No session has this id; `not_found`.", body = ErrorBody),
+        (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn turns(
     State(state): State<ServerState>,
     Path(id): Path<String>,
 ) -> Result<Json<TurnList>, ApiError> {
@@ -195,7 +308,20 @@ pub(super) async fn turns(
 /// `GET /api/sessions/{id}/turns/{turn_id}` → 200 the turn view `{turn_id, session_id, prompt,
 /// status, started_at_ms, ended_at_ms, answer, error?, steps, tool_calls, skills,
 /// delivered_prompts}`; 404.
-pub(super) async fn turn(
+#[utoipa::path(
+    get,
+    path = "/api/sessions/{id}/turns/{turn_id}",
+    tag = "sessions",
+    summary = "One turn: status, steps, tool calls, skills and answer",
+    params(("id" = String, Path, description = "The session id."), ("turn_id" = String, Path, description = "The turn id of `turn.start` or of the 202 answer.")),
+    responses(
+        (status = 200, description = "The turn, live while it runs.", body = TurnView),
+        (status = 400, description = "The id is malformed (ASCII letters, digits, `.`, `_`, `-`, at most 128); `bad_request`.", body = ErrorBody),
+        (status = 404, description = "No such session or turn; `not_found`.", body = ErrorBody),
+        (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn turn(
     State(state): State<ServerState>,
     Path((id, turn_id)): Path<(String, String)>,
 ) -> Result<Json<TurnView>, ApiError> {

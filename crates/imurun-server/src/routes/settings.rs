@@ -11,6 +11,7 @@ use imurun_agent::MAX_STEPS_CAP;
 use serde_json::{Value, json};
 
 use crate::error::{ApiError, ApiJson};
+use crate::openapi::ErrorBody;
 use crate::state::{APPROVAL_TIMEOUT_S_MAX, PERSONA_CHARS_MAX, ServerState, lock};
 use crate::wire::{
     AgentSettings, AgentSettingsUpdate, GrantList, GrantsRevoked, PermissionToggles, Permissions,
@@ -22,7 +23,17 @@ pub const APPROVAL_TIMEOUT_KEY: &str = "permissions.approvalTimeout";
 
 /// `GET /api/permissions` → 200 `{mode, toggles: {readFiles, writeFiles, runShell, network},
 /// approvalTimeout, approvalTimeoutInForce, workspaceRoot}`.
-pub(super) async fn permissions(
+#[utoipa::path(
+    get,
+    path = "/api/permissions",
+    tag = "settings",
+    summary = "The permission mode, toggles, approval timeout and workspace",
+    responses(
+        (status = 200, description = "The permissions as they are now.", body = Permissions),
+        (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn permissions(
     State(state): State<ServerState>,
 ) -> Result<Json<Permissions>, ApiError> {
     Ok(Json(current_permissions(&state).await?))
@@ -33,7 +44,21 @@ pub(super) async fn permissions(
 /// next call; the approval timeout is saved and applies from the next start. Publishes a
 /// global `permissions` event with the same body. 400 for an unknown mode, a timeout out of
 /// range, an unknown field, or `workspaceRoot` (read-only while the server runs).
-pub(super) async fn set_permissions(
+#[utoipa::path(
+    post,
+    path = "/api/permissions",
+    tag = "settings",
+    summary = "Change the mode, toggles or approval timeout",
+    request_body = PermissionsUpdate,
+    responses(
+        (status = 200, description = "The permissions as they are now; a `permissions` event carries the same body.", body = Permissions),
+        (status = 400, description = "The body is not JSON or does not fit the schema (unknown fields are refused), an unknown mode, a timeout outside 1..=3600, or `workspaceRoot`; `bad_request`.", body = ErrorBody),
+        (status = 413, description = "The body is larger than the server accepts (256 KiB by default); `too_large`.", body = ErrorBody),
+        (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
+        (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn set_permissions(
     State(state): State<ServerState>,
     ApiJson(update): ApiJson<PermissionsUpdate>,
 ) -> Result<Json<Permissions>, ApiError> {
@@ -121,14 +146,35 @@ async fn current_permissions(state: &ServerState) -> Result<Permissions, ApiErro
 }
 
 /// `GET /api/agent` → 200 `{maxSteps, persona, summariseHistory}`.
-pub(super) async fn agent(State(state): State<ServerState>) -> Json<AgentSettings> {
+#[utoipa::path(
+    get,
+    path = "/api/agent",
+    tag = "settings",
+    summary = "The agent settings the next turn starts with",
+    responses((status = 200, description = "The agent settings.", body = AgentSettings)),
+)]
+pub(crate) async fn agent(State(state): State<ServerState>) -> Json<AgentSettings> {
     Json(agent_settings(&state))
 }
 
 /// `POST /api/agent` with any of `maxSteps` (1..=20), `persona` (at most 4000 characters),
 /// `summariseHistory` → 200 with the settings as they are now; they apply from the next turn
 /// and are saved as `agent.*`. 400 for a value out of range or an unknown field.
-pub(super) async fn set_agent(
+#[utoipa::path(
+    post,
+    path = "/api/agent",
+    tag = "settings",
+    summary = "Change the step limit, persona or history compaction",
+    request_body = AgentSettingsUpdate,
+    responses(
+        (status = 200, description = "The agent settings as they are now; they apply from the next turn.", body = AgentSettings),
+        (status = 400, description = "The body is not JSON or does not fit the schema (unknown fields are refused), `maxSteps` outside 1..=20, or a persona over 4000 characters; `bad_request`.", body = ErrorBody),
+        (status = 413, description = "The body is larger than the server accepts (256 KiB by default); `too_large`.", body = ErrorBody),
+        (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
+        (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn set_agent(
     State(state): State<ServerState>,
     ApiJson(update): ApiJson<AgentSettingsUpdate>,
 ) -> Result<Json<AgentSettings>, ApiError> {
@@ -177,7 +223,14 @@ fn agent_settings(state: &ServerState) -> AgentSettings {
 
 /// `GET /api/grants` → 200 `{"grants": [{session_id, tools: [name]}]}`: the tools each session
 /// runs without asking, until the server restarts.
-pub(super) async fn grants(State(state): State<ServerState>) -> Json<GrantList> {
+#[utoipa::path(
+    get,
+    path = "/api/grants",
+    tag = "settings",
+    summary = "The tools each session runs without asking (until restart)",
+    responses((status = 200, description = "The remembered approvals, by session.", body = GrantList)),
+)]
+pub(crate) async fn grants(State(state): State<ServerState>) -> Json<GrantList> {
     let grants = lock(&state.inner.grants)
         .iter()
         .map(|(session_id, tools)| SessionGrants {
@@ -189,7 +242,15 @@ pub(super) async fn grants(State(state): State<ServerState>) -> Json<GrantList> 
 }
 
 /// `DELETE /api/grants/{session_id}` → 200 `{"sessions": 0|1}`: that session asks again.
-pub(super) async fn revoke_grants(
+#[utoipa::path(
+    delete,
+    path = "/api/grants/{session_id}",
+    tag = "settings",
+    summary = "Forget one session's remembered approvals",
+    params(("session_id" = String, Path, description = "The session; an unknown one is not an error.")),
+    responses((status = 200, description = "`sessions` is 1 when the session had grants, else 0; a `grants.revoked` event follows when it is 1.", body = GrantsRevoked)),
+)]
+pub(crate) async fn revoke_grants(
     State(state): State<ServerState>,
     Path(session_id): Path<String>,
 ) -> Json<GrantsRevoked> {
@@ -199,7 +260,14 @@ pub(super) async fn revoke_grants(
 }
 
 /// `DELETE /api/grants` → 200 `{"sessions": n}`: every session asks again.
-pub(super) async fn revoke_all_grants(State(state): State<ServerState>) -> Json<GrantsRevoked> {
+#[utoipa::path(
+    delete,
+    path = "/api/grants",
+    tag = "settings",
+    summary = "Forget every session's remembered approvals",
+    responses((status = 200, description = "How many sessions had grants; a `grants.revoked` event follows when some did.", body = GrantsRevoked)),
+)]
+pub(crate) async fn revoke_all_grants(State(state): State<ServerState>) -> Json<GrantsRevoked> {
     Json(GrantsRevoked {
         sessions: revoke(&state, None),
     })

@@ -7,6 +7,7 @@ use imurun_core::{Availability, StopFlag, ToolCall};
 use imurun_tools::{Caller, OnAsk, Outcome};
 
 use crate::error::{ApiError, ApiJson};
+use crate::openapi::{ErrorBody, ToolRefusedBody};
 use crate::state::ServerState;
 use crate::wire::{
     ApprovalDecided, ApprovalDecision, ApprovalInfo, ApprovalList, ToolInfo, ToolList,
@@ -15,7 +16,14 @@ use crate::wire::{
 
 /// `GET /api/tools` → 200 `{"tools": [{name, description, parameters, category, available,
 /// unavailable_reason?, offered}]}`, every tool that can run.
-pub(super) async fn list(State(state): State<ServerState>) -> Json<ToolList> {
+#[utoipa::path(
+    get,
+    path = "/api/tools",
+    tag = "tools",
+    summary = "Every tool, with its schema, category and availability",
+    responses((status = 200, description = "The tools.", body = ToolList)),
+)]
+pub(crate) async fn list(State(state): State<ServerState>) -> Json<ToolList> {
     let registry = state.executor().registry();
     let index = registry.index();
     let tools = registry
@@ -48,7 +56,22 @@ pub(super) async fn list(State(state): State<ServerState>) -> Json<ToolList> {
 ///   again with `"approved": true` once the person agreed;
 /// - 403 `{"error": "denied", "decision": "deny", "reason"}`: the policy refuses;
 /// - 404 unknown tool; 400 arguments that do not fit the schema.
-pub(super) async fn run(
+#[utoipa::path(
+    post,
+    path = "/api/tools/run",
+    tag = "tools",
+    summary = "Run one tool by hand, through the same policy as the model",
+    request_body = ToolRunRequest,
+    responses(
+        (status = 200, description = "It ran; `ok` is false when the tool failed (the text starts with `FAILED:`).", body = ToolRunResult),
+        (status = 400, description = "The body is not JSON or does not fit the schema, or the arguments do not fit the tool's schema; `bad_request`.", body = ErrorBody),
+        (status = 403, description = "`approval_required` with `decision: ask` (post again with `\"approved\": true` once the person agreed) or `denied` with `decision: deny`.", body = ToolRefusedBody),
+        (status = 404, description = "No tool has this name; `not_found`.", body = ErrorBody),
+        (status = 413, description = "The body is larger than the server accepts (256 KiB by default); `too_large`.", body = ErrorBody),
+        (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn run(
     State(state): State<ServerState>,
     ApiJson(request): ApiJson<ToolRunRequest>,
 ) -> Result<Json<ToolRunResult>, ApiError> {
@@ -102,7 +125,14 @@ pub(super) async fn run(
 /// `GET /api/tools/approvals` → 200 `{"pending": [{id, call_id, tool, args, session_id,
 /// reason, deadline, rememberable, depth}]}`, soonest deadline first; `deadline` is in
 /// milliseconds since the Unix epoch.
-pub(super) async fn approvals(State(state): State<ServerState>) -> Json<ApprovalList> {
+#[utoipa::path(
+    get,
+    path = "/api/tools/approvals",
+    tag = "tools",
+    summary = "The calls waiting for a person's approval, soonest deadline first",
+    responses((status = 200, description = "The pending approvals.", body = ApprovalList)),
+)]
+pub(crate) async fn approvals(State(state): State<ServerState>) -> Json<ApprovalList> {
     let executor = state.executor();
     let pending = executor
         .approvals()
@@ -136,7 +166,22 @@ pub(super) async fn approvals(State(state): State<ServerState>) -> Json<Approval
 /// `POST /api/tools/approvals/{id}` `{"approved": bool, "remember": bool}` → 200
 /// `{id, approved, remember}`; 404 when no approval waits under that id (answered, timed out,
 /// or its turn stopped).
-pub(super) async fn decide(
+#[utoipa::path(
+    post,
+    path = "/api/tools/approvals/{id}",
+    tag = "tools",
+    summary = "Approve or deny a pending call",
+    params(("id" = String, Path, description = "The `approval_id` of `tool.approval_needed` (or `id` of `GET /api/tools/approvals`).")),
+    request_body = ApprovalDecision,
+    responses(
+        (status = 200, description = "The decision was handed to the waiting call.", body = ApprovalDecided),
+        (status = 400, description = "The body is not JSON or does not fit the schema (unknown fields are refused); `bad_request`.", body = ErrorBody),
+        (status = 404, description = "No approval waits under this id: answered, timed out, or its turn stopped; `not_found`.", body = ErrorBody),
+        (status = 413, description = "The body is larger than the server accepts (256 KiB by default); `too_large`.", body = ErrorBody),
+        (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
+    ),
+)]
+pub(crate) async fn decide(
     State(state): State<ServerState>,
     Path(id): Path<String>,
     ApiJson(decision): ApiJson<ApprovalDecision>,
