@@ -36,6 +36,60 @@ pub struct AgentConfig {
     /// Over budget, summarise history with the raw model (true) or drop it (false). Dropping
     /// costs no generation, which matters on slow back-ends.
     pub summarise_history: bool,
+    /// When the loop starts the model's reply with the call marker itself.
+    pub call_prefill: CallPrefill,
+    /// Whether the tool prompt carries its two worked examples (they cost about 150 tokens
+    /// and are what makes a small model call at all).
+    pub tool_examples: bool,
+    /// The most tokens one step generates; `None`: the reply reserve of the context budget
+    /// (1024 tokens for most windows). Evaluations lower it: a call is short, and a small
+    /// model that answers in prose instead may ramble to the limit.
+    pub step_tokens_max: Option<usize>,
+}
+
+/// When the loop starts a reply with the call marker (```` ```tool ````), so the model only
+/// has to finish a call. Small models often answer from memory where a tool is needed; a
+/// started call (with the embedded back-end's call grammar) always ends as a valid one. It
+/// applies to the first generation for each prompt, only while tools are on offer and only
+/// with back-ends that can continue a started reply ([`Model::supports_prefill`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum CallPrefill {
+    /// Never: the model decides alone (the seed's behaviour).
+    Off,
+    /// When the prompt asks about the present (`is_realtime`) and no pre-fetched Context
+    /// answers it: those prompts need a tool, and small models answer them from memory.
+    #[default]
+    Live,
+    /// Always: every prompt's first reply is a call (evaluations of calling skill).
+    Always,
+}
+
+impl CallPrefill {
+    /// `off`, `live` or `always`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Off => "off",
+            Self::Live => "live",
+            Self::Always => "always",
+        }
+    }
+}
+
+impl std::str::FromStr for CallPrefill {
+    type Err = String;
+
+    /// `off`, `live` or `always`.
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        match text.trim() {
+            "off" => Ok(Self::Off),
+            "live" => Ok(Self::Live),
+            "always" => Ok(Self::Always),
+            other => Err(format!(
+                "unknown call prefill `{other}`: expected off, live or always"
+            )),
+        }
+    }
 }
 
 impl Default for AgentConfig {
@@ -44,6 +98,9 @@ impl Default for AgentConfig {
             max_steps: MAX_STEPS_DEFAULT,
             persona: DEFAULT_PERSONA.to_owned(),
             summarise_history: true,
+            call_prefill: CallPrefill::default(),
+            tool_examples: true,
+            step_tokens_max: None,
         }
     }
 }
@@ -62,6 +119,22 @@ impl AgentConfig {
 
     pub fn with_summarise_history(mut self, summarise_history: bool) -> Self {
         self.summarise_history = summarise_history;
+        self
+    }
+
+    /// At least 1.
+    pub fn with_step_tokens_max(mut self, step_tokens_max: Option<usize>) -> Self {
+        self.step_tokens_max = step_tokens_max.map(|tokens| tokens.max(1));
+        self
+    }
+
+    pub fn with_tool_examples(mut self, tool_examples: bool) -> Self {
+        self.tool_examples = tool_examples;
+        self
+    }
+
+    pub fn with_call_prefill(mut self, call_prefill: CallPrefill) -> Self {
+        self.call_prefill = call_prefill;
         self
     }
 }

@@ -20,7 +20,7 @@ mod summary;
 mod turn;
 
 pub use agent::{
-    AgentConfig, AgentLoop, CALLS_PER_STEP_MAX, HISTORY_MESSAGES_MAX, MAX_STEPS_CAP,
+    AgentConfig, AgentLoop, CALLS_PER_STEP_MAX, CallPrefill, HISTORY_MESSAGES_MAX, MAX_STEPS_CAP,
     MAX_STEPS_DEFAULT, TurnRequest, TurnResult,
 };
 pub use clock::{Clock, FixedClock, SystemClock};
@@ -31,12 +31,12 @@ pub use context::{
 pub use error::AgentError;
 pub use prompt::{
     CONTEXT_CHARS_MAX, SKILL_BODY_CHARS_MAX, SKILLS_MAX, Skill, SystemPrompt, system_message,
-    tool_prompt,
+    tool_prompt, tool_prompt_for,
 };
 pub use queue::{PromptQueue, QUEUED_PROMPTS_MAX};
 pub use realtime::{admits_no_live_data, is_realtime};
 pub use style::{
-    CALLS_DROPPED_NOTE, DEFAULT_PERSONA, FAILED_SUFFIX, FINAL_ANSWER_NUDGE, HOUSE_STYLE,
-    LAST_STEP_NOTE, LIVE_DATA_RULE, NO_ANSWER_SENTENCE, OFFLINE_SENTENCE, REALTIME_NUDGE,
-    STEP_LIMIT_SENTENCE, with_failed_suffix,
+    CALL_PREFILL, CALLS_DROPPED_NOTE, DEFAULT_PERSONA, FAILED_SUFFIX, FINAL_ANSWER_NUDGE,
+    HOUSE_STYLE, LAST_STEP_NOTE, LIVE_DATA_RULE, NO_ANSWER_SENTENCE, OFFLINE_SENTENCE,
+    REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE, with_failed_suffix,
 };

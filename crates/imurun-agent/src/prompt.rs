@@ -51,6 +51,10 @@ pub struct SystemPrompt<'a> {
     pub skills: &'a [Skill],
     /// The pre-fetch results, already formatted.
     pub context: Option<&'a str>,
+    /// Whether the tool prompt carries its two worked examples.
+    pub examples: bool,
+    /// The prompt being answered: the worked examples closest to it come first.
+    pub question: &'a str,
 }
 
 /// The whole system message.
@@ -62,7 +66,10 @@ pub fn system_message(parts: &SystemPrompt<'_>) -> String {
     out.push(' ');
     out.push_str(LIVE_DATA_RULE);
     let _infallible = write!(out, "\n\nToday is {}.", long_date(parts.today));
-    if let Some(tool_prompt) = parts.tools.and_then(tool_prompt) {
+    if let Some(tool_prompt) = parts
+        .tools
+        .and_then(|index| tool_prompt_for(index, parts.examples.then_some(parts.question)))
+    {
         out.push_str("\n\n");
         out.push_str(&tool_prompt);
     }
@@ -81,8 +88,14 @@ pub fn system_message(parts: &SystemPrompt<'_>) -> String {
     out
 }
 
-/// The tool prompt for the offered tools, or `None` when nothing is offered.
+/// The tool prompt for the offered tools, with its worked examples, or `None` when nothing
+/// is offered.
 pub fn tool_prompt(index: &ToolIndex) -> Option<String> {
+    tool_prompt_for(index, Some(""))
+}
+
+/// The tool prompt with the worked examples closest to `question` (`None`: no examples).
+pub fn tool_prompt_for(index: &ToolIndex, question: Option<&str>) -> Option<String> {
     let offered: Vec<&IndexedTool> = index.offered().collect();
     if offered.is_empty() {
         return None;
@@ -102,7 +115,8 @@ pub fn tool_prompt(index: &ToolIndex) -> Option<String> {
         out.push_str(&tool_line(tool));
         out.push('\n');
     }
-    for (number, example) in examples(&offered).iter().enumerate() {
+    let shown = question.map_or_else(Vec::new, |question| examples(&offered, question));
+    for (number, example) in shown.iter().enumerate() {
         let _infallible = write!(
             out,
             "\nExample {}:\nUser: {}\nYou:\n{}\nUser: [tool result: {}]\n{}\nYou: {}\n",
@@ -155,9 +169,10 @@ struct Example {
     answer: String,
 }
 
-/// Worked examples for well-known tools, best first: a live-data question leads, because
+/// Worked examples for well-known tools (tool, question, argument, value, result, answer, and
+/// words that point at the tool), best first: a live-data question leads, because
 /// "anything about the present" is the rule small models most need to see applied.
-const KNOWN_EXAMPLES: &[(&str, &str, &str, &str, &str, &str)] = &[
+const KNOWN_EXAMPLES: &[(&str, &str, &str, &str, &str, &str, &str)] = &[
     (
         "get_weather",
         "What's the weather in Oslo right now?",
@@ -165,6 +180,7 @@ const KNOWN_EXAMPLES: &[(&str, &str, &str, &str, &str, &str)] = &[
         "Oslo",
         "Oslo: 4 °C, light rain, wind 5 m/s",
         "It is 4 °C with light rain in Oslo right now.",
+        "rain raining snow snowing temperature hot cold warm wind sunny forecast degrees",
     ),
     (
         "web_search",
@@ -173,6 +189,7 @@ const KNOWN_EXAMPLES: &[(&str, &str, &str, &str, &str, &str)] = &[
         "latest Python release",
         "python.org: Python 3.14.0 was released on 7 October 2025.",
         "The latest release is Python 3.14.0, from 7 October 2025.",
+        "search web online look find news latest price prices score scores who",
     ),
     (
         "get_time",
@@ -181,6 +198,7 @@ const KNOWN_EXAMPLES: &[(&str, &str, &str, &str, &str, &str)] = &[
         "Asia/Tokyo",
         "21:04, Monday (Asia/Tokyo)",
         "It is 21:04 on Monday in Tokyo.",
+        "time clock date day hour minute o'clock",
     ),
     (
         "file_read",
@@ -189,18 +207,33 @@ const KNOWN_EXAMPLES: &[(&str, &str, &str, &str, &str, &str)] = &[
         "notes.txt",
         "Buy milk.",
         "notes.txt says: Buy milk.",
+        "file files read contents show open",
     ),
 ];
 
 /// Two examples: known ones for offered tools first, then generic ones for the first
-/// offered tools, so the examples only ever name tools that exist.
-fn examples(offered: &[&IndexedTool]) -> Vec<Example> {
+/// offered tools, so the examples only ever name tools that exist. Known examples that share
+/// words with the question lead (a small model copies the first example's tool): "What time
+/// is it?" is shown `get_time` first; ties keep the order above.
+fn examples(offered: &[&IndexedTool], question: &str) -> Vec<Example> {
     let is_offered = |name: &str| offered.iter().any(|tool| tool.spec.name == name);
-    let mut examples: Vec<Example> = KNOWN_EXAMPLES
+    let asked = content_words(question);
+    let mut known: Vec<&(&str, &str, &str, &str, &str, &str, &str)> = KNOWN_EXAMPLES
         .iter()
         .filter(|known| is_offered(known.0))
+        .collect();
+    // Stable: equal scores keep their order.
+    known.sort_by_key(|&&(name, example_question, .., keywords)| {
+        let words = content_words(&format!(
+            "{} {example_question} {keywords}",
+            name.replace('_', " ")
+        ));
+        std::cmp::Reverse(words.iter().filter(|word| asked.contains(word)).count())
+    });
+    let mut examples: Vec<Example> = known
+        .into_iter()
         .take(2)
-        .map(|&(name, question, key, value, result, answer)| {
+        .map(|&(name, question, key, value, result, answer, _)| {
             let mut args = Map::new();
             args.insert(key.to_owned(), Value::String(value.to_owned()));
             Example {
@@ -224,6 +257,23 @@ fn examples(offered: &[&IndexedTool]) -> Vec<Example> {
         examples.push(generic_example(tool));
     }
     examples
+}
+
+/// Words that say what a question is about: lower-cased, three letters or more, without
+/// the words every question has.
+fn content_words(text: &str) -> Vec<String> {
+    const COMMON: &[&str] = &[
+        "the", "what", "whats", "does", "and", "for", "you", "your", "with", "this", "that",
+        "tell", "now", "right", "today", "please", "can", "how", "are", "was", "get", "say",
+    ];
+    let mut words: Vec<String> = text
+        .split(|c: char| !c.is_alphanumeric())
+        .map(str::to_lowercase)
+        .filter(|word| word.chars().count() >= 3 && !COMMON.contains(&word.as_str()))
+        .collect();
+    words.sort_unstable();
+    words.dedup();
+    words
 }
 
 fn generic_example(tool: &IndexedTool) -> Example {
@@ -284,6 +334,8 @@ mod tests {
             tools: Some(&index),
             skills: &skills,
             context: Some("get_time: 09:14 Europe/Oslo"),
+            examples: true,
+            question: "",
         });
         insta::assert_snapshot!(message);
     }
@@ -296,6 +348,8 @@ mod tests {
             tools: None,
             skills: &[],
             context: None,
+            examples: true,
+            question: "",
         });
         insta::assert_snapshot!(message);
         assert!(!message.contains("```tool"));
@@ -331,8 +385,35 @@ mod tests {
             tools: None,
             skills: &skills,
             context: None,
+            examples: true,
+            question: "",
         });
         assert_eq!(message.matches("## Skill: ").count(), 3);
         assert!(message.contains(&format!("{}\n\n## Skill: s1", "x".repeat(4000))));
+    }
+
+    #[test]
+    fn the_examples_closest_to_the_question_lead() {
+        let index = ToolIndex::offering(imurun_tools::builtin_specs());
+        let first_example_tool = |question: &str| {
+            let prompt = tool_prompt_for(&index, Some(question)).unwrap();
+            let example = &prompt[prompt.find("Example 1:").unwrap()..];
+            let call = &example[example.find("\"name\": \"").unwrap() + 9..];
+            call[..call.find('"').unwrap()].to_owned()
+        };
+        assert_eq!(first_example_tool(""), "get_weather", "the default order");
+        assert_eq!(first_example_tool("What time is it now?"), "get_time");
+        assert_eq!(first_example_tool("Read notes.txt for me"), "file_read");
+        assert_eq!(
+            first_example_tool("Search the web for the latest release"),
+            "web_search"
+        );
+        assert_eq!(first_example_tool("Is it raining in Tokyo?"), "get_weather");
+        assert!(
+            !tool_prompt_for(&index, None)
+                .unwrap()
+                .contains("Example 1:"),
+            "no examples"
+        );
     }
 }

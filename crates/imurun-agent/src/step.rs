@@ -18,6 +18,8 @@ pub(crate) struct Generation<'a> {
     pub(crate) tools: Option<&'a ToolIndex>,
     pub(crate) stop: &'a StopFlag,
     pub(crate) max_tokens: usize,
+    /// The start of the reply, written by the loop (a call prefill).
+    pub(crate) prefill: Option<&'static str>,
 }
 
 /// Generates one reply to `messages`, streaming answer tokens as `token` events.
@@ -29,6 +31,7 @@ pub(crate) async fn generate(
         messages: messages.to_vec(),
         max_tokens: Some(generation.max_tokens),
         stop: generation.stop.clone(),
+        prefill: generation.prefill.map(str::to_owned),
     };
     let publish = |text: String| {
         if !text.is_empty() {
@@ -47,14 +50,29 @@ pub(crate) async fn generate(
         };
         generation.model.generate(&request, &mut on_token).await?
     };
-    let parsed = match generation.tools {
+    let mut parsed = match generation.tools {
         Some(index) => parse_tool_calls(&raw, index),
         None => answer_only(&raw),
     };
+    drop_repeated_calls(&mut parsed.calls);
     if let Some(guard) = guard {
         publish(guard.finish(&parsed));
     }
     Ok((raw, parsed))
+}
+
+/// The same call written twice in one reply counts once: small models repeat a call block
+/// until they run out of tokens, and the repeats would crowd out the calls that differ.
+fn drop_repeated_calls(calls: &mut Vec<ToolCall>) {
+    let mut seen: Vec<ToolCall> = Vec::with_capacity(calls.len());
+    calls.retain(|call| {
+        if seen.contains(call) {
+            false
+        } else {
+            seen.push(call.clone());
+            true
+        }
+    });
 }
 
 /// With no tools on offer everything is an answer: the visible text, thought split off.

@@ -63,6 +63,15 @@ pub fn with_failed_suffix(text: &str) -> String {
     format!("{trimmed} {FAILED_SUFFIX}")
 }
 
+/// The start of a reply the loop writes for the model when `CallPrefill` asks for it: the
+/// call marker taught in the tool prompt, so the model only has to finish the call.
+pub const CALL_PREFILL: &str = "```tool\n";
+
+/// The note after a step whose every call had already run in this turn: small models repeat
+/// a call instead of reading its result.
+pub const REPEATED_CALL_NOTE: &str = "[note] You already made this call; its result is above. \
+     Answer the question from it now.";
+
 #[cfg(test)]
 mod tests {
     use super::*;

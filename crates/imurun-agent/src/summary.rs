@@ -30,6 +30,7 @@ impl Summariser for ModelSummariser<'_> {
                 ],
                 max_tokens: Some(SUMMARY_TOKENS_MAX),
                 stop: self.stop.clone(),
+                prefill: None,
             };
             let raw = self.model.generate(&request, &mut |_| {}).await.ok()?;
             let summary = split_think(&raw).visible.trim().to_owned();

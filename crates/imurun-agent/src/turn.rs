@@ -9,14 +9,16 @@ use imurun_tools::Caller;
 use serde_json::Value;
 
 use crate::AgentError;
-use crate::agent::{AgentLoop, CALLS_PER_STEP_MAX, HISTORY_MESSAGES_MAX, TurnRequest, TurnResult};
+use crate::agent::{
+    AgentLoop, CALLS_PER_STEP_MAX, CallPrefill, HISTORY_MESSAGES_MAX, TurnRequest, TurnResult,
+};
 use crate::context::{Fit, Summariser, TOOL_RESULT_HEADER, fit, reserve};
 use crate::prompt::{SKILLS_MAX, SystemPrompt, system_message};
 use crate::realtime::{admits_no_live_data, is_realtime};
 use crate::step::{Generation, generate, step_text};
 use crate::style::{
-    CALLS_DROPPED_NOTE, FINAL_ANSWER_NUDGE, LAST_STEP_NOTE, NO_ANSWER_SENTENCE, OFFLINE_SENTENCE,
-    REALTIME_NUDGE, STEP_LIMIT_SENTENCE, with_failed_suffix,
+    CALL_PREFILL, CALLS_DROPPED_NOTE, FINAL_ANSWER_NUDGE, LAST_STEP_NOTE, NO_ANSWER_SENTENCE,
+    OFFLINE_SENTENCE, REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE, with_failed_suffix,
 };
 use crate::summary::ModelSummariser;
 
@@ -35,6 +37,8 @@ struct PromptState {
     retried: bool,
     thought_nudged: bool,
     realtime_nudged: bool,
+    /// The prompt's first generation happened (a call prefill applies only to it).
+    generated: bool,
 }
 
 impl PromptState {
@@ -76,6 +80,8 @@ impl<'a> Turn<'a> {
             tools: tools_on.then_some(index),
             skills: &request.skills,
             context: request.context.as_deref(),
+            examples: agent.config.tool_examples,
+            question: &request.prompt,
         });
         let mut messages = vec![Message::system(system)];
         let history: Vec<&Message> = request
@@ -205,6 +211,8 @@ impl<'a> Turn<'a> {
             let (tokens, budget) = (fitted.tokens, fitted.budget);
             return Err(AgentError::PromptTooLong { tokens, budget });
         }
+        let prefill = self.call_prefill();
+        self.prompt.generated = true;
         let generation = Generation {
             model: agent.model.as_ref(),
             events: agent.events.as_ref(),
@@ -212,11 +220,28 @@ impl<'a> Turn<'a> {
             step,
             tools: self.tools_on.then(|| agent.executor.registry().index()),
             stop: &self.request.stop,
-            max_tokens: reserve(limit),
+            max_tokens: agent
+                .config
+                .step_tokens_max
+                .map_or(reserve(limit), |tokens| tokens.min(reserve(limit))),
+            prefill,
         };
         generate(&generation, &self.messages)
             .await
             .map_err(AgentError::from)
+    }
+
+    /// The start of the reply the loop writes for the model, per `AgentConfig::call_prefill`:
+    /// only for a prompt's first generation, with tools on offer, on a back-end that can
+    /// continue a started reply.
+    fn call_prefill(&self) -> Option<&'static str> {
+        let wanted = match self.agent.config.call_prefill {
+            CallPrefill::Off => false,
+            CallPrefill::Live => self.prompt.realtime && self.request.context.is_none(),
+            CallPrefill::Always => true,
+        };
+        (wanted && self.tools_on && !self.prompt.generated && self.agent.model.supports_prefill())
+            .then_some(CALL_PREFILL)
     }
 
     fn fail(&mut self, error: AgentError) -> (TurnStatus, String) {
@@ -261,28 +286,38 @@ impl<'a> Turn<'a> {
             StepKind::Tool,
             step_text(&parsed.thought, &parsed.visible, calls),
         );
+        let mut repeats = 0;
         for call in calls {
-            let (name, text) = self.call(call).await;
+            let (name, text, cached) = self.call(call).await;
+            repeats += usize::from(cached);
             let result = format!("{TOOL_RESULT_HEADER}{name}]\n{text}");
             self.messages.push(Message::user(result));
         }
-        if parsed.calls.len() > CALLS_PER_STEP_MAX
-            && let Some(last) = self.messages.last_mut()
-        {
-            last.content.push_str("\n\n");
-            last.content.push_str(CALLS_DROPPED_NOTE);
+        let mut notes = Vec::new();
+        if parsed.calls.len() > CALLS_PER_STEP_MAX {
+            notes.push(CALLS_DROPPED_NOTE);
+        }
+        if repeats == calls.len() {
+            notes.push(REPEATED_CALL_NOTE);
+        }
+        if let Some(last) = self.messages.last_mut() {
+            for note in notes {
+                last.content.push_str("\n\n");
+                last.content.push_str(note);
+            }
         }
         self.tools_used = true;
         self.prompt.tool_result_seen = true;
     }
 
     /// One call through the executor, or from the turn's cache when the same call (name
-    /// and arguments) already ran. Returns the tool's name and the text the model reads.
-    async fn call(&mut self, call: &ToolCall) -> (String, String) {
+    /// and arguments) already ran. Returns the tool's name, the text the model reads, and
+    /// whether it came from the cache.
+    async fn call(&mut self, call: &ToolCall) -> (String, String, bool) {
         self.tool_calls.push(call.clone());
         let key = cache_key(call);
-        if let Some(cached) = self.cache.get(&key) {
-            return cached.clone();
+        if let Some((name, text)) = self.cache.get(&key) {
+            return (name.clone(), text.clone(), true);
         }
         let execution = self.agent.executor.execute(call, &self.caller).await;
         let text = if execution.output.ok {
@@ -290,9 +325,9 @@ impl<'a> Turn<'a> {
         } else {
             with_failed_suffix(&execution.output.text)
         };
-        let result = (execution.tool, text);
-        self.cache.insert(key, result.clone());
-        result
+        self.cache
+            .insert(key, (execution.tool.clone(), text.clone()));
+        (execution.tool, text, false)
     }
 
     /// An unreadable call gets one retry message; a second failure is returned as plain

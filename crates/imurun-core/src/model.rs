@@ -38,6 +38,10 @@ pub struct GenerateRequest {
     pub max_tokens: Option<usize>,
     /// Checked between tokens: a set flag ends the generation early with what was made.
     pub stop: StopFlag,
+    /// The start of the reply, written for the model: it continues from there. The reply
+    /// streamed and returned begins with it. Only sent to back-ends whose
+    /// [`Model::supports_prefill`] is true.
+    pub prefill: Option<String>,
 }
 
 impl GenerateRequest {
@@ -46,6 +50,7 @@ impl GenerateRequest {
             messages,
             max_tokens: None,
             stop: StopFlag::new(),
+            prefill: None,
         }
     }
 }
@@ -81,6 +86,13 @@ pub trait Model: Send + Sync {
     /// default is the seed's estimate.
     fn count_tokens(&self, messages: &[Message]) -> usize {
         estimate_tokens(messages)
+    }
+
+    /// Whether the back-end honours [`GenerateRequest::prefill`]: the model continues a
+    /// reply the caller started. Back-ends that cannot (most chat-completion servers) say no,
+    /// and callers then leave the reply to the model.
+    fn supports_prefill(&self) -> bool {
+        false
     }
 
     fn generate<'a>(

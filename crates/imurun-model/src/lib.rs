@@ -42,9 +42,9 @@ mod template;
 
 pub use embedded::{
     DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_QUEUE_MAX, Decoding, EmbeddedConfig, EmbeddedError,
-    EmbeddedModel, FinishReason, GGUF_ITEMS_MAX, GGUF_STRING_BYTES_MAX, GRAMMAR_TOOLS_MAX,
-    Generation, GgufError, GgufInfo, GgufValue, TOOL_CALL_MARKER, ToolCallGrammar,
-    ToolGrammarError, file_type_name,
+    EmbeddedModel, FinishReason, GGUF_ITEMS_MAX, GGUF_STRING_BYTES_MAX, GRAMMAR_CALLS_MAX,
+    GRAMMAR_TOOLS_MAX, Generation, GgufError, GgufInfo, GgufValue, RepeatPenalty, TOOL_CALL_MARKER,
+    ToolCallGrammar, ToolGrammarError, file_type_name,
 };
 pub use error::ScriptError;
 pub use http::{

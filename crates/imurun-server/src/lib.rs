@@ -21,6 +21,7 @@
 //! serve(listener, state, shutdown_signal).await?;
 //! ```
 
+mod auth;
 mod error;
 pub mod hub;
 pub mod openai_wire;

@@ -145,6 +145,12 @@ pub struct ServerOptions {
     pub body_bytes_max: usize,
     /// How long `DELETE /api/sessions/{id}` waits for the session's stopped turn to end.
     pub stop_wait: Duration,
+    /// When set, every route but `GET /api/health` needs `Authorization: Bearer <token>`.
+    pub api_token: Option<String>,
+    /// Setting keys (`permissions.mode`, `agent.maxSteps`) that the settings stored through
+    /// the endpoints must not override at start-up: a flag or an environment variable set
+    /// them for this run.
+    pub pinned_settings: Vec<String>,
 }
 
 impl Default for ServerOptions {
@@ -154,6 +160,8 @@ impl Default for ServerOptions {
             heartbeat_interval: HEARTBEAT_INTERVAL_DEFAULT,
             body_bytes_max: BODY_BYTES_MAX_DEFAULT,
             stop_wait: STOP_WAIT_DEFAULT,
+            api_token: None,
+            pinned_settings: Vec::new(),
         }
     }
 }
@@ -257,7 +265,8 @@ impl ServerState {
     /// (values that do not parse are ignored and keep their defaults).
     pub async fn start_up(&self) -> Result<(), StoreError> {
         self.inner.store.mark_interrupted_turns().await?;
-        let saved = self.inner.store.get_all_settings().await?;
+        let mut saved = self.inner.store.get_all_settings().await?;
+        saved.retain(|key, _| !self.options().pinned_settings.contains(key));
         let mut settings = self.inner.executor.settings();
         if let Some(mode) = saved.get("permissions.mode").and_then(Value::as_str)
             && let Ok(mode) = mode.parse()

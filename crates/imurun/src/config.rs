@@ -38,42 +38,7 @@ pub(crate) const APPROVAL_TIMEOUT_S_MAX: u64 = 3600;
 pub(crate) const CONFIG_FILE_BYTES_MAX: u64 = 1 << 20;
 
 /// `agent.call_prefill`: when the model's reply is pre-started with a tool-call opening.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub(crate) enum CallPrefill {
-    /// Never.
-    Off,
-    /// When the prompt asks about live data (the time, the weather, the news).
-    #[default]
-    Live,
-    /// On every step that offers tools.
-    Always,
-}
-
-impl CallPrefill {
-    pub(crate) fn as_str(self) -> &'static str {
-        match self {
-            CallPrefill::Off => "off",
-            CallPrefill::Live => "live",
-            CallPrefill::Always => "always",
-        }
-    }
-}
-
-impl FromStr for CallPrefill {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        match text.trim() {
-            "off" => Ok(CallPrefill::Off),
-            "live" => Ok(CallPrefill::Live),
-            "always" => Ok(CallPrefill::Always),
-            other => Err(format!(
-                "unknown call prefill `{other}`: expected off, live or always"
-            )),
-        }
-    }
-}
+pub(crate) use imurun_agent::CallPrefill;
 
 /// The API token. Its `Debug` never shows it, so that a logged configuration leaks nothing.
 #[derive(Clone, PartialEq, Eq)]

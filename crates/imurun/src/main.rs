@@ -45,6 +45,9 @@ enum Command {
     Config(commands::config::ConfigCommand),
     /// Chat with a running imurun server in this terminal.
     Chat(commands::chat::ChatArgs),
+    /// Serve the HTTP API and live events with the configured model (default: the embedded
+    /// SmolLM2-135M) on 127.0.0.1:8484.
+    Serve(commands::serve::ServeArgs),
 }
 
 fn main() -> ExitCode {
@@ -68,6 +71,8 @@ fn main() -> ExitCode {
             .and_then(|paths| commands::config::run(&command, cli.config.as_deref(), &paths)),
         Command::Chat(args) => paths::Paths::from_env()
             .and_then(|paths| commands::chat::run(&args, cli.config.as_deref(), &paths)),
+        Command::Serve(args) => paths::Paths::from_env()
+            .and_then(|paths| commands::serve::run(&args, cli.config.as_deref(), &paths)),
     };
     match result {
         Ok(code) => code,

@@ -154,7 +154,13 @@ fn load_gguf(path: &std::path::Path) -> Result<EmbeddedModel> {
             .unwrap_or_default(),
     );
     let progress = bar.clone();
-    let model = EmbeddedModel::load_with_progress(path, EmbeddedConfig::default(), move |done| {
+    let mut config = EmbeddedConfig::default();
+    if let Ok(text) = std::env::var("IMURUN_REPEAT_PENALTY") {
+        config.repeat_penalty.penalty = text
+            .parse()
+            .with_context(|| format!("IMURUN_REPEAT_PENALTY={text}: expected a number"))?;
+    }
+    let model = EmbeddedModel::load_with_progress(path, config, move |done| {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         progress.set_position((done.clamp(0.0, 1.0) * 100.0) as u64);
         true

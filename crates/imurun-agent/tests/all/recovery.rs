@@ -2,13 +2,14 @@
 //! no answer, live data from memory, repeated calls, failed tools, too many calls, errors.
 
 use imurun_agent::{
-    FINAL_ANSWER_NUDGE, NO_ANSWER_SENTENCE, OFFLINE_SENTENCE, REALTIME_NUDGE, TurnRequest,
+    AgentConfig, CALL_PREFILL, CallPrefill, FINAL_ANSWER_NUDGE, NO_ANSWER_SENTENCE,
+    OFFLINE_SENTENCE, REALTIME_NUDGE, REPEATED_CALL_NOTE, TurnRequest,
 };
 use imurun_calls::parse_tool_calls;
 use imurun_core::{ModelError, ToolIndex, ToolSpec, TurnStatus};
 use serde_json::json;
 
-use crate::support::{Harness, Reply, msgs};
+use crate::support::{Harness, Reply, ScriptedModel, msgs};
 
 /// The retry message the parser writes for `raw` with the harness's tools.
 fn retry_for(raw: &str) -> String {
@@ -197,7 +198,12 @@ async fn identical_calls_in_a_turn_are_served_from_the_cache() {
     assert_eq!(h.lookup.runs(), 2);
     assert_eq!(result.tool_calls.len(), 3);
     let sent = h.sent(2);
-    assert_eq!(sent[2], sent[4], "the cached result is the same message");
+    assert_eq!(sent[2].0, sent[4].0);
+    assert_eq!(
+        sent[4].1,
+        format!("{}\n\n{REPEATED_CALL_NOTE}", sent[2].1),
+        "the cached result is the same text, with a note that the call was made already"
+    );
     // The cached call runs nothing, so the executor publishes nothing for it.
     assert_eq!(
         h.events.types(),
@@ -229,7 +235,8 @@ async fn a_failed_tool_result_says_not_to_guess_once() {
     let sent = h.sent(2);
     assert_eq!(sent[2].1, expected);
     assert_eq!(
-        sent[4].1, expected,
+        sent[4].1,
+        format!("{expected}\n\n{REPEATED_CALL_NOTE}"),
         "the cached failure is not suffixed twice"
     );
     let wire = h.events.wire();
@@ -264,4 +271,92 @@ async fn a_model_failure_ends_the_turn_with_an_error() {
     assert_eq!(result.error, Some(imurun_agent::AgentError::Model(failure)));
     assert!(result.transcript.is_empty());
     assert_eq!(h.events.types(), ["turn.end"]);
+}
+
+/// A prefilling model, a config with this prefill policy, and the prompt's run; returns
+/// each request's prefill and the turn's calls.
+async fn prefills_for(
+    policy: CallPrefill,
+    prompt: &str,
+    context: Option<&str>,
+    prefills: bool,
+) -> (Vec<Option<String>>, usize) {
+    let script = vec![
+        Reply::Text("{\"name\": \"lookup\", \"args\": {\"key\": \"now\"}}\n```"),
+        Reply::Text("It is 09:14."),
+    ];
+    let model = if prefills {
+        ScriptedModel::prefilling(script)
+    } else {
+        ScriptedModel::new(script)
+    };
+    let h = Harness::build(
+        model.clone(),
+        AgentConfig::default().with_call_prefill(policy),
+    );
+    let result = h
+        .run_request(TurnRequest {
+            context: context.map(str::to_owned),
+            ..TurnRequest::new(prompt)
+        })
+        .await;
+    (model.prefills(), result.tool_calls.len())
+}
+
+#[tokio::test]
+async fn a_live_question_starts_its_first_reply_with_the_call_marker() {
+    let (prefills, calls) =
+        prefills_for(CallPrefill::Live, "What time is it now?", None, true).await;
+    assert_eq!(prefills, [Some(CALL_PREFILL.to_owned()), None]);
+    assert_eq!(
+        calls, 1,
+        "the prefilled reply is read as the call it completes"
+    );
+}
+
+#[tokio::test]
+async fn the_call_prefill_follows_its_policy_the_context_and_the_back_end() {
+    // (policy, prompt, context, back-end continues replies, first prefill expected)
+    let cases = [
+        (CallPrefill::Always, "Summarise our plan.", None, true, true),
+        (CallPrefill::Live, "Summarise our plan.", None, true, false),
+        (CallPrefill::Off, "What time is it now?", None, true, false),
+        (
+            CallPrefill::Live,
+            "What time is it now?",
+            Some("get_time: 09:14"),
+            true,
+            false,
+        ),
+        (
+            CallPrefill::Always,
+            "What time is it now?",
+            None,
+            false,
+            false,
+        ),
+    ];
+    for (policy, prompt, context, prefills, expected) in cases {
+        let h_prefills = prefills_for(policy, prompt, context, prefills).await.0;
+        let first = h_prefills.first().cloned().flatten();
+        assert_eq!(
+            first.is_some(),
+            expected,
+            "{policy:?} {prompt:?} context {context:?} back-end prefills {prefills}"
+        );
+        assert!(
+            h_prefills.iter().skip(1).all(Option::is_none),
+            "only the first reply is started: {h_prefills:?}"
+        );
+    }
+}
+
+#[tokio::test]
+async fn the_same_call_twice_in_one_reply_runs_once() {
+    let call = "```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"a\"}}\n```";
+    let twice: &'static str = Box::leak(format!("{call}\n\n{call}").into_boxed_str());
+    let h = Harness::new(vec![Reply::Text(twice), Reply::Text("Done.")]);
+    let result = h.run("Look up a").await;
+    assert_eq!(result.tool_calls.len(), 1, "{:?}", result.tool_calls);
+    assert_eq!(h.lookup.runs(), 1);
 }

@@ -36,6 +36,10 @@ pub(crate) struct ScriptedModel {
     /// Count one token per character instead of the estimate, as an exact back-end that
     /// disagrees with the estimate would.
     counts_characters: bool,
+    /// Continue a started reply, as the embedded back-end does.
+    prefills: bool,
+    /// Every request's prefill, in order.
+    pub(crate) prefills_received: Mutex<Vec<Option<String>>>,
 }
 
 impl ScriptedModel {
@@ -49,7 +53,26 @@ impl ScriptedModel {
             received: Mutex::new(Vec::new()),
             context_limit,
             counts_characters: false,
+            prefills: false,
+            prefills_received: Mutex::new(Vec::new()),
         })
+    }
+
+    /// A model that continues a started reply: the script's text follows the prefill.
+    pub(crate) fn prefilling(script: Vec<Reply>) -> Arc<Self> {
+        Arc::new(Self {
+            script: Mutex::new(script.into()),
+            received: Mutex::new(Vec::new()),
+            context_limit: 8192,
+            counts_characters: false,
+            prefills: true,
+            prefills_received: Mutex::new(Vec::new()),
+        })
+    }
+
+    /// Every request's prefill, in order.
+    pub(crate) fn prefills(&self) -> Vec<Option<String>> {
+        self.prefills_received.lock().unwrap().clone()
     }
 
     /// A model that counts one token per character.
@@ -59,6 +82,8 @@ impl ScriptedModel {
             received: Mutex::new(Vec::new()),
             context_limit,
             counts_characters: true,
+            prefills: false,
+            prefills_received: Mutex::new(Vec::new()),
         })
     }
 
@@ -84,12 +109,20 @@ impl Model for ScriptedModel {
         messages.iter().map(|m| m.content.chars().count()).sum()
     }
 
+    fn supports_prefill(&self) -> bool {
+        self.prefills
+    }
+
     fn generate<'a>(
         &'a self,
         request: &'a GenerateRequest,
         on_token: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<String, ModelError>> {
         self.received.lock().unwrap().push(request.messages.clone());
+        self.prefills_received
+            .lock()
+            .unwrap()
+            .push(request.prefill.clone());
         let reply = self.script.lock().unwrap().pop_front();
         Box::pin(async move {
             let text = match reply {
@@ -101,11 +134,12 @@ impl Model for ScriptedModel {
                     text
                 }
             };
+            let text = format!("{}{text}", request.prefill.as_deref().unwrap_or_default());
             let chars: Vec<char> = text.chars().collect();
             for piece in chars.chunks(3) {
                 on_token(&piece.iter().collect::<String>());
             }
-            Ok(text.to_owned())
+            Ok(text)
         })
     }
 }

@@ -16,6 +16,10 @@ pub const TOOL_CALL_MARKER: &str = "```tool";
 /// The grammar's root rule: the marker, a newline, the call object, the closing fence.
 const ROOT_RULE: &str = "imurun-tool-call";
 
+/// The most calls one constrained reply holds (the loop runs at most 3 per step; the rest
+/// serve evaluations that expect parallel calls).
+pub const GRAMMAR_CALLS_MAX: usize = 8;
+
 /// The most tools a grammar is built from: the converter's output grows with every schema,
 /// and a step offers at most a few dozen tools.
 pub const GRAMMAR_TOOLS_MAX: usize = 256;
@@ -72,8 +76,13 @@ impl ToolCallGrammar {
                     message: error.to_string(),
                 }
             })?;
-        let gbnf =
-            format!("{ROOT_RULE} ::= \"{TOOL_CALL_MARKER}\\n\" root \"\\n```\"\n{object_grammar}");
+        // One call, then up to `GRAMMAR_CALLS_MAX - 1` more, each in its own fence; after the
+        // last fence only the end of the reply can follow, so nothing is invented after calls.
+        let call = format!("\"{TOOL_CALL_MARKER}\\n\" root \"\\n```\"");
+        let more = GRAMMAR_CALLS_MAX - 1;
+        let gbnf = format!(
+            "{ROOT_RULE} ::= {call} (\"\\n\" \"\\n\"? {call}){{0,{more}}}\n{object_grammar}"
+        );
         Ok(Self { gbnf })
     }
 
@@ -126,7 +135,10 @@ mod tests {
         let grammar = ToolCallGrammar::from_index(&index).unwrap();
         let gbnf = grammar.gbnf();
         assert!(
-            gbnf.starts_with("imurun-tool-call ::= \"```tool\\n\" root \"\\n```\"\n"),
+            gbnf.starts_with(
+                "imurun-tool-call ::= \"```tool\\n\" root \"\\n```\" \
+                 (\"\\n\" \"\\n\"? \"```tool\\n\" root \"\\n```\"){0,7}\n"
+            ),
             "{gbnf}"
         );
         assert!(gbnf.contains("get_weather"), "{gbnf}");

@@ -25,7 +25,9 @@ use llama_cpp_2::token::LlamaToken;
 pub use gguf::{
     GGUF_ITEMS_MAX, GGUF_STRING_BYTES_MAX, GgufError, GgufInfo, GgufValue, file_type_name,
 };
-pub use grammar::{GRAMMAR_TOOLS_MAX, TOOL_CALL_MARKER, ToolCallGrammar, ToolGrammarError};
+pub use grammar::{
+    GRAMMAR_CALLS_MAX, GRAMMAR_TOOLS_MAX, TOOL_CALL_MARKER, ToolCallGrammar, ToolGrammarError,
+};
 
 use crate::template::{ChatTemplate, TemplateError};
 use worker::{Job, JobEvent, Worker};
@@ -72,6 +74,38 @@ pub struct EmbeddedConfig {
     /// adds to their common start: an agent's turns resend the whole conversation, so this
     /// saves most of the prompt work. Off only to measure prompt processing.
     pub reuse_prompt_prefix: bool,
+    /// Lowers the odds of tokens the reply used recently, greedy or sampled.
+    pub repeat_penalty: RepeatPenalty,
+}
+
+/// llama.cpp's repetition penalty: the logits of tokens among the last `last_n` generated
+/// are divided by `penalty` (multiplied when negative). Small models fall into loops — the
+/// same line or fence until the token limit — and greedy decoding never leaves one on its
+/// own. `penalty` 1.0 turns it off.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct RepeatPenalty {
+    pub penalty: f32,
+    pub last_n: u16,
+}
+
+impl RepeatPenalty {
+    pub const OFF: Self = Self {
+        penalty: 1.0,
+        last_n: 0,
+    };
+
+    pub(crate) fn is_off(self) -> bool {
+        self.last_n == 0 || (self.penalty - 1.0).abs() < f32::EPSILON
+    }
+}
+
+impl Default for RepeatPenalty {
+    fn default() -> Self {
+        Self {
+            penalty: 1.1,
+            last_n: 64,
+        }
+    }
 }
 
 impl Default for EmbeddedConfig {
@@ -83,6 +117,7 @@ impl Default for EmbeddedConfig {
             max_tokens_default: DEFAULT_MAX_TOKENS,
             queue_max: DEFAULT_QUEUE_MAX,
             reuse_prompt_prefix: true,
+            repeat_penalty: RepeatPenalty::default(),
         }
     }
 }
@@ -152,6 +187,7 @@ struct Shared {
     add_bos: bool,
     n_ctx: u32,
     max_tokens_default: usize,
+    repeat_penalty: RepeatPenalty,
     worker: Worker,
     load_time: Duration,
 }
@@ -228,6 +264,7 @@ impl EmbeddedModel {
                 add_bos,
                 n_ctx,
                 max_tokens_default: config.max_tokens_default.max(1),
+                repeat_penalty: config.repeat_penalty,
                 worker,
                 load_time: started.elapsed(),
             }),
@@ -317,7 +354,16 @@ impl EmbeddedModel {
             .map_err(|error| ModelError::Protocol {
                 message: error.to_string(),
             })?;
-        let tokens = self.prompt_tokens(&prompt);
+        let mut tokens = self.prompt_tokens(&prompt);
+        // The prefill is plain text after the template's assistant header: tokenised on its
+        // own (no special tokens), so the header's tokens stay those the template made.
+        let prefill = request.prefill.as_deref().unwrap_or_default();
+        let prefill_tokens = self
+            .shared
+            .model
+            .vocab()
+            .tokenize(prefill.as_bytes(), false, false);
+        tokens.extend_from_slice(&prefill_tokens);
         let limit = self.context_limit();
         if tokens.len() >= limit {
             return Err(ModelError::ContextOverflow {
@@ -330,12 +376,17 @@ impl EmbeddedModel {
             prompt: tokens,
             max_tokens: request.max_tokens.unwrap_or(self.shared.max_tokens_default),
             decoding: self.decoding,
+            repeat_penalty: self.shared.repeat_penalty,
             tool_grammar: self.tool_grammar.clone(),
+            prefill: prefill_tokens,
             stop: request.stop.clone(),
             events,
         };
         self.shared.worker.submit(job).await?;
-        let mut text = String::new();
+        let mut text = prefill.to_owned();
+        if !text.is_empty() {
+            on_token(&text);
+        }
         while let Some(event) = receiver.recv().await {
             match event {
                 JobEvent::Piece(piece) => {
@@ -371,6 +422,12 @@ impl Model for EmbeddedModel {
             Ok(prompt) => self.prompt_tokens(&prompt).len(),
             Err(_) => imurun_core::estimate_tokens(messages),
         }
+    }
+
+    /// The prefill goes after the template's assistant header; a call grammar sees it, so
+    /// a prefill that opens a call continues as a valid one.
+    fn supports_prefill(&self) -> bool {
+        true
     }
 
     fn generate<'a>(

@@ -17,7 +17,7 @@ use llama_cpp_2::token::LlamaToken;
 use tokio::sync::mpsc;
 
 use super::utf8::Utf8Stream;
-use super::{Decoding, FinishReason, Generation, TOOL_CALL_MARKER, ToolCallGrammar};
+use super::{Decoding, FinishReason, Generation, RepeatPenalty, TOOL_CALL_MARKER, ToolCallGrammar};
 
 /// How many streamed pieces may wait for a slow reader before the worker pauses.
 pub(super) const EVENTS_BUFFER_MAX: usize = 256;
@@ -39,7 +39,11 @@ pub(super) struct Job {
     pub(super) prompt: Vec<LlamaToken>,
     pub(super) max_tokens: usize,
     pub(super) decoding: Decoding,
+    pub(super) repeat_penalty: RepeatPenalty,
     pub(super) tool_grammar: Option<Arc<ToolCallGrammar>>,
+    /// The tail of `prompt` that starts the reply: the sampler sees it as generated, so a
+    /// prefill that opens a call switches the call grammar on.
+    pub(super) prefill: Vec<LlamaToken>,
     pub(super) stop: StopFlag,
     pub(super) events: mpsc::Sender<JobEvent>,
 }
@@ -158,7 +162,13 @@ impl Session<'_> {
         generation.prompt_time = started.elapsed();
 
         let started = Instant::now();
-        let mut sampler = sampler(self.model, job.decoding, job.tool_grammar.as_deref())?;
+        let mut sampler = sampler(
+            self.model,
+            job.decoding,
+            job.repeat_penalty,
+            job.tool_grammar.as_deref(),
+        )?;
+        sampler.accept_many(&job.prefill);
         let mut utf8 = Utf8Stream::default();
         let vocab = self.model.vocab();
         let n_ctx = usize::try_from(self.context.n_ctx()).unwrap_or(usize::MAX);
@@ -250,6 +260,7 @@ impl Session<'_> {
 fn sampler(
     model: &LlamaModel,
     decoding: Decoding,
+    repeat_penalty: RepeatPenalty,
     tool_grammar: Option<&ToolCallGrammar>,
 ) -> Result<LlamaSampler, ModelError> {
     let choose = match decoding {
@@ -263,6 +274,21 @@ fn sampler(
             LlamaSampler::temp(temperature),
             LlamaSampler::dist(seed),
         ]),
+    };
+    // The penalty goes before the choice, so greedy decoding feels it too.
+    let choose = if repeat_penalty.is_off() {
+        choose
+    } else {
+        LlamaSampler::chain_simple([
+            LlamaSampler::penalties(
+                model.n_vocab(),
+                i32::from(repeat_penalty.last_n),
+                repeat_penalty.penalty,
+                0.0,
+                0.0,
+            ),
+            choose,
+        ])
     };
     let Some(grammar) = tool_grammar else {
         return Ok(choose);

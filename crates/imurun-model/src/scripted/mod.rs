@@ -189,6 +189,11 @@ impl Model for ScriptedModel {
         self.script.context_limit()
     }
 
+    /// A prefill is streamed first; the script's reply continues it.
+    fn supports_prefill(&self) -> bool {
+        true
+    }
+
     fn generate<'a>(
         &'a self,
         request: &'a GenerateRequest,
@@ -205,7 +210,10 @@ async fn replay(
     request: &GenerateRequest,
     on_token: &mut (dyn FnMut(&str) + Send),
 ) -> Result<String, ModelError> {
-    let mut answer = String::new();
+    let mut answer = request.prefill.clone().unwrap_or_default();
+    if !answer.is_empty() {
+        on_token(&answer);
+    }
     if !pause(reply.delay_ms, &request.stop).await {
         return Ok(answer);
     }

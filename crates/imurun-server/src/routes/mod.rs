@@ -58,6 +58,10 @@ pub fn router(state: ServerState) -> Router {
         .method_not_allowed_fallback(method_not_allowed)
         .layer(DefaultBodyLimit::max(body_bytes_max))
         .layer(axum::middleware::from_fn(openai::add_error_type))
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            crate::auth::require_token,
+        ))
         .with_state(state)
 }
 

@@ -172,6 +172,15 @@ impl Dirs {
 impl TestServer {
     /// A server over `dirs` with `model` in its slot (or none).
     pub(crate) async fn start(dirs: &Dirs, model: Option<Arc<dyn Model>>) -> TestServer {
+        Self::start_with(dirs, model, ServerOptions::default()).await
+    }
+
+    /// A server with these options (the heartbeat is always short).
+    pub(crate) async fn start_with(
+        dirs: &Dirs,
+        model: Option<Arc<dyn Model>>,
+        options: ServerOptions,
+    ) -> TestServer {
         let hub = EventHub::default();
         let workspace = Workspace::open(&WorkspaceConfig {
             root: dirs.workspace.clone(),
@@ -202,7 +211,7 @@ impl TestServer {
             agent_config: AgentConfig::default(),
             options: ServerOptions {
                 heartbeat_interval: Duration::from_millis(500),
-                ..ServerOptions::default()
+                ..options
             },
         });
         let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
@@ -316,6 +325,24 @@ impl TestServer {
         };
         let value = serde_json::from_str(&body).unwrap_or(Value::String(body));
         Ok((status, value))
+    }
+
+    /// The status of a bodiless request with these extra header lines (each ending `\r\n`).
+    pub(crate) async fn status_with_headers(&self, method: &str, path: &str, headers: &str) -> u16 {
+        let mut stream = TcpStream::connect(self.addr).await.expect("connect");
+        let head = format!(
+            "{method} {path} HTTP/1.1\r\nHost: {}\r\n{headers}Connection: close\r\n\r\n",
+            self.addr
+        );
+        stream.write_all(head.as_bytes()).await.expect("write");
+        let mut status_line = [0u8; 12];
+        tokio::time::timeout(WAIT_MAX, stream.read_exact(&mut status_line))
+            .await
+            .expect("an answer in time")
+            .expect("a status line");
+        String::from_utf8_lossy(&status_line[9..12])
+            .parse()
+            .unwrap_or(0)
     }
 
     /// An SSE stream of `session`'s events (every event for `None`).

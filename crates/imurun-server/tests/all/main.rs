@@ -4,6 +4,7 @@
 mod api_routes;
 mod api_support;
 mod api_turns;
+mod auth;
 mod backpressure;
 mod filter;
 mod has_subscriber;

@@ -16,7 +16,7 @@ use imurun_tools::{Registry, UnconfiguredTool};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::read_tools;
+use super::{CallingArgs, read_tools};
 use crate::model_spec::{ModelSpec, load};
 use crate::paths::{Paths, cli_executor, executor_over, max_steps_from_env};
 
@@ -49,9 +49,8 @@ pub(crate) struct AskArgs {
     /// The workspace folder for the built-in tools.
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// Do not constrain a started call to the tools' grammar (embedded models only).
-    #[arg(long)]
-    no_grammar: bool,
+    #[command(flatten)]
+    calling: CallingArgs,
 }
 
 #[derive(Debug, Deserialize)]
@@ -193,7 +192,9 @@ async fn build_agent(args: &AskArgs, paths: &Paths) -> Result<AgentLoop> {
         Some(steps) => steps,
         None => max_steps_from_env()?.unwrap_or(AgentConfig::default().max_steps),
     };
-    let config = AgentConfig::default().with_max_steps(max_steps);
-    let model = loaded.for_tools(executor.registry().index(), !args.no_grammar);
+    let config = args
+        .calling
+        .apply(AgentConfig::default().with_max_steps(max_steps));
+    let model = loaded.for_tools(executor.registry().index(), !args.calling.no_grammar);
     Ok(AgentLoop::new(model, Arc::new(executor), Arc::new(NullEvents)).with_config(config))
 }

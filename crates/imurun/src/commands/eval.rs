@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use imurun_agent::{AgentLoop, TurnRequest};
+use imurun_agent::{AgentConfig, AgentLoop, TurnRequest};
 use imurun_calls::ParseKind;
 use imurun_core::{Message, NullAudit, NullEvents};
 use imurun_eval::{
@@ -18,6 +18,7 @@ use imurun_policy::{Mode, Workspace};
 use imurun_tools::{Registry, UnconfiguredTool};
 use indicatif::{ProgressBar, ProgressStyle};
 
+use super::CallingArgs;
 use crate::model_spec::{Loaded, ModelSpec, load};
 use crate::paths::{Paths, executor_over};
 
@@ -41,9 +42,8 @@ pub(crate) struct BfclArgs {
     /// Write the predictions as JSON lines {"id", "calls"} to this file.
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
-    /// Do not constrain a started call to the tools' grammar (embedded models only).
-    #[arg(long)]
-    no_grammar: bool,
+    #[command(flatten)]
+    calling: CallingArgs,
     /// Only these categories (simple_python, multiple, parallel, parallel_multiple,
     /// irrelevance); all of them by default.
     #[arg(long = "category", value_name = "NAME")]
@@ -60,7 +60,6 @@ pub(crate) fn run(command: &EvalCommand, paths: &Paths) -> Result<ExitCode> {
         .context("starting the async runtime")?;
     runtime.block_on(async {
         let model = load(&ModelSpec::resolve(args.model.as_deref(), paths)).await?;
-        let grammar = !args.no_grammar;
         let workspace = Arc::new(paths.open_workspace(None)?);
         let mut out = match &args.out {
             Some(path) => Some(std::io::BufWriter::new(
@@ -69,14 +68,11 @@ pub(crate) fn run(command: &EvalCommand, paths: &Paths) -> Result<ExitCode> {
             )),
             None => None,
         };
-        println!(
-            "model: {}{}",
-            model.name(),
-            if grammar { "" } else { " (no grammar)" }
-        );
+        println!("model: {} ({})", model.name(), args.calling.describe());
         for category in categories {
             let cases = load_category(&args.data, category, args.limit)?;
-            let score = run_category(&model, grammar, &workspace, &cases, out.as_mut()).await?;
+            let score =
+                run_category(&model, &args.calling, &workspace, &cases, out.as_mut()).await?;
             println!(
                 "{:<18} {:>4}/{:<4} {:>6.1}%",
                 category.name(),
@@ -113,7 +109,7 @@ fn chosen(names: &[String]) -> Result<Vec<Category>> {
 
 async fn run_category(
     model: &Loaded,
-    grammar: bool,
+    calling: &CallingArgs,
     workspace: &Arc<Workspace>,
     cases: &[Case],
     mut out: Option<&mut std::io::BufWriter<std::fs::File>>,
@@ -129,7 +125,7 @@ async fn run_category(
     }
     let mut score = CategoryScore::default();
     for case in cases {
-        let calls = predict(model, grammar, workspace, case).await;
+        let calls = predict(model, calling, workspace, case).await;
         score.add(score_case(case, &calls).is_ok());
         if let Some(out) = out.as_mut() {
             let prediction = Prediction {
@@ -148,7 +144,7 @@ async fn run_category(
 /// retry or a failed generation is "no call".
 async fn predict(
     model: &Loaded,
-    grammar: bool,
+    calling: &CallingArgs,
     workspace: &Arc<Workspace>,
     case: &Case,
 ) -> Vec<imurun_core::ToolCall> {
@@ -162,8 +158,9 @@ async fn predict(
         Mode::AllowReads,
         Arc::new(NullAudit),
     );
-    let model = model.for_tools(executor.registry().index(), grammar);
-    let agent = AgentLoop::new(model, Arc::new(executor), Arc::new(NullEvents));
+    let model = model.for_tools(executor.registry().index(), !calling.no_grammar);
+    let agent = AgentLoop::new(model, Arc::new(executor), Arc::new(NullEvents))
+        .with_config(calling.apply(AgentConfig::default()));
     let Some((last, earlier)) = case.messages.split_last() else {
         return Vec::new();
     };

@@ -2,7 +2,10 @@
 
 use std::path::Path;
 
+use std::str::FromStr;
+
 use anyhow::{Context, Result, bail};
+use imurun_agent::{AgentConfig, CallPrefill};
 use imurun_core::ToolSpec;
 
 pub(crate) mod ask;
@@ -12,6 +15,7 @@ pub(crate) mod eval;
 pub(crate) mod model;
 pub(crate) mod parse;
 pub(crate) mod policy;
+pub(crate) mod serve;
 pub(crate) mod tools;
 
 /// A tools file: a JSON array of `{name, description, parameters}`.
@@ -28,4 +32,47 @@ pub(crate) fn read_tools(path: &Path) -> Result<Vec<ToolSpec>> {
         bail!("{}: a tool has an empty name ({bad:?})", path.display());
     }
     Ok(specs)
+}
+
+/// How the model is helped to call tools: the options `imurun ask` and `imurun eval` share,
+/// so an evaluation measures exactly what a turn does.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct CallingArgs {
+    /// Do not constrain a started call to the tools' grammar (embedded models only).
+    #[arg(long)]
+    pub(crate) no_grammar: bool,
+    /// Leave the two worked examples out of the tool prompt.
+    #[arg(long)]
+    pub(crate) no_examples: bool,
+    /// When the loop starts the reply with the call marker: `off`, `live` (prompts about the
+    /// present) or `always`. Only back-ends that continue a started reply (embedded) use it.
+    #[arg(long, default_value = "live", value_parser = CallPrefill::from_str)]
+    pub(crate) call_prefill: CallPrefill,
+    /// The most tokens one step generates (default: the context's reply reserve, 1024).
+    #[arg(long, value_name = "N")]
+    pub(crate) max_tokens: Option<usize>,
+}
+
+impl CallingArgs {
+    /// `config` with these options applied.
+    pub(crate) fn apply(&self, config: AgentConfig) -> AgentConfig {
+        config
+            .with_tool_examples(!self.no_examples)
+            .with_call_prefill(self.call_prefill)
+            .with_step_tokens_max(self.max_tokens)
+    }
+
+    /// A line describing the options, for reports: `grammar on, examples on, call prefill live`.
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "grammar {}, examples {}, call prefill {}",
+            on_off(!self.no_grammar),
+            on_off(!self.no_examples),
+            self.call_prefill.as_str()
+        )
+    }
+}
+
+fn on_off(on: bool) -> &'static str {
+    if on { "on" } else { "off" }
 }

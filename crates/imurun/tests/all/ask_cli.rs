@@ -20,7 +20,9 @@ fn a_tool_turn_runs_the_tool_and_prints_the_answer() {
     let model = script(
         home.path(),
         json!([
-            {"text": "Checking.\n```tool\n{\"name\": \"get_time\", \"args\": {\"timezone\": \"UTC\"}}\n```"},
+            // A question about the present: the loop starts the reply with ```tool itself
+            // (the call prefill), and the scripted model continues it.
+            {"text": "{\"name\": \"get_time\", \"args\": {\"timezone\": \"UTC\"}}\n```"},
             {"text": "It is late in UTC."}
         ]),
     );

@@ -6,6 +6,8 @@ mod architecture;
 mod ask_cli;
 mod chat_cli;
 mod config_cli;
+mod embedded_cli;
 mod parse_cli;
 mod policy_cli;
+mod serve_cli;
 mod support;

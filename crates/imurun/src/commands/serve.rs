@@ -1,0 +1,140 @@
+//! `imurun serve`: the server with the configured model. It binds first, so the page and
+//! `imurun chat` can connect while the model loads (prompts answer 503 until it is ready),
+//! then loads the model in the background with a progress bar.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use imurun_agent::AgentConfig;
+use imurun_server::{EventHub, ModelSlot, ServerOptions, ServerParts, ServerState};
+use imurun_store::{AuditWriter, Store};
+use imurun_tools::{Registry, ShellConfig, ToolExecutor};
+use tokio::net::TcpListener;
+
+use crate::config::{ConfigFlags, ResolvedConfig, STORED_SETTINGS};
+use crate::model_spec::{ModelSpec, load};
+use crate::paths::Paths;
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct ServeArgs {
+    #[command(flatten)]
+    flags: ConfigFlags,
+}
+
+pub(crate) fn run(
+    args: &ServeArgs,
+    config_flag: Option<&std::path::Path>,
+    paths: &Paths,
+) -> Result<ExitCode> {
+    let config = ResolvedConfig::load(config_flag, &args.flags, paths)?;
+    config.validate()?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(serve(config, paths))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+async fn serve(config: ResolvedConfig, paths: &Paths) -> Result<()> {
+    std::fs::create_dir_all(&paths.data_dir)
+        .with_context(|| format!("creating {}", paths.data_dir.display()))?;
+    let database = paths.database();
+    let store = Store::open(&database)
+        .await
+        .with_context(|| format!("opening the database {}", database.display()))?;
+    let audit = Arc::new(AuditWriter::spawn(&store).context("starting the audit writer")?);
+    let hub = EventHub::default();
+    let workspace =
+        Arc::new(paths.open_workspace(Some(config.permissions.workspace_root.clone()))?);
+    let shell = ShellConfig {
+        environment: std::env::vars_os().collect(),
+    };
+    let registry = Registry::builtin(&workspace, shell);
+    let settings = imurun_policy::Settings {
+        mode: config.permissions.mode,
+        toggles: config.permissions.toggles,
+    };
+    let executor = ToolExecutor::new(
+        registry,
+        workspace,
+        settings,
+        Arc::new(hub.clone()),
+        Arc::clone(&audit) as Arc<dyn imurun_core::AuditSink>,
+    )
+    .with_approval_timeout(std::time::Duration::from_secs(
+        config.permissions.approval_timeout_s,
+    ));
+    let executor = Arc::new(executor);
+    let mut agent = AgentConfig::default()
+        .with_max_steps(config.agent.max_steps)
+        .with_summarise_history(config.agent.summarise_history)
+        .with_call_prefill(config.agent.call_prefill)
+        .with_tool_examples(config.agent.tool_examples);
+    if let Some(persona) = &config.agent.persona {
+        agent = agent.with_persona(persona.clone());
+    }
+    let slot = ModelSlot::new();
+    let state = ServerState::new(ServerParts {
+        store: store.clone(),
+        executor: Arc::clone(&executor),
+        hub,
+        model: slot.clone(),
+        agent_config: agent,
+        options: ServerOptions {
+            api_token: config
+                .server
+                .api_token
+                .as_ref()
+                .map(|token| token.expose().to_owned()),
+            pinned_settings: pinned_settings(&config),
+            ..ServerOptions::default()
+        },
+    });
+    let listener = TcpListener::bind(config.server.addr)
+        .await
+        .with_context(|| format!("binding {}", config.server.addr))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
+    println!("imurun is listening on http://{addr}");
+
+    slot.set_loading();
+    let spec = ModelSpec::resolve(Some(&config.model), paths);
+    let grammar = config.agent.grammar;
+    let loader = {
+        let slot = slot.clone();
+        let executor = Arc::clone(&executor);
+        tokio::spawn(async move {
+            match load(&spec).await {
+                Ok(loaded) => {
+                    let name = loaded.name();
+                    slot.set_ready(loaded.for_tools(executor.registry().index(), grammar));
+                    eprintln!("imurun: model {name} is ready");
+                }
+                Err(error) => {
+                    eprintln!("imurun: the model did not load: {error:#}");
+                    slot.set_failed(format!("{error:#}"));
+                }
+            }
+        })
+    };
+    let shutdown = async {
+        let _ = tokio::signal::ctrl_c().await;
+        eprintln!("imurun: shutting down");
+    };
+    let served = imurun_server::serve(listener, state, shutdown).await;
+    loader.abort();
+    audit.shutdown().await.context("flushing the audit log")?;
+    store.close().await;
+    served.context("serving")
+}
+
+/// The server's settings that a flag or an environment variable set: the settings it stored
+/// through its endpoints must not override them (flag > environment > stored > file).
+fn pinned_settings(config: &ResolvedConfig) -> Vec<String> {
+    STORED_SETTINGS
+        .iter()
+        .filter(|(key, _)| !config.origin(key).yields_to_stored_settings())
+        .map(|(_, setting)| (*setting).to_owned())
+        .collect()
+}
