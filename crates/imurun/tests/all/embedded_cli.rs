@@ -9,29 +9,7 @@ use std::path::PathBuf;
 
 use serde_json::Value;
 
-use crate::support::run_imurun;
-
-const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-
-fn model_path() -> PathBuf {
-    if let Some(path) = std::env::var_os("IMURUN_MODEL") {
-        return PathBuf::from(path);
-    }
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let home = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".imurun"));
-    manifest
-        .ancestors()
-        .map(|ancestor| ancestor.join("shared").join("models"))
-        .chain(home.map(|home| home.join("models")))
-        .map(|folder| folder.join(DEFAULT_MODEL_FILE))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "the default model {DEFAULT_MODEL_FILE} was not found (IMURUN_MODEL, \
-                 ../shared/models/, ~/.imurun/models/): run scripts/fetch-model.sh"
-            )
-        })
-}
+use crate::support::{model_path, run_imurun};
 
 /// The distinct questions of `../shared/corpus/smollm2-samples.jsonl`, as `ask --jsonl` lines.
 fn ten_questions() -> String {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::run_imurun;
+use crate::support::{model_path, run_imurun};
 
 const WAIT_MAX: Duration = Duration::from_secs(60);
 
@@ -175,4 +175,27 @@ fn serving_beyond_loopback_without_a_token_is_refused() {
     assert!(!output.status.success());
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("token"), "{stderr}");
+}
+
+#[test]
+fn the_server_answers_a_prompt_with_the_embedded_model() {
+    let home = tempfile::tempdir().unwrap();
+    let model = model_path();
+    let server = Server::start(home.path(), model.to_str().unwrap());
+    let (_, status) = server.get("/api/model");
+    assert_eq!(status["name"], "SmolLM2-135M-Instruct.Q4_1", "{status}");
+    let (_, session) = server.post("/api/sessions", json!({}));
+    let session = session["id"].as_str().unwrap().to_owned();
+    let (status, body) = server.post(
+        &format!("/api/sessions/{session}/prompts"),
+        json!({"prompt": "Say hello in one short sentence."}),
+    );
+    assert_eq!(status, 202, "{body}");
+    server.wait_until(|server| server.transcript(&session).len() == 2);
+    let answer = server.transcript(&session)[1]["content"].clone();
+    assert!(
+        answer.as_str().is_some_and(|text| !text.trim().is_empty()),
+        "an empty answer: {answer}"
+    );
+    server.kill();
 }

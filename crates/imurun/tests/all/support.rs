@@ -1,6 +1,7 @@
 //! Running the `imurun` binary from tests.
 
 use std::io::Write;
+use std::path::PathBuf;
 use std::process::{Command, Output, Stdio};
 
 /// Runs `imurun ARGS` with `input` on stdin and `envs` set.
@@ -22,4 +23,28 @@ pub(crate) fn run_imurun(args: &[&str], input: &str, envs: &[(&str, &std::ffi::O
         .write_all(input.as_bytes())
         .unwrap();
     child.wait_with_output().unwrap()
+}
+
+const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// The default model: `IMURUN_MODEL`, else `../shared/models/` beside the checkout, else
+/// `~/.imurun/models/`.
+pub(crate) fn model_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("IMURUN_MODEL") {
+        return PathBuf::from(path);
+    }
+    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let home = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".imurun"));
+    manifest
+        .ancestors()
+        .map(|ancestor| ancestor.join("shared").join("models"))
+        .chain(home.map(|home| home.join("models")))
+        .map(|folder| folder.join(DEFAULT_MODEL_FILE))
+        .find(|candidate| candidate.is_file())
+        .unwrap_or_else(|| {
+            panic!(
+                "the default model {DEFAULT_MODEL_FILE} was not found (IMURUN_MODEL, \
+                 ../shared/models/, ~/.imurun/models/): run scripts/fetch-model.sh"
+            )
+        })
 }
