@@ -6,7 +6,7 @@
 //!
 //! - The server is the real one (`imurun_server::serve`), with a SQLite store on disk (WAL,
 //!   `synchronous=FULL`, as in production), the built-in tools, default permissions, and
-//!   [`LoadModel`]: a fake model that sleeps `model_delay` per generation, calls `file_read`
+//!   the scripted model: it sleeps `model_delay` per generation, calls `file_read`
 //!   on the first step of a turn and answers in a few tokens on the second, so each turn
 //!   publishes about ten events (`turn.start`, two `step`s, `tool.call`, `tool.result`,
 //!   tokens, `turn.end`).
@@ -46,7 +46,8 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use imurun_agent::AgentConfig;
-use imurun_core::{BoxFuture, GenerateRequest, Model, ModelError, NullAudit, Role};
+use imurun_core::{Model, NullAudit};
+use imurun_model::ScriptedModel;
 use imurun_policy::{Settings, Workspace, WorkspaceConfig};
 use imurun_server::{EventHub, ModelSlot, ServerOptions, ServerParts, ServerState, serve};
 use imurun_store::Store;
@@ -242,7 +243,8 @@ pub(crate) async fn run(config: &LoadConfig) -> LoadReport {
         }
     };
     report.rss_kb_before = status_kb("VmRSS");
-    let server = match LoadServer::start(dir.path(), config.model_delay).await {
+    let turns = config.sessions * config.prompts_per_session;
+    let server = match LoadServer::start(dir.path(), config.model_delay, turns).await {
         Ok(server) => server,
         Err(error) => {
             report.error(error);
@@ -702,7 +704,7 @@ struct LoadServer {
 }
 
 impl LoadServer {
-    async fn start(dir: &Path, model_delay: Duration) -> Result<LoadServer, String> {
+    async fn start(dir: &Path, model_delay: Duration, turns: usize) -> Result<LoadServer, String> {
         let root = dir.join("workspace");
         std::fs::create_dir_all(&root).map_err(|error| format!("workspace: {error}"))?;
         std::fs::write(root.join("notes.txt"), "Buy milk. Call the plumber.")
@@ -726,7 +728,7 @@ impl LoadServer {
         let store = Store::open(dir.join("data/imurun.db"))
             .await
             .map_err(|error| format!("store: {error}"))?;
-        let model: Arc<dyn Model> = Arc::new(LoadModel { delay: model_delay });
+        let model: Arc<dyn Model> = Arc::new(load_model(model_delay, turns)?);
         let state = ServerState::new(ServerParts {
             store: store.clone(),
             executor: Arc::new(executor),
@@ -781,44 +783,25 @@ impl LoadServer {
     }
 }
 
-/// A fast fake model: after `delay`, a `file_read` call on the first step of a turn, and a
-/// short answer, streamed a word at a time, once a tool result came back.
-struct LoadModel {
-    delay: Duration,
-}
-
-impl Model for LoadModel {
-    fn name(&self) -> &str {
-        "load-model"
-    }
-
-    fn context_limit(&self) -> usize {
-        8192
-    }
-
-    fn generate<'a>(
-        &'a self,
-        request: &'a GenerateRequest,
-        on_token: &'a mut (dyn FnMut(&str) + Send),
-    ) -> BoxFuture<'a, Result<String, ModelError>> {
-        Box::pin(async move {
-            tokio::time::sleep(self.delay).await;
-            let after_tool = request.messages.last().is_some_and(|message| {
-                message.role == Role::User && message.content.starts_with("[tool result:")
-            });
-            if !after_tool {
-                let call = json!({"name": "file_read", "args": {"path": "notes.txt"}});
-                let text = format!("```tool\n{call}\n```");
-                on_token(&text);
-                return Ok(text);
-            }
-            let words = ["Your ", "notes ", "say: ", "buy ", "milk."];
-            for word in words {
-                on_token(word);
-            }
-            Ok(words.concat())
-        })
-    }
+/// The scripted model (`imurun_model::ScriptedModel`, the one `imurun serve --model
+/// scripted:FILE` runs) with a script for `turns` turns: each turn's first step calls
+/// `file_read`, and the step after its result answers, streamed a word at a time; every reply
+/// waits `delay` first. The answers come first in the script with a condition on the tool
+/// result, so a fresh prompt skips them and takes the next unused call.
+fn load_model(delay: Duration, turns: usize) -> Result<ScriptedModel, String> {
+    let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
+    let call = json!({"name": "file_read", "args": {"path": "notes.txt"}});
+    let answer = json!({
+        "tokens": ["Your ", "notes ", "say: ", "buy ", "milk."],
+        "delay_ms": delay_ms,
+        "when_last_user_contains": "[tool result: file_read]",
+    });
+    let call = json!({"text": format!("```tool\n{call}\n```"), "delay_ms": delay_ms});
+    let replies: Vec<&Value> = std::iter::repeat_n(&answer, turns)
+        .chain(std::iter::repeat_n(&call, turns))
+        .collect();
+    ScriptedModel::from_json(&json!({"replies": replies}).to_string())
+        .map_err(|error| format!("the load script: {error}"))
 }
 
 /// One keep-alive HTTP/1.1 connection, one request at a time.
