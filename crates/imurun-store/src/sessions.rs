@@ -47,7 +47,28 @@ const DELETE_SESSION: &str = "DELETE FROM sessions WHERE id = $1";
 
 /// Moves a session's `updated_at_ms` forward; the transcript and turn modules run it first in
 /// their transactions, which also tells them whether the session exists.
-pub(crate) const TOUCH_SESSION: &str = "UPDATE sessions SET updated_at_ms = $2 WHERE id = $1";
+const TOUCH_SESSION: &str = "UPDATE sessions SET updated_at_ms = $2 WHERE id = $1";
+
+/// Marks the session updated at `now_ms` inside `transaction`, or says it does not exist. Call
+/// it first in a transaction that writes under a session: the write takes SQLite's write lock
+/// before anything is read, since a read first could leave the transaction on a snapshot
+/// another writer has since moved past, and SQLite would then refuse the upgrade without
+/// waiting.
+pub(crate) async fn touch_session(
+    transaction: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    session_id: &str,
+    now_ms: i64,
+) -> Result<(), StoreError> {
+    let touched = sqlx::query(TOUCH_SESSION)
+        .bind(session_id)
+        .bind(now_ms)
+        .execute(&mut **transaction)
+        .await?;
+    if touched.rows_affected() == 0 {
+        return Err(session_not_found(session_id));
+    }
+    Ok(())
+}
 
 impl Store {
     /// Creates a session. Without an `id`, the store makes one of 32 random hex digits.

@@ -10,7 +10,7 @@ use sqlx::FromRow;
 
 use crate::bounds::{check_bytes, check_id};
 use crate::clock::now_ms;
-use crate::sessions::{TOUCH_SESSION, session_not_found};
+use crate::sessions::{session_not_found, touch_session};
 use crate::{Store, StoreError};
 
 /// Largest message content, in bytes of UTF-8: far past any prompt or answer a person reads,
@@ -123,17 +123,7 @@ impl Store {
         check_bytes("message content", content, MESSAGE_CONTENT_BYTES_MAX)?;
         let now_ms = now_ms();
         let mut transaction = self.pool().begin().await?;
-        // The write comes first, so the transaction takes the write lock before it reads
-        // anything; a read first could leave it on a snapshot another writer has since moved
-        // past, and SQLite would then refuse the upgrade without waiting.
-        let touched = sqlx::query(TOUCH_SESSION)
-            .bind(session_id)
-            .bind(now_ms)
-            .execute(&mut *transaction)
-            .await?;
-        if touched.rows_affected() == 0 {
-            return Err(session_not_found(session_id));
-        }
+        touch_session(&mut transaction, session_id, now_ms).await?;
         let row: MessageRow = sqlx::query_as(APPEND_MESSAGE)
             .bind(session_id)
             .bind(role.as_str())

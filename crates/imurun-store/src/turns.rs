@@ -11,7 +11,7 @@ use sqlx::FromRow;
 
 use crate::bounds::{check_bytes, check_id, is_unique_violation, json_text, parse_json};
 use crate::clock::now_ms;
-use crate::sessions::{TOUCH_SESSION, session_not_found};
+use crate::sessions::{session_not_found, touch_session};
 use crate::transcripts::MESSAGE_CONTENT_BYTES_MAX;
 use crate::{Store, StoreError};
 
@@ -172,15 +172,7 @@ impl Store {
         let view = json_text("view", view, TURN_VIEW_BYTES_MAX)?;
         let now_ms = now_ms();
         let mut transaction = self.pool().begin().await?;
-        // The write that checks the session comes first; see `append_message` for why.
-        let touched = sqlx::query(TOUCH_SESSION)
-            .bind(session_id)
-            .bind(now_ms)
-            .execute(&mut *transaction)
-            .await?;
-        if touched.rows_affected() == 0 {
-            return Err(session_not_found(session_id));
-        }
+        touch_session(&mut transaction, session_id, now_ms).await?;
         let row: TurnRow = sqlx::query_as(INSERT_TURN)
             .bind(session_id)
             .bind(turn_id)

@@ -5,7 +5,7 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use imurun_core::AuditSink;
@@ -13,7 +13,7 @@ use imurun_store::{AUDIT_READ_ROWS_MAX, AuditWriter, Store};
 use sqlx::Connection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 
-use crate::support::{check_row, nth_record};
+use crate::support::{KillOnDrop, check_row, nth_record};
 
 const CHILD_DB: &str = "IMURUN_STORE_TEST_CHILD_DB";
 const CHILD_ROWS: &str = "IMURUN_STORE_TEST_CHILD_ROWS";
@@ -81,17 +81,6 @@ fn child_process_entry() {
         }
         tokio::time::sleep_until(deadline.into()).await;
     });
-}
-
-/// Kills the child when a test fails before it does.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        // The child may already be dead and reaped; either way there is nothing left to do.
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Starts a child that commits `rows` rows to `db`, waits for its report, lets it run for

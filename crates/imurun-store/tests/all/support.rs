@@ -73,3 +73,14 @@ pub(crate) async fn raw_scalar(path: &std::path::Path, sql: &'static str) -> i64
     connection.close().await.expect("close");
     value
 }
+
+/// Kills the child when a test fails before it does.
+pub(crate) struct KillOnDrop(pub(crate) std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        // The child may already be dead and reaped; either way there is nothing left to do.
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

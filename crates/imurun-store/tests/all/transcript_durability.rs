@@ -8,10 +8,12 @@
 use std::io::{BufRead, BufReader};
 use std::os::unix::process::ExitStatusExt;
 use std::path::Path;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use imurun_store::{Role, Store, TRANSCRIPT_READ_ROWS_MAX};
+
+use crate::support::KillOnDrop;
 
 const CHILD_DB: &str = "IMURUN_STORE_TEST_TRANSCRIPT_CHILD_DB";
 /// The child's test, by its full name in this binary.
@@ -67,17 +69,6 @@ fn child_process_entry() {
         }
         tokio::time::sleep_until(deadline.into()).await;
     });
-}
-
-/// Kills the child when a test fails before it does.
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        // The child may already be dead and reaped; either way there is nothing left to do.
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
 }
 
 /// Starts a child appending to `db`, reads its reports until it has reported `reports` appends,
