@@ -146,7 +146,8 @@ pub struct TurnRequest {
     pub prompt: String,
     /// The session's transcript so far; only the last `HISTORY_MESSAGES_MAX` are sent.
     pub history: Vec<Message>,
-    /// Skills invoked for this turn (a seam: the skill store fills it later).
+    /// Skills invoked for this turn ([`crate::take_skills`] finds them in a prompt); only the
+    /// first [`crate::SKILLS_MAX`] are used.
     pub skills: Vec<Skill>,
     /// The pre-fetch Context block (a seam: the pre-fetch fills it later).
     pub context: Option<String>,

@@ -3,9 +3,12 @@
 //! back-end. It owns the context budget ([`fit`]), the one system message
 //! ([`system_message`]), the house style and the live-data rules ([`is_realtime`]).
 //!
-//! Seams for later issues: skills ([`Skill`]), the pre-fetch Context block (a text in
+//! Skills are stored in a [`SkillStore`] and invoked with `/<id>` tokens ([`take_skills`]).
+//!
+//! Seams for later issues: the pre-fetch Context block (a text in
 //! [`TurnRequest`]), the prompt queue ([`PromptQueue`]), the stop flag, and the clock
-//! ([`Clock`]). No I/O happens here beyond what the model and the executor do.
+//! ([`Clock`]). No I/O happens here beyond what the model, the executor and the skill store
+//! (small files in one directory) do.
 
 mod agent;
 mod clock;
@@ -14,6 +17,7 @@ mod error;
 mod prompt;
 mod queue;
 mod realtime;
+mod skills;
 mod step;
 mod style;
 mod summary;
@@ -35,6 +39,11 @@ pub use prompt::{
 };
 pub use queue::{PromptQueue, QUEUED_PROMPTS_MAX};
 pub use realtime::{admits_no_live_data, is_realtime};
+pub use skills::{
+    ONLY_SKILLS_PROMPT, SKILL_BODY_BYTES_MAX, SKILL_DESCRIPTION_CHARS_MAX, SKILL_FILE,
+    SKILL_ID_CHARS_MAX, SKILL_NAME_CHARS_MAX, SKILLS_LISTED_MAX, SkillError, SkillStore,
+    SkillSummary, StoredSkill, slug, take_skills,
+};
 pub use style::{
     CALL_PREFILL, CALLS_DROPPED_NOTE, DEFAULT_PERSONA, FAILED_SUFFIX, FINAL_ANSWER_NUDGE,
     HOUSE_STYLE, LAST_STEP_NOTE, LIVE_DATA_RULE, NO_ANSWER_SENTENCE, OFFLINE_SENTENCE,

@@ -24,19 +24,29 @@ pub const SKILL_BODY_CHARS_MAX: usize = 4000;
 /// The pre-fetch Context block is cut to this many characters.
 pub const CONTEXT_CHARS_MAX: usize = 8000;
 
-/// A skill invoked for this turn: its name and the instructions injected into the prompt.
+/// A skill invoked for this turn: its id (what events and the turn view name it by), its
+/// name (the prompt's heading) and the instructions injected into the prompt.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Skill {
+    pub id: String,
     pub name: String,
     pub body: String,
 }
 
 impl Skill {
+    /// A skill whose id is its name (one not read from a [`crate::SkillStore`]).
     pub fn new(name: impl Into<String>, body: impl Into<String>) -> Self {
+        let name = name.into();
         Self {
-            name: name.into(),
+            id: name.clone(),
+            name,
             body: body.into(),
         }
+    }
+
+    pub fn with_id(mut self, id: impl Into<String>) -> Self {
+        self.id = id.into();
+        self
     }
 }
 

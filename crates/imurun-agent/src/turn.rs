@@ -120,6 +120,13 @@ impl<'a> Turn<'a> {
 
     /// Plays the turn and publishes `turn.end`.
     pub(crate) async fn run(mut self) -> TurnResult {
+        let skills: Vec<String> = self.skill_ids();
+        if !skills.is_empty() {
+            self.agent.events.publish(Event::SkillUsed {
+                session_id: self.request.session_id.clone(),
+                skills,
+            });
+        }
         let (status, answer) = self.steps().await;
         if status == TurnStatus::Error {
             debug_assert!(
@@ -129,12 +136,11 @@ impl<'a> Turn<'a> {
         } else if !answer.is_empty() {
             self.transcript.push(Message::assistant(answer.clone()));
         }
-        let skills = self.request.skills.iter().take(SKILLS_MAX);
         self.agent.events.publish(Event::TurnEnd {
             session_id: self.request.session_id.clone(),
             status,
             tool_calls: self.tool_calls.len(),
-            skills: skills.map(|skill| skill.name.clone()).collect(),
+            skills: self.skill_ids(),
             steps: self.step,
         });
         TurnResult {
@@ -175,6 +181,12 @@ impl<'a> Turn<'a> {
         }
         // The last step always ends the turn; this is reached only if that ever changes.
         (TurnStatus::MaxSteps, STEP_LIMIT_SENTENCE.to_owned())
+    }
+
+    /// The ids of the skills the system message injects.
+    fn skill_ids(&self) -> Vec<String> {
+        let skills = self.request.skills.iter().take(SKILLS_MAX);
+        skills.map(|skill| skill.id.clone()).collect()
     }
 
     /// The first step alone, read but not acted on: what the model would call (a dry run,

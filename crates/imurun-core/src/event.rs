@@ -124,6 +124,13 @@ pub enum Event {
         session_id: Option<String>,
         text: String,
     },
+    /// Skills were invoked for the turn (published at its start, only when there are some).
+    #[serde(rename = "skill.used")]
+    SkillUsed {
+        session_id: Option<String>,
+        /// The skills' ids, in prompt order.
+        skills: Vec<String>,
+    },
     /// The turn ended.
     #[serde(rename = "turn.end")]
     TurnEnd {
@@ -131,7 +138,7 @@ pub enum Event {
         status: TurnStatus,
         /// Calls the model made in the turn, cached ones included.
         tool_calls: usize,
-        /// The skills invoked for the turn, by name.
+        /// The skills invoked for the turn, by id.
         skills: Vec<String>,
         steps: usize,
     },

@@ -11,6 +11,7 @@ use axum::extract::rejection::JsonRejection;
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
+use imurun_agent::SkillError;
 use imurun_store::StoreError;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
@@ -115,6 +116,26 @@ impl From<StoreError> for ApiError {
             // Queries, I/O, decoding: internals that mean nothing to the client and may name
             // paths on this machine.
             _ => ApiError::internal(),
+        }
+    }
+}
+
+impl From<SkillError> for ApiError {
+    fn from(error: SkillError) -> Self {
+        match &error {
+            SkillError::InvalidId { .. } | SkillError::Invalid { .. } => {
+                ApiError::bad_request(error.to_string())
+            }
+            SkillError::NotFound { .. } => ApiError::not_found(error.to_string()),
+            SkillError::AlreadyExists { .. } => ApiError::conflict(error.to_string()),
+            SkillError::TooLarge { .. } => ApiError::too_large(error.to_string()),
+            SkillError::Full { .. } => ApiError::new(
+                StatusCode::INSUFFICIENT_STORAGE,
+                "store_full",
+                error.to_string(),
+            ),
+            // The message names paths on this machine.
+            SkillError::Io { .. } => ApiError::internal(),
         }
     }
 }

@@ -72,6 +72,10 @@ pub(crate) async fn openapi_json() -> Json<Document> {
         crate::routes::sessions::turns,
         crate::routes::sessions::turn,
         crate::routes::sessions::kill_switch,
+        crate::routes::skills::list,
+        crate::routes::skills::create,
+        crate::routes::skills::detail,
+        crate::routes::skills::remove,
         crate::routes::events::stream,
         crate::routes::openai::models,
         crate::routes::openai::chat_completions,
@@ -82,6 +86,7 @@ pub(crate) async fn openapi_json() -> Json<Document> {
         (name = "tools", description = "Tools, running one by hand, and approvals."),
         (name = "settings", description = "Permissions, agent settings and remembered grants."),
         (name = "sessions", description = "Sessions, prompts, turns, Stop and the kill switch."),
+        (name = "skills", description = "Skills: instruction packs a prompt invokes with `/<id>`."),
         (name = "events", description = "The live event stream (SSE)."),
         (name = "openai", description = "The OpenAI-compatible facade: an imurun agent as a model for OpenAI clients. Errors here also carry `type`, equal to `code`."),
     ),
@@ -281,6 +286,17 @@ pub enum StreamEvent {
         turn_id: String,
         text: String,
     },
+    /// The prompt invoked skills (`/<id>` tokens); published as the turn starts, only when
+    /// there are some.
+    #[serde(rename = "skill.used")]
+    SkillUsed {
+        id: u64,
+        ts: u64,
+        session_id: Option<String>,
+        turn_id: String,
+        /// The skills' ids, in prompt order (at most 3).
+        skills: Vec<String>,
+    },
     /// The turn ended.
     #[serde(rename = "turn.end")]
     TurnEnd {
@@ -291,7 +307,7 @@ pub enum StreamEvent {
         status: TurnStatus,
         /// Calls the model made in the turn, cached ones included.
         tool_calls: usize,
-        /// The skills invoked for the turn, by name.
+        /// The skills invoked for the turn, by id.
         skills: Vec<String>,
         steps: usize,
         /// Only when the turn's task failed unexpectedly inside the server (`status: error`).

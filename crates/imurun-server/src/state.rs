@@ -1,11 +1,11 @@
 //! What every route shares: [`ServerState`] (the store, the executor, the hub, the model slot,
-//! the agent settings and the running turns), built once by the binary from [`ServerParts`].
+//! the skills, the agent settings and the running turns), built once by the binary from [`ServerParts`].
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
-use imurun_agent::{AgentConfig, MAX_STEPS_CAP, PromptQueue};
+use imurun_agent::{AgentConfig, MAX_STEPS_CAP, PromptQueue, SkillStore};
 use imurun_core::{Model, StopFlag};
 use imurun_store::{Store, StoreError};
 use imurun_tools::ToolExecutor;
@@ -175,6 +175,8 @@ pub struct ServerParts {
     pub executor: Arc<ToolExecutor>,
     pub hub: EventHub,
     pub model: ModelSlot,
+    /// The skills `/<id>` tokens in prompts invoke and `/api/skills` manages.
+    pub skills: SkillStore,
     /// The agent settings until `agent.*` settings in the store replace them at start-up.
     pub agent_config: AgentConfig,
     pub options: ServerOptions,
@@ -192,6 +194,7 @@ pub(crate) struct Inner {
     pub(crate) executor: Arc<ToolExecutor>,
     pub(crate) hub: EventHub,
     pub(crate) model: ModelSlot,
+    pub(crate) skills: SkillStore,
     pub(crate) options: ServerOptions,
     pub(crate) agent_config: RwLock<AgentConfig>,
     /// The running turn of each session, by session id: at most one per session.
@@ -250,6 +253,7 @@ impl ServerState {
                 executor: parts.executor,
                 hub: parts.hub,
                 model: parts.model,
+                skills: parts.skills,
                 options: parts.options,
                 agent_config: RwLock::new(parts.agent_config),
                 turns: Mutex::new(HashMap::new()),
@@ -325,6 +329,10 @@ impl ServerState {
 
     pub fn model(&self) -> &ModelSlot {
         &self.inner.model
+    }
+
+    pub fn skills(&self) -> &SkillStore {
+        &self.inner.skills
     }
 
     pub fn options(&self) -> &ServerOptions {

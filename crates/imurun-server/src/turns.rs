@@ -2,6 +2,10 @@
 //! queue); the turn's events are stamped with its id and recorded into its view; its prompt,
 //! answers and delivered prompts go into the transcript; and its view is persisted.
 //!
+//! A prompt that starts a turn has its skill tokens (`/<id>`) taken out before the model sees
+//! it ([`take_skills`]); the transcript and `turn.start` keep it as typed. A prompt queued in
+//! a running turn is delivered as typed.
+//!
 //! Persistence follows the seed: the transcript keeps only prompts and final answers. The
 //! prompt is appended before the turn starts, so a crash mid-turn keeps it; the answers and
 //! the delivered queued prompts are appended when the turn ends. A panic inside the loop ends
@@ -14,7 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use imurun_agent::{
-    AgentError, AgentLoop, HISTORY_MESSAGES_MAX, PromptQueue, TurnRequest, TurnResult,
+    AgentError, AgentLoop, HISTORY_MESSAGES_MAX, PromptQueue, Skill, TurnRequest, TurnResult,
+    take_skills,
 };
 use imurun_core::{Event, EventSink, Message, Model, Role, StopFlag, TurnStatus};
 use imurun_store::{Role as StoredRole, Turn, TurnStatus as StoredStatus};
@@ -68,7 +73,9 @@ impl RecordedView {
                 });
             }
             Event::PromptDelivered { text, .. } => self.delivered_prompts.push(text.clone()),
-            Event::TurnEnd { skills, .. } => self.skills.clone_from(skills),
+            Event::SkillUsed { skills, .. } | Event::TurnEnd { skills, .. } => {
+                self.skills.clone_from(skills);
+            }
             _ => {}
         }
     }
@@ -389,11 +396,12 @@ async fn run_turn(task: TurnTask) {
         Arc::clone(&sink) as Arc<dyn EventSink>,
     )
     .with_config(config);
+    let (prompt, skills) = invoked_skills(&state, &task.prompt).await;
     let request = TurnRequest {
         session_id: Some(task.session_id.clone()),
-        prompt: task.prompt.clone(),
+        prompt,
         history,
-        skills: Vec::new(),
+        skills,
         context: None,
         stop: task.stop.clone(),
         queue: Some(task.queue.clone()),
@@ -419,6 +427,17 @@ async fn run_turn(task: TurnTask) {
             }
         }
     }
+}
+
+/// The prompt the model sees and the skills its `/<id>` tokens invoke. The transcript keeps
+/// the prompt as typed. Reading the skill directory is file I/O, so it runs on the blocking
+/// pool; if that fails the prompt goes to the model as typed.
+async fn invoked_skills(state: &ServerState, prompt: &str) -> (String, Vec<Skill>) {
+    let store = state.skills().clone();
+    let typed = prompt.to_owned();
+    tokio::task::spawn_blocking(move || take_skills(&typed, &store))
+        .await
+        .unwrap_or_else(|_| (prompt.to_owned(), Vec::new()))
 }
 
 /// The last messages of the transcript before the prompt numbered `prompt_seq`.

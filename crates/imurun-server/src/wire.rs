@@ -360,6 +360,7 @@ pub struct TurnView {
     pub error: Option<String>,
     pub steps: Vec<StepInfo>,
     pub tool_calls: Vec<ToolCallInfo>,
+    /// The ids of the skills the prompt invoked (`/<id>` tokens), in prompt order.
     pub skills: Vec<String>,
     /// Prompts queued during the turn and handed to the model, in order.
     pub delivered_prompts: Vec<String>,
@@ -369,4 +370,50 @@ pub struct TurnView {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct TurnList {
     pub turns: Vec<TurnView>,
+}
+
+/// One skill of `GET /api/skills`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SkillInfo {
+    /// The directory name; `/<id>` in a prompt invokes the skill.
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// The body's length in characters (the prompt takes the first 4000).
+    pub chars: usize,
+}
+
+/// `GET /api/skills`: the stored skills by id, at most 1000.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SkillList {
+    pub skills: Vec<SkillInfo>,
+}
+
+/// `GET /api/skills/{id}` and `POST /api/skills` 201: a skill with its body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SkillDetail {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// The instructions, as stored (at most 64 KiB).
+    pub body: String,
+}
+
+/// `POST /api/skills`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SkillCreate {
+    /// 1 to 200 characters on one line; the id is its slug (`My Skill` → `my-skill`).
+    pub name: String,
+    /// At most 1000 characters; line breaks become spaces.
+    #[serde(default)]
+    pub description: Option<String>,
+    /// The instructions, at most 64 KiB; the prompt takes the first 4000 characters.
+    pub body: String,
+}
+
+/// `DELETE /api/skills/{id}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct SkillDeleted {
+    pub deleted: bool,
 }

@@ -734,6 +734,8 @@ impl LoadServer {
             executor: Arc::new(executor),
             hub,
             model: ModelSlot::ready(model),
+            skills: imurun_agent::SkillStore::open(dir.join("data/skills"))
+                .map_err(|error| format!("skills: {error}"))?,
             agent_config: AgentConfig::default(),
             options: ServerOptions::default(),
         });

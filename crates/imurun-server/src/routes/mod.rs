@@ -18,6 +18,9 @@
 //! | `POST /api/sessions/{id}/stop` | 200 [`Stopped`](crate::wire::Stopped) |
 //! | `GET /api/sessions/{id}/turns[/{turn_id}]` | 200 [`TurnList`](crate::wire::TurnList) / [`TurnView`](crate::wire::TurnView); 404 |
 //! | `POST /api/stop` | 200 [`KillSwitch`](crate::wire::KillSwitch) |
+//! | `GET /api/skills` | 200 [`SkillList`](crate::wire::SkillList) |
+//! | `POST /api/skills` | 201 [`SkillDetail`](crate::wire::SkillDetail); 400, 409, 413, 507 |
+//! | `GET`/`DELETE /api/skills/{id}` | 200 [`SkillDetail`](crate::wire::SkillDetail) / [`SkillDeleted`](crate::wire::SkillDeleted); 400, 404 |
 //! | `GET /api/events?session=ID` | SSE, `Last-Event-ID` honoured |
 //! | `GET /api/openapi.json` | 200, this table as an OpenAPI 3.1 document |
 //! | `GET /v1/models` | 200 [`ModelList`](crate::openai_wire::ModelList) (OpenAI's shape) |
@@ -31,6 +34,7 @@ pub(crate) mod meta;
 pub(crate) mod openai;
 pub(crate) mod sessions;
 pub(crate) mod settings;
+pub(crate) mod skills;
 pub(crate) mod tools;
 
 use axum::Router;
@@ -115,6 +119,10 @@ fn table() -> Vec<Route> {
         route(sessions::__path_turns, sessions::turns),
         route(sessions::__path_turn, sessions::turn),
         route(sessions::__path_kill_switch, sessions::kill_switch),
+        route(skills::__path_list, skills::list),
+        route(skills::__path_create, skills::create),
+        route(skills::__path_detail, skills::detail),
+        route(skills::__path_remove, skills::remove),
         route(events::__path_stream, events::stream),
         route(openai::__path_models, openai::models),
         route(openai::__path_chat_completions, openai::chat_completions),

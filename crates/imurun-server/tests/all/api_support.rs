@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use imurun_agent::AgentConfig;
+use imurun_agent::{AgentConfig, SkillStore};
 use imurun_core::{BoxFuture, GenerateRequest, Model, ModelError, NullAudit};
 use imurun_policy::{Settings, Workspace, WorkspaceConfig};
 use imurun_server::{EventHub, ModelSlot, ServerOptions, ServerParts, ServerState, serve};
@@ -153,6 +153,7 @@ pub(crate) struct Dirs {
     _temp: tempfile::TempDir,
     pub(crate) workspace: PathBuf,
     pub(crate) db: PathBuf,
+    pub(crate) skills: PathBuf,
 }
 
 impl Dirs {
@@ -161,9 +162,11 @@ impl Dirs {
         let workspace = temp.path().join("workspace");
         std::fs::create_dir_all(&workspace).expect("workspace");
         let db = temp.path().join("data/imurun.db");
+        let skills = temp.path().join("data/skills");
         Dirs {
             workspace,
             db,
+            skills,
             _temp: temp,
         }
     }
@@ -208,6 +211,7 @@ impl TestServer {
             executor: Arc::new(executor),
             hub,
             model: slot,
+            skills: SkillStore::open(&dirs.skills).expect("skill store"),
             agent_config: AgentConfig::default(),
             options: ServerOptions {
                 heartbeat_interval: Duration::from_millis(500),

@@ -2,6 +2,7 @@
 //! live in `tests/all/`, where cargo does not mistake them for test binaries of their own.
 
 mod api_routes;
+mod api_skills;
 mod api_support;
 mod api_turns;
 mod auth;

@@ -316,6 +316,10 @@ fn core_samples() -> Vec<Event> {
             session_id: session_id.clone(),
             text: "and then?".into(),
         },
+        Event::SkillUsed {
+            session_id: session_id.clone(),
+            skills: vec!["haiku".into()],
+        },
         Event::TurnEnd {
             session_id,
             status: TurnStatus::Done,
@@ -336,6 +340,7 @@ fn core_samples() -> Vec<Event> {
             | Event::CompactionStart { .. }
             | Event::CompactionDone { .. }
             | Event::PromptDelivered { .. }
+            | Event::SkillUsed { .. }
             | Event::TurnEnd { .. } => {}
         }
     }

@@ -23,7 +23,7 @@ use crate::support::SseClient;
 /// Every event type the server publishes today (the hub's own `stream.*` notices excepted:
 /// they belong to a client's connection, not to what the agent does, and `sse_wire`, `replay`
 /// and `backpressure` cover them).
-const EXPECTED_EVENT_TYPES: [&str; 18] = [
+const EXPECTED_EVENT_TYPES: [&str; 19] = [
     "compaction.done",
     "compaction.start",
     "grants.revoked",
@@ -32,6 +32,7 @@ const EXPECTED_EVENT_TYPES: [&str; 18] = [
     "session.created",
     "session.deleted",
     "session.updated",
+    "skill.used",
     "step",
     "stop.all",
     "token",
@@ -59,6 +60,8 @@ async fn every_event_type_reaches_an_sse_client_with_its_documented_fields() {
     write_file(&dirs, "notes.txt", "buy milk");
     let gate = Arc::new(Semaphore::new(0));
     let replies = vec![
+        // A prompt that invokes a skill, answered at once.
+        Reply::text("Waves fold into foam."),
         // A tool step, then an answer.
         Reply::text(&tool_reply("file_read", json!({"path": "notes.txt"}))),
         Reply::text("The notes say: buy milk."),
@@ -100,6 +103,15 @@ async fn every_event_type_reaches_an_sse_client_with_its_documented_fields() {
     assert_eq!(status, 200, "{renamed}");
     script.read_until("session.updated").await;
 
+    let (status, skill) = server
+        .post(
+            "/api/skills",
+            json!({"name": "haiku", "body": "Answer in a haiku."}),
+        )
+        .await;
+    assert_eq!(status, 201, "{skill}");
+    prompt(&server, &session, "/haiku the sea").await;
+    script.turn_ended(&server, &session).await;
     prompt(&server, &session, "What do my notes say?").await;
     script.turn_ended(&server, &session).await;
     prompt(&server, &session, "Use the frobnicator").await;

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use imurun_agent::AgentConfig;
+use imurun_agent::{AgentConfig, SkillStore};
 use imurun_server::{EventHub, ModelSlot, ServerOptions, ServerParts, ServerState};
 use imurun_store::{AuditWriter, Store};
 use imurun_tools::{Registry, ShellConfig, ToolExecutor};
@@ -75,12 +75,16 @@ async fn serve(config: ResolvedConfig, paths: &Paths) -> Result<()> {
     if let Some(persona) = &config.agent.persona {
         agent = agent.with_persona(persona.clone());
     }
+    let skills_dir = paths.data_dir.join("skills");
+    let skills = SkillStore::open(&skills_dir)
+        .with_context(|| format!("opening the skill directory {}", skills_dir.display()))?;
     let slot = ModelSlot::new();
     let state = ServerState::new(ServerParts {
         store: store.clone(),
         executor: Arc::clone(&executor),
         hub,
         model: slot.clone(),
+        skills,
         agent_config: agent,
         options: ServerOptions {
             api_token: config
