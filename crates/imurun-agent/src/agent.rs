@@ -188,6 +188,16 @@ pub struct AgentLoop {
     pub(crate) events: Arc<dyn EventSink>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: AgentConfig,
+    /// Set for a sub-agent's loop: its depth and the tools it may use.
+    pub(crate) scope: Option<Scope>,
+}
+
+/// A sub-agent's limits: its calls go through the executor as `Caller::sub_agent`, and its
+/// prompt offers only `tools`.
+#[derive(Debug, Clone)]
+pub(crate) struct Scope {
+    pub(crate) depth: u8,
+    pub(crate) tools: Vec<String>,
 }
 
 impl AgentLoop {
@@ -203,7 +213,14 @@ impl AgentLoop {
             events,
             clock: Arc::new(SystemClock),
             config: AgentConfig::default(),
+            scope: None,
         }
+    }
+
+    /// This loop as a sub-agent at `depth` that may use only `tools`.
+    pub(crate) fn scoped(mut self, depth: u8, tools: Vec<String>) -> Self {
+        self.scope = Some(Scope { depth, tools });
+        self
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {

@@ -20,6 +20,7 @@ mod realtime;
 mod skills;
 mod step;
 mod style;
+mod subagent;
 mod summary;
 mod turn;
 
@@ -49,3 +50,4 @@ pub use style::{
     HOUSE_STYLE, LAST_STEP_NOTE, LIVE_DATA_RULE, NO_ANSWER_SENTENCE, OFFLINE_SENTENCE,
     REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE, with_failed_suffix,
 };
+pub use subagent::{HELPER_DIRECTIVE, RunAgentTool, SUB_AGENT_STEPS_DEFAULT, SUB_AGENT_STEPS_MAX};

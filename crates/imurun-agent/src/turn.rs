@@ -1,10 +1,11 @@
 //! One turn, step by step, exactly as the seed's loop: stop? → last-step note → fit →
 //! generate → calls, a retry, a nudge, or an answer (and a queued prompt at that boundary).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 
 use imurun_calls::{ParseKind, Parsed, RetryReason, render_call, split_think};
-use imurun_core::{Event, Message, Role, StepKind, ToolCall, TurnStatus};
+use imurun_core::{Event, Message, Role, StepKind, ToolCall, ToolIndex, TurnStatus};
 use imurun_tools::Caller;
 use serde_json::Value;
 
@@ -53,6 +54,8 @@ impl PromptState {
 pub(crate) struct Turn<'a> {
     agent: &'a AgentLoop,
     request: &'a TurnRequest,
+    /// The tools the model sees: the registry's, or a sub-agent's share of them.
+    index: Cow<'a, ToolIndex>,
     tools_on: bool,
     caller: Caller,
     messages: Vec<Message>,
@@ -72,12 +75,12 @@ pub(crate) struct Turn<'a> {
 impl<'a> Turn<'a> {
     /// The system message, the history with thoughts stripped, and the prompt.
     pub(crate) fn new(agent: &'a AgentLoop, request: &'a TurnRequest) -> Self {
-        let index = agent.executor.registry().index();
+        let index = tool_index(agent);
         let tools_on = agent.config.max_steps > 1 && index.offered().next().is_some();
         let system = system_message(&SystemPrompt {
             persona: &agent.config.persona,
             today: agent.clock.today(),
-            tools: tools_on.then_some(index),
+            tools: tools_on.then_some(index.as_ref()),
             skills: &request.skills,
             context: request.context.as_deref(),
             examples: agent.config.tool_examples,
@@ -96,11 +99,21 @@ impl<'a> Turn<'a> {
                 .map(|message| without_thought(message)),
         );
         messages.push(Message::user(request.prompt.clone()));
+        let caller = match &agent.scope {
+            None => Caller::model(request.session_id.clone(), request.stop.clone()),
+            Some(scope) => Caller::sub_agent(
+                request.session_id.clone(),
+                scope.depth,
+                scope.tools.clone(),
+                request.stop.clone(),
+            ),
+        };
         Self {
             agent,
             request,
+            index,
             tools_on,
-            caller: Caller::model(request.session_id.clone(), request.stop.clone()),
+            caller,
             prompt_index: messages.len() - 1,
             messages,
             cache: HashMap::new(),
@@ -230,7 +243,7 @@ impl<'a> Turn<'a> {
             events: agent.events.as_ref(),
             session_id,
             step,
-            tools: self.tools_on.then(|| agent.executor.registry().index()),
+            tools: self.tools_on.then_some(self.index.as_ref()),
             stop: &self.request.stop,
             max_tokens: agent
                 .config
@@ -428,6 +441,22 @@ impl<'a> Turn<'a> {
             text,
         });
     }
+}
+
+/// The tools a turn's model sees. A sub-agent's index keeps every runnable tool (so a call to
+/// a tool it may not use is still read, and the executor refuses it with a FAILED result) but
+/// offers only its own tools.
+fn tool_index(agent: &AgentLoop) -> Cow<'_, ToolIndex> {
+    let index = agent.executor.registry().index();
+    let Some(scope) = &agent.scope else {
+        return Cow::Borrowed(index);
+    };
+    let mut scoped = index.clone();
+    for tool in index.runnable() {
+        let offered = tool.offered && scope.tools.contains(&tool.spec.name);
+        scoped.insert(tool.spec.clone(), offered);
+    }
+    Cow::Owned(scoped)
 }
 
 /// Whether the pre-fetch Context block holds data rather than only the offline sentence.

@@ -131,6 +131,25 @@ pub enum Event {
         /// The skills' ids, in prompt order.
         skills: Vec<String>,
     },
+    /// A sub-agent (`run_agent`) started. Its tool calls follow with `depth` set.
+    #[serde(rename = "agent.start")]
+    AgentStart {
+        session_id: Option<String>,
+        /// The sub-agent's depth: 1 for the main agent's helper, 2 for the helper's.
+        depth: u8,
+        /// The task it was given (long tasks cut to `EVENT_STRING_CHARS_MAX` characters).
+        task: String,
+        /// The tools it may use (canonical names), after the intersection with its parent's.
+        tools: Vec<String>,
+    },
+    /// A sub-agent ended; its final answer is the `run_agent` call's `tool.result`.
+    #[serde(rename = "agent.end")]
+    AgentEnd {
+        session_id: Option<String>,
+        depth: u8,
+        status: TurnStatus,
+        steps: usize,
+    },
     /// The turn ended.
     #[serde(rename = "turn.end")]
     TurnEnd {

@@ -189,6 +189,11 @@ pub struct ToolContext {
     /// 0 for the main agent, 1 and 2 for sub-agents.
     pub depth: u8,
     pub stop: StopFlag,
+    /// The session the call belongs to (a sub-agent tool publishes its events there).
+    pub session_id: Option<String>,
+    /// The tools the caller may use (canonical names); `None` means every tool. A sub-agent
+    /// tool narrows its child's tools to these.
+    pub allowed_tools: Option<std::sync::Arc<[String]>>,
 }
 
 /// A tool's result as the model will read it. Failures are data, not errors: their text

@@ -297,6 +297,30 @@ pub enum StreamEvent {
         /// The skills' ids, in prompt order (at most 3).
         skills: Vec<String>,
     },
+    /// A sub-agent (`run_agent`) started; its calls follow with `depth` set. Like tool
+    /// events, it carries no `turn_id`.
+    #[serde(rename = "agent.start")]
+    AgentStart {
+        id: u64,
+        ts: u64,
+        session_id: Option<String>,
+        /// 1 for the main agent's helper, 2 for the helper's.
+        depth: u8,
+        /// The task it was given (cut to 2000 characters).
+        task: String,
+        /// The tools it may use, after the intersection with its parent's.
+        tools: Vec<String>,
+    },
+    /// A sub-agent ended; its final answer is the `run_agent` call's `tool.result`.
+    #[serde(rename = "agent.end")]
+    AgentEnd {
+        id: u64,
+        ts: u64,
+        session_id: Option<String>,
+        depth: u8,
+        status: TurnStatus,
+        steps: usize,
+    },
     /// The turn ended.
     #[serde(rename = "turn.end")]
     TurnEnd {

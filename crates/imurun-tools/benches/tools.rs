@@ -110,6 +110,8 @@ fn shell(c: &mut Criterion) {
         source: CallSource::User,
         depth: 0,
         stop: StopFlag::new(),
+        session_id: None,
+        allowed_tools: None,
     };
     let args = json!({"command": "true"})
         .as_object()

@@ -360,6 +360,8 @@ impl ToolExecutor {
             source: caller.source,
             depth: caller.depth,
             stop: caller.stop.clone(),
+            session_id: caller.session_id.clone(),
+            allowed_tools: caller.allowed_tools.clone(),
         };
         let output = run_caught(tool, &context, args).await;
         let outcome = if output.ok {

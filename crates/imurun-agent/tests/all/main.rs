@@ -9,4 +9,5 @@
 mod budget;
 mod flow;
 mod recovery;
+mod subagent;
 mod support;

@@ -6,7 +6,7 @@ use std::fs;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
-use imurun_agent::{AgentConfig, AgentLoop, FixedClock, TurnRequest, TurnResult};
+use imurun_agent::{AgentConfig, AgentLoop, FixedClock, RunAgentTool, TurnRequest, TurnResult};
 use imurun_core::{
     AuditRecord, AuditSink, BoxFuture, Event, EventSink, GenerateRequest, Message, Model,
     ModelError, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec,
@@ -295,7 +295,16 @@ impl Harness {
         Self::build(ScriptedModel::new(script), AgentConfig::default())
     }
 
+    /// A harness whose registry also holds the real `run_agent`.
+    pub(crate) fn with_sub_agents(script: Vec<Reply>) -> Self {
+        Self::build_with(ScriptedModel::new(script), AgentConfig::default(), true)
+    }
+
     pub(crate) fn build(model: Arc<ScriptedModel>, config: AgentConfig) -> Self {
+        Self::build_with(model, config, false)
+    }
+
+    fn build_with(model: Arc<ScriptedModel>, config: AgentConfig, sub_agents: bool) -> Self {
         let dir = tempfile::tempdir().unwrap();
         let base = fs::canonicalize(dir.path()).unwrap();
         let config_ws = WorkspaceConfig {
@@ -310,6 +319,12 @@ impl Harness {
         registry.insert(FakeTool::new("broken", Returns::Failure), true);
         registry.insert(FakeTool::new("huge", Returns::Long(10_000)), true);
         let events = Arc::new(RecordingEvents::default());
+        let clock = Arc::new(FixedClock(jiff::civil::date(2026, 11, 30)));
+        let run_agent = sub_agents.then(|| {
+            RunAgentTool::new(model.clone(), events.clone(), &config)
+                .with_clock(clock.clone())
+                .install(&mut registry)
+        });
         let settings = Settings {
             mode: Mode::AllowReads,
             toggles: Toggles::default(),
@@ -321,8 +336,12 @@ impl Harness {
             events.clone(),
             Arc::new(MemoryAudit::default()),
         );
-        let agent = AgentLoop::new(model.clone(), Arc::new(executor), events.clone())
-            .with_clock(Arc::new(FixedClock(jiff::civil::date(2026, 11, 30))))
+        let executor = Arc::new(executor);
+        if let Some(run_agent) = run_agent {
+            run_agent.bind(&executor);
+        }
+        let agent = AgentLoop::new(model.clone(), executor, events.clone())
+            .with_clock(clock)
             .with_config(config.with_persona("You are a test assistant."));
         Self {
             _dir: dir,

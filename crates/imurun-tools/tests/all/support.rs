@@ -60,6 +60,8 @@ impl TempWorkspace {
             source: CallSource::User,
             depth: 0,
             stop,
+            session_id: None,
+            allowed_tools: None,
         }
     }
 }
