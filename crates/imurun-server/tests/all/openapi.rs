@@ -320,6 +320,18 @@ fn core_samples() -> Vec<Event> {
             session_id: session_id.clone(),
             skills: vec!["haiku".into()],
         },
+        Event::AgentStart {
+            session_id: session_id.clone(),
+            depth: 1,
+            task: "Find the notes.".into(),
+            tools: vec!["file_read".into()],
+        },
+        Event::AgentEnd {
+            session_id: session_id.clone(),
+            depth: 1,
+            status: TurnStatus::Done,
+            steps: 2,
+        },
         Event::TurnEnd {
             session_id,
             status: TurnStatus::Done,
@@ -341,6 +353,8 @@ fn core_samples() -> Vec<Event> {
             | Event::CompactionDone { .. }
             | Event::PromptDelivered { .. }
             | Event::SkillUsed { .. }
+            | Event::AgentStart { .. }
+            | Event::AgentEnd { .. }
             | Event::TurnEnd { .. } => {}
         }
     }
@@ -358,9 +372,13 @@ async fn every_core_event_matches_its_schema() {
     let hub = EventHub::default();
     let mut subscription = hub.subscribe(None, None);
     for sample in core_samples() {
+        // Tool events come from the executor and sub-agent events from the `run_agent` tool,
+        // straight to the hub: no `turn_id`.
         let from_loop = !matches!(
             sample,
-            Event::ToolCall { .. }
+            Event::AgentStart { .. }
+                | Event::AgentEnd { .. }
+                | Event::ToolCall { .. }
                 | Event::ToolResult { .. }
                 | Event::ToolApprovalNeeded { .. }
                 | Event::ToolApproved { .. }
