@@ -1,43 +1,12 @@
 //! Skills through the API: the four routes, and a prompt whose `/<id>` token injects a skill
 //! while the transcript keeps what the person typed.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use imurun_core::{BoxFuture, GenerateRequest, Message, Model, ModelError};
+use imurun_core::Model;
 use serde_json::json;
 
-use crate::api_support::{Dirs, TestServer, event_types, events_until};
-
-/// A model that answers "Done." and keeps the messages of every request.
-#[derive(Default)]
-struct RecordingModel {
-    requests: Mutex<Vec<Vec<Message>>>,
-}
-
-impl Model for RecordingModel {
-    fn name(&self) -> &str {
-        "recording-model"
-    }
-
-    fn context_limit(&self) -> usize {
-        8192
-    }
-
-    fn generate<'a>(
-        &'a self,
-        request: &'a GenerateRequest,
-        on_token: &'a mut (dyn FnMut(&str) + Send),
-    ) -> BoxFuture<'a, Result<String, ModelError>> {
-        Box::pin(async move {
-            self.requests
-                .lock()
-                .expect("the requests' lock")
-                .push(request.messages.clone());
-            on_token("Done.");
-            Ok("Done.".to_owned())
-        })
-    }
-}
+use crate::api_support::{Dirs, Reply, TestModel, TestServer, event_types, events_until};
 
 #[tokio::test]
 async fn skills_are_created_listed_read_and_deleted() {
@@ -107,7 +76,7 @@ async fn bad_skills_are_refused() {
 #[tokio::test]
 async fn a_skill_token_injects_the_skill_and_the_transcript_keeps_the_typed_prompt() {
     let dirs = Dirs::new();
-    let model = Arc::new(RecordingModel::default());
+    let model = TestModel::new(vec![Reply::text("Done.")]);
     let server = TestServer::start(&dirs, Some(model.clone() as Arc<dyn Model>)).await;
     let (status, created) = server
         .post(
@@ -137,7 +106,7 @@ async fn a_skill_token_injects_the_skill_and_the_transcript_keeps_the_typed_prom
     assert_eq!(seen[1]["turn_id"], turn_id.as_str());
     assert_eq!(seen[3]["skills"], json!(["haiku"]));
 
-    let requests = model.requests.lock().unwrap().clone();
+    let requests = model.requests();
     let messages = &requests[0];
     assert!(
         messages[0]

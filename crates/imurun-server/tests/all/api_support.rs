@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use imurun_agent::{AgentConfig, SkillStore};
-use imurun_core::{BoxFuture, GenerateRequest, Model, ModelError, NullAudit};
+use imurun_core::{BoxFuture, GenerateRequest, Message, Model, ModelError, NullAudit};
 use imurun_policy::{Settings, Workspace, WorkspaceConfig};
 use imurun_server::{EventHub, ModelSlot, ServerOptions, ServerParts, ServerState, serve};
 use imurun_store::Store;
@@ -77,17 +77,24 @@ impl Reply {
     }
 }
 
-/// A model that replays replies in order, then "That is all.". A gated reply waits for its
-/// gate, or for the request's stop flag.
+/// A model that replays replies in order, then "That is all.", and keeps the messages of
+/// every request. A gated reply waits for its gate, or for the request's stop flag.
 pub(crate) struct TestModel {
     replies: Mutex<VecDeque<Reply>>,
+    requests: Mutex<Vec<Vec<Message>>>,
 }
 
 impl TestModel {
     pub(crate) fn new(replies: Vec<Reply>) -> Arc<TestModel> {
         Arc::new(TestModel {
             replies: Mutex::new(replies.into()),
+            requests: Mutex::new(Vec::new()),
         })
+    }
+
+    /// The messages of every request, oldest first.
+    pub(crate) fn requests(&self) -> Vec<Vec<Message>> {
+        self.requests.lock().expect("the requests' lock").clone()
     }
 }
 
@@ -106,6 +113,10 @@ impl Model for TestModel {
         on_token: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<String, ModelError>> {
         Box::pin(async move {
+            self.requests
+                .lock()
+                .expect("the requests' lock")
+                .push(request.messages.clone());
             let reply = self
                 .replies
                 .lock()
