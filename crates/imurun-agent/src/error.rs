@@ -17,4 +17,8 @@ pub enum AgentError {
     /// The prompt queue already holds `capacity` prompts.
     #[error("{capacity} prompts are already waiting; wait for the turn to take them")]
     QueueFull { capacity: usize },
+    /// The turn has given its last answer and takes no more prompts; send the prompt again
+    /// to start the next turn.
+    #[error("the turn has ended and takes no more prompts")]
+    QueueClosed,
 }

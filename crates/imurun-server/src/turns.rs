@@ -8,9 +8,12 @@
 //!
 //! Persistence follows the seed: the transcript keeps only prompts and final answers. The
 //! prompt is appended before the turn starts, so a crash mid-turn keeps it; the answers and
-//! the delivered queued prompts are appended when the turn ends. A panic inside the loop ends
-//! the turn as `error`; it never reaches the server.
+//! the delivered queued prompts are appended when the turn ends. Once the loop has returned
+//! the turn's queue is closed: a prompt sent while the turn is saved waits for it to end and
+//! starts the next turn, so its 202 comes after its prompt is stored. A panic inside the loop
+//! ends the turn as `error`; it never reaches the server.
 
+use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -205,41 +208,35 @@ pub(crate) async fn submit_prompt_with(
         .model()
         .ok_or_else(|| model_not_loaded(state))?;
     state.store().get_session(session_id).await?;
-    let (turn_id, stop, queue, view, ended_tx) = {
-        let mut turns = lock(&state.inner.turns);
-        if let Some(running) = turns.get(session_id) {
+    let (turn_id, stop, queue, view, ended_tx) = loop {
+        let mut ending = {
+            let mut turns = lock(&state.inner.turns);
+            let Some(running) = turns.get(session_id) else {
+                break start_running(&mut turns, session_id);
+            };
             if options.refuse_if_running {
                 return Err(ApiError::conflict(format!(
                     "a turn is already running in session {session_id}; wait for it to end"
                 )));
             }
-            running.queue.push(prompt).map_err(queue_full)?;
-            return Ok(StartedTurn {
-                accepted: PromptAccepted {
-                    turn_id: running.turn_id.clone(),
-                    queued: true,
-                },
-                ended: None,
-            });
-        }
-        let turn_id = new_turn_id();
-        let (ended_tx, ended) = watch::channel(false);
-        let running = RunningTurn {
-            turn_id: turn_id.clone(),
-            stop: StopFlag::new(),
-            queue: PromptQueue::new(),
-            view: LiveView::default(),
-            ended,
+            match running.queue.push(prompt.clone()) {
+                Ok(()) => {
+                    return Ok(StartedTurn {
+                        accepted: PromptAccepted {
+                            turn_id: running.turn_id.clone(),
+                            queued: true,
+                        },
+                        ended: None,
+                    });
+                }
+                // The turn has answered for the last time and is being saved: this prompt
+                // starts the next turn once it has ended.
+                Err(AgentError::QueueClosed) => running.ended.clone(),
+                Err(error) => return Err(queue_full(error)),
+            }
         };
-        let parts = (
-            turn_id,
-            running.stop.clone(),
-            running.queue.clone(),
-            Arc::clone(&running.view),
-            ended_tx,
-        );
-        turns.insert(session_id.to_owned(), running);
-        parts
+        // A dropped sender also means the turn is over.
+        let _ = ending.wait_for(|ended| *ended).await;
     };
     let persisted = persist_start(state, session_id, &turn_id, &prompt).await;
     let prompt_seq = match persisted {
@@ -278,6 +275,31 @@ pub(crate) async fn submit_prompt_with(
         },
         ended: Some(ended),
     })
+}
+
+/// Registers a new running turn in `session_id` and returns its parts.
+fn start_running(
+    turns: &mut HashMap<String, RunningTurn>,
+    session_id: &str,
+) -> (String, StopFlag, PromptQueue, LiveView, watch::Sender<bool>) {
+    let turn_id = new_turn_id();
+    let (ended_tx, ended) = watch::channel(false);
+    let running = RunningTurn {
+        turn_id: turn_id.clone(),
+        stop: StopFlag::new(),
+        queue: PromptQueue::new(),
+        view: LiveView::default(),
+        ended,
+    };
+    let parts = (
+        turn_id,
+        running.stop.clone(),
+        running.queue.clone(),
+        Arc::clone(&running.view),
+        ended_tx,
+    );
+    turns.insert(session_id.to_owned(), running);
+    parts
 }
 
 /// The 503 answer while the model is not ready.
@@ -327,16 +349,15 @@ async fn persist_start(
     Ok(message.seq)
 }
 
-/// Removes the session's running turn if it is still `turn_id`, and returns its queue.
-fn forget_turn(state: &ServerState, session_id: &str, turn_id: &str) -> Option<PromptQueue> {
+/// Removes the session's running turn if it is still `turn_id`.
+fn forget_turn(state: &ServerState, session_id: &str, turn_id: &str) {
     let mut turns = lock(&state.inner.turns);
     if turns
         .get(session_id)
         .is_some_and(|running| running.turn_id == turn_id)
     {
-        return turns.remove(session_id).map(|running| running.queue);
+        turns.remove(session_id);
     }
-    None
 }
 
 /// Records the tool events of `session_id` into `view` while the guard lives.
@@ -409,24 +430,25 @@ async fn run_turn(task: TurnTask) {
     // The loop runs on a task of its own so that a panic in it (a tool, a model back-end)
     // ends as a `JoinError` here instead of unwinding through the server.
     let joined = tokio::spawn(async move { agent.run(request).await }).await;
+    // From here a new prompt waits for this turn to end and then starts the next one.
+    let leftovers = task.queue.close();
     match joined {
         Ok(result) => finish(&state, &task, result).await,
         Err(_) => finish_after_panic(&state, &task).await,
     }
-    let leftovers = forget_turn(&state, &task.session_id, &task.turn_id);
+    forget_turn(&state, &task.session_id, &task.turn_id);
     sink.release_end();
-    task.ended_tx.send_replace(true);
-    // Prompts queued too late for this turn (after its last answer boundary) start the next.
-    if let Some(queue) = leftovers {
-        while let Some(prompt) = queue.pop() {
-            if submit_prompt(&state, &task.session_id, prompt)
-                .await
-                .is_err()
-            {
-                break;
-            }
+    // Prompts queued too late for this turn (after its last answer boundary) start the next,
+    // before the prompts that waited for this turn to end.
+    for prompt in leftovers {
+        if submit_prompt(&state, &task.session_id, prompt)
+            .await
+            .is_err()
+        {
+            break;
         }
     }
+    task.ended_tx.send_replace(true);
 }
 
 /// The prompt the model sees and the skills its `/<id>` tokens invoke. The transcript keeps
