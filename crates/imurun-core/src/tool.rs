@@ -90,6 +90,10 @@ pub enum ToolCategory {
     Compute,
     /// Starts a sub-agent, whose own calls are checked one by one.
     Agent,
+    /// Acts outside imurun where imurun cannot check the effect: a connector tool that sends
+    /// or changes something on the person's behalf (an email, an issue, a DNS record), or an
+    /// MCP server's tool whose category the configuration does not declare.
+    External,
 }
 
 impl ToolCategory {
@@ -102,6 +106,7 @@ impl ToolCategory {
             ToolCategory::Network => "network",
             ToolCategory::Compute => "compute",
             ToolCategory::Agent => "agent",
+            ToolCategory::External => "external",
         }
     }
 }

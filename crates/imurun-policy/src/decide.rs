@@ -195,6 +195,7 @@ fn noun(category: ToolCategory) -> &'static str {
         ToolCategory::Network => "network tools",
         ToolCategory::Compute => "computations",
         ToolCategory::Agent => "sub-agents",
+        ToolCategory::External => "outside actions (connectors that send or change, MCP tools)",
     }
 }
 

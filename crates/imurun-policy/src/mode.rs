@@ -57,7 +57,8 @@ impl Mode {
             (C::Write, Mode::AllowEdits) => Allow,
             // Shell is not a sandbox: a command can reach every file the user can, so it asks
             // below allow-all. Deletes cannot be undone, so they ask too.
-            (C::Write | C::Delete | C::Shell, _) => Ask,
+            // An outside effect imurun cannot check asks until the person allows everything.
+            (C::Write | C::Delete | C::Shell | C::External, _) => Ask,
         }
     }
 }
@@ -85,7 +86,7 @@ impl FromStr for Mode {
 }
 
 /// Every tool category, in the order of the table's rows.
-pub const CATEGORIES: [ToolCategory; 7] = [
+pub const CATEGORIES: [ToolCategory; 8] = [
     ToolCategory::Read,
     ToolCategory::Write,
     ToolCategory::Delete,
@@ -93,6 +94,7 @@ pub const CATEGORIES: [ToolCategory; 7] = [
     ToolCategory::Network,
     ToolCategory::Compute,
     ToolCategory::Agent,
+    ToolCategory::External,
 ];
 
 /// The category toggles. A toggle that is off denies its categories in every mode.
@@ -122,14 +124,14 @@ impl Default for Toggles {
 
 impl Toggles {
     /// The settings name of the toggle that turns `category` off, and whether it is on.
-    /// Compute and agent calls have no toggle.
+    /// Compute, agent and external calls have no toggle (external calls ask instead).
     pub fn for_category(&self, category: ToolCategory) -> Option<(&'static str, bool)> {
         match category {
             ToolCategory::Read => Some(("readFiles", self.read_files)),
             ToolCategory::Write | ToolCategory::Delete => Some(("writeFiles", self.write_files)),
             ToolCategory::Shell => Some(("runShell", self.run_shell)),
             ToolCategory::Network => Some(("network", self.network)),
-            ToolCategory::Compute | ToolCategory::Agent => None,
+            ToolCategory::Compute | ToolCategory::Agent | ToolCategory::External => None,
         }
     }
 }

@@ -38,7 +38,7 @@ pub struct ToolInfo {
     pub description: String,
     /// The JSON Schema of the arguments.
     pub parameters: Value,
-    /// `read`, `write`, `delete`, `shell`, `network`, `compute` or `agent`.
+    /// `read`, `write`, `delete`, `shell`, `network`, `compute`, `agent` or `external`.
     pub category: String,
     /// Whether the tool can run right now.
     pub available: bool,

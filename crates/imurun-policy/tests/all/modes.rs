@@ -18,6 +18,7 @@ const TABLE: &[(ToolCategory, [Decision; 4])] = &[
     (ToolCategory::Network, [Q, A, A, A]),
     (ToolCategory::Compute, [A, A, A, A]),
     (ToolCategory::Agent, [A, A, A, A]),
+    (ToolCategory::External, [Q, Q, Q, A]),
 ];
 
 fn settings(mode: Mode) -> Settings {
