@@ -2,6 +2,7 @@
 //! answer — and reports how it ended.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use imurun_calls::Parsed;
 use imurun_core::{EventSink, Message, Model, StopFlag, ToolCall, TurnStatus};
@@ -9,6 +10,7 @@ use imurun_tools::ToolExecutor;
 
 use crate::AgentError;
 use crate::clock::{Clock, SystemClock};
+use crate::prefetch::{PREFETCH_DEADLINE, observe_full};
 use crate::prompt::Skill;
 use crate::queue::PromptQueue;
 use crate::style::DEFAULT_PERSONA;
@@ -45,6 +47,10 @@ pub struct AgentConfig {
     /// (1024 tokens for most windows). Evaluations lower it: a call is short, and a small
     /// model that answers in prose instead may ramble to the limit.
     pub step_tokens_max: Option<usize>,
+    /// Whether the pre-fetch looks up what a prompt plainly asks about the present (the
+    /// time, the weather, a web search) before the model reads it. Sub-agents and
+    /// evaluations run without it.
+    pub prefetch: bool,
 }
 
 /// When the loop starts a reply with the call marker (```` ```tool ````), so the model only
@@ -101,6 +107,7 @@ impl Default for AgentConfig {
             call_prefill: CallPrefill::default(),
             tool_examples: true,
             step_tokens_max: None,
+            prefetch: true,
         }
     }
 }
@@ -133,6 +140,11 @@ impl AgentConfig {
         self
     }
 
+    pub fn with_prefetch(mut self, prefetch: bool) -> Self {
+        self.prefetch = prefetch;
+        self
+    }
+
     pub fn with_call_prefill(mut self, call_prefill: CallPrefill) -> Self {
         self.call_prefill = call_prefill;
         self
@@ -149,7 +161,8 @@ pub struct TurnRequest {
     /// Skills invoked for this turn ([`crate::take_skills`] finds them in a prompt); only the
     /// first [`crate::SKILLS_MAX`] are used.
     pub skills: Vec<Skill>,
-    /// The pre-fetch Context block (a seam: the pre-fetch fills it later).
+    /// The pre-fetch Context block. `None` lets the loop's pre-fetch fill it (when
+    /// [`AgentConfig::prefetch`] is on); a caller that sets it skips the pre-fetch.
     pub context: Option<String>,
     /// The Stop button, the kill switch, or a parent agent.
     pub stop: StopFlag,
@@ -190,6 +203,7 @@ pub struct AgentLoop {
     pub(crate) config: AgentConfig,
     /// Set for a sub-agent's loop: its depth and the tools it may use.
     pub(crate) scope: Option<Scope>,
+    pub(crate) prefetch_deadline: Duration,
 }
 
 /// A sub-agent's limits: its calls go through the executor as `Caller::sub_agent`, and its
@@ -214,12 +228,19 @@ impl AgentLoop {
             clock: Arc::new(SystemClock),
             config: AgentConfig::default(),
             scope: None,
+            prefetch_deadline: PREFETCH_DEADLINE,
         }
     }
 
     /// This loop as a sub-agent at `depth` that may use only `tools`.
     pub(crate) fn scoped(mut self, depth: u8, tools: Vec<String>) -> Self {
         self.scope = Some(Scope { depth, tools });
+        self
+    }
+
+    /// How long the pre-fetch waits for its lookups (default [`PREFETCH_DEADLINE`]).
+    pub fn with_prefetch_deadline(mut self, deadline: Duration) -> Self {
+        self.prefetch_deadline = deadline;
         self
     }
 
@@ -241,8 +262,43 @@ impl AgentLoop {
 
     /// Plays one turn. Never fails: errors end the turn with status `error` and the reason
     /// in `TurnResult::error`. `turn.end` is always published.
-    pub async fn run(&self, request: TurnRequest) -> TurnResult {
-        Turn::new(self, &request).run().await
+    pub async fn run(&self, mut request: TurnRequest) -> TurnResult {
+        let mut prefetched = Vec::new();
+        if self.config.prefetch && self.scope.is_none() && request.context.is_none() {
+            let found = observe_full(
+                &self.executor,
+                &self.events,
+                request.session_id.as_deref(),
+                &request.prompt,
+                &request.stop,
+                self.prefetch_deadline,
+            )
+            .await;
+            // A reply the loop starts with a call gets the lookups as that call's result (the
+            // turn's cache answers the same call) instead of a Context block: measured with
+            // SmolLM2-135M, a Context block at the end of the system message made it state
+            // the time wrong or call the clock to the step limit, while a started call
+            // answered from the lookup gave the right answer (`docs/agent-loop.md`).
+            if found.results.is_empty() || !self.starts_with_a_call(&request.prompt) {
+                request.context = found.context;
+            }
+            prefetched = found.results;
+        }
+        Turn::new(self, &request)
+            .with_prefetched(prefetched)
+            .run()
+            .await
+    }
+
+    /// Whether the turn's first reply will be started with the call marker (the rule of
+    /// `Turn::call_prefill` for a turn without a Context block).
+    fn starts_with_a_call(&self, prompt: &str) -> bool {
+        let wanted = match self.config.call_prefill {
+            CallPrefill::Off => false,
+            CallPrefill::Live => crate::is_realtime(prompt),
+            CallPrefill::Always => true,
+        };
+        wanted && self.config.max_steps > 1 && self.model.supports_prefill()
     }
 
     /// A dry run: the turn's first step generated and read, with nothing run. Returns what

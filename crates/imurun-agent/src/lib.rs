@@ -5,15 +5,18 @@
 //!
 //! Skills are stored in a [`SkillStore`] and invoked with `/<id>` tokens ([`take_skills`]).
 //!
-//! Seams for later issues: the pre-fetch Context block (a text in
-//! [`TurnRequest`]), the prompt queue ([`PromptQueue`]), the stop flag, and the clock
-//! ([`Clock`]). No I/O happens here beyond what the model, the executor and the skill store
-//! (small files in one directory) do.
+//! Before the model reads a prompt, the pre-fetch ([`intents`], [`PREFETCH_DEADLINE`]) looks
+//! up what it plainly asks about the present through the executor and hands the results to
+//! the model as the Context block. Sub-agents ([`RunAgentTool`]) are nested loops over the same
+//! executor. The prompt queue ([`PromptQueue`]), the stop flag and the clock ([`Clock`]) are
+//! the loop's other inputs. No I/O happens here beyond what the model, the executor and the
+//! skill store (small files in one directory) do.
 
 mod agent;
 mod clock;
 mod context;
 mod error;
+mod prefetch;
 mod prompt;
 mod queue;
 mod realtime;
@@ -34,6 +37,7 @@ pub use context::{
     TRIM_MARKER, TokenCounter, budget, fit, is_tool_result, reserve, tool_result_chars_max,
 };
 pub use error::AgentError;
+pub use prefetch::{Intents, PREFETCH_DEADLINE, intents};
 pub use prompt::{
     CONTEXT_CHARS_MAX, SKILL_BODY_CHARS_MAX, SKILLS_MAX, Skill, SystemPrompt, system_message,
     tool_prompt, tool_prompt_for,
@@ -50,4 +54,6 @@ pub use style::{
     HOUSE_STYLE, LAST_STEP_NOTE, LIVE_DATA_RULE, NO_ANSWER_SENTENCE, OFFLINE_SENTENCE,
     REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE, with_failed_suffix,
 };
-pub use subagent::{HELPER_DIRECTIVE, RunAgentTool, SUB_AGENT_STEPS_DEFAULT, SUB_AGENT_STEPS_MAX};
+pub use subagent::{
+    HELPER_DIRECTIVE, ModelSource, RunAgentTool, SUB_AGENT_STEPS_DEFAULT, SUB_AGENT_STEPS_MAX,
+};

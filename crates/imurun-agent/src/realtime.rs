@@ -220,7 +220,7 @@ pub fn admits_no_live_data(answer: &str) -> bool {
 }
 
 /// Lower case, curly apostrophes made straight, spaces collapsed.
-fn normalise(text: &str) -> String {
+pub(crate) fn normalise(text: &str) -> String {
     let lowered = text
         .trim()
         .to_lowercase()

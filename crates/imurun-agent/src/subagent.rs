@@ -31,10 +31,14 @@ pub const SUB_AGENT_STEPS_MAX: usize = 8;
 pub const HELPER_DIRECTIVE: &str =
     "You are a helper agent. Do the task and reply with a short summary of the result.";
 
+/// Where a helper's model comes from when it starts: the server's model arrives after its
+/// tools are registered (it loads in the background), so the tool asks at each run.
+pub type ModelSource = Arc<dyn Fn() -> Option<Arc<dyn Model>> + Send + Sync>;
+
 /// The real `run_agent`: starts a nested loop and returns only its final answer.
 pub struct RunAgentTool {
     spec: ToolSpec,
-    model: Arc<dyn Model>,
+    model: ModelSource,
     events: Arc<dyn EventSink>,
     clock: Arc<dyn Clock>,
     config: AgentConfig,
@@ -46,6 +50,16 @@ impl RunAgentTool {
     /// Helpers inherit `config`'s generation settings; persona, budget and history
     /// summarising are their own. Unbound until [`RunAgentTool::bind`].
     pub fn new(model: Arc<dyn Model>, events: Arc<dyn EventSink>, config: &AgentConfig) -> Self {
+        Self::with_model_source(Arc::new(move || Some(Arc::clone(&model))), events, config)
+    }
+
+    /// A sub-agent tool whose model is read from `model` each time a helper starts; while it
+    /// gives none, `run_agent` fails saying the model is not loaded.
+    pub fn with_model_source(
+        model: ModelSource,
+        events: Arc<dyn EventSink>,
+        config: &AgentConfig,
+    ) -> Self {
         Self {
             spec: run_agent_tool().spec().clone(),
             model,
@@ -54,7 +68,8 @@ impl RunAgentTool {
             config: config
                 .clone()
                 .with_persona(HELPER_DIRECTIVE)
-                .with_summarise_history(false),
+                .with_summarise_history(false)
+                .with_prefetch(false),
             executor: OnceLock::new(),
         }
     }
@@ -81,6 +96,9 @@ impl RunAgentTool {
         let Some(executor) = self.executor.get().and_then(Weak::upgrade) else {
             return ToolOutput::failed("`run_agent` is not connected to a tool executor");
         };
+        let Some(model) = (self.model)() else {
+            return ToolOutput::failed("the model is not loaded yet, so no helper can start");
+        };
         let task = match args.get("task") {
             Some(Value::String(task)) if !task.trim().is_empty() => task.trim().to_owned(),
             _ => return ToolOutput::failed("`task` must be a non-empty string"),
@@ -99,7 +117,7 @@ impl RunAgentTool {
             task: task.chars().take(EVENT_STRING_CHARS_MAX).collect(),
             tools: tools.clone(),
         });
-        let helper = AgentLoop::new(Arc::clone(&self.model), executor, Arc::new(Silent))
+        let helper = AgentLoop::new(model, executor, Arc::new(Silent))
             .with_clock(Arc::clone(&self.clock))
             .with_config(self.config.clone().with_max_steps(max_steps))
             .scoped(depth, tools);
@@ -154,7 +172,10 @@ impl Tool for RunAgentTool {
 impl std::fmt::Debug for RunAgentTool {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("RunAgentTool")
-            .field("model", &self.model.name())
+            .field(
+                "model",
+                &(self.model)().map(|model| model.name().to_owned()),
+            )
             .field("bound", &self.executor.get().is_some())
             .finish_non_exhaustive()
     }

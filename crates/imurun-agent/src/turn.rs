@@ -2,7 +2,7 @@
 //! generate → calls, a retry, a nudge, or an answer (and a queued prompt at that boundary).
 
 use std::borrow::Cow;
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 use imurun_calls::{ParseKind, Parsed, RetryReason, render_call, split_think};
 use imurun_core::{Event, Message, Role, StepKind, ToolCall, ToolIndex, TurnStatus};
@@ -14,6 +14,7 @@ use crate::agent::{
     AgentLoop, CALLS_PER_STEP_MAX, CallPrefill, HISTORY_MESSAGES_MAX, TurnRequest, TurnResult,
 };
 use crate::context::{Fit, Summariser, TOOL_RESULT_HEADER, fit, reserve};
+use crate::prefetch::Prefetched;
 use crate::prompt::{SKILLS_MAX, SystemPrompt, system_message};
 use crate::realtime::{admits_no_live_data, is_realtime};
 use crate::step::{Generation, generate, step_text};
@@ -63,6 +64,9 @@ pub(crate) struct Turn<'a> {
     /// Results of calls already made in this turn, by call: small models repeat calls. At
     /// most `MAX_STEPS_CAP × CALLS_PER_STEP_MAX` entries, like `tool_calls`.
     cache: HashMap<String, (String, String)>,
+    /// Cache keys of the pre-fetch's lookups the model has not called yet: the first such
+    /// call is answered from the pre-fetch as a fresh result, not as a repeat.
+    prefetched: HashSet<String>,
     tool_calls: Vec<ToolCall>,
     transcript: Vec<Message>,
     tools_used: bool,
@@ -117,6 +121,7 @@ impl<'a> Turn<'a> {
             prompt_index: messages.len() - 1,
             messages,
             cache: HashMap::new(),
+            prefetched: HashSet::new(),
             tool_calls: Vec::new(),
             transcript: Vec::new(),
             tools_used: false,
@@ -129,6 +134,18 @@ impl<'a> Turn<'a> {
             step: 0,
             error: None,
         }
+    }
+
+    /// Seeds the turn's cache with the pre-fetch's finished lookups, so a model that calls
+    /// the same tool with the same arguments reads that result without a second run (as a
+    /// fresh result, not a repeat).
+    pub(crate) fn with_prefetched(mut self, prefetched: Vec<Prefetched>) -> Self {
+        for lookup in prefetched {
+            let key = cache_key(&lookup.call);
+            self.prefetched.insert(key.clone());
+            self.cache.insert(key, (lookup.tool, lookup.text));
+        }
+        self
     }
 
     /// Plays the turn and publishes `turn.end`.
@@ -262,6 +279,9 @@ impl<'a> Turn<'a> {
     fn call_prefill(&self) -> Option<&'static str> {
         let wanted = match self.agent.config.call_prefill {
             CallPrefill::Off => false,
+            // Without a Context block (`AgentLoop::run` holds the pre-fetch's back for a
+            // started call), the call is answered from the pre-fetch's lookup when it is the
+            // same call.
             CallPrefill::Live => self.prompt.realtime && self.request.context.is_none(),
             CallPrefill::Always => true,
         };
@@ -342,7 +362,8 @@ impl<'a> Turn<'a> {
         self.tool_calls.push(call.clone());
         let key = cache_key(call);
         if let Some((name, text)) = self.cache.get(&key) {
-            return (name.clone(), text.clone(), true);
+            let repeated = !self.prefetched.remove(&key);
+            return (name.clone(), text.clone(), repeated);
         }
         let execution = self.agent.executor.execute(call, &self.caller).await;
         let text = if execution.output.ok {

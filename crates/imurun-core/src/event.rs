@@ -150,6 +150,36 @@ pub enum Event {
         status: TurnStatus,
         steps: usize,
     },
+    /// The pre-fetch started lookups for what the prompt asks about the present.
+    #[serde(rename = "tools.start")]
+    ToolsStart {
+        session_id: Option<String>,
+        /// The tools it runs (`get_time`, `get_weather`, `web_search`), in Context order.
+        tools: Vec<String>,
+    },
+    /// The pre-fetch's web search started.
+    #[serde(rename = "web_search.start")]
+    WebSearchStart {
+        session_id: Option<String>,
+        /// The query (cut to `EVENT_STRING_CHARS_MAX` characters).
+        query: String,
+    },
+    /// The pre-fetch's web search ended (`ok: false`: it failed, was refused or ran out of
+    /// time).
+    #[serde(rename = "web_search.done")]
+    WebSearchDone {
+        session_id: Option<String>,
+        query: String,
+        ok: bool,
+    },
+    /// The pre-fetch ended; its results are in the turn's Context block.
+    #[serde(rename = "tools.done")]
+    ToolsDone {
+        session_id: Option<String>,
+        /// One per tool of `tools.start`, in the same order.
+        results: Vec<PrefetchResult>,
+        elapsed_ms: u64,
+    },
     /// The turn ended.
     #[serde(rename = "turn.end")]
     TurnEnd {
@@ -161,6 +191,14 @@ pub enum Event {
         skills: Vec<String>,
         steps: usize,
     },
+}
+
+/// One pre-fetch lookup's end, in `tools.done`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct PrefetchResult {
+    pub tool: String,
+    /// False when it failed, was refused, or did not finish before the deadline.
+    pub ok: bool,
 }
 
 /// What a step did.

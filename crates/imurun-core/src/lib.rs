@@ -12,8 +12,8 @@ mod tool;
 
 pub use audit::{AuditRecord, AuditSink, NullAudit};
 pub use event::{
-    CompactionMode, DenyReason, EVENT_STRING_CHARS_MAX, Event, EventSink, NullEvents, StepKind,
-    TurnStatus, cut_long_strings,
+    CompactionMode, DenyReason, EVENT_STRING_CHARS_MAX, Event, EventSink, NullEvents,
+    PrefetchResult, StepKind, TurnStatus, cut_long_strings,
 };
 pub use index::{IndexedTool, ToolIndex};
 pub use message::{Message, Role};

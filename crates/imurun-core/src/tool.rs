@@ -120,6 +120,8 @@ pub enum CallSource {
     Agent(u8),
     /// A person, through the API or the CLI.
     User,
+    /// The loop's pre-fetch, for what a prompt plainly asks about the present.
+    Prefetch,
 }
 
 impl fmt::Display for CallSource {
@@ -128,6 +130,7 @@ impl fmt::Display for CallSource {
             CallSource::Model => f.write_str("model"),
             CallSource::Agent(depth) => write!(f, "agent:{depth}"),
             CallSource::User => f.write_str("user"),
+            CallSource::Prefetch => f.write_str("prefetch"),
         }
     }
 }

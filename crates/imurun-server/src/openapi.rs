@@ -321,6 +321,49 @@ pub enum StreamEvent {
         status: TurnStatus,
         steps: usize,
     },
+    /// The pre-fetch started lookups for what the prompt asks about the present (before the
+    /// model's first step; its calls also publish `tool.call` and `tool.result`).
+    #[serde(rename = "tools.start")]
+    ToolsStart {
+        id: u64,
+        ts: u64,
+        session_id: Option<String>,
+        turn_id: String,
+        /// `get_time`, `get_weather`, `web_search`, in Context order.
+        tools: Vec<String>,
+    },
+    /// The pre-fetch's web search started.
+    #[serde(rename = "web_search.start")]
+    WebSearchStart {
+        id: u64,
+        ts: u64,
+        session_id: Option<String>,
+        turn_id: String,
+        /// The query (cut to 2000 characters).
+        query: String,
+    },
+    /// The pre-fetch's web search ended; `ok: false` when it failed, was refused or ran out
+    /// of time.
+    #[serde(rename = "web_search.done")]
+    WebSearchDone {
+        id: u64,
+        ts: u64,
+        session_id: Option<String>,
+        turn_id: String,
+        query: String,
+        ok: bool,
+    },
+    /// The pre-fetch ended; its results are in the turn's Context block.
+    #[serde(rename = "tools.done")]
+    ToolsDone {
+        id: u64,
+        ts: u64,
+        session_id: Option<String>,
+        turn_id: String,
+        /// One per tool of `tools.start`, in the same order.
+        results: Vec<PrefetchResult>,
+        elapsed_ms: u64,
+    },
     /// The turn ended.
     #[serde(rename = "turn.end")]
     TurnEnd {
@@ -418,6 +461,14 @@ pub enum StreamEvent {
         missed_from: u64,
         queue_events_max: usize,
     },
+}
+
+/// One pre-fetch lookup's end, in `tools.done`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PrefetchResult {
+    tool: String,
+    /// False when it failed, was refused, or did not finish before the deadline.
+    ok: bool,
 }
 
 /// What a step did.

@@ -142,6 +142,7 @@ fn parse_source(text: &str) -> Option<CallSource> {
     match text {
         "model" => Some(CallSource::Model),
         "user" => Some(CallSource::User),
+        "prefetch" => Some(CallSource::Prefetch),
         _ => {
             let depth = text.strip_prefix("agent:")?;
             // `u8::from_str` accepts a leading `+`; Display never writes one, so refuse it.
@@ -176,6 +177,7 @@ mod tests {
         let cases = [
             ("model", Some(CallSource::Model)),
             ("user", Some(CallSource::User)),
+            ("prefetch", Some(CallSource::Prefetch)),
             ("agent:1", Some(CallSource::Agent(1))),
             ("agent:2", Some(CallSource::Agent(2))),
             ("agent:255", Some(CallSource::Agent(255))),

@@ -95,6 +95,19 @@ impl Caller {
         }
     }
 
+    /// The loop's pre-fetch in a turn of `session_id`. It never waits for a person: a call
+    /// the policy would ask about ends as [`Outcome::NeedsApproval`] and is not made.
+    pub fn prefetch(session_id: Option<String>, stop: StopFlag) -> Self {
+        Self {
+            session_id,
+            source: CallSource::Prefetch,
+            depth: 0,
+            allowed_tools: None,
+            stop,
+            on_ask: OnAsk::Report,
+        }
+    }
+
     /// A person running a tool by hand (the API, the CLI).
     pub fn user(session_id: Option<String>, on_ask: OnAsk) -> Self {
         Self {

@@ -126,6 +126,8 @@ pub(crate) struct AgentSettings {
     pub(crate) call_prefill: CallPrefill,
     pub(crate) tool_examples: bool,
     pub(crate) grammar: bool,
+    /// Look up what a prompt plainly asks about the present before the model reads it.
+    pub(crate) prefetch: bool,
 }
 
 /// `[permissions]`.
@@ -264,6 +266,7 @@ impl ResolvedConfig {
         line("agent.call_prefill", text(agent.call_prefill.as_str()));
         line("agent.tool_examples", flag(agent.tool_examples));
         line("agent.grammar", flag(agent.grammar));
+        line("agent.prefetch", flag(agent.prefetch));
         let permissions = &self.permissions;
         line("permissions.mode", text(permissions.mode.as_str()));
         line(
@@ -441,6 +444,14 @@ fn resolve_agent(
             "IMURUN_GRAMMAR",
             parse_bool,
             file.grammar,
+            true,
+        )?,
+        prefetch: pick.one(
+            "agent.prefetch",
+            None,
+            "IMURUN_PREFETCH",
+            parse_bool,
+            file.prefetch,
             true,
         )?,
     })
@@ -722,6 +733,7 @@ struct FileAgent {
     call_prefill: Option<CallPrefill>,
     tool_examples: Option<bool>,
     grammar: Option<bool>,
+    prefetch: Option<bool>,
 }
 
 #[derive(Debug, Default, Deserialize)]

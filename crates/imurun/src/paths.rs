@@ -70,11 +70,16 @@ pub(crate) fn cli_executor(
     audit: Arc<dyn AuditSink>,
 ) -> ToolExecutor {
     let workspace = Arc::new(workspace);
+    let registry = builtin_registry(&workspace);
+    executor_over(registry, workspace, mode, audit)
+}
+
+/// The built-in tools in `workspace`; the shell starts from this process's environment.
+pub(crate) fn builtin_registry(workspace: &Arc<Workspace>) -> Registry {
     let shell = ShellConfig {
         environment: std::env::vars_os().collect(),
     };
-    let registry = Registry::builtin(&workspace, shell);
-    executor_over(registry, workspace, mode, audit)
+    Registry::builtin(workspace, shell)
 }
 
 /// The executor over `registry`'s tools.

@@ -210,6 +210,12 @@ impl EventSink for RecordingEvents {
 #[derive(Default)]
 pub(crate) struct MemoryAudit(Mutex<Vec<AuditRecord>>);
 
+impl MemoryAudit {
+    pub(crate) fn records(&self) -> Vec<AuditRecord> {
+        self.0.lock().unwrap().clone()
+    }
+}
+
 impl AuditSink for MemoryAudit {
     fn record(&self, record: AuditRecord) {
         self.0.lock().unwrap().push(record);

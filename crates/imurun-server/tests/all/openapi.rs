@@ -4,7 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use imurun_core::{CallSource, CompactionMode, DenyReason, Event, EventSink, StepKind, TurnStatus};
+use imurun_core::{
+    CallSource, CompactionMode, DenyReason, Event, EventSink, PrefetchResult, StepKind, TurnStatus,
+};
 use imurun_server::{EventHub, HubConfig, served_operations};
 use serde_json::{Map, Value, json};
 
@@ -332,6 +334,27 @@ fn core_samples() -> Vec<Event> {
             status: TurnStatus::Done,
             steps: 2,
         },
+        Event::ToolsStart {
+            session_id: session_id.clone(),
+            tools: vec!["get_time".into(), "web_search".into()],
+        },
+        Event::WebSearchStart {
+            session_id: session_id.clone(),
+            query: "rust release".into(),
+        },
+        Event::WebSearchDone {
+            session_id: session_id.clone(),
+            query: "rust release".into(),
+            ok: false,
+        },
+        Event::ToolsDone {
+            session_id: session_id.clone(),
+            results: vec![PrefetchResult {
+                tool: "get_time".into(),
+                ok: true,
+            }],
+            elapsed_ms: 12,
+        },
         Event::TurnEnd {
             session_id,
             status: TurnStatus::Done,
@@ -355,6 +378,10 @@ fn core_samples() -> Vec<Event> {
             | Event::SkillUsed { .. }
             | Event::AgentStart { .. }
             | Event::AgentEnd { .. }
+            | Event::ToolsStart { .. }
+            | Event::WebSearchStart { .. }
+            | Event::WebSearchDone { .. }
+            | Event::ToolsDone { .. }
             | Event::TurnEnd { .. } => {}
         }
     }

@@ -5,12 +5,12 @@
 use std::io::{self, BufRead, Read, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
-use imurun_agent::{AgentConfig, AgentLoop, TurnRequest};
+use imurun_agent::{AgentConfig, AgentLoop, ModelSource, RunAgentTool, TurnRequest};
 use imurun_calls::ParseKind;
-use imurun_core::{NullAudit, NullEvents, TurnStatus};
+use imurun_core::{Model, NullAudit, NullEvents, TurnStatus};
 use imurun_policy::Mode;
 use imurun_tools::{Registry, UnconfiguredTool};
 use serde::Deserialize;
@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 
 use super::{CallingArgs, read_tools};
 use crate::model_spec::{ModelSpec, load};
-use crate::paths::{Paths, cli_executor, executor_over, max_steps_from_env};
+use crate::paths::{Paths, builtin_registry, executor_over, max_steps_from_env};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct AskArgs {
@@ -35,6 +35,10 @@ pub(crate) struct AskArgs {
     /// {"id", "calls": [{"name", "args"}], "answer"}.
     #[arg(long)]
     dry_run: bool,
+    /// Do not look up what the prompt asks about the present (the time, the weather, a web
+    /// search) before the model reads it.
+    #[arg(long)]
+    no_prefetch: bool,
     /// Offer these tools (a JSON array of {name, description, parameters}) instead of the
     /// built-ins. They have no implementation: use them with --dry-run.
     #[arg(long, value_name = "FILE")]
@@ -173,6 +177,16 @@ async fn one(
 async fn build_agent(args: &AskArgs, paths: &Paths) -> Result<AgentLoop> {
     let loaded = load(&ModelSpec::resolve(args.model.as_deref(), paths)).await?;
     let workspace = paths.open_workspace(args.workspace.clone())?;
+    let max_steps = match args.max_steps {
+        Some(steps) => steps,
+        None => max_steps_from_env()?.unwrap_or(AgentConfig::default().max_steps),
+    };
+    let config = args
+        .calling
+        .apply(AgentConfig::default().with_max_steps(max_steps))
+        .with_prefetch(!args.no_prefetch);
+    let helper_model: Arc<OnceLock<Arc<dyn Model>>> = Arc::default();
+    let mut sub_agents = None;
     let executor = match &args.tools {
         Some(file) => {
             let mut registry = Registry::new();
@@ -186,15 +200,25 @@ async fn build_agent(args: &AskArgs, paths: &Paths) -> Result<AgentLoop> {
                 Arc::new(NullAudit),
             )
         }
-        None => cli_executor(workspace, args.mode, Arc::new(NullAudit)),
+        None => {
+            // The real `run_agent`: its model is the one built below for this tool set.
+            let workspace = Arc::new(workspace);
+            let mut registry = builtin_registry(&workspace);
+            let source: ModelSource = {
+                let helper_model = Arc::clone(&helper_model);
+                Arc::new(move || helper_model.get().cloned())
+            };
+            let tool = RunAgentTool::with_model_source(source, Arc::new(NullEvents), &config)
+                .install(&mut registry);
+            sub_agents = Some(tool);
+            executor_over(registry, workspace, args.mode, Arc::new(NullAudit))
+        }
     };
-    let max_steps = match args.max_steps {
-        Some(steps) => steps,
-        None => max_steps_from_env()?.unwrap_or(AgentConfig::default().max_steps),
-    };
-    let config = args
-        .calling
-        .apply(AgentConfig::default().with_max_steps(max_steps));
     let model = loaded.for_tools(executor.registry().index(), !args.calling.no_grammar);
-    Ok(AgentLoop::new(model, Arc::new(executor), Arc::new(NullEvents)).with_config(config))
+    let _first = helper_model.set(Arc::clone(&model));
+    let executor = Arc::new(executor);
+    if let Some(tool) = sub_agents {
+        tool.bind(&executor);
+    }
+    Ok(AgentLoop::new(model, executor, Arc::new(NullEvents)).with_config(config))
 }

@@ -6,15 +6,15 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use imurun_agent::{AgentConfig, SkillStore};
+use imurun_agent::{AgentConfig, ModelSource, RunAgentTool, SkillStore};
 use imurun_server::{EventHub, ModelSlot, ServerOptions, ServerParts, ServerState};
 use imurun_store::{AuditWriter, Store};
-use imurun_tools::{Registry, ShellConfig, ToolExecutor};
+use imurun_tools::ToolExecutor;
 use tokio::net::TcpListener;
 
 use crate::config::{ConfigFlags, ResolvedConfig, STORED_SETTINGS};
 use crate::model_spec::{ModelSpec, load};
-use crate::paths::Paths;
+use crate::paths::{Paths, builtin_registry};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct ServeArgs {
@@ -48,10 +48,16 @@ async fn serve(config: ResolvedConfig, paths: &Paths) -> Result<()> {
     let hub = EventHub::default();
     let workspace =
         Arc::new(paths.open_workspace(Some(config.permissions.workspace_root.clone()))?);
-    let shell = ShellConfig {
-        environment: std::env::vars_os().collect(),
+    let agent = agent_config(&config);
+    let slot = ModelSlot::new();
+    let mut registry = builtin_registry(&workspace);
+    // The real `run_agent`, over the model the slot will hold once it has loaded.
+    let sub_agents = {
+        let slot = slot.clone();
+        let source: ModelSource = Arc::new(move || slot.model());
+        RunAgentTool::with_model_source(source, Arc::new(hub.clone()), &agent)
+            .install(&mut registry)
     };
-    let registry = Registry::builtin(&workspace, shell);
     let settings = imurun_policy::Settings {
         mode: config.permissions.mode,
         toggles: config.permissions.toggles,
@@ -67,18 +73,10 @@ async fn serve(config: ResolvedConfig, paths: &Paths) -> Result<()> {
         config.permissions.approval_timeout_s,
     ));
     let executor = Arc::new(executor);
-    let mut agent = AgentConfig::default()
-        .with_max_steps(config.agent.max_steps)
-        .with_summarise_history(config.agent.summarise_history)
-        .with_call_prefill(config.agent.call_prefill)
-        .with_tool_examples(config.agent.tool_examples);
-    if let Some(persona) = &config.agent.persona {
-        agent = agent.with_persona(persona.clone());
-    }
+    sub_agents.bind(&executor);
     let skills_dir = paths.data_dir.join("skills");
     let skills = SkillStore::open(&skills_dir)
         .with_context(|| format!("opening the skill directory {}", skills_dir.display()))?;
-    let slot = ModelSlot::new();
     let state = ServerState::new(ServerParts {
         store: store.clone(),
         executor: Arc::clone(&executor),
@@ -131,6 +129,20 @@ async fn serve(config: ResolvedConfig, paths: &Paths) -> Result<()> {
     audit.shutdown().await.context("flushing the audit log")?;
     store.close().await;
     served.context("serving")
+}
+
+/// The loop's settings from the configuration.
+fn agent_config(config: &ResolvedConfig) -> AgentConfig {
+    let agent = AgentConfig::default()
+        .with_max_steps(config.agent.max_steps)
+        .with_summarise_history(config.agent.summarise_history)
+        .with_call_prefill(config.agent.call_prefill)
+        .with_tool_examples(config.agent.tool_examples)
+        .with_prefetch(config.agent.prefetch);
+    match &config.agent.persona {
+        Some(persona) => agent.with_persona(persona.clone()),
+        None => agent,
+    }
 }
 
 /// The server's settings that a flag or an environment variable set: the settings it stored

@@ -68,6 +68,7 @@ summarise_history = false
 call_prefill = "always"
 tool_examples = false
 grammar = false
+prefetch = false
 [permissions]
 mode = "ask"
 workspace_root = "~/work"
@@ -90,6 +91,7 @@ network = false
             call_prefill: CallPrefill::Always,
             tool_examples: false,
             grammar: false,
+            prefetch: false,
         }
     );
     assert_eq!(config.permissions.mode, Mode::Ask);
