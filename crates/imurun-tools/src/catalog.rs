@@ -30,7 +30,9 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
 }
 
 /// The built-in tools, in the same order as [`builtin_specs`]. File tools work in
-/// `workspace`; the shell starts from `shell`'s environment.
+/// `workspace`; the shell starts from `shell`'s environment. `web_search` chooses its provider
+/// from the process environment ([`crate::SearchConfig::from_env`]); a caller that wants
+/// another provider replaces it with [`crate::Registry::insert`].
 pub fn builtin_tools(workspace: &Arc<Workspace>, shell: ShellConfig) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(web_search_tool()),

@@ -1,6 +1,9 @@
 //! The built-in tools, one per file, and the small helpers they share for reading arguments
 //! and for running blocking file operations off the async workers.
 //!
+//! The network tools share `http` (client, bounded
+//! body reads, transport failures in words) and `html_text` (HTML as readable text).
+//!
 //! File tools hold the shared [`Workspace`] and check every path again inside `run`
 //! (confinement and protection), so a direct `run` cannot skip what the executor's policy
 //! step checks; then they open through the workspace's capability handle.
@@ -10,6 +13,8 @@ mod file_read;
 mod file_write;
 mod get_time;
 mod get_weather;
+mod html_text;
+mod http;
 mod list_dir;
 mod make_dir;
 mod run_agent;
@@ -31,7 +36,11 @@ pub use make_dir::make_dir_tool;
 pub use run_agent::run_agent_tool;
 pub use shell::{SHELL_TIMEOUT_DEFAULT_S, SHELL_TIMEOUT_MAX_S, Shell, ShellConfig};
 pub use unconfigured::UnconfiguredTool;
-pub use web_search::web_search_tool;
+pub use web_search::{
+    BRAVE_API_KEY_VAR, SEARCH_RESULTS_DEFAULT, SEARCH_RESULTS_MAX, SEARCH_TIMEOUT_DEFAULT,
+    SEARXNG_URL_VAR, SERPER_API_KEY_VAR, SearchConfig, SearchProvider, TAVILY_API_KEY_VAR,
+    WebSearch, web_search_tool,
+};
 pub use workspace_tool::WorkspaceTool;
 
 pub(crate) use delete::spec as delete_spec;

@@ -8,5 +8,7 @@ mod approvals;
 mod executor;
 mod file_tools;
 mod privacy;
+mod providers;
+mod replay;
 mod shell;
 mod support;
