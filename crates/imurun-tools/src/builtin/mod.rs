@@ -30,7 +30,7 @@ pub use delete::delete_tool;
 pub use file_read::{FILE_READ_BYTES_MAX, file_read_tool};
 pub use file_write::{FILE_WRITE_BYTES_MAX, file_write_tool};
 pub use get_time::GetTime;
-pub use get_weather::get_weather_tool;
+pub use get_weather::{GetWeather, WEATHER_TIMEOUT_DEFAULT, WeatherConfig, get_weather_tool};
 pub use list_dir::{LIST_ENTRIES_MAX, list_dir_tool};
 pub use make_dir::make_dir_tool;
 pub use run_agent::run_agent_tool;

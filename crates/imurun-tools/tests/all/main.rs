@@ -12,3 +12,4 @@ mod providers;
 mod replay;
 mod shell;
 mod support;
+mod weather;
