@@ -1,7 +1,7 @@
 //! The built-in tools, one per file, and the small helpers they share for reading arguments
 //! and for running blocking file operations off the async workers.
 //!
-//! The network tools share `http` (client, bounded
+//! The network tools (`web_search`, `get_weather`, `fetch_url`) share `http` (client, bounded
 //! body reads, transport failures in words) and `html_text` (HTML as readable text).
 //!
 //! File tools hold the shared [`Workspace`] and check every path again inside `run`
@@ -9,6 +9,7 @@
 //! step checks; then they open through the workspace's capability handle.
 
 mod delete;
+mod fetch_url;
 mod file_read;
 mod file_write;
 mod get_time;
@@ -27,6 +28,10 @@ use imurun_core::ToolOutput;
 use serde_json::{Map, Value};
 
 pub use delete::delete_tool;
+pub use fetch_url::{
+    FETCH_BODY_BYTES_MAX, FETCH_REDIRECTS_MAX, FETCH_TEXT_CHARS_MAX, FETCH_TIMEOUT_DEFAULT,
+    FetchConfig, FetchUrl, fetch_url_tool,
+};
 pub use file_read::{FILE_READ_BYTES_MAX, file_read_tool};
 pub use file_write::{FILE_WRITE_BYTES_MAX, file_write_tool};
 pub use get_time::GetTime;
@@ -44,6 +49,7 @@ pub use web_search::{
 pub use workspace_tool::WorkspaceTool;
 
 pub(crate) use delete::spec as delete_spec;
+pub(crate) use fetch_url::spec as fetch_url_spec;
 pub(crate) use file_read::spec as file_read_spec;
 pub(crate) use file_write::spec as file_write_spec;
 pub(crate) use get_time::spec as get_time_spec;

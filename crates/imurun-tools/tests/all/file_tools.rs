@@ -362,8 +362,8 @@ async fn get_time_and_which_tools_are_ready() {
         imurun_core::Availability::Unavailable(_)
     ));
     // The network tools have providers (DuckDuckGo and Open-Meteo need no key); they are
-    // run against local servers in `providers` and `weather`, never here.
-    for name in ["file_read", "web_search", "get_weather"] {
+    // run against local servers in `providers`, `weather` and `fetch_url`, never here.
+    for name in ["file_read", "web_search", "get_weather", "fetch_url"] {
         let ready = h.executor.registry().get(name).unwrap().available();
         assert_eq!(ready, imurun_core::Availability::Ready, "{name}");
     }

@@ -6,6 +6,7 @@
 
 mod approvals;
 mod executor;
+mod fetch_url;
 mod file_tools;
 mod privacy;
 mod providers;

@@ -51,6 +51,16 @@ impl Reply {
         Self::new(status, "text/html; charset=utf-8", body)
     }
 
+    /// A 302 to `location`.
+    pub(crate) fn redirect(location: &str) -> Self {
+        Self {
+            status: 302,
+            headers: vec![("location", location.to_owned())],
+            body: Vec::new(),
+            delay: Duration::ZERO,
+        }
+    }
+
     /// Answers only after `delay`, longer than any timeout a test sets.
     pub(crate) fn after(mut self, delay: Duration) -> Self {
         self.delay = delay;
