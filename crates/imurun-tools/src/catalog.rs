@@ -9,8 +9,9 @@ use imurun_core::{Tool, ToolSpec};
 use imurun_policy::Workspace;
 
 use crate::builtin::{
-    self, GetTime, Shell, ShellConfig, delete_tool, file_read_tool, file_write_tool,
-    get_weather_tool, list_dir_tool, make_dir_tool, run_agent_tool, web_search_tool,
+    self, GetTime, Shell, ShellConfig, delete_tool, fetch_url_tool, file_read_tool,
+    file_write_tool, get_weather_tool, list_dir_tool, make_dir_tool, run_agent_tool,
+    web_search_tool,
 };
 
 /// The built-in tool set's specs, in the order the prompt lists it.
@@ -26,11 +27,14 @@ pub fn builtin_specs() -> Vec<ToolSpec> {
         builtin::get_time_spec(),
         builtin::get_weather_spec(),
         builtin::run_agent_spec(),
+        builtin::fetch_url_spec(),
     ]
 }
 
 /// The built-in tools, in the same order as [`builtin_specs`]. File tools work in
-/// `workspace`; the shell starts from `shell`'s environment.
+/// `workspace`; the shell starts from `shell`'s environment. `web_search` chooses its provider
+/// from the process environment ([`crate::SearchConfig::from_env`]); a caller that wants
+/// another provider replaces it with [`crate::Registry::insert`].
 pub fn builtin_tools(workspace: &Arc<Workspace>, shell: ShellConfig) -> Vec<Arc<dyn Tool>> {
     vec![
         Arc::new(web_search_tool()),
@@ -43,6 +47,7 @@ pub fn builtin_tools(workspace: &Arc<Workspace>, shell: ShellConfig) -> Vec<Arc<
         Arc::new(GetTime::new()),
         Arc::new(get_weather_tool()),
         Arc::new(run_agent_tool()),
+        Arc::new(fetch_url_tool()),
     ]
 }
 
@@ -91,6 +96,7 @@ mod tests {
                 ],
                 &["task"],
             ),
+            ("fetch_url", &[("url", "string")], &["url"]),
         ];
         let specs = builtin_specs();
         assert_eq!(specs.len(), expected.len());

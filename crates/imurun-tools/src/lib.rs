@@ -22,10 +22,14 @@ pub use approval::{
     PendingApproval,
 };
 pub use builtin::{
-    FILE_READ_BYTES_MAX, FILE_WRITE_BYTES_MAX, GetTime, LIST_ENTRIES_MAX, SHELL_TIMEOUT_DEFAULT_S,
-    SHELL_TIMEOUT_MAX_S, Shell, ShellConfig, UnconfiguredTool, WorkspaceTool, delete_tool,
-    file_read_tool, file_write_tool, get_weather_tool, list_dir_tool, make_dir_tool,
-    run_agent_tool, web_search_tool,
+    BRAVE_API_KEY_VAR, FETCH_BODY_BYTES_MAX, FETCH_REDIRECTS_MAX, FETCH_TEXT_CHARS_MAX,
+    FETCH_TIMEOUT_DEFAULT, FILE_READ_BYTES_MAX, FILE_WRITE_BYTES_MAX, FetchConfig, FetchUrl,
+    GetTime, GetWeather, LIST_ENTRIES_MAX, SEARCH_RESULTS_DEFAULT, SEARCH_RESULTS_MAX,
+    SEARCH_TIMEOUT_DEFAULT, SEARXNG_URL_VAR, SERPER_API_KEY_VAR, SHELL_TIMEOUT_DEFAULT_S,
+    SHELL_TIMEOUT_MAX_S, SearchConfig, SearchProvider, Shell, ShellConfig, TAVILY_API_KEY_VAR,
+    UnconfiguredTool, WEATHER_TIMEOUT_DEFAULT, WeatherConfig, WebSearch, WorkspaceTool,
+    delete_tool, fetch_url_tool, file_read_tool, file_write_tool, get_weather_tool, list_dir_tool,
+    make_dir_tool, run_agent_tool, web_search_tool,
 };
 pub use catalog::{builtin_specs, builtin_tools};
 pub use error::ToolsError;

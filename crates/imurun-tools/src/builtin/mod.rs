@@ -1,15 +1,21 @@
 //! The built-in tools, one per file, and the small helpers they share for reading arguments
 //! and for running blocking file operations off the async workers.
 //!
+//! The network tools (`web_search`, `get_weather`, `fetch_url`) share `http` (client, bounded
+//! body reads, transport failures in words) and `html_text` (HTML as readable text).
+//!
 //! File tools hold the shared [`Workspace`] and check every path again inside `run`
 //! (confinement and protection), so a direct `run` cannot skip what the executor's policy
 //! step checks; then they open through the workspace's capability handle.
 
 mod delete;
+mod fetch_url;
 mod file_read;
 mod file_write;
 mod get_time;
 mod get_weather;
+mod html_text;
+mod http;
 mod list_dir;
 mod make_dir;
 mod run_agent;
@@ -22,19 +28,28 @@ use imurun_core::ToolOutput;
 use serde_json::{Map, Value};
 
 pub use delete::delete_tool;
+pub use fetch_url::{
+    FETCH_BODY_BYTES_MAX, FETCH_REDIRECTS_MAX, FETCH_TEXT_CHARS_MAX, FETCH_TIMEOUT_DEFAULT,
+    FetchConfig, FetchUrl, fetch_url_tool,
+};
 pub use file_read::{FILE_READ_BYTES_MAX, file_read_tool};
 pub use file_write::{FILE_WRITE_BYTES_MAX, file_write_tool};
 pub use get_time::GetTime;
-pub use get_weather::get_weather_tool;
+pub use get_weather::{GetWeather, WEATHER_TIMEOUT_DEFAULT, WeatherConfig, get_weather_tool};
 pub use list_dir::{LIST_ENTRIES_MAX, list_dir_tool};
 pub use make_dir::make_dir_tool;
 pub use run_agent::run_agent_tool;
 pub use shell::{SHELL_TIMEOUT_DEFAULT_S, SHELL_TIMEOUT_MAX_S, Shell, ShellConfig};
 pub use unconfigured::UnconfiguredTool;
-pub use web_search::web_search_tool;
+pub use web_search::{
+    BRAVE_API_KEY_VAR, SEARCH_RESULTS_DEFAULT, SEARCH_RESULTS_MAX, SEARCH_TIMEOUT_DEFAULT,
+    SEARXNG_URL_VAR, SERPER_API_KEY_VAR, SearchConfig, SearchProvider, TAVILY_API_KEY_VAR,
+    WebSearch, web_search_tool,
+};
 pub use workspace_tool::WorkspaceTool;
 
 pub(crate) use delete::spec as delete_spec;
+pub(crate) use fetch_url::spec as fetch_url_spec;
 pub(crate) use file_read::spec as file_read_spec;
 pub(crate) use file_write::spec as file_write_spec;
 pub(crate) use get_time::spec as get_time_spec;

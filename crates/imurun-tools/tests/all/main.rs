@@ -6,7 +6,11 @@
 
 mod approvals;
 mod executor;
+mod fetch_url;
 mod file_tools;
 mod privacy;
+mod providers;
+mod replay;
 mod shell;
 mod support;
+mod weather;

@@ -299,6 +299,7 @@ fn tools_list_names_every_built_in_tool() {
         "get_time",
         "get_weather",
         "run_agent",
+        "fetch_url",
     ] {
         assert!(
             names.iter().any(|have| have == name),

@@ -1,0 +1,265 @@
+//! `fetch_url` against local pages: HTML to text, caps, content types, and the address rule
+//! that keeps it off loopback, private and link-local addresses (and off them again after a
+//! redirect).
+
+use std::net::{IpAddr, Ipv4Addr};
+use std::time::Duration;
+
+use imurun_core::{Availability, Tool, ToolCategory};
+use imurun_tools::{FETCH_REDIRECTS_MAX, FetchConfig, FetchUrl, fetch_url_tool};
+use serde_json::json;
+
+use crate::replay::{Recorded, ReplayServer, Reply, assert_failed, assert_ok, run};
+
+const LOCALHOST: IpAddr = IpAddr::V4(Ipv4Addr::LOCALHOST);
+
+/// Allows the test server's address, and only it.
+fn test_config() -> FetchConfig {
+    FetchConfig {
+        private_addresses_allowed: vec![LOCALHOST],
+        timeout: Duration::from_secs(2),
+        ..FetchConfig::default()
+    }
+}
+
+const PAGE: &str = r#"<!DOCTYPE html>
+<html lang="en">
+<head>
+  <meta charset="utf-8">
+  <title>Release notes &ndash; Example</title>
+  <style>body { font-family: sans-serif; } p::after { content: "<p>"; }</style>
+  <script>window.secret = "do not show"; if (a < b) { document.write("<p>tracking</p>"); }</script>
+</head>
+<body>
+  <!-- a comment nobody reads -->
+  <nav><a href="/">Home</a> | <a href="/docs">Docs</a></nav>
+  <h1>Version 2.0</h1>
+  <p>Faster   builds &amp; smaller
+     binaries &mdash; see &quot;changes&quot; &#8220;below&#8221;.</p>
+  <ul><li>One</li><li>Two&nbsp;items</li></ul>
+  <script type="module">import "./app.js";</script>
+  <noscript>Enable JavaScript</noscript>
+</body>
+</html>"#;
+
+#[tokio::test]
+async fn html_becomes_readable_text() {
+    let server = ReplayServer::always(Reply::html(200, PAGE)).await;
+    let tool = FetchUrl::new(test_config());
+    let output = run(&tool, json!({"url": server.url("/notes")})).await;
+    assert_ok(
+        &output,
+        &[
+            "(text/html)",
+            "Release notes – Example",
+            "Version 2.0",
+            "Faster builds & smaller binaries — see \"changes\" “below”.",
+            "One\nTwo items",
+        ],
+    );
+    for hidden in [
+        "do not show",
+        "tracking",
+        "font-family",
+        "comment",
+        "app.js",
+        "Enable JavaScript",
+        "<p>",
+        "&amp;",
+    ] {
+        assert!(
+            !output.text.contains(hidden),
+            "{hidden:?} in {}",
+            output.text
+        );
+    }
+    assert!(output.untrusted, "page text is from the web");
+    assert_eq!(server.only_request().method, "GET");
+}
+
+#[tokio::test]
+async fn plain_text_and_json_are_read_as_they_are() {
+    let server = ReplayServer::start(|request: &Recorded| match request.path.as_str() {
+        "/a.txt" => Reply::new(200, "text/plain; charset=utf-8", "line one\nline two"),
+        _ => Reply::new(200, "application/json", r#"{"a": [1, 2]}"#),
+    })
+    .await;
+    let tool = FetchUrl::new(test_config());
+    let output = run(&tool, json!({"url": server.url("/a.txt")})).await;
+    assert_ok(&output, &["line one\nline two"]);
+    assert!(output.untrusted);
+    let output = run(&tool, json!({"url": server.url("/a.json")})).await;
+    assert_ok(&output, &[r#"{"a": [1, 2]}"#]);
+}
+
+#[tokio::test]
+async fn long_text_is_cut_and_large_downloads_are_capped() {
+    let long = format!("<p>{}</p>", "word ".repeat(10_000));
+    let server = ReplayServer::start(move |request: &Recorded| match request.path.as_str() {
+        "/long" => Reply::html(200, &long),
+        _ => Reply::new(200, "text/plain", vec![b'q'; 3 * 1024 * 1024]),
+    })
+    .await;
+    let tool = FetchUrl::new(test_config());
+    let output = run(&tool, json!({"url": server.url("/long")})).await;
+    assert_ok(
+        &output,
+        &["[cut: the text is 49999 characters; only the first 20000 are shown]"],
+    );
+    assert!(
+        output.text.chars().count() < 20_300,
+        "{}",
+        output.text.len()
+    );
+
+    let output = run(&tool, json!({"url": server.url("/huge")})).await;
+    assert_ok(
+        &output,
+        &["the page is larger than 2097152 bytes; only that much was read"],
+    );
+    assert!(output.text.len() < 21_000);
+
+    let small = FetchUrl::new(FetchConfig {
+        body_bytes_max: 1_000,
+        text_chars_max: 100_000,
+        ..test_config()
+    });
+    let output = run(&small, json!({"url": server.url("/huge")})).await;
+    assert_ok(&output, &["larger than 1000 bytes"]);
+    assert_eq!(
+        output.text.matches('q').count(),
+        1_000,
+        "exactly the cap is read"
+    );
+}
+
+#[tokio::test]
+async fn non_text_is_refused_naming_its_type() {
+    let server = ReplayServer::start(|request: &Recorded| match request.path.as_str() {
+        "/logo.png" => Reply::new(200, "image/png", b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR".to_vec()),
+        "/report.pdf" => Reply::new(200, "application/pdf", "%PDF-1.7"),
+        _ => Reply {
+            headers: Vec::new(),
+            ..Reply::new(200, "", b"\0\x01binary".to_vec())
+        },
+    })
+    .await;
+    let tool = FetchUrl::new(test_config());
+    for (path, kind) in [
+        ("/logo.png", "image/png"),
+        ("/report.pdf", "application/pdf"),
+        ("/blob", "not text"),
+    ] {
+        let output = run(&tool, json!({"url": server.url(path)})).await;
+        assert_failed(&output, &[kind]);
+        assert!(output.untrusted);
+    }
+}
+
+#[tokio::test]
+async fn loopback_is_refused_by_default() {
+    let server = ReplayServer::always(Reply::html(200, PAGE)).await;
+    let tool = fetch_url_tool();
+    assert_eq!(tool.available(), Availability::Ready);
+    assert_eq!(tool.category(), ToolCategory::Network);
+    let port = server.addr.port();
+    for url in [
+        server.url("/"),
+        format!("http://localhost:{port}/"),
+        format!("http://[::1]:{port}/"),
+        format!("http://0.0.0.0:{port}/"),
+        format!("http://[::ffff:127.0.0.1]:{port}/"),
+        "http://169.254.169.254/latest/meta-data/".to_owned(),
+        "http://192.168.1.1/".to_owned(),
+    ] {
+        let output = run(&tool, json!({"url": url})).await;
+        assert_failed(
+            &output,
+            &["refused", "fetch_url reads only public addresses"],
+        );
+        assert!(output.untrusted);
+    }
+    assert!(server.requests().is_empty(), "the server was never reached");
+}
+
+#[tokio::test]
+async fn allow_private_hosts_lets_it_read_the_local_machine() {
+    let server = ReplayServer::always(Reply::html(200, PAGE)).await;
+    let tool = FetchUrl::new(FetchConfig {
+        allow_private_hosts: true,
+        ..FetchConfig::default()
+    });
+    let output = run(
+        &tool,
+        json!({"url": format!("http://localhost:{}/", server.addr.port())}),
+    )
+    .await;
+    assert_ok(&output, &["Version 2.0"]);
+}
+
+#[tokio::test]
+async fn a_redirect_to_a_refused_address_is_refused() {
+    let target = ReplayServer::always(Reply::html(200, "<p>internal admin page</p>")).await;
+    let target_port = target.addr.port();
+    let server = ReplayServer::start(move |request: &Recorded| match request.path.as_str() {
+        "/metadata" => Reply::redirect("http://169.254.169.254/latest/meta-data/iam/"),
+        // 127.0.0.2 is loopback too, but not the one address the config allows.
+        "/other-loopback" => Reply::redirect(&format!("http://127.0.0.2:{target_port}/")),
+        "/relative" => Reply::redirect("/final"),
+        _ => Reply::html(200, "<p>final page</p>"),
+    })
+    .await;
+    let tool = FetchUrl::new(test_config());
+    let output = run(&tool, json!({"url": server.url("/metadata")})).await;
+    assert_failed(&output, &["refused", "169.254.169.254"]);
+    let output = run(&tool, json!({"url": server.url("/other-loopback")})).await;
+    assert_failed(&output, &["refused", "127.0.0.2"]);
+    assert!(target.requests().is_empty());
+
+    let output = run(&tool, json!({"url": server.url("/relative")})).await;
+    assert_ok(&output, &["/final (text/html)", "final page"]);
+}
+
+#[tokio::test]
+async fn redirects_stop_after_the_limit() {
+    let server = ReplayServer::start(|request: &Recorded| {
+        let hop: usize = request
+            .path
+            .trim_start_matches("/hop/")
+            .parse()
+            .unwrap_or(0);
+        Reply::redirect(&format!("/hop/{}", hop + 1))
+    })
+    .await;
+    let tool = FetchUrl::new(test_config());
+    let output = run(&tool, json!({"url": server.url("/hop/0")})).await;
+    assert_failed(
+        &output,
+        &[&format!("redirected more than {FETCH_REDIRECTS_MAX} times")],
+    );
+    assert_eq!(server.requests().len(), FETCH_REDIRECTS_MAX + 1);
+}
+
+#[tokio::test]
+async fn bad_urls_errors_and_hangs_fail() {
+    let server = ReplayServer::start(|request: &Recorded| match request.path.as_str() {
+        "/missing" => Reply::html(404, "<h1>Not Found</h1>"),
+        _ => Reply::html(200, PAGE).after(Duration::from_secs(10)),
+    })
+    .await;
+    let tool = FetchUrl::new(FetchConfig {
+        timeout: Duration::from_millis(400),
+        ..test_config()
+    });
+    for (url, expected) in [
+        ("file:///etc/passwd".to_owned(), "only http and https"),
+        ("ftp://example.org/".to_owned(), "only http and https"),
+        ("not a url".to_owned(), "is not a URL"),
+        (server.url("/missing"), "HTTP 404"),
+        (server.url("/slow"), "within 400 ms"),
+    ] {
+        let output = run(&tool, json!({"url": url})).await;
+        assert_failed(&output, &[expected]);
+        assert!(output.untrusted);
+    }
+}
