@@ -5,8 +5,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod approvals;
+mod connectors;
 mod executor;
 mod file_tools;
+mod offering;
 mod privacy;
 mod shell;
 mod support;
