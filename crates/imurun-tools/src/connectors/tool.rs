@@ -202,8 +202,12 @@ impl ConnectorTool {
         let said = message
             .map(|message| format!(": {message}"))
             .unwrap_or_default();
+        // GitHub answers 403 for both limits: the primary one says `x-ratelimit-remaining: 0`,
+        // the secondary one sends `retry-after`.
         let rate_limited = code == 429
-            || (code == 403 && header(headers, "x-ratelimit-remaining").as_deref() == Some("0"));
+            || (code == 403
+                && (header(headers, "x-ratelimit-remaining").as_deref() == Some("0")
+                    || headers.contains_key(RETRY_AFTER)));
         if rate_limited {
             return format!(
                 "{name}'s rate limit is used up ({code}){said}. {} Do not retry now.",

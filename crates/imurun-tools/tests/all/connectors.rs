@@ -452,6 +452,20 @@ async fn github_errors_become_failures_that_say_what_to_do() {
         &["rate limit is used up (429)", "Retry after 60 seconds"],
     )
     .await;
+    let mut secondary = reply(
+        403,
+        json!({"message": "You have exceeded a secondary rate limit."}),
+    );
+    secondary.headers.push(("retry-after", "30".to_owned()));
+    check_failure(
+        secondary,
+        &[
+            "rate limit is used up (403)",
+            "secondary",
+            "Retry after 30 seconds",
+        ],
+    )
+    .await;
     check_failure(
         reply(
             403,
