@@ -24,6 +24,9 @@ pub const CONNECTOR_OUTPUT_CHARS_MAX: usize = 6000;
 /// is this large, and a runaway body must not fill memory.
 const RESPONSE_BYTES_MAX: usize = 4 * 1024 * 1024;
 
+/// How often a waiting request checks the stop flag: the bound on how late Stop acts.
+const STOP_POLL_MS: u64 = 100;
+
 /// Sent with every request; GitHub refuses requests without a `User-Agent`.
 const USER_AGENT: &str = concat!("imurun/", env!("CARGO_PKG_VERSION"));
 
@@ -233,6 +236,18 @@ impl ConnectorTool {
         }
     }
 
+    /// A stopped read is simply abandoned; a stopped send or change may already have
+    /// reached the service, and the model must not claim either way.
+    fn stopped_failure(&self) -> String {
+        let name = self.service.display_name;
+        match self.declaration.category {
+            ToolCategory::External => format!(
+                "the turn was stopped while waiting for {name}; the request may already have taken effect there, so check before repeating it"
+            ),
+            _ => format!("the turn was stopped while waiting for {name}"),
+        }
+    }
+
     fn transport_failure(&self, error: &reqwest::Error) -> String {
         let name = self.service.display_name;
         if error.is_timeout() {
@@ -276,10 +291,23 @@ impl Tool for ConnectorTool {
 
     fn run<'a>(
         &'a self,
-        _context: &'a ToolContext,
+        context: &'a ToolContext,
         args: &'a Map<String, Value>,
     ) -> BoxFuture<'a, ToolOutput> {
-        Box::pin(self.call(args))
+        Box::pin(async move {
+            let call = self.call(args);
+            tokio::pin!(call);
+            let mut stop_poll = tokio::time::interval(Duration::from_millis(STOP_POLL_MS));
+            stop_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tokio::select! {
+                    output = &mut call => return output,
+                    _ = stop_poll.tick() => if context.stop.is_stopped() {
+                        return ToolOutput::failed(self.stopped_failure());
+                    },
+                }
+            }
+        })
     }
 }
 

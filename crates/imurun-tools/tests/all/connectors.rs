@@ -143,15 +143,19 @@ async fn run(connectors: &Connectors, tool: &str, args: Value) -> ToolOutput {
     let tool = registry
         .get(tool)
         .unwrap_or_else(|| panic!("no tool {tool}"));
-    let context = ToolContext {
+    let context = context(StopFlag::new());
+    tool.run(&context, args.as_object().unwrap()).await
+}
+
+fn context(stop: StopFlag) -> ToolContext {
+    ToolContext {
         workspace_root: std::env::temp_dir(),
         source: CallSource::Model,
         depth: 0,
-        stop: StopFlag::new(),
+        stop,
         session_id: None,
         allowed_tools: None,
-    };
-    tool.run(&context, args.as_object().unwrap()).await
+    }
 }
 
 fn assert_ok(output: &ToolOutput) {
@@ -512,6 +516,34 @@ async fn a_slow_answer_times_out() {
     assert_eq!(
         output.text,
         "FAILED: GitHub did not answer within 0.3 seconds"
+    );
+}
+
+#[tokio::test]
+async fn stop_abandons_a_waiting_request() {
+    let mut slow = reply(201, json!({}));
+    slow.delay = Duration::from_secs(10);
+    let server = ApiServer::start(slow).await;
+    let registry = registry(&server.connectors());
+    let stop = StopFlag::new();
+    let context = context(stop.clone());
+    let tool = registry.get("github_create_issue").unwrap();
+    let args = json!({"owner": "o", "repo": "r", "title": "t"});
+    let stopper = async move {
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        stop.stop();
+    };
+    let started = std::time::Instant::now();
+    let (output, ()) = tokio::join!(tool.run(&context, args.as_object().unwrap()), stopper);
+    assert!(started.elapsed() < Duration::from_secs(3));
+    assert!(!output.ok);
+    assert!(
+        output.text.starts_with(
+            "FAILED: the turn was stopped while waiting for GitHub; \
+             the request may already have taken effect"
+        ),
+        "{}",
+        output.text
     );
 }
 
