@@ -924,3 +924,50 @@ async fn long_answers_are_cut() {
         output.text
     );
 }
+
+/// Through the executor, a read runs in the default mode and a send (called by its alias)
+/// waits for a person: the categories reach the policy.
+#[tokio::test]
+async fn through_the_executor_reads_run_and_sends_wait_for_approval() {
+    use crate::support::{RecordingAudit, RecordingEvents, TempWorkspace, call};
+    use imurun_policy::{Mode, Settings, Toggles};
+    use imurun_tools::{Caller, OnAsk, Outcome, ToolExecutor};
+
+    let server = ApiServer::start(reply(200, json!([]))).await;
+    let ws = TempWorkspace::new();
+    let settings = Settings {
+        mode: Mode::AllowReads,
+        toggles: Toggles::default(),
+    };
+    let executor = ToolExecutor::new(
+        registry(&server.connectors()),
+        Arc::clone(&ws.workspace),
+        settings,
+        RecordingEvents::new(true),
+        Arc::new(RecordingAudit::default()),
+    );
+    let caller = Caller::user(None, OnAsk::Report);
+
+    let read = executor
+        .execute(
+            &call("list_issues", json!({"owner": "o", "repo": "r"})),
+            &caller,
+        )
+        .await;
+    assert_eq!(read.tool, "github_list_issues");
+    assert_eq!(read.outcome, Outcome::Ok, "{}", read.output.text);
+    assert!(read.output.untrusted);
+
+    let send = executor
+        .execute(
+            &call(
+                "send_email",
+                json!({"to": "a@example.com", "subject": "s", "body": "b"}),
+            ),
+            &caller,
+        )
+        .await;
+    assert_eq!(send.tool, "gmail_send");
+    assert_eq!(send.outcome, Outcome::NeedsApproval);
+    assert_eq!(server.requests().len(), 1, "the send was not made");
+}
