@@ -4,11 +4,13 @@
 //!
 //! Decisions come from `imurun-policy`; events and audit records leave through the
 //! [`imurun_core::EventSink`] and [`imurun_core::AuditSink`] traits, so this crate knows
-//! nothing of HTTP, SQL or the agent loop.
+//! nothing of SQL or the agent loop. The one HTTP it speaks is the connector tools' requests
+//! to web services ([`connectors`]).
 
 mod approval;
 mod builtin;
 mod catalog;
+pub mod connectors;
 mod error;
 mod executor;
 mod ids;
@@ -32,6 +34,7 @@ pub use builtin::{
     make_dir_tool, run_agent_tool, web_search_tool,
 };
 pub use catalog::{builtin_specs, builtin_tools};
+pub use connectors::{ConnectorTool, Connectors, Offer};
 pub use error::ToolsError;
 pub use executor::{
     AGENT_DEPTH_MAX, AUDIT_MARK, Caller, Checked, Execution, OnAsk, Outcome, ToolExecutor,

@@ -10,12 +10,15 @@ use imurun_policy::Workspace;
 
 use crate::builtin::ShellConfig;
 use crate::catalog::builtin_tools;
+use crate::connectors::{self, Offer, Service};
 
 /// Every runnable tool, with the [`ToolIndex`] that names them.
 #[derive(Clone, Default)]
 pub struct Registry {
     tools: HashMap<String, Arc<dyn Tool>>,
     index: ToolIndex,
+    /// The service of each connector tool, by tool name: what [`Registry::offer`] groups by.
+    services: HashMap<String, &'static Service>,
 }
 
 impl Registry {
@@ -37,8 +40,29 @@ impl Registry {
     /// replaces the built-in placeholder this way). `offered` says whether prompts list it.
     pub fn insert(&mut self, tool: Arc<dyn Tool>, offered: bool) {
         let spec = tool.spec().clone();
+        self.services.remove(&spec.name);
         self.tools.insert(spec.name.clone(), tool);
         self.index.insert(spec, offered);
+    }
+
+    /// Adds a connector tool of `service`, offered; [`Registry::offer`] may hide it for a
+    /// turn whose question points elsewhere.
+    pub fn insert_connector(&mut self, tool: Arc<dyn Tool>, service: &'static Service) {
+        let name = tool.spec().name.clone();
+        self.insert(tool, true);
+        self.services.insert(name, service);
+    }
+
+    /// The service of the connector tool `name`; `None` for every other tool.
+    pub fn service_of(&self, name: &str) -> Option<&'static Service> {
+        self.services.get(name).copied()
+    }
+
+    /// This turn's offer: the index with the connector tools the question or the recent
+    /// messages (oldest first) point at, and the other available services by name. See
+    /// [`connectors::CONNECTOR_TOOLS_OFFERED_MAX`] for when tools are hidden at all.
+    pub fn offer(&self, question: &str, recent: &[&str]) -> Offer {
+        connectors::offer::offer(self, question, recent)
     }
 
     /// Makes `alias` name the tool `target`. Returns false when `target` is not registered.

@@ -5,9 +5,11 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 mod approvals;
+mod connectors;
 mod executor;
 mod fetch_url;
 mod file_tools;
+mod offering;
 mod privacy;
 mod providers;
 mod replay;
