@@ -7,6 +7,7 @@
 mod approvals;
 mod executor;
 mod file_tools;
+mod mcp;
 mod privacy;
 mod shell;
 mod support;
