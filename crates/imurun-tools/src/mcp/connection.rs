@@ -16,7 +16,7 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResult, ClientCapabilities, ClientConfig, Implementation,
     PaginatedRequestParams, Tool as RemoteTool,
 };
-use rmcp::service::{RoleClient, RunningService, ServiceError, ServiceExt};
+use rmcp::service::{ClientInitializeError, RoleClient, RunningService, ServiceError, ServiceExt};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use serde_json::{Map, Value};
@@ -248,8 +248,12 @@ impl Connection {
             ServiceError::Timeout { timeout } => CallError::TimedOut(timeout),
             ServiceError::Cancelled { .. } => CallError::Stopped,
             ServiceError::TransportClosed | ServiceError::TransportSend(_) => {
+                let what = match &error {
+                    ServiceError::TransportSend(sent) => error_chain(sent.error.as_ref()),
+                    _ => "the connection closed".to_owned(),
+                };
                 let reason = format!(
-                    "the connection to the MCP server `{}` failed: {error}{}",
+                    "the connection to the MCP server `{}` failed: {what}{}",
                     self.server,
                     self.stderr_note()
                 );
@@ -313,10 +317,13 @@ where
             if stderr.is_some() {
                 tokio::time::sleep(Duration::from_millis(100)).await;
             }
-            Err(format!(
-                "the initialize handshake failed: {error}{}",
-                note()
-            ))
+            let what = match &error {
+                ClientInitializeError::TransportError { error, context } => {
+                    format!("{} ({context})", error_chain(error.error.as_ref()))
+                }
+                other => other.to_string(),
+            };
+            Err(format!("the initialize handshake failed: {what}{}", note()))
         }
         Err(_) => Err(format!(
             "no answer to initialize within {} s{}",
@@ -324,6 +331,24 @@ where
             note()
         )),
     }
+}
+
+/// An error and its causes, `: `-separated, leaving out a cause its parent already quoted
+/// (reqwest's "error sending request" says why only in its source: "Connection refused").
+fn error_chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    // Error chains are short; the bound only guards against a cycle.
+    for _ in 0..8 {
+        let Some(cause) = source else { break };
+        let said = cause.to_string();
+        if !text.contains(&said) {
+            text.push_str(": ");
+            text.push_str(&said);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// Who imurun says it is; no sampling, roots or elicitation offered.

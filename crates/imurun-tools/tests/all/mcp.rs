@@ -297,8 +297,13 @@ async fn streamable_http_server_tools_are_listed_and_called() {
     // the tool stops calling itself available.
     server.child.kill().await.unwrap();
     let output = run(&hub, "remote__echo", json!({"message": "anyone?"})).await;
-    assert!(!output.ok);
-    assert!(output.text.contains("`remote`"), "{}", output.text);
+    assert!(
+        output
+            .text
+            .starts_with("FAILED: the connection to the MCP server `remote` failed: "),
+        "{}",
+        output.text
+    );
     assert!(matches!(
         tool(&hub, "remote__echo").available(),
         Availability::Unavailable(_)
@@ -380,6 +385,11 @@ async fn filesystem_server_writes_reads_and_lists_inside_its_root_only() {
 /// their status; the good one works anyway.
 #[tokio::test]
 async fn a_server_that_fails_does_not_stop_the_others() {
+    let closed_port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
     let configs = [
         McpServerConfig::stdio("broken", "imurun-no-such-command-7f3a", &[]),
         McpServerConfig::stdio("Bad Name", "node", &[]),
@@ -398,6 +408,7 @@ async fn a_server_that_fails_does_not_stop_the_others() {
             startup_timeout_s: 1,
             ..McpServerConfig::stdio("silent", "node", &["-e", "setInterval(() => {}, 1000)"])
         },
+        McpServerConfig::http("nohttp", format!("http://127.0.0.1:{closed_port}/mcp")),
     ];
     let hub = connect(&configs).await;
     let servers = hub.servers();
@@ -413,6 +424,7 @@ async fn a_server_that_fails_does_not_stop_the_others() {
             ("good", McpServerState::Failed),
             ("exits", McpServerState::Failed),
             ("silent", McpServerState::Failed),
+            ("nohttp", McpServerState::Failed),
         ]
     );
     let error = |index: usize| servers[index].error.clone().unwrap_or_default();
@@ -429,6 +441,11 @@ async fn a_server_that_fails_does_not_stop_the_others() {
     assert!(error(4).contains("is used twice"), "{}", error(4));
     assert!(error(5).contains("no config file"), "{}", error(5));
     assert_eq!(error(6), "no answer to initialize within 1 s");
+    assert!(
+        error(7).starts_with("the initialize handshake failed: "),
+        "{}",
+        error(7)
+    );
     assert!(servers[0].tools.is_empty());
     assert!(
         hub.tools()
