@@ -1,6 +1,7 @@
 //! imurun's tools: the built-in tools (one per file), the one place that spawns processes,
 //! and [`ToolExecutor`], the single path every tool call takes — lookup → sub-agent
-//! restriction → schema validation → policy → approval → run → event + audit.
+//! restriction → schema validation → policy → approval → run → event + audit — and the MCP
+//! client, whose servers' tools take that same path.
 //!
 //! Decisions come from `imurun-policy`; events and audit records leave through the
 //! [`imurun_core::EventSink`] and [`imurun_core::AuditSink`] traits, so this crate knows
@@ -14,6 +15,7 @@ pub mod connectors;
 mod error;
 mod executor;
 mod ids;
+mod mcp;
 mod panic;
 mod process;
 mod registry;
@@ -38,6 +40,11 @@ pub use connectors::{ConnectorTool, Connectors, Offer};
 pub use error::ToolsError;
 pub use executor::{
     AGENT_DEPTH_MAX, AUDIT_MARK, Caller, Checked, Execution, OnAsk, Outcome, ToolExecutor,
+};
+pub use mcp::{
+    MCP_SERVER_NAME_CHARS_MAX, MCP_TIMEOUT_DEFAULT_S, MCP_TIMEOUT_MAX_S, MCP_TOOL_NAME_CHARS_MAX,
+    McpConfigError, McpHub, McpServerConfig, McpServerState, McpServerStatus, McpTool,
+    McpToolStatus, McpTransport, validate_mcp_servers,
 };
 pub use process::OUTPUT_CHARS_MAX;
 pub use registry::Registry;

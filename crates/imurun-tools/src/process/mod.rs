@@ -22,7 +22,7 @@ use tokio::io::AsyncReadExt;
 
 pub use output::OUTPUT_CHARS_MAX;
 
-use output::OutputCollector;
+pub(crate) use output::OutputCollector;
 use tree::ProcessTree;
 
 /// The shell. An absolute path, so a `PATH` in the environment cannot swap it.

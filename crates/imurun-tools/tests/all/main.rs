@@ -9,6 +9,7 @@ mod connectors;
 mod executor;
 mod fetch_url;
 mod file_tools;
+mod mcp;
 mod offering;
 mod privacy;
 mod providers;
