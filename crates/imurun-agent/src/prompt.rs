@@ -57,6 +57,9 @@ pub struct SystemPrompt<'a> {
     pub today: Date,
     /// The tools the prompt teaches; `None` sends no tool prompt at all (`max_steps = 1`).
     pub tools: Option<&'a ToolIndex>,
+    /// The line naming connected services whose tools this prompt does not list
+    /// ("Also connected, ask to use them: Gmail."), shown with the tool prompt.
+    pub also_connected: Option<&'a str>,
     /// Only the first [`SKILLS_MAX`] are used.
     pub skills: &'a [Skill],
     /// The pre-fetch results, already formatted.
@@ -82,6 +85,10 @@ pub fn system_message(parts: &SystemPrompt<'_>) -> String {
     {
         out.push_str("\n\n");
         out.push_str(&tool_prompt);
+        if let Some(line) = parts.also_connected {
+            out.push('\n');
+            out.push_str(line);
+        }
     }
     for skill in parts.skills.iter().take(SKILLS_MAX) {
         let _infallible = write!(
@@ -342,6 +349,7 @@ mod tests {
             persona: crate::DEFAULT_PERSONA,
             today: jiff::civil::date(2026, 11, 30),
             tools: Some(&index),
+            also_connected: None,
             skills: &skills,
             context: Some("get_time: 09:14 Europe/Oslo"),
             examples: true,
@@ -356,6 +364,7 @@ mod tests {
             persona: "You are a test.",
             today: jiff::civil::date(2026, 1, 1),
             tools: None,
+            also_connected: None,
             skills: &[],
             context: None,
             examples: true,
@@ -393,6 +402,7 @@ mod tests {
             persona: "p",
             today: jiff::civil::date(2026, 1, 1),
             tools: None,
+            also_connected: None,
             skills: &skills,
             context: None,
             examples: true,

@@ -588,6 +588,7 @@ mod tests {
             persona: "p",
             today: jiff::civil::date(2026, 1, 1),
             tools: None,
+            also_connected: None,
             skills: &skills,
             context: None,
             examples: false,

@@ -79,12 +79,13 @@ pub(crate) struct Turn<'a> {
 impl<'a> Turn<'a> {
     /// The system message, the history with thoughts stripped, and the prompt.
     pub(crate) fn new(agent: &'a AgentLoop, request: &'a TurnRequest) -> Self {
-        let index = tool_index(agent);
+        let (index, also_connected) = tool_index(agent, request);
         let tools_on = agent.config.max_steps > 1 && index.offered().next().is_some();
         let system = system_message(&SystemPrompt {
             persona: &agent.config.persona,
             today: agent.clock.today(),
             tools: tools_on.then_some(index.as_ref()),
+            also_connected: also_connected.as_deref(),
             skills: &request.skills,
             context: request.context.as_deref(),
             examples: agent.config.tool_examples,
@@ -464,20 +465,36 @@ impl<'a> Turn<'a> {
     }
 }
 
-/// The tools a turn's model sees. A sub-agent's index keeps every runnable tool (so a call to
-/// a tool it may not use is still read, and the executor refuses it with a FAILED result) but
-/// offers only its own tools.
-fn tool_index(agent: &AgentLoop) -> Cow<'_, ToolIndex> {
-    let index = agent.executor.registry().index();
+/// The tools a turn's model sees, and the line naming connected services it does not list.
+/// The main agent gets the registry's offer for this prompt: with many connector tools, only
+/// the services the prompt or the last messages point at (`Registry::offer`). A sub-agent's
+/// index keeps every runnable tool (so a call to a tool it may not use is still read, and the
+/// executor refuses it with a FAILED result) but offers only its own tools.
+fn tool_index<'a>(
+    agent: &'a AgentLoop,
+    request: &TurnRequest,
+) -> (Cow<'a, ToolIndex>, Option<String>) {
+    let registry = agent.executor.registry();
+    let index = registry.index();
     let Some(scope) = &agent.scope else {
-        return Cow::Borrowed(index);
+        if !registry.has_connectors() {
+            return (Cow::Borrowed(index), None);
+        }
+        let recent: Vec<&str> = request
+            .history
+            .iter()
+            .map(|message| message.content.as_str())
+            .collect();
+        let offer = registry.offer(&request.prompt, &recent);
+        let line = offer.others_line();
+        return (Cow::Owned(offer.index), line);
     };
     let mut scoped = index.clone();
     for tool in index.runnable() {
         let offered = tool.offered && scope.tools.contains(&tool.spec.name);
         scoped.insert(tool.spec.clone(), offered);
     }
-    Cow::Owned(scoped)
+    (Cow::Owned(scoped), None)
 }
 
 /// Whether the pre-fetch Context block holds data rather than only the offline sentence.

@@ -17,7 +17,8 @@
 //! let executor = Arc::new(ToolExecutor::new(registry, workspace, settings, Arc::new(hub.clone()), audit));
 //! let model = ModelSlot::new();            // keep a clone; set_loading / set_ready / set_failed
 //! let state = ServerState::new(ServerParts { store, executor, hub, model: model.clone(),
-//!                                            skills, agent_config, options: ServerOptions::default() });
+//!                                            skills, agent_config, options: ServerOptions::default(),
+//!                                            mcp: Arc::new(McpHub::default()) });
 //! serve(listener, state, shutdown_signal).await?;
 //! ```
 

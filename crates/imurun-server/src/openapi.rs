@@ -57,6 +57,7 @@ pub(crate) async fn openapi_json() -> Json<Document> {
         crate::routes::tools::decide,
         crate::routes::settings::permissions,
         crate::routes::settings::set_permissions,
+        crate::routes::integrations::list,
         crate::routes::settings::agent,
         crate::routes::settings::set_agent,
         crate::routes::settings::grants,

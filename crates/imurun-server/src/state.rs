@@ -8,7 +8,7 @@ use std::time::Duration;
 use imurun_agent::{AgentConfig, MAX_STEPS_CAP, PromptQueue, SkillStore};
 use imurun_core::{Model, StopFlag};
 use imurun_store::{Store, StoreError};
-use imurun_tools::ToolExecutor;
+use imurun_tools::{McpHub, ToolExecutor};
 use serde_json::Value;
 use tokio::sync::watch;
 
@@ -180,6 +180,9 @@ pub struct ServerParts {
     /// The agent settings until `agent.*` settings in the store replace them at start-up.
     pub agent_config: AgentConfig,
     pub options: ServerOptions,
+    /// The MCP servers whose tools are in the executor's registry (`GET /api/integrations`
+    /// lists them); `McpHub::default()` when none are configured.
+    pub mcp: Arc<McpHub>,
 }
 
 /// Everything the routes share. Cloning is cheap (one `Arc`).
@@ -196,6 +199,7 @@ pub(crate) struct Inner {
     pub(crate) model: ModelSlot,
     pub(crate) skills: SkillStore,
     pub(crate) options: ServerOptions,
+    pub(crate) mcp: Arc<McpHub>,
     pub(crate) agent_config: RwLock<AgentConfig>,
     /// The running turn of each session, by session id: at most one per session.
     pub(crate) turns: Mutex<HashMap<String, RunningTurn>>,
@@ -255,6 +259,7 @@ impl ServerState {
                 model: parts.model,
                 skills: parts.skills,
                 options: parts.options,
+                mcp: parts.mcp,
                 agent_config: RwLock::new(parts.agent_config),
                 turns: Mutex::new(HashMap::new()),
                 grants,
@@ -329,6 +334,11 @@ impl ServerState {
 
     pub fn model(&self) -> &ModelSlot {
         &self.inner.model
+    }
+
+    /// The MCP servers whose tools are registered.
+    pub fn mcp(&self) -> &McpHub {
+        &self.inner.mcp
     }
 
     pub fn skills(&self) -> &SkillStore {

@@ -417,3 +417,59 @@ pub struct SkillCreate {
 pub struct SkillDeleted {
     pub deleted: bool,
 }
+
+/// `GET /api/integrations`: what reaches beyond the built-in tools.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct IntegrationList {
+    /// The configured MCP servers, in configuration order.
+    pub mcp_servers: Vec<McpServerInfo>,
+    /// The declared connector services, in declaration order.
+    pub connectors: Vec<ConnectorInfo>,
+}
+
+/// One MCP server of `GET /api/integrations`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct McpServerInfo {
+    pub name: String,
+    /// `stdio` or `http`.
+    pub transport: String,
+    /// The command line or the URL (never an environment or header value).
+    pub target: String,
+    /// `connected`, `closed` (it was, and the connection ended), `failed` (it never
+    /// connected) or `disabled`.
+    pub state: String,
+    /// Why it is not connected.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    /// `name version`, as the server introduced itself.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub server_info: Option<String>,
+    pub tools: Vec<IntegrationTool>,
+    /// Tools left out, and configuration that names tools the server does not have.
+    pub notes: Vec<String>,
+}
+
+/// One connector service of `GET /api/integrations`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ConnectorInfo {
+    /// `github`, `gmail`, `cloudflare`.
+    pub id: String,
+    pub name: String,
+    /// Whether any of its tools can run (its credential is set).
+    pub connected: bool,
+    /// The variable that connects it.
+    pub credential_var: String,
+    pub tools: Vec<IntegrationTool>,
+}
+
+/// A tool of an MCP server or a connector.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct IntegrationTool {
+    /// The name the model calls it by.
+    pub name: String,
+    /// `read`, `write`, `delete`, `shell`, `network`, `compute`, `agent` or `external`.
+    pub category: String,
+    pub available: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unavailable_reason: Option<String>,
+}

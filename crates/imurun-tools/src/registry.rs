@@ -58,6 +58,30 @@ impl Registry {
         self.services.get(name).copied()
     }
 
+    /// The tools a model may be constrained to call (the embedded back-end's call grammar):
+    /// every tool but the connector tools whose service is not connected. Those can never
+    /// run, and a small model held to a grammar that allows them wanders there.
+    pub fn callable_index(&self) -> ToolIndex {
+        let mut index = ToolIndex::new();
+        for indexed in self.index.runnable() {
+            let name = indexed.spec.name.as_str();
+            let unconnected = self.services.contains_key(name)
+                && self
+                    .tools
+                    .get(name)
+                    .is_some_and(|tool| tool.available() != imurun_core::Availability::Ready);
+            if !unconnected {
+                index.insert(indexed.spec.clone(), indexed.offered);
+            }
+        }
+        index
+    }
+
+    /// Whether any connector tool is registered.
+    pub fn has_connectors(&self) -> bool {
+        !self.services.is_empty()
+    }
+
     /// This turn's offer: the index with the connector tools the question or the recent
     /// messages (oldest first) point at, and the other available services by name. See
     /// [`connectors::CONNECTOR_TOOLS_OFFERED_MAX`] for when tools are hidden at all.

@@ -16,6 +16,7 @@ use std::str::FromStr;
 use anyhow::{Context, Result, anyhow, bail};
 use imurun_agent::{MAX_STEPS_CAP, MAX_STEPS_DEFAULT};
 use imurun_policy::{Mode, Toggles};
+use imurun_tools::{McpServerConfig, validate_mcp_servers};
 use serde::{Deserialize, Deserializer};
 
 use crate::model_spec::{DEFAULT_MODEL_FILE, ModelSpec};
@@ -104,6 +105,8 @@ pub(crate) struct ResolvedConfig {
     pub(crate) server: ServerConfig,
     pub(crate) agent: AgentSettings,
     pub(crate) permissions: PermissionSettings,
+    /// `[[mcp.servers]]`: only the file sets them.
+    pub(crate) mcp_servers: Vec<McpServerConfig>,
     /// Where each key's value came from, by its dotted name (`server.addr`).
     origins: BTreeMap<&'static str, Origin>,
 }
@@ -282,7 +285,17 @@ impl ResolvedConfig {
         line("permissions.toggles.write_files", flag(toggles.write_files));
         line("permissions.toggles.run_shell", flag(toggles.run_shell));
         line("permissions.toggles.network", flag(toggles.network));
-        section_headers(&out)
+        let mut out = section_headers(&out);
+        for server in &self.mcp_servers {
+            // The transport's environment and headers may hold secrets: only the shape shows.
+            out.push_str(&format!(
+                "\n[[mcp.servers]]  # from the file\nname = {}\n# transport: {} {}\n",
+                toml::Value::String(server.name.clone()),
+                server.transport_kind(),
+                server.target()
+            ));
+        }
+        out
     }
 }
 
@@ -382,12 +395,23 @@ pub(crate) fn resolve_with_file(
         &in_file,
         sources.data_dir.join("workspace"),
     )?;
+    let mcp_servers = parsed.mcp.servers;
+    validate_mcp_servers(&mcp_servers).map_err(|error| {
+        anyhow::anyhow!(
+            "{}: [[mcp.servers]]: {error}",
+            file.map_or_else(
+                || "the configuration".to_owned(),
+                |(path, _)| path.display().to_string()
+            )
+        )
+    })?;
     Ok(ResolvedConfig {
         file: file.map(|(path, _)| path.to_path_buf()),
         model,
         server,
         agent,
         permissions,
+        mcp_servers,
         origins: pick.origins,
     })
 }
@@ -713,6 +737,16 @@ struct FileConfig {
     agent: FileAgent,
     #[serde(default)]
     permissions: FilePermissions,
+    #[serde(default)]
+    mcp: FileMcp,
+}
+
+/// `[mcp]`: the MCP servers whose tools join the registry.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct FileMcp {
+    #[serde(default)]
+    servers: Vec<McpServerConfig>,
 }
 
 #[derive(Debug, Default, Deserialize)]

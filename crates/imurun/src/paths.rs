@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Result, bail};
 use imurun_core::{AuditSink, NullEvents};
 use imurun_policy::{Mode, Settings, Workspace, WorkspaceConfig};
-use imurun_tools::{Registry, ShellConfig, ToolExecutor};
+use imurun_tools::{Connectors, Registry, ShellConfig, ToolExecutor};
 
 /// imurun's folders: the data folder (`IMURUN_HOME`, default `~/.imurun`) and the
 /// workspace (`IMURUN_WORKSPACE`, default `<data folder>/workspace`).
@@ -74,12 +74,15 @@ pub(crate) fn cli_executor(
     executor_over(registry, workspace, mode, audit)
 }
 
-/// The built-in tools in `workspace`; the shell starts from this process's environment.
+/// The built-in tools in `workspace` and the connectors' tools (each available when its
+/// credential variable is set). The shell starts from this process's environment.
 pub(crate) fn builtin_registry(workspace: &Arc<Workspace>) -> Registry {
     let shell = ShellConfig {
         environment: std::env::vars_os().collect(),
     };
-    Registry::builtin(workspace, shell)
+    let mut registry = Registry::builtin(workspace, shell);
+    Connectors::from_env().register(&mut registry);
+    registry
 }
 
 /// The executor over `registry`'s tools.

@@ -422,3 +422,63 @@ async fn stop_during_the_pre_fetch_ends_the_wait() {
         started.elapsed()
     );
 }
+
+/// Connector offering reaches the prompt: with more than eight connector tools available, a
+/// question about the inbox lists Gmail's tools and names the other services in one line.
+#[tokio::test]
+async fn the_prompt_lists_the_connector_services_the_question_points_at() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(dir.path()).unwrap().join("ws");
+    let workspace = Arc::new(
+        Workspace::open(&WorkspaceConfig {
+            root,
+            home: None,
+            guarded: Vec::new(),
+        })
+        .unwrap(),
+    );
+    let mut registry = Registry::new();
+    registry.insert(
+        LiveTool::new("get_time", ToolCategory::Compute, false),
+        true,
+    );
+    imurun_tools::Connectors::from_lookup(|name| name.ends_with("_TOKEN").then(|| "t".to_owned()))
+        .register(&mut registry);
+    let model = ScriptedModel::new(vec![Reply::Text("Two new mails."), Reply::Text("ok")]);
+    let executor = Arc::new(ToolExecutor::new(
+        registry,
+        workspace,
+        Setup::allow_reads(),
+        Arc::new(RecordingEvents::default()),
+        Arc::new(MemoryAudit::default()),
+    ));
+    let agent = AgentLoop::new(
+        model.clone(),
+        executor,
+        Arc::new(RecordingEvents::default()),
+    );
+    agent
+        .run(TurnRequest::new("anything new in my inbox?"))
+        .await;
+    let system = model.received()[0][0].content.clone();
+    assert!(system.contains("- gmail_search("), "{system}");
+    assert!(!system.contains("- github_create_issue("), "{system}");
+    assert!(
+        system.contains("Also connected, ask to use them: GitHub, Cloudflare."),
+        "{system}"
+    );
+    assert!(
+        system.contains("- get_time("),
+        "built-in tools are never hidden"
+    );
+    // An earlier message can point too.
+    agent
+        .run(TurnRequest {
+            history: vec![imurun_core::Message::user("open an issue in octo/hello")],
+            ..TurnRequest::new("and add the crash log to it")
+        })
+        .await;
+    let system = model.received()[1][0].content.clone();
+    assert!(system.contains("- github_create_issue("), "{system}");
+    assert!(!system.contains("- gmail_search("), "{system}");
+}

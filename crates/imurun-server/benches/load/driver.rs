@@ -730,6 +730,7 @@ impl LoadServer {
             .map_err(|error| format!("store: {error}"))?;
         let model: Arc<dyn Model> = Arc::new(load_model(model_delay, turns)?);
         let state = ServerState::new(ServerParts {
+            mcp: std::sync::Arc::default(),
             store: store.clone(),
             executor: Arc::new(executor),
             hub,

@@ -18,6 +18,7 @@
 //! | `POST /api/sessions/{id}/stop` | 200 [`Stopped`](crate::wire::Stopped) |
 //! | `GET /api/sessions/{id}/turns[/{turn_id}]` | 200 [`TurnList`](crate::wire::TurnList) / [`TurnView`](crate::wire::TurnView); 404 |
 //! | `POST /api/stop` | 200 [`KillSwitch`](crate::wire::KillSwitch) |
+//! | `GET /api/integrations` | 200 [`IntegrationList`](crate::wire::IntegrationList) |
 //! | `GET /api/skills` | 200 [`SkillList`](crate::wire::SkillList) |
 //! | `POST /api/skills` | 201 [`SkillDetail`](crate::wire::SkillDetail); 400, 409, 413, 507 |
 //! | `GET`/`DELETE /api/skills/{id}` | 200 [`SkillDetail`](crate::wire::SkillDetail) / [`SkillDeleted`](crate::wire::SkillDeleted); 400, 404 |
@@ -30,6 +31,7 @@
 //! methods 405 in the same shape.
 
 pub(crate) mod events;
+pub(crate) mod integrations;
 pub(crate) mod meta;
 pub(crate) mod openai;
 pub(crate) mod sessions;
@@ -99,6 +101,7 @@ fn table() -> Vec<Route> {
         route(tools::__path_run, tools::run),
         route(tools::__path_approvals, tools::approvals),
         route(tools::__path_decide, tools::decide),
+        route(integrations::__path_list, integrations::list),
         route(settings::__path_permissions, settings::permissions),
         route(settings::__path_set_permissions, settings::set_permissions),
         route(settings::__path_agent, settings::agent),

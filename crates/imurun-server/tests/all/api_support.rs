@@ -218,6 +218,7 @@ impl TestServer {
             None => ModelSlot::new(),
         };
         let state = ServerState::new(ServerParts {
+            mcp: std::sync::Arc::default(),
             store: store.clone(),
             executor: Arc::new(executor),
             hub,

@@ -20,9 +20,12 @@ use tokio::sync::Semaphore;
 use crate::api_support::{Dirs, Reply, TestModel, TestServer, tool_reply, write_file};
 use crate::support::SseClient;
 
-/// Every event type the server publishes today (the hub's own `stream.*` notices excepted:
-/// they belong to a client's connection, not to what the agent does, and `sse_wire`, `replay`
-/// and `backpressure` cover them).
+/// Every event type the server publishes in this script (the hub's own `stream.*` notices
+/// excepted: they belong to a client's connection, not to what the agent does, and `sse_wire`,
+/// `replay` and `backpressure` cover them). The pre-fetch's `tools.*`/`web_search.*` (their
+/// timings and the clock's text differ from run to run) are checked in imurun-agent's
+/// `prefetch` tests and against their schemas in `openapi`; `agent.*` needs the binary's
+/// `run_agent` and is checked over SSE by imurun's `serve_cli` end-to-end turn.
 const EXPECTED_EVENT_TYPES: [&str; 19] = [
     "compaction.done",
     "compaction.start",

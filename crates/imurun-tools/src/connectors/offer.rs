@@ -46,7 +46,8 @@ pub fn others_line(others: &[String]) -> Option<String> {
 pub(crate) fn offer(registry: &Registry, question: &str, recent: &[&str]) -> Offer {
     let mut index = registry.index().clone();
     // (tool name, its service, whether it is available), in the registry's order.
-    let connectors: Vec<(&str, &'static Service, bool)> = index
+    let connectors: Vec<(&str, &'static Service, bool)> = registry
+        .index()
         .runnable()
         .filter_map(|indexed| {
             let name = indexed.spec.name.as_str();
@@ -57,6 +58,14 @@ pub(crate) fn offer(registry: &Registry, question: &str, recent: &[&str]) -> Off
             Some((name, service, available))
         })
         .collect();
+    // A connector tool that cannot run (its service is not connected) is never listed: it
+    // would only cost prompt tokens. Named, it still resolves and fails saying what to set.
+    for &(name, _, available) in &connectors {
+        if !available && let Some(indexed) = index.get(name) {
+            let spec = indexed.spec.clone();
+            index.insert(spec, false);
+        }
+    }
     let available_count = connectors.iter().filter(|(_, _, ready)| *ready).count();
     if available_count <= CONNECTOR_TOOLS_OFFERED_MAX {
         return Offer {
@@ -85,7 +94,7 @@ pub(crate) fn offer(registry: &Registry, question: &str, recent: &[&str]) -> Off
         .iter()
         .filter_map(|&(name, service, available)| {
             let indexed = index.get(name)?;
-            let offered = indexed.offered && pointed.contains(service.id);
+            let offered = indexed.offered && available && pointed.contains(service.id);
             if !pointed.contains(service.id) && available {
                 hidden_available.insert(service.id);
             }

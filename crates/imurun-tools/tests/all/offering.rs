@@ -4,7 +4,7 @@
 
 use std::sync::Arc;
 
-use imurun_core::ToolCategory;
+use imurun_core::{Availability, ToolCategory};
 use imurun_tools::connectors::others_line;
 use imurun_tools::{Connectors, Offer, Registry};
 
@@ -68,11 +68,20 @@ fn check(registry: &Registry, question: &str, recent: &[&str], expected: &[&str]
             );
         }
     }
-    // A service is either offered or named among the others, never both.
+    // A connected service is either offered or named among the others, never both; one
+    // that is not connected is neither.
+    let connected = |id: &str| {
+        registry.index().runnable().any(|tool| {
+            registry
+                .service_of(&tool.spec.name)
+                .is_some_and(|service| service.id == id)
+                && registry.get(&tool.spec.name).unwrap().available() == Availability::Ready
+        })
+    };
     let names = |ids: &[&str]| -> Vec<String> {
         ["github", "gmail", "cloudflare"]
             .iter()
-            .filter(|id| !ids.contains(id))
+            .filter(|id| !ids.contains(id) && connected(id))
             .map(|id| match *id {
                 "github" => "GitHub".to_owned(),
                 "gmail" => "Gmail".to_owned(),
@@ -232,23 +241,20 @@ fn cues_in_the_last_six_messages_count_and_older_ones_do_not() {
 }
 
 #[test]
-fn with_eight_or_fewer_available_connector_tools_everything_is_offered() {
+fn with_eight_or_fewer_available_connector_tools_everything_available_is_offered() {
     let ws = TempWorkspace::new();
-    // GitHub (5) and Gmail (2): 7 available; Cloudflare's 3 are unavailable and not counted.
+    // GitHub (5) and Gmail (2): 7 available; Cloudflare's 3 are unavailable, not counted and
+    // not listed (they cannot run), though a call naming one still resolves.
     let registry = registry(
         &ws,
         &connectors(&["IMURUN_GITHUB_TOKEN", "IMURUN_GMAIL_TOKEN"]),
     );
-    check(
-        &registry,
-        "what time is it",
-        &[],
-        &["github", "gmail", "cloudflare"],
-    );
+    check(&registry, "what time is it", &[], &["github", "gmail"]);
     let offer = registry.offer("what time is it", &[]);
     assert!(offer.others.is_empty());
     assert_eq!(offer.others_line(), None);
-    assert_eq!(offer.index.offered().count(), registry.index().len());
+    assert_eq!(offer.index.offered().count(), registry.index().len() - 3);
+    assert!(offer.index.contains("cloudflare_list_dns_records"));
     // The contrast: with all 10 available, the same question offers no service.
     let all = self::registry(&ws, &connectors(ALL));
     check(&all, "what time is it", &[], &[]);
@@ -259,12 +265,7 @@ fn with_eight_or_fewer_available_connector_tools_everything_is_offered() {
         _ => ALL.contains(&name).then(|| "t".to_owned()),
     });
     let registry = self::registry(&ws, &refused);
-    check(
-        &registry,
-        "write a poem",
-        &[],
-        &["github", "gmail", "cloudflare"],
-    );
+    check(&registry, "write a poem", &[], &["github", "gmail"]);
 }
 
 #[test]
@@ -305,4 +306,20 @@ fn the_others_line_names_services_in_order() {
         others_line(&["Gmail".to_owned()]).as_deref(),
         Some("Also connected, ask to use them: Gmail.")
     );
+}
+
+#[test]
+fn the_callable_index_leaves_out_only_unconnected_connector_tools() {
+    let ws = TempWorkspace::new();
+    let registry = registry(&ws, &connectors(&["IMURUN_GITHUB_TOKEN"]));
+    let callable = registry.callable_index();
+    assert!(callable.contains("github_create_issue"));
+    assert!(!callable.contains("gmail_send"));
+    assert!(!callable.contains("cloudflare_list_dns_records"));
+    let builtins = registry
+        .index()
+        .runnable()
+        .filter(|tool| registry.service_of(&tool.spec.name).is_none())
+        .count();
+    assert_eq!(callable.len(), builtins + 5);
 }

@@ -214,7 +214,10 @@ async fn build_agent(args: &AskArgs, paths: &Paths) -> Result<AgentLoop> {
             executor_over(registry, workspace, args.mode, Arc::new(NullAudit))
         }
     };
-    let model = loaded.for_tools(executor.registry().index(), !args.calling.no_grammar);
+    let model = loaded.for_tools(
+        &executor.registry().callable_index(),
+        !args.calling.no_grammar,
+    );
     let _first = helper_model.set(Arc::clone(&model));
     let executor = Arc::new(executor);
     if let Some(tool) = sub_agents {

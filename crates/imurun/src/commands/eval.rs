@@ -158,7 +158,7 @@ async fn predict(
         Mode::AllowReads,
         Arc::new(NullAudit),
     );
-    let model = model.for_tools(executor.registry().index(), !calling.no_grammar);
+    let model = model.for_tools(&executor.registry().callable_index(), !calling.no_grammar);
     let agent = AgentLoop::new(model, Arc::new(executor), Arc::new(NullEvents))
         .with_config(calling.apply(AgentConfig::default()));
     let Some((last, earlier)) = case.messages.split_last() else {

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use imurun_agent::{AgentConfig, ModelSource, RunAgentTool, SkillStore};
 use imurun_server::{EventHub, ModelSlot, ServerOptions, ServerParts, ServerState};
 use imurun_store::{AuditWriter, Store};
-use imurun_tools::ToolExecutor;
+use imurun_tools::{McpHub, ToolExecutor};
 use tokio::net::TcpListener;
 
 use crate::config::{ConfigFlags, ResolvedConfig, STORED_SETTINGS};
@@ -51,6 +51,19 @@ async fn serve(config: ResolvedConfig, paths: &Paths) -> Result<()> {
     let agent = agent_config(&config);
     let slot = ModelSlot::new();
     let mut registry = builtin_registry(&workspace);
+    // MCP servers from the file: one that fails to start is listed with its error and the
+    // others still serve their tools.
+    let environment: Vec<_> = std::env::vars_os().collect();
+    let mcp = Arc::new(McpHub::connect_all(&config.mcp_servers, &environment).await);
+    mcp.register(&mut registry);
+    for server in mcp.servers() {
+        if let Some(error) = &server.error {
+            eprintln!(
+                "imurun: MCP server {} is not connected: {error}",
+                server.name
+            );
+        }
+    }
     // The real `run_agent`, over the model the slot will hold once it has loaded.
     let sub_agents = {
         let slot = slot.clone();
@@ -83,6 +96,7 @@ async fn serve(config: ResolvedConfig, paths: &Paths) -> Result<()> {
         hub,
         model: slot.clone(),
         skills,
+        mcp: Arc::clone(&mcp),
         agent_config: agent,
         options: ServerOptions {
             api_token: config
@@ -110,7 +124,9 @@ async fn serve(config: ResolvedConfig, paths: &Paths) -> Result<()> {
             match load(&spec).await {
                 Ok(loaded) => {
                     let name = loaded.name();
-                    slot.set_ready(loaded.for_tools(executor.registry().index(), grammar));
+                    slot.set_ready(
+                        loaded.for_tools(&executor.registry().callable_index(), grammar),
+                    );
                     eprintln!("imurun: model {name} is ready");
                 }
                 Err(error) => {
@@ -126,6 +142,7 @@ async fn serve(config: ResolvedConfig, paths: &Paths) -> Result<()> {
     };
     let served = imurun_server::serve(listener, state, shutdown).await;
     loader.abort();
+    mcp.shutdown().await;
     audit.shutdown().await.context("flushing the audit log")?;
     store.close().await;
     served.context("serving")

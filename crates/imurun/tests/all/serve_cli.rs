@@ -22,9 +22,15 @@ struct Server {
 
 impl Server {
     fn start(home: &Path, model: &str) -> Server {
+        Self::start_with(home, model, &[])
+    }
+
+    /// A server with extra environment variables.
+    fn start_with(home: &Path, model: &str, envs: &[(&str, &OsStr)]) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_imurun"))
             .args(["serve", "--model", model, "--addr", "127.0.0.1:0"])
             .env("IMURUN_HOME", home)
+            .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -198,4 +204,184 @@ fn the_server_answers_a_prompt_with_the_embedded_model() {
         "an empty answer: {answer}"
     );
     server.kill();
+}
+
+/// Reads a session's SSE stream on a thread of its own; each event's JSON arrives on the
+/// channel.
+fn subscribe(addr: &str, session: &str) -> std::sync::mpsc::Receiver<Value> {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET /api/events?session={session} HTTP/1.1\r\nHost: {addr}\r\n\
+         Accept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    // The response's head comes once the server has subscribed this client.
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    while reader.read_line(&mut line).unwrap() > 0 && line.trim() != "" {
+        line.clear();
+    }
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in reader.lines() {
+            let Ok(line) = line else { return };
+            if let Some(data) = line.strip_prefix("data: ")
+                && let Ok(event) = serde_json::from_str::<Value>(data)
+                && sender.send(event).is_err()
+            {
+                return;
+            }
+        }
+    });
+    receiver
+}
+
+/// The MCP test server from `crates/imurun-tools/tests/mcp` (installed by `scripts/setup`).
+fn everything_server() -> std::path::PathBuf {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../imurun-tools/tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+    assert!(
+        path.exists(),
+        "{} is missing: run scripts/setup to install the MCP test servers",
+        path.display()
+    );
+    path
+}
+
+/// One turn through `imurun serve` and SSE that invokes a skill, calls a tool of a real MCP
+/// server (approved by the watching client, since an undeclared MCP tool asks), and hands a
+/// task to a sub-agent — the scripted model plays the main agent and its helper in turn.
+#[test]
+fn a_served_turn_uses_a_skill_an_mcp_tool_and_a_sub_agent() {
+    let home = tempfile::tempdir().unwrap();
+    let config = home.path().join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[mcp.servers]]\nname = \"everything\"\n\
+             transport = {{ type = \"stdio\", command = \"node\", args = [{}] }}\n",
+            toml_string(&everything_server().display().to_string())
+        ),
+    )
+    .unwrap();
+    let model = script(
+        home.path(),
+        &json!([
+            {"text": "```tool\n{\"name\": \"everything__echo\", \"args\": {\"message\": \"hello from the turn\"}}\n```"},
+            {"text": "```tool\n{\"name\": \"run_agent\", \"args\": {\"task\": \"Sum up what the echo returned.\", \"tools\": [\"get_time\"]}}\n```"},
+            {"text": "The echo returned the greeting."},
+            {"text": "Done: the echo said hello from the turn."}
+        ]),
+    );
+    let envs: [(&str, &OsStr); 1] = [("IMURUN_CONFIG", config.as_os_str())];
+    let server = Server::start_with(home.path(), &model, &envs);
+
+    // The integrations route lists the MCP server, connected, with its namespaced tools.
+    let (status, integrations) = server.get("/api/integrations");
+    assert_eq!(status, 200, "{integrations}");
+    let everything = &integrations["mcp_servers"][0];
+    assert_eq!(everything["name"], "everything", "{integrations}");
+    assert_eq!(everything["state"], "connected", "{integrations}");
+    let echo = everything["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|tool| tool["name"] == "everything__echo")
+        .unwrap_or_else(|| panic!("no everything__echo: {integrations}"));
+    assert_eq!(echo["category"], "external");
+    assert_eq!(echo["available"], true);
+    let services: Vec<&Value> = integrations["connectors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|service| &service["id"])
+        .collect();
+    assert_eq!(services, ["github", "gmail", "cloudflare"]);
+
+    let (status, skill) = server.post(
+        "/api/skills",
+        json!({"name": "Echo first", "body": "Always try the echo tool first."}),
+    );
+    assert_eq!(status, 201, "{skill}");
+    let (_, session) = server.post("/api/sessions", json!({"title": "everything"}));
+    let session = session["id"].as_str().unwrap().to_owned();
+    let events = subscribe(&server.addr, &session);
+    let (status, accepted) = server.post(
+        &format!("/api/sessions/{session}/prompts"),
+        json!({"prompt": "/echo-first say hello"}),
+    );
+    assert_eq!(status, 202, "{accepted}");
+
+    let mut seen: Vec<Value> = Vec::new();
+    let started = Instant::now();
+    loop {
+        let event = events
+            .recv_timeout(WAIT_MAX.saturating_sub(started.elapsed()))
+            .unwrap_or_else(|_| panic!("the turn never ended: {seen:#?}"));
+        if event["type"] == "tool.approval_needed" {
+            assert_eq!(event["name"], "everything__echo", "{event}");
+            let id = event["approval_id"].as_str().unwrap().to_owned();
+            let (status, decided) = server.post(
+                &format!("/api/tools/approvals/{id}"),
+                json!({"approved": true}),
+            );
+            assert_eq!(status, 200, "{decided}");
+        }
+        let ended = event["type"] == "turn.end";
+        seen.push(event);
+        if ended {
+            break;
+        }
+    }
+    let types: Vec<&str> = seen
+        .iter()
+        .filter_map(|event| event["type"].as_str())
+        .collect();
+    let position = |kind: &str| {
+        types
+            .iter()
+            .position(|seen| *seen == kind)
+            .unwrap_or_else(|| panic!("no {kind} in {types:?}"))
+    };
+    assert!(position("skill.used") < position("tool.approval_needed"));
+    assert!(position("tool.approved") < position("agent.start"));
+    assert!(position("agent.start") < position("agent.end"));
+    let skill_used = &seen[position("skill.used")];
+    assert_eq!(skill_used["skills"], json!(["echo-first"]));
+    let echo_result = seen
+        .iter()
+        .find(|event| event["type"] == "tool.result" && event["name"] == "everything__echo")
+        .unwrap_or_else(|| panic!("no echo result: {seen:#?}"));
+    assert_eq!(echo_result["ok"], true, "{echo_result}");
+    let agent_start = &seen[position("agent.start")];
+    assert_eq!(agent_start["depth"], 1);
+    assert_eq!(agent_start["tools"], json!(["get_time"]));
+    let end = seen.last().unwrap();
+    assert_eq!(end["status"], "done", "{end}");
+    assert_eq!(end["skills"], json!(["echo-first"]));
+
+    // The transcript keeps the prompt as typed and the final answer; the turn view has the
+    // model's calls.
+    server.wait_until(|server| server.transcript(&session).len() == 2);
+    let transcript = server.transcript(&session);
+    assert_eq!(transcript[0]["content"], "/echo-first say hello");
+    assert_eq!(
+        transcript[1]["content"],
+        "Done: the echo said hello from the turn."
+    );
+    let (_, turns) = server.get(&format!("/api/sessions/{session}/turns"));
+    let calls: Vec<&Value> = turns["turns"][0]["tool_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| &call["name"])
+        .collect();
+    assert_eq!(calls, ["everything__echo", "run_agent"], "{turns}");
+    server.kill();
+}
+
+/// `text` as a TOML basic string.
+fn toml_string(text: &str) -> String {
+    format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
 }

@@ -1,0 +1,91 @@
+//! `GET /api/integrations`: the MCP servers and connector services, with their tools and
+//! whether each can run now.
+
+use axum::Json;
+use axum::extract::State;
+use imurun_core::{Availability, Tool};
+
+use crate::state::ServerState;
+use crate::wire::{ConnectorInfo, IntegrationList, IntegrationTool, McpServerInfo};
+
+/// `GET /api/integrations` → 200 `{mcp_servers: [...], connectors: [...]}`.
+#[utoipa::path(
+    get,
+    path = "/api/integrations",
+    tag = "tools",
+    summary = "MCP servers and connectors, with their tools and availability",
+    responses((status = 200, description = "The integrations.", body = IntegrationList)),
+)]
+pub(crate) async fn list(State(state): State<ServerState>) -> Json<IntegrationList> {
+    let mcp_servers = state
+        .mcp()
+        .servers()
+        .into_iter()
+        .map(|server| McpServerInfo {
+            name: server.name,
+            transport: server.transport.to_owned(),
+            target: server.target,
+            state: serde_json::to_value(server.state)
+                .ok()
+                .and_then(|state| state.as_str().map(str::to_owned))
+                .unwrap_or_default(),
+            error: server.error,
+            server_info: server.server_info,
+            tools: server
+                .tools
+                .into_iter()
+                .map(|tool| integration_tool(tool.name, tool.category.as_str(), tool.availability))
+                .collect(),
+            notes: server.notes,
+        })
+        .collect();
+    let registry = state.executor().registry();
+    let mut connectors: Vec<ConnectorInfo> = Vec::new();
+    for tool in registry.tools() {
+        let Some(service) = registry.service_of(&tool.spec().name) else {
+            continue;
+        };
+        let entry = match connectors.iter().position(|info| info.id == service.id) {
+            Some(at) => &mut connectors[at],
+            None => {
+                connectors.push(ConnectorInfo {
+                    id: service.id.to_owned(),
+                    name: service.display_name.to_owned(),
+                    connected: false,
+                    credential_var: service.credential.token_var.to_owned(),
+                    tools: Vec::new(),
+                });
+                let last = connectors.len() - 1;
+                &mut connectors[last]
+            }
+        };
+        let info = tool_info(tool.as_ref());
+        entry.connected |= info.available;
+        entry.tools.push(info);
+    }
+    Json(IntegrationList {
+        mcp_servers,
+        connectors,
+    })
+}
+
+fn tool_info(tool: &dyn Tool) -> IntegrationTool {
+    integration_tool(
+        tool.spec().name.clone(),
+        tool.category().as_str(),
+        tool.available(),
+    )
+}
+
+fn integration_tool(name: String, category: &str, availability: Availability) -> IntegrationTool {
+    let (available, unavailable_reason) = match availability {
+        Availability::Ready => (true, None),
+        Availability::Unavailable(reason) => (false, Some(reason)),
+    };
+    IntegrationTool {
+        name,
+        category: category.to_owned(),
+        available,
+        unavailable_reason,
+    }
+}
