@@ -8,7 +8,9 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
-use imurun_agent::{AgentConfig, AgentLoop, ModelSource, RunAgentTool, TurnRequest};
+use imurun_agent::{
+    AgentConfig, AgentLoop, ModelSource, RunAgentTool, SkillStore, TurnRequest, take_skills,
+};
 use imurun_calls::ParseKind;
 use imurun_core::{Model, NullAudit, NullEvents, TurnStatus};
 use imurun_policy::Mode;
@@ -75,6 +77,22 @@ pub(crate) fn run(args: &AskArgs, paths: &Paths) -> Result<ExitCode> {
 
 async fn ask(args: &AskArgs, paths: &Paths) -> Result<ExitCode> {
     let agent = build_agent(args, paths).await?;
+    // The skills `imurun serve` keeps, invoked with `/<id>` as in a served prompt; a missing
+    // folder means none.
+    let skills_dir = paths.data_dir.join("skills");
+    let skills = if skills_dir.is_dir() {
+        Some(
+            SkillStore::open(&skills_dir)
+                .with_context(|| format!("opening the skill directory {}", skills_dir.display()))?,
+        )
+    } else {
+        None
+    };
+    let agent = Asker {
+        agent,
+        skills,
+        dry_run: args.dry_run,
+    };
     if !args.jsonl {
         let prompt = if args.prompt.is_empty() {
             let mut text = String::new();
@@ -88,7 +106,7 @@ async fn ask(args: &AskArgs, paths: &Paths) -> Result<ExitCode> {
         if prompt.trim().is_empty() {
             bail!("no prompt: pass it as arguments or on stdin");
         }
-        return one(&agent, args.dry_run, Value::Null, prompt, false).await;
+        return one(&agent, Value::Null, prompt, false).await;
     }
     let mut failed = false;
     let lines: Vec<String> = io::stdin()
@@ -103,7 +121,7 @@ async fn ask(args: &AskArgs, paths: &Paths) -> Result<ExitCode> {
     {
         match serde_json::from_str::<Line>(line) {
             Ok(Line { id, prompt }) => {
-                failed |= one(&agent, args.dry_run, id, prompt, true).await? != ExitCode::SUCCESS
+                failed |= one(&agent, id, prompt, true).await? != ExitCode::SUCCESS
             }
             Err(error) => {
                 failed = true;
@@ -121,16 +139,35 @@ async fn ask(args: &AskArgs, paths: &Paths) -> Result<ExitCode> {
     })
 }
 
-async fn one(
-    agent: &AgentLoop,
+/// The loop, with what `imurun ask` adds to each prompt.
+struct Asker {
+    agent: AgentLoop,
+    skills: Option<SkillStore>,
     dry_run: bool,
-    id: Value,
-    prompt: String,
-    as_json: bool,
-) -> Result<ExitCode> {
+}
+
+impl Asker {
+    /// The turn for `prompt`: its `/<id>` skill tokens taken out and their skills attached.
+    fn request(&self, prompt: String) -> TurnRequest {
+        match &self.skills {
+            Some(store) => {
+                let (prompt, skills) = take_skills(&prompt, store);
+                TurnRequest {
+                    skills,
+                    ..TurnRequest::new(prompt)
+                }
+            }
+            None => TurnRequest::new(prompt),
+        }
+    }
+}
+
+async fn one(asker: &Asker, id: Value, prompt: String, as_json: bool) -> Result<ExitCode> {
+    let agent = &asker.agent;
+    let request = asker.request(prompt);
     let mut out = io::stdout().lock();
-    if dry_run {
-        return Ok(match agent.plan(TurnRequest::new(prompt)).await {
+    if asker.dry_run {
+        return Ok(match agent.plan(request).await {
             Ok(parsed) => {
                 let answer = if parsed.kind == ParseKind::Answer {
                     parsed.visible.as_str()
@@ -150,7 +187,7 @@ async fn one(
             }
         });
     }
-    let result = agent.run(TurnRequest::new(prompt)).await;
+    let result = agent.run(request).await;
     let status = serde_json::to_value(result.status)?;
     if as_json {
         let error = result.error.as_ref().map(ToString::to_string);

@@ -112,3 +112,38 @@ fn bad_settings_and_a_missing_model_are_clear_errors() {
     assert_eq!(missing.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&missing.stderr).contains("fetch-model.sh"));
 }
+
+#[test]
+fn a_stored_skill_token_is_taken_out_of_the_prompt_and_an_unknown_one_is_kept() {
+    let home = tempfile::tempdir().unwrap();
+    let skill = home.path().join("skills/haiku");
+    std::fs::create_dir_all(&skill).unwrap();
+    std::fs::write(
+        skill.join("SKILL.md"),
+        "---\nname: haiku\ndescription: Answer in a haiku.\n---\nAnswer in a haiku.\n",
+    )
+    .unwrap();
+    let path = home.path().join("script.json");
+    std::fs::write(
+        &path,
+        json!({
+            "replies": [{"when_last_user_contains": "/", "text": "the token reached the model"}],
+            "fallback": {"text": "the token was taken out"}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let model = format!("scripted:{}", path.display());
+    let envs: [(&str, &OsStr); 1] = [("IMURUN_HOME", home.path().as_os_str())];
+    let answer = |prompt: &str| {
+        let output = run_imurun(&["ask", "--model", &model, prompt], "", &envs);
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        String::from_utf8(output.stdout).unwrap().trim().to_owned()
+    };
+    assert_eq!(answer("/haiku the sea"), "the token was taken out");
+    assert_eq!(answer("/sonnet the sea"), "the token reached the model");
+}
