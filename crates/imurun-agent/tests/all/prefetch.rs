@@ -1,7 +1,6 @@
 //! The pre-fetch: which prompts it looks up, the Context block it writes, its deadline, its
 //! events, the policy it obeys, and the started call it answers without a second run.
 
-use std::fs;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -11,12 +10,12 @@ use imurun_core::{
     BoxFuture, CallSource, Event, PrefetchResult, StopFlag, Tool, ToolCategory, ToolContext,
     ToolOutput, ToolSpec,
 };
-use imurun_policy::{Mode, Settings, Toggles, Workspace, WorkspaceConfig};
+use imurun_policy::{Mode, Settings, Toggles};
 use imurun_tools::{Registry, ToolExecutor};
 use serde_json::{Map, Value, json};
 use tempfile::TempDir;
 
-use crate::support::{MemoryAudit, RecordingEvents, Reply, ScriptedModel};
+use crate::support::{MemoryAudit, RecordingEvents, Reply, ScriptedModel, temp_workspace};
 
 /// A stand-in for a built-in live tool: answers with its arguments, or hangs.
 struct LiveTool {
@@ -89,16 +88,7 @@ struct Setup {
 
 impl Setup {
     fn new(model: Arc<ScriptedModel>, settings: Settings, search_hangs: bool) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let root = fs::canonicalize(dir.path()).unwrap().join("ws");
-        let workspace = Arc::new(
-            Workspace::open(&WorkspaceConfig {
-                root,
-                home: None,
-                guarded: Vec::new(),
-            })
-            .unwrap(),
-        );
+        let (dir, workspace) = temp_workspace();
         let time = LiveTool::new("get_time", ToolCategory::Compute, false);
         let weather = LiveTool::new("get_weather", ToolCategory::Network, false);
         let search = LiveTool::new("web_search", ToolCategory::Network, search_hangs);
@@ -427,16 +417,7 @@ async fn stop_during_the_pre_fetch_ends_the_wait() {
 /// question about the inbox lists Gmail's tools and names the other services in one line.
 #[tokio::test]
 async fn the_prompt_lists_the_connector_services_the_question_points_at() {
-    let dir = tempfile::tempdir().unwrap();
-    let root = fs::canonicalize(dir.path()).unwrap().join("ws");
-    let workspace = Arc::new(
-        Workspace::open(&WorkspaceConfig {
-            root,
-            home: None,
-            guarded: Vec::new(),
-        })
-        .unwrap(),
-    );
+    let (_dir, workspace) = temp_workspace();
     let mut registry = Registry::new();
     registry.insert(
         LiveTool::new("get_time", ToolCategory::Compute, false),

@@ -311,14 +311,7 @@ impl Harness {
     }
 
     fn build_with(model: Arc<ScriptedModel>, config: AgentConfig, sub_agents: bool) -> Self {
-        let dir = tempfile::tempdir().unwrap();
-        let base = fs::canonicalize(dir.path()).unwrap();
-        let config_ws = WorkspaceConfig {
-            root: base.join("ws"),
-            home: None,
-            guarded: Vec::new(),
-        };
-        let workspace = Arc::new(Workspace::open(&config_ws).unwrap());
+        let (dir, workspace) = temp_workspace();
         let lookup = FakeTool::new("lookup", Returns::Value);
         let mut registry = Registry::new();
         registry.insert(lookup.clone(), true);
@@ -377,6 +370,19 @@ impl Harness {
             .map(|message| (message.role.as_str().to_owned(), message.content.clone()))
             .collect()
     }
+}
+
+/// A workspace in a new temporary folder (kept while the `TempDir` lives).
+pub(crate) fn temp_workspace() -> (TempDir, Arc<Workspace>) {
+    let dir = tempfile::tempdir().unwrap();
+    let root = fs::canonicalize(dir.path()).unwrap().join("ws");
+    let workspace = Workspace::open(&WorkspaceConfig {
+        root,
+        home: None,
+        guarded: Vec::new(),
+    })
+    .unwrap();
+    (dir, Arc::new(workspace))
 }
 
 /// `(role, content)` pairs, for comparing with `Harness::sent`.
