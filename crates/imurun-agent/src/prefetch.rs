@@ -151,6 +151,9 @@ const PLACE_ENDS: &[&str] = &[
     "be",
     "is",
     "will",
+    "weather",
+    "forecast",
+    "temperature",
 ];
 
 /// Openings that ask for a web search; the rest of the sentence is the query.
@@ -204,7 +207,7 @@ pub fn intents(prompt: &str) -> Intents {
         found.weather = place_after(prompt, &[" in ", " for ", " at "])
             .or_else(|| place_before(prompt, "weather"));
     }
-    if let Some(query) = search_query(prompt, &text) {
+    if let Some(query) = search_query(prompt) {
         found.search = Some(query);
     } else if found.is_empty()
         && crate::is_realtime(prompt)
@@ -232,24 +235,23 @@ const POLITE_LEADS: &[&str] = &[
 
 /// The query of a request that opens with a search ("search the web for X", "please look up
 /// X"). "How do I search for a file" is a question, not a request to search.
-fn search_query(prompt: &str, text: &str) -> Option<String> {
-    let opening = SEARCH_OPENINGS
+///
+/// Every marker here and in [`place_after`] / [`place_before`] is ASCII, so matching runs on
+/// the ASCII-lower-cased prompt, which keeps every byte where it was: a position found there
+/// is a position in the prompt (full Unicode lower-casing can change lengths, as `İ` does).
+fn search_query(prompt: &str) -> Option<String> {
+    let prompt = prompt.trim();
+    let lower = prompt.to_ascii_lowercase();
+    let (at, len) = SEARCH_OPENINGS
         .iter()
         .filter_map(|opening| {
-            let at = text.find(opening)?;
+            let at = lower.find(opening)?;
             POLITE_LEADS
-                .contains(&&text[..at])
+                .contains(&lower.get(..at)?)
                 .then_some((at, opening.len()))
         })
         .min()?;
-    let (at, len) = opening;
-    // `normalise` lower-cases ASCII and keeps byte positions for the usual prompt; fall back
-    // to the lower-cased text when it does not.
-    let rest = prompt
-        .get(at + len..)
-        .filter(|_| prompt.len() == text.len())
-        .unwrap_or(&text[at + len..]);
-    let query = query_text(rest);
+    let query = query_text(prompt.get(at + len..)?);
     (!query.is_empty()).then_some(query)
 }
 
@@ -274,25 +276,24 @@ fn contains_words(text: &str, phrase: &str) -> bool {
 
 /// The place named after one of `markers` ("weather in Paris today?" → "Paris"), as written.
 fn place_after(prompt: &str, markers: &[&str]) -> Option<String> {
-    let lower = prompt.to_lowercase();
-    if lower.len() != prompt.len() {
-        return None;
-    }
+    let lower = prompt.to_ascii_lowercase();
     markers
         .iter()
         .filter_map(|marker| lower.rfind(marker).map(|at| at + marker.len()))
         .max()
-        .and_then(|start| place_words(&prompt[start..]))
+        .and_then(|start| place_words(prompt.get(start..)?))
 }
 
 /// The capitalised words right before `keyword` ("Paris weather?" → "Paris").
 fn place_before(prompt: &str, keyword: &str) -> Option<String> {
-    let lower = prompt.to_lowercase();
-    if lower.len() != prompt.len() {
-        return None;
-    }
-    let at = lower.find(keyword)?;
-    let words: Vec<&str> = prompt[..at].split_whitespace().collect();
+    let lower = prompt.to_ascii_lowercase();
+    let (at, _) = lower.match_indices(keyword).find(|(at, _)| {
+        !lower[..*at]
+            .chars()
+            .next_back()
+            .is_some_and(char::is_alphanumeric)
+    })?;
+    let words: Vec<&str> = prompt.get(..at)?.split_whitespace().collect();
     let place: Vec<&str> = words
         .iter()
         .rev()

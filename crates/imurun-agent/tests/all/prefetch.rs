@@ -240,6 +240,42 @@ fn prompts_that_plainly_ask_about_the_present_are_looked_up() {
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
+#[test]
+fn prompts_whose_lower_case_changes_length_are_read_without_a_panic() {
+    // `İ` grows and `ẞ`, `Ω` (the ohm sign) and `K` (the kelvin sign) shrink when lower-cased:
+    // positions found in a fully lower-cased prompt would not be positions in the prompt.
+    let cases = [
+        ("İstanbul time in Øslo ẞ", intent(false, None, None, None)),
+        (
+            "Ⱥ weather in \u{2126}slo",
+            intent(false, None, Some("\u{2126}slo"), None),
+        ),
+        // The capitalised words before the word `weather` are the place.
+        (
+            "\u{2126} Øweather weather Ⱥ",
+            intent(false, None, Some("\u{2126} Øweather"), None),
+        ),
+        ("  search for ȺȺ", intent(false, None, None, Some("ȺȺ"))),
+        // Not an opening search request, but a live question about news.
+        (
+            "\u{212A}elvin: search for İzmir news",
+            intent(
+                false,
+                None,
+                None,
+                Some("\u{212A}elvin: search for İzmir news"),
+            ),
+        ),
+        (
+            "Search for İzmir weather forecast",
+            intent(false, None, Some("İzmir"), Some("İzmir weather forecast")),
+        ),
+    ];
+    for (prompt, expected) in cases {
+        assert_eq!(intents(prompt), expected, "{prompt:?}");
+    }
+}
+
 #[tokio::test]
 async fn the_lookups_go_into_the_context_block_through_the_executor() {
     let s = Setup::new(
@@ -462,4 +498,17 @@ async fn the_prompt_lists_the_connector_services_the_question_points_at() {
     let system = model.received()[1][0].content.clone();
     assert!(system.contains("- github_create_issue("), "{system}");
     assert!(!system.contains("- gmail_search("), "{system}");
+}
+
+proptest::proptest! {
+    /// Any prompt, in any script, is read without a panic; a search query is always a piece
+    /// of the prompt.
+    #[test]
+    fn intents_never_panic(prompt in "\\PC{0,80}", lead in "(search for |look up |weather in |time in )?") {
+        let prompt = format!("{lead}{prompt}");
+        let found = intents(&prompt);
+        if let Some(query) = &found.search {
+            proptest::prop_assert!(prompt.contains(query.as_str()), "{query:?} not in {prompt:?}");
+        }
+    }
 }

@@ -96,7 +96,8 @@ impl GetWeather {
             Ok(forecast) => forecast,
             Err(failure) => return failure,
         };
-        ToolOutput::ok(describe(&place, &forecast))
+        // Place names and zones come from the geocoder: outside text.
+        ToolOutput::ok(describe(&place, &forecast)).untrusted()
     }
 
     async fn geocode(&self, client: &Client, location: &str) -> Result<Place, ToolOutput> {

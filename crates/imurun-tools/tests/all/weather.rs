@@ -59,6 +59,7 @@ async fn names_the_place_the_time_the_values_and_three_days() {
             "- 2026-12-02: slight snowfall, -3.1 °C to 0.5 °C",
         ],
     );
+    assert!(output.untrusted, "place names come from the geocoder");
     let requests = server.requests();
     assert_eq!(requests.len(), 2);
     let geocoding = &requests[0];
