@@ -9,6 +9,10 @@
 //! `MONKEY` hold `KEY` only inside a word and stay, while `KEY_LAYOUT` has `KEY` as a word
 //! and is removed — losing a keyboard setting in a child shell costs nothing, leaking a key
 //! does. `PATH`, `HOME`, `LANG`, `PWD` and the like stay.
+//!
+//! A variable is also removed, whatever its name, when its value is a URL with a password in
+//! its userinfo (`scheme://user:password@host`): `DATABASE_URL=postgres://u:pw@db/x` and
+//! `HTTPS_PROXY=http://u:p@proxy:8080` carry a secret under an ordinary name.
 
 use std::ffi::OsStr;
 
@@ -45,15 +49,43 @@ pub fn is_credential_env(name: &str) -> bool {
             .any(|word| CREDENTIAL_WORDS.contains(&word))
 }
 
-/// The variables of `vars` that are not credentials, in order. Names that are not valid
-/// UTF-8 are judged by their lossy form, so an odd byte cannot hide `TOKEN`.
+/// Whether `value` is a URL with a non-empty password in its userinfo
+/// (`scheme://user:password@host...`), such as a database URL or an authenticating proxy.
+pub fn is_credential_url(value: &str) -> bool {
+    let Some((scheme, rest)) = value.trim().split_once("://") else {
+        return false;
+    };
+    // `jdbc:postgresql` holds a colon; anything else outside a scheme's characters means the
+    // `://` is somewhere in free text, not a URL's start.
+    let scheme_is_plausible = !scheme.is_empty()
+        && scheme
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.' | ':'));
+    if !scheme_is_plausible {
+        return false;
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
+    let Some((userinfo, _host)) = authority.rsplit_once('@') else {
+        return false;
+    };
+    userinfo
+        .split_once(':')
+        .is_some_and(|(_user, password)| !password.is_empty())
+}
+
+/// The variables of `vars` that are not credentials, in order: neither a credential-looking
+/// name nor a URL value with a password. Names and values that are not valid UTF-8 are judged
+/// by their lossy form, so an odd byte cannot hide `TOKEN`.
 pub fn without_credentials<I, K, V>(vars: I) -> impl Iterator<Item = (K, V)>
 where
     I: IntoIterator<Item = (K, V)>,
     K: AsRef<OsStr>,
+    V: AsRef<OsStr>,
 {
-    vars.into_iter()
-        .filter(|(name, _)| !is_credential_env(&name.as_ref().to_string_lossy()))
+    vars.into_iter().filter(|(name, value)| {
+        !is_credential_env(&name.as_ref().to_string_lossy())
+            && !is_credential_url(&value.as_ref().to_string_lossy())
+    })
 }
 
 #[cfg(test)]
@@ -70,5 +102,40 @@ mod tests {
         ];
         let kept: Vec<_> = without_credentials(vars).map(|(name, _)| name).collect();
         assert_eq!(kept, ["PATH", "HOME"]);
+    }
+
+    #[test]
+    fn urls_with_a_password_are_credentials() {
+        let cases = [
+            ("postgres://u:pw@db/x", true),
+            ("http://u:p@proxy:8080", true),
+            ("https://user:secret@example.com/path?q=1", true),
+            ("jdbc:postgresql://u:pw@db:5432/x", true),
+            ("  redis://:pw@cache:6379  ", true),
+            ("https://user@example.com/", false),
+            ("https://user:@example.com/", false),
+            ("http://proxy:8080", false),
+            ("https://example.com/a:b@c", false),
+            ("https://example.com/?u=a:b@c", false),
+            ("not a url: x://y:z@w", false),
+            ("/usr/bin:/bin", false),
+            ("", false),
+        ];
+        for (value, expected) in cases {
+            assert_eq!(is_credential_url(value), expected, "{value}");
+        }
+    }
+
+    #[test]
+    fn a_password_url_under_an_ordinary_name_is_removed() {
+        // Regression: `DATABASE_URL` and `HTTPS_PROXY` passed, their passwords with them.
+        let vars = [
+            ("DATABASE_URL", "postgres://u:pw@db/x"),
+            ("HTTPS_PROXY", "http://u:p@proxy:8080"),
+            ("HTTP_PROXY", "http://proxy:8080"),
+            ("HOME", "/h"),
+        ];
+        let kept: Vec<_> = without_credentials(vars).map(|(name, _)| name).collect();
+        assert_eq!(kept, ["HTTP_PROXY", "HOME"]);
     }
 }

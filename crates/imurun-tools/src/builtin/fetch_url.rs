@@ -7,6 +7,8 @@
 //! service (`169.254.169.254`). The request then goes to exactly the addresses that were
 //! checked (no second lookup a DNS answer could change in between), with no proxy, and each
 //! redirect (at most [`FETCH_REDIRECTS_MAX`]) is checked again the same way.
+//! IPv6 forms that carry an IPv4 address (IPv4-mapped and -compatible, SIIT, NAT64, 6to4) are
+//! judged by that address; local-use NAT64, discard-only and documentation prefixes are refused.
 //! [`FetchConfig::allow_private_hosts`] lifts the address rule, for a person who wants the tool
 //! to read their own network; it is off by default.
 //!
@@ -52,7 +54,8 @@ pub struct FetchConfig {
     /// Allows loopback, private and link-local addresses. Off by default: see the module docs.
     pub allow_private_hosts: bool,
     /// Addresses allowed even while `allow_private_hosts` is off (one machine on the local
-    /// network, say), each one exactly.
+    /// network, say), each one exactly; an IPv4 address and its IPv4-mapped IPv6 form
+    /// (`::ffff:a.b.c.d`) count as the same.
     pub private_addresses_allowed: Vec<IpAddr>,
     pub timeout: Duration,
     pub body_bytes_max: usize,
@@ -90,7 +93,7 @@ impl FetchUrl {
         let mut url = start;
         for redirects in 0..=FETCH_REDIRECTS_MAX {
             let response = self.request(&url).await?;
-            if !response.status().is_redirection() {
+            if !is_redirect(response.status().as_u16()) {
                 return self.read_page(&url, response).await;
             }
             let location = response
@@ -174,7 +177,7 @@ impl FetchUrl {
             let ip = address.ip();
             if !self.config.allow_private_hosts
                 && is_refused_address(ip)
-                && !self.config.private_addresses_allowed.contains(&ip)
+                && !is_listed(&self.config.private_addresses_allowed, ip)
             {
                 return Err(format!(
                     "refused: {host} is {ip}, a loopback, private, link-local or otherwise \
@@ -335,6 +338,19 @@ fn sniff(bytes: &[u8]) -> Option<TextKind> {
     }
 }
 
+/// Whether `status` sends the client elsewhere with a `Location`. 300 (a choice to make) and
+/// 304 (not modified) are 3xx too but name no target; they are read as any other answer.
+fn is_redirect(status: u16) -> bool {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
+}
+
+/// Whether `ip` is in `listed`, an IPv4-mapped IPv6 address (`::ffff:127.0.0.1`) and its
+/// IPv4 address (`127.0.0.1`) counting as the same.
+fn is_listed(listed: &[IpAddr], ip: IpAddr) -> bool {
+    let ip = ip.to_canonical();
+    listed.iter().any(|entry| entry.to_canonical() == ip)
+}
+
 /// Whether an address is one `fetch_url` refuses by default: anything not on the public
 /// internet.
 pub(crate) fn is_refused_address(ip: IpAddr) -> bool {
@@ -363,16 +379,34 @@ fn is_refused_v4(ip: Ipv4Addr) -> bool {
 }
 
 fn is_refused_v6(ip: Ipv6Addr) -> bool {
-    let first = ip.segments()[0];
+    let segments = ip.segments();
+    let first = segments[0];
+    // The IPv4 address in the last 32 bits, for the forms that carry one there.
+    let last_32_bits = Ipv4Addr::from_bits(ip.to_bits() as u32);
     ip.is_unspecified()
         || ip.is_loopback()
         || ip.is_multicast()
         || (first & 0xfe00) == 0xfc00 // unique local, fc00::/7
         || (first & 0xffc0) == 0xfe80 // link-local, fe80::/10
         || (first & 0xffc0) == 0xfec0 // site-local (deprecated), fec0::/10
-        // NAT64 (64:ff9b::/96) carries an IPv4 address in its last 32 bits.
-        || (ip.segments()[..6] == [0x64, 0xff9b, 0, 0, 0, 0]
-            && is_refused_v4(Ipv4Addr::from_bits(ip.to_bits() as u32)))
+        // Documentation, 2001:db8::/32: never a real host.
+        || segments[..2] == [0x2001, 0x0db8]
+        // Discard-only, 100::/64.
+        || segments[..4] == [0x0100, 0, 0, 0]
+        // Local-use NAT64, 64:ff9b:1::/48: translated by a gateway on the local network, and
+        // where the IPv4 address sits depends on a prefix length only that network knows.
+        || segments[..3] == [0x64, 0xff9b, 0x0001]
+        // These carry an IPv4 address in their last 32 bits: IPv4-compatible (::/96, which
+        // also holds `::` and `::1`), SIIT (::ffff:0:0/96) and NAT64 (64:ff9b::/96).
+        || ((segments[..6] == [0, 0, 0, 0, 0, 0]
+            || segments[..6] == [0, 0, 0, 0, 0xffff, 0]
+            || segments[..6] == [0x64, 0xff9b, 0, 0, 0, 0])
+            && is_refused_v4(last_32_bits))
+        // 6to4, 2002::/16, carries its IPv4 address in bits 16..48.
+        || (first == 0x2002
+            && is_refused_v4(Ipv4Addr::from_bits(
+                (u32::from(segments[1]) << 16) | u32::from(segments[2]),
+            )))
 }
 
 #[cfg(test)]
@@ -403,11 +437,59 @@ mod tests {
             ("::ffff:10.0.0.1", true),
             ("::ffff:8.8.8.8", false),
             ("64:ff9b::a00:1", true),
+            ("64:ff9b::808:808", false),
             ("2606:4700:4700::1111", false),
+            // IPv4-compatible, ::/96.
+            ("::127.0.0.1", true),
+            ("::10.0.0.1", true),
+            ("::169.254.169.254", true),
+            ("::8.8.8.8", false),
+            // SIIT, ::ffff:0:0/96.
+            ("::ffff:0:127.0.0.1", true),
+            ("::ffff:0:192.168.0.1", true),
+            ("::ffff:0:8.8.8.8", false),
+            // Local-use NAT64, 64:ff9b:1::/48, whatever it embeds.
+            ("64:ff9b:1::a00:1", true),
+            ("64:ff9b:1::808:808", true),
+            // 6to4, 2002::/16, with the IPv4 address in bits 16..48.
+            ("2002:7f00:1::", true),
+            ("2002:a9fe:a9fe::1", true),
+            ("2002:c0a8:101::1", true),
+            ("2002:808:808::1", false),
+            // Discard-only and documentation.
+            ("100::1", true),
+            ("100::ffff:ffff:ffff:ffff", true),
+            ("100:0:0:1::1", false),
+            ("2001:db8::1", true),
+            ("2001:db8:ffff::1", true),
         ];
         for (address, refused) in cases {
             let ip: IpAddr = address.parse().unwrap();
             assert_eq!(is_refused_address(ip), refused, "{address}");
+        }
+    }
+
+    #[test]
+    fn allowed_addresses_match_across_ipv4_mapping() {
+        // Regression: `::ffff:127.0.0.1` in the list did not allow `127.0.0.1`, nor the
+        // other way round.
+        let v4: IpAddr = "127.0.0.1".parse().unwrap();
+        let mapped: IpAddr = "::ffff:127.0.0.1".parse().unwrap();
+        let other: IpAddr = "127.0.0.2".parse().unwrap();
+        assert!(is_listed(&[mapped], v4));
+        assert!(is_listed(&[v4], mapped));
+        assert!(is_listed(&[v4], v4));
+        assert!(!is_listed(&[mapped], other));
+        assert!(!is_listed(&[], v4));
+    }
+
+    #[test]
+    fn only_statuses_with_a_target_are_redirects() {
+        for status in [301, 302, 303, 307, 308] {
+            assert!(is_redirect(status), "{status}");
+        }
+        for status in [200, 300, 304, 305, 306, 309, 404] {
+            assert!(!is_redirect(status), "{status}");
         }
     }
 

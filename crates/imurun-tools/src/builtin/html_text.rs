@@ -205,8 +205,13 @@ fn after_closing_tag<'a>(text: &'a str, name: &str) -> &'a str {
     closing.find('>').map_or("", |end| &closing[end + 1..])
 }
 
+/// Where `needle` first occurs in `haystack`, ASCII letters compared without case. An empty
+/// needle is found at the start, as with `str::find` (`windows(0)` would panic).
 pub(crate) fn find_ascii_case_insensitive(haystack: &str, needle: &str) -> Option<usize> {
     let needle = needle.as_bytes();
+    if needle.is_empty() {
+        return Some(0);
+    }
     haystack
         .as_bytes()
         .windows(needle.len())
@@ -256,6 +261,15 @@ mod tests {
         for (html, expected) in cases {
             assert_eq!(html_to_text(html), expected, "{html}");
         }
+    }
+
+    #[test]
+    fn an_empty_needle_is_found_at_the_start() {
+        // Regression: `windows(0)` panicked when the needle was empty.
+        assert_eq!(find_ascii_case_insensitive("abc", ""), Some(0));
+        assert_eq!(find_ascii_case_insensitive("", ""), Some(0));
+        assert_eq!(find_ascii_case_insensitive("aBc", "bC"), Some(1));
+        assert_eq!(find_ascii_case_insensitive("ab", "abc"), None);
     }
 
     #[test]

@@ -99,25 +99,37 @@ fn send_body(args: &Map<String, Value>) -> Result<Value, String> {
     Ok(json!({"raw": base64url(message.as_bytes())}))
 }
 
-/// A plain-text RFC 822 (RFC 5322) message. Header values with a line break are refused, so
-/// an argument cannot add headers (a hidden `Bcc:`); a non-ASCII subject is an RFC 2047
-/// encoded word.
+/// A plain-text RFC 822 (RFC 5322) message. Header values with a control character are
+/// refused — CR and LF, but also NUL, vertical tab, form feed, NEL and the Unicode line and
+/// paragraph separators, which some mail software treats as line breaks — so an argument
+/// cannot add headers (a hidden `Bcc:`); a non-ASCII subject is an RFC 2047 encoded word.
+/// Line ends in the body (LF, CRLF or a lone CR) all become CRLF.
 pub(crate) fn rfc822_message(to: &str, subject: &str, body: &str) -> Result<String, String> {
     for (name, value) in [("to", to), ("subject", subject)] {
-        if value.contains(['\r', '\n']) {
-            return Err(format!("`{name}` must be one line"));
+        if value.chars().any(breaks_a_header) {
+            return Err(format!(
+                "`{name}` must be one line without control characters"
+            ));
         }
     }
     let to = to.trim();
     if !to.contains('@') {
         return Err(format!("`to` must be an email address, not `{to}`"));
     }
-    let body = body.replace("\r\n", "\n").replace('\n', "\r\n");
+    let body = body
+        .replace("\r\n", "\n")
+        .replace('\r', "\n")
+        .replace('\n', "\r\n");
     Ok(format!(
         "To: {to}\r\nSubject: {}\r\nMIME-Version: 1.0\r\n\
          Content-Type: text/plain; charset=\"UTF-8\"\r\nContent-Transfer-Encoding: 8bit\r\n\r\n{body}",
         encode_header(subject)
     ))
+}
+
+/// Control characters (C0, DEL, C1 such as NEL) and the Unicode line and paragraph separators.
+fn breaks_a_header(character: char) -> bool {
+    character.is_control() || matches!(character, '\u{2028}' | '\u{2029}')
 }
 
 /// `value` as it may appear in a header: as is when ASCII, else UTF-8 encoded words of at
@@ -181,6 +193,30 @@ mod tests {
         assert!(rfc822_message("a@b.c\r\nBcc: x@y.z", "hi", "").is_err());
         assert!(rfc822_message("a@b.c", "hi\nBcc: x@y.z", "").is_err());
         assert!(rfc822_message("nobody", "hi", "").is_err());
+    }
+
+    #[test]
+    fn headers_refuse_every_control_character() {
+        // Regression: only CR and LF were refused; NUL, VT, FF, NEL, LS and PS went through.
+        for bad in [
+            "\0", "\x0b", "\x0c", "\u{85}", "\u{2028}", "\u{2029}", "\t", "\x7f",
+        ] {
+            assert!(
+                rfc822_message(&format!("a@b.c{bad}x"), "hi", "").is_err(),
+                "{bad:?}"
+            );
+            assert!(
+                rfc822_message("a@b.c", &format!("hi{bad}Bcc: x@y.z"), "").is_err(),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn every_body_line_end_becomes_crlf() {
+        // Regression: a lone CR stayed as it was.
+        let message = rfc822_message("a@b.c", "hi", "one\rtwo\r\nthree\nfour").unwrap();
+        assert!(message.ends_with("\r\n\r\none\r\ntwo\r\nthree\r\nfour"));
     }
 
     #[test]

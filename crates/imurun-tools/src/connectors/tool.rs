@@ -113,7 +113,16 @@ impl ConnectorTool {
             Ok(body) => body,
             Err(error) => return ToolOutput::failed(self.transport_failure(&error)),
         };
-        self.answer(status, &headers, &body, args)
+        if body.cut && status.is_success() {
+            return ToolOutput::failed(format!(
+                "{} answered {} with a body larger than {} MiB, more than is read, so the \
+                 result cannot be read; ask for fewer items",
+                self.service.display_name,
+                status.as_u16(),
+                RESPONSE_BYTES_MAX / (1024 * 1024)
+            ));
+        }
+        self.answer(status, &headers, &body.bytes, args)
     }
 
     fn build_request(
@@ -372,17 +381,25 @@ fn build_body(body: Body, args: &Map<String, Value>) -> Result<Option<Value>, St
     }
 }
 
-/// The body, up to [`RESPONSE_BYTES_MAX`] bytes.
-async fn read_body(mut response: reqwest::Response) -> Result<Vec<u8>, reqwest::Error> {
-    let mut body = Vec::new();
+/// A response body as read: at most [`RESPONSE_BYTES_MAX`] bytes.
+struct ReadBody {
+    bytes: Vec<u8>,
+    /// The answer was longer and the rest was not read: `bytes` is not the whole body.
+    cut: bool,
+}
+
+/// The body, up to [`RESPONSE_BYTES_MAX`] bytes, and whether there was more.
+async fn read_body(mut response: reqwest::Response) -> Result<ReadBody, reqwest::Error> {
+    let mut bytes = Vec::new();
     while let Some(chunk) = response.chunk().await? {
-        let room = RESPONSE_BYTES_MAX - body.len();
-        body.extend_from_slice(&chunk[..chunk.len().min(room)]);
-        if body.len() == RESPONSE_BYTES_MAX {
-            break;
+        let room = RESPONSE_BYTES_MAX - bytes.len();
+        if chunk.len() > room {
+            bytes.extend_from_slice(&chunk[..room]);
+            return Ok(ReadBody { bytes, cut: true });
         }
+        bytes.extend_from_slice(&chunk);
     }
-    Ok(body)
+    Ok(ReadBody { bytes, cut: false })
 }
 
 fn header(headers: &HeaderMap, name: &str) -> Option<String> {
@@ -392,10 +409,15 @@ fn header(headers: &HeaderMap, name: &str) -> Option<String> {
         .map(|value| value.trim().to_owned())
 }
 
-/// When to try again, from `Retry-After` or GitHub's `x-ratelimit-reset` (Unix seconds).
+/// When to try again, from `Retry-After` (seconds, or an HTTP date said as it is) or GitHub's
+/// `x-ratelimit-reset` (Unix seconds).
 fn retry_hint(headers: &HeaderMap) -> String {
-    if let Some(seconds) = header(headers, RETRY_AFTER.as_str()) {
-        return format!("Retry after {seconds} seconds.");
+    if let Some(retry_after) = header(headers, RETRY_AFTER.as_str()) {
+        return if retry_after.parse::<u64>().is_ok() {
+            format!("Retry after {retry_after} seconds.")
+        } else {
+            format!("Retry after {retry_after}.")
+        };
     }
     let reset = header(headers, "x-ratelimit-reset").and_then(|reset| reset.parse::<i64>().ok());
     match reset.and_then(|reset| jiff::Timestamp::from_second(reset).ok()) {
@@ -441,6 +463,22 @@ mod tests {
             fill_path("/repos/{owner}/{missing}", args).unwrap_err(),
             "`missing` is required"
         );
+    }
+
+    #[test]
+    fn retry_after_is_seconds_or_a_date() {
+        // Regression: an HTTP date read "Retry after <date> seconds."
+        let hint = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(RETRY_AFTER, value.parse().unwrap());
+            retry_hint(&headers)
+        };
+        assert_eq!(hint("120"), "Retry after 120 seconds.");
+        assert_eq!(
+            hint("Wed, 21 Oct 2026 07:28:00 GMT"),
+            "Retry after Wed, 21 Oct 2026 07:28:00 GMT."
+        );
+        assert_eq!(retry_hint(&HeaderMap::new()), "Try again later.");
     }
 
     #[test]

@@ -19,6 +19,13 @@ pub const MCP_TIMEOUT_DEFAULT_S: u64 = 60;
 /// The longest timeout a server may be given, in seconds.
 pub const MCP_TIMEOUT_MAX_S: u64 = 3600;
 
+/// Parts of an argument's name (compared case-insensitively) that make its value a secret in
+/// [`McpServerConfig::target`] and `Debug`: `--api-key=...`, `TOKEN=...`, `--password ...`.
+const SECRET_ARG_WORDS: &[&str] = &["token", "key", "secret", "password", "passwd", "auth"];
+
+/// What a secret argument value is shown as.
+const REDACTED: &str = "<redacted>";
+
 /// One MCP server, as written in the configuration file.
 ///
 /// ```toml
@@ -190,7 +197,17 @@ impl McpServerConfig {
                 if !(url.starts_with("http://") || url.starts_with("https://")) {
                     return Err(bad(format!(
                         "transport.url must start with http:// or https://, not `{}`",
-                        url.chars().take(64).collect::<String>()
+                        redacted_url(url).chars().take(64).collect::<String>()
+                    )));
+                }
+                // Headers carry tokens: like a connector's, they cross a network only
+                // encrypted.
+                if !headers.is_empty() && !url.starts_with("https://") && !is_loopback_url(url) {
+                    return Err(bad(format!(
+                        "transport.url must be https:// (http:// only to this machine) when \
+                         transport.headers are set, because they are sent with every request, \
+                         not `{}`",
+                        redacted_url(url).chars().take(64).collect::<String>()
                     )));
                 }
                 for (name, value) in headers {
@@ -220,14 +237,15 @@ impl McpServerConfig {
     }
 
     /// What the server is, for a person: the command line or the URL. Never a variable or a
-    /// header value, which may be secrets.
+    /// header value, which may be secrets; nor an argument's value that looks like one
+    /// (`--api-key=<redacted>`, `--token <redacted>`), nor a URL's user, password or query.
     pub fn target(&self) -> String {
         match &self.transport {
-            McpTransport::Stdio { command, args, .. } => std::iter::once(command.as_str())
-                .chain(args.iter().map(String::as_str))
+            McpTransport::Stdio { command, args, .. } => std::iter::once(command.clone())
+                .chain(redacted_args(args))
                 .collect::<Vec<_>>()
                 .join(" "),
-            McpTransport::Http { url, .. } => url.clone(),
+            McpTransport::Http { url, .. } => redacted_url(url),
         }
     }
 }
@@ -258,6 +276,62 @@ fn is_valid_name(name: &str) -> bool {
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
 }
 
+/// Whether an `http://` URL goes to this machine: `127.0.0.1`, `localhost` or `::1`.
+fn is_loopback_url(url: &str) -> bool {
+    reqwest::Url::parse(url).is_ok_and(|parsed| {
+        matches!(
+            parsed.host_str(),
+            Some("127.0.0.1" | "localhost" | "[::1]" | "::1")
+        )
+    })
+}
+
+/// Whether an argument's name (`--api-key`, `TOKEN`) says its value is a secret.
+fn is_secret_name(name: &str) -> bool {
+    let lower = name.to_ascii_lowercase();
+    SECRET_ARG_WORDS.iter().any(|word| lower.contains(word))
+}
+
+/// `args` with secret-looking values masked: `name=value` whose name looks secret becomes
+/// `name=<redacted>`, and the argument after a secret-looking flag (`--api-key VALUE`) becomes
+/// `<redacted>`.
+fn redacted_args(args: &[String]) -> Vec<String> {
+    let mut shown = Vec::with_capacity(args.len());
+    let mut hide_next = false;
+    for arg in args {
+        if std::mem::take(&mut hide_next) {
+            shown.push(REDACTED.to_owned());
+            continue;
+        }
+        if let Some((name, _value)) = arg.split_once('=') {
+            if is_secret_name(name) {
+                shown.push(format!("{name}={REDACTED}"));
+            } else {
+                shown.push(arg.clone());
+            }
+            continue;
+        }
+        hide_next = arg.starts_with('-') && is_secret_name(arg);
+        shown.push(arg.clone());
+    }
+    shown
+}
+
+/// `url` without its userinfo (`user:password@`), query and fragment, which may hold
+/// credentials (`?api_key=...`). Written by hand rather than through `Url` so the rest reads
+/// exactly as configured, even when it does not parse.
+fn redacted_url(url: &str) -> String {
+    let without_query = url.split(['?', '#']).next().unwrap_or_default();
+    let Some((scheme, rest)) = without_query.split_once("://") else {
+        return without_query.to_owned();
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host);
+    format!("{scheme}://{host}{path}")
+}
+
 fn default_timeout_s() -> u64 {
     MCP_TIMEOUT_DEFAULT_S
 }
@@ -280,7 +354,8 @@ impl fmt::Debug for McpServerConfig {
     }
 }
 
-/// Variable and header values are left out: they are where tokens live.
+/// Variable and header values are left out: they are where tokens live. Arguments and the URL
+/// are shown as [`McpServerConfig::target`] shows them.
 impl fmt::Debug for McpTransport {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -292,13 +367,13 @@ impl fmt::Debug for McpTransport {
             } => f
                 .debug_struct("Stdio")
                 .field("command", command)
-                .field("args", args)
+                .field("args", &redacted_args(args))
                 .field("env", &env.keys().collect::<Vec<_>>())
                 .field("cwd", cwd)
                 .finish(),
             McpTransport::Http { url, headers } => f
                 .debug_struct("Http")
-                .field("url", url)
+                .field("url", &redacted_url(url))
                 .field("headers", &headers.keys().collect::<Vec<_>>())
                 .finish(),
         }
@@ -345,6 +420,93 @@ mod tests {
         .unwrap();
         assert_eq!(http.category_of("anything"), ToolCategory::Network);
         assert!(!format!("{http:?}").contains("secret-123"));
+    }
+
+    #[test]
+    fn targets_and_debug_hide_secrets() {
+        // Regression: `target()` and `Debug` showed tokens in arguments and URLs.
+        let stdio = McpServerConfig::stdio(
+            "s",
+            "server",
+            &[
+                "--api-key",
+                "sk-111",
+                "--API_KEY=sk-222",
+                "TOKEN=tok-333",
+                "--password",
+                "pw-444",
+                "--db-passwd=pw-555",
+                "--auth",
+                "au-666",
+                "--client-secret=cs-777",
+                "--port",
+                "8080",
+                "/srv/notes",
+            ],
+        );
+        assert_eq!(
+            stdio.target(),
+            "server --api-key <redacted> --API_KEY=<redacted> TOKEN=<redacted> --password \
+             <redacted> --db-passwd=<redacted> --auth <redacted> --client-secret=<redacted> \
+             --port 8080 /srv/notes"
+        );
+        let http = McpServerConfig::http(
+            "h",
+            "https://user:pw-888@mcp.example.com:8443/mcp?api_key=k-999#frag",
+        );
+        assert_eq!(http.target(), "https://mcp.example.com:8443/mcp");
+        for config in [stdio, http] {
+            let debug = format!("{config:?}");
+            for secret in [
+                "sk-111", "sk-222", "tok-333", "pw-444", "pw-555", "au-666", "cs-777", "pw-888",
+                "k-999",
+            ] {
+                assert!(!debug.contains(secret), "{secret} in {debug}");
+            }
+        }
+        let cases = [
+            ("http://127.0.0.1:3000/mcp", "http://127.0.0.1:3000/mcp"),
+            ("https://host/a/b?x=1", "https://host/a/b"),
+            ("https://a@b@host/", "https://host/"),
+            ("no scheme?x", "no scheme"),
+        ];
+        for (url, expected) in cases {
+            assert_eq!(redacted_url(url), expected, "{url}");
+        }
+    }
+
+    #[test]
+    fn headers_need_https_except_to_this_machine() {
+        // Regression: an `Authorization` header could be sent over plain http to any host.
+        let with_headers = |url: &str| McpServerConfig {
+            transport: McpTransport::Http {
+                url: url.to_owned(),
+                headers: BTreeMap::from([("Authorization".to_owned(), "Bearer t".to_owned())]),
+            },
+            ..McpServerConfig::http("remote", url)
+        };
+        for url in [
+            "https://mcp.example.com/mcp",
+            "http://127.0.0.1:3000/mcp",
+            "http://localhost:3000/mcp",
+            "http://[::1]:3000/mcp",
+        ] {
+            with_headers(url).validate().unwrap();
+        }
+        for url in [
+            "http://mcp.example.com/mcp",
+            "http://192.168.1.5/mcp",
+            "http://localhost.example.com/mcp",
+        ] {
+            let error = with_headers(url).validate().unwrap_err().to_string();
+            assert!(
+                error.contains("must be https:// (http:// only to this machine)"),
+                "{error}"
+            );
+        }
+        McpServerConfig::http("plain", "http://mcp.example.com/mcp")
+            .validate()
+            .unwrap();
     }
 
     #[test]

@@ -40,8 +40,7 @@ const STDERR_QUOTED_CHARS_MAX: usize = 300;
 /// How often a running call checks the stop flag: the bound on how late Stop acts.
 const STOP_POLL_MS: u64 = 50;
 
-/// How long closing a connection may take before it is left to the drop (which kills a
-/// stdio server at once).
+/// How long closing a connection may take before a stdio server's process group is killed.
 const CLOSE_TIMEOUT_MS: u64 = 5_000;
 
 type Client = RunningService<RoleClient, ClientConfig>;
@@ -110,8 +109,9 @@ impl Connection {
                     child.current_dir(cwd);
                 }
                 let mut wrapped = CommandWrap::from(child);
-                // Its own process group, so closing the server ends whatever it started;
-                // killed when dropped, so no path leaves it running.
+                // Its own process group, so closing the server ends whatever it started (a
+                // server run through `npx` or `sh -c` is a tree). `KillOnDrop` kills only the
+                // leader, so every way out below also kills the group: `kill_process_group`.
                 wrapped.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
                 let (transport, stderr_pipe) = TokioChildProcess::builder(wrapped)
                     .stderr(Stdio::piped())
@@ -122,7 +122,9 @@ impl Connection {
                 if let Some(pipe) = stderr_pipe {
                     tokio::spawn(Arc::clone(&stderr).collect(pipe));
                 }
-                let client = handshake(client_info, transport, timeout, Some(&stderr)).await?;
+                let client = handshake(client_info, transport, timeout, Some(&stderr))
+                    .await
+                    .inspect_err(|_| kill_process_group(pid))?;
                 (client, Some(stderr), pid)
             }
             McpTransport::Http { url, headers } => {
@@ -268,13 +270,17 @@ impl Connection {
     }
 
     /// Closes the connection: a stdio server's stdin is closed and the process given a few
-    /// seconds to exit before it is killed. Idempotent.
+    /// seconds to exit; then whatever is left of its process group (the server itself after
+    /// the timeout, anything it started in any case) is killed. Idempotent.
     pub(crate) async fn close(&self) {
         let taken = self.service.lock().await.take();
         if let Some(mut client) = taken {
             let _ = client
                 .close_with_timeout(Duration::from_millis(CLOSE_TIMEOUT_MS))
                 .await;
+            // The group outlives its leader while a member lives, so its id cannot have been
+            // given to anyone else yet.
+            kill_process_group(self.pid);
         }
         let mut broken = self.broken.lock().unwrap_or_else(PoisonError::into_inner);
         if broken.is_none() {
@@ -295,6 +301,24 @@ impl Connection {
             .as_ref()
             .map(|tail| tail.note())
             .unwrap_or_default()
+    }
+}
+
+impl Drop for Connection {
+    /// A connection dropped without [`Connection::close`] (a hub dropped without shutting
+    /// down) kills its server's whole process group, not only the leader `KillOnDrop` reaches.
+    fn drop(&mut self) {
+        if self.service.get_mut().is_some() {
+            kill_process_group(self.pid);
+        }
+    }
+}
+
+/// SIGKILL to a stdio server's process group (its id is the server's pid: the server leads
+/// it), so a grandchild such as the real server behind `npx` or `sh -c` dies with it.
+fn kill_process_group(pid: Option<u32>) {
+    if let Some(pid) = pid {
+        crate::process::kill_group(pid);
     }
 }
 

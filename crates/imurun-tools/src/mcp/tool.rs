@@ -96,9 +96,11 @@ impl Tool for McpTool {
 }
 
 impl McpTool {
+    /// Every failure is untrusted: a server's message is its own words, and an unavailable
+    /// server or a broken connection quotes the end of the server's stderr.
     fn failure(&self, error: CallError) -> ToolOutput {
         let name = &self.spec.name;
-        match error {
+        let output = match error {
             CallError::Unavailable(reason) => ToolOutput::failed(format!(
                 "`{name}` is unavailable: {reason}. Do not guess what it would have returned."
             )),
@@ -110,15 +112,14 @@ impl McpTool {
             CallError::Stopped => {
                 ToolOutput::failed(format!("`{name}` was stopped before it finished"))
             }
-            // The message is the server's: text from an outside program.
             CallError::Server(message) => ToolOutput::failed(format!(
                 "the MCP server `{}` refused `{name}`: {}",
                 self.server,
                 capped(&message)
-            ))
-            .untrusted(),
+            )),
             CallError::Transport(reason) => ToolOutput::failed(reason),
-        }
+        };
+        output.untrusted()
     }
 }
 

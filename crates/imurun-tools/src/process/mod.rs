@@ -24,6 +24,7 @@ pub use output::OUTPUT_CHARS_MAX;
 
 pub(crate) use output::OutputCollector;
 use tree::ProcessTree;
+pub(crate) use tree::kill_group;
 
 /// The shell. An absolute path, so a `PATH` in the environment cannot swap it.
 const SHELL_PATH: &str = "/bin/sh";

@@ -181,6 +181,15 @@ impl ProcessTree {
     }
 }
 
+/// SIGKILL to every process in group `group_id`, at once and without waiting; nothing when the
+/// id is not safe to signal (see [`safe_group`]).
+pub(crate) fn kill_group(group_id: u32) {
+    if let Some(group) = safe_group(group_id) {
+        // ESRCH (the group is already empty) is the good case; nothing else can be done.
+        let _ = rustix::process::kill_process_group(group, Signal::KILL);
+    }
+}
+
 /// The group id as a `Pid` that is safe to pass to `kill(-pid)`: never 0 or 1 (`kill(-1)`
 /// signals every process the user owns) and never this process's own group.
 fn safe_group(group_id: u32) -> Option<Pid> {

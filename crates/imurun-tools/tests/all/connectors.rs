@@ -499,6 +499,21 @@ async fn github_errors_become_failures_that_say_what_to_do() {
 }
 
 #[tokio::test]
+async fn a_body_past_the_read_cap_is_too_large_not_unreadable() {
+    // Regression: a JSON answer cut at the 4 MiB cap was reported as "not JSON".
+    let items: Vec<Value> = (0..60_000)
+        .map(|number| json!({"number": number, "title": "x".repeat(64), "state": "open"}))
+        .collect();
+    let body = Value::Array(items);
+    assert!(body.to_string().len() > 4 * 1024 * 1024);
+    check_failure(
+        reply(200, body),
+        &["GitHub answered 200 with a body larger than 4 MiB"],
+    )
+    .await;
+}
+
+#[tokio::test]
 async fn a_slow_answer_times_out() {
     let mut slow = reply(200, json!([]));
     slow.delay = Duration::from_secs(5);
@@ -746,7 +761,10 @@ async fn gmail_send_posts_an_rfc_822_message() {
             json!({"to": "anna@example.com\r\nBcc: eve@example.com", "subject": "x", "body": "y"}),
         )
         .await;
-    assert_eq!(output.text, "FAILED: `to` must be one line");
+    assert_eq!(
+        output.text,
+        "FAILED: `to` must be one line without control characters"
+    );
     assert_eq!(server.requests().len(), 1, "a refused message is not sent");
 }
 

@@ -221,6 +221,33 @@ async fn a_redirect_to_a_refused_address_is_refused() {
 }
 
 #[tokio::test]
+async fn a_3xx_without_a_target_is_an_answer_not_a_redirect() {
+    // Regression: 300 and 304 were read as redirects "without a target".
+    let server = ReplayServer::start(|request: &Recorded| match request.path.as_str() {
+        "/choices" => Reply::html(300, "<p>pick one</p>"),
+        _ => Reply::html(304, ""),
+    })
+    .await;
+    let tool = FetchUrl::new(test_config());
+    let output = run(&tool, json!({"url": server.url("/choices")})).await;
+    assert_failed(&output, &["answered HTTP 300"]);
+    assert!(!output.text.contains("without a target"), "{}", output.text);
+    let output = run(&tool, json!({"url": server.url("/unchanged")})).await;
+    assert_failed(&output, &["answered HTTP 304"]);
+}
+
+#[tokio::test]
+async fn an_ipv4_mapped_allowance_allows_the_ipv4_address() {
+    let server = ReplayServer::always(Reply::html(200, PAGE)).await;
+    let tool = FetchUrl::new(FetchConfig {
+        private_addresses_allowed: vec!["::ffff:127.0.0.1".parse().unwrap()],
+        ..test_config()
+    });
+    let output = run(&tool, json!({"url": server.url("/")})).await;
+    assert_ok(&output, &["Version 2.0"]);
+}
+
+#[tokio::test]
 async fn redirects_stop_after_the_limit() {
     let server = ReplayServer::start(|request: &Recorded| {
         let hop: usize = request

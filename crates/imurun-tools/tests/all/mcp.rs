@@ -503,6 +503,11 @@ async fn a_server_killed_mid_session_makes_its_tools_unavailable() {
         "{}",
         output.text
     );
+    // Regression: this failure quotes the server's stderr and was not marked untrusted.
+    assert!(
+        output.untrusted,
+        "an unavailable server's failure is untrusted"
+    );
     assert_eq!(
         run(&hub, "bystander__echo", json!({"message": "fine"}))
             .await
@@ -531,6 +536,87 @@ async fn shutdown_ends_the_server_processes() {
     assert!(servers.iter().all(|s| s.state == McpServerState::Closed));
     let output = run(&hub, "a__echo", json!({"message": "late"})).await;
     assert!(output.text.contains("was shut down"), "{}", output.text);
+    assert!(output.untrusted);
+}
+
+/// A stdio server run through `sh -c` that first starts a `sleep` in the background and
+/// writes its pid to `pid_file`, then becomes `then` (a real server or a silent one).
+fn server_with_a_grandchild(name: &str, pid_file: &std::path::Path, then: &str) -> McpServerConfig {
+    let script = format!(
+        "sleep 300 & echo $! > '{}'; exec {then}",
+        pid_file.display()
+    );
+    McpServerConfig::stdio(name, "sh", &["-c", &script])
+}
+
+fn grandchild_pid(pid_file: &std::path::Path) -> i32 {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        if let Ok(text) = std::fs::read_to_string(pid_file)
+            && let Ok(pid) = text.trim().parse()
+        {
+            return pid;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "the server never wrote its child's pid"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn assert_gone_soon(pid: i32, what: &str) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !is_gone(pid) {
+        assert!(
+            Instant::now() < deadline,
+            "{what}: process {pid} is still alive"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Regression: only the server's own pid was killed, so what it started (the real server
+/// behind `npx` or `sh -c`) outlived the shutdown, the drop and a failed handshake.
+#[tokio::test]
+async fn a_servers_whole_process_group_ends_with_it() {
+    let folder = TempWorkspace::new();
+    let script = server_script("server-everything");
+    let everything = format!("node '{}' stdio", script.display());
+
+    let pid_file = folder.base.join("shutdown.pid");
+    let hub = connect(&[server_with_a_grandchild("tree", &pid_file, &everything)]).await;
+    assert_eq!(
+        hub.servers()[0].state,
+        McpServerState::Connected,
+        "{:?}",
+        hub.servers()
+    );
+    let grandchild = grandchild_pid(&pid_file);
+    assert!(!is_gone(grandchild));
+    hub.shutdown().await;
+    assert_gone_soon(grandchild, "after shutdown");
+
+    let pid_file = folder.base.join("drop.pid");
+    let hub = connect(&[server_with_a_grandchild("tree", &pid_file, &everything)]).await;
+    assert_eq!(
+        hub.servers()[0].state,
+        McpServerState::Connected,
+        "{:?}",
+        hub.servers()
+    );
+    let grandchild = grandchild_pid(&pid_file);
+    drop(hub);
+    assert_gone_soon(grandchild, "after the hub was dropped");
+
+    let pid_file = folder.base.join("silent.pid");
+    let config = McpServerConfig {
+        startup_timeout_s: 1,
+        ..server_with_a_grandchild("silent", &pid_file, "sleep 300")
+    };
+    let hub = connect(&[config]).await;
+    assert_eq!(hub.servers()[0].state, McpServerState::Failed);
+    assert_gone_soon(grandchild_pid(&pid_file), "after a failed handshake");
 }
 
 /// An executor over the hub's tools only, registered through `McpHub::register`.

@@ -106,11 +106,14 @@ fn result_links(html: &str) -> Vec<SearchHit> {
     while let Some(start) = find_ascii_case_insensitive(rest, "<a") {
         let tag = &rest[start..];
         let Some(end) = tag_end(tag) else { break };
+        #[cfg(test)]
+        tests::TAG_BYTES_SCANNED.with(|scanned| scanned.set(scanned.get() + end));
         let opening = &tag[2..end];
         let after_tag = &tag[end + 1..];
-        // `<abbr>`, `<area>`: not an anchor.
+        // `<abbr>`, `<area>`: not an anchor. Skip the whole tag, not just `<a`: a page of
+        // `<ab<ab<ab...>` would otherwise scan to the same `>` once per fragment.
         if !opening.starts_with(|c: char| c.is_ascii_whitespace()) {
-            rest = &tag[2..];
+            rest = after_tag;
             continue;
         }
         let inner_end = find_ascii_case_insensitive(after_tag, "</a").unwrap_or(after_tag.len());
@@ -228,6 +231,34 @@ fn form_encode(value: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::cell::Cell;
+
+    thread_local! {
+        /// Bytes `result_links` has scanned looking for tag ends, to check its work is linear.
+        pub(super) static TAG_BYTES_SCANNED: Cell<usize> = const { Cell::new(0) };
+    }
+
+    #[test]
+    fn non_anchor_tags_are_skipped_whole() {
+        // Regression: every `<ab` fragment scanned on to the one `>` at the end, so a page of
+        // them took quadratic time.
+        let html = format!("{}>", "<ab".repeat(20_000));
+        TAG_BYTES_SCANNED.with(|scanned| scanned.set(0));
+        assert_eq!(parse_page(&html), Page::Unreadable);
+        let scanned = TAG_BYTES_SCANNED.with(Cell::get);
+        assert!(scanned <= html.len(), "scanned {scanned} of {}", html.len());
+    }
+
+    #[test]
+    fn a_result_after_an_abbr_is_found() {
+        let html =
+            r#"<abbr title="x">y</abbr><a class="result__a" href="https://example.org/">Ex</a>"#;
+        let Page::Results(hits) = parse_page(html) else {
+            panic!("no results in {html}");
+        };
+        assert_eq!(hits[0].url, "https://example.org/");
+        assert_eq!(hits[0].title, "Ex");
+    }
 
     #[test]
     fn result_targets() {
