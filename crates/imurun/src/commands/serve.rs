@@ -137,7 +137,7 @@ async fn serve(config: ResolvedConfig, paths: &Paths) -> Result<()> {
         })
     };
     let shutdown = async {
-        let _ = tokio::signal::ctrl_c().await;
+        shutdown_signal().await;
         eprintln!("imurun: shutting down");
     };
     let served = imurun_server::serve(listener, state, shutdown).await;
@@ -146,6 +146,31 @@ async fn serve(config: ResolvedConfig, paths: &Paths) -> Result<()> {
     audit.shutdown().await.context("flushing the audit log")?;
     store.close().await;
     served.context("serving")
+}
+
+/// Ctrl-C, or SIGTERM (a service manager, `kill`): either ends the server cleanly, so MCP
+/// servers are shut down and the audit is flushed.
+async fn shutdown_signal() {
+    let interrupt = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                tokio::select! {
+                    _ = interrupt => {}
+                    _ = terminate.recv() => {}
+                }
+            }
+            Err(_) => {
+                let _ = interrupt.await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = interrupt.await;
+    }
 }
 
 /// The loop's settings from the configuration.

@@ -92,6 +92,21 @@ impl Server {
             .unwrap_or_default()
     }
 
+    /// Sends SIGTERM and waits for the process to end; returns its exit status.
+    fn terminate(mut self) -> std::process::ExitStatus {
+        let pid = self.child.id().to_string();
+        let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
+        assert!(sent.success());
+        let started = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status;
+            }
+            assert!(started.elapsed() < WAIT_MAX, "the server ignored SIGTERM");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn kill(mut self) {
         // SIGKILL: no shutdown, no flush.
         self.child.kill().unwrap();
@@ -378,7 +393,9 @@ fn a_served_turn_uses_a_skill_an_mcp_tool_and_a_sub_agent() {
         .map(|call| &call["name"])
         .collect();
     assert_eq!(calls, ["everything__echo", "run_agent"], "{turns}");
-    server.kill();
+    // SIGTERM ends the server cleanly (MCP servers shut down, the audit flushed).
+    let status = server.terminate();
+    assert!(status.success(), "{status:?}");
 }
 
 /// `text` as a TOML basic string.
