@@ -1,0 +1,143 @@
+//! The web page: its files are served with their types, `no-cache` and the CSP.
+
+use std::path::PathBuf;
+
+use imurun_server::{CONTENT_SECURITY_POLICY, asset_names};
+use serde_json::json;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+
+use crate::api_support::{Dirs, TestServer, WAIT_MAX};
+
+/// `GET path`: the status, the response head (lower case) and the body's length.
+async fn get_raw(server: &TestServer, path: &str) -> (u16, String, usize) {
+    let exchange = async {
+        let mut stream = TcpStream::connect(server.addr).await.expect("connect");
+        let head = format!(
+            "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+            server.addr
+        );
+        stream.write_all(head.as_bytes()).await.expect("write");
+        let mut response = Vec::new();
+        stream.read_to_end(&mut response).await.expect("read");
+        response
+    };
+    let response = tokio::time::timeout(WAIT_MAX, exchange)
+        .await
+        .expect("an answer in time");
+    let split = response
+        .windows(4)
+        .position(|window| window == b"\r\n\r\n")
+        .expect("a head");
+    let head = String::from_utf8_lossy(&response[..split]).to_ascii_lowercase();
+    let status = head
+        .split(' ')
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .expect("a status");
+    (status, head, response.len() - split - 4)
+}
+
+/// The value of header `name` in a lower-cased head.
+fn header<'a>(head: &'a str, name: &str) -> Option<&'a str> {
+    head.lines()
+        .find_map(|line| line.strip_prefix(&format!("{name}: ")))
+        .map(str::trim)
+}
+
+#[tokio::test]
+async fn the_page_and_its_assets_are_served_with_their_types_and_the_csp() {
+    let dirs = Dirs::new();
+    let server = TestServer::start(&dirs, None).await;
+    let cases = [
+        ("/", "text/html; charset=utf-8"),
+        ("/assets/app.js", "text/javascript; charset=utf-8"),
+        ("/assets/chat.js", "text/javascript; charset=utf-8"),
+        ("/assets/style.css", "text/css; charset=utf-8"),
+        ("/assets/icon.svg", "image/svg+xml"),
+    ];
+    for (path, content_type) in cases {
+        let (status, head, length) = get_raw(&server, path).await;
+        assert_eq!(status, 200, "{path}: {head}");
+        assert_eq!(header(&head, "content-type"), Some(content_type), "{path}");
+        assert_eq!(header(&head, "cache-control"), Some("no-cache"), "{path}");
+        assert_eq!(
+            header(&head, "content-security-policy"),
+            Some(CONTENT_SECURITY_POLICY.to_ascii_lowercase().as_str()),
+            "{path}"
+        );
+        assert_eq!(header(&head, "x-content-type-options"), Some("nosniff"));
+        assert!(length > 0, "{path} is empty");
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn the_csp_refuses_inline_scripts_and_other_origins() {
+    for directive in [
+        "default-src 'self'",
+        "script-src 'self'",
+        "object-src 'none'",
+        "frame-ancestors 'none'",
+    ] {
+        assert!(
+            CONTENT_SECURITY_POLICY.contains(directive),
+            "{directive} is missing"
+        );
+    }
+    assert!(!CONTENT_SECURITY_POLICY.contains("unsafe"));
+    // The page keeps to it: no inline script or style, no handler attributes.
+    let index = std::fs::read_to_string(web_dir().join("index.html")).expect("index.html");
+    assert!(!index.contains("<script>") && !index.contains("<style"));
+    let handler_attributes: Vec<&str> = index
+        .split_whitespace()
+        .filter(|word| word.starts_with("on") && word.contains('='))
+        .collect();
+    assert!(handler_attributes.is_empty(), "{handler_attributes:?}");
+}
+
+#[tokio::test]
+async fn unknown_assets_are_404_in_the_api_s_shape() {
+    let dirs = Dirs::new();
+    let server = TestServer::start(&dirs, None).await;
+    for path in [
+        "/assets/nope.js",
+        "/assets/",
+        "/assets/../Cargo.toml",
+        "/index.html",
+    ] {
+        let (status, body) = server.get(path).await;
+        assert_eq!(status, 404, "{path}: {body}");
+        assert_eq!(body["error"]["code"], "not_found", "{path}");
+    }
+    let (status, _) = server.post("/", json!({})).await;
+    assert_eq!(status, 405);
+    server.stop().await;
+}
+
+/// Every file of `web/` the page loads is embedded, and every embedded file exists.
+#[test]
+fn every_page_file_is_embedded() {
+    let mut on_disk: Vec<String> = std::fs::read_dir(web_dir())
+        .expect("web/")
+        .map(|entry| {
+            entry
+                .expect("an entry")
+                .file_name()
+                .into_string()
+                .expect("UTF-8")
+        })
+        .filter(|name| name != "index.html" && name != "tests")
+        .collect();
+    on_disk.sort();
+    let mut embedded: Vec<String> = asset_names().into_iter().map(str::to_owned).collect();
+    embedded.sort();
+    assert_eq!(
+        on_disk, embedded,
+        "web/ and the asset table in routes/page.rs differ"
+    );
+}
+
+fn web_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../web")
+}
