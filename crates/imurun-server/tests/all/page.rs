@@ -1,13 +1,19 @@
-//! The web page: its files are served with their types, `no-cache` and the CSP.
+//! The web page: its files are served with their types, `no-cache` and the CSP; and the page
+//! itself, in Debian's chromium driven by `web/tests/e2e.mjs`, streams answers, shows tool
+//! steps, takes approvals by click and by keyboard, stops a turn, keeps a setting over a
+//! reload, passes axe-core and fits 360 px.
 
 use std::path::PathBuf;
+use std::process::Command;
+use std::sync::Arc;
 
 use imurun_server::{CONTENT_SECURITY_POLICY, asset_names};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
 
-use crate::api_support::{Dirs, TestServer, WAIT_MAX};
+use crate::api_support::{Dirs, Reply, TestModel, TestServer, WAIT_MAX, tool_reply, write_file};
 
 /// `GET path`: the status, the response head (lower case) and the body's length.
 async fn get_raw(server: &TestServer, path: &str) -> (u16, String, usize) {
@@ -140,4 +146,96 @@ fn every_page_file_is_embedded() {
 
 fn web_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../web")
+}
+
+/// The title of the session `e2e.mjs` creates to open the `queued` scenario's gate.
+const OPEN_THE_GATE: &str = "open the gate";
+
+/// The test model's script, in the order `e2e.mjs` runs its scenarios; the last reply waits
+/// for a gate nobody opens, so only the Stop button ends its turn.
+fn page_script(queued_gate: &Arc<Semaphore>, never: &Arc<Semaphore>) -> Vec<Reply> {
+    let read = || tool_reply("file_read", json!({"path": "notes.txt"}));
+    vec![
+        // stream
+        Reply::text("Hello from the page test."),
+        // tool
+        Reply::text(&read()),
+        Reply::text("Your notes say: remember the milk."),
+        // approve (the settings scenario has set the mode to ask)
+        Reply::text(&read()),
+        Reply::text("I read them with your approval."),
+        // deny
+        Reply::text(&read()),
+        Reply::text("Then I will not read them."),
+        // keyboard
+        Reply::text(&read()),
+        Reply::text("I read them after your key press."),
+        // queued: the first answer waits until the page has seen its second prompt queued
+        Reply::gated("First things first.", queued_gate),
+        Reply::text("And now the second."),
+        // stop
+        Reply::gated("This never arrives.", never),
+    ]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_works_in_a_real_browser() {
+    let web = web_dir();
+    let script = web.join("tests/e2e.mjs");
+    assert!(
+        web.join("tests/node_modules/playwright-core").is_dir()
+            && web.join("tests/node_modules/axe-core").is_dir(),
+        "web/tests/node_modules lacks playwright-core or axe-core: run scripts/setup"
+    );
+    assert!(
+        std::path::Path::new("/usr/bin/chromium").exists(),
+        "/usr/bin/chromium is missing: run scripts/setup (it installs Debian's chromium)"
+    );
+    let dirs = Dirs::new();
+    write_file(&dirs, "notes.txt", "remember the milk\n");
+    let queued_gate = Arc::new(Semaphore::new(0));
+    let never = Arc::new(Semaphore::new(0));
+    let model = TestModel::new(page_script(&queued_gate, &never));
+    let server = TestServer::start(&dirs, Some(model)).await;
+    // The `queued` scenario signals through the API that its second prompt shows as queued:
+    // it creates a session with this title, and the gate of the first answer opens.
+    let mut events = server.events(None).await;
+    let opener = tokio::spawn(async move {
+        while let Some(message) = events.next_event().await {
+            let event = message.data();
+            if event["type"] == "session.created" && event["session"]["title"] == OPEN_THE_GATE {
+                queued_gate.add_permits(1);
+                return;
+            }
+        }
+    });
+    let base_url = format!("http://{}/", server.addr);
+    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("page-screenshots");
+    let node = std::env::var_os("IMURUN_NODE").unwrap_or_else(|| "node".into());
+    let started = std::time::Instant::now();
+    let run = tokio::task::spawn_blocking(move || {
+        Command::new(&node)
+            .arg(&script)
+            .arg(&base_url)
+            .arg(&artifacts)
+            .output()
+            .unwrap_or_else(|error| {
+                panic!("cannot run node ({error}): install Node.js 20 or later, then scripts/setup")
+            })
+    });
+    let output = tokio::time::timeout(WAIT_MAX * 9, run)
+        .await
+        .expect("the browser checks end in time")
+        .expect("the browser checks' task");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "the page's browser checks failed ({}) after {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status,
+        started.elapsed()
+    );
+    println!("{stdout}");
+    opener.abort();
+    server.stop().await;
 }
