@@ -1,6 +1,7 @@
 // The page's end-to-end checks in a real browser: Debian's chromium driven by playwright-core.
 //
 //   node web/tests/e2e.mjs <base url> <artifacts dir> [scenario ...]
+//   IMURUN_PAGE_TOKEN=<token> node web/tests/e2e.mjs <base url> <artifacts dir> token
 //
 // The server must be scripted for the scenarios in the order below (crates/imurun-server/
 // tests/all/page.rs starts one): every scenario sends its prompts and the server's test model
@@ -243,9 +244,37 @@ const SCENARIOS = {
   },
 };
 
+/**
+ * Only against a server with an API token (`IMURUN_PAGE_TOKEN`), so never in the default run:
+ * the page asks for the token, refuses a wrong one, then streams an answer with the right one
+ * (the event stream takes it as `?access_token=`), and keeps it over a reload.
+ */
+const TOKEN_SCENARIOS = {
+  async token(page) {
+    const token = process.env.IMURUN_PAGE_TOKEN;
+    check(token, 'IMURUN_PAGE_TOKEN is not set');
+    const input = page.getByLabel('Token', { exact: true });
+    await input.waitFor({ timeout: WAIT_MS });
+    await input.fill(`${token}-wrong`);
+    await page.getByRole('button', { name: 'Use token' }).click();
+    await page.getByText('That token was not accepted.').waitFor({ timeout: WAIT_MS });
+    await input.fill(token);
+    await page.getByRole('button', { name: 'Use token' }).click();
+    await page.locator('#chat-view:not([hidden])').waitFor({ timeout: WAIT_MS });
+    await SCENARIOS.session(page);
+    await send(page, 'Say hello with a token');
+    await lastTurn(page).locator('.msg.answer').waitFor({ timeout: WAIT_MS });
+    check(await turnEnded(page) === 'done', 'the turn behind a token did not end done');
+    await page.reload();
+    await page.locator('#chat-view:not([hidden])').waitFor({ timeout: WAIT_MS });
+    check(await page.locator('#transcript .msg.answer').count() === 1, 'after a reload the answer is not shown');
+  },
+};
+
 // Run ---------------------------------------------------------------------------------------
 
-const names = wanted.length ? wanted : Object.keys(SCENARIOS);
+Object.assign(SCENARIOS, TOKEN_SCENARIOS);
+const names = wanted.length ? wanted : Object.keys(SCENARIOS).filter((name) => !(name in TOKEN_SCENARIOS));
 for (const name of names) if (!SCENARIOS[name]) fail(`no scenario ${name}; there are ${Object.keys(SCENARIOS).join(', ')}`);
 mkdirSync(artifacts, { recursive: true });
 for (const old of readdirSync(artifacts)) if (old.startsWith('failed-')) rmSync(join(artifacts, old));
@@ -265,14 +294,20 @@ try {
 }
 const page = context.pages()[0] || await context.newPage();
 const problems = [];
+// Console errors the checks cause on purpose: the CSP refusing the `csp` check's inline
+// script, and the browser logging each request refused before the `token` check's token.
+const expectedConsole = [/inline script/];
+if (names.includes('token')) expectedConsole.push(/status of 401/);
 page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
 page.on('console', (message) => {
-  if (message.type() === 'error' && !message.text().includes('inline script')) problems.push(`console: ${message.text()}`);
+  const text = message.text();
+  if (message.type() === 'error' && !expectedConsole.some((pattern) => pattern.test(text))) problems.push(`console: ${text}`);
 });
 let failure = null;
 try {
   await page.goto(baseUrl);
-  await page.locator('#chat-view:not([hidden])').waitFor({ timeout: WAIT_MS });
+  const first = names.includes('token') ? '#token-view' : '#chat-view';
+  await page.locator(`${first}:not([hidden])`).waitFor({ timeout: WAIT_MS });
   for (const name of names) {
     const begun = Date.now();
     try {

@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 
-use imurun_server::{CONTENT_SECURITY_POLICY, asset_names};
+use imurun_server::{CONTENT_SECURITY_POLICY, ServerOptions, asset_names};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -180,17 +180,6 @@ fn page_script(queued_gate: &Arc<Semaphore>, never: &Arc<Semaphore>) -> Vec<Repl
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_works_in_a_real_browser() {
-    let web = web_dir();
-    let script = web.join("tests/e2e.mjs");
-    assert!(
-        web.join("tests/node_modules/playwright-core").is_dir()
-            && web.join("tests/node_modules/axe-core").is_dir(),
-        "web/tests/node_modules lacks playwright-core or axe-core: run scripts/setup"
-    );
-    assert!(
-        std::path::Path::new("/usr/bin/chromium").exists(),
-        "/usr/bin/chromium is missing: run scripts/setup (it installs Debian's chromium)"
-    );
     let dirs = Dirs::new();
     write_file(&dirs, "notes.txt", "remember the milk\n");
     let queued_gate = Arc::new(Semaphore::new(0));
@@ -209,19 +198,54 @@ async fn the_page_works_in_a_real_browser() {
             }
         }
     });
-    let base_url = format!("http://{}/", server.addr);
-    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("page-screenshots");
-    let node = std::env::var_os("IMURUN_NODE").unwrap_or_else(|| "node".into());
+    let output = run_e2e(&server, &[], None).await;
+    println!("{output}");
+    opener.abort();
+    server.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_asks_for_the_api_token_once() {
+    let dirs = Dirs::new();
+    let model = TestModel::new(vec![Reply::text("Hello behind a token.")]);
+    let options = ServerOptions {
+        api_token: Some("page-test-token".to_owned()),
+        ..ServerOptions::default()
+    };
+    let server = TestServer::start_with(&dirs, Some(model), options).await;
+    let output = run_e2e(&server, &["token"], Some("page-test-token")).await;
+    println!("{output}");
+    server.stop().await;
+}
+
+/// Runs `web/tests/e2e.mjs` against `server` (these scenarios, or all) and returns its output;
+/// fails the test with the script's output when a check failed.
+async fn run_e2e(server: &TestServer, scenarios: &[&str], token: Option<&str>) -> String {
+    let web = web_dir();
+    assert!(
+        web.join("tests/node_modules/playwright-core").is_dir()
+            && web.join("tests/node_modules/axe-core").is_dir(),
+        "web/tests/node_modules lacks playwright-core or axe-core: run scripts/setup"
+    );
+    assert!(
+        std::path::Path::new("/usr/bin/chromium").exists(),
+        "/usr/bin/chromium is missing: run scripts/setup (it installs Debian's chromium)"
+    );
+    let mut command =
+        Command::new(std::env::var_os("IMURUN_NODE").unwrap_or_else(|| "node".into()));
+    command
+        .arg(web.join("tests/e2e.mjs"))
+        .arg(format!("http://{}/", server.addr))
+        .arg(PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("page-screenshots"))
+        .args(scenarios);
+    if let Some(token) = token {
+        command.env("IMURUN_PAGE_TOKEN", token);
+    }
     let started = std::time::Instant::now();
     let run = tokio::task::spawn_blocking(move || {
-        Command::new(&node)
-            .arg(&script)
-            .arg(&base_url)
-            .arg(&artifacts)
-            .output()
-            .unwrap_or_else(|error| {
-                panic!("cannot run node ({error}): install Node.js 20 or later, then scripts/setup")
-            })
+        command.output().unwrap_or_else(|error| {
+            panic!("cannot run node ({error}): install Node.js 20 or later, then scripts/setup")
+        })
     });
     let output = tokio::time::timeout(WAIT_MAX * 9, run)
         .await
@@ -235,7 +259,5 @@ async fn the_page_works_in_a_real_browser() {
         output.status,
         started.elapsed()
     );
-    println!("{stdout}");
-    opener.abort();
-    server.stop().await;
+    stdout.into_owned()
 }
