@@ -142,9 +142,17 @@ const SCENARIOS = {
     await page.reload();
     await page.locator('#perm-facts:not(:empty)').waitFor({ timeout: WAIT_MS });
     check(await mode.inputValue() === 'ask', `after a reload the mode is ${await mode.inputValue()}`);
-    await page.locator('#skill-list li').first().waitFor({ timeout: WAIT_MS });
+    // A skill is created and listed, then deleted.
+    await page.getByLabel('Name', { exact: true }).fill('Page Skill');
+    await page.getByLabel('Description', { exact: true }).fill('Made by the page test');
+    await page.getByLabel('Instructions', { exact: true }).fill('Answer briefly.');
+    await page.getByRole('button', { name: 'Create skill' }).click();
+    const skill = page.locator('#skill-list li', { hasText: '/page-skill' });
+    await skill.waitFor({ timeout: WAIT_MS });
     await axe(page, 'the settings view');
     await page.screenshot({ path: join(artifacts, 'settings.png'), fullPage: true });
+    await skill.getByRole('button', { name: 'Delete the skill Page Skill' }).click();
+    await page.locator('#skill-list li', { hasText: 'No skills yet' }).waitFor({ timeout: WAIT_MS });
     await page.getByRole('link', { name: 'Chat' }).click();
     await page.getByLabel('Prompt', { exact: true }).waitFor({ timeout: WAIT_MS });
   },
@@ -192,6 +200,30 @@ const SCENARIOS = {
     await page.keyboard.press('Enter');
     await page.locator('section.approval[data-state="approved"]').last().waitFor({ timeout: WAIT_MS });
     check(await turnEnded(page) === 'done', 'the keyboard-approved turn did not end done');
+  },
+
+  /**
+   * "Always for this session": the next read runs without a card, settings list the grant,
+   * and Revoke forgets it.
+   */
+  async remember(page) {
+    await send(page, 'Read my notes, and always may');
+    const card = await waitForCard(page);
+    await card.getByRole('button', { name: 'Always for this session' }).click();
+    await page.locator('section.approval[data-state="approved"]').last().waitFor({ timeout: WAIT_MS });
+    check(await turnEnded(page) === 'done', 'the remembered turn did not end done');
+    const cards = await page.locator('section.approval').count();
+    await send(page, 'Read them again');
+    check(await turnEnded(page) === 'done', 'the second read did not end done');
+    check(await page.locator('section.approval').count() === cards, 'a remembered read still asked');
+    check(await lastTurn(page).locator('.tool-result.ok').count() === 1, 'the remembered read has no ok result');
+    await page.getByRole('link', { name: 'Settings' }).click();
+    const grant = page.locator('#grant-list li', { hasText: 'file_read' });
+    await grant.waitFor({ timeout: WAIT_MS });
+    await grant.getByRole('button', { name: /^Revoke the approvals/ }).click();
+    await page.locator('#grant-list li', { hasText: 'None' }).waitFor({ timeout: WAIT_MS });
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await page.getByLabel('Prompt', { exact: true }).waitFor({ timeout: WAIT_MS });
   },
 
   /**

@@ -170,6 +170,11 @@ fn page_script(queued_gate: &Arc<Semaphore>, never: &Arc<Semaphore>) -> Vec<Repl
         // keyboard
         Reply::text(&read()),
         Reply::text("I read them after your key press."),
+        // remember: approved for the session, then read again without a card
+        Reply::text(&read()),
+        Reply::text("Read, and I may again."),
+        Reply::text(&read()),
+        Reply::text("Read again without asking."),
         // queued: the first answer waits until the page has seen its second prompt queued
         Reply::gated("First things first.", queued_gate),
         Reply::text("And now the second."),
