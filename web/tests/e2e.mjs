@@ -72,6 +72,8 @@ async function axe(page, where) {
     runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
   }));
   const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  const milder = result.violations.filter((v) => !bad.includes(v)).map((v) => `${v.impact} ${v.id}`);
+  console.log(`  axe on ${where}: ${result.passes.length} rules pass; milder findings: ${milder.join(', ') || 'none'}`);
   const lines = bad.map((v) => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
   check(bad.length === 0, `axe on ${where}:\n  ${lines.join('\n  ')}`);
   return result.violations.length;
@@ -124,6 +126,8 @@ const SCENARIOS = {
     await panel.locator('summary').click();
     const step = await panel.locator('.step.tool').first().textContent();
     check(step.includes('Using `file_read`'), `the tool step reads ${JSON.stringify(step)}`);
+    const thought = await panel.locator('.step.tool .thought').first().textContent();
+    check(thought === 'The notes are in notes.txt.', `the step's thought reads ${JSON.stringify(thought)}`);
     const result = panel.locator('.tool-result').first();
     check((await result.textContent()).includes('file_read') && await result.evaluate((el) => el.classList.contains('ok')),
       `the tool result is ${await result.textContent()}`);
@@ -258,6 +262,25 @@ const SCENARIOS = {
     await stop.click();
     check(await turnEnded(page) === 'stopped', 'Stop did not end the turn as stopped');
     check((await lastTurn(page).locator('.turn-status').textContent()).includes('Stopped'), 'no Stopped line');
+  },
+
+  /** Rename the session (a prompt dialog), then a new session deleted (a confirm dialog). */
+  async sessions(page) {
+    page.once('dialog', (dialog) => dialog.accept('Page test'));
+    await page.locator('#session-list li', { has: page.locator('[aria-current="true"]') })
+      .getByRole('button', { name: /^Rename/ }).click();
+    await page.locator('#chat-heading', { hasText: 'Page test' }).waitFor({ timeout: WAIT_MS });
+    const before = await page.locator('#session-list li').count();
+    await page.getByRole('button', { name: 'New session' }).click();
+    await page.locator('#session-list li').nth(before).waitFor({ timeout: WAIT_MS });
+    page.once('dialog', (dialog) => dialog.accept());
+    await page.locator('#session-list li', { has: page.locator('[aria-current="true"]') })
+      .getByRole('button', { name: /^Delete/ }).click();
+    await page.waitForFunction((count) => document.querySelectorAll('#session-list li').length === count, before,
+      { timeout: WAIT_MS });
+    await page.locator('#session-list a', { hasText: 'Page test' }).click();
+    await page.locator('#chat-heading', { hasText: 'Page test' }).waitFor({ timeout: WAIT_MS });
+    await page.locator('#transcript > li.turn').nth(5).waitFor({ timeout: WAIT_MS });
   },
 
   /** The chat view: axe, a screenshot, and no sideways scrolling at 360 px anywhere. */

@@ -158,8 +158,11 @@ fn page_script(queued_gate: &Arc<Semaphore>, never: &Arc<Semaphore>) -> Vec<Repl
     vec![
         // stream
         Reply::text("Hello from the page test."),
-        // tool
-        Reply::text(&read()),
+        // tool, with a thought before the call
+        Reply::text(&format!(
+            "<think>The notes are in notes.txt.</think>\n{}",
+            read()
+        )),
         Reply::text("Your notes say: remember the milk."),
         // approve (the settings scenario has set the mode to ask)
         Reply::text(&read()),
