@@ -2,6 +2,8 @@
 //! `Authorization: Bearer <token>` (or `?access_token=<token>` on `GET /api/events`, for
 //! browsers' `EventSource`, which cannot set headers). The binary requires a token for any
 //! bind address beyond loopback, because the API can run shell commands on this machine.
+//! The web page's static files are open too: they hold nothing secret, and the page must load
+//! to ask for the token.
 
 use axum::extract::{Request, State};
 use axum::http::{HeaderValue, StatusCode, header};
@@ -26,7 +28,8 @@ pub(crate) async fn require_token(
     let Some(expected) = state.options().api_token.as_deref() else {
         return next.run(request).await;
     };
-    if OPEN_PATHS.contains(&request.uri().path()) {
+    let path = request.uri().path();
+    if OPEN_PATHS.contains(&path) || is_page_path(path) {
         return next.run(request).await;
     }
     let bearer = request
@@ -58,6 +61,12 @@ pub(crate) async fn require_token(
         .headers_mut()
         .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
     response
+}
+
+/// `GET /` and `GET /assets/...`: the page's files (any method reaches the router, which
+/// answers 405 for the others).
+fn is_page_path(path: &str) -> bool {
+    path == crate::routes::page::INDEX_PATH || path.starts_with(crate::routes::page::ASSETS_PREFIX)
 }
 
 /// Compares in time that depends only on the lengths, so the token cannot be guessed a byte

@@ -43,7 +43,8 @@ pub use hub::{
     QUEUE_EVENTS_MAX_DEFAULT, Subscription,
 };
 pub use openapi::api_document;
-pub use routes::{APPROVAL_TIMEOUT_KEY, router, served_operations};
+pub use routes::page::{CONTENT_SECURITY_POLICY, asset_names};
+pub use routes::{APPROVAL_TIMEOUT_KEY, page_operations, router, served_operations};
 pub use sse::{HEARTBEAT_INTERVAL_DEFAULT, StreamQuery, last_event_id, sse_message, sse_response};
 pub use state::{
     APPROVAL_TIMEOUT_S_MAX, AppState, BODY_BYTES_MAX_DEFAULT, ModelSlot, ModelStatus,

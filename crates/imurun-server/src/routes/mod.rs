@@ -26,6 +26,8 @@
 //! | `GET /api/openapi.json` | 200, this table as an OpenAPI 3.1 document |
 //! | `GET /v1/models` | 200 [`ModelList`](crate::openai_wire::ModelList) (OpenAI's shape) |
 //! | `POST /v1/chat/completions` | 200 [`ChatCompletion`](crate::openai_wire::ChatCompletion) or SSE chunks; 400, 404, 409, 413, 500, 503 |
+//! | `GET /` | 200 the web page (`web/index.html`); not in the OpenAPI document |
+//! | `GET /assets/{file}` | 200 one of the page's files; 404; not in the OpenAPI document |
 //!
 //! Every error is an [`ApiError`](crate::ApiError) body; unknown paths are 404 and wrong
 //! methods 405 in the same shape.
@@ -34,6 +36,7 @@ pub(crate) mod events;
 pub(crate) mod integrations;
 pub(crate) mod meta;
 pub(crate) mod openai;
+pub(crate) mod page;
 pub(crate) mod sessions;
 pub(crate) mod settings;
 pub(crate) mod skills;
@@ -42,7 +45,7 @@ pub(crate) mod tools;
 use axum::Router;
 use axum::extract::DefaultBodyLimit;
 use axum::handler::Handler;
-use axum::routing::{MethodFilter, MethodRouter, on};
+use axum::routing::{MethodFilter, MethodRouter, get, on};
 use utoipa::openapi::path::HttpMethod;
 
 use crate::error::{method_not_allowed, no_such_route};
@@ -71,11 +74,24 @@ pub fn router(state: ServerState) -> Router {
         .with_state(state)
 }
 
-/// Every operation the router serves, as `("GET", "/api/health")` pairs in table order: what
-/// the test in `tests/all/openapi.rs` compares with the OpenAPI document.
+/// Every API operation the router serves, as `("GET", "/api/health")` pairs in table order:
+/// what the test in `tests/all/openapi.rs` compares with the OpenAPI document. The page's
+/// routes are not API operations (see [`page_operations`]).
 pub fn served_operations() -> Vec<(String, String)> {
     table()
         .into_iter()
+        .filter(|route| route.in_api_document)
+        .map(|route| (method_name(&route.method).to_owned(), route.path))
+        .collect()
+}
+
+/// The web page's operations (`GET /`, `GET /assets/{file}`): served by the same router but
+/// deliberately left out of the OpenAPI document, which describes the API a program calls,
+/// not the static files of one of its clients.
+pub fn page_operations() -> Vec<(String, String)> {
+    table()
+        .into_iter()
+        .filter(|route| !route.in_api_document)
         .map(|route| (method_name(&route.method).to_owned(), route.path))
         .collect()
 }
@@ -85,6 +101,8 @@ struct Route {
     method: HttpMethod,
     path: String,
     method_router: MethodRouter<ServerState>,
+    /// Whether the OpenAPI document lists it: every route but the page's.
+    in_api_document: bool,
 }
 
 /// The route table: every handler with its `#[utoipa::path]` annotation (the `__path_*` type
@@ -129,10 +147,22 @@ fn table() -> Vec<Route> {
         route(events::__path_stream, events::stream),
         route(openai::__path_models, openai::models),
         route(openai::__path_chat_completions, openai::chat_completions),
+        page_route(page::INDEX_PATH, get(page::index)),
+        page_route("/assets/{file}", get(page::asset)),
     ]
     .into_iter()
     .flatten()
     .collect()
+}
+
+/// The entry of one of the page's routes, which has no OpenAPI annotation.
+fn page_route(path: &str, method_router: MethodRouter<ServerState>) -> Vec<Route> {
+    vec![Route {
+        method: HttpMethod::Get,
+        path: path.to_owned(),
+        method_router,
+        in_api_document: false,
+    }]
 }
 
 /// The entries of `handler` at the method(s) and path of its annotation `_operation`.
@@ -148,6 +178,7 @@ where
             method_router: on(method_filter(&method), handler.clone()),
             method,
             path: P::path(),
+            in_api_document: true,
         })
         .collect()
 }

@@ -27,6 +27,10 @@ async fn with_a_token_every_route_but_health_needs_it() {
         // A browser's EventSource cannot set headers: the events route takes the query.
         ("GET", "/api/events?access_token=s3cret-token", "", 200),
         ("GET", "/api/events?access_token=nope", "", 401),
+        // The page's static files load without it: the page asks for the token itself.
+        ("GET", "/", "", 200),
+        ("GET", "/assets/app.js", "", 200),
+        ("GET", "/assets/no-such-file.js", "", 404),
         // Only the events route reads the query.
         ("GET", "/api/sessions?access_token=s3cret-token", "", 401),
     ];

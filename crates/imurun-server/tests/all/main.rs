@@ -13,6 +13,7 @@ mod load_small;
 mod openai_facade;
 mod openapi;
 mod ordering;
+mod page;
 mod replay;
 mod sse_snapshot;
 mod sse_wire;

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use imurun_core::{
     CallSource, CompactionMode, DenyReason, Event, EventSink, PrefetchResult, StepKind, TurnStatus,
 };
-use imurun_server::{EventHub, HubConfig, served_operations};
+use imurun_server::{EventHub, HubConfig, page_operations, served_operations};
 use serde_json::{Map, Value, json};
 
 use crate::api_support::{Dirs, Reply, TestModel, TestServer};
@@ -57,6 +57,14 @@ async fn every_route_is_documented_and_every_documented_route_is_served() {
     // A failure here means a handler is in the route table but missing from `ApiDoc`'s
     // `paths(...)` in src/openapi.rs, or the other way round.
     assert_eq!(documented_operations(&document), served);
+    // The web page's routes are served by the same router but are not API operations: the
+    // document describes what a program calls, not the static files of one client. Only these
+    // two may stay out of it.
+    let page = vec![
+        ("GET".to_owned(), "/".to_owned()),
+        ("GET".to_owned(), "/assets/{file}".to_owned()),
+    ];
+    assert_eq!(page_operations(), page);
     server.stop().await;
 }
 

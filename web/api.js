@@ -1,0 +1,60 @@
+// The page's only way to the server: JSON requests with the API token, and the event stream.
+// The token (when the server has one) is asked once and kept in this tab's sessionStorage.
+
+const TOKEN_KEY = 'imurun.token';
+
+/** The token this tab holds, or null. */
+export function token() {
+  return sessionStorage.getItem(TOKEN_KEY);
+}
+
+export function setToken(value) {
+  if (value) sessionStorage.setItem(TOKEN_KEY, value);
+  else sessionStorage.removeItem(TOKEN_KEY);
+}
+
+/** Raised on a 401: the page shows its token form. */
+export class Unauthorized extends Error {}
+
+/**
+ * `method path` with an optional JSON body. Answers `{status, body}` for every HTTP answer
+ * (errors included: callers read `body.error.message`); throws `Unauthorized` on 401.
+ */
+export async function api(method, path, body) {
+  const headers = {};
+  const held = token();
+  if (held) headers.Authorization = `Bearer ${held}`;
+  const init = { method, headers };
+  if (body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(path, init);
+  if (response.status === 401) throw new Unauthorized('the server needs its API token');
+  let parsed = null;
+  const text = await response.text();
+  if (text) {
+    try {
+      parsed = JSON.parse(text);
+    } catch {
+      parsed = { error: { code: 'bad_answer', message: text.slice(0, 200) } };
+    }
+  }
+  return { status: response.status, body: parsed };
+}
+
+/** The message of an error answer, for a person. */
+export function errorText(answer) {
+  return answer?.body?.error?.message || `the server answered ${answer?.status}`;
+}
+
+/** An EventSource on `/api/events`, for one session's events (plus the global ones). */
+export function openEvents(sessionId) {
+  const parts = [];
+  if (sessionId) parts.push(`session=${encodeURIComponent(sessionId)}`);
+  const held = token();
+  // The server compares the query's token as sent, without decoding it: a token of URL-safe
+  // characters goes as it is (every token `imurun` suggests is one).
+  if (held) parts.push(`access_token=${/^[A-Za-z0-9._~-]+$/.test(held) ? held : encodeURIComponent(held)}`);
+  return new EventSource(`/api/events${parts.length ? `?${parts.join('&')}` : ''}`);
+}

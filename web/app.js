@@ -1,0 +1,160 @@
+// The page's entry: asks for the API token when the server wants one, keeps the sessions
+// list, and switches between the chat and settings views from the address's hash
+// (`#chat/<session id>`, `#settings`), so a reload comes back to the same place.
+
+import { Unauthorized, api, errorText, setToken } from './api.js';
+import { currentSession, initChat, setTitle, showSession } from './chat.js';
+import { byId, fill, h } from './dom.js';
+import { initSettings, loadGrants, loadModel, loadSettings, showPermissions } from './settings.js';
+
+let sessions = [];
+
+async function start() {
+  initChat({ onGlobalEvent });
+  initSettings();
+  byId('new-session').addEventListener('click', () => guard(newSession));
+  byId('token-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    setToken(byId('token-input').value.trim());
+    byId('token-input').value = '';
+    guard(boot);
+  });
+  window.addEventListener('hashchange', () => guard(route));
+  await guard(boot);
+}
+
+/** Runs `work`; a 401 shows the token form instead of failing. */
+async function guard(work) {
+  try {
+    await work();
+  } catch (error) {
+    if (!(error instanceof Unauthorized)) throw error;
+    showView('token-view');
+    byId('token-error').textContent = sessionStorage.length ? 'That token was not accepted.' : '';
+    setToken(null);
+    byId('token-input').focus();
+  }
+}
+
+async function boot() {
+  await loadModel();
+  await loadSessions();
+  await route();
+}
+
+async function route() {
+  const hash = decodeURIComponent(location.hash.slice(1));
+  if (hash === 'settings') {
+    showView('settings-view');
+    byId('nav-settings').setAttribute('aria-current', 'page');
+    byId('nav-chat').removeAttribute('aria-current');
+    await loadSettings();
+    return;
+  }
+  showView('chat-view');
+  byId('nav-chat').setAttribute('aria-current', 'page');
+  byId('nav-settings').removeAttribute('aria-current');
+  const wanted = hash.startsWith('chat/') ? hash.slice(5) : null;
+  const session = sessions.find((s) => s.id === wanted) || (wanted ? null : sessions[0]);
+  if (session?.id !== currentSession() || currentSession() === null) {
+    await showSession(session?.id ?? null, session?.title);
+  }
+  renderSessions();
+}
+
+function showView(id) {
+  for (const view of ['token-view', 'chat-view', 'settings-view']) byId(view).hidden = view !== id;
+}
+
+async function loadSessions() {
+  const answer = await api('GET', '/api/sessions');
+  if (answer.status === 200) sessions = answer.body.sessions;
+  renderSessions();
+}
+
+function renderSessions() {
+  const current = currentSession();
+  byId('nav-chat').href = current ? `#chat/${encodeURIComponent(current)}` : '#chat';
+  fill(byId('session-list'), sessions.length === 0
+    ? h('li', { class: 'muted' }, 'No sessions yet.')
+    : sessions.map((session) => {
+      const title = session.title || 'Untitled session';
+      return h('li', { class: session.id === current ? 'current' : '' },
+        h('a', {
+          href: `#chat/${encodeURIComponent(session.id)}`, class: 'session-link',
+          'aria-current': session.id === current ? 'true' : null,
+        }, title),
+        h('button', {
+          type: 'button', class: 'icon secondary', 'aria-label': `Rename ${title}`,
+          onclick: () => guard(() => rename(session)),
+        }, 'Rename'),
+        h('button', {
+          type: 'button', class: 'icon secondary', 'aria-label': `Delete ${title}`,
+          onclick: () => guard(() => remove(session)),
+        }, 'Delete'));
+    }));
+}
+
+async function newSession() {
+  const answer = await api('POST', '/api/sessions', {});
+  if (answer.status !== 201) {
+    byId('prompt-error').textContent = errorText(answer);
+    return;
+  }
+  upsert(answer.body);
+  // The hash change shows the new session (see `route`).
+  location.hash = `#chat/${encodeURIComponent(answer.body.id)}`;
+  byId('prompt').focus();
+}
+
+async function rename(session) {
+  const title = window.prompt('New title', session.title || '');
+  if (title === null) return;
+  const answer = await api('PATCH', `/api/sessions/${session.id}`, { title: title.trim() || null });
+  if (answer.status === 200) upsert(answer.body);
+}
+
+async function remove(session) {
+  if (!window.confirm(`Delete “${session.title || 'Untitled session'}” and its turns?`)) return;
+  const answer = await api('DELETE', `/api/sessions/${session.id}`);
+  if (answer.status === 200) forget(session.id);
+}
+
+function upsert(session) {
+  const index = sessions.findIndex((s) => s.id === session.id);
+  if (index >= 0) sessions[index] = session;
+  else sessions.unshift(session);
+  if (session.id === currentSession()) setTitle(session.title);
+  renderSessions();
+}
+
+function forget(id) {
+  sessions = sessions.filter((s) => s.id !== id);
+  if (id === currentSession()) {
+    location.hash = '#chat';
+    showSession(null);
+  }
+  renderSessions();
+}
+
+/** Events that are not about one session's turns. */
+function onGlobalEvent(event) {
+  switch (event.type) {
+    case 'session.created':
+    case 'session.updated':
+      if (event.session) upsert(event.session);
+      break;
+    case 'session.deleted':
+      forget(event.session_id);
+      break;
+    case 'permissions':
+      showPermissions(event);
+      break;
+    case 'grants.revoked':
+      if (!byId('settings-view').hidden) loadGrants();
+      break;
+    default:
+  }
+}
+
+start();

@@ -1,0 +1,449 @@
+// The chat view: one session's turns, rebuilt from the turn views and then kept live from the
+// event stream (tokens, steps, tool calls and results, approval cards, queued prompts).
+
+import { api, errorText, openEvents } from './api.js';
+import { byId, fill, h, plainArgs, splitThought } from './dom.js';
+
+/** What the view shows: the session, its stream, its turns by id and its approval cards. */
+const view = {
+  sessionId: null,
+  events: null,
+  turns: new Map(),
+  runningTurnId: null,
+  cards: new Map(),
+  // Bumped by each `showSession`, so an older load that answers late draws nothing.
+  loads: 0,
+  onGlobalEvent: () => {},
+};
+
+/** Wires the form and the Stop button; `onGlobalEvent` gets `session.*` and `permissions`. */
+export function initChat({ onGlobalEvent }) {
+  view.onGlobalEvent = onGlobalEvent;
+  byId('prompt-form').addEventListener('submit', (event) => {
+    event.preventDefault();
+    sendPrompt();
+  });
+  byId('prompt').addEventListener('keydown', (event) => {
+    if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
+      event.preventDefault();
+      sendPrompt();
+    }
+  });
+  byId('stop').addEventListener('click', stopTurn);
+  setInterval(tickCountdowns, 1000);
+  setRunning(null);
+}
+
+/** Shows session `id` (null: none) and follows its events. */
+export async function showSession(id, title) {
+  view.loads += 1;
+  const load = view.loads;
+  if (view.events) view.events.close();
+  view.events = null;
+  view.sessionId = id;
+  view.turns.clear();
+  view.cards.clear();
+  fill(byId('transcript'));
+  byId('chat-heading').textContent = id ? title || 'Untitled session' : 'Chat';
+  byId('prompt-form').hidden = !id;
+  setRunning(null);
+  // Even without a session the stream brings the global events (new and deleted sessions).
+  follow(id);
+  if (!id) {
+    byId('chat-state').textContent = 'Create or choose a session to start.';
+    return;
+  }
+  const [detail, turns, approvals] = await Promise.all([
+    api('GET', `/api/sessions/${id}`),
+    api('GET', `/api/sessions/${id}/turns`),
+    api('GET', '/api/tools/approvals'),
+  ]);
+  if (view.loads !== load) return;
+  if (detail.status !== 200) {
+    byId('chat-state').textContent = errorText(detail);
+    return;
+  }
+  for (const turn of turns.body?.turns || []) renderTurnView(turn);
+  setRunning(detail.body.running_turn_id);
+  for (const pending of approvals.body?.pending || []) {
+    if (pending.session_id !== id) continue;
+    showCard({
+      approval_id: pending.id,
+      call_id: pending.call_id,
+      name: pending.tool,
+      args: pending.args,
+      deadline_ms: pending.deadline,
+      rememberable: pending.rememberable,
+      depth: pending.depth,
+    });
+  }
+}
+
+/** The session title shown in the heading (after a rename). */
+export function setTitle(title) {
+  byId('chat-heading').textContent = title || 'Untitled session';
+}
+
+export function currentSession() {
+  return view.sessionId;
+}
+
+function follow(id) {
+  const source = openEvents(id);
+  view.events = source;
+  source.onmessage = (message) => {
+    if (view.events !== source) return;
+    let event;
+    try {
+      event = JSON.parse(message.data);
+    } catch {
+      return;
+    }
+    onEvent(event);
+  };
+  source.onerror = () => {
+    if (view.events === source && source.readyState === EventSource.CLOSED) {
+      byId('chat-state').textContent = 'The event stream closed; reload the page.';
+    }
+  };
+}
+
+function onEvent(event) {
+  const type = event.type || '';
+  if (type.startsWith('session.') || type === 'permissions' || type === 'grants.revoked') {
+    view.onGlobalEvent(event);
+    return;
+  }
+  if (type.startsWith('stream.')) {
+    if (type !== 'stream.lagged' && view.sessionId) {
+      // Events were missed: rebuild the view from the server's state.
+      showSession(view.sessionId, byId('chat-heading').textContent);
+    }
+    return;
+  }
+  if (!view.sessionId || event.session_id !== view.sessionId) return;
+  const handler = HANDLERS[type];
+  if (handler) handler(event);
+}
+
+const HANDLERS = {
+  'turn.start': (event) => {
+    removeQueued(event.prompt);
+    turnBox(event.turn_id, event.prompt);
+    setRunning(event.turn_id);
+  },
+  token: (event) => {
+    const turn = turnBox(event.turn_id);
+    const live = liveAnswer(turn);
+    live.textContent += event.text;
+  },
+  step: (event) => {
+    const turn = turnBox(event.turn_id);
+    if (event.kind === 'answer') finishAnswer(turn, event.text);
+    else addStep(turn, event.kind, event.text);
+  },
+  'tool.call': (event) => {
+    const turn = runningTurn();
+    if (!turn || event.depth > 0) return;
+    // A call made without a model step (a pre-fetch) has no thinking step yet.
+    thinking(turn);
+  },
+  'tool.result': (event) => {
+    const turn = runningTurn();
+    if (!turn) return;
+    const state = event.ok ? 'ok' : 'failed';
+    thinking(turn).list.append(
+      h('li', { class: `tool-result ${state}`, 'data-call-id': event.call_id },
+        h('span', { class: 'tool-name' }, event.name),
+        event.depth > 0 ? ` (sub-agent ${event.depth})` : '',
+        ' — ',
+        h('span', { class: 'badge' }, state)),
+    );
+    updateSummary(turn);
+  },
+  'tool.approval_needed': (event) => showCard(event),
+  'tool.approved': (event) => settleCard(event.approval_id, 'approved',
+    event.remember ? 'Approved for the rest of this session.' : 'Approved.'),
+  'tool.denied': (event) => {
+    if (event.approval_id) settleCard(event.approval_id, 'denied', denialText(event.reason));
+    const turn = runningTurn();
+    if (turn && !event.approval_id) {
+      thinking(turn).list.append(h('li', { class: 'tool-result failed' },
+        h('span', { class: 'tool-name' }, event.name), ' — ', h('span', { class: 'badge' }, 'refused')));
+    }
+  },
+  'prompt.delivered': (event) => {
+    const turn = turnBox(event.turn_id);
+    removeQueued(event.text);
+    turn.body.append(userMessage(event.text));
+    turn.segment = {};
+  },
+  'turn.end': (event) => {
+    const turn = turnBox(event.turn_id);
+    if (turn.segment.live && !turn.segment.done) turn.segment.live.classList.remove('streaming');
+    if (event.status !== 'done') {
+      turn.body.append(h('p', { class: `turn-status ${event.status}` }, statusText(event)));
+    }
+    turn.el.dataset.status = event.status;
+    if (view.runningTurnId === event.turn_id) setRunning(null);
+  },
+};
+
+/** The turn's list item (made on first sight, with its prompt when known). */
+function turnBox(turnId, prompt) {
+  let turn = view.turns.get(turnId);
+  if (turn) return turn;
+  const body = h('div', { class: 'turn-body' });
+  const el = h('li', { class: 'turn', 'data-turn-id': turnId }, body);
+  turn = { el, body, segment: {} };
+  view.turns.set(turnId, turn);
+  if (prompt !== undefined) body.append(userMessage(prompt));
+  byId('transcript').append(el);
+  return turn;
+}
+
+function runningTurn() {
+  return view.runningTurnId ? view.turns.get(view.runningTurnId) : null;
+}
+
+function userMessage(text, queued) {
+  return h('div', { class: `msg user${queued ? ' queued' : ''}`, 'data-queued-text': queued ? text : null },
+    h('span', { class: 'who' }, 'You'),
+    queued ? h('span', { class: 'badge queued-badge' }, 'queued') : null,
+    h('p', { class: 'text' }, text));
+}
+
+/** The segment's thinking panel, a collapsed `<details>`, made on first use. */
+function thinking(turn) {
+  const segment = turn.segment;
+  if (!segment.thinking) {
+    const summary = h('summary', {}, 'Thinking');
+    const list = h('ol', { class: 'steps' });
+    const details = h('details', { class: 'thinking' }, summary, list);
+    segment.thinking = { details, summary, list, steps: 0 };
+    if (segment.live) turn.body.insertBefore(details, segment.live);
+    else turn.body.append(details);
+  }
+  return segment.thinking;
+}
+
+function updateSummary(turn) {
+  const panel = thinking(turn);
+  const results = panel.list.querySelectorAll('.tool-result').length;
+  const parts = [`${panel.steps} step${panel.steps === 1 ? '' : 's'}`];
+  if (results) parts.push(`${results} tool result${results === 1 ? '' : 's'}`);
+  panel.summary.textContent = `Thinking (${parts.join(', ')})`;
+}
+
+/** The answer being streamed in this segment. */
+function liveAnswer(turn) {
+  const segment = turn.segment;
+  if (!segment.live || segment.done) {
+    if (segment.done) turn.segment = {};
+    turn.segment.live = h('div', { class: 'msg assistant streaming', 'aria-busy': 'true' });
+    turn.body.append(turn.segment.live);
+  }
+  return turn.segment.live;
+}
+
+/** An earlier step (a tool step, a retry, a nudge): its text moves into the thinking panel. */
+function addStep(turn, kind, text) {
+  const panel = thinking(turn);
+  if (turn.segment.live && !turn.segment.done) {
+    turn.segment.live.remove();
+    turn.segment.live = null;
+  }
+  const { thought, rest } = splitThought(text);
+  panel.steps += 1;
+  panel.list.append(
+    h('li', { class: `step ${kind}`, 'data-kind': kind },
+      kind === 'tool' ? null : h('span', { class: 'badge' }, kind),
+      thought ? h('p', { class: 'thought' }, thought) : null,
+      rest ? h('p', { class: 'step-text' }, rest) : null),
+  );
+  updateSummary(turn);
+}
+
+/** The last step: the answer, its thought (if any) into the panel. */
+function finishAnswer(turn, text) {
+  const { thought, rest } = splitThought(text);
+  if (thought) {
+    const panel = thinking(turn);
+    panel.steps += 1;
+    panel.list.append(h('li', { class: 'step thought-only' }, h('p', { class: 'thought' }, thought)));
+    updateSummary(turn);
+  }
+  const live = liveAnswer(turn);
+  live.textContent = rest || live.textContent;
+  live.classList.remove('streaming');
+  live.removeAttribute('aria-busy');
+  live.classList.add('answer');
+  turn.segment.done = true;
+}
+
+/** A finished or running turn from `GET /api/sessions/{id}/turns`. */
+function renderTurnView(turnView) {
+  const turn = turnBox(turnView.turn_id, turnView.prompt);
+  const delivered = [...(turnView.delivered_prompts || [])];
+  const results = [...(turnView.tool_calls || [])];
+  for (const step of turnView.steps || []) {
+    if (step.kind === 'answer') {
+      finishAnswer(turn, step.text);
+      const next = delivered.shift();
+      if (next !== undefined) {
+        turn.body.append(userMessage(next));
+        turn.segment = {};
+      }
+    } else {
+      addStep(turn, step.kind, step.text);
+      // The calls of this step, in order: one `Using` line each.
+      const calls = (step.text.match(/^Using `/gm) || []).length;
+      for (const call of results.splice(0, calls)) {
+        const state = call.ok === undefined || call.ok === null ? 'running' : call.ok ? 'ok' : 'failed';
+        thinking(turn).list.append(h('li', { class: `tool-result ${state}`, 'data-call-id': call.call_id },
+          h('span', { class: 'tool-name' }, call.name), ' — ', h('span', { class: 'badge' }, state)));
+      }
+      updateSummary(turn);
+    }
+  }
+  if (turnView.status !== 'running') {
+    turn.el.dataset.status = turnView.status;
+    if (turnView.status !== 'done') {
+      turn.body.append(h('p', { class: `turn-status ${turnView.status}` }, statusText(turnView)));
+    }
+  }
+}
+
+function statusText(event) {
+  switch (event.status) {
+    case 'stopped': return 'Stopped.';
+    case 'max-steps': return 'Stopped at the step limit.';
+    case 'interrupted': return 'Interrupted: the server stopped while this turn ran.';
+    case 'error': return `Failed${event.error ? `: ${event.error}` : '.'}`;
+    default: return event.status;
+  }
+}
+
+function setRunning(turnId) {
+  view.runningTurnId = turnId;
+  const stop = byId('stop');
+  stop.disabled = !turnId;
+  byId('chat-state').textContent = !view.sessionId ? '' : turnId ? 'Working…' : 'Ready.';
+}
+
+async function sendPrompt() {
+  const input = byId('prompt');
+  const error = byId('prompt-error');
+  const text = input.value;
+  if (!view.sessionId || !text.trim()) return;
+  error.textContent = '';
+  const answer = await api('POST', `/api/sessions/${view.sessionId}/prompts`, { prompt: text });
+  if (answer.status !== 202) {
+    error.textContent = errorText(answer);
+    return;
+  }
+  input.value = '';
+  if (answer.body.queued) {
+    // Shown as queued in the running turn until `prompt.delivered` (or the next `turn.start`).
+    const turn = view.turns.get(answer.body.turn_id) || runningTurn();
+    const el = userMessage(text, true);
+    (turn ? turn.body : byId('transcript')).append(el);
+  }
+}
+
+function removeQueued(text) {
+  for (const el of byId('transcript').querySelectorAll('.msg.queued')) {
+    if (el.dataset.queuedText === text) {
+      el.remove();
+      return;
+    }
+  }
+}
+
+async function stopTurn() {
+  if (!view.sessionId) return;
+  const answer = await api('POST', `/api/sessions/${view.sessionId}/stop`);
+  if (answer.status !== 200) byId('prompt-error').textContent = errorText(answer);
+}
+
+// Approval cards -------------------------------------------------------------------------
+
+function showCard(event) {
+  if (view.cards.has(event.approval_id)) return;
+  const headingId = `approval-${event.approval_id}`;
+  const countdown = h('p', { class: 'countdown', id: `${headingId}-countdown` });
+  const outcome = h('p', { class: 'outcome', role: 'status' });
+  const buttons = h('div', { class: 'actions' },
+    h('button', { type: 'button', class: 'approve', onclick: () => decide(event.approval_id, true, false) }, 'Approve'),
+    h('button', { type: 'button', class: 'deny secondary', onclick: () => decide(event.approval_id, false, false) }, 'Deny'),
+    event.rememberable
+      ? h('button', { type: 'button', class: 'remember secondary', onclick: () => decide(event.approval_id, true, true) }, 'Always for this session')
+      : null);
+  const el = h('section', {
+    class: 'approval', tabindex: '-1', 'data-approval-id': event.approval_id, 'data-state': 'waiting',
+    'aria-labelledby': headingId, 'aria-describedby': `${headingId}-countdown`,
+  },
+  h('h2', { id: headingId }, 'Allow ', h('code', {}, event.name), event.depth > 0 ? ` (sub-agent ${event.depth})` : '', '?'),
+  h('p', { class: 'muted' }, 'Arguments'),
+  h('pre', { class: 'args' }, plainArgs(event.args)),
+  countdown, buttons, outcome);
+  const card = { el, countdown, outcome, buttons, deadline: event.deadline_ms, settled: false };
+  view.cards.set(event.approval_id, card);
+  const turn = runningTurn();
+  (turn ? turn.body : byId('transcript')).append(el);
+  tickCountdown(card);
+  el.scrollIntoView({ block: 'nearest' });
+  el.focus();
+}
+
+async function decide(approvalId, approved, remember) {
+  const card = view.cards.get(approvalId);
+  if (!card || card.settled) return;
+  for (const button of card.buttons.querySelectorAll('button')) button.disabled = true;
+  const answer = await api('POST', `/api/tools/approvals/${approvalId}`, { approved, remember });
+  if (answer.status === 200) {
+    settleCard(approvalId, approved ? 'approved' : 'denied',
+      approved ? (remember ? 'Approved for the rest of this session.' : 'Approved.') : 'Denied.');
+  } else if (answer.status === 404) {
+    settleCard(approvalId, 'gone', 'No longer waiting: answered elsewhere, timed out or stopped.');
+  } else {
+    for (const button of card.buttons.querySelectorAll('button')) button.disabled = false;
+    card.outcome.textContent = errorText(answer);
+  }
+}
+
+function settleCard(approvalId, state, text) {
+  const card = view.cards.get(approvalId);
+  if (!card || card.settled) return;
+  card.settled = true;
+  const hadFocus = card.el.contains(document.activeElement);
+  card.el.dataset.state = state;
+  card.buttons.remove();
+  card.countdown.remove();
+  card.el.removeAttribute('aria-describedby');
+  card.outcome.textContent = text;
+  if (hadFocus) byId('prompt').focus();
+}
+
+function denialText(reason) {
+  switch (reason) {
+    case 'user': return 'Denied.';
+    case 'timeout': return 'Denied: nobody answered in time.';
+    case 'stopped': return 'Denied: the turn was stopped.';
+    case 'no_client': return 'Denied: no page was following this session.';
+    case 'policy': return 'Refused by the permissions.';
+    default: return `Denied (${reason}).`;
+  }
+}
+
+function tickCountdowns() {
+  for (const card of view.cards.values()) tickCountdown(card);
+}
+
+function tickCountdown(card) {
+  if (card.settled) return;
+  const seconds = Math.max(0, Math.ceil((card.deadline - Date.now()) / 1000));
+  card.countdown.textContent = seconds > 0
+    ? `Counts as denied in ${seconds} s.`
+    : 'Time is up: it counts as denied.';
+}

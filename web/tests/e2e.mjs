@@ -1,0 +1,386 @@
+// The page's end-to-end checks in a real browser: Debian's chromium driven by playwright-core.
+//
+//   node web/tests/e2e.mjs <base url> <artifacts dir> [scenario ...]
+//   IMURUN_PAGE_TOKEN=<token> node web/tests/e2e.mjs <base url> <artifacts dir> token
+//
+// The server must be scripted for the scenarios in the order below (crates/imurun-server/
+// tests/all/page.rs starts one): every scenario sends its prompts and the server's test model
+// answers them in turn, so scenarios run in this order, and a named subset only against a
+// server scripted for that subset. Exits 1 with a message on the first failed check.
+
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const CHROMIUM = '/usr/bin/chromium';
+const WAIT_MS = 15000;
+
+const [baseUrl, artifacts, ...wanted] = process.argv.slice(2);
+if (!baseUrl || !artifacts) {
+  console.error('usage: node e2e.mjs <base url> <artifacts dir> [scenario ...]');
+  process.exit(2);
+}
+
+let chromium;
+let axeSource;
+try {
+  ({ chromium } = await import('playwright-core'));
+  axeSource = readFileSync(join(here, 'node_modules/axe-core/axe.min.js'), 'utf8');
+} catch (error) {
+  fail(`web/tests/node_modules is missing (${error.message}): run scripts/setup`);
+}
+
+/** A failed check: the message, then exit 1 (the browser closes with the process). */
+function fail(message) {
+  console.error(`FAILED: ${message}`);
+  process.exit(1);
+}
+
+function check(condition, message) {
+  if (!condition) throw new Error(message);
+}
+
+// Scenarios -------------------------------------------------------------------------------
+
+/** Sends `text` from the chat view and waits for the 202. */
+async function send(page, text) {
+  await page.getByLabel('Prompt', { exact: true }).fill(text);
+  const accepted = page.waitForResponse((r) => r.url().endsWith('/prompts') && r.request().method() === 'POST');
+  await page.getByRole('button', { name: 'Send' }).click();
+  const response = await accepted;
+  check(response.status() === 202, `the prompt was not accepted: ${response.status()} ${await response.text()}`);
+}
+
+/** The last turn's list item. */
+function lastTurn(page) {
+  return page.locator('#transcript > li.turn').last();
+}
+
+async function turnEnded(page) {
+  await lastTurn(page).and(page.locator('[data-status]')).waitFor({ timeout: WAIT_MS });
+  return lastTurn(page).getAttribute('data-status');
+}
+
+/** Runs axe-core on the page as it is; fails on a serious or critical violation. */
+async function axe(page, where) {
+  // Injected through the DevTools protocol, not as a <script> tag: the page's CSP refuses
+  // inline scripts (that refusal is checked in `csp`), and `addScriptTag` would be one.
+  await page.evaluate(axeSource);
+  const result = await page.evaluate(() => globalThis.axe.run(document, {
+    runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
+  }));
+  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
+  const milder = result.violations.filter((v) => !bad.includes(v)).map((v) => `${v.impact} ${v.id}`);
+  console.log(`  axe on ${where}: ${result.passes.length} rules pass; milder findings: ${milder.join(', ') || 'none'}`);
+  const lines = bad.map((v) => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
+  check(bad.length === 0, `axe on ${where}:\n  ${lines.join('\n  ')}`);
+  return result.violations.length;
+}
+
+async function noSidewaysScroll(page, where) {
+  const sizes = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: innerWidth }));
+  check(sizes.scroll <= sizes.inner, `${where} scrolls sideways at ${sizes.inner} px: ${sizes.scroll} px wide`);
+}
+
+async function waitForCard(page) {
+  const card = page.locator('section.approval[data-state="waiting"]').last();
+  await card.waitFor({ timeout: WAIT_MS });
+  return card;
+}
+
+const SCENARIOS = {
+  /** The page loads under its CSP: modules from the server run, an inline script does not. */
+  async csp(page) {
+    const ran = await page.evaluate(() => {
+      const script = document.createElement('script');
+      script.textContent = 'window.__inline = true';
+      document.head.append(script);
+      return window.__inline === true;
+    });
+    check(!ran, 'an inline script ran: the Content-Security-Policy is not in force');
+  },
+
+  async session(page) {
+    await page.getByRole('button', { name: 'New session' }).click();
+    await page.locator('#session-list a[aria-current="true"]').waitFor({ timeout: WAIT_MS });
+    check(await page.getByLabel('Prompt', { exact: true }).isVisible(), 'no prompt box after New session');
+  },
+
+  async stream(page) {
+    await send(page, 'Say hello');
+    const answer = lastTurn(page).locator('.msg.assistant.answer');
+    await answer.waitFor({ timeout: WAIT_MS });
+    const text = await answer.textContent();
+    check(text.includes('Hello from the page test.'), `the answer is ${JSON.stringify(text)}`);
+    check(await turnEnded(page) === 'done', 'the answer turn did not end done');
+  },
+
+  async tool(page) {
+    await send(page, 'What do my notes say?');
+    check(await turnEnded(page) === 'done', 'the tool turn did not end done');
+    const turn = lastTurn(page);
+    const panel = turn.locator('details.thinking');
+    check(await panel.count() === 1, 'no thinking panel for the tool turn');
+    await panel.locator('summary').click();
+    const step = await panel.locator('.step.tool').first().textContent();
+    check(step.includes('Using `file_read`'), `the tool step reads ${JSON.stringify(step)}`);
+    const thought = await panel.locator('.step.tool .thought').first().textContent();
+    check(thought === 'The notes are in notes.txt.', `the step's thought reads ${JSON.stringify(thought)}`);
+    const result = panel.locator('.tool-result').first();
+    check((await result.textContent()).includes('file_read') && await result.evaluate((el) => el.classList.contains('ok')),
+      `the tool result is ${await result.textContent()}`);
+    const answer = await turn.locator('.msg.answer').textContent();
+    check(answer.includes('remember the milk'), `the tool turn's answer is ${JSON.stringify(answer)}`);
+  },
+
+  /** The mode is set to "ask" in settings and is still "ask" after a reload. */
+  async settings(page) {
+    await page.getByRole('link', { name: 'Settings' }).click();
+    const mode = page.getByLabel('Mode', { exact: true });
+    await page.locator('#perm-facts:not(:empty)').waitFor({ timeout: WAIT_MS });
+    await mode.selectOption('ask');
+    await page.getByRole('button', { name: 'Save permissions' }).click();
+    await page.getByText('Saved.').first().waitFor({ timeout: WAIT_MS });
+    await page.reload();
+    await page.locator('#perm-facts:not(:empty)').waitFor({ timeout: WAIT_MS });
+    check(await mode.inputValue() === 'ask', `after a reload the mode is ${await mode.inputValue()}`);
+    // A skill is created and listed, then deleted.
+    await page.getByLabel('Name', { exact: true }).fill('Page Skill');
+    await page.getByLabel('Description', { exact: true }).fill('Made by the page test');
+    await page.getByLabel('Instructions', { exact: true }).fill('Answer briefly.');
+    await page.getByRole('button', { name: 'Create skill' }).click();
+    const skill = page.locator('#skill-list li', { hasText: '/page-skill' });
+    await skill.waitFor({ timeout: WAIT_MS });
+    await axe(page, 'the settings view');
+    await page.screenshot({ path: join(artifacts, 'settings.png'), fullPage: true });
+    await skill.getByRole('button', { name: 'Delete the skill Page Skill' }).click();
+    await page.locator('#skill-list li', { hasText: 'No skills yet' }).waitFor({ timeout: WAIT_MS });
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await page.getByLabel('Prompt', { exact: true }).waitFor({ timeout: WAIT_MS });
+  },
+
+  /** In ask mode a read waits for a card; a click on Approve runs it. */
+  async approve(page) {
+    await send(page, 'Read my notes, with approval');
+    const card = await waitForCard(page);
+    const focused = await card.evaluate((el) => el === document.activeElement);
+    check(focused, 'the approval card did not take the focus');
+    const args = await card.locator('pre.args').textContent();
+    check(args.includes('path: notes.txt'), `the card shows the arguments as ${JSON.stringify(args)}`);
+    check(/Counts as denied in \d+ s/.test(await card.locator('.countdown').textContent()), 'no countdown');
+    check(await card.getByRole('button', { name: 'Always for this session' }).count() === 1,
+      'a read is rememberable but the card has no "Always for this session"');
+    await axe(page, 'the chat view with an approval card');
+    await card.screenshot({ path: join(artifacts, 'approval-card.png') });
+    await page.screenshot({ path: join(artifacts, 'chat-approval.png'), fullPage: true });
+    await card.getByRole('button', { name: 'Approve' }).click();
+    await page.locator('section.approval[data-state="approved"]').last().waitFor({ timeout: WAIT_MS });
+    check(await turnEnded(page) === 'done', 'the approved turn did not end done');
+    const result = lastTurn(page).locator('.tool-result.ok');
+    check(await result.count() === 1, 'the approved tool has no ok result');
+  },
+
+  /** A click on Deny: the tool does not run (its result is a failure) and the card says so. */
+  async deny(page) {
+    await send(page, 'Read my notes, but I will say no');
+    const card = await waitForCard(page);
+    await card.getByRole('button', { name: 'Deny' }).click();
+    await page.locator('section.approval[data-state="denied"]').last().waitFor({ timeout: WAIT_MS });
+    check(await turnEnded(page) === 'done', 'the denied turn did not end done');
+    check(await lastTurn(page).locator('.tool-result.ok').count() === 0, 'a denied tool has an ok result');
+    const answer = await lastTurn(page).locator('.msg.answer').textContent();
+    check(answer.includes('will not read'), `the denied turn's answer is ${JSON.stringify(answer)}`);
+  },
+
+  /** The keyboard alone: the card has the focus, Tab reaches Approve, Enter presses it. */
+  async keyboard(page) {
+    await send(page, 'Read my notes, approved by keyboard');
+    await waitForCard(page);
+    await page.keyboard.press('Tab');
+    const name = await page.evaluate(() => document.activeElement?.textContent);
+    check(name === 'Approve', `Tab from the card reached ${JSON.stringify(name)}, not Approve`);
+    await page.keyboard.press('Enter');
+    await page.locator('section.approval[data-state="approved"]').last().waitFor({ timeout: WAIT_MS });
+    check(await turnEnded(page) === 'done', 'the keyboard-approved turn did not end done');
+  },
+
+  /**
+   * "Always for this session": the next read runs without a card, settings list the grant,
+   * and Revoke forgets it.
+   */
+  async remember(page) {
+    await send(page, 'Read my notes, and always may');
+    const card = await waitForCard(page);
+    await card.getByRole('button', { name: 'Always for this session' }).click();
+    await page.locator('section.approval[data-state="approved"]').last().waitFor({ timeout: WAIT_MS });
+    check(await turnEnded(page) === 'done', 'the remembered turn did not end done');
+    const cards = await page.locator('section.approval').count();
+    await send(page, 'Read them again');
+    check(await turnEnded(page) === 'done', 'the second read did not end done');
+    check(await page.locator('section.approval').count() === cards, 'a remembered read still asked');
+    check(await lastTurn(page).locator('.tool-result.ok').count() === 1, 'the remembered read has no ok result');
+    await page.getByRole('link', { name: 'Settings' }).click();
+    const grant = page.locator('#grant-list li', { hasText: 'file_read' });
+    await grant.waitFor({ timeout: WAIT_MS });
+    await grant.getByRole('button', { name: /^Revoke the approvals/ }).click();
+    await page.locator('#grant-list li', { hasText: 'None' }).waitFor({ timeout: WAIT_MS });
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await page.getByLabel('Prompt', { exact: true }).waitFor({ timeout: WAIT_MS });
+  },
+
+  /**
+   * A prompt sent while a turn runs shows as queued until it is delivered. The turn's first
+   * answer is held back until this scenario creates a session titled "open the gate" (the
+   * server's test watches for it), so the queued state is seen for sure.
+   */
+  async queued(page) {
+    await send(page, 'Take your time');
+    await page.waitForFunction(() => !document.getElementById('stop').disabled, null, { timeout: WAIT_MS });
+    await send(page, 'Then do this');
+    const queued = lastTurn(page).locator('.msg.user.queued');
+    await queued.waitFor({ timeout: WAIT_MS });
+    check((await queued.textContent()).includes('queued'), 'the queued prompt has no "queued" badge');
+    await page.evaluate(() => fetch('/api/sessions', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ title: 'open the gate' }),
+    }));
+    check(await turnEnded(page) === 'done', 'the turn with a queued prompt did not end done');
+    check(await page.locator('.msg.queued').count() === 0, 'a delivered prompt still shows as queued');
+    const messages = await lastTurn(page).locator('.msg').allTextContents();
+    const order = ['Take your time', 'First things first.', 'Then do this', 'And now the second.'];
+    const seen = order.map((text) => messages.findIndex((m) => m.includes(text)));
+    check(seen.every((index, i) => index >= 0 && (i === 0 || index > seen[i - 1])),
+      `the turn reads ${JSON.stringify(messages)}`);
+  },
+
+  /** A reply that never comes until Stop: the button ends the turn. */
+  async stop(page) {
+    await send(page, 'Think for a long time');
+    const stop = page.getByRole('button', { name: 'Stop' });
+    await page.waitForFunction(() => !document.getElementById('stop').disabled, null, { timeout: WAIT_MS });
+    await stop.click();
+    check(await turnEnded(page) === 'stopped', 'Stop did not end the turn as stopped');
+    check((await lastTurn(page).locator('.turn-status').textContent()).includes('Stopped'), 'no Stopped line');
+  },
+
+  /** Rename the session (a prompt dialog), then a new session deleted (a confirm dialog). */
+  async sessions(page) {
+    page.once('dialog', (dialog) => dialog.accept('Page test'));
+    await page.locator('#session-list li', { has: page.locator('[aria-current="true"]') })
+      .getByRole('button', { name: /^Rename/ }).click();
+    await page.locator('#chat-heading', { hasText: 'Page test' }).waitFor({ timeout: WAIT_MS });
+    const before = await page.locator('#session-list li').count();
+    await page.getByRole('button', { name: 'New session' }).click();
+    await page.locator('#session-list li').nth(before).waitFor({ timeout: WAIT_MS });
+    page.once('dialog', (dialog) => dialog.accept());
+    await page.locator('#session-list li', { has: page.locator('[aria-current="true"]') })
+      .getByRole('button', { name: /^Delete/ }).click();
+    await page.waitForFunction((count) => document.querySelectorAll('#session-list li').length === count, before,
+      { timeout: WAIT_MS });
+    await page.locator('#session-list a', { hasText: 'Page test' }).click();
+    await page.locator('#chat-heading', { hasText: 'Page test' }).waitFor({ timeout: WAIT_MS });
+    await page.locator('#transcript > li.turn').nth(5).waitFor({ timeout: WAIT_MS });
+  },
+
+  /** The chat view: axe, a screenshot, and no sideways scrolling at 360 px anywhere. */
+  async layout(page) {
+    await axe(page, 'the chat view');
+    await page.screenshot({ path: join(artifacts, 'chat.png'), fullPage: true });
+    await page.setViewportSize({ width: 360, height: 740 });
+    await noSidewaysScroll(page, 'the chat view');
+    await page.screenshot({ path: join(artifacts, 'chat-360.png'), fullPage: true });
+    await page.getByRole('link', { name: 'Settings' }).click();
+    await page.locator('#perm-facts:not(:empty)').waitFor({ timeout: WAIT_MS });
+    await noSidewaysScroll(page, 'the settings view');
+    await page.screenshot({ path: join(artifacts, 'settings-360.png'), fullPage: true });
+    await page.getByRole('link', { name: 'Chat' }).click();
+    await page.setViewportSize({ width: 1100, height: 800 });
+  },
+};
+
+/**
+ * Only against a server with an API token (`IMURUN_PAGE_TOKEN`), so never in the default run:
+ * the page asks for the token, refuses a wrong one, then streams an answer with the right one
+ * (the event stream takes it as `?access_token=`), and keeps it over a reload.
+ */
+const TOKEN_SCENARIOS = {
+  async token(page) {
+    const token = process.env.IMURUN_PAGE_TOKEN;
+    check(token, 'IMURUN_PAGE_TOKEN is not set');
+    const input = page.getByLabel('Token', { exact: true });
+    await input.waitFor({ timeout: WAIT_MS });
+    await input.fill(`${token}-wrong`);
+    await page.getByRole('button', { name: 'Use token' }).click();
+    await page.getByText('That token was not accepted.').waitFor({ timeout: WAIT_MS });
+    await input.fill(token);
+    await page.getByRole('button', { name: 'Use token' }).click();
+    await page.locator('#chat-view:not([hidden])').waitFor({ timeout: WAIT_MS });
+    await SCENARIOS.session(page);
+    await send(page, 'Say hello with a token');
+    await lastTurn(page).locator('.msg.answer').waitFor({ timeout: WAIT_MS });
+    check(await turnEnded(page) === 'done', 'the turn behind a token did not end done');
+    await page.reload();
+    await page.locator('#chat-view:not([hidden])').waitFor({ timeout: WAIT_MS });
+    check(await page.locator('#transcript .msg.answer').count() === 1, 'after a reload the answer is not shown');
+  },
+};
+
+// Run ---------------------------------------------------------------------------------------
+
+Object.assign(SCENARIOS, TOKEN_SCENARIOS);
+const names = wanted.length ? wanted : Object.keys(SCENARIOS).filter((name) => !(name in TOKEN_SCENARIOS));
+for (const name of names) if (!SCENARIOS[name]) fail(`no scenario ${name}; there are ${Object.keys(SCENARIOS).join(', ')}`);
+mkdirSync(artifacts, { recursive: true });
+for (const old of readdirSync(artifacts)) if (old.startsWith('failed-')) rmSync(join(artifacts, old));
+const profile = mkdtempSync(join(tmpdir(), 'imurun-page-'));
+const started = Date.now();
+let context;
+try {
+  context = await chromium.launchPersistentContext(profile, {
+    executablePath: CHROMIUM,
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync'],
+    viewport: { width: 1100, height: 800 },
+  });
+} catch (error) {
+  rmSync(profile, { recursive: true, force: true });
+  fail(`cannot start ${CHROMIUM} (${error.message.split('\n')[0]}): run scripts/setup`);
+}
+const page = context.pages()[0] || await context.newPage();
+const problems = [];
+// Console errors the checks cause on purpose: the CSP refusing the `csp` check's inline
+// script, and the browser logging each request refused before the `token` check's token.
+const expectedConsole = [/inline script/];
+if (names.includes('token')) expectedConsole.push(/status of 401/);
+page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
+page.on('console', (message) => {
+  const text = message.text();
+  if (message.type() === 'error' && !expectedConsole.some((pattern) => pattern.test(text))) problems.push(`console: ${text}`);
+});
+let failure = null;
+try {
+  await page.goto(baseUrl);
+  const first = names.includes('token') ? '#token-view' : '#chat-view';
+  await page.locator(`${first}:not([hidden])`).waitFor({ timeout: WAIT_MS });
+  for (const name of names) {
+    const begun = Date.now();
+    try {
+      await SCENARIOS[name](page);
+    } catch (error) {
+      failure = `scenario ${name}: ${error.message}`;
+      await page.screenshot({ path: join(artifacts, `failed-${name}.png`), fullPage: true }).catch(() => {});
+      break;
+    }
+    console.log(`ok ${name} (${Date.now() - begun} ms)`);
+    if (problems.length) {
+      failure = `scenario ${name}: ${problems.join('; ')}`;
+      break;
+    }
+  }
+} finally {
+  await context.close();
+  rmSync(profile, { recursive: true, force: true });
+}
+if (failure) fail(failure);
+console.log(`all ${names.length} scenarios passed in ${Date.now() - started} ms; screenshots in ${artifacts}`);
