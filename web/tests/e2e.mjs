@@ -322,7 +322,10 @@ const TOKEN_SCENARIOS = {
     check(await turnEnded(page) === 'done', 'the turn behind a token did not end done');
     await page.reload();
     await page.locator('#chat-view:not([hidden])').waitFor({ timeout: WAIT_MS });
-    check(await page.locator('#transcript .msg.answer').count() === 1, 'after a reload the answer is not shown');
+    // The session's turns load after the view shows: wait for the answer, then count.
+    await page.locator('#transcript .msg.answer').first().waitFor({ timeout: WAIT_MS })
+      .catch((error) => { throw new Error(`after a reload the answer is not shown (${error.message.split('\n')[0]})`); });
+    check(await page.locator('#transcript .msg.answer').count() === 1, 'after a reload the answer is shown more than once');
   },
 };
 

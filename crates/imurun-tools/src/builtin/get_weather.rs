@@ -244,10 +244,7 @@ impl Tool for GetWeather {
     }
 
     fn available(&self) -> Availability {
-        match &self.client {
-            Ok(_) => Availability::Ready,
-            Err(reason) => Availability::Unavailable(reason.clone()),
-        }
+        http::availability(&self.client)
     }
 
     fn run<'a>(

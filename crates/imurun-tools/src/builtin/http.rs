@@ -21,6 +21,14 @@ pub(crate) fn client(timeout: Duration) -> Result<Client, String> {
 }
 
 /// The settings every network tool's client starts from.
+/// A network tool's availability: ready once its HTTP client was built, else why not.
+pub(crate) fn availability(client: &Result<Client, String>) -> imurun_core::Availability {
+    match client {
+        Ok(_) => imurun_core::Availability::Ready,
+        Err(reason) => imurun_core::Availability::Unavailable(reason.clone()),
+    }
+}
+
 pub(crate) fn builder(timeout: Duration) -> ClientBuilder {
     Client::builder().timeout(timeout).user_agent(USER_AGENT)
 }

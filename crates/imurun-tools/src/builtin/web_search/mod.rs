@@ -238,10 +238,7 @@ impl Tool for WebSearch {
     }
 
     fn available(&self) -> Availability {
-        match &self.client {
-            Ok(_) => Availability::Ready,
-            Err(reason) => Availability::Unavailable(reason.clone()),
-        }
+        http::availability(&self.client)
     }
 
     fn run<'a>(
