@@ -53,8 +53,7 @@ export function openEvents(sessionId) {
   const parts = [];
   if (sessionId) parts.push(`session=${encodeURIComponent(sessionId)}`);
   const held = token();
-  // The server compares the query's token as sent, without decoding it: a token of URL-safe
-  // characters goes as it is (every token `imurun` suggests is one).
-  if (held) parts.push(`access_token=${/^[A-Za-z0-9._~-]+$/.test(held) ? held : encodeURIComponent(held)}`);
+  // Percent-encoded: the server decodes the query's token (URL-safe tokens stay as they are).
+  if (held) parts.push(`access_token=${encodeURIComponent(held)}`);
   return new EventSource(`/api/events${parts.length ? `?${parts.join('&')}` : ''}`);
 }

@@ -51,3 +51,34 @@ async fn without_a_token_nothing_is_asked() {
     );
     server.stop().await;
 }
+
+#[tokio::test]
+async fn a_query_token_is_percent_decoded() {
+    let dirs = Dirs::new();
+    let options = ServerOptions {
+        api_token: Some("s3cret+/=token".to_owned()),
+        ..ServerOptions::default()
+    };
+    let server = TestServer::start_with(&dirs, None, options).await;
+    let cases = [
+        // As a browser's `encodeURIComponent` writes it.
+        ("/api/events?access_token=s3cret%2B%2F%3Dtoken", 200),
+        ("/api/events?access_token=s3cret%2b%2f%3dtoken", 200),
+        ("/api/events?access_token=s3cret%2B%2F%3Dtokem", 401),
+    ];
+    for (path, expected) in cases {
+        assert_eq!(
+            server.status_with_headers("GET", path, "").await,
+            expected,
+            "{path}"
+        );
+    }
+    let header = "Authorization: Bearer s3cret+/=token\r\n";
+    assert_eq!(
+        server
+            .status_with_headers("GET", "/api/sessions", header)
+            .await,
+        200
+    );
+    server.stop().await;
+}
