@@ -31,44 +31,29 @@ struct Asset {
 
 const INDEX_HTML: &[u8] = include_bytes!("../../../../web/index.html");
 
+const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
+
+/// The `web/` file `name`, embedded, with its content type.
+macro_rules! asset {
+    ($name:literal, $content_type:expr) => {
+        Asset {
+            name: $name,
+            content_type: $content_type,
+            bytes: include_bytes!(concat!("../../../../web/", $name)),
+        }
+    };
+}
+
 /// Every file under `/assets/`. The list is short and fixed, so a linear search is enough; a
 /// new file in `web/` is served only once it is added here.
 const ASSETS: &[Asset] = &[
-    Asset {
-        name: "style.css",
-        content_type: "text/css; charset=utf-8",
-        bytes: include_bytes!("../../../../web/style.css"),
-    },
-    Asset {
-        name: "app.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../../../web/app.js"),
-    },
-    Asset {
-        name: "api.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../../../web/api.js"),
-    },
-    Asset {
-        name: "chat.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../../../web/chat.js"),
-    },
-    Asset {
-        name: "settings.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../../../web/settings.js"),
-    },
-    Asset {
-        name: "dom.js",
-        content_type: "text/javascript; charset=utf-8",
-        bytes: include_bytes!("../../../../web/dom.js"),
-    },
-    Asset {
-        name: "icon.svg",
-        content_type: "image/svg+xml",
-        bytes: include_bytes!("../../../../web/icon.svg"),
-    },
+    asset!("style.css", "text/css; charset=utf-8"),
+    asset!("app.js", JAVASCRIPT),
+    asset!("api.js", JAVASCRIPT),
+    asset!("chat.js", JAVASCRIPT),
+    asset!("settings.js", JAVASCRIPT),
+    asset!("dom.js", JAVASCRIPT),
+    asset!("icon.svg", "image/svg+xml"),
 ];
 
 /// `GET /` → the page.
