@@ -8,7 +8,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use crate::support::nth_record;
 
 /// The migration files under `migrations/sqlite/`.
-const MIGRATIONS: i64 = 2;
+const MIGRATIONS: i64 = 3;
 
 async fn applied_migrations(path: &std::path::Path) -> i64 {
     let options = SqliteConnectOptions::new().filename(path);
@@ -74,4 +74,79 @@ async fn a_folder_that_cannot_be_created_is_reported() {
         matches!(opened, Err(StoreError::CreateDir { .. })),
         "{opened:?}"
     );
+}
+
+/// A database made before the pre-fetch existed (migrations 1 and 2 only) keeps every audit
+/// row and id when it is opened, and then takes rows with the source `prefetch`.
+#[tokio::test]
+async fn an_older_audit_table_is_rebuilt_with_its_rows_and_takes_prefetch_rows() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let path = dir.path().join("imurun.db");
+    let older = dir.path().join("older");
+    std::fs::create_dir(&older).expect("folder");
+    let migrations = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("migrations/sqlite");
+    for name in ["0001_audit.sql", "0002_sessions.sql"] {
+        std::fs::copy(migrations.join(name), older.join(name)).expect("copy migration");
+    }
+    let options = SqliteConnectOptions::new()
+        .filename(&path)
+        .create_if_missing(true);
+    let mut connection = SqliteConnection::connect_with(&options)
+        .await
+        .expect("connect");
+    let migrator = sqlx::migrate::Migrator::new(older.as_path())
+        .await
+        .expect("older migrations");
+    migrator.run(&mut connection).await.expect("older schema");
+    for (id, source) in [(1, "model"), (7, "agent:1"), (9, "user")] {
+        sqlx::query(
+            "INSERT INTO audit (id, at_ms, mark, tool, source, decision, outcome) \
+             VALUES (?, 1, 'G3-tool', 'get_time', ?, 'allow', 'ok')",
+        )
+        .bind(id)
+        .bind(source)
+        .execute(&mut connection)
+        .await
+        .expect("old row");
+    }
+    // A removed row's id is never handed out again, across the rebuild too.
+    sqlx::query("DELETE FROM audit WHERE id = 9")
+        .execute(&mut connection)
+        .await
+        .expect("remove a row");
+    let refused = sqlx::query(
+        "INSERT INTO audit (at_ms, mark, tool, source, decision, outcome) \
+         VALUES (1, 'G3-tool', 'get_time', 'prefetch', 'allow', 'ok')",
+    )
+    .execute(&mut connection)
+    .await;
+    assert!(refused.is_err(), "the older table refuses `prefetch`");
+    connection.close().await.expect("close");
+
+    let store = Store::open(&path).await.expect("migrate");
+    let writer = AuditWriter::spawn(&store).expect("spawn writer");
+    writer.record(imurun_core::AuditRecord {
+        source: imurun_core::CallSource::Prefetch,
+        ..nth_record(0)
+    });
+    writer
+        .shutdown()
+        .await
+        .expect("the prefetch row is written");
+    let rows = store.recent_audit(10).await.expect("rows");
+    let mut ids: Vec<(i64, String)> = rows
+        .iter()
+        .map(|row| (row.id, row.source.to_string()))
+        .collect();
+    ids.sort();
+    assert_eq!(
+        ids,
+        [
+            (1, "model".to_owned()),
+            (7, "agent:1".to_owned()),
+            (10, "prefetch".to_owned())
+        ]
+    );
+    store.close().await;
+    assert_eq!(applied_migrations(&path).await, MIGRATIONS);
 }

@@ -79,6 +79,13 @@ fn varied_records() -> Vec<AuditRecord> {
             Some(""),
         ),
         record(
+            "get_weather",
+            CallSource::Prefetch,
+            Decision::Allow,
+            "failed",
+            Some("s-3"),
+        ),
+        record(
             "list_dir",
             CallSource::User,
             Decision::Allow,
