@@ -72,6 +72,16 @@ pub enum CallPrefill {
 }
 
 impl CallPrefill {
+    /// Whether this policy starts a reply with a call, for a prompt that is `live` (about the
+    /// present, with no Context block that answers it).
+    pub fn applies(self, live: bool) -> bool {
+        match self {
+            Self::Off => false,
+            Self::Live => live,
+            Self::Always => true,
+        }
+    }
+
     /// `off`, `live` or `always`.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -293,12 +303,9 @@ impl AgentLoop {
     /// Whether the turn's first reply will be started with the call marker (the rule of
     /// `Turn::call_prefill` for a turn without a Context block).
     fn starts_with_a_call(&self, prompt: &str) -> bool {
-        let wanted = match self.config.call_prefill {
-            CallPrefill::Off => false,
-            CallPrefill::Live => crate::is_realtime(prompt),
-            CallPrefill::Always => true,
-        };
-        wanted && self.config.max_steps > 1 && self.model.supports_prefill()
+        self.config.call_prefill.applies(crate::is_realtime(prompt))
+            && self.config.max_steps > 1
+            && self.model.supports_prefill()
     }
 
     /// A dry run: the turn's first step generated and read, with nothing run. Returns what

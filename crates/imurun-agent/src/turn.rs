@@ -10,9 +10,7 @@ use imurun_tools::Caller;
 use serde_json::Value;
 
 use crate::AgentError;
-use crate::agent::{
-    AgentLoop, CALLS_PER_STEP_MAX, CallPrefill, HISTORY_MESSAGES_MAX, TurnRequest, TurnResult,
-};
+use crate::agent::{AgentLoop, CALLS_PER_STEP_MAX, HISTORY_MESSAGES_MAX, TurnRequest, TurnResult};
 use crate::context::{Fit, Summariser, TOOL_RESULT_HEADER, fit, reserve};
 use crate::prefetch::Prefetched;
 use crate::prompt::{SKILLS_MAX, SystemPrompt, system_message};
@@ -278,14 +276,10 @@ impl<'a> Turn<'a> {
     /// only for a prompt's first generation, with tools on offer, on a back-end that can
     /// continue a started reply.
     fn call_prefill(&self) -> Option<&'static str> {
-        let wanted = match self.agent.config.call_prefill {
-            CallPrefill::Off => false,
-            // Without a Context block (`AgentLoop::run` holds the pre-fetch's back for a
-            // started call), the call is answered from the pre-fetch's lookup when it is the
-            // same call.
-            CallPrefill::Live => self.prompt.realtime && self.request.context.is_none(),
-            CallPrefill::Always => true,
-        };
+        // Without a Context block (`AgentLoop::run` holds the pre-fetch's back for a started
+        // call), the call is answered from the pre-fetch's lookup when it is the same call.
+        let live = self.prompt.realtime && self.request.context.is_none();
+        let wanted = self.agent.config.call_prefill.applies(live);
         (wanted && self.tools_on && !self.prompt.generated && self.agent.model.supports_prefill())
             .then_some(CALL_PREFILL)
     }

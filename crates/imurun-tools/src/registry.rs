@@ -64,17 +64,20 @@ impl Registry {
     pub fn callable_index(&self) -> ToolIndex {
         let mut index = ToolIndex::new();
         for indexed in self.index.runnable() {
-            let name = indexed.spec.name.as_str();
-            let unconnected = self.services.contains_key(name)
-                && self
-                    .tools
-                    .get(name)
-                    .is_some_and(|tool| tool.available() != imurun_core::Availability::Ready);
-            if !unconnected {
+            if !self.is_unconnected(&indexed.spec.name) {
                 index.insert(indexed.spec.clone(), indexed.offered);
             }
         }
         index
+    }
+
+    /// Whether `name` is a connector tool whose service is not connected (it cannot run).
+    pub fn is_unconnected(&self, name: &str) -> bool {
+        self.services.contains_key(name)
+            && self
+                .tools
+                .get(name)
+                .is_some_and(|tool| tool.available() != imurun_core::Availability::Ready)
     }
 
     /// Whether any connector tool is registered.

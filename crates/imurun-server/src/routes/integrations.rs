@@ -25,10 +25,7 @@ pub(crate) async fn list(State(state): State<ServerState>) -> Json<IntegrationLi
             name: server.name,
             transport: server.transport.to_owned(),
             target: server.target,
-            state: serde_json::to_value(server.state)
-                .ok()
-                .and_then(|state| state.as_str().map(str::to_owned))
-                .unwrap_or_default(),
+            state: server.state.as_str().to_owned(),
             error: server.error,
             server_info: server.server_info,
             tools: server

@@ -8,7 +8,7 @@
 
 use std::collections::HashSet;
 
-use imurun_core::{Availability, ToolIndex};
+use imurun_core::ToolIndex;
 
 use super::Service;
 use super::cues::points_at;
@@ -52,10 +52,7 @@ pub(crate) fn offer(registry: &Registry, question: &str, recent: &[&str]) -> Off
         .filter_map(|indexed| {
             let name = indexed.spec.name.as_str();
             let service = registry.service_of(name)?;
-            let available = registry
-                .get(name)
-                .is_some_and(|tool| tool.available() == Availability::Ready);
-            Some((name, service, available))
+            Some((name, service, !registry.is_unconnected(name)))
         })
         .collect();
     // A connector tool that cannot run (its service is not connected) is never listed: it

@@ -56,6 +56,18 @@ pub enum McpServerState {
     Disabled,
 }
 
+impl McpServerState {
+    /// `connected`, `closed`, `failed` or `disabled`, as it is serialised.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Connected => "connected",
+            Self::Closed => "closed",
+            Self::Failed => "failed",
+            Self::Disabled => "disabled",
+        }
+    }
+}
+
 /// One tool of a server.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct McpToolStatus {
@@ -268,6 +280,26 @@ impl Server {
                 })
                 .collect(),
             notes: self.notes.clone(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::McpServerState;
+
+    #[test]
+    fn a_state_reads_as_it_is_serialised() {
+        for state in [
+            McpServerState::Connected,
+            McpServerState::Closed,
+            McpServerState::Failed,
+            McpServerState::Disabled,
+        ] {
+            assert_eq!(
+                serde_json::to_value(state).unwrap_or_default(),
+                serde_json::Value::from(state.as_str())
+            );
         }
     }
 }
