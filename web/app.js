@@ -1,6 +1,7 @@
 // The page's entry: asks for the API token when the server wants one, keeps the sessions
 // list, and switches between the chat and settings views from the address's hash
-// (`#chat/<session id>`, `#settings`), so a reload comes back to the same place.
+// (`#chat/<session id>`, `#settings`), so a reload comes back to the same place. It opens
+// with the prompt box focused: a first prompt needs no session made beforehand.
 
 import { Unauthorized, api, errorText, setToken } from './api.js';
 import { currentSession, initChat, setTitle, showSession } from './chat.js';
@@ -10,7 +11,7 @@ import { initSettings, loadGrants, loadModel, loadSettings, showPermissions } fr
 let sessions = [];
 
 async function start() {
-  initChat({ onGlobalEvent });
+  initChat({ onGlobalEvent, onSessionCreated, guard });
   initSettings();
   byId('new-session').addEventListener('click', () => guard(newSession));
   byId('token-form').addEventListener('submit', (event) => {
@@ -40,6 +41,9 @@ async function boot() {
   await loadModel();
   await loadSessions();
   await route();
+  // Ready to type, unless something already took the focus (an approval card waiting).
+  const focused = document.activeElement;
+  if (!byId('chat-view').hidden && (!focused || focused === document.body)) byId('prompt').focus();
 }
 
 async function route() {
@@ -118,6 +122,13 @@ async function remove(session) {
   if (!window.confirm(`Delete “${session.title || 'Untitled session'}” and its turns?`)) return;
   const answer = await api('DELETE', `/api/sessions/${session.id}`);
   if (answer.status === 200) forget(session.id);
+}
+
+/** A first prompt created `session`: list it and put it in the address. */
+function onSessionCreated(session) {
+  upsert(session);
+  // `route` finds it current already and keeps the view as it is.
+  location.hash = `#chat/${encodeURIComponent(session.id)}`;
 }
 
 function upsert(session) {

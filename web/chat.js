@@ -1,8 +1,15 @@
 // The chat view: one session's turns, rebuilt from the turn views and then kept live from the
-// event stream (tokens, steps, tool calls and results, approval cards, queued prompts).
+// event stream (tokens, steps, tool calls and results, grounding, approval cards, queued
+// prompts). With no session chosen it is ready to type: the first prompt creates the session.
+// The model's text (answers, step text, rejected answers) is rendered as sanitised Markdown
+// (markdown.js); the person's prompts, tool names, arguments and reasons stay text.
 
-import { api, errorText, openEvents } from './api.js';
+import { Unauthorized, api, errorText, openEvents } from './api.js';
 import { byId, fill, h, plainArgs, splitThought } from './dom.js';
+import { MarkdownStream, fillMarkdown } from './markdown.js';
+
+/** A tool step's call lines (``Using `name` {args}``): shown as they are, never as Markdown. */
+const USING_LINE = /^Using `[^`]+`/;
 
 /** What the view shows: the session, its stream, its turns by id and its approval cards. */
 const view = {
@@ -13,20 +20,30 @@ const view = {
   cards: new Map(),
   // Bumped by each `showSession`, so an older load that answers late draws nothing.
   loads: 0,
+  // True while a prompt (and the session it creates) is on its way: a second Enter waits.
+  sending: false,
   onGlobalEvent: () => {},
+  onSessionCreated: () => {},
+  guard: (work) => work(),
 };
 
-/** Wires the form and the Stop button; `onGlobalEvent` gets `session.*` and `permissions`. */
-export function initChat({ onGlobalEvent }) {
+/**
+ * Wires the form and the Stop button. `onGlobalEvent` gets `session.*` and `permissions`;
+ * `onSessionCreated` the session a first prompt created; `guard` runs the sending of a prompt
+ * (it shows the token form on a 401).
+ */
+export function initChat({ onGlobalEvent, onSessionCreated, guard }) {
   view.onGlobalEvent = onGlobalEvent;
+  view.onSessionCreated = onSessionCreated;
+  view.guard = guard;
   byId('prompt-form').addEventListener('submit', (event) => {
     event.preventDefault();
-    sendPrompt();
+    view.guard(sendPrompt);
   });
   byId('prompt').addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && !event.shiftKey && !event.isComposing) {
       event.preventDefault();
-      sendPrompt();
+      view.guard(sendPrompt);
     }
   });
   byId('stop').addEventListener('click', stopTurn);
@@ -44,15 +61,12 @@ export async function showSession(id, title) {
   view.turns.clear();
   view.cards.clear();
   fill(byId('transcript'));
-  byId('chat-heading').textContent = id ? title || 'Untitled session' : 'Chat';
-  byId('prompt-form').hidden = !id;
+  byId('chat-heading').textContent = id ? title || 'Untitled session' : 'New session';
   setRunning(null);
-  // Even without a session the stream brings the global events (new and deleted sessions).
+  // Without a session the stream brings every event: the global ones (new and deleted
+  // sessions), and those of the session a first prompt creates, from its first event on.
   follow(id);
-  if (!id) {
-    byId('chat-state').textContent = 'Create or choose a session to start.';
-    return;
-  }
+  if (!id) return;
   const [detail, turns, approvals] = await Promise.all([
     api('GET', `/api/sessions/${id}`),
     api('GET', `/api/sessions/${id}/turns`),
@@ -134,14 +148,16 @@ const HANDLERS = {
   },
   token: (event) => {
     const turn = turnBox(event.turn_id);
-    const live = liveAnswer(turn);
-    live.textContent += event.text;
+    liveAnswer(turn);
+    turn.segment.liveText += event.text;
+    scheduleRender(turn.segment);
   },
   step: (event) => {
     const turn = turnBox(event.turn_id);
     if (event.kind === 'answer') finishAnswer(turn, event.text);
-    else addStep(turn, event.kind, event.text);
+    else addStep(turn, event.kind, event.text, event.step);
   },
+  'answer.grounding': (event) => addGrounding(turnBox(event.turn_id), event),
   'tool.call': (event) => {
     const turn = runningTurn();
     if (!turn || event.depth > 0) return;
@@ -220,7 +236,7 @@ function thinking(turn) {
     const summary = h('summary', {}, 'Thinking');
     const list = h('ol', { class: 'steps' });
     const details = h('details', { class: 'thinking' }, summary, list);
-    segment.thinking = { details, summary, list, steps: 0 };
+    segment.thinking = { details, summary, list, steps: 0, retries: 0, fallbacks: [] };
     if (segment.live) turn.body.insertBefore(details, segment.live);
     else turn.body.append(details);
   }
@@ -232,6 +248,8 @@ function updateSummary(turn) {
   const results = panel.list.querySelectorAll('.tool-result').length;
   const parts = [`${panel.steps} step${panel.steps === 1 ? '' : 's'}`];
   if (results) parts.push(`${results} tool result${results === 1 ? '' : 's'}`);
+  if (panel.retries) parts.push(panel.retries === 1 ? 'retried' : `retried ${panel.retries} times`);
+  for (const tool of panel.fallbacks) parts.push(tool ? `answered from ${tool}'s result` : 'answer corrected');
   panel.summary.textContent = `Thinking (${parts.join(', ')})`;
 }
 
@@ -240,14 +258,34 @@ function liveAnswer(turn) {
   const segment = turn.segment;
   if (!segment.live || segment.done) {
     if (segment.done) turn.segment = {};
-    turn.segment.live = h('div', { class: 'msg assistant streaming', 'aria-busy': 'true' });
+    turn.segment.live = h('div', { class: 'msg assistant md streaming', 'aria-busy': 'true' });
+    turn.segment.liveText = '';
+    turn.segment.stream = new MarkdownStream(turn.segment.live);
     turn.body.append(turn.segment.live);
   }
   return turn.segment.live;
 }
 
-/** An earlier step (a tool step, a retry, a nudge): its text moves into the thinking panel. */
-function addStep(turn, kind, text) {
+/**
+ * Renders the streaming answer at the next animation frame, once however many tokens came
+ * meanwhile; `MarkdownStream` renders again only its last blocks, so a frame's work follows
+ * their size, not the answer's. The answer's `step` renders it whole (`finishAnswer`).
+ */
+function scheduleRender(segment) {
+  if (segment.renderPending) return;
+  segment.renderPending = true;
+  requestAnimationFrame(() => {
+    segment.renderPending = false;
+    if (segment.done || !segment.live) return;
+    segment.stream.update(segment.liveText);
+  });
+}
+
+/**
+ * An earlier step (a tool step, a retry, a nudge, a rejected answer): its text moves into the
+ * thinking panel. A rejected answer (`correction`) goes before the grounding note of its step.
+ */
+function addStep(turn, kind, text, step) {
   const panel = thinking(turn);
   if (turn.segment.live && !turn.segment.done) {
     turn.segment.live.remove();
@@ -255,12 +293,52 @@ function addStep(turn, kind, text) {
   }
   const { thought, rest } = splitThought(text);
   panel.steps += 1;
-  panel.list.append(
-    h('li', { class: `step ${kind}`, 'data-kind': kind },
-      kind === 'tool' ? null : h('span', { class: 'badge' }, kind),
-      thought ? h('p', { class: 'thought' }, thought) : null,
-      rest ? h('p', { class: 'step-text' }, rest) : null),
-  );
+  const correction = kind === 'correction';
+  const item = h('li', { class: `step ${kind}`, 'data-kind': kind, 'data-step': step ?? null },
+    kind === 'tool' ? null : h('span', { class: 'badge' }, correction ? 'rejected answer' : kind),
+    thought ? h('p', { class: 'thought' }, thought) : null,
+    correction ? markdownBox('rejected md', rest) : stepText(rest));
+  const note = correction && step !== undefined
+    ? panel.list.querySelector(`li.grounding[data-step="${CSS.escape(String(step))}"]`)
+    : null;
+  if (note) note.before(item);
+  else panel.list.append(item);
+  updateSummary(turn);
+}
+
+/** A step's text: what the model wrote as Markdown, then its call lines as they are. */
+function stepText(text) {
+  if (!text) return null;
+  const lines = text.split('\n');
+  const prose = lines.filter((line) => !USING_LINE.test(line)).join('\n').trim();
+  return h('div', { class: 'step-text' },
+    prose ? markdownBox('md', prose) : null,
+    lines.filter((line) => USING_LINE.test(line)).map((line) => h('p', { class: 'using' }, line)));
+}
+
+function markdownBox(className, text) {
+  const box = h('div', { class: className });
+  fillMarkdown(box, text);
+  return box;
+}
+
+/**
+ * `answer.grounding` (live, or from a stored view): a line in the thinking panel after the
+ * rejected answer of its step, and a word in the panel's summary.
+ */
+function addGrounding(turn, grounding) {
+  const panel = thinking(turn);
+  const { step, action, tool, reason } = grounding;
+  const text = action === 'retry'
+    ? `Retried: ${reason}`
+    : tool ? `Answered from ${tool}'s result: ${reason}` : `Answer corrected: ${reason}`;
+  const item = h('li', { class: `grounding ${action}`, 'data-step': step, 'data-action': action, 'data-tool': tool },
+    h('p', {}, text));
+  const rejected = [...panel.list.querySelectorAll(`li.step[data-step="${CSS.escape(String(step))}"]`)].pop();
+  if (rejected) rejected.after(item);
+  else panel.list.append(item);
+  if (action === 'retry') panel.retries += 1;
+  else panel.fallbacks.push(tool);
   updateSummary(turn);
 }
 
@@ -274,7 +352,7 @@ function finishAnswer(turn, text) {
     updateSummary(turn);
   }
   const live = liveAnswer(turn);
-  live.textContent = rest || live.textContent;
+  fillMarkdown(live, rest || turn.segment.liveText);
   live.classList.remove('streaming');
   live.removeAttribute('aria-busy');
   live.classList.add('answer');
@@ -286,8 +364,14 @@ function renderTurnView(turnView) {
   const turn = turnBox(turnView.turn_id, turnView.prompt);
   const delivered = [...(turnView.delivered_prompts || [])];
   const results = [...(turnView.tool_calls || [])];
+  const grounding = [...(turnView.grounding || [])];
+  // Grounding notes in the order they were recorded, each once the steps up to its own are in.
+  const noteUpTo = (step) => {
+    while (grounding.length && grounding[0].step <= step) addGrounding(turn, grounding.shift());
+  };
   for (const step of turnView.steps || []) {
     if (step.kind === 'answer') {
+      noteUpTo(step.step);
       finishAnswer(turn, step.text);
       const next = delivered.shift();
       if (next !== undefined) {
@@ -295,7 +379,9 @@ function renderTurnView(turnView) {
         turn.segment = {};
       }
     } else {
-      addStep(turn, step.kind, step.text);
+      noteUpTo(step.step - 1);
+      addStep(turn, step.kind, step.text, step.step);
+      noteUpTo(step.step);
       // The calls of this step, in order: one `Using` line each.
       const calls = (step.text.match(/^Using `/gm) || []).length;
       for (const call of results.splice(0, calls)) {
@@ -306,6 +392,7 @@ function renderTurnView(turnView) {
       updateSummary(turn);
     }
   }
+  for (const note of grounding) addGrounding(turn, note);
   if (turnView.status !== 'running') {
     turn.el.dataset.status = turnView.status;
     if (turnView.status !== 'done') {
@@ -328,27 +415,67 @@ function setRunning(turnId) {
   view.runningTurnId = turnId;
   const stop = byId('stop');
   stop.disabled = !turnId;
-  byId('chat-state').textContent = !view.sessionId ? '' : turnId ? 'Working…' : 'Ready.';
+  byId('chat-state').textContent = !view.sessionId
+    ? 'Ready: your first prompt starts a new session.'
+    : turnId ? 'Working…' : 'Ready.';
 }
 
+/**
+ * Sends the prompt box's text, first creating a session when none is shown. The text leaves
+ * the box only once the server accepted it: on any failure it stays, with the reason below.
+ */
 async function sendPrompt() {
   const input = byId('prompt');
   const error = byId('prompt-error');
   const text = input.value;
-  if (!view.sessionId || !text.trim()) return;
+  if (view.sending || !text.trim()) return;
   error.textContent = '';
+  view.sending = true;
+  byId('send').disabled = true;
+  try {
+    await deliverPrompt(input, text);
+  } catch (failure) {
+    if (failure instanceof Unauthorized) throw failure;
+    error.textContent = kept(`The server could not be reached (${failure.message})`);
+  } finally {
+    view.sending = false;
+    byId('send').disabled = false;
+  }
+}
+
+async function deliverPrompt(input, text) {
+  const error = byId('prompt-error');
+  if (!view.sessionId) {
+    const created = await api('POST', '/api/sessions', {});
+    if (created.status !== 201) {
+      error.textContent = kept(`No session could be started: ${errorText(created)}`);
+      return;
+    }
+    // The stream opened without a session already brings this one's events (see `showSession`).
+    view.sessionId = created.body.id;
+    setTitle(created.body.title);
+    setRunning(null);
+    view.onSessionCreated(created.body);
+  }
   const answer = await api('POST', `/api/sessions/${view.sessionId}/prompts`, { prompt: text });
   if (answer.status !== 202) {
-    error.textContent = errorText(answer);
+    error.textContent = kept(errorText(answer));
     return;
   }
-  input.value = '';
+  // Whatever was typed meanwhile stays.
+  if (input.value === text) input.value = '';
   if (answer.body.queued) {
     // Shown as queued in the running turn until `prompt.delivered` (or the next `turn.start`).
     const turn = view.turns.get(answer.body.turn_id) || runningTurn();
     const el = userMessage(text, true);
     (turn ? turn.body : byId('transcript')).append(el);
   }
+}
+
+/** An error's message as a sentence, then that the prompt is still in the box. */
+function kept(message) {
+  const reason = message.replace(/[.\s]+$/, '');
+  return `${reason.charAt(0).toUpperCase()}${reason.slice(1)}. Your prompt is kept; send it again.`;
 }
 
 function removeQueued(text) {

@@ -2,6 +2,7 @@
 //
 //   node web/tests/e2e.mjs <base url> <artifacts dir> [scenario ...]
 //   IMURUN_PAGE_TOKEN=<token> node web/tests/e2e.mjs <base url> <artifacts dir> token
+//   node web/tests/e2e.mjs <base url> <artifacts dir> grounding
 //
 // The server must be scripted for the scenarios in the order below (crates/imurun-server/
 // tests/all/page.rs starts one): every scenario sends its prompts and the server's test model
@@ -43,6 +44,44 @@ function check(condition, message) {
 }
 
 // Scenarios -------------------------------------------------------------------------------
+
+/** What a script the page runs may set if the model's text ever became live code. */
+async function pwned(page) {
+  return page.evaluate(() => window.__pwned);
+}
+
+/** The attributes the sanitised Markdown may carry (markdown.js), on any element under `root`. */
+const SAFE_ATTRIBUTES = new Set(['href', 'title', 'start', 'align', 'target', 'rel']);
+
+/**
+ * Checks that nothing under `locator` can act: no script, image, frame, form or style
+ * element; no attribute beyond the few allowed (so no `on*` handler, no `style`, no `src`);
+ * every link an http(s) or mailto address that opens a new tab without opener or referrer.
+ */
+async function checkInert(locator, where) {
+  const found = await locator.evaluateAll((roots, safe) => {
+    const bad = [];
+    for (const root of roots) {
+      for (const el of root.querySelectorAll('script, img, iframe, object, embed, form, input, style, svg, math, video, audio')) {
+        bad.push(`a <${el.localName}> element`);
+      }
+      for (const el of root.querySelectorAll('.md *, .md')) {
+        for (const attr of el.attributes) {
+          if (el.classList.contains('md') && attr.name === 'class') continue;
+          if (!safe.includes(attr.name)) bad.push(`${attr.name}="${attr.value}" on <${el.localName}>`);
+        }
+        if (el.localName === 'a' && el.hasAttribute('href')) {
+          if (!/^(https?:|mailto:)/i.test(el.getAttribute('href'))) bad.push(`a link to ${el.getAttribute('href')}`);
+          if (el.target !== '_blank' || !/noopener/.test(el.rel) || !/noreferrer/.test(el.rel)) {
+            bad.push(`a link without target=_blank rel="noopener noreferrer": ${el.outerHTML}`);
+          }
+        }
+      }
+    }
+    return bad;
+  }, [...SAFE_ATTRIBUTES]);
+  check(found.length === 0, `${where} is not inert: ${found.join('; ')}`);
+}
 
 /** Sends `text` from the chat view and waits for the 202. */
 async function send(page, text) {
@@ -102,6 +141,76 @@ const SCENARIOS = {
     check(!ran, 'an inline script ran: the Content-Security-Policy is not in force');
   },
 
+  /**
+   * A new user: the page opens with the prompt box focused and no session. A first prompt
+   * whose session cannot be made keeps its text and says why; sent again, it makes the
+   * session and its answer streams as Markdown, rendered while it streams (the answer holds
+   * back its second half until this scenario creates a session titled "open the stream"),
+   * then whole: a list, a heading, a numbered list, a table, a code block and a link.
+   */
+  async first(page) {
+    await page.waitForFunction(() => document.activeElement?.id === 'prompt', null, { timeout: WAIT_MS })
+      .catch(() => { throw new Error('the page did not open with the prompt box focused'); });
+    check(await page.locator('#session-list a').count() === 0, 'a new user already has a session');
+    check(!(await page.locator('#send').isDisabled()), 'Send is disabled before any session exists');
+    const text = 'Show me some Markdown';
+    // The server's store is full: the session cannot be made.
+    await page.route('**/api/sessions', (route) => (route.request().method() === 'POST'
+      ? route.fulfill({
+        status: 507, contentType: 'application/json',
+        body: JSON.stringify({ error: { code: 'store_full', message: 'the database holds its most sessions' } }),
+      })
+      : route.continue()));
+    await page.keyboard.type(text);
+    await page.keyboard.press('Enter');
+    const error = page.locator('#prompt-error');
+    await error.filter({ hasText: 'No session could be started' }).waitFor({ timeout: WAIT_MS });
+    check((await error.textContent()).includes('the database holds its most sessions'), `the error reads ${await error.textContent()}`);
+    check(await page.getByLabel('Prompt', { exact: true }).inputValue() === text, 'the prompt was lost when the session failed');
+    check(await page.locator('#session-list a').count() === 0, 'a session is listed though none was made');
+    await page.unroute('**/api/sessions');
+    // Sent again (Enter, the focus is still in the box): the session, then the prompt.
+    const created = page.waitForResponse((r) => r.url().endsWith('/api/sessions') && r.request().method() === 'POST');
+    const accepted = page.waitForResponse((r) => r.url().endsWith('/prompts') && r.request().method() === 'POST');
+    await page.keyboard.press('Enter');
+    check((await created).status() === 201, 'the session was not created');
+    check((await accepted).status() === 202, 'the first prompt was not accepted');
+    check(await error.textContent() === '', `an error is still shown: ${await error.textContent()}`);
+    check(await page.getByLabel('Prompt', { exact: true }).inputValue() === '', 'the sent prompt is still in the box');
+    await page.locator('#session-list a[aria-current="true"]').waitFor({ timeout: WAIT_MS });
+    check(/^#chat\/.+/.test(await page.evaluate(() => location.hash)), 'the address does not name the new session');
+    // While it streams, what arrived is already Markdown.
+    const streaming = lastTurn(page).locator('.msg.assistant.streaming');
+    await streaming.locator('ul > li').nth(1).waitFor({ timeout: WAIT_MS });
+    check(await streaming.locator('strong').textContent() === 'what you asked', 'the streaming answer has no strong text');
+    await page.evaluate(() => fetch('/api/sessions', {
+      method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ title: 'open the stream' }),
+    }));
+    check(await turnEnded(page) === 'done', 'the first turn did not end done');
+    const answer = lastTurn(page).locator('.msg.assistant.answer');
+    check(await answer.locator('em').textContent() === 'emphasis', 'no emphasis');
+    check(await answer.locator('ul > li').count() === 2, 'the list does not have its two items');
+    check(await answer.locator('h4').textContent() === 'Steps', 'the "## Steps" heading is not an h4');
+    check(await answer.locator('ol > li').count() === 2, 'the numbered list does not have its two items');
+    check(await answer.locator('ol code').textContent() === 'make', 'no inline code in the numbered list');
+    check(await answer.locator('table th').count() === 2 && await answer.locator('table td').count() === 4,
+      'the table does not have 2 headers and 4 cells');
+    check(await answer.locator('table th').nth(1).getAttribute('align') === 'right', 'the table lost its column alignment');
+    const code = await answer.locator('pre > code').textContent();
+    check(code.includes('fn main() { println!("<b>hi</b>"); }'), `the code block reads ${JSON.stringify(code)}`);
+    check(await answer.locator('pre b').count() === 0, 'HTML inside the code block became an element');
+    const link = answer.getByRole('link', { name: 'the docs' });
+    check(await link.getAttribute('href') === 'https://example.org/docs', 'the link lost its address');
+    await checkInert(answer, 'the Markdown answer');
+    const prompt = await lastTurn(page).locator('.msg.user .text').textContent();
+    check(prompt === text, `the prompt is shown as ${JSON.stringify(prompt)}`);
+    await axe(page, 'a Markdown answer');
+    await page.screenshot({ path: join(artifacts, 'markdown.png'), fullPage: true });
+    await page.setViewportSize({ width: 360, height: 740 });
+    await noSidewaysScroll(page, 'a Markdown answer with a table');
+    await page.setViewportSize({ width: 1100, height: 800 });
+  },
+
   async session(page) {
     await page.getByRole('button', { name: 'New session' }).click();
     await page.locator('#session-list a[aria-current="true"]').waitFor({ timeout: WAIT_MS });
@@ -133,6 +242,84 @@ const SCENARIOS = {
       `the tool result is ${await result.textContent()}`);
     const answer = await turn.locator('.msg.answer').textContent();
     check(answer.includes('remember the milk'), `the tool turn's answer is ${JSON.stringify(answer)}`);
+  },
+
+  /**
+   * The model's text never becomes live HTML: an answer holding a script, an image with an
+   * error handler, a javascript: link, raw HTML with handlers, a frame and a remote image
+   * renders inert, and the raw HTML reads as text; nothing is requested from elsewhere. A
+   * tool step's text in the thinking panel is rendered the same way.
+   */
+  async inert(page) {
+    const elsewhere = [];
+    const watch = (request) => {
+      if (!request.url().startsWith(baseUrl)) elsewhere.push(request.url());
+    };
+    page.on('request', watch);
+    await send(page, 'Show me something tricky');
+    check(await turnEnded(page) === 'done', 'the tricky turn did not end done');
+    const answer = lastTurn(page).locator('.msg.assistant.answer');
+    await checkInert(answer, 'the tricky answer');
+    const text = await answer.textContent();
+    for (const shown of ['<script>', '<img src=x onerror=', '<b onclick=', '<iframe', 'raw link']) {
+      check(text.includes(shown), `the raw HTML ${shown} is not shown as text: ${JSON.stringify(text)}`);
+    }
+    const js = answer.getByText('click me', { exact: true });
+    check(await js.evaluate((el) => el.localName === 'a' && !el.hasAttribute('href')), 'the javascript: link kept an address');
+    await js.click();
+    const image = answer.getByRole('link', { name: 'Image: a picture' });
+    check(await image.getAttribute('href') === 'https://example.org/picture.png', 'the image is not a link to its address');
+    check(await answer.locator('strong').textContent() === 'still Markdown', 'Markdown around the HTML was not rendered');
+
+    await send(page, 'Look at my notes, carefully');
+    check(await turnEnded(page) === 'done', 'the careful tool turn did not end done');
+    const panel = lastTurn(page).locator('details.thinking');
+    await panel.locator('summary').click();
+    const step = panel.locator('.step.tool').first();
+    await checkInert(step, 'the tool step in the thinking panel');
+    check(await step.locator('.step-text strong').textContent() === 'carefully', 'the step text is not Markdown');
+    check((await step.textContent()).includes('<img src=x onerror='), 'the step\'s raw HTML is not shown as text');
+    check((await step.locator('.using').textContent()).startsWith('Using `file_read`'), 'the call line is not shown as it is');
+    page.off('request', watch);
+    check(await pwned(page) === undefined, `the model's text ran as code: window.__pwned = ${await pwned(page)}`);
+    check(elsewhere.length === 0, `the page asked another origin for ${elsewhere.join(', ')}`);
+  },
+
+  /**
+   * A streaming answer rendered block by block (markdown.js's `MarkdownStream`, which keeps
+   * the blocks the text has moved past) reads exactly as the whole text rendered at once, at
+   * every length it passes through, for text that turns paragraphs into headings, lists into
+   * loose lists, rows into tables and opens code fences with blank lines inside.
+   */
+  async incremental(page) {
+    const differences = await page.evaluate(async () => {
+      const { MarkdownStream, renderMarkdown } = await import('/assets/markdown.js');
+      const text = [
+        'A title', '=======', '', 'Some *emphasis that goes', 'on* and `code`.', '',
+        '- one', '- two', '', '- three, loose', '  - nested', '', '3. third', '4. fourth', '',
+        '> quoted', 'lazy line', '', '| a | b |', '| :-- | --: |', '| 1 | 2 |', '| 3 | 4 |', '',
+        '```python', 'def f():', '', '    return 1', '```', '', '    indented code', '', '***', '',
+        '<div onclick="x()">raw</div>', '', 'Last <b>line</b> with [a link](https://example.org/).',
+      ].join('\n');
+      const render = (markdown) => {
+        const box = document.createElement('div');
+        box.append(renderMarkdown(markdown));
+        return box.innerHTML;
+      };
+      const streamed = document.createElement('div');
+      const stream = new MarkdownStream(streamed);
+      const found = [];
+      for (let length = 1; length <= text.length; length += 3) {
+        stream.update(text.slice(0, length));
+        if (streamed.innerHTML !== render(text.slice(0, length))) {
+          found.push(`at ${length}: ${JSON.stringify(streamed.innerHTML)} vs ${JSON.stringify(render(text.slice(0, length)))}`);
+        }
+      }
+      stream.update(text);
+      if (streamed.innerHTML !== render(text)) found.push('the whole text');
+      return found;
+    });
+    check(differences.length === 0, `block by block differs from whole:\n  ${differences.slice(0, 3).join('\n  ')}`);
   },
 
   /** The mode is set to "ask" in settings and is still "ask" after a reload. */
@@ -300,6 +487,54 @@ const SCENARIOS = {
 };
 
 /**
+ * Only against a server scripted for it, so never in the default run: a turn that calls
+ * `get_time` and answers twice without the time. The agent asks again once (`answer.grounding`
+ * `retry`), then answers from the tool's result (`fallback`): the thinking panel shows both
+ * rejected answers and both notes, its summary says so, the answer is neither rejected text,
+ * and a reload (the stored turn view) shows the same panel.
+ */
+const GROUNDING_SCENARIOS = {
+  async grounding(page) {
+    await send(page, 'Read the clock for me');
+    check(await turnEnded(page) === 'done', 'the grounded turn did not end done');
+    const panelText = async () => {
+      const panel = lastTurn(page).locator('details.thinking');
+      await panel.waitFor({ timeout: WAIT_MS });
+      const items = await panel.locator('ol.steps > li').evaluateAll((lis) => lis.map((li) => {
+        const kind = li.classList.contains('grounding') ? `grounding ${li.dataset.action}` : li.className;
+        return `${kind}: ${li.textContent.trim()}`;
+      }));
+      return { summary: await panel.locator('summary').textContent(), items };
+    };
+    const live = await panelText();
+    const { summary, items } = live;
+    check(summary.includes('retried') && summary.includes("answered from get_time's result"),
+      `the summary reads ${JSON.stringify(summary)}`);
+    const kinds = items.map((item) => item.split(':')[0]);
+    const rejected = kinds.indexOf('step correction');
+    check(rejected >= 0 && kinds[rejected + 1] === 'grounding retry'
+      && kinds[rejected + 2] === 'step correction' && kinds[rejected + 3] === 'grounding fallback',
+    `the panel reads ${JSON.stringify(items)}`);
+    check(items[rejected].includes('It is lunchtime.') && items[rejected + 2].includes('Still lunchtime'),
+      `the rejected answers read ${JSON.stringify(items)}`);
+    check(items[rejected + 1].includes('Retried: ') && items[rejected + 3].includes("Answered from get_time's result: "),
+      `the grounding notes read ${JSON.stringify(items)}`);
+    const answer = await lastTurn(page).locator('.msg.answer').textContent();
+    check(!answer.includes('lunchtime'), `a rejected answer is shown as the answer: ${JSON.stringify(answer)}`);
+    check(await page.locator('.msg.answer').count() === 1, 'more than one answer is shown');
+    await checkInert(lastTurn(page), 'the grounded turn');
+    await axe(page, 'the chat view with a grounded answer');
+    await lastTurn(page).locator('details.thinking summary').click();
+    await page.screenshot({ path: join(artifacts, 'grounding.png'), fullPage: true });
+    await page.reload();
+    await page.locator('#transcript .msg.answer').first().waitFor({ timeout: WAIT_MS });
+    const stored = await panelText();
+    check(JSON.stringify(stored) === JSON.stringify(live),
+      `after a reload the panel reads ${JSON.stringify(stored)}, live it read ${JSON.stringify(live)}`);
+  },
+};
+
+/**
  * Only against a server with an API token (`IMURUN_PAGE_TOKEN`), so never in the default run:
  * the page asks for the token, refuses a wrong one, then streams an answer with the right one
  * (the event stream takes it as `?access_token=`), and keeps it over a reload.
@@ -331,8 +566,10 @@ const TOKEN_SCENARIOS = {
 
 // Run ---------------------------------------------------------------------------------------
 
-Object.assign(SCENARIOS, TOKEN_SCENARIOS);
-const names = wanted.length ? wanted : Object.keys(SCENARIOS).filter((name) => !(name in TOKEN_SCENARIOS));
+Object.assign(SCENARIOS, TOKEN_SCENARIOS, GROUNDING_SCENARIOS);
+const names = wanted.length
+  ? wanted
+  : Object.keys(SCENARIOS).filter((name) => !(name in TOKEN_SCENARIOS) && !(name in GROUNDING_SCENARIOS));
 for (const name of names) if (!SCENARIOS[name]) fail(`no scenario ${name}; there are ${Object.keys(SCENARIOS).join(', ')}`);
 mkdirSync(artifacts, { recursive: true });
 for (const old of readdirSync(artifacts)) if (old.startsWith('failed-')) rmSync(join(artifacts, old));
@@ -353,8 +590,10 @@ try {
 const page = context.pages()[0] || await context.newPage();
 const problems = [];
 // Console errors the checks cause on purpose: the CSP refusing the `csp` check's inline
-// script, and the browser logging each request refused before the `token` check's token.
+// script, the browser logging the refused session of the `first` check, and each request
+// refused before the `token` check's token.
 const expectedConsole = [/inline script/];
+if (names.includes('first')) expectedConsole.push(/status of 507/);
 if (names.includes('token')) expectedConsole.push(/status of 401/);
 page.on('pageerror', (error) => problems.push(`page error: ${error.message}`));
 page.on('console', (message) => {

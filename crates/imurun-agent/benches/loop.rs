@@ -15,14 +15,14 @@ use std::sync::mpsc::{SyncSender, sync_channel};
 use std::sync::{Arc, Mutex};
 
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
-use imurun_agent::{AgentLoop, Fit, FixedClock, TurnRequest, fit};
+use imurun_agent::{AgentLoop, Fit, TurnRequest, fit, noon_utc};
 use imurun_core::{
     AuditRecord, AuditSink, BoxFuture, Event, EventSink, GenerateRequest, Message, Model,
     ModelError, NullEvents, Role, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec,
     estimate_tokens,
 };
+use imurun_exec::{Registry, ToolExecutor};
 use imurun_policy::{Mode, Settings, Toggles, Workspace, WorkspaceConfig};
-use imurun_tools::{Registry, ToolExecutor};
 use serde_json::{Map, Value, json};
 
 /// Tool steps before the answer.
@@ -153,7 +153,7 @@ fn agent(root: &std::path::Path) -> AgentLoop {
         audit,
     );
     AgentLoop::new(Arc::new(InstantModel), Arc::new(executor), events)
-        .with_clock(Arc::new(FixedClock(jiff::civil::date(2026, 11, 30))))
+        .with_clock(Arc::new(noon_utc(jiff::civil::date(2026, 11, 30))))
 }
 
 fn bench_turn(c: &mut Criterion) {

@@ -5,16 +5,17 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use imurun_calls::Parsed;
+use imurun_core::TokenUsage;
 use imurun_core::{EventSink, Message, Model, StopFlag, ToolCall, TurnStatus};
-use imurun_tools::ToolExecutor;
+use imurun_exec::ToolExecutor;
 
 use crate::AgentError;
-use crate::clock::{Clock, SystemClock};
 use crate::prefetch::{PREFETCH_DEADLINE, observe_full};
 use crate::prompt::Skill;
 use crate::queue::PromptQueue;
 use crate::style::DEFAULT_PERSONA;
 use crate::turn::Turn;
+use imurun_core::{Clock, SystemClock};
 
 /// Steps per turn when nothing else is set.
 pub const MAX_STEPS_DEFAULT: usize = 6;
@@ -197,6 +198,11 @@ pub struct TurnResult {
     pub answer: String,
     /// Every call the model made, in order, cached ones included.
     pub tool_calls: Vec<ToolCall>,
+    /// The pre-fetch's lookups that finished before the model read the prompt, in order.
+    pub lookups: Vec<ToolCall>,
+    /// The tokens every generation of the turn took (history summaries included), counted
+    /// by the model over exactly what was sent and generated.
+    pub usage: TokenUsage,
     /// What the transcript keeps: final answers and delivered queued prompts, in order.
     pub transcript: Vec<Message>,
     pub steps: usize,
@@ -209,6 +215,9 @@ pub struct AgentLoop {
     pub(crate) model: Arc<dyn Model>,
     pub(crate) executor: Arc<ToolExecutor>,
     pub(crate) events: Arc<dyn EventSink>,
+    /// Where the turn's tool calls publish their events, when not `events` (a helper's
+    /// calls go to its parent's turn while its own loop events are silent).
+    pub(crate) tool_events: Option<Arc<dyn EventSink>>,
     pub(crate) clock: Arc<dyn Clock>,
     pub(crate) config: AgentConfig,
     /// Set for a sub-agent's loop: its depth and the tools it may use.
@@ -235,6 +244,7 @@ impl AgentLoop {
             model,
             executor,
             events,
+            tool_events: None,
             clock: Arc::new(SystemClock),
             config: AgentConfig::default(),
             scope: None,
@@ -252,6 +262,17 @@ impl AgentLoop {
     pub fn with_prefetch_deadline(mut self, deadline: Duration) -> Self {
         self.prefetch_deadline = deadline;
         self
+    }
+
+    /// Sends the turn's tool-call events to `events` instead of the loop's own sink.
+    pub fn with_tool_events(mut self, events: Arc<dyn EventSink>) -> Self {
+        self.tool_events = Some(events);
+        self
+    }
+
+    /// The sink the turn's tool calls publish to.
+    pub(crate) fn tool_sink(&self) -> &Arc<dyn EventSink> {
+        self.tool_events.as_ref().unwrap_or(&self.events)
     }
 
     pub fn with_clock(mut self, clock: Arc<dyn Clock>) -> Self {
@@ -274,6 +295,7 @@ impl AgentLoop {
     /// in `TurnResult::error`. `turn.end` is always published.
     pub async fn run(&self, mut request: TurnRequest) -> TurnResult {
         let mut prefetched = Vec::new();
+        let mut as_step = Vec::new();
         if self.config.prefetch && self.scope.is_none() && request.context.is_none() {
             let found = observe_full(
                 &self.executor,
@@ -284,28 +306,27 @@ impl AgentLoop {
                 self.prefetch_deadline,
             )
             .await;
-            // A reply the loop starts with a call gets the lookups as that call's result (the
-            // turn's cache answers the same call) instead of a Context block: measured with
-            // SmolLM2-135M, a Context block at the end of the system message made it state
-            // the time wrong or call the clock to the step limit, while a started call
-            // answered from the lookup gave the right answer (`docs/agent-loop.md`).
-            if found.results.is_empty() || !self.starts_with_a_call(&request.prompt) {
+            // With tools on offer, the lookups reach the model as a tool step it did not
+            // have to write: its call in canonical form, then each result headed like any
+            // tool result, so the model's first reply follows a result, as the worked
+            // examples show. Measured with SmolLM2-135M (`docs/agent-loop.md`): from a Context
+            // block at the end of the system message it stated the time wrong, or called the
+            // tool again with invented arguments until the step limit; after the step it
+            // answers from the result. Without tools the Context block carries them.
+            if !found.steps.is_empty() && crate::turn::offers_tools(self, &request) {
+                as_step = found.steps;
+            } else {
                 request.context = found.context;
             }
             prefetched = found.results;
         }
-        Turn::new(self, &request)
-            .with_prefetched(prefetched)
+        let lookups = prefetched.iter().map(|found| found.call.clone()).collect();
+        let mut result = Turn::new(self, &request)
+            .with_prefetched(prefetched, as_step)
             .run()
-            .await
-    }
-
-    /// Whether the turn's first reply will be started with the call marker (the rule of
-    /// `Turn::call_prefill` for a turn without a Context block).
-    fn starts_with_a_call(&self, prompt: &str) -> bool {
-        self.config.call_prefill.applies(crate::is_realtime(prompt))
-            && self.config.max_steps > 1
-            && self.model.supports_prefill()
+            .await;
+        result.lookups = lookups;
+        result
     }
 
     /// A dry run: the turn's first step generated and read, with nothing run. Returns what

@@ -1,5 +1,5 @@
 //! imurun's turn loop: [`AgentLoop`] plays one turn — session → turn → step — against the
-//! [`imurun_core::Model`] trait and the [`imurun_tools::ToolExecutor`], never a concrete
+//! [`imurun_core::Model`] trait and the [`imurun_exec::ToolExecutor`], never a concrete
 //! back-end. It owns the context budget ([`fit`]), the one system message
 //! ([`system_message`]), the house style and the live-data rules ([`is_realtime`]).
 //!
@@ -13,9 +13,11 @@
 //! skill store (small files in one directory) do.
 
 mod agent;
+mod arithmetic;
 mod clock;
 mod context;
 mod error;
+mod ground;
 mod prefetch;
 mod prompt;
 mod queue;
@@ -31,16 +33,17 @@ pub use agent::{
     AgentConfig, AgentLoop, CALLS_PER_STEP_MAX, CallPrefill, HISTORY_MESSAGES_MAX, MAX_STEPS_CAP,
     MAX_STEPS_DEFAULT, TurnRequest, TurnResult,
 };
-pub use clock::{Clock, FixedClock, SystemClock};
+pub use clock::noon_utc;
 pub use context::{
     Fit, Fitted, SHORT_TOOL_RESULT_CHARS, SUMMARY_CHARS_MAX, Summariser, TOOL_RESULT_HEADER,
     TRIM_MARKER, TokenCounter, budget, fit, is_tool_result, reserve, tool_result_chars_max,
 };
 pub use error::AgentError;
-pub use prefetch::{Intents, PREFETCH_DEADLINE, intents};
+pub use imurun_core::{Clock, FixedClock, SystemClock};
+pub use prefetch::{Intents, PREFETCH_DEADLINE, asks_for_a_change, intents};
 pub use prompt::{
-    CONTEXT_CHARS_MAX, SKILL_BODY_CHARS_MAX, SKILLS_MAX, Skill, SystemPrompt, system_message,
-    tool_prompt, tool_prompt_for,
+    CONTEXT_CHARS_MAX, SKILL_BODY_CHARS_MAX, SKILLS_MAX, Skill, SystemPrompt, example_values,
+    system_message, tool_prompt, tool_prompt_for,
 };
 pub use queue::{PromptQueue, QUEUED_PROMPTS_MAX};
 pub use realtime::{admits_no_live_data, is_realtime};

@@ -1,7 +1,8 @@
 //! The pre-fetch (`observe_full`): before the model reads a prompt, the loop looks for what
-//! the prompt plainly asks about the present — the time, the weather somewhere, a web search —
-//! runs those tools at once, concurrently, within [`PREFETCH_DEADLINE`], and hands the model
-//! their results as the system message's Context block. A small model that ignores the tool
+//! the prompt plainly asks for — the time, the weather somewhere, a web search, the
+//! workspace's files, a file's text, a sum — runs those tools at once, concurrently, within
+//! [`PREFETCH_DEADLINE`], and hands the model their results as the system message's Context
+//! block. A small model that ignores the tool
 //! prompt still answers from real data; a lookup that fails or runs out of time says
 //! [`OFFLINE_SENTENCE`], so the model admits it instead of guessing.
 //!
@@ -14,7 +15,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use imurun_core::{EVENT_STRING_CHARS_MAX, Event, EventSink, StopFlag, ToolCall};
-use imurun_tools::{Caller, Outcome, ToolExecutor};
+use imurun_exec::{Caller, Outcome, ToolExecutor};
 use serde_json::{Map, Value};
 
 use crate::realtime::normalise;
@@ -25,9 +26,6 @@ pub const PREFETCH_DEADLINE: Duration = Duration::from_secs(10);
 
 /// Each lookup's text in the Context block is cut to this many characters.
 const LOOKUP_CHARS_MAX: usize = 1500;
-
-/// How often a waiting pre-fetch looks at the Stop flag.
-const STOP_POLL: Duration = Duration::from_millis(25);
 
 /// What a prompt plainly asks about the present.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -40,11 +38,22 @@ pub struct Intents {
     pub weather: Option<String>,
     /// What to search the web for.
     pub search: Option<String>,
+    /// The prompt asks what the workspace holds.
+    pub list: bool,
+    /// The file the prompt asks to read, as written.
+    pub read: Option<String>,
+    /// The arithmetic the prompt asks for, as an expression `calculate` reads.
+    pub calculate: Option<String>,
 }
 
 impl Intents {
     pub fn is_empty(&self) -> bool {
-        !self.time && self.weather.is_none() && self.search.is_none()
+        !self.time
+            && self.weather.is_none()
+            && self.search.is_none()
+            && !self.list
+            && self.read.is_none()
+            && self.calculate.is_none()
     }
 
     /// The calls that answer these intents, in Context order.
@@ -66,6 +75,19 @@ impl Intents {
             let mut args = Map::new();
             args.insert("query".into(), Value::from(query.as_str()));
             lookups.push(Lookup::new("web_search", Some(query), args));
+        }
+        if self.list {
+            lookups.push(Lookup::new("list_dir", None, Map::new()));
+        }
+        if let Some(path) = &self.read {
+            let mut args = Map::new();
+            args.insert("path".into(), Value::from(path.as_str()));
+            lookups.push(Lookup::new("file_read", Some(path), args));
+        }
+        if let Some(expression) = &self.calculate {
+            let mut args = Map::new();
+            args.insert("expression".into(), Value::from(expression.as_str()));
+            lookups.push(Lookup::new("calculate", Some(expression), args));
         }
         lookups
     }
@@ -132,6 +154,8 @@ const WEATHER_WORDS: &[&str] = &[
 
 /// Words that end a place name: "weather in Paris today" → "Paris".
 const PLACE_ENDS: &[&str] = &[
+    "here",
+    "there",
     "today",
     "tomorrow",
     "tonight",
@@ -207,6 +231,11 @@ pub fn intents(prompt: &str) -> Intents {
         found.weather = place_after(prompt, &[" in ", " for ", " at "])
             .or_else(|| place_before(prompt, "weather"));
     }
+    found.list = LIST_PHRASES
+        .iter()
+        .any(|phrase| contains_words(&text, phrase));
+    found.read = file_to_read(prompt);
+    found.calculate = crate::arithmetic::expression(prompt);
     if let Some(query) = search_query(prompt) {
         found.search = Some(query);
     } else if found.is_empty()
@@ -218,6 +247,147 @@ pub fn intents(prompt: &str) -> Intents {
         found.search = Some(query_text(prompt));
     }
     found
+}
+
+/// Verbs that open a request to change the workspace.
+const CHANGE_VERBS: &[&str] = &[
+    "create",
+    "write",
+    "save",
+    "make",
+    "delete",
+    "remove",
+    "rename",
+    "move",
+    "append",
+    "add",
+    "put",
+    "store",
+    "erase",
+    "overwrite",
+    "edit",
+    "update",
+];
+
+/// Whether `prompt` plainly asks to change the workspace: it opens with a changing verb
+/// ("create", "write", "delete", "make", ..., after "please"/"can you" at most) and names a
+/// file or a folder ("a file", "folder", `todo.txt`). The loop then starts the model's reply
+/// with a call (`CallPrefill::Live`), so a small model writes the call the person asked for;
+/// the call still goes through the policy, which asks the person in the default mode.
+pub fn asks_for_a_change(prompt: &str) -> bool {
+    let lower = prompt.trim().to_lowercase();
+    let rest = POLITE_LEADS
+        .iter()
+        .rev()
+        .find_map(|lead| lower.strip_prefix(lead))
+        .unwrap_or(&lower);
+    let first = rest.split_whitespace().next().unwrap_or_default();
+    if !CHANGE_VERBS.contains(&first) {
+        return false;
+    }
+    rest.split_whitespace().any(|word| {
+        let word = word.trim_matches(|c: char| "`'\"()[]<>,;:!?".contains(c));
+        matches!(
+            word.trim_end_matches('.'),
+            "file" | "files" | "folder" | "folders" | "directory" | "directories" | "dir"
+        ) || looks_like_a_file(word.trim_end_matches('.'))
+    })
+}
+
+/// Phrases that ask what the workspace holds.
+const LIST_PHRASES: &[&str] = &[
+    "list my files",
+    "list the files",
+    "list files",
+    "list all files",
+    "list all my files",
+    "list all the files",
+    "list the workspace",
+    "list my workspace",
+    "what files",
+    "which files",
+    "show me my files",
+    "show my files",
+    "show me the files",
+    "show the files",
+    "what's in my workspace",
+    "what is in my workspace",
+    "whats in my workspace",
+    "what's in the workspace",
+    "what is in the workspace",
+    "whats in the workspace",
+    "files in my workspace",
+    "files in the workspace",
+    "files are in my workspace",
+    "files are in the workspace",
+    "files do i have",
+    "contents of my workspace",
+    "contents of the workspace",
+    "what do i have in my workspace",
+];
+
+/// Openings of a request to read a file; the file name follows.
+const READ_OPENINGS: &[&str] = &[
+    "read ",
+    "open ",
+    "show me ",
+    "show ",
+    "cat ",
+    "print ",
+    "display ",
+    "what does ",
+    "what's in ",
+    "what is in ",
+    "whats in ",
+    "contents of ",
+    "the contents of ",
+    "summarise ",
+    "summarize ",
+];
+
+/// The file a prompt asks to read ("Read groceries.txt", "what does notes/todo.md say?"):
+/// a word right after a reading opening that names a file (it has an extension with a
+/// letter, or a folder). The tool says whether it exists.
+fn file_to_read(prompt: &str) -> Option<String> {
+    let lower = prompt.to_ascii_lowercase();
+    READ_OPENINGS.iter().find_map(|opening| {
+        lower.match_indices(opening).find_map(|(at, _)| {
+            let starts_word = !lower[..at]
+                .chars()
+                .next_back()
+                .is_some_and(char::is_alphanumeric);
+            if !starts_word {
+                return None;
+            }
+            let rest = prompt.get(at + opening.len()..)?;
+            let word = rest.split_whitespace().find(|word| {
+                !matches!(
+                    word.to_ascii_lowercase().as_str(),
+                    "the" | "my" | "file" | "me"
+                )
+            })?;
+            let word = word
+                .trim_matches(|c: char| "`'\"()[]<>,;:!?".contains(c))
+                .trim_end_matches('.');
+            looks_like_a_file(word).then(|| word.to_owned())
+        })
+    })
+}
+
+/// `notes.txt`, `docs/plan.md`, `src/`: a name with an extension holding a letter, or a path.
+fn looks_like_a_file(word: &str) -> bool {
+    if word.is_empty() || word.len() > 200 || word.contains("://") || word.starts_with("www.") {
+        return false;
+    }
+    let name = word.trim_end_matches('/');
+    let base = name.rsplit('/').next().unwrap_or(name);
+    let has_extension = base.rsplit_once('.').is_some_and(|(stem, extension)| {
+        !stem.is_empty()
+            && (1..=8).contains(&extension.len())
+            && extension.chars().all(|c| c.is_ascii_alphanumeric())
+            && extension.chars().any(|c| c.is_ascii_alphabetic())
+    });
+    has_extension || (word.contains('/') && base.chars().any(char::is_alphanumeric))
 }
 
 /// What may come before a search opening: "please search for…", "can you look up…".
@@ -368,6 +538,9 @@ pub(crate) struct Prefetch {
     /// The lookups that finished, with the text the model reads for each (a failure with its
     /// suffix): the turn answers the same call from these instead of running it again.
     pub(crate) results: Vec<Prefetched>,
+    /// Every lookup the Context block names, with the text its line gives: what the model
+    /// reads when the lookups are handed over as a tool step instead of a Context block.
+    pub(crate) steps: Vec<(ToolCall, String)>,
 }
 
 /// One finished lookup.
@@ -376,6 +549,8 @@ pub(crate) struct Prefetched {
     pub(crate) call: ToolCall,
     pub(crate) tool: String,
     pub(crate) text: String,
+    pub(crate) ok: bool,
+    pub(crate) facts: Option<imurun_core::Facts>,
 }
 
 /// The pre-fetch: the Context block and the finished lookups.
@@ -416,45 +591,57 @@ pub(crate) async fn observe_full(
         // is audited) in the background, while the turn goes on without it.
         let executor = Arc::clone(executor);
         let call = lookup.call.clone();
-        let caller = Caller::prefetch(session.clone(), stop.clone());
+        let caller =
+            Caller::prefetch(session.clone(), stop.clone()).with_events(Arc::clone(events));
         waiting.push(tokio::spawn(async move {
             executor.execute(&call, &caller).await
         }));
     }
     let until = tokio::time::Instant::from_std(started + deadline);
     let mut lines = Vec::new();
+    let mut steps = Vec::new();
     let mut done = Vec::new();
     let mut results = Vec::new();
     for (lookup, task) in lookups.iter().zip(waiting) {
         let finished = tokio::select! {
             joined = tokio::time::timeout_at(until, task) => joined.ok().and_then(Result::ok),
-            () = stopped(stop) => None,
+            () = stop.stopped() => None,
         };
-        let line = match &finished {
+        let text = match &finished {
             // The mode would ask first: nobody asked for this call, so it is not made.
             Some(execution) if execution.outcome == Outcome::NeedsApproval => None,
-            Some(execution) if execution.output.ok => Some(format!(
-                "{}: {}",
-                lookup.label,
-                lookup_text(lookup, &execution.output.text)
+            Some(execution) if execution.output.ok => {
+                Some(lookup_text(lookup, &execution.output.text))
+            }
+            // The workspace and the calculator are not live data: their failure ("no such
+            // file") is what the model needs to read.
+            Some(execution) if !reaches_the_network(&lookup.call.name) => Some(with_failed_suffix(
+                &lookup_text(lookup, &execution.output.text),
             )),
-            _ => Some(format!("{}: {OFFLINE_SENTENCE}", lookup.label)),
+            _ => Some(OFFLINE_SENTENCE.to_owned()),
         };
+        let line = text.map(|text| {
+            steps.push((lookup.call.clone(), text.clone()));
+            format!("{}: {text}", lookup.label)
+        });
         let ok = finished
             .as_ref()
             .is_some_and(|execution| execution.output.ok);
         if let Some(execution) =
             finished.filter(|execution| matches!(execution.outcome, Outcome::Ok | Outcome::Failed))
         {
-            let text = if execution.output.ok {
-                execution.output.text
+            let output = execution.output;
+            let text = if output.ok {
+                output.text
             } else {
-                with_failed_suffix(&execution.output.text)
+                with_failed_suffix(&output.text)
             };
             results.push(Prefetched {
                 call: lookup.call.clone(),
                 tool: execution.tool,
                 text,
+                ok: output.ok,
+                facts: output.facts,
             });
         }
         if let Some(query) = search_query_of(&lookup.call) {
@@ -478,7 +665,14 @@ pub(crate) async fn observe_full(
     Prefetch {
         context: (!lines.is_empty()).then(|| lines.join("\n")),
         results,
+        steps,
     }
+}
+
+/// Whether a lookup is live data from the network, whose failure reads as the offline
+/// sentence.
+fn reaches_the_network(tool: &str) -> bool {
+    matches!(tool, "get_weather" | "web_search")
 }
 
 /// A lookup's result as the Context block shows it: cut, and web text fenced off as data.
@@ -502,11 +696,4 @@ fn search_query_of(call: &ToolCall) -> Option<String> {
             .take(EVENT_STRING_CHARS_MAX)
             .collect()
     })
-}
-
-/// Resolves once `stop` is set.
-async fn stopped(stop: &StopFlag) {
-    while !stop.is_stopped() {
-        tokio::time::sleep(STOP_POLL).await;
-    }
 }

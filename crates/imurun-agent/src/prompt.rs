@@ -186,47 +186,148 @@ struct Example {
     answer: String,
 }
 
-/// Worked examples for well-known tools (tool, question, argument, value, result, answer, and
-/// words that point at the tool), best first: a live-data question leads, because
-/// "anything about the present" is the rule small models most need to see applied.
-const KNOWN_EXAMPLES: &[(&str, &str, &str, &str, &str, &str, &str)] = &[
-    (
-        "get_weather",
-        "What's the weather in Oslo right now?",
-        "location",
-        "Oslo",
-        "Oslo: 4 °C, light rain, wind 5 m/s",
-        "It is 4 °C with light rain in Oslo right now.",
-        "rain raining snow snowing temperature hot cold warm wind sunny forecast degrees",
-    ),
-    (
-        "web_search",
-        "What is the latest Python release?",
-        "query",
-        "latest Python release",
-        "python.org: Python 3.14.0 was released on 7 October 2025.",
-        "The latest release is Python 3.14.0, from 7 October 2025.",
-        "search web online look find news latest price prices score scores who",
-    ),
-    (
-        "get_time",
-        "What time is it in Tokyo?",
-        "timezone",
-        "Asia/Tokyo",
-        "21:04, Monday (Asia/Tokyo)",
-        "It is 21:04 on Monday in Tokyo.",
-        "time clock date day hour minute o'clock",
-    ),
-    (
-        "file_read",
-        "What does notes.txt say?",
-        "path",
-        "notes.txt",
-        "Buy milk.",
-        "notes.txt says: Buy milk.",
-        "file files read contents show open",
-    ),
+/// A worked example for a well-known tool. Its values are plainly illustrative (a date in
+/// 2020, `example.txt`, `12 * 34`): a small model copies examples, and a copied value must
+/// be one no real answer holds, so the grounding check can tell.
+struct KnownExample {
+    tool: &'static str,
+    question: &'static str,
+    args: &'static [(&'static str, &'static str)],
+    result: &'static str,
+    answer: &'static str,
+    /// Words that point at the tool.
+    keywords: &'static str,
+    /// The values of the example's world, which an answer about this person's world must
+    /// not hold unless the person said them or a tool returned them.
+    values: &'static [&'static str],
+}
+
+/// The tools of the known examples that change the workspace.
+const CHANGING_TOOLS: &[&str] = &["file_write", "delete"];
+
+/// The known worked examples, best first: a live-data question leads, because "anything
+/// about the present" is the rule small models most need to see applied.
+const KNOWN_EXAMPLES: &[KnownExample] = &[
+    KnownExample {
+        tool: "get_weather",
+        question: "What's the weather in Lima right now?",
+        args: &[("location", "Lima")],
+        result: "Lima: 19 °C, cloudy, wind 3 m/s",
+        answer: "It is 19 °C and cloudy in Lima right now.",
+        keywords: "weather rain raining snow snowing temperature hot cold warm wind sunny \
+                   forecast degrees",
+        values: &["Lima", "19 °C", "3 m/s"],
+    },
+    KnownExample {
+        tool: "web_search",
+        question: "What is the latest Python release?",
+        args: &[("query", "latest Python release")],
+        result: "python.org: Python 3.14.0 was released on 7 October 2025.",
+        answer: "The latest release is Python 3.14.0, from 7 October 2025.",
+        keywords: "search web online look find news latest price prices score scores who",
+        values: &["3.14.0", "7 October 2025"],
+    },
+    KnownExample {
+        tool: "get_time",
+        question: "What time is it?",
+        args: &[],
+        result: "Monday, 2 March 2020, 09:30:00 (local time)",
+        answer: "It is 09:30 on Monday, 2 March 2020.",
+        keywords: "time clock date day hour minute o'clock today",
+        values: &["09:30", "2 March 2020", "March 2, 2020"],
+    },
+    KnownExample {
+        tool: "list_dir",
+        question: "What files do I have?",
+        args: &[],
+        result: "the workspace root:\nexample.txt  (27 bytes)\nphotos/",
+        answer: "You have example.txt and a folder, photos/.",
+        keywords: "files file folder folders list directory workspace",
+        values: &["example.txt", "photos"],
+    },
+    KnownExample {
+        tool: "file_read",
+        question: "What does example.txt say?",
+        args: &[("path", "example.txt")],
+        result: "Hello from the example file.",
+        answer: "example.txt says: Hello from the example file.",
+        keywords: "read contents show open says say file",
+        values: &["example.txt", "Hello from the example file"],
+    },
+    KnownExample {
+        tool: "file_write",
+        question: "Save the text see you soon to example.txt",
+        args: &[("path", "example.txt"), ("content", "see you soon")],
+        result: "wrote 12 bytes to `example.txt`",
+        answer: "Saved: example.txt now holds \"see you soon\".",
+        keywords: "write save create make new put store text",
+        values: &["example.txt", "see you soon"],
+    },
+    KnownExample {
+        tool: "delete",
+        question: "Delete example.txt",
+        args: &[("path", "example.txt")],
+        result: "deleted `example.txt`",
+        answer: "example.txt is deleted.",
+        keywords: "delete remove erase rm trash",
+        values: &["example.txt"],
+    },
+    KnownExample {
+        tool: "calculate",
+        question: "What is 12 times 34?",
+        args: &[("expression", "12 * 34")],
+        result: "12 * 34 = 408",
+        answer: "12 × 34 = 408.",
+        keywords: "calculate times plus minus divided multiplied sum product percent sqrt math \
+                   arithmetic",
+        values: &["408"],
+    },
 ];
+
+/// Every value of the known worked examples' worlds (`Lima`, `example.txt`, `09:30`, ...):
+/// what no answer about a person's world may hold unless they said it or a tool returned it.
+pub fn example_values() -> Vec<&'static str> {
+    KNOWN_EXAMPLES
+        .iter()
+        .flat_map(|example| example.values.iter().copied())
+        .collect()
+}
+
+/// The values of the examples `tool_prompt_for(index, Some(question))` shows, and their
+/// calls' argument values by tool and argument: what a model may copy from them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct ShownExamples {
+    pub(crate) values: Vec<String>,
+    /// (tool, argument, value)
+    pub(crate) args: Vec<(String, String, String)>,
+}
+
+pub(crate) fn shown_examples(index: &ToolIndex, question: &str) -> ShownExamples {
+    let offered: Vec<&IndexedTool> = index.offered().collect();
+    let mut shown = ShownExamples::default();
+    for example in examples(&offered, question) {
+        if let Some(known) = KNOWN_EXAMPLES
+            .iter()
+            .find(|known| known.question == example.question)
+        {
+            shown
+                .values
+                .extend(known.values.iter().map(|value| (*value).to_owned()));
+        } else {
+            // A generic example's placeholders: "(what `x` returned)".
+            shown.values.push(example.result.clone());
+            shown.values.push(example.answer.clone());
+        }
+        for (key, value) in &example.call.args {
+            if let Some(value) = value.as_str().filter(|value| *value != "...") {
+                shown
+                    .args
+                    .push((example.call.name.clone(), key.clone(), value.to_owned()));
+            }
+        }
+    }
+    shown
+}
 
 /// Two examples: known ones for offered tools first, then generic ones for the first
 /// offered tools, so the examples only ever name tools that exist. Known examples that share
@@ -235,29 +336,39 @@ const KNOWN_EXAMPLES: &[(&str, &str, &str, &str, &str, &str, &str)] = &[
 fn examples(offered: &[&IndexedTool], question: &str) -> Vec<Example> {
     let is_offered = |name: &str| offered.iter().any(|tool| tool.spec.name == name);
     let asked = content_words(question);
-    let mut known: Vec<&(&str, &str, &str, &str, &str, &str, &str)> = KNOWN_EXAMPLES
+    // The examples that change the workspace are shown only for a request to change it: a
+    // small model copies an example's call, and a write it copied asks the person for nothing
+    // they wanted.
+    let changing = crate::prefetch::asks_for_a_change(question);
+    let mut known: Vec<&KnownExample> = KNOWN_EXAMPLES
         .iter()
-        .filter(|known| is_offered(known.0))
+        .filter(|known| is_offered(known.tool))
+        .filter(|known| changing || !CHANGING_TOOLS.contains(&known.tool))
         .collect();
     // Stable: equal scores keep their order.
-    known.sort_by_key(|&&(name, example_question, .., keywords)| {
+    known.sort_by_key(|known| {
         let words = content_words(&format!(
-            "{} {example_question} {keywords}",
-            name.replace('_', " ")
+            "{} {} {}",
+            known.tool.replace('_', " "),
+            known.question,
+            known.keywords
         ));
         std::cmp::Reverse(words.iter().filter(|word| asked.contains(word)).count())
     });
     let mut examples: Vec<Example> = known
         .into_iter()
         .take(2)
-        .map(|&(name, question, key, value, result, answer, _)| {
-            let mut args = Map::new();
-            args.insert(key.to_owned(), Value::String(value.to_owned()));
+        .map(|known| {
+            let args: Map<String, Value> = known
+                .args
+                .iter()
+                .map(|(key, value)| ((*key).to_owned(), Value::String((*value).to_owned())))
+                .collect();
             Example {
-                question: question.to_owned(),
-                call: ToolCall::new(name, args),
-                result: result.to_owned(),
-                answer: answer.to_owned(),
+                question: known.question.to_owned(),
+                call: ToolCall::new(known.tool, args),
+                result: known.result.to_owned(),
+                answer: known.answer.to_owned(),
             }
         })
         .collect();
@@ -343,7 +454,7 @@ mod tests {
 
     #[test]
     fn the_whole_system_message_with_tools_skills_and_context() {
-        let index = ToolIndex::offering(imurun_tools::builtin_specs());
+        let index = ToolIndex::offering(imurun_core::builtin::specs());
         let skills = [Skill::new("haiku", "Answer in a haiku.")];
         let message = system_message(&SystemPrompt {
             persona: crate::DEFAULT_PERSONA,
@@ -395,6 +506,35 @@ mod tests {
     }
 
     #[test]
+    fn the_shown_examples_values_are_known_for_the_grounding_check() {
+        let index = ToolIndex::offering(imurun_core::builtin::specs());
+        let shown = shown_examples(&index, "Read groceries.txt");
+        assert!(
+            shown.values.contains(&"example.txt".to_owned()),
+            "{shown:?}"
+        );
+        assert!(
+            shown
+                .args
+                .contains(&("file_read".into(), "path".into(), "example.txt".into()))
+        );
+        let generic = ToolIndex::offering([ToolSpec::new(
+            "lookup",
+            "",
+            json!({"type": "object", "properties": {"key": {"type": "string"}}, "required": ["key"]}),
+        )]);
+        let shown = shown_examples(&generic, "anything");
+        assert_eq!(
+            shown.values,
+            [
+                "(what `lookup` returned)",
+                "(the answer, from what `lookup` returned)"
+            ]
+        );
+        assert!(shown.args.is_empty(), "placeholders are not values");
+    }
+
+    #[test]
     fn at_most_three_skills_each_cut_to_4000_chars() {
         let long = "x".repeat(5000);
         let skills: Vec<Skill> = (0..5).map(|n| Skill::new(format!("s{n}"), &long)).collect();
@@ -413,8 +553,21 @@ mod tests {
     }
 
     #[test]
+    fn examples_that_change_the_workspace_are_shown_only_for_a_change() {
+        let index = ToolIndex::offering(imurun_core::builtin::specs());
+        for question in ["Read groceries.txt", "What does notes.txt say?", "", "Hi"] {
+            let prompt = tool_prompt_for(&index, Some(question)).unwrap();
+            assert!(!prompt.contains("\"name\": \"file_write\""), "{question:?}");
+            assert!(!prompt.contains("\"name\": \"delete\""), "{question:?}");
+        }
+        let prompt = tool_prompt_for(&index, Some("Write hello to hello.txt")).unwrap();
+        let first = &prompt[prompt.find("Example 1:").unwrap()..];
+        assert!(first.contains("\"name\": \"file_write\""), "{prompt}");
+    }
+
+    #[test]
     fn the_examples_closest_to_the_question_lead() {
-        let index = ToolIndex::offering(imurun_tools::builtin_specs());
+        let index = ToolIndex::offering(imurun_core::builtin::specs());
         let first_example_tool = |question: &str| {
             let prompt = tool_prompt_for(&index, Some(question)).unwrap();
             let example = &prompt[prompt.find("Example 1:").unwrap()..];
@@ -429,6 +582,11 @@ mod tests {
             "web_search"
         );
         assert_eq!(first_example_tool("Is it raining in Tokyo?"), "get_weather");
+        assert_eq!(
+            first_example_tool("List the files in my workspace."),
+            "list_dir"
+        );
+        assert_eq!(first_example_tool("What is 17 times 23?"), "calculate");
         assert!(
             !tool_prompt_for(&index, None)
                 .unwrap()

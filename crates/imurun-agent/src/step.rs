@@ -3,7 +3,8 @@
 
 use imurun_calls::{ParseKind, Parsed, StreamGuard, parse_tool_calls, spaced_json, split_think};
 use imurun_core::{
-    Event, EventSink, GenerateRequest, Message, Model, ModelError, StopFlag, ToolCall, ToolIndex,
+    Event, EventSink, GenerateRequest, Message, Model, ModelError, StopFlag, TokenUsage, ToolCall,
+    ToolIndex,
 };
 use serde_json::Value;
 
@@ -20,21 +21,26 @@ pub(crate) struct Generation<'a> {
     pub(crate) max_tokens: usize,
     /// The start of the reply, written by the loop (a call prefill).
     pub(crate) prefill: Option<&'static str>,
+    /// Hold the answer back: no `token` event, the loop publishes the answer once checked.
+    pub(crate) hold: bool,
 }
 
-/// Generates one reply to `messages`, streaming answer tokens as `token` events.
+/// Generates one reply to `messages`, streaming answer tokens as `token` events; returns it
+/// raw and read, and the tokens it took.
 pub(crate) async fn generate(
     generation: &Generation<'_>,
     messages: &[Message],
-) -> Result<(String, Parsed), ModelError> {
+) -> Result<(String, Parsed, TokenUsage), ModelError> {
+    // The step's own stop: the turn's, and the loop's when the reply goes round in circles.
+    let step_stop = generation.stop.child();
     let request = GenerateRequest {
         messages: messages.to_vec(),
         max_tokens: Some(generation.max_tokens),
-        stop: generation.stop.clone(),
+        stop: step_stop.clone(),
         prefill: generation.prefill.map(str::to_owned),
     };
     let publish = |text: String| {
-        if !text.is_empty() {
+        if !text.is_empty() && !generation.hold {
             generation.events.publish(Event::Token {
                 session_id: generation.session_id.map(str::to_owned),
                 step: generation.step,
@@ -43,13 +49,20 @@ pub(crate) async fn generate(
         }
     };
     let mut guard = generation.tools.map(|_| StreamGuard::new());
+    let mut tail = String::new();
     let raw = {
-        let mut on_token = |token: &str| match guard.as_mut() {
-            Some(guard) => publish(guard.push(token)),
-            None => publish(token.to_owned()),
+        let mut on_token = |token: &str| {
+            if !step_stop.is_stopped() && loops(&mut tail, token) {
+                step_stop.stop();
+            }
+            match guard.as_mut() {
+                Some(guard) => publish(guard.push(token)),
+                None => publish(token.to_owned()),
+            }
         };
         generation.model.generate(&request, &mut on_token).await?
     };
+    let usage = TokenUsage::of(generation.model, &request, &raw);
     let mut parsed = match generation.tools {
         Some(index) => parse_tool_calls(&raw, index),
         None => answer_only(&raw),
@@ -58,7 +71,43 @@ pub(crate) async fn generate(
     if let Some(guard) = guard {
         publish(guard.finish(&parsed));
     }
-    Ok((raw, parsed))
+    Ok((raw, parsed, usage))
+}
+
+/// The end of a reply the loop watches for repetition, in bytes.
+const LOOP_TAIL_BYTES: usize = 1024;
+/// The longest repeating unit looked for, in bytes.
+const LOOP_PERIOD_MAX: usize = 200;
+/// A reply loops once its end is one unit written this many times in a row...
+const LOOP_REPEATS_MIN: usize = 3;
+/// ...over at least this many bytes.
+const LOOP_BYTES_MIN: usize = 240;
+
+/// Adds `token` to `tail` (the reply's last `LOOP_TAIL_BYTES`) and says whether the reply now
+/// goes round in circles: it ends with one piece of text, of up to `LOOP_PERIOD_MAX` bytes,
+/// written `LOOP_REPEATS_MIN` times or more in a row over `LOOP_BYTES_MIN` bytes or more.
+/// Small models fall into such loops and would fill the whole token budget, minutes on a
+/// small machine; the loop stops the generation there (the text so far is read as usual).
+pub(crate) fn loops(tail: &mut String, token: &str) -> bool {
+    tail.push_str(token);
+    if tail.len() > LOOP_TAIL_BYTES {
+        let mut cut = tail.len() - LOOP_TAIL_BYTES;
+        while !tail.is_char_boundary(cut) {
+            cut += 1;
+        }
+        tail.drain(..cut);
+    }
+    let bytes = tail.as_bytes();
+    (1..=LOOP_PERIOD_MAX).any(|period| {
+        let span = (period * LOOP_REPEATS_MIN).max(LOOP_BYTES_MIN);
+        span <= bytes.len() && {
+            let end = &bytes[bytes.len() - span..];
+            end[period..]
+                .iter()
+                .zip(end)
+                .all(|(later, earlier)| later == earlier)
+        }
+    })
 }
 
 /// The same call written twice in one reply counts once: small models repeat a call block
@@ -110,6 +159,49 @@ pub(crate) fn step_text(thought: &str, visible: &str, calls: &[ToolCall]) -> Str
 mod tests {
     use super::*;
     use serde_json::json;
+
+    fn loops_after(pieces: &[&str]) -> Option<usize> {
+        let mut tail = String::new();
+        pieces.iter().position(|piece| loops(&mut tail, piece))
+    }
+
+    #[test]
+    fn a_reply_that_repeats_itself_is_seen_to_loop() {
+        let line = "The answer is 12. ";
+        let pieces: Vec<&str> = std::iter::repeat_n(line, 40).collect();
+        // 18 bytes a line: 240 bytes take 14 lines.
+        assert_eq!(loops_after(&pieces), Some(13));
+        let dots: Vec<&str> = std::iter::repeat_n(".", 500).collect();
+        assert_eq!(loops_after(&dots), Some(LOOP_BYTES_MIN - 1));
+        // A long unit, three times.
+        let long = "x".repeat(150) + "y";
+        let pieces = [long.as_str(), long.as_str(), long.as_str()];
+        assert_eq!(loops_after(&pieces), Some(2));
+    }
+
+    #[test]
+    fn ordinary_replies_do_not_loop() {
+        let story = "Once upon a time a small robot lived by the sea. Every morning it \
+                     counted the waves, and every evening it wrote down a new number. One \
+                     day the numbers ran out, so the robot began to count the stars \
+                     instead, and found there were always more of them than it expected.";
+        let words: Vec<&str> = story.split_inclusive(' ').collect();
+        assert_eq!(loops_after(&words), None);
+        let list = "1. milk\n2. eggs\n3. bread\n4. apples\n5. rice\n6. tea\n7. salt\n";
+        assert_eq!(
+            loops_after(&[list, list]),
+            None,
+            "a list, even twice, is not a loop"
+        );
+        let table = "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n";
+        assert_eq!(loops_after(&[table]), None);
+        let wide = "é".repeat(700);
+        let mut tail = String::new();
+        assert!(
+            loops(&mut tail, &wide),
+            "multi-byte text is cut on char boundaries"
+        );
+    }
 
     #[test]
     fn a_tool_step_reads_thought_text_then_calls() {

@@ -12,14 +12,13 @@
 use std::sync::{Arc, OnceLock, Weak};
 
 use imurun_core::{
-    BoxFuture, EVENT_STRING_CHARS_MAX, Event, EventSink, Model, Tool, ToolCategory, ToolContext,
-    ToolOutput, ToolSpec, TurnStatus,
+    BoxFuture, Clock, EVENT_STRING_CHARS_MAX, Event, EventSink, Model, SystemClock, Tool,
+    ToolCategory, ToolContext, ToolOutput, ToolSpec, TurnStatus,
 };
-use imurun_tools::{AGENT_DEPTH_MAX, Registry, ToolExecutor, run_agent_tool};
+use imurun_exec::{AGENT_DEPTH_MAX, Registry, ToolExecutor};
 use serde_json::{Map, Value};
 
 use crate::agent::{AgentConfig, AgentLoop, TurnRequest};
-use crate::clock::{Clock, SystemClock};
 
 /// The helper's step budget when the call names none.
 pub const SUB_AGENT_STEPS_DEFAULT: usize = 4;
@@ -39,31 +38,26 @@ pub type ModelSource = Arc<dyn Fn() -> Option<Arc<dyn Model>> + Send + Sync>;
 pub struct RunAgentTool {
     spec: ToolSpec,
     model: ModelSource,
-    events: Arc<dyn EventSink>,
     clock: Arc<dyn Clock>,
     config: AgentConfig,
     executor: OnceLock<Weak<ToolExecutor>>,
 }
 
 impl RunAgentTool {
-    /// A sub-agent tool over `model`, publishing `agent.start` / `agent.end` to `events`.
-    /// Helpers inherit `config`'s generation settings; persona, budget and history
-    /// summarising are their own. Unbound until [`RunAgentTool::bind`].
-    pub fn new(model: Arc<dyn Model>, events: Arc<dyn EventSink>, config: &AgentConfig) -> Self {
-        Self::with_model_source(Arc::new(move || Some(Arc::clone(&model))), events, config)
+    /// A sub-agent tool over `model`. `agent.start` / `agent.end` and the helper's calls'
+    /// events go where the `run_agent` call's own events go (the turn that made it). Helpers
+    /// inherit `config`'s generation settings; persona, budget and history summarising are
+    /// their own. Unbound until [`RunAgentTool::bind`].
+    pub fn new(model: Arc<dyn Model>, config: &AgentConfig) -> Self {
+        Self::with_model_source(Arc::new(move || Some(Arc::clone(&model))), config)
     }
 
     /// A sub-agent tool whose model is read from `model` each time a helper starts; while it
     /// gives none, `run_agent` fails saying the model is not loaded.
-    pub fn with_model_source(
-        model: ModelSource,
-        events: Arc<dyn EventSink>,
-        config: &AgentConfig,
-    ) -> Self {
+    pub fn with_model_source(model: ModelSource, config: &AgentConfig) -> Self {
         Self {
-            spec: run_agent_tool().spec().clone(),
+            spec: imurun_core::run_agent_spec(),
             model,
-            events,
             clock: Arc::new(SystemClock),
             config: config
                 .clone()
@@ -111,13 +105,14 @@ impl RunAgentTool {
         }
         let tools = helper_tools(executor.registry(), context, args.get("tools"), depth);
         let max_steps = helper_steps(args.get("max_steps"));
-        self.events.publish(Event::AgentStart {
+        context.events.publish(Event::AgentStart {
             session_id: context.session_id.clone(),
             depth,
             task: task.chars().take(EVENT_STRING_CHARS_MAX).collect(),
             tools: tools.clone(),
         });
         let helper = AgentLoop::new(model, executor, Arc::new(Silent))
+            .with_tool_events(Arc::clone(&context.events))
             .with_clock(Arc::clone(&self.clock))
             .with_config(self.config.clone().with_max_steps(max_steps))
             .scoped(depth, tools);
@@ -129,7 +124,7 @@ impl RunAgentTool {
                 ..TurnRequest::new(task)
             })
             .await;
-        self.events.publish(Event::AgentEnd {
+        context.events.publish(Event::AgentEnd {
             session_id: context.session_id.clone(),
             depth,
             status: result.status,
@@ -231,7 +226,7 @@ fn helper_tools(
 }
 
 /// The helper's own loop events (tokens, steps, `turn.end`) stay out of the parent's stream:
-/// its answer is the call's result, and its calls publish their own events.
+/// its answer is the call's result, and its calls' events go to the parent's sink.
 struct Silent;
 
 impl EventSink for Silent {

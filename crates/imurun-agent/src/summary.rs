@@ -1,8 +1,10 @@
 //! The history summariser the loop gives `fit`: the raw model, with its tokens going nowhere,
 //! so a summary never streams into the person's answer.
 
+use std::sync::{Mutex, PoisonError};
+
 use imurun_calls::split_think;
-use imurun_core::{BoxFuture, GenerateRequest, Message, Model, StopFlag};
+use imurun_core::{BoxFuture, GenerateRequest, Message, Model, StopFlag, TokenUsage};
 
 use crate::context::{Summariser, budget};
 
@@ -17,6 +19,8 @@ const SUMMARY_TOKENS_MAX: usize = 256;
 pub(crate) struct ModelSummariser<'a> {
     pub(crate) model: &'a dyn Model,
     pub(crate) stop: StopFlag,
+    /// The tokens summaries take are the turn's too.
+    pub(crate) usage: &'a Mutex<TokenUsage>,
 }
 
 impl Summariser for ModelSummariser<'_> {
@@ -33,6 +37,10 @@ impl Summariser for ModelSummariser<'_> {
                 prefill: None,
             };
             let raw = self.model.generate(&request, &mut |_| {}).await.ok()?;
+            let took = TokenUsage::of(self.model, &request, &raw);
+            let mut usage = self.usage.lock().unwrap_or_else(PoisonError::into_inner);
+            *usage = usage.plus(took);
+            drop(usage);
             let summary = split_think(&raw).visible.trim().to_owned();
             (!summary.is_empty()).then_some(summary)
         })

@@ -3,17 +3,22 @@
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use imurun_calls::{ParseKind, Parsed, RetryReason, render_call, split_think};
-use imurun_core::{Event, Message, Role, StepKind, ToolCall, ToolIndex, TurnStatus};
-use imurun_tools::Caller;
+use imurun_core::{
+    Event, Facts, GroundingAction, Message, Role, StepKind, TokenUsage, ToolCall, ToolIndex,
+    TurnStatus,
+};
+use imurun_exec::Caller;
 use serde_json::Value;
 
 use crate::AgentError;
 use crate::agent::{AgentLoop, CALLS_PER_STEP_MAX, HISTORY_MESSAGES_MAX, TurnRequest, TurnResult};
 use crate::context::{Fit, Summariser, TOOL_RESULT_HEADER, fit, reserve};
+use crate::ground::{Ground, Grounds, Identity, Problem, Verdict, asks_who, check, fallback};
 use crate::prefetch::Prefetched;
-use crate::prompt::{SKILLS_MAX, SystemPrompt, system_message};
+use crate::prompt::{SKILLS_MAX, ShownExamples, SystemPrompt, shown_examples, system_message};
 use crate::realtime::{admits_no_live_data, is_realtime};
 use crate::step::{Generation, generate, step_text};
 use crate::style::{
@@ -39,6 +44,8 @@ struct PromptState {
     realtime_nudged: bool,
     /// The prompt's first generation happened (a call prefill applies only to it).
     generated: bool,
+    /// An answer was sent back once with a grounding correction.
+    grounding_retried: bool,
 }
 
 impl PromptState {
@@ -61,10 +68,12 @@ pub(crate) struct Turn<'a> {
     prompt_index: usize,
     /// Results of calls already made in this turn, by call: small models repeat calls. At
     /// most `MAX_STEPS_CAP × CALLS_PER_STEP_MAX` entries, like `tool_calls`.
-    cache: HashMap<String, (String, String)>,
+    cache: HashMap<String, Cached>,
     /// Cache keys of the pre-fetch's lookups the model has not called yet: the first such
     /// call is answered from the pre-fetch as a fresh result, not as a repeat.
     prefetched: HashSet<String>,
+    /// The loop has told the model once that it repeated a call (`REPEATED_CALL_NOTE`).
+    repeat_noted: bool,
     tool_calls: Vec<ToolCall>,
     transcript: Vec<Message>,
     tools_used: bool,
@@ -72,6 +81,42 @@ pub(crate) struct Turn<'a> {
     prompt: PromptState,
     step: usize,
     error: Option<AgentError>,
+    /// Every generation's tokens so far, summaries included.
+    usage: TokenUsage,
+    /// The results the next answer must hold: the latest tool step's, or the pre-fetch's.
+    grounds: Vec<Ground>,
+    /// Every tool that returned a result for the prompt being answered.
+    ran: Vec<String>,
+    /// What the system message's worked examples show.
+    shown: ShownExamples,
+    /// Who the assistant is; `None` for a sub-agent, whose answer goes to its parent.
+    identity: Option<Identity>,
+    /// Whether the step's answer was held back from the stream until it is checked.
+    held: bool,
+    /// The pre-fetch's lookups were handed over as a tool step: the first reply follows a
+    /// result, and no call is started for it.
+    prefetch_step: bool,
+}
+
+/// A call's result, kept for the rest of the turn.
+#[derive(Debug, Clone)]
+struct Cached {
+    tool: String,
+    /// What the model reads (a failure with its suffix).
+    text: String,
+    ok: bool,
+    facts: Option<Facts>,
+}
+
+impl Cached {
+    fn ground(&self) -> Ground {
+        Ground {
+            tool: self.tool.clone(),
+            text: self.text.clone(),
+            ok: self.ok,
+            facts: self.facts.clone(),
+        }
+    }
 }
 
 impl<'a> Turn<'a> {
@@ -81,7 +126,7 @@ impl<'a> Turn<'a> {
         let tools_on = agent.config.max_steps > 1 && index.offered().next().is_some();
         let system = system_message(&SystemPrompt {
             persona: &agent.config.persona,
-            today: agent.clock.today(),
+            today: crate::clock::today(agent.clock.as_ref()),
             tools: tools_on.then_some(index.as_ref()),
             also_connected: also_connected.as_deref(),
             skills: &request.skills,
@@ -89,6 +134,10 @@ impl<'a> Turn<'a> {
             examples: agent.config.tool_examples,
             question: &request.prompt,
         });
+        let shown = match (tools_on && agent.config.tool_examples, index.as_ref()) {
+            (true, index) => shown_examples(index, &request.prompt),
+            (false, _) => ShownExamples::default(),
+        };
         let mut messages = vec![Message::system(system)];
         let history: Vec<&Message> = request
             .history
@@ -110,7 +159,8 @@ impl<'a> Turn<'a> {
                 scope.tools.clone(),
                 request.stop.clone(),
             ),
-        };
+        }
+        .with_events(Arc::clone(agent.tool_sink()));
         Self {
             agent,
             request,
@@ -121,6 +171,7 @@ impl<'a> Turn<'a> {
             messages,
             cache: HashMap::new(),
             prefetched: HashSet::new(),
+            repeat_noted: false,
             tool_calls: Vec::new(),
             transcript: Vec::new(),
             tools_used: false,
@@ -132,17 +183,60 @@ impl<'a> Turn<'a> {
             },
             step: 0,
             error: None,
+            usage: TokenUsage {
+                exact: agent.model.counts_exactly(),
+                ..TokenUsage::default()
+            },
+            grounds: Vec::new(),
+            ran: Vec::new(),
+            shown,
+            identity: agent
+                .scope
+                .is_none()
+                .then(|| Identity::from_persona(&agent.config.persona)),
+            held: false,
+            prefetch_step: false,
         }
     }
 
     /// Seeds the turn's cache with the pre-fetch's finished lookups, so a model that calls
     /// the same tool with the same arguments reads that result without a second run (as a
     /// fresh result, not a repeat).
-    pub(crate) fn with_prefetched(mut self, prefetched: Vec<Prefetched>) -> Self {
+    /// `as_step` (the call and the text of each lookup) is written into the conversation as
+    /// a tool step after the prompt.
+    pub(crate) fn with_prefetched(
+        mut self,
+        prefetched: Vec<Prefetched>,
+        as_step: Vec<(ToolCall, String)>,
+    ) -> Self {
+        if !as_step.is_empty() && self.tools_on {
+            let calls: Vec<String> = as_step.iter().map(|(call, _)| render_call(call)).collect();
+            self.messages.push(Message::assistant(calls.join("\n")));
+            for (call, text) in &as_step {
+                self.messages.push(Message::user(format!(
+                    "{TOOL_RESULT_HEADER}{}]\n{text}",
+                    call.name
+                )));
+            }
+            self.prefetch_step = true;
+            self.prompt.tool_result_seen = true;
+        }
         for lookup in prefetched {
             let key = cache_key(&lookup.call);
-            self.prefetched.insert(key.clone());
-            self.cache.insert(key, (lookup.tool, lookup.text));
+            let cached = Cached {
+                tool: lookup.tool,
+                text: lookup.text,
+                ok: lookup.ok,
+                facts: lookup.facts,
+            };
+            // A lookup the model reads is what its first answer must hold.
+            self.ran.push(cached.tool.clone());
+            self.grounds.push(cached.ground());
+            // Written as a step, the lookup has been read: calling it again is a repeat.
+            if !self.prefetch_step {
+                self.prefetched.insert(key.clone());
+            }
+            self.cache.insert(key, cached);
         }
         self
     }
@@ -176,6 +270,8 @@ impl<'a> Turn<'a> {
             status,
             answer,
             tool_calls: self.tool_calls,
+            lookups: Vec::new(),
+            usage: self.usage,
             transcript: self.transcript,
             steps: self.step,
             error: self.error,
@@ -228,9 +324,14 @@ impl<'a> Turn<'a> {
     async fn generate_step(&mut self, step: usize) -> Result<(String, Parsed), AgentError> {
         let agent = self.agent;
         let count = |messages: &[Message]| agent.model.count_tokens(messages);
+        let summaries = Mutex::new(TokenUsage {
+            exact: agent.model.counts_exactly(),
+            ..TokenUsage::default()
+        });
         let summariser = ModelSummariser {
             model: agent.model.as_ref(),
             stop: self.request.stop.clone(),
+            usage: &summaries,
         };
         let limit = agent.model.context_limit();
         let session_id = self.request.session_id.as_deref();
@@ -247,6 +348,11 @@ impl<'a> Turn<'a> {
             session_id,
         };
         let fitted = fit(&mut self.messages, self.prompt_index, &options).await;
+        self.usage = self.usage.plus(
+            summaries
+                .into_inner()
+                .unwrap_or_else(PoisonError::into_inner),
+        );
         self.prompt_index = fitted.prompt_index;
         if !fitted.fits {
             let (tokens, budget) = (fitted.tokens, fitted.budget);
@@ -254,6 +360,10 @@ impl<'a> Turn<'a> {
         }
         let prefill = self.call_prefill();
         self.prompt.generated = true;
+        // An answer that will be checked is not streamed until it holds.
+        self.held = !self.grounds.is_empty()
+            || self.prompt.grounding_retried
+            || (self.identity.is_some() && asks_who(self.prompt_text()));
         let generation = Generation {
             model: agent.model.as_ref(),
             events: agent.events.as_ref(),
@@ -266,10 +376,13 @@ impl<'a> Turn<'a> {
                 .step_tokens_max
                 .map_or(reserve(limit), |tokens| tokens.min(reserve(limit))),
             prefill,
+            hold: self.held,
         };
-        generate(&generation, &self.messages)
+        let (raw, parsed, usage) = generate(&generation, &self.messages)
             .await
-            .map_err(AgentError::from)
+            .map_err(AgentError::from)?;
+        self.usage = self.usage.plus(usage);
+        Ok((raw, parsed))
     }
 
     /// The start of the reply the loop writes for the model, per `AgentConfig::call_prefill`:
@@ -278,7 +391,11 @@ impl<'a> Turn<'a> {
     fn call_prefill(&self) -> Option<&'static str> {
         // Without a Context block (`AgentLoop::run` holds the pre-fetch's back for a started
         // call), the call is answered from the pre-fetch's lookup when it is the same call.
-        let live = self.prompt.realtime && self.request.context.is_none();
+        if self.prefetch_step {
+            return None;
+        }
+        let live = (self.prompt.realtime && self.request.context.is_none())
+            || crate::prefetch::asks_for_a_change(self.prompt_text());
         let wanted = self.agent.config.call_prefill.applies(live);
         (wanted && self.tools_on && !self.prompt.generated && self.agent.model.supports_prefill())
             .then_some(CALL_PREFILL)
@@ -292,6 +409,9 @@ impl<'a> Turn<'a> {
     async fn decide(&mut self, raw: &str, parsed: Parsed, last: bool) -> Next {
         match parsed.kind {
             ParseKind::Calls if last => self.end_at_limit(&parsed),
+            ParseKind::Calls if self.repeat_noted && self.only_repeats(&parsed) => {
+                self.end_repeating(&parsed)
+            }
             ParseKind::Calls => {
                 self.run_calls(&parsed).await;
                 Next::Continue
@@ -303,13 +423,70 @@ impl<'a> Turn<'a> {
 
     /// The last step asked for a tool: it does not run. The answer is the text before the
     /// call, or the step-limit sentence.
+    /// When results with facts stand, the text is checked like an answer, and the answer is
+    /// made from the results when it fails or there is none.
     fn end_at_limit(&mut self, parsed: &Parsed) -> Next {
-        let answer = match parsed.visible.trim() {
-            "" => STEP_LIMIT_SENTENCE.to_owned(),
-            visible => visible.to_owned(),
+        let visible = parsed.visible.trim();
+        let grounded = self
+            .grounds
+            .iter()
+            .any(|ground| ground.ok && ground.facts.is_some());
+        let answer = if grounded {
+            self.answer_from_results(visible, "the step limit came before an answer", None)
+        } else if visible.is_empty() {
+            STEP_LIMIT_SENTENCE.to_owned()
+        } else {
+            visible.to_owned()
         };
+        if self.held || grounded {
+            self.publish_token(&answer);
+        }
         self.publish_step(StepKind::Answer, step_text(&parsed.thought, &answer, &[]));
         Next::End(TurnStatus::MaxSteps, answer)
+    }
+
+    /// The answer when the model will not write one: `visible` (its text beside a call) when
+    /// it holds what the results said, else a plain sentence made from the results
+    /// (published as a grounded fallback, for `reason`).
+    /// `tool` names the result the answer is about when no result stands (a refused call).
+    fn answer_from_results(&mut self, visible: &str, reason: &str, tool: Option<&str>) -> String {
+        let said = self.said();
+        let grounds = self.grounds_with(&said);
+        let verdict = if visible.is_empty() {
+            Verdict::Fails(Problem {
+                tool: self
+                    .grounds
+                    .first()
+                    .map(|ground| ground.tool.as_str())
+                    .or(tool)
+                    .map(str::to_owned),
+                reason: reason.to_owned(),
+                correction: String::new(),
+            })
+        } else {
+            check(visible, &grounds)
+        };
+        match verdict {
+            Verdict::Holds(cleaned) => cleaned,
+            Verdict::Fails(problem) => {
+                let made = fallback(&problem, &grounds);
+                self.publish_grounding(GroundingAction::Fallback, &problem);
+                made
+            }
+        }
+    }
+
+    /// A step that only repeats calls already answered, after the loop has once told the
+    /// model so: it will not read the results, so the answer is made from them.
+    fn end_repeating(&mut self, parsed: &Parsed) -> Next {
+        let answer = self.answer_from_results(
+            parsed.visible.trim(),
+            "the model repeated a call whose result it already had",
+            parsed.calls.first().map(|call| call.name.as_str()),
+        );
+        self.publish_token(&answer);
+        self.publish_step(StepKind::Answer, step_text(&parsed.thought, &answer, &[]));
+        Next::End(TurnStatus::Done, answer)
     }
 
     /// Up to `CALLS_PER_STEP_MAX` calls: the assistant's call in canonical form (anything
@@ -327,11 +504,37 @@ impl<'a> Turn<'a> {
             step_text(&parsed.thought, &parsed.visible, calls),
         );
         let mut repeats = 0;
+        let mut grounds = Vec::with_capacity(calls.len());
         for call in calls {
-            let (name, text, cached) = self.call(call).await;
+            let checked = self.without_example_values(call);
+            let refused = checked.is_err();
+            let (result, cached) = match checked {
+                Ok(call) => self.call(&call).await,
+                Err(refusal) => {
+                    // Kept like a result, so that asking again counts as a repeat.
+                    self.tool_calls.push(call.clone());
+                    let repeated = self
+                        .cache
+                        .insert(cache_key(call), (*refusal).clone())
+                        .is_some();
+                    (*refusal, repeated)
+                }
+            };
             repeats += usize::from(cached);
-            let result = format!("{TOOL_RESULT_HEADER}{name}]\n{text}");
-            self.messages.push(Message::user(result));
+            if !self.ran.contains(&result.tool) {
+                self.ran.push(result.tool.clone());
+            }
+            // A refused call ran nothing: there is no result of it to answer from.
+            if !refused {
+                grounds.push(result.ground());
+            }
+            let message = format!("{TOOL_RESULT_HEADER}{}]\n{}", result.tool, result.text);
+            self.messages.push(Message::user(message));
+        }
+        // A step whose calls all failed adds nothing to answer from: the earlier results
+        // (the pre-fetch's) still stand.
+        if self.grounds.is_empty() || grounds.iter().any(|ground| ground.ok) {
+            self.grounds = grounds;
         }
         let mut notes = Vec::new();
         if parsed.calls.len() > CALLS_PER_STEP_MAX {
@@ -339,6 +542,7 @@ impl<'a> Turn<'a> {
         }
         if repeats == calls.len() {
             notes.push(REPEATED_CALL_NOTE);
+            self.repeat_noted = true;
         }
         if let Some(last) = self.messages.last_mut() {
             for note in notes {
@@ -350,25 +554,98 @@ impl<'a> Turn<'a> {
         self.prompt.tool_result_seen = true;
     }
 
+    /// Whether every call of the step (as it would run) already ran in this turn and was
+    /// read by the model.
+    fn only_repeats(&self, parsed: &Parsed) -> bool {
+        let calls = &parsed.calls[..parsed.calls.len().min(CALLS_PER_STEP_MAX)];
+        calls.iter().all(|call| {
+            let key = cache_key(call);
+            self.cache.contains_key(&key) && !self.prefetched.contains(&key)
+        })
+    }
+
     /// One call through the executor, or from the turn's cache when the same call (name
-    /// and arguments) already ran. Returns the tool's name, the text the model reads, and
-    /// whether it came from the cache.
-    async fn call(&mut self, call: &ToolCall) -> (String, String, bool) {
+    /// and arguments) already ran. Returns the result and whether it came from the cache.
+    async fn call(&mut self, call: &ToolCall) -> (Cached, bool) {
         self.tool_calls.push(call.clone());
         let key = cache_key(call);
-        if let Some((name, text)) = self.cache.get(&key) {
+        if let Some(cached) = self.cache.get(&key) {
             let repeated = !self.prefetched.remove(&key);
-            return (name.clone(), text.clone(), repeated);
+            return (cached.clone(), repeated);
         }
         let execution = self.agent.executor.execute(call, &self.caller).await;
-        let text = if execution.output.ok {
-            execution.output.text
-        } else {
-            with_failed_suffix(&execution.output.text)
+        let output = execution.output;
+        let cached = Cached {
+            tool: execution.tool,
+            text: if output.ok {
+                output.text
+            } else {
+                with_failed_suffix(&output.text)
+            },
+            ok: output.ok,
+            facts: output.facts,
         };
-        self.cache
-            .insert(key, (execution.tool.clone(), text.clone()));
-        (execution.tool, text, false)
+        self.cache.insert(key, cached.clone());
+        (cached, false)
+    }
+
+    /// A call holding a worked example's argument value the person never gave is refused
+    /// with a result that says so, and nothing runs: a small model copies an example's
+    /// `example.txt` into "Read groceries.txt".
+    fn without_example_values(&self, call: &ToolCall) -> Result<ToolCall, Box<Cached>> {
+        let said = crate::ground::normalise(&self.said());
+        let copied = call.args.iter().find_map(|(key, value)| {
+            let value = value.as_str()?.trim();
+            let shown = self.shown.args.iter().any(|(tool, shown_key, shown)| {
+                *tool == call.name && shown_key == key && shown.eq_ignore_ascii_case(value)
+            });
+            (shown && !crate::ground::has_form(&said, value)).then_some((key, value))
+        });
+        let Some((key, value)) = copied else {
+            return Ok(call.clone());
+        };
+        Err(Box::new(Cached {
+            tool: call.name.clone(),
+            text: with_failed_suffix(&format!(
+                "FAILED: `{key}` \"{value}\" comes from the worked example, not from this \
+                 conversation; nothing ran. Use what the person said, or ask them."
+            )),
+            ok: false,
+            facts: None,
+        }))
+    }
+
+    /// The prompt being answered.
+    fn prompt_text(&self) -> &str {
+        self.messages
+            .get(self.prompt_index)
+            .map_or("", |message| message.content.as_str())
+    }
+
+    /// What the person said: the prompt and the history's user messages (not tool results
+    /// or notes), where their own values are.
+    /// What an answer is checked against: the results, the calls that ran, what the person
+    /// said (`said`, from [`Self::said`]), the example values shown and who the assistant is.
+    fn grounds_with<'g>(&'g self, said: &'g str) -> Grounds<'g> {
+        Grounds {
+            results: &self.grounds,
+            ran: &self.ran,
+            said,
+            example_values: &self.shown.values,
+            identity: self.identity.as_ref(),
+        }
+    }
+
+    fn said(&self) -> String {
+        let mut said: Vec<&str> = self
+            .messages
+            .iter()
+            .filter(|message| message.role == Role::User)
+            .map(|message| message.content.as_str())
+            .filter(|text| !text.starts_with(TOOL_RESULT_HEADER) && !text.starts_with("[note]"))
+            .collect();
+        said.push(&self.request.prompt);
+        said.join("\n")
     }
 
     /// An unreadable call gets one retry message; a second failure is returned as plain
@@ -387,7 +664,7 @@ impl<'a> Turn<'a> {
         }
         let plain = split_think(raw).visible.trim().to_owned();
         if self.prompt.retried {
-            return self.deliver_or_end(plain, &parsed.thought, last);
+            return self.settle(plain, &parsed.thought, last);
         }
         self.prompt.retried = true;
         self.nudge(&parsed.thought, &plain, &message, StepKind::Retry)
@@ -414,7 +691,57 @@ impl<'a> Turn<'a> {
             self.prompt.realtime_nudged = true;
             return self.nudge(&parsed.thought, visible, REALTIME_NUDGE, StepKind::Nudge);
         }
-        self.deliver_or_end(visible.to_owned(), &parsed.thought, last)
+        self.settle(visible.to_owned(), &parsed.thought, last)
+    }
+
+    /// An answer is checked against what the tools returned before it ends the prompt
+    /// (`ground`): one that fails is sent back once with a correction that quotes the
+    /// result, then made from the result itself. The rejected answer is never the answer.
+    fn settle(&mut self, answer: String, thought: &str, last: bool) -> Next {
+        let said = self.said();
+        let grounds = self.grounds_with(&said);
+        let problem = match check(&answer, &grounds) {
+            Verdict::Holds(cleaned) => {
+                if self.held {
+                    self.publish_token(&cleaned);
+                }
+                return self.deliver_or_end(cleaned, thought, last);
+            }
+            Verdict::Fails(problem) => problem,
+        };
+        let made = fallback(&problem, &grounds);
+        self.publish_step(StepKind::Correction, step_text(thought, &answer, &[]));
+        if !self.prompt.grounding_retried && !last {
+            self.prompt.grounding_retried = true;
+            self.publish_grounding(GroundingAction::Retry, &problem);
+            self.messages.push(Message::assistant(answer));
+            self.messages.push(Message::user(problem.correction));
+            return Next::Continue;
+        }
+        self.publish_grounding(GroundingAction::Fallback, &problem);
+        self.publish_token(&made);
+        self.deliver_or_end(made, "", last)
+    }
+
+    fn publish_grounding(&self, action: GroundingAction, problem: &Problem) {
+        self.agent.events.publish(Event::Grounding {
+            session_id: self.request.session_id.clone(),
+            step: self.step,
+            action,
+            tool: problem.tool.clone(),
+            reason: problem.reason.clone(),
+        });
+    }
+
+    /// The checked answer as one `token` event, when the step's stream was held back.
+    fn publish_token(&self, text: &str) {
+        if !text.is_empty() {
+            self.agent.events.publish(Event::Token {
+                session_id: self.request.session_id.clone(),
+                step: self.step,
+                text: text.to_owned(),
+            });
+        }
     }
 
     /// The model's visible text as an assistant message, then `message` from the user.
@@ -442,6 +769,8 @@ impl<'a> Turn<'a> {
         self.transcript.push(Message::user(next.clone()));
         self.prompt_index = self.messages.len() - 1;
         self.prompt = PromptState::new(&next);
+        self.grounds.clear();
+        self.ran.clear();
         self.agent.events.publish(Event::PromptDelivered {
             session_id: self.request.session_id.clone(),
             text: next,
@@ -459,6 +788,11 @@ impl<'a> Turn<'a> {
     }
 }
 
+/// Whether a turn for `request` offers the model tools (and so a tool prompt).
+pub(crate) fn offers_tools(agent: &AgentLoop, request: &TurnRequest) -> bool {
+    agent.config.max_steps > 1 && tool_index(agent, request).0.offered().next().is_some()
+}
+
 /// The tools a turn's model sees, and the line naming connected services it does not list.
 /// The main agent gets the registry's offer for this prompt: with many connector tools, only
 /// the services the prompt or the last messages point at (`Registry::offer`). A sub-agent's
@@ -471,7 +805,7 @@ fn tool_index<'a>(
     let registry = agent.executor.registry();
     let index = registry.index();
     let Some(scope) = &agent.scope else {
-        if !registry.has_connectors() {
+        if !registry.has_groups() {
             return (Cow::Borrowed(index), None);
         }
         let recent: Vec<&str> = request

@@ -1,5 +1,7 @@
 //! `StreamGuard`: passes streamed answer tokens through, but holds everything back from the
-//! moment a call marker appears, so call JSON never flashes in the answer.
+//! moment a call marker appears, so call JSON never flashes in the answer, and from a copied
+//! or invented tool-result header (`[tool result: name]`) on, which is never released: the
+//! loop checks such an answer and publishes what holds.
 //!
 //! A token boundary can fall anywhere, including inside a marker (```` ``` ```` + `to` +
 //! `ol`), so the guard keeps back any tail that could still grow into a marker and decides
@@ -26,7 +28,12 @@ const LITERALS: &[(&str, Hit, bool)] = &[
     ("[TOOL_CALLS]", Hit::Call, true),
     ("```tool", Hit::Call, false),
     ("```json", Hit::Call, false),
+    (RESULT_MARKER, Hit::Result, false),
 ];
+
+/// The header of a tool result as the loop writes it; in a model's answer it is a copied or
+/// an invented result, and the stream stops there for good.
+pub const RESULT_MARKER: &str = "[tool result:";
 
 /// The call markers the guard holds at, for documentation and tests: the literal ones,
 /// plus `{` followed by a quoted `name` key, `[` followed by such an object, and (at the
@@ -44,6 +51,7 @@ pub const CALL_MARKERS: &[&str] = &[
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Hit {
     Call,
+    Result,
     ThinkOpen,
     ThinkClose,
 }
@@ -76,6 +84,8 @@ pub struct StreamGuard {
     at_answer_start: bool,
     /// While holding: where the search for an orphan `</think>` resumes.
     hold_searched: usize,
+    /// A tool-result header appeared: nothing from it on is released, even by `finish`.
+    result_seen: bool,
 }
 
 impl StreamGuard {
@@ -100,10 +110,19 @@ impl StreamGuard {
         out
     }
 
+    /// Whether a tool-result header appeared in the answer: the rest of it was withheld.
+    pub fn saw_result_header(&self) -> bool {
+        self.result_seen
+    }
+
     /// Ends the stream. `parsed` is the parse of the whole output: for an answer every
     /// held byte is released; for calls or a retry, only the text before the first marker.
+    /// Nothing from a tool-result header on is ever released.
     pub fn finish(mut self, parsed: &Parsed) -> String {
         let rest = std::mem::take(&mut self.pending);
+        if self.result_seen {
+            return String::new();
+        }
         match (parsed.kind, parsed.marker_offset) {
             (ParseKind::Answer, _) | (_, None) => rest,
             (_, Some(marker)) => {
@@ -139,6 +158,7 @@ impl StreamGuard {
         out.push_str(&self.pending[..end]);
         self.pending.drain(..end);
         self.holding = false;
+        self.result_seen = false;
         self.at_answer_start = true;
         true
     }
@@ -182,7 +202,15 @@ impl StreamGuard {
                     self.at_answer_start = true;
                     at += len;
                 }
-                Probe::Yes(Hit::Call, len) if self.in_thought => at += len,
+                Probe::Yes(Hit::Call | Hit::Result, len) if self.in_thought => at += len,
+                Probe::Yes(Hit::Result, _) => {
+                    out.push_str(&self.pending[..at]);
+                    self.pending.drain(..at);
+                    self.holding = true;
+                    self.result_seen = true;
+                    self.hold_searched = 0;
+                    return true;
+                }
                 Probe::Yes(Hit::Call, _) => {
                     out.push_str(&self.pending[..at]);
                     self.pending.drain(..at);
@@ -351,5 +379,24 @@ mod tests {
         assert_eq!(chunks.concat(), "");
         let (chunks, _) = stream(&["see [get_time(x)]"]);
         assert_eq!(chunks.concat(), "see [get_time(x)]");
+    }
+
+    #[test]
+    fn a_tool_result_header_stops_the_stream_for_good() {
+        let (chunks, guard) = stream(&["Sure! [tool res", "ult: list_dir] listing.txt", ", a.csv"]);
+        assert_eq!(chunks.concat(), "Sure! ");
+        assert!(guard.saw_result_header());
+        let parsed = crate::parse_tool_calls(
+            "Sure! [tool result: list_dir] listing.txt, a.csv",
+            &imurun_core::ToolIndex::new(),
+        );
+        assert_eq!(parsed.kind, ParseKind::Answer);
+        assert_eq!(guard.finish(&parsed), "", "not even at the end");
+        let (chunks, guard) = stream(&["[Tool Result: x] y"]);
+        assert_eq!(chunks.concat(), "");
+        assert!(guard.saw_result_header(), "any case");
+        let (chunks, guard) = stream(&["see [tool]s and [tool results]"]);
+        assert_eq!(chunks.concat(), "see [tool]s and [tool results]");
+        assert!(!guard.saw_result_header());
     }
 }

@@ -18,7 +18,7 @@ mod think;
 mod work;
 
 pub use coerce::ARGUMENT_ALIASES;
-pub use guard::{CALL_MARKERS, StreamGuard};
+pub use guard::{CALL_MARKERS, RESULT_MARKER, StreamGuard};
 pub use names::{ALIASES, resolve};
 pub use parse::{
     ParseKind, Parsed, RetryReason, parse_tool_calls, parse_tool_calls_counting, retry_message,

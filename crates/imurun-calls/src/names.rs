@@ -10,6 +10,17 @@ use imurun_core::{IndexedTool, ToolIndex};
 /// Invented names and the tool each one means.
 pub const ALIASES: &[(&str, &[&str])] = &[
     (
+        "calculate",
+        &[
+            "calculator",
+            "calc",
+            "compute",
+            "math",
+            "evaluate",
+            "arithmetic",
+        ],
+    ),
+    (
         "file_read",
         &[
             "read_file",

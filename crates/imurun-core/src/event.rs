@@ -12,6 +12,7 @@ pub const EVENT_STRING_CHARS_MAX: usize = 2000;
 
 /// Why a call that needed approval did not run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DenyReason {
     /// A person pressed Deny.
@@ -29,54 +30,71 @@ pub enum DenyReason {
 /// Everything the agent layer tells a watching client. New kinds are added here, never as
 /// loose JSON, so that every payload is documented in one place.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(tag = "type")]
 pub enum Event {
+    /// A tool call is about to be decided and run.
     #[serde(rename = "tool.call")]
     ToolCall {
         call_id: String,
         session_id: Option<String>,
         name: String,
+        /// The arguments, long strings cut to `EVENT_STRING_CHARS_MAX` (2000) characters.
         args: Map<String, Value>,
         source: CallSource,
+        /// 0 for the main agent, 1 and 2 for sub-agents.
         depth: u8,
     },
+    /// A tool call ended (it ran, failed, or was refused).
     #[serde(rename = "tool.result")]
     ToolResult {
         call_id: String,
         session_id: Option<String>,
         name: String,
         ok: bool,
+        /// What the model reads; a failure starts with `FAILED:`.
         text: String,
+        /// 0 for the main agent, 1 and 2 for sub-agents.
         depth: u8,
     },
+    /// The policy asks a person: show a card and send the decision (its `approval_id`) before
+    /// `deadline_ms`.
     #[serde(rename = "tool.approval_needed")]
     ToolApprovalNeeded {
         approval_id: String,
         call_id: String,
         session_id: Option<String>,
         name: String,
+        /// The arguments, long strings cut to `EVENT_STRING_CHARS_MAX` (2000) characters.
         args: Map<String, Value>,
-        /// When the card times out (milliseconds since the Unix epoch), for a countdown.
+        /// When the card times out and counts as denied (milliseconds since the Unix epoch),
+        /// for a countdown.
         deadline_ms: i64,
         /// Whether "always for this session" may be offered (never for deletes).
         rememberable: bool,
+        /// 0 for the main agent, 1 and 2 for sub-agents.
         depth: u8,
     },
+    /// A person approved a call.
     #[serde(rename = "tool.approved")]
     ToolApproved {
         approval_id: String,
         call_id: String,
         session_id: Option<String>,
         name: String,
+        /// The tool now runs without asking for the rest of the session.
         remember: bool,
     },
+    /// A call that needed approval (or that the policy refused) did not run.
     #[serde(rename = "tool.denied")]
     ToolDenied {
+        /// `null` when the policy refused before any card was shown.
         approval_id: Option<String>,
         call_id: String,
         session_id: Option<String>,
         name: String,
         reason: DenyReason,
+        /// A sentence for a person.
         message: String,
     },
     /// One step of a turn ended. `text` is readable: for a tool step, the thought in
@@ -104,8 +122,9 @@ pub enum Event {
         session_id: Option<String>,
         /// The history messages about to be compacted.
         messages: usize,
-        /// Tokens of the whole request before compaction, and the budget it must fit.
+        /// Tokens of the whole request before compaction.
         tokens: usize,
+        /// The budget the request must fit, in tokens.
         budget: usize,
     },
     /// History was compacted.
@@ -124,11 +143,12 @@ pub enum Event {
         session_id: Option<String>,
         text: String,
     },
-    /// Skills were invoked for the turn (published at its start, only when there are some).
+    /// Skills were invoked for the turn (`/<id>` tokens in its prompt; published at its
+    /// start, only when there are some).
     #[serde(rename = "skill.used")]
     SkillUsed {
         session_id: Option<String>,
-        /// The skills' ids, in prompt order.
+        /// The skills' ids, in prompt order (at most 3).
         skills: Vec<String>,
     },
     /// A sub-agent (`run_agent`) started. Its tool calls follow with `depth` set.
@@ -146,11 +166,14 @@ pub enum Event {
     #[serde(rename = "agent.end")]
     AgentEnd {
         session_id: Option<String>,
+        /// The sub-agent's depth, as in its `agent.start`.
         depth: u8,
         status: TurnStatus,
+        /// The steps it took.
         steps: usize,
     },
-    /// The pre-fetch started lookups for what the prompt asks about the present.
+    /// The pre-fetch started lookups for what the prompt asks about the present (before the
+    /// model's first step; its calls also publish `tool.call` and `tool.result`).
     #[serde(rename = "tools.start")]
     ToolsStart {
         session_id: Option<String>,
@@ -169,6 +192,7 @@ pub enum Event {
     #[serde(rename = "web_search.done")]
     WebSearchDone {
         session_id: Option<String>,
+        /// The query, as in `web_search.start`.
         query: String,
         ok: bool,
     },
@@ -178,7 +202,25 @@ pub enum Event {
         session_id: Option<String>,
         /// One per tool of `tools.start`, in the same order.
         results: Vec<PrefetchResult>,
+        /// How long the lookups took, in milliseconds (at most 10 s).
         elapsed_ms: u64,
+    },
+    /// An answer did not hold what the turn's tools returned (it left out their facts, stated
+    /// values they do not hold, copied a result header, invented a tool result, or answered
+    /// as someone other than the assistant): the loop asked the model again with the result
+    /// quoted (`retry`), or answered from the result itself in a plain sentence (`fallback`).
+    /// The rejected answer is never shown or stored as the answer.
+    #[serde(rename = "answer.grounding")]
+    Grounding {
+        session_id: Option<String>,
+        /// The step whose answer was rejected.
+        step: usize,
+        action: GroundingAction,
+        /// The tool whose result the answer must carry; `None` for a persona correction.
+        tool: Option<String>,
+        /// What was wrong, as a sentence for a person ("the answer left out the time that
+        /// get_time returned").
+        reason: String,
     },
     /// The turn ended.
     #[serde(rename = "turn.end")]
@@ -189,13 +231,43 @@ pub enum Event {
         tool_calls: usize,
         /// The skills invoked for the turn, by id.
         skills: Vec<String>,
+        /// The steps the turn took.
         steps: usize,
     },
 }
 
+impl Event {
+    /// The session the event belongs to; `None` for a call made outside any session.
+    pub fn session_id(&self) -> Option<&str> {
+        match self {
+            Event::ToolCall { session_id, .. }
+            | Event::ToolResult { session_id, .. }
+            | Event::ToolApprovalNeeded { session_id, .. }
+            | Event::ToolApproved { session_id, .. }
+            | Event::ToolDenied { session_id, .. }
+            | Event::Step { session_id, .. }
+            | Event::Token { session_id, .. }
+            | Event::CompactionStart { session_id, .. }
+            | Event::CompactionDone { session_id, .. }
+            | Event::PromptDelivered { session_id, .. }
+            | Event::SkillUsed { session_id, .. }
+            | Event::AgentStart { session_id, .. }
+            | Event::AgentEnd { session_id, .. }
+            | Event::ToolsStart { session_id, .. }
+            | Event::WebSearchStart { session_id, .. }
+            | Event::WebSearchDone { session_id, .. }
+            | Event::ToolsDone { session_id, .. }
+            | Event::Grounding { session_id, .. }
+            | Event::TurnEnd { session_id, .. } => session_id.as_deref(),
+        }
+    }
+}
+
 /// One pre-fetch lookup's end, in `tools.done`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct PrefetchResult {
+    /// The tool, as named in `tools.start`.
     pub tool: String,
     /// False when it failed, was refused, or did not finish before the deadline.
     pub ok: bool,
@@ -203,6 +275,7 @@ pub struct PrefetchResult {
 
 /// What a step did.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum StepKind {
     /// The model called tools; their results go back to it.
@@ -213,10 +286,25 @@ pub enum StepKind {
     Retry,
     /// The model was reminded (no answer after a thought, or live data without a tool).
     Nudge,
+    /// The model's answer did not hold what the tools returned: it was asked again, with the
+    /// result quoted (see `answer.grounding`). The step's text is the rejected answer.
+    Correction,
+}
+
+/// What the loop did with an answer that did not hold what the tools returned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(rename_all = "snake_case")]
+pub enum GroundingAction {
+    /// The model was asked again, once, with a short correction quoting the result.
+    Retry,
+    /// The answer is a plain sentence made from the result itself.
+    Fallback,
 }
 
 /// How a turn ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "kebab-case")]
 pub enum TurnStatus {
     /// The model answered.
@@ -242,6 +330,7 @@ impl TurnStatus {
 
 /// How history was compacted to fit the context budget.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum CompactionMode {
     /// Summarised by the raw model into the system message.

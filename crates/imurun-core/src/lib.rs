@@ -4,24 +4,35 @@
 //! Mechanisms live in the crates above this one and meet through these types.
 
 mod audit;
+pub mod builtin;
+mod clock;
 mod event;
+mod facts;
+mod group;
 mod index;
 mod message;
 mod model;
+mod run_agent;
+mod stop;
 mod tool;
 
 pub use audit::{AuditRecord, AuditSink, NullAudit};
+pub use clock::{Clock, FixedClock, SystemClock};
 pub use event::{
-    CompactionMode, DenyReason, EVENT_STRING_CHARS_MAX, Event, EventSink, NullEvents,
-    PrefetchResult, StepKind, TurnStatus, cut_long_strings,
+    CompactionMode, DenyReason, EVENT_STRING_CHARS_MAX, Event, EventSink, GroundingAction,
+    NullEvents, PrefetchResult, StepKind, TurnStatus, cut_long_strings,
 };
+pub use facts::{ClaimKind, Claims, Fact, Facts, MONTHS, clock_time_forms, date_forms};
+pub use group::ToolGroup;
 pub use index::{IndexedTool, ToolIndex};
 pub use message::{Message, Role};
 pub use model::{
     ESTIMATE_CHARS_PER_TOKEN, ESTIMATE_TOKENS_PER_MESSAGE, GenerateRequest, Model, ModelError,
-    estimate_text_tokens, estimate_tokens,
+    TokenUsage, estimate_text_tokens, estimate_tokens,
 };
+pub use run_agent::{RUN_AGENT, run_agent_spec};
+pub use stop::{StopFlag, Stopped};
 pub use tool::{
-    Availability, BoxFuture, CallSource, Decision, StopFlag, Tool, ToolCall, ToolCategory,
-    ToolContext, ToolOutput, ToolSpec,
+    Availability, BoxFuture, CallSource, Decision, Tool, ToolCall, ToolCategory, ToolContext,
+    ToolOutput, ToolSpec,
 };

@@ -88,6 +88,18 @@ pub trait Model: Send + Sync {
         estimate_tokens(messages)
     }
 
+    /// How many tokens `text` takes on its own (a generated reply, a prefill): no message
+    /// framing. The default is the seed's estimate.
+    fn count_text_tokens(&self, text: &str) -> usize {
+        estimate_text_tokens(text)
+    }
+
+    /// Whether [`Model::count_tokens`] and [`Model::count_text_tokens`] count with the model's
+    /// own tokenizer; false when they are the estimate.
+    fn counts_exactly(&self) -> bool {
+        false
+    }
+
     /// Whether the back-end honours [`GenerateRequest::prefill`]: the model continues a
     /// reply the caller started. Back-ends that cannot (most chat-completion servers) say no,
     /// and callers then leave the reply to the model.
@@ -118,5 +130,45 @@ mod tests {
             estimate_tokens(&[Message::system("abcdefg"), Message::user("abcdefg")]),
             16
         );
+    }
+}
+
+/// Tokens a turn's generations took: every request it sent and every reply it got.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, serde::Deserialize)]
+pub struct TokenUsage {
+    /// The tokens of the messages sent (and of a prefill the model continued from).
+    pub prompt_tokens: usize,
+    /// The tokens the model generated.
+    pub completion_tokens: usize,
+    /// Counted with the model's own tokenizer; false when estimated (see
+    /// [`Model::counts_exactly`]).
+    pub exact: bool,
+}
+
+impl TokenUsage {
+    /// What one generation took: `request`'s messages and prefill, and `reply` (which begins
+    /// with the prefill), counted by `model`.
+    pub fn of(model: &dyn Model, request: &GenerateRequest, reply: &str) -> Self {
+        let prefill = request.prefill.as_deref().unwrap_or_default();
+        let generated = reply.strip_prefix(prefill).unwrap_or(reply);
+        let prefill_tokens = if prefill.is_empty() {
+            0
+        } else {
+            model.count_text_tokens(prefill)
+        };
+        Self {
+            prompt_tokens: model.count_tokens(&request.messages) + prefill_tokens,
+            completion_tokens: model.count_text_tokens(generated),
+            exact: model.counts_exactly(),
+        }
+    }
+
+    /// Both generations' tokens together; exact only when both were.
+    pub fn plus(self, other: Self) -> Self {
+        Self {
+            prompt_tokens: self.prompt_tokens + other.prompt_tokens,
+            completion_tokens: self.completion_tokens + other.completion_tokens,
+            exact: self.exact && other.exact,
+        }
     }
 }

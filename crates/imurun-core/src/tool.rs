@@ -6,10 +6,11 @@ use std::future::Future;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+use crate::{EventSink, Facts, StopFlag};
 
 /// A boxed future, so that `Tool` stays object-safe without naming an async runtime.
 pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
@@ -141,6 +142,28 @@ impl Serialize for CallSource {
     }
 }
 
+/// On the wire `CallSource` is its `Display` text (see the `Serialize` impl above), so its
+/// schema is a string, not the enum's shape.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for CallSource {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::openapi::schema::{ObjectBuilder, Type};
+        ObjectBuilder::new()
+            .schema_type(Type::String)
+            .description(Some(
+                "Who asked for the call: `model` (the main agent), `agent:1` or `agent:2` (a \
+                 sub-agent at that depth), `user` (a person, by hand) or `prefetch` (the loop's \
+                 pre-fetch).",
+            ))
+            .pattern(Some("^(model|user|prefetch|agent:[0-9]{1,3})$"))
+            .examples(["model", "agent:1", "user", "prefetch"])
+            .into()
+    }
+}
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for CallSource {}
+
 /// A policy decision before approval.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
@@ -169,27 +192,8 @@ pub enum Availability {
     Unavailable(String),
 }
 
-/// A shared stop signal: the Stop button, the kill switch, or a parent agent stopping.
-/// Cloning shares the flag.
-#[derive(Debug, Clone, Default)]
-pub struct StopFlag(Arc<AtomicBool>);
-
-impl StopFlag {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn stop(&self) {
-        self.0.store(true, Ordering::SeqCst);
-    }
-
-    pub fn is_stopped(&self) -> bool {
-        self.0.load(Ordering::SeqCst)
-    }
-}
-
 /// What a running tool may know about the call it serves.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct ToolContext {
     /// The workspace root, already resolved to an absolute, real path.
     pub workspace_root: PathBuf,
@@ -201,7 +205,23 @@ pub struct ToolContext {
     pub session_id: Option<String>,
     /// The tools the caller may use (canonical names); `None` means every tool. A sub-agent
     /// tool narrows its child's tools to these.
-    pub allowed_tools: Option<std::sync::Arc<[String]>>,
+    pub allowed_tools: Option<Arc<[String]>>,
+    /// Where the call's events go (the turn that caused it): a tool that publishes events of
+    /// its own (a sub-agent's `agent.start`) and calls it makes in turn use this sink.
+    pub events: Arc<dyn EventSink>,
+}
+
+impl fmt::Debug for ToolContext {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolContext")
+            .field("workspace_root", &self.workspace_root)
+            .field("source", &self.source)
+            .field("depth", &self.depth)
+            .field("stop", &self.stop)
+            .field("session_id", &self.session_id)
+            .field("allowed_tools", &self.allowed_tools)
+            .finish_non_exhaustive()
+    }
 }
 
 /// A tool's result as the model will read it. Failures are data, not errors: their text
@@ -213,6 +233,10 @@ pub struct ToolOutput {
     /// The text came from outside the person's control (a web page, a search result, an
     /// egress response) and taints the session that reads it.
     pub untrusted: bool,
+    /// What an answer built on this result must carry (`None`: answers are not checked).
+    /// The loop's own business: not part of what a tool run reports.
+    #[serde(skip)]
+    pub facts: Option<Facts>,
 }
 
 impl ToolOutput {
@@ -221,6 +245,7 @@ impl ToolOutput {
             ok: true,
             text: text.into(),
             untrusted: false,
+            facts: None,
         }
     }
 
@@ -230,11 +255,17 @@ impl ToolOutput {
             ok: false,
             text: format!("FAILED: {reason}"),
             untrusted: false,
+            facts: None,
         }
     }
 
     pub fn untrusted(mut self) -> Self {
         self.untrusted = true;
+        self
+    }
+
+    pub fn with_facts(mut self, facts: Facts) -> Self {
+        self.facts = Some(facts);
         self
     }
 }

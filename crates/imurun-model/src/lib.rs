@@ -37,25 +37,27 @@
 mod embedded;
 mod error;
 mod http;
+mod pause;
 mod scripted;
 mod template;
 
 pub use embedded::{
-    DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_QUEUE_MAX, Decoding, EmbeddedConfig, EmbeddedError,
+    DEFAULT_MAX_TOKENS, DEFAULT_N_CTX, DEFAULT_PROMPT_CACHE_BYTES_MAX,
+    DEFAULT_PROMPT_CACHE_SLOTS_MAX, DEFAULT_QUEUE_MAX, Decoding, EmbeddedConfig, EmbeddedError,
     EmbeddedModel, FinishReason, GGUF_ITEMS_MAX, GGUF_STRING_BYTES_MAX, GRAMMAR_CALLS_MAX,
-    GRAMMAR_TOOLS_MAX, Generation, GgufError, GgufInfo, GgufValue, RepeatPenalty, TOOL_CALL_MARKER,
-    ToolCallGrammar, ToolGrammarError, file_type_name,
+    GRAMMAR_TOOLS_MAX, Generation, GgufError, GgufInfo, GgufValue, PromptCacheStats, PromptSource,
+    RepeatPenalty, TOOL_CALL_MARKER, ToolCallGrammar, ToolGrammarError, file_type_name,
 };
 pub use error::ScriptError;
 pub use http::{
-    ContextSource, ERROR_BODY_BYTES_MAX, HTTP_DEFAULT_CONTEXT_LIMIT, HTTP_STOP_POLL_MS,
-    HttpOptions, NATIVE_TOOL_ARGUMENTS_BYTES_MAX, NATIVE_TOOL_CALLS_MAX, OLLAMA_DEFAULT_BASE_URL,
+    ContextSource, ERROR_BODY_BYTES_MAX, HTTP_DEFAULT_CONTEXT_LIMIT, HttpOptions,
+    NATIVE_TOOL_ARGUMENTS_BYTES_MAX, NATIVE_TOOL_CALLS_MAX, OLLAMA_DEFAULT_BASE_URL,
     OLLAMA_DEFAULT_NUM_CTX, OllamaConfig, OllamaModel, OpenAiConfig, OpenAiModel, REPLY_BYTES_MAX,
     RESPONSE_BYTES_MAX, RetryPolicy, STREAM_BYTES_MAX, STREAM_LINE_BYTES_MAX, ToolMode,
 };
 pub use scripted::{
     DEFAULT_CONTEXT_LIMIT, DEFAULT_NAME, DELAY_MS_MAX, REQUESTS_KEPT_MAX, Reply, SCRIPT_BYTES_MAX,
-    SCRIPT_REPLIES_MAX, STOP_POLL_MS, Script, ScriptedModel, split_pieces,
+    SCRIPT_REPLIES_MAX, Script, ScriptedModel, split_pieces,
 };
 pub use template::{
     CHATML_TEMPLATE, ChatTemplate, TEMPLATE_BYTES_MAX, TEMPLATE_FUEL_MAX, TemplateError,

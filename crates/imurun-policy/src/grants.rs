@@ -97,9 +97,33 @@ impl Grants {
         verdict
     }
 
-    /// Drops every grant of `session_id` (the session ended).
-    pub fn forget_session(&mut self, session_id: &str) {
-        self.sessions.remove(session_id);
+    /// Drops every grant of `session_id` (the session ended, or a person revoked them).
+    /// Returns whether it had any.
+    pub fn forget_session(&mut self, session_id: &str) -> bool {
+        self.sessions.remove(session_id).is_some()
+    }
+
+    /// Drops every session's grants; returns the sessions that had some, sorted.
+    pub fn forget_all(&mut self) -> Vec<String> {
+        let mut sessions: Vec<String> = self.sessions.drain().map(|(session, _)| session).collect();
+        sessions.sort();
+        sessions
+    }
+
+    /// Every session with grants and its remembered tools, both sorted.
+    pub fn list(&self) -> Vec<(String, Vec<String>)> {
+        let mut list: Vec<(String, Vec<String>)> = self
+            .sessions
+            .iter()
+            .filter(|(_, tools)| !tools.is_empty())
+            .map(|(session, tools)| {
+                let mut tools: Vec<String> = tools.iter().cloned().collect();
+                tools.sort();
+                (session.clone(), tools)
+            })
+            .collect();
+        list.sort();
+        list
     }
 
     /// How many sessions hold grants.

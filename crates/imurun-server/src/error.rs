@@ -1,5 +1,5 @@
-//! The one place errors become HTTP responses: [`ApiError`], and [`ApiJson`], the JSON body
-//! extractor whose rejections take the same shape.
+//! The one place errors become HTTP responses: [`ApiError`], and [`ApiJson`] and
+//! [`OptionalApiJson`], the JSON body extractors whose rejections take the same shape.
 //!
 //! Every error body is `{"error": {"code": "<code>", "message": "<a sentence for a person>"}}` with the
 //! status that fits; a few carry more fields (`status` on `model_not_loaded`, `decision` and
@@ -7,7 +7,8 @@
 //! the server, and the client is told that something failed on the server's side.
 
 use axum::Json;
-use axum::extract::rejection::JsonRejection;
+use axum::body::Bytes;
+use axum::extract::rejection::{BytesRejection, JsonRejection};
 use axum::extract::{FromRequest, Request};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
@@ -62,8 +63,8 @@ impl ApiError {
         ApiError::new(
             StatusCode::INTERNAL_SERVER_ERROR,
             "internal",
-            "the server could not complete the request; try again, and check the server's log \
-             if it keeps failing",
+            "the server could not complete the request; try again, and if it keeps failing look \
+             in the server's log for the request id this answer's `x-request-id` header names",
         )
     }
 
@@ -114,8 +115,11 @@ impl From<StoreError> for ApiError {
                 error.to_string(),
             ),
             // Queries, I/O, decoding: internals that mean nothing to the client and may name
-            // paths on this machine.
-            _ => ApiError::internal(),
+            // paths on this machine; the log (in the request's span) keeps them.
+            _ => {
+                tracing::error!("the store failed: {error}");
+                ApiError::internal()
+            }
         }
     }
 }
@@ -159,7 +163,25 @@ impl From<JsonRejection> for ApiError {
     }
 }
 
+impl From<BytesRejection> for ApiError {
+    fn from(rejection: BytesRejection) -> Self {
+        if rejection.status() == StatusCode::PAYLOAD_TOO_LARGE {
+            ApiError::too_large(format!(
+                "the request body is larger than this route accepts: {}",
+                rejection.body_text()
+            ))
+        } else {
+            ApiError::bad_request(rejection.body_text())
+        }
+    }
+}
+
 /// A JSON body, like [`axum::Json`], whose rejections are [`ApiError`]s in the API's shape.
+///
+/// Every request body of this API is a JSON object, and a body that is valid JSON of another
+/// type (an array, `null`, a string, a number) is a 400 `bad_request`. Serde alone would not
+/// say so: a derived `Deserialize` reads an array as a struct's fields in order, so `[null,
+/// null]` would pass as a body whose fields are all absent.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct ApiJson<T>(pub T);
 
@@ -171,9 +193,55 @@ where
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
-        let Json(value) = Json::<T>::from_request(request, state).await?;
-        Ok(ApiJson(value))
+        // `Value` first: the content type, the size and the syntax are checked as `Json` checks
+        // them, and the shape is known before serde reads the fields.
+        let Json(value) = Json::<Value>::from_request(request, state).await?;
+        from_object(value).map(ApiJson)
     }
+}
+
+/// [`ApiJson`] for a body that may be left out: an empty body is `None`; one of white space
+/// only is not JSON, and a 400 like any other body that is not. The content type is not checked, so that a client may post nothing without one.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OptionalApiJson<T>(pub Option<T>);
+
+impl<T, S> FromRequest<S> for OptionalApiJson<T>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(request, state).await?;
+        if bytes.is_empty() {
+            return Ok(OptionalApiJson(None));
+        }
+        let value: Value = serde_json::from_slice(&bytes).map_err(|error| {
+            ApiError::bad_request(format!("the request body is not valid JSON: {error}"))
+        })?;
+        from_object(value).map(|body| OptionalApiJson(Some(body)))
+    }
+}
+
+/// `value` read as a `T`, when it is a JSON object; every request body of this API is one.
+fn from_object<T: DeserializeOwned>(value: Value) -> Result<T, ApiError> {
+    let kind = match &value {
+        Value::Object(_) => {
+            // Serde's message says what is wrong: "missing field `prompt`", "unknown field
+            // `titel`, expected `title`", "invalid type: string \"x\", expected u64".
+            return serde_json::from_value(value)
+                .map_err(|error| ApiError::bad_request(error.to_string()));
+        }
+        Value::Array(_) => "an array",
+        Value::String(_) => "a string",
+        Value::Number(_) => "a number",
+        Value::Bool(_) => "a boolean",
+        Value::Null => "null",
+    };
+    Err(ApiError::bad_request(format!(
+        "the request body is {kind}; it must be a JSON object"
+    )))
 }
 
 /// The answer of a route that has no such path: 404 in the API's shape.

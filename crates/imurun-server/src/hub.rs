@@ -18,10 +18,8 @@
 //!   and its queue of `q` events was full when event `a` came. It is the last message of the
 //!   subscription; reconnecting with the last id received replays what is still buffered.
 //!
-//! Besides subscribers, the server itself can [`EventHub::observe`] events: an observer is a
-//! callback run at publish time, in order, and it is not a client — it never counts for
-//! [`EventSink::has_subscriber`], so watching a turn's tool calls cannot make an approval wait
-//! for a person nobody shows the card to.
+//! Events come in typed ([`EventHub::publish_event`]: an `imurun_core::Event`, a
+//! [`crate::ServerEvent`], a turn's stamped event) and are serialized once, here.
 
 use std::collections::VecDeque;
 use std::pin::Pin;
@@ -90,39 +88,6 @@ pub struct EventRecord {
     json: String,
 }
 
-/// A callback that sees each event the moment it is published, in id order.
-///
-/// It runs while the hub holds its lock, so it must be short and must not publish to or
-/// subscribe to the hub (that would deadlock); recording into a mutex of its own is the use.
-pub type Observer = Arc<dyn Fn(&EventRecord) + Send + Sync>;
-
-/// Keeps an observer registered; dropping it removes the observer at once.
-#[must_use = "the observer is removed when this guard is dropped"]
-pub struct ObserverGuard {
-    observer_id: u64,
-    hub: Weak<Inner>,
-}
-
-impl std::fmt::Debug for ObserverGuard {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("ObserverGuard")
-            .field("observer_id", &self.observer_id)
-            .finish_non_exhaustive()
-    }
-}
-
-impl Drop for ObserverGuard {
-    fn drop(&mut self) {
-        if let Some(hub) = self.hub.upgrade() {
-            let mut state = hub.lock();
-            state
-                .observers
-                .retain(|observer| observer.id != self.observer_id);
-        }
-    }
-}
-
 /// The events one subscriber receives: first the replayed ones (after a gap or reset notice if
 /// there is one), then live ones, in id order with no gap and no duplicate.
 ///
@@ -150,7 +115,6 @@ impl EventHub {
                     buffer: VecDeque::new(),
                     subscribers: Vec::new(),
                     next_subscriber_id: 1,
-                    observers: Vec::new(),
                 }),
             }),
         }
@@ -159,6 +123,17 @@ impl EventHub {
     /// The bounds this hub was built with.
     pub fn config(&self) -> HubConfig {
         self.inner.config
+    }
+
+    /// Serializes `event` (a typed event: its JSON is an object with a string `type`) and
+    /// publishes it as [`EventHub::publish_value`] does; `None` if it was not an event.
+    pub fn publish_event<T: serde::Serialize>(
+        &self,
+        session_id: Option<&str>,
+        event: &T,
+    ) -> Option<u64> {
+        let value = serde_json::to_value(event).ok()?;
+        self.publish_value(session_id, value).ok()
     }
 
     /// Numbers `event`, stamps `id` and `ts` into it (replacing fields of those names), keeps it
@@ -195,11 +170,6 @@ impl EventHub {
             json: Value::Object(fields).to_string(),
         });
         state.remember(&record, buffer_events_max);
-        for observer in &state.observers {
-            if passes(observer.filter.as_deref(), record.session_id()) {
-                (observer.observer)(&record);
-            }
-        }
         state
             .subscribers
             .retain(|subscriber| subscriber.offer(&record, queue_events_max));
@@ -239,27 +209,6 @@ impl EventHub {
         }
     }
 
-    /// Runs `observer` on every event published from now on for session `filter` (and the
-    /// session-less ones), or on every event when `filter` is `None`, until the guard is
-    /// dropped. Observers are not subscribers: `has_subscriber` and `subscriber_count` ignore
-    /// them. See [`Observer`] for what the callback may do.
-    pub fn observe(&self, filter: Option<String>, observer: Observer) -> ObserverGuard {
-        let mut state = self.inner.lock();
-        // Observers and subscribers share one id counter; the ids only need to be unique.
-        let observer_id = state.next_subscriber_id;
-        state.next_subscriber_id += 1;
-        state.observers.push(ObserverEntry {
-            id: observer_id,
-            filter,
-            observer,
-        });
-        drop(state);
-        ObserverGuard {
-            observer_id,
-            hub: Arc::downgrade(&self.inner),
-        }
-    }
-
     /// How many subscriptions are live: not dropped and not dropped by the hub for lagging.
     pub fn subscriber_count(&self) -> usize {
         let state = self.inner.lock();
@@ -284,19 +233,10 @@ impl Default for EventHub {
 }
 
 impl EventSink for EventHub {
-    /// Publishes the event's JSON, with the session taken from its `session_id` field.
+    /// Publishes the event in its session's stream (its `session_id`, if it has one).
     fn publish(&self, event: Event) {
-        // Every `Event` is a struct-like variant with string keys, numbers and strings, so
-        // serializing it cannot fail; were it to, dropping the event is all a sink can do.
-        let Ok(value) = serde_json::to_value(&event) else {
-            return;
-        };
-        let session_id = value
-            .get("session_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned);
-        // A serialized `Event` is always an object with a `type`, so this cannot be refused.
-        let _ = self.publish_value(session_id.as_deref(), value);
+        // Every `Event` serializes to an object with a `type`, so this cannot be refused.
+        let _ = self.publish_event(event.session_id(), &event);
     }
 
     /// True when a live subscriber watches `session_id` or every session. For `None`, true when
@@ -399,23 +339,6 @@ struct State {
     buffer: VecDeque<Arc<EventRecord>>,
     subscribers: Vec<Subscriber>,
     next_subscriber_id: u64,
-    observers: Vec<ObserverEntry>,
-}
-
-struct ObserverEntry {
-    id: u64,
-    filter: Option<String>,
-    observer: Observer,
-}
-
-impl std::fmt::Debug for ObserverEntry {
-    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        formatter
-            .debug_struct("ObserverEntry")
-            .field("id", &self.id)
-            .field("filter", &self.filter)
-            .finish_non_exhaustive()
-    }
 }
 
 #[derive(Debug)]

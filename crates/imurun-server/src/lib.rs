@@ -24,6 +24,7 @@
 
 mod auth;
 mod error;
+mod events;
 pub mod hub;
 pub mod openai_wire;
 pub mod openapi;
@@ -37,34 +38,23 @@ use std::future::Future;
 
 use tokio::net::TcpListener;
 
-pub use error::{ApiError, ApiJson};
+pub use error::{ApiError, ApiJson, OptionalApiJson};
+pub use events::ServerEvent;
 pub use hub::{
-    BUFFER_EVENTS_MAX_DEFAULT, EventHub, EventRecord, HubConfig, HubError, Observer, ObserverGuard,
+    BUFFER_EVENTS_MAX_DEFAULT, EventHub, EventRecord, HubConfig, HubError,
     QUEUE_EVENTS_MAX_DEFAULT, Subscription,
 };
 pub use openapi::api_document;
-pub use routes::page::{CONTENT_SECURITY_POLICY, asset_names};
-pub use routes::{APPROVAL_TIMEOUT_KEY, page_operations, router, served_operations};
+pub use routes::page::{CONTENT_SECURITY_POLICY, asset_names, asset_paths};
+pub use routes::{
+    APPROVAL_TIMEOUT_KEY, REQUEST_ID_HEADER, page_operations, router, served_operations,
+};
 pub use sse::{HEARTBEAT_INTERVAL_DEFAULT, StreamQuery, last_event_id, sse_message, sse_response};
 pub use state::{
     APPROVAL_TIMEOUT_S_MAX, AppState, BODY_BYTES_MAX_DEFAULT, ModelSlot, ModelStatus,
     PERSONA_CHARS_MAX, PROMPT_CHARS_MAX, STOP_WAIT_DEFAULT, ServerOptions, ServerParts,
     ServerState,
 };
-
-/// The approval timeout a person saved with `POST /api/permissions`, if any. The executor's
-/// timeout is fixed when it is built, so the binary reads this at start and passes it to
-/// `ToolExecutor::with_approval_timeout`; a value out of range counts as none.
-pub async fn saved_approval_timeout(
-    store: &imurun_store::Store,
-) -> Result<Option<std::time::Duration>, imurun_store::StoreError> {
-    let seconds = store
-        .get_setting(APPROVAL_TIMEOUT_KEY)
-        .await?
-        .and_then(|value| value.as_u64())
-        .filter(|seconds| (1..=APPROVAL_TIMEOUT_S_MAX).contains(seconds));
-    Ok(seconds.map(std::time::Duration::from_secs))
-}
 
 /// Runs the API on `listener` until `shutdown` completes.
 ///

@@ -1,22 +1,36 @@
 //! The OpenAPI document served at `GET /api/openapi.json`: generated from the handlers'
-//! `#[utoipa::path]` annotations and the wire types' `ToSchema` derives, plus the shapes that
-//! exist on the wire but not as Rust types: the error bodies and the live events.
+//! `#[utoipa::path]` annotations and the `ToSchema` derives of the types that go on the wire,
+//! plus the shapes that exist on the wire but not as Rust types: the error bodies (built by
+//! `ApiError`) and the hub's `stream.*` notices (built in `hub.rs`).
 //!
 //! Each handler's annotation is also where the router reads its method and path (see
 //! `routes::table`), and `tests/all/openapi.rs` checks that the operations listed in
 //! [`ApiDoc`] are exactly the routes served, so a route cannot be added without appearing here.
-//! The event schemas mirror `imurun_core::Event` and the server's own events; the same test
-//! file compares them with real events, field by field.
+//! The live events are described by the types that are serialized onto the stream
+//! (`imurun_core::Event`, `ServerEvent`, `TurnEvent`) composed with the hub's stamp (see
+//! [`StreamEventSchema`]); the same test file checks real events against those schemas, field
+//! by field. What the whole router does to every request, the API token and the request id, is
+//! added to every operation in one place too ([`TokenAuth`], [`RequestIds`]), as the router adds
+//! it in one middleware.
 
-#![allow(dead_code)] // The event and error shapes are described, never built: see `StreamEvent`.
+#![allow(dead_code)] // The error and notice shapes are described, never built as these types.
 
 use axum::Json;
+use imurun_core::Event;
 use serde::Serialize;
-use serde_json::{Map, Value};
-use utoipa::openapi::OpenApi as Document;
-use utoipa::{OpenApi, ToSchema};
+use utoipa::openapi::header::HeaderBuilder;
+use utoipa::openapi::path::{Operation, PathItem};
+use utoipa::openapi::request_body::RequestBody;
+use utoipa::openapi::response::ResponseBuilder;
+use utoipa::openapi::schema::{AllOfBuilder, AnyOfBuilder, ObjectBuilder, Ref, Schema, Type};
+use utoipa::openapi::security::{
+    ApiKey, ApiKeyValue, HttpAuthScheme, HttpBuilder, SecurityRequirement, SecurityScheme,
+};
+use utoipa::openapi::{Content, OpenApi as Document, RefOr, Required};
+use utoipa::{Modify, OpenApi, ToSchema};
 
-use crate::wire::{PermissionToggles, SessionInfo};
+use crate::events::{ServerEvent, TurnEvent};
+use crate::routes::REQUEST_ID_HEADER;
 
 /// The OpenAPI document of this server's API.
 pub fn api_document() -> Document {
@@ -28,6 +42,7 @@ pub fn api_document() -> Document {
     get,
     path = "/api/openapi.json",
     tag = "meta",
+    operation_id = "openapi",
     summary = "This API as an OpenAPI 3.1 document",
     responses((status = 200, description = "The OpenAPI document.", body = Object)),
 )]
@@ -81,7 +96,18 @@ pub(crate) async fn openapi_json() -> Json<Document> {
         crate::routes::openai::models,
         crate::routes::openai::chat_completions,
     ),
-    components(schemas(ErrorBody, ToolRefusedBody, ModelNotLoadedBody, StreamEvent)),
+    components(schemas(
+        ErrorBody,
+        ToolRefusedBody,
+        ModelNotLoadedBody,
+        Event,
+        ServerEvent,
+        TurnEvent<'static>,
+        EventStamp,
+        StreamNotice,
+        EventMessage,
+    )),
+    modifiers(&StreamEventSchema, &TokenAuth, &RequestIds, &OptionalBodies),
     tags(
         (name = "meta", description = "Health, the model slot and this document."),
         (name = "tools", description = "Tools, running one by hand, and approvals."),
@@ -104,12 +130,16 @@ pub struct ErrorBody {
 /// The `error` object of every error body.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ErrorDetail {
-    /// A stable machine code: `bad_request`, `not_found`, `method_not_allowed`, `conflict`,
-    /// `too_large`, `unsupported_media_type`, `approval_required`, `denied`, `queue_full`,
-    /// `model_not_loaded`, `store_full`, `turn_failed` (the OpenAI facade) or `internal`.
+    /// A stable machine code: `bad_request`, `unauthorized`, `not_found`,
+    /// `method_not_allowed`, `conflict`, `too_large`, `unsupported_media_type`,
+    /// `approval_required`, `denied`, `queue_full`, `model_not_loaded`, `store_full`,
+    /// `turn_failed` (the OpenAI facade) or `internal`.
     pub code: String,
     /// A sentence for a person; do not parse it.
     pub message: String,
+    /// Only on `/v1/` routes, for OpenAI's clients: the same as `code`.
+    #[serde(rename = "type", skip_serializing_if = "Option::is_none")]
+    pub error_type: Option<String>,
 }
 
 /// `POST /api/tools/run` 403: the policy asks (`approval_required`, `decision: ask`) or
@@ -134,328 +164,39 @@ pub struct ModelNotLoadedBody {
     pub status: String,
 }
 
-/// One SSE message's `data:`: a JSON object whose `type` says which event it is.
-///
-/// Events carry `id` (the same number as the SSE `id:` line, increasing by one per event) and
-/// `ts` (milliseconds since the Unix epoch). The hub's `stream.*` notices carry `ts` but no
-/// `id`. Events of the agent loop also carry the `turn_id` of their turn; tool events do not
-/// (match them to a turn by `session_id` and `call_id`). New types may appear: ignore the
-/// ones you do not know.
+/// What the hub stamps on every event it numbers (the `stream.*` notices have only `ts`).
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EventStamp {
+    /// The same number as the SSE `id:` line: increasing by one per event from 1 (a restart
+    /// begins again at 1). Send the last one received as `Last-Event-ID` to replay what
+    /// followed it.
+    pub id: u64,
+    /// When the event was published, in milliseconds since the Unix epoch.
+    pub ts: u64,
+}
+
+/// The hub's own notices about the stream itself: never buffered, never replayed, no `id`.
 #[derive(Debug, Serialize, ToSchema)]
 #[serde(tag = "type")]
-pub enum StreamEvent {
-    /// A turn started for a prompt (published by the server before the loop runs).
-    #[serde(rename = "turn.start")]
-    TurnStart {
-        id: u64,
-        ts: u64,
-        session_id: String,
-        turn_id: String,
-        prompt: String,
-    },
-    /// One step of a turn ended. For a tool step, `text` is the thought in
-    /// `<think>…</think>`, the text before the call, then ``Using `name` {args}`` per call.
-    #[serde(rename = "step")]
-    Step {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        turn_id: String,
-        /// 1-based, counted across the whole turn.
-        step: usize,
-        kind: StepKind,
-        text: String,
-    },
-    /// A piece of the answer as it streams; call syntax never reaches it while tools are
-    /// offered.
-    #[serde(rename = "token")]
-    Token {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        turn_id: String,
-        /// The step the token belongs to, as in the `step` event that follows.
-        step: usize,
-        text: String,
-    },
-    /// A tool call is about to be decided and run.
-    #[serde(rename = "tool.call")]
-    ToolCall {
-        id: u64,
-        ts: u64,
-        call_id: String,
-        session_id: Option<String>,
-        name: String,
-        /// The arguments, long strings cut to 2000 characters.
-        args: Map<String, Value>,
-        /// `model`, `agent:1`, `agent:2` (a sub-agent) or `user` (`POST /api/tools/run`).
-        source: String,
-        /// 0 for the main agent, 1 and 2 for sub-agents.
-        depth: u8,
-    },
-    /// A tool call ended (it ran, failed, or was refused).
-    #[serde(rename = "tool.result")]
-    ToolResult {
-        id: u64,
-        ts: u64,
-        call_id: String,
-        session_id: Option<String>,
-        name: String,
-        ok: bool,
-        /// What the model reads; a failure starts with `FAILED:`.
-        text: String,
-        depth: u8,
-    },
-    /// The policy asks: show a card and post the decision to
-    /// `POST /api/tools/approvals/{approval_id}` before `deadline_ms`.
-    #[serde(rename = "tool.approval_needed")]
-    ToolApprovalNeeded {
-        id: u64,
-        ts: u64,
-        approval_id: String,
-        call_id: String,
-        session_id: Option<String>,
-        name: String,
-        /// The arguments, long strings cut to 2000 characters.
-        args: Map<String, Value>,
-        /// When the card times out and counts as denied (milliseconds since the Unix epoch),
-        /// for a countdown.
-        deadline_ms: i64,
-        /// Whether "always for this session" may be offered (never for deletes).
-        rememberable: bool,
-        depth: u8,
-    },
-    /// A person approved a call.
-    #[serde(rename = "tool.approved")]
-    ToolApproved {
-        id: u64,
-        ts: u64,
-        approval_id: String,
-        call_id: String,
-        session_id: Option<String>,
-        name: String,
-        /// The tool now runs without asking for the rest of the session.
-        remember: bool,
-    },
-    /// A call that needed approval (or that the policy refused) did not run.
-    #[serde(rename = "tool.denied")]
-    ToolDenied {
-        id: u64,
-        ts: u64,
-        /// Absent (`null`) when the policy refused before any card was shown.
-        approval_id: Option<String>,
-        call_id: String,
-        session_id: Option<String>,
-        name: String,
-        reason: DenyReason,
-        /// A sentence for a person.
-        message: String,
-    },
-    /// History is over the context budget and is being compacted.
-    #[serde(rename = "compaction.start")]
-    CompactionStart {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        turn_id: String,
-        /// The history messages about to be compacted.
-        messages: usize,
-        /// Tokens of the whole request before compaction.
-        tokens: usize,
-        /// The budget it must fit, in tokens.
-        budget: usize,
-    },
-    /// History was compacted.
-    #[serde(rename = "compaction.done")]
-    CompactionDone {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        turn_id: String,
-        mode: CompactionMode,
-        /// The history messages removed from the request.
-        messages: usize,
-        /// Tokens of the whole request after compaction.
-        tokens: usize,
-    },
-    /// A prompt queued while the turn ran was handed to the model at an answer boundary.
-    #[serde(rename = "prompt.delivered")]
-    PromptDelivered {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        turn_id: String,
-        text: String,
-    },
-    /// The prompt invoked skills (`/<id>` tokens); published as the turn starts, only when
-    /// there are some.
-    #[serde(rename = "skill.used")]
-    SkillUsed {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        turn_id: String,
-        /// The skills' ids, in prompt order (at most 3).
-        skills: Vec<String>,
-    },
-    /// A sub-agent (`run_agent`) started; its calls follow with `depth` set. Like tool
-    /// events, it carries no `turn_id`.
-    #[serde(rename = "agent.start")]
-    AgentStart {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        /// 1 for the main agent's helper, 2 for the helper's.
-        depth: u8,
-        /// The task it was given (cut to 2000 characters).
-        task: String,
-        /// The tools it may use, after the intersection with its parent's.
-        tools: Vec<String>,
-    },
-    /// A sub-agent ended; its final answer is the `run_agent` call's `tool.result`.
-    #[serde(rename = "agent.end")]
-    AgentEnd {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        depth: u8,
-        status: TurnStatus,
-        steps: usize,
-    },
-    /// The pre-fetch started lookups for what the prompt asks about the present (before the
-    /// model's first step; its calls also publish `tool.call` and `tool.result`).
-    #[serde(rename = "tools.start")]
-    ToolsStart {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        turn_id: String,
-        /// `get_time`, `get_weather`, `web_search`, in Context order.
-        tools: Vec<String>,
-    },
-    /// The pre-fetch's web search started.
-    #[serde(rename = "web_search.start")]
-    WebSearchStart {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        turn_id: String,
-        /// The query (cut to 2000 characters).
-        query: String,
-    },
-    /// The pre-fetch's web search ended; `ok: false` when it failed, was refused or ran out
-    /// of time.
-    #[serde(rename = "web_search.done")]
-    WebSearchDone {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        turn_id: String,
-        query: String,
-        ok: bool,
-    },
-    /// The pre-fetch ended; its results are in the turn's Context block.
-    #[serde(rename = "tools.done")]
-    ToolsDone {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        turn_id: String,
-        /// One per tool of `tools.start`, in the same order.
-        results: Vec<PrefetchResult>,
-        elapsed_ms: u64,
-    },
-    /// The turn ended.
-    #[serde(rename = "turn.end")]
-    TurnEnd {
-        id: u64,
-        ts: u64,
-        session_id: Option<String>,
-        turn_id: String,
-        status: TurnStatus,
-        /// Calls the model made in the turn, cached ones included.
-        tool_calls: usize,
-        /// The skills invoked for the turn, by id.
-        skills: Vec<String>,
-        steps: usize,
-        /// Only when the turn's task failed unexpectedly inside the server (`status: error`).
-        #[serde(skip_serializing_if = "Option::is_none")]
-        error: Option<String>,
-    },
-    /// A session was created (a global event: every stream gets it).
-    #[serde(rename = "session.created")]
-    SessionCreated {
-        id: u64,
-        ts: u64,
-        session_id: String,
-        session: SessionInfo,
-    },
-    /// A session was renamed (global).
-    #[serde(rename = "session.updated")]
-    SessionUpdated {
-        id: u64,
-        ts: u64,
-        session_id: String,
-        session: SessionInfo,
-    },
-    /// A session was deleted (global).
-    #[serde(rename = "session.deleted")]
-    SessionDeleted {
-        id: u64,
-        ts: u64,
-        session_id: String,
-    },
-    /// The permissions changed through `POST /api/permissions` (global); the same fields as
-    /// `GET /api/permissions`.
-    #[serde(rename = "permissions")]
-    Permissions {
-        id: u64,
-        ts: u64,
-        mode: String,
-        toggles: PermissionToggles,
-        #[serde(rename = "approvalTimeout")]
-        approval_timeout: u64,
-        #[serde(rename = "approvalTimeoutInForce")]
-        approval_timeout_in_force: u64,
-        #[serde(rename = "workspaceRoot")]
-        workspace_root: String,
-    },
-    /// Remembered approvals were forgotten (global): these sessions ask again.
-    #[serde(rename = "grants.revoked")]
-    GrantsRevoked {
-        id: u64,
-        ts: u64,
-        session_ids: Vec<String>,
-    },
-    /// The kill switch was pressed (global).
-    #[serde(rename = "stop.all")]
-    StopAll {
-        id: u64,
-        ts: u64,
-        /// Running turns told to stop.
-        stopped: usize,
-        /// Pending approvals denied.
-        approvals_denied: usize,
-    },
-    /// Hub notice, no `id`: events `missed_from..=missed_to` fell out of the replay buffer
-    /// before the client came back; what follows starts after them.
+pub enum StreamNotice {
+    /// Events `missed_from..=missed_to` fell out of the replay buffer before the client came
+    /// back; what follows starts after them. Reload state and carry on.
     #[serde(rename = "stream.gap")]
     StreamGap {
         ts: u64,
         missed_from: u64,
         missed_to: u64,
     },
-    /// Hub notice, no `id`: the server never issued `last_event_id` (it restarted); what
-    /// follows is everything still buffered, from `replay_from`.
+    /// The server never issued `last_event_id` (it restarted); what follows is everything
+    /// still buffered, from `replay_from`.
     #[serde(rename = "stream.reset")]
     StreamReset {
         ts: u64,
         last_event_id: u64,
         replay_from: u64,
     },
-    /// Hub notice, no `id`, the last message of the response: the client fell
-    /// `queue_events_max` events behind at event `missed_from`. Reconnect with
-    /// `Last-Event-ID` to replay what is still buffered.
+    /// The last message of the response: the client fell `queue_events_max` events behind at
+    /// event `missed_from`. Reconnect with `Last-Event-ID` to replay what is still buffered.
     #[serde(rename = "stream.lagged")]
     StreamLagged {
         ts: u64,
@@ -464,74 +205,250 @@ pub enum StreamEvent {
     },
 }
 
-/// One pre-fetch lookup's end, in `tools.done`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct PrefetchResult {
-    tool: String,
-    /// False when it failed, was refused, or did not finish before the deadline.
-    ok: bool,
+/// One message of `GET /api/events` as OpenAPI describes an event of a `text/event-stream`: its
+/// fields (`data`, `id`), with `data` a JSON `StreamEvent`.
+#[derive(Debug)]
+pub struct EventMessage;
+
+impl utoipa::PartialSchema for EventMessage {
+    fn schema() -> RefOr<Schema> {
+        let id = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some("^[0-9]+$"))
+            .description(Some(
+                "The event's `id` (absent on the `stream.*` notices): send the last one received \
+                 as `Last-Event-ID` when reconnecting.",
+            ));
+        sse_event_schema(
+            "One SSE message: an `id:` line (absent on the hub's `stream.*` notices) and one \
+             `data:` line holding a `StreamEvent`. No `event:` line is sent.",
+            json_string(Ref::from_schema_name("StreamEvent").into()),
+            Some(id.into()),
+        )
+    }
 }
 
-/// What a step did.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum StepKind {
-    /// The model called tools; their results go back to it.
-    Tool,
-    /// The model answered.
-    Answer,
-    /// The model's call could not be run; it was asked to write it again.
-    Retry,
-    /// The model was reminded (no answer after a thought, or live data without a tool).
-    Nudge,
+impl ToSchema for EventMessage {}
+
+/// The schema of one event of a `text/event-stream` response, as OpenAPI 3.1 (and 3.2's
+/// `itemSchema`) describes it: an object of the event's fields, `data` (the `data:` line's
+/// text) and, where the server sends one, `id`.
+pub(crate) fn sse_event_schema(
+    description: &str,
+    data: RefOr<Schema>,
+    id: Option<RefOr<Schema>>,
+) -> RefOr<Schema> {
+    let mut event = ObjectBuilder::new()
+        .schema_type(Type::Object)
+        .description(Some(description))
+        .property("data", data)
+        .required("data");
+    if let Some(id) = id {
+        event = event.property("id", id);
+    }
+    event.into()
 }
 
-/// How a turn ended.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum TurnStatus {
-    /// The model answered.
-    Done,
-    /// Stop, the kill switch, or deleting the session stopped it.
-    Stopped,
-    /// The step limit was reached while the model still wanted tools.
-    MaxSteps,
-    /// The model failed, or the prompt alone does not fit the context window.
-    Error,
+/// A string holding JSON that `content` describes: an SSE event's `data`.
+pub(crate) fn json_string(content: RefOr<Schema>) -> RefOr<Schema> {
+    ObjectBuilder::new()
+        .schema_type(Type::String)
+        .content_media_type("application/json")
+        .content_schema(Some(content))
+        .into()
 }
 
-/// Why a call did not run.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum DenyReason {
-    /// A person pressed Deny.
-    User,
-    /// Nobody answered before the approval timeout.
-    Timeout,
-    /// The turn was stopped while waiting.
-    Stopped,
-    /// No client was subscribed to the session's events, so nobody could see the card.
-    NoClient,
-    /// The policy refused it before any card was shown.
-    Policy,
+/// What `StreamEvent`, one SSE message's `data:`, says to a person reading the document.
+const STREAM_EVENT_DESCRIPTION: &str = "One SSE message's `data:`: a JSON object whose `type` \
+    says which event it is. An event of the agent layer (`Event`), of a turn (`TurnEvent`: the \
+    loop's events and the tool and sub-agent events of the calls the turn made, with its \
+    `turn_id`) or of the server (`ServerEvent`), stamped by the hub with `id` and `ts` \
+    (`EventStamp`); or one of the hub's notices (`StreamNotice`), which carry `ts` but no \
+    `id`. A call a person runs by hand (`POST /api/tools/run`) has no `turn_id`. New types may \
+    appear: ignore the ones you do not know.";
+
+/// Adds `StreamEvent`: the schema of one message of `GET /api/events`, composed from the types
+/// the server serializes onto the stream and the hub's stamp.
+///
+/// `anyOf`, not `oneOf`: the branches overlap on purpose. A turn's event is also an `Event`
+/// with one more field, and the server's `turn.end` (a turn whose task failed) has the fields
+/// of the loop's `turn.end` and an `error`.
+#[derive(Debug)]
+struct StreamEventSchema;
+
+impl Modify for StreamEventSchema {
+    fn modify(&self, document: &mut Document) {
+        let stamped = |name: std::borrow::Cow<'static, str>| {
+            Schema::AllOf(
+                AllOfBuilder::new()
+                    .item(Ref::from_schema_name(name))
+                    .item(Ref::from_schema_name(EventStamp::name()))
+                    .build(),
+            )
+        };
+        let stream_event = Schema::AnyOf(
+            AnyOfBuilder::new()
+                .description(Some(STREAM_EVENT_DESCRIPTION))
+                .item(stamped(TurnEvent::name()))
+                .item(stamped(Event::name()))
+                .item(stamped(ServerEvent::name()))
+                .item(Ref::from_schema_name(StreamNotice::name()))
+                .build(),
+        );
+        document
+            .components
+            .get_or_insert_with(Default::default)
+            .schemas
+            .insert("StreamEvent".to_owned(), RefOr::T(stream_event));
+    }
 }
 
-/// How history was compacted.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(rename_all = "snake_case")]
-pub enum CompactionMode {
-    /// Summarised by the model into the system message.
-    Summarised,
-    /// Dropped, oldest first.
-    Dropped,
+/// The route that needs no token (`auth.rs`'s `OPEN_PATHS`).
+const OPEN_PATH: &str = "/api/health";
+
+/// The route whose token may also come in the query string (`auth.rs`'s `EVENTS_PATH`).
+const EVENTS_PATH: &str = "/api/events";
+
+/// The API token (`auth.rs`): when the server has one, every operation but `GET /api/health`
+/// needs it and answers 401 without it. When it has none (the loopback default) nothing is
+/// asked, so each operation's security is optional: `{}` or the token.
+#[derive(Debug)]
+struct TokenAuth;
+
+impl Modify for TokenAuth {
+    fn modify(&self, document: &mut Document) {
+        let components = document.components.get_or_insert_with(Default::default);
+        components.add_security_scheme(
+            "token",
+            SecurityScheme::Http(
+                HttpBuilder::new()
+                    .scheme(HttpAuthScheme::Bearer)
+                    .description(Some(
+                        "The server's API token (`server.api_token`, `IMURUN_API_TOKEN`, \
+                         `--api-token`), when it has one; required to bind beyond loopback.",
+                    ))
+                    .build(),
+            ),
+        );
+        components.add_security_scheme(
+            "access_token",
+            SecurityScheme::ApiKey(ApiKey::Query(ApiKeyValue::with_description(
+                "access_token",
+                "The API token in the query string, percent-encoded where needed: only \
+                 `GET /api/events`, for a browser's `EventSource`, which cannot set headers.",
+            ))),
+        );
+        for (path, item) in document.paths.paths.iter_mut() {
+            if path == OPEN_PATH {
+                continue;
+            }
+            let mut security = vec![
+                SecurityRequirement::default(),
+                SecurityRequirement::new("token", Vec::<String>::new()),
+            ];
+            if path == EVENTS_PATH {
+                security.push(SecurityRequirement::new(
+                    "access_token",
+                    Vec::<String>::new(),
+                ));
+            }
+            for operation in operations_mut(item) {
+                operation.security = Some(security.clone());
+                let unauthorized = ResponseBuilder::new()
+                    .description(
+                        "The server has an API token and the request did not carry it, or \
+                         carried another; `unauthorized`, with `WWW-Authenticate: Bearer`.",
+                    )
+                    .header(
+                        "WWW-Authenticate",
+                        HeaderBuilder::new()
+                            .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+                            .description(Some("`Bearer`."))
+                            .build(),
+                    )
+                    .content("application/json", Content::new(Some(error_body_ref())))
+                    .build();
+                operation
+                    .responses
+                    .responses
+                    .insert("401".to_owned(), unauthorized.into());
+            }
+        }
+    }
+}
+
+/// `x-request-id` on every answer (`routes::request_span`), for finding its log lines.
+#[derive(Debug)]
+struct RequestIds;
+
+impl Modify for RequestIds {
+    fn modify(&self, document: &mut Document) {
+        let header = HeaderBuilder::new()
+            .schema(Some(ObjectBuilder::new().schema_type(Type::String)))
+            .description(Some(
+                "This request's id (`req-17`): the server's log lines for it carry the same id.",
+            ))
+            .build();
+        for item in document.paths.paths.values_mut() {
+            for operation in operations_mut(item) {
+                for response in operation.responses.responses.values_mut() {
+                    if let RefOr::T(response) = response {
+                        response
+                            .headers
+                            .insert(REQUEST_ID_HEADER.to_owned(), header.clone().into());
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// Request bodies a client may leave out, which `#[utoipa::path]` cannot say without also
+/// allowing `null` (an `Option<T>` body): the session a `POST /api/sessions` without a body
+/// creates has no title.
+#[derive(Debug)]
+struct OptionalBodies;
+
+impl Modify for OptionalBodies {
+    fn modify(&self, document: &mut Document) {
+        let body = document
+            .paths
+            .paths
+            .get_mut("/api/sessions")
+            .and_then(|item| item.post.as_mut())
+            .and_then(|operation| operation.request_body.as_mut());
+        if let Some(RefOr::T(RequestBody { required, .. })) = body {
+            *required = Some(Required::False);
+        }
+    }
+}
+
+/// Every operation of a path item.
+fn operations_mut(item: &mut PathItem) -> impl Iterator<Item = &mut Operation> {
+    [
+        item.get.as_mut(),
+        item.put.as_mut(),
+        item.post.as_mut(),
+        item.delete.as_mut(),
+        item.options.as_mut(),
+        item.head.as_mut(),
+        item.patch.as_mut(),
+        item.trace.as_mut(),
+    ]
+    .into_iter()
+    .flatten()
+}
+
+fn error_body_ref() -> RefOr<Schema> {
+    Ref::from_schema_name(ErrorBody::name()).into()
 }
 
 #[cfg(test)]
 mod tests {
     use axum::http::StatusCode;
     use axum::response::IntoResponse;
+    use serde_json::Value;
 
-    use super::*;
     use crate::ApiError;
 
     /// The error shapes described here are the ones `ApiError` writes.

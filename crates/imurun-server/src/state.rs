@@ -1,18 +1,19 @@
 //! What every route shares: [`ServerState`] (the store, the executor, the hub, the model slot,
 //! the skills, the agent settings and the running turns), built once by the binary from [`ServerParts`].
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use imurun_agent::{AgentConfig, MAX_STEPS_CAP, PromptQueue, SkillStore};
 use imurun_core::{Model, StopFlag};
+use imurun_exec::ToolExecutor;
+use imurun_integrations::McpHub;
 use imurun_store::{Store, StoreError};
-use imurun_tools::{McpHub, ToolExecutor};
 use serde_json::Value;
 use tokio::sync::watch;
 
-use crate::hub::{EventHub, ObserverGuard};
+use crate::hub::EventHub;
 use crate::sse::HEARTBEAT_INTERVAL_DEFAULT;
 use crate::turns::LiveView;
 
@@ -203,10 +204,6 @@ pub(crate) struct Inner {
     pub(crate) agent_config: RwLock<AgentConfig>,
     /// The running turn of each session, by session id: at most one per session.
     pub(crate) turns: Mutex<HashMap<String, RunningTurn>>,
-    /// A mirror of the executor's remembered grants (session → tools), kept from the
-    /// `tool.approved` events with `remember: true`: the executor has no way to list them.
-    pub(crate) grants: Arc<Mutex<BTreeMap<String, BTreeSet<String>>>>,
-    _grants_observer: ObserverGuard,
     /// Flips to true when the server shuts down, ending the SSE streams.
     pub(crate) shutdown: watch::Sender<bool>,
 }
@@ -228,28 +225,6 @@ impl ServerState {
     /// The state, from its parts. Call [`ServerState::start_up`] (or use [`crate::serve`], which
     /// does) before the first request.
     pub fn new(parts: ServerParts) -> ServerState {
-        let grants: Arc<Mutex<BTreeMap<String, BTreeSet<String>>>> = Arc::default();
-        let mirror = Arc::clone(&grants);
-        let grants_observer = parts.hub.observe(
-            None,
-            Arc::new(move |record| {
-                if record.event_type() != "tool.approved" {
-                    return;
-                }
-                let event = record.value();
-                let (Some(session_id), Some(tool), Some(true)) = (
-                    event["session_id"].as_str(),
-                    event["name"].as_str(),
-                    event["remember"].as_bool(),
-                ) else {
-                    return;
-                };
-                lock(&mirror)
-                    .entry(session_id.to_owned())
-                    .or_default()
-                    .insert(tool.to_owned());
-            }),
-        );
         let (shutdown, _) = watch::channel(false);
         ServerState {
             inner: Arc::new(Inner {
@@ -262,16 +237,15 @@ impl ServerState {
                 mcp: parts.mcp,
                 agent_config: RwLock::new(parts.agent_config),
                 turns: Mutex::new(HashMap::new()),
-                grants,
-                _grants_observer: grants_observer,
                 shutdown,
             }),
         }
     }
 
     /// Start-up work, once, before the first turn: marks the turns a previous process left
-    /// running as `interrupted`, and applies the saved `permissions.*` and `agent.*` settings
-    /// (values that do not parse are ignored and keep their defaults).
+    /// running as `interrupted`, and applies the saved `permissions.*` (the approval timeout
+    /// included) and `agent.*` settings, except those a flag or variable pinned (values that
+    /// do not parse are ignored and keep their defaults).
     pub async fn start_up(&self) -> Result<(), StoreError> {
         self.inner.store.mark_interrupted_turns().await?;
         let mut saved = self.inner.store.get_all_settings().await?;
@@ -294,6 +268,16 @@ impl ServerState {
             }
         }
         self.inner.executor.set_settings(settings);
+        if let Some(seconds) = saved
+            .get(crate::APPROVAL_TIMEOUT_KEY)
+            .and_then(Value::as_u64)
+            .filter(|seconds| (1..=APPROVAL_TIMEOUT_S_MAX).contains(seconds))
+        {
+            self.inner
+                .executor
+                .approvals()
+                .set_approval_timeout(Duration::from_secs(seconds));
+        }
         let mut config = self.agent_config();
         if let Some(max_steps) = saved.get("agent.maxSteps").and_then(Value::as_u64)
             && let Ok(max_steps) = usize::try_from(max_steps)

@@ -24,22 +24,26 @@ use imurun_agent::{
     AgentError, AgentLoop, HISTORY_MESSAGES_MAX, PromptQueue, Skill, TurnRequest, TurnResult,
     take_skills,
 };
-use imurun_core::{Event, EventSink, Message, Model, Role, StopFlag, TurnStatus};
+use imurun_core::{
+    CallSource, Event, EventSink, Message, Model, Role, StopFlag, TokenUsage, TurnStatus,
+};
 use imurun_store::{Role as StoredRole, Turn, TurnStatus as StoredStatus};
 use serde::{Deserialize, Serialize};
-use serde_json::{Value, json};
+use serde_json::Value;
 use tokio::sync::watch;
+use tracing::Instrument;
 
 use crate::error::ApiError;
-use crate::hub::{EventHub, EventRecord, ObserverGuard};
+use crate::events::{ServerEvent, TurnEvent};
+use crate::hub::EventHub;
 use crate::state::{PROMPT_CHARS_MAX, RunningTurn, ServerState, lock};
-use crate::wire::{PromptAccepted, StepInfo, ToolCallInfo, TurnView};
+use crate::wire::{GroundingInfo, PromptAccepted, StepInfo, ToolCallInfo, TurnView};
 
 /// The error message of a turn whose task panicked.
 const PANIC_MESSAGE: &str = "the turn failed unexpectedly inside the server; it was ended";
 
-/// Steps and tool calls a view records; past them the view stops growing. A turn has at most
-/// 20 steps of 3 calls, so this only binds if that changes.
+/// Steps, tool calls and grounding notes a view records (each); past them the view stops
+/// growing. A turn has at most 20 steps of 3 calls, so this only binds if that changes.
 const VIEW_ENTRIES_MAX: usize = 256;
 
 /// What a turn's view holds beyond the turn row: the JSON stored in `turns.view`.
@@ -54,9 +58,13 @@ pub(crate) struct RecordedView {
     pub(crate) tool_calls: Vec<ToolCallInfo>,
     pub(crate) skills: Vec<String>,
     pub(crate) delivered_prompts: Vec<String>,
+    /// The turn's `answer.grounding` events (absent from views stored before there were any).
+    pub(crate) grounding: Vec<GroundingInfo>,
+    /// The tokens the turn's generations took (the OpenAI facade's `usage`).
+    pub(crate) usage: Option<TokenUsage>,
 }
 
-/// The view of a running turn, shared by its sink, its tool-event observer and the routes.
+/// The view of a running turn, shared by its sink and the routes.
 pub(crate) type LiveView = Arc<Mutex<RecordedView>>;
 
 impl RecordedView {
@@ -65,54 +73,66 @@ impl RecordedView {
             Event::Step {
                 step, kind, text, ..
             } if self.steps.len() < VIEW_ENTRIES_MAX => {
-                let kind = serde_json::to_value(kind)
-                    .ok()
-                    .and_then(|kind| kind.as_str().map(str::to_owned))
-                    .unwrap_or_default();
                 self.steps.push(StepInfo {
                     step: *step,
-                    kind,
+                    kind: wire_name(kind),
                     text: text.clone(),
+                });
+            }
+            Event::Grounding {
+                step,
+                action,
+                tool,
+                reason,
+                ..
+            } if self.grounding.len() < VIEW_ENTRIES_MAX => {
+                self.grounding.push(GroundingInfo {
+                    step: *step,
+                    action: wire_name(action),
+                    tool: tool.clone(),
+                    reason: reason.clone(),
                 });
             }
             Event::PromptDelivered { text, .. } => self.delivered_prompts.push(text.clone()),
             Event::SkillUsed { skills, .. } | Event::TurnEnd { skills, .. } => {
                 self.skills.clone_from(skills);
             }
-            _ => {}
-        }
-    }
-
-    /// Records the tool events of the turn's session. Calls a person ran by hand in the same
-    /// session (`source: user`) are not the turn's.
-    fn record_tool_event(&mut self, record: &EventRecord) {
-        match record.event_type() {
-            "tool.call" if self.tool_calls.len() < VIEW_ENTRIES_MAX => {
-                let event = record.value();
-                if event["source"] == "user" {
-                    return;
-                }
+            // The turn's own calls reach its sink through their caller; a person's calls
+            // (`POST /api/tools/run`) never do.
+            Event::ToolCall {
+                call_id,
+                name,
+                args,
+                source,
+                ..
+            } if self.tool_calls.len() < VIEW_ENTRIES_MAX && *source != CallSource::User => {
                 self.tool_calls.push(ToolCallInfo {
-                    call_id: event["call_id"].as_str().unwrap_or_default().to_owned(),
-                    name: event["name"].as_str().unwrap_or_default().to_owned(),
-                    args: event["args"].as_object().cloned().unwrap_or_default(),
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    args: args.clone(),
                     ok: None,
                 });
             }
-            "tool.result" => {
-                let event = record.value();
-                let call_id = event["call_id"].as_str().unwrap_or_default();
+            Event::ToolResult { call_id, ok, .. } => {
                 if let Some(call) = self
                     .tool_calls
                     .iter_mut()
-                    .find(|call| call.call_id == call_id)
+                    .find(|call| call.call_id == *call_id)
                 {
-                    call.ok = event["ok"].as_bool();
+                    call.ok = Some(*ok);
                 }
             }
             _ => {}
         }
     }
+}
+
+/// The name a unit enum has on the wire (`StepKind::Tool` → `tool`).
+fn wire_name(value: &impl Serialize) -> String {
+    serde_json::to_value(value)
+        .ok()
+        .and_then(|name| name.as_str().map(str::to_owned))
+        .unwrap_or_default()
 }
 
 /// The wire view of a stored turn, with the live view when the turn is still running here.
@@ -135,7 +155,16 @@ pub(crate) fn turn_view(turn: Turn, live: Option<RecordedView>) -> TurnView {
         tool_calls: recorded.tool_calls,
         skills: recorded.skills,
         delivered_prompts: recorded.delivered_prompts,
+        grounding: recorded.grounding,
     }
+}
+
+/// The tokens a stored turn's generations took (none recorded: zero).
+pub(crate) fn recorded_usage(turn: &Turn) -> TokenUsage {
+    serde_json::from_value::<RecordedView>(turn.view.clone())
+        .ok()
+        .and_then(|view| view.usage)
+        .unwrap_or_default()
 }
 
 /// The live view of `turn_id` if it is the one running in `session_id`.
@@ -179,14 +208,20 @@ pub(crate) async fn submit_prompt(
         .map(|started| started.accepted)
 }
 
+/// Sees every event of one turn as the turn publishes it (after its `turn_id` is known, and
+/// `turn.end` once the turn is saved): the OpenAI facade's token stream.
+pub(crate) type Tap = Arc<dyn Fn(&Event) + Send + Sync>;
+
 /// How a turn started by another route differs from a prompt typed on the page.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub(crate) struct TurnOptions {
     /// Added after the persona for this turn only (an OpenAI client's system messages). The
     /// policy never reads the prompt, so instructions cannot change what a tool may do.
     pub(crate) instructions: Option<String>,
     /// Answer 409 instead of queuing the prompt when a turn already runs in the session.
     pub(crate) refuse_if_running: bool,
+    /// Sees the turn's events (a turn this prompt starts; a queued prompt's turn is another's).
+    pub(crate) tap: Option<Tap>,
 }
 
 /// What [`submit_prompt_with`] did.
@@ -246,12 +281,12 @@ pub(crate) async fn submit_prompt_with(
             return Err(error);
         }
     };
-    state.hub().publish_value(
-        Some(session_id),
-        json!({"type": "turn.start", "session_id": session_id, "turn_id": turn_id, "prompt": prompt}),
-    )
-    .ok();
-    let observer = observe_tool_events(state.hub(), session_id, &view);
+    let start = ServerEvent::TurnStart {
+        session_id: session_id.to_owned(),
+        turn_id: turn_id.clone(),
+        prompt: prompt.clone(),
+    };
+    state.hub().publish_event(start.session_id(), &start);
     let ended = ended_tx.subscribe();
     let task = TurnTask {
         state: state.clone(),
@@ -265,9 +300,10 @@ pub(crate) async fn submit_prompt_with(
         view,
         ended_tx,
         instructions: options.instructions,
-        _observer: observer,
+        tap: options.tap,
     };
-    tokio::spawn(boxed_turn(task));
+    let span = tracing::info_span!("turn", %session_id, %turn_id);
+    tokio::spawn(boxed_turn(task).instrument(span));
     Ok(StartedTurn {
         accepted: PromptAccepted {
             turn_id,
@@ -360,20 +396,6 @@ fn forget_turn(state: &ServerState, session_id: &str, turn_id: &str) {
     }
 }
 
-/// Records the tool events of `session_id` into `view` while the guard lives.
-fn observe_tool_events(hub: &EventHub, session_id: &str, view: &LiveView) -> ObserverGuard {
-    let view = Arc::clone(view);
-    let session = session_id.to_owned();
-    hub.observe(
-        Some(session_id.to_owned()),
-        Arc::new(move |record: &EventRecord| {
-            if record.session_id() == Some(session.as_str()) {
-                lock(&view).record_tool_event(record);
-            }
-        }),
-    )
-}
-
 /// Everything a turn task owns.
 struct TurnTask {
     state: ServerState,
@@ -388,7 +410,8 @@ struct TurnTask {
     ended_tx: watch::Sender<bool>,
     /// See [`TurnOptions::instructions`].
     instructions: Option<String>,
-    _observer: ObserverGuard,
+    /// See [`TurnOptions::tap`].
+    tap: Option<Tap>,
 }
 
 /// The turn task as a boxed future. Boxing breaks the type cycle of a turn that starts the
@@ -405,6 +428,7 @@ async fn run_turn(task: TurnTask) {
         session_id: task.session_id.clone(),
         turn_id: task.turn_id.clone(),
         view: Arc::clone(&task.view),
+        tap: task.tap.clone(),
         held_end: Mutex::new(None),
     });
     let mut config = state.agent_config();
@@ -429,12 +453,15 @@ async fn run_turn(task: TurnTask) {
     };
     // The loop runs on a task of its own so that a panic in it (a tool, a model back-end)
     // ends as a `JoinError` here instead of unwinding through the server.
-    let joined = tokio::spawn(async move { agent.run(request).await }).await;
+    let joined = tokio::spawn(async move { agent.run(request).await }.in_current_span()).await;
     // From here a new prompt waits for this turn to end and then starts the next one.
     let leftovers = task.queue.close();
     match joined {
         Ok(result) => finish(&state, &task, result).await,
-        Err(_) => finish_after_panic(&state, &task).await,
+        Err(error) => {
+            tracing::error!("the turn failed unexpectedly and was ended: {error}");
+            finish_after_panic(&state, &task, &sink).await;
+        }
     }
     forget_turn(&state, &task.session_id, &task.turn_id);
     sink.release_end();
@@ -484,6 +511,15 @@ async fn load_history(state: &ServerState, session_id: &str, prompt_seq: i64) ->
 }
 
 async fn finish(state: &ServerState, task: &TurnTask, result: TurnResult) {
+    tracing::info!(
+        status = result.status.as_str(),
+        steps = result.steps,
+        tool_calls = result.tool_calls.len(),
+        "the turn ended"
+    );
+    if let Some(error) = &result.error {
+        tracing::warn!("the turn ended in an error: {error}");
+    }
     for message in &result.transcript {
         let role = match message.role {
             Role::User => StoredRole::User,
@@ -492,10 +528,13 @@ async fn finish(state: &ServerState, task: &TurnTask, result: TurnResult) {
             _ => continue,
         };
         // A failed append (the session was deleted meanwhile) loses only this message.
-        let _ = state
+        if let Err(error) = state
             .store()
             .append_message(&task.session_id, role, &message.content)
-            .await;
+            .await
+        {
+            tracing::warn!("a message of the turn was not saved to the transcript: {error}");
+        }
     }
     let status = match result.status {
         TurnStatus::Done | TurnStatus::MaxSteps => StoredStatus::Done,
@@ -507,12 +546,13 @@ async fn finish(state: &ServerState, task: &TurnTask, result: TurnResult) {
         view.answer.clone_from(&result.answer);
         view.error = result.error.as_ref().map(ToString::to_string);
         view.end_status = Some(result.status.as_str().to_owned());
+        view.usage = Some(result.usage);
         view.clone()
     };
     persist_end(state, task, status, &view).await;
 }
 
-async fn finish_after_panic(state: &ServerState, task: &TurnTask) {
+async fn finish_after_panic(state: &ServerState, task: &TurnTask, sink: &TurnSink) {
     task.stop.stop();
     let view = {
         let mut view = lock(&task.view);
@@ -522,22 +562,25 @@ async fn finish_after_panic(state: &ServerState, task: &TurnTask) {
     };
     persist_end(state, task, StoredStatus::Error, &view).await;
     // The loop's own `turn.end` never came; clients still need to know the turn is over.
-    state
-        .hub()
-        .publish_value(
-            Some(&task.session_id),
-            json!({
-                "type": "turn.end",
-                "session_id": task.session_id,
-                "turn_id": task.turn_id,
-                "status": "error",
-                "tool_calls": view.tool_calls.len(),
-                "skills": view.skills,
-                "steps": view.steps.len(),
-                "error": PANIC_MESSAGE,
-            }),
-        )
-        .ok();
+    let end = ServerEvent::TurnFailed {
+        session_id: task.session_id.clone(),
+        turn_id: task.turn_id.clone(),
+        status: TurnStatus::Error.as_str().to_owned(),
+        tool_calls: view.tool_calls.len(),
+        skills: view.skills.clone(),
+        steps: view.steps.len(),
+        error: PANIC_MESSAGE.to_owned(),
+    };
+    state.hub().publish_event(end.session_id(), &end);
+    if let Some(tap) = &sink.tap {
+        tap(&Event::TurnEnd {
+            session_id: Some(task.session_id.clone()),
+            status: TurnStatus::Error,
+            tool_calls: view.tool_calls.len(),
+            skills: view.skills,
+            steps: view.steps.len(),
+        });
+    }
 }
 
 async fn persist_end(
@@ -548,50 +591,60 @@ async fn persist_end(
 ) {
     let view = serde_json::to_value(view).unwrap_or(Value::Null);
     // The session may have been deleted while the turn ran; then there is nothing to update.
-    let _ = state
+    if let Err(error) = state
         .store()
         .update_turn(&task.session_id, &task.turn_id, status, &view)
-        .await;
+        .await
+    {
+        tracing::warn!("the turn's end was not saved: {error}");
+    }
 }
 
-/// The loop's event sink for one turn: records steps, delivered prompts and skills into the
-/// turn's view, and publishes every event to the hub with the turn's `turn_id` added.
+/// The loop's event sink for one turn: records steps, tool calls, delivered prompts and
+/// skills into the turn's view, hands each event to the turn's tap, and publishes it to the
+/// hub with the turn's `turn_id` added. The turn's tool calls come here through their caller.
 struct TurnSink {
     hub: EventHub,
     session_id: String,
     turn_id: String,
     view: LiveView,
+    tap: Option<Tap>,
     /// The loop's `turn.end`, held back until the turn is saved and no longer takes prompts:
     /// a client that sends its next prompt on `turn.end` then starts a new turn instead of
     /// landing in the queue of one that is ending.
-    held_end: Mutex<Option<Value>>,
+    held_end: Mutex<Option<Event>>,
 }
 
 impl TurnSink {
     /// Publishes the held `turn.end`, if the loop sent one.
     fn release_end(&self) {
         if let Some(end) = lock(&self.held_end).take() {
-            let _ = self.hub.publish_value(Some(&self.session_id), end);
+            self.send(&end);
         }
+    }
+
+    fn send(&self, event: &Event) {
+        if let Some(tap) = &self.tap {
+            tap(event);
+        }
+        let stamped = TurnEvent {
+            event,
+            turn_id: &self.turn_id,
+        };
+        // A turn's events belong to its session even when the loop left `session_id` out.
+        let session = event.session_id().unwrap_or(&self.session_id);
+        self.hub.publish_event(Some(session), &stamped);
     }
 }
 
 impl EventSink for TurnSink {
     fn publish(&self, event: Event) {
         lock(&self.view).record_event(&event);
-        let Ok(Value::Object(mut fields)) = serde_json::to_value(&event) else {
-            return;
-        };
-        fields.insert("turn_id".to_owned(), Value::from(self.turn_id.as_str()));
         if matches!(event, Event::TurnEnd { .. }) {
-            *lock(&self.held_end) = Some(Value::Object(fields));
+            *lock(&self.held_end) = Some(event);
             return;
         }
-        // The loop's events always carry the turn's session; a serialized `Event` is always an
-        // object with a `type`, so the hub cannot refuse it.
-        let _ = self
-            .hub
-            .publish_value(Some(&self.session_id), Value::Object(fields));
+        self.send(&event);
     }
 
     fn has_subscriber(&self, session_id: Option<&str>) -> bool {

@@ -3,10 +3,163 @@
 //!
 //! Requests refuse unknown fields, so a misspelt field is a 400 that names it rather than a
 //! setting silently left as it was.
+//!
+//! Every limit a handler or the store enforces on a request is also written on its field here
+//! (`pattern`, `min_length`, `max_length`, `minimum`, `maximum`, `read_only`), so that the
+//! OpenAPI document refuses what the server refuses. The attributes take literals only; the
+//! `const` assertions below fail the build when a bound they copy changes.
 
-use serde::{Deserialize, Serialize};
+use imurun_agent::{
+    MAX_STEPS_CAP, SKILL_BODY_BYTES_MAX, SKILL_DESCRIPTION_CHARS_MAX, SKILL_ID_CHARS_MAX,
+    SKILL_NAME_CHARS_MAX,
+};
+use imurun_store::{ID_CHARS_MAX, SESSION_TITLE_CHARS_MAX};
+use serde::de::{DeserializeOwned, Error as _};
+use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::{Map, Value};
-use utoipa::ToSchema;
+use utoipa::{IntoParams, ToSchema};
+
+use crate::state::{APPROVAL_TIMEOUT_S_MAX, PERSONA_CHARS_MAX, PROMPT_CHARS_MAX};
+
+// The literals in the schema attributes below, held to the bounds the code enforces.
+const _: () = assert!(ID_CHARS_MAX == 128, "update the id patterns: {{0,127}}");
+const _: () = assert!(
+    SKILL_ID_CHARS_MAX == 64,
+    "update the skill id pattern: {{0,63}}"
+);
+const _: () = assert!(
+    SESSION_TITLE_CHARS_MAX == 200,
+    "update max_length of the titles"
+);
+const _: () = assert!(
+    PROMPT_CHARS_MAX == 32_000,
+    "update max_length of the prompts"
+);
+const _: () = assert!(PERSONA_CHARS_MAX == 4_000, "update max_length of `persona`");
+const _: () = assert!(MAX_STEPS_CAP == 20, "update maximum of `maxSteps`");
+const _: () = assert!(
+    APPROVAL_TIMEOUT_S_MAX == 3_600,
+    "update maximum of `approvalTimeout`"
+);
+const _: () = assert!(
+    SKILL_NAME_CHARS_MAX == 200,
+    "update max_length of a skill's name"
+);
+const _: () = assert!(
+    SKILL_DESCRIPTION_CHARS_MAX == 1_000,
+    "update max_length of a skill's description"
+);
+const _: () = assert!(
+    SKILL_BODY_BYTES_MAX == 65_536,
+    "update max_length of a skill's body"
+);
+
+/// A character that is not white space as Rust's `str::trim` counts it (Unicode
+/// `White_Space`), spelt out rather than `\S`, which differs between regex dialects (ECMA-262
+/// counts U+FEFF as space, Python counts U+001C..U+001F). A string matching it somewhere is "not
+/// only white space". The attributes repeat it as a literal; `tests/all/openapi.rs` holds them
+/// to it, and it to `str::trim`.
+pub const NOT_WHITE_SPACE_PATTERN: &str = "[^\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]";
+
+/// An optional field whose type is a struct, read from a JSON object only (`null` or absent,
+/// with `#[serde(default)]`, is `None`). Serde's derive also reads an array as the struct's
+/// fields in order (`"toggles": [true, null]`), which the document does not allow; a body is
+/// read the way the document describes it, or refused.
+pub(crate) fn optional_object<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    Option::<Map<String, Value>>::deserialize(deserializer)?
+        .map(|fields| serde_json::from_value(Value::Object(fields)).map_err(D::Error::custom))
+        .transpose()
+}
+
+/// An array of structs, each read from a JSON object only (see [`optional_object`]).
+pub(crate) fn objects<'de, D, T>(deserializer: D) -> Result<Vec<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: DeserializeOwned,
+{
+    Vec::<Map<String, Value>>::deserialize(deserializer)?
+        .into_iter()
+        .map(|fields| serde_json::from_value(Value::Object(fields)).map_err(D::Error::custom))
+        .collect()
+}
+
+/// An optional whole number as JSON Schema counts them, `3.0` as well as `3`: the document's
+/// `integer` admits both, and serde alone refuses a number written with a fraction. A fraction
+/// other than zero, a negative number and one past `T` are refused.
+pub(crate) fn optional_whole_number<'de, D, T>(deserializer: D) -> Result<Option<T>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: TryFrom<u64>,
+{
+    let Some(number) = Option::<serde_json::Number>::deserialize(deserializer)? else {
+        return Ok(None);
+    };
+    let whole = number.as_u64().or_else(|| {
+        number
+            .as_f64()
+            // 2^64 as an `f64`, exactly; below it every whole `f64` fits a `u64`.
+            .filter(|value| {
+                value.fract() == 0.0 && *value >= 0.0 && *value < 18_446_744_073_709_551_616.0
+            })
+            .map(|value| value as u64)
+    });
+    whole
+        .and_then(|whole| T::try_from(whole).ok())
+        .map(Some)
+        .ok_or_else(|| D::Error::custom(format!("{number} is not a whole number in range")))
+}
+
+/// The path of a session's routes: `{id}` is a session id as the store accepts it, 1 to 128
+/// ASCII letters, digits, `.`, `_`, `-`, not starting with `.`; anything else is a 400.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct SessionPath {
+    /// The session id.
+    #[param(
+        pattern = "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$",
+        min_length = 1,
+        max_length = 128
+    )]
+    pub id: String,
+}
+
+/// The path of one turn: a session id and a turn id, both as the store accepts ids.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct TurnPath {
+    /// The session id.
+    #[param(
+        pattern = "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$",
+        min_length = 1,
+        max_length = 128
+    )]
+    pub id: String,
+    /// The turn id of `turn.start` or of the 202 answer to a prompt.
+    #[param(
+        pattern = "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$",
+        min_length = 1,
+        max_length = 128
+    )]
+    pub turn_id: String,
+}
+
+/// The path of a skill's routes: `{id}` is 1 to 64 ASCII letters, digits, `.`, `_`, `-`, not
+/// starting with `.`; anything else is a 400.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, IntoParams)]
+#[into_params(parameter_in = Path)]
+pub struct SkillPath {
+    /// The skill id.
+    #[param(
+        pattern = "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,63}$",
+        min_length = 1,
+        max_length = 64
+    )]
+    pub id: String,
+}
 
 /// `GET /api/health`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -125,6 +278,47 @@ pub struct ApprovalDecided {
     pub remember: bool,
 }
 
+/// A permission mode: what runs without asking (see `docs/permissions.md`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum PermissionMode {
+    /// Every call asks.
+    Ask,
+    /// Reads run; everything else asks.
+    AllowReads,
+    /// Reads and writes run; deletes, the shell and the network ask.
+    AllowEdits,
+    /// Everything the toggles allow runs without asking.
+    AllowAll,
+}
+
+impl PermissionMode {
+    /// Every mode, in the policy's order.
+    pub const ALL: [PermissionMode; 4] = [
+        PermissionMode::Ask,
+        PermissionMode::AllowReads,
+        PermissionMode::AllowEdits,
+        PermissionMode::AllowAll,
+    ];
+
+    /// The mode named `name` (as the policy names it), if there is one.
+    pub fn from_name(name: &str) -> Option<PermissionMode> {
+        PermissionMode::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == name)
+    }
+
+    /// The mode's name, the same as the policy's.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PermissionMode::Ask => "ask",
+            PermissionMode::AllowReads => "allow-reads",
+            PermissionMode::AllowEdits => "allow-edits",
+            PermissionMode::AllowAll => "allow-all",
+        }
+    }
+}
+
 /// The four category toggles, as the settings name them.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
@@ -140,8 +334,7 @@ pub struct PermissionToggles {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct Permissions {
-    /// `ask`, `allow-reads`, `allow-edits` or `allow-all`.
-    pub mode: String,
+    pub mode: PermissionMode,
     pub toggles: PermissionToggles,
     /// The saved approval timeout in seconds: what the next start uses.
     pub approval_timeout: u64,
@@ -149,6 +342,7 @@ pub struct Permissions {
     /// `approvalTimeout` after a change until the server restarts.
     pub approval_timeout_in_force: u64,
     /// The workspace folder; read-only (changing it needs a restart with another setting).
+    #[schema(read_only)]
     pub workspace_root: String,
 }
 
@@ -157,15 +351,24 @@ pub struct Permissions {
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct PermissionsUpdate {
     #[serde(default)]
-    pub mode: Option<String>,
-    #[serde(default)]
+    pub mode: Option<PermissionMode>,
+    #[serde(default, deserialize_with = "optional_object")]
     pub toggles: Option<TogglesUpdate>,
     /// Seconds, 1..=3600.
-    #[serde(default)]
+    #[serde(default, deserialize_with = "optional_whole_number")]
+    #[schema(minimum = 1, maximum = 3600)]
     pub approval_timeout: Option<u64>,
-    /// Refused when present: the workspace cannot change while the server runs.
-    #[serde(default)]
+    /// Read-only: refused when present, whatever its value (`null` too), since the workspace
+    /// cannot change while the server runs.
+    #[serde(default, deserialize_with = "present")]
+    #[schema(read_only, value_type = Option<String>)]
     pub workspace_root: Option<Value>,
+}
+
+/// `Some` for a field that is present, whatever its value, `null` included (`Option`'s own
+/// `Deserialize` reads `null` as absent).
+fn present<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Option<Value>, D::Error> {
+    Value::deserialize(deserializer).map(Some)
 }
 
 /// The toggles of a [`PermissionsUpdate`]; absent ones keep their value.
@@ -197,9 +400,13 @@ pub struct AgentSettings {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct AgentSettingsUpdate {
-    #[serde(default)]
+    /// Steps per turn, 1..=20; 1 turns model tool calling off.
+    #[serde(default, deserialize_with = "optional_whole_number")]
+    #[schema(minimum = 1, maximum = 20)]
     pub max_steps: Option<usize>,
+    /// At most 4000 characters.
     #[serde(default)]
+    #[schema(max_length = 4000)]
     pub persona: Option<String>,
     #[serde(default)]
     pub summarise_history: Option<bool>,
@@ -230,8 +437,9 @@ pub struct GrantsRevoked {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionCreate {
-    /// At most 200 characters.
+    /// At most 200 characters (413 `too_large` past that).
     #[serde(default)]
+    #[schema(max_length = 200)]
     pub title: Option<String>,
 }
 
@@ -239,6 +447,8 @@ pub struct SessionCreate {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionUpdate {
+    /// At most 200 characters (413 `too_large` past that); `null` or absent clears the title.
+    #[schema(max_length = 200)]
     pub title: Option<String>,
 }
 
@@ -292,7 +502,12 @@ pub struct SessionDeleted {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromptRequest {
-    /// 1 to 32 000 characters, not only white space.
+    /// 1 to 32 000 characters (413 `too_large` past that), not only white space.
+    #[schema(
+        min_length = 1,
+        max_length = 32000,
+        pattern = "[^\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]"
+    )]
     pub prompt: String,
 }
 
@@ -326,9 +541,26 @@ pub struct KillSwitch {
 pub struct StepInfo {
     /// 1-based within the turn.
     pub step: usize,
-    /// `tool`, `answer`, `retry` or `nudge`.
+    /// `tool`, `answer`, `retry`, `nudge` or `correction` (an answer that did not hold what
+    /// the tools returned, rejected: its text is that answer; see `grounding`).
     pub kind: String,
     pub text: String,
+}
+
+/// One `answer.grounding` of a turn view: an answer was rejected because it did not hold what
+/// the turn's tools returned, and the loop asked again or answered from the result itself.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct GroundingInfo {
+    /// The step whose answer was rejected (its `correction` step).
+    pub step: usize,
+    /// `retry` (the model was asked again, once, with the result quoted) or `fallback` (the
+    /// answer is a plain sentence made from the result).
+    #[schema(value_type = imurun_core::GroundingAction)]
+    pub action: String,
+    /// The tool whose result the answer had to carry; `null` for a persona correction.
+    pub tool: Option<String>,
+    /// What was wrong, as a sentence for a person.
+    pub reason: String,
 }
 
 /// One tool call of a turn view.
@@ -364,6 +596,9 @@ pub struct TurnView {
     pub skills: Vec<String>,
     /// Prompts queued during the turn and handed to the model, in order.
     pub delivered_prompts: Vec<String>,
+    /// The answers rejected for not holding what the tools returned, and what the loop did
+    /// about each, in order (empty when none was).
+    pub grounding: Vec<GroundingInfo>,
 }
 
 /// `GET /api/sessions/{id}/turns`: the last 1000, oldest first.
@@ -403,12 +638,28 @@ pub struct SkillDetail {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SkillCreate {
-    /// 1 to 200 characters on one line; the id is its slug (`My Skill` → `my-skill`).
+    /// 1 to 200 characters on one line (no CR or LF) with at least one ASCII letter or digit;
+    /// the id is its slug (`My Skill` → `my-skill`). Leading and trailing white space is
+    /// dropped from the stored name.
+    #[schema(
+        min_length = 1,
+        max_length = 200,
+        pattern = "^[^\\r\\n]*[A-Za-z0-9][^\\r\\n]*$"
+    )]
     pub name: String,
-    /// At most 1000 characters; line breaks become spaces.
+    /// At most 1000 characters; runs of white space (line breaks too) are stored as one
+    /// space.
     #[serde(default)]
+    #[schema(max_length = 1000)]
     pub description: Option<String>,
-    /// The instructions, at most 64 KiB; the prompt takes the first 4000 characters.
+    /// The instructions, not only white space, at most 64 KiB of UTF-8 (65 536 bytes: as many
+    /// characters when they are ASCII, fewer otherwise; 413 `too_large` past that); the prompt
+    /// takes the first 4000 characters.
+    #[schema(
+        min_length = 1,
+        max_length = 65536,
+        pattern = "[^\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]"
+    )]
     pub body: String,
 }
 

@@ -240,15 +240,17 @@ struct Counters {
 }
 
 impl Counters {
-    /// Counts lost records and says so on standard error: an audit that silently stops recording
-    /// is worse than a noisy one. The crate has no logger yet (this becomes a `tracing` error when
-    /// the workspace adopts one); to keep standard error readable when the disk has died, it
-    /// speaks when the total reaches 1, 2, 4, 8, ... rows.
+    /// Counts lost records and logs it: an audit that silently stops recording is worse than
+    /// a noisy one. To keep the log readable when the disk has died, it speaks when the total
+    /// reaches 1, 2, 4, 8, ... rows.
     fn note_lost(&self, rows: u64, why: &str) {
         let before = self.lost.fetch_add(rows, Ordering::SeqCst);
         let after = before.saturating_add(rows);
         if crosses_power_of_two(before, after) {
-            eprintln!("imurun-store: {after} audit rows lost so far, the latest because {why}");
+            tracing::error!(
+                lost = after,
+                "audit rows lost so far, the latest because {why}"
+            );
         }
     }
 }

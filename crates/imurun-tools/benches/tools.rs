@@ -9,8 +9,9 @@ use criterion::{Criterion, criterion_group, criterion_main};
 use imurun_core::{
     CallSource, NullAudit, NullEvents, StopFlag, Tool, ToolCall, ToolCategory, ToolContext,
 };
+use imurun_exec::{Caller, OnAsk, Registry, ToolExecutor};
 use imurun_policy::{CallFacts, Mode, Settings, Workspace, WorkspaceConfig};
-use imurun_tools::{Caller, OnAsk, Registry, Shell, ShellConfig, ToolExecutor};
+use imurun_tools::{BuiltinConfig, Shell, ShellConfig, builtin_tools};
 use serde_json::json;
 
 struct Fixture {
@@ -33,7 +34,14 @@ fn fixture() -> Fixture {
     let shell = ShellConfig {
         environment: std::env::vars_os().collect(),
     };
-    let registry = Registry::builtin(&workspace, shell);
+    let config = BuiltinConfig {
+        shell,
+        ..BuiltinConfig::default()
+    };
+    let mut registry = Registry::new();
+    for tool in builtin_tools(&workspace, config) {
+        registry.insert(tool, true);
+    }
     let settings = Settings {
         mode: Mode::AllowAll,
         ..Settings::default()
@@ -112,6 +120,7 @@ fn shell(c: &mut Criterion) {
         stop: StopFlag::new(),
         session_id: None,
         allowed_tools: None,
+        events: Arc::new(NullEvents),
     };
     let args = json!({"command": "true"})
         .as_object()

@@ -1,53 +1,67 @@
-//! The built-in tool set: the specs the prompt and the parser see, and the tools behind them.
-//!
-//! Both lists come from the same per-tool `spec()` functions, so a spec and its tool cannot
-//! drift apart. The names and parameters are pinned by the parser's sample corpus.
+//! The built-in tool set: the specs the prompt and the parser see (`imurun_core::builtin`),
+//! and the tools behind them, each built from the one spec function of its name, so a spec and
+//! its tool cannot drift apart. The names and parameters are pinned by the parser's sample
+//! corpus.
 
 use std::sync::Arc;
 
-use imurun_core::{Tool, ToolSpec};
+use imurun_core::{Clock, SystemClock, Tool, ToolSpec};
 use imurun_policy::Workspace;
 
 use crate::builtin::{
-    self, GetTime, Shell, ShellConfig, delete_tool, fetch_url_tool, file_read_tool,
-    file_write_tool, get_weather_tool, list_dir_tool, make_dir_tool, run_agent_tool,
-    web_search_tool,
+    Calculate, FetchConfig, FetchUrl, GetTime, GetWeather, SearchConfig, Shell, ShellConfig,
+    WeatherConfig, WebSearch, delete_tool, file_read_tool, file_write_tool, list_dir_tool,
+    make_dir_tool, run_agent_tool,
 };
 
 /// The built-in tool set's specs, in the order the prompt lists it.
 pub fn builtin_specs() -> Vec<ToolSpec> {
-    vec![
-        builtin::web_search_spec(),
-        builtin::file_read_spec(),
-        builtin::file_write_spec(),
-        builtin::list_dir_spec(),
-        builtin::make_dir_spec(),
-        builtin::delete_spec(),
-        builtin::shell_spec(),
-        builtin::get_time_spec(),
-        builtin::get_weather_spec(),
-        builtin::run_agent_spec(),
-        builtin::fetch_url_spec(),
-    ]
+    imurun_core::builtin::specs()
+}
+
+/// How the built-in tools are set up: what the binary resolved from the configuration.
+#[derive(Debug, Clone)]
+pub struct BuiltinConfig {
+    /// The environment the shell starts from.
+    pub shell: ShellConfig,
+    /// `web_search`'s provider.
+    pub search: SearchConfig,
+    pub weather: WeatherConfig,
+    pub fetch: FetchConfig,
+    /// What `get_time` reads.
+    pub clock: Arc<dyn Clock>,
+}
+
+impl Default for BuiltinConfig {
+    /// An empty shell environment, keyless DuckDuckGo, Open-Meteo, public pages only, the
+    /// machine clock.
+    fn default() -> Self {
+        Self {
+            shell: ShellConfig::default(),
+            search: SearchConfig::default(),
+            weather: WeatherConfig::default(),
+            fetch: FetchConfig::default(),
+            clock: Arc::new(SystemClock),
+        }
+    }
 }
 
 /// The built-in tools, in the same order as [`builtin_specs`]. File tools work in
-/// `workspace`; the shell starts from `shell`'s environment. `web_search` chooses its provider
-/// from the process environment ([`crate::SearchConfig::from_env`]); a caller that wants
-/// another provider replaces it with [`crate::Registry::insert`].
-pub fn builtin_tools(workspace: &Arc<Workspace>, shell: ShellConfig) -> Vec<Arc<dyn Tool>> {
+/// `workspace`; `run_agent` is a placeholder the agent loop's own tool replaces.
+pub fn builtin_tools(workspace: &Arc<Workspace>, config: BuiltinConfig) -> Vec<Arc<dyn Tool>> {
     vec![
-        Arc::new(web_search_tool()),
+        Arc::new(WebSearch::new(config.search)),
         Arc::new(file_read_tool(Arc::clone(workspace))),
         Arc::new(file_write_tool(Arc::clone(workspace))),
         Arc::new(list_dir_tool(Arc::clone(workspace))),
         Arc::new(make_dir_tool(Arc::clone(workspace))),
         Arc::new(delete_tool(Arc::clone(workspace))),
-        Arc::new(Shell::new(shell)),
-        Arc::new(GetTime::new()),
-        Arc::new(get_weather_tool()),
+        Arc::new(Shell::new(config.shell)),
+        Arc::new(GetTime::with_clock(config.clock)),
+        Arc::new(GetWeather::new(config.weather)),
+        Arc::new(Calculate::new()),
         Arc::new(run_agent_tool()),
-        Arc::new(fetch_url_tool()),
+        Arc::new(FetchUrl::new(config.fetch)),
     ]
 }
 
@@ -87,6 +101,7 @@ mod tests {
             ),
             ("get_time", &[("timezone", "string")], &[]),
             ("get_weather", &[("location", "string")], &["location"]),
+            ("calculate", &[("expression", "string")], &["expression"]),
             (
                 "run_agent",
                 &[
@@ -110,7 +125,7 @@ mod tests {
                 .collect();
             assert_eq!(got, *parameters, "{name}");
         }
-        let tools = &specs[9].parameters["properties"]["tools"]["items"]["type"];
+        let tools = &specs[10].parameters["properties"]["tools"]["items"]["type"];
         assert_eq!(tools, &Value::from("string"));
         assert!(specs[6].description.contains("workspace root"));
         assert!(specs[6].description.contains("no cwd"));

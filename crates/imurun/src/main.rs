@@ -8,8 +8,9 @@ use clap::{Parser, Subcommand};
 
 mod commands;
 mod config;
+mod logging;
 mod model_spec;
-mod paths;
+mod wiring;
 
 /// imurun: a local-first agent runtime.
 #[derive(Debug, Parser)]
@@ -18,6 +19,10 @@ struct Cli {
     /// The configuration file (default: IMURUN_CONFIG, else ~/.imurun/config.toml).
     #[arg(long, global = true, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// How log lines on stderr look: `human` or `json` (one JSON object per line). Which
+    /// lines are written is IMURUN_LOG (else RUST_LOG), such as `debug` or `imurun_server=debug`.
+    #[arg(long, global = true, value_name = "FORMAT", default_value = "human")]
+    log_format: logging::LogFormat,
     #[command(subcommand)]
     command: Command,
 }
@@ -52,27 +57,22 @@ enum Command {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    let environment = config::Environment::of_process();
+    if let Err(error) = start_logging(&cli, &environment) {
+        eprintln!("imurun: {error:#}");
+        return ExitCode::from(2);
+    }
+    let file = cli.config.as_deref();
     let result = match cli.command {
         Command::Parse(args) => commands::parse::run(&args),
-        Command::Policy(command) => {
-            paths::Paths::from_env().and_then(|paths| commands::policy::run(&command, &paths))
-        }
-        Command::Tools(command) => {
-            paths::Paths::from_env().and_then(|paths| commands::tools::run(&command, &paths))
-        }
-        Command::Ask(args) => {
-            paths::Paths::from_env().and_then(|paths| commands::ask::run(&args, &paths))
-        }
+        Command::Policy(command) => commands::policy::run(&command, file, &environment),
+        Command::Tools(command) => commands::tools::run(&command, file, &environment),
+        Command::Ask(args) => commands::ask::run(&args, file, &environment),
         Command::Model(command) => commands::model::run(&command),
-        Command::Eval(command) => {
-            paths::Paths::from_env().and_then(|paths| commands::eval::run(&command, &paths))
-        }
-        Command::Config(command) => paths::Paths::from_env()
-            .and_then(|paths| commands::config::run(&command, cli.config.as_deref(), &paths)),
-        Command::Chat(args) => paths::Paths::from_env()
-            .and_then(|paths| commands::chat::run(&args, cli.config.as_deref(), &paths)),
-        Command::Serve(args) => paths::Paths::from_env()
-            .and_then(|paths| commands::serve::run(&args, cli.config.as_deref(), &paths)),
+        Command::Eval(command) => commands::eval::run(&command, file, &environment),
+        Command::Config(command) => commands::config::run(&command, file, &environment),
+        Command::Chat(args) => commands::chat::run(&args, file, &environment),
+        Command::Serve(args) => commands::serve::run(&args, file, &environment),
     };
     match result {
         Ok(code) => code,
@@ -84,6 +84,41 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// The subscriber for this command, and a panic hook that logs before the default one
+/// prints. `imurun serve` also writes to its log files and says more by default.
+fn start_logging(cli: &Cli, environment: &config::Environment) -> anyhow::Result<()> {
+    let serving = matches!(cli.command, Command::Serve(_));
+    let file_dir = if serving {
+        environment.paths().ok().map(|paths| paths.logs())
+    } else {
+        None
+    };
+    logging::init(&logging::LogSetup {
+        filter: environment.log_filter(),
+        format: cli.log_format,
+        file_dir,
+        default_level: if serving { "info" } else { "warn" },
+    })?;
+    let default_hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        let place = info
+            .location()
+            .map(|location| format!("{}:{}", location.file(), location.line()))
+            .unwrap_or_default();
+        tracing::error!(%place, "a panic: {}", panic_message(info.payload()));
+        default_hook(info);
+    }));
+    Ok(())
+}
+
+fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    payload
+        .downcast_ref::<&str>()
+        .map(|text| (*text).to_owned())
+        .or_else(|| payload.downcast_ref::<String>().cloned())
+        .unwrap_or_else(|| "no message".to_owned())
 }
 
 fn is_broken_pipe(error: &anyhow::Error) -> bool {

@@ -1,8 +1,9 @@
-//! Which model to run, from `--model`, `IMURUN_MODEL` or the default file, and loading it.
+//! Which model to run (the configuration's `model`: `--model`, `IMURUN_MODEL`, the file or
+//! the default file), and loading it.
 //!
 //! A spec is a GGUF path, `openai:URL`, `ollama:URL` (or `ollama:` for the local default) or
-//! `scripted:FILE`. The binary is the only reader of environment variables, so the API key
-//! and model name variables of the HTTP back-ends are read here too.
+//! `scripted:FILE`. The HTTP back-ends' keys and model names, and the embedded back-end's
+//! repetition penalty, come from the configuration's [`Variables`].
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,7 +16,7 @@ use imurun_model::{
 };
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::paths::Paths;
+use crate::config::Variables;
 
 /// The default model's file name under `~/.imurun/models/`.
 pub(crate) const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -41,18 +42,6 @@ impl ModelSpec {
             return ModelSpec::Scripted(PathBuf::from(file));
         }
         ModelSpec::Gguf(PathBuf::from(spec))
-    }
-
-    /// Resolution order: `--model`, then `IMURUN_MODEL`, then the default file in the data
-    /// folder (`scripts/fetch-model.sh` puts it there).
-    pub(crate) fn resolve(flag: Option<&str>, paths: &Paths) -> Self {
-        if let Some(spec) = flag {
-            return Self::parse(spec);
-        }
-        match std::env::var("IMURUN_MODEL") {
-            Ok(spec) if !spec.trim().is_empty() => Self::parse(spec.trim()),
-            _ => ModelSpec::Gguf(paths.data_dir.join("models").join(DEFAULT_MODEL_FILE)),
-        }
     }
 }
 
@@ -89,7 +78,7 @@ impl Loaded {
 }
 
 /// Loads the model, with a progress bar on stderr while a GGUF file loads.
-pub(crate) async fn load(spec: &ModelSpec) -> Result<Loaded> {
+pub(crate) async fn load(spec: &ModelSpec, variables: &Variables) -> Result<Loaded> {
     match spec {
         ModelSpec::Gguf(path) => {
             if !path.is_file() {
@@ -99,18 +88,22 @@ pub(crate) async fn load(spec: &ModelSpec) -> Result<Loaded> {
                 );
             }
             let path = path.clone();
-            let model = tokio::task::spawn_blocking(move || load_gguf(&path))
+            let mut config = EmbeddedConfig::default();
+            if let Some(penalty) = variables.repeat_penalty {
+                config.repeat_penalty.penalty = penalty;
+            }
+            let model = tokio::task::spawn_blocking(move || load_gguf(&path, config))
                 .await
                 .context("loading the model")??;
             Ok(Loaded::Embedded(model))
         }
         ModelSpec::OpenAi(url) => {
             let mut config = OpenAiConfig::new(url.clone());
-            if let Some(key) = env_first(&["IMURUN_OPENAI_API_KEY", "OPENAI_API_KEY"]) {
-                config = config.with_api_key(key);
+            if let Some(key) = &variables.openai_api_key {
+                config = config.with_api_key(key.clone());
             }
-            if let Some(model) = env_first(&["IMURUN_OPENAI_MODEL"]) {
-                config = config.with_model(model);
+            if let Some(model) = &variables.openai_model {
+                config = config.with_model(model.clone());
             }
             let model = OpenAiModel::connect(config)
                 .await
@@ -118,15 +111,15 @@ pub(crate) async fn load(spec: &ModelSpec) -> Result<Loaded> {
             Ok(Loaded::Other(Arc::new(model)))
         }
         ModelSpec::Ollama(url) => {
-            let name = env_first(&["IMURUN_OLLAMA_MODEL"]).context(
+            let name = variables.ollama_model.clone().context(
                 "set IMURUN_OLLAMA_MODEL to the Ollama model to use (for example llama3.2)",
             )?;
             let mut config = OllamaConfig::new(name);
             if let Some(url) = url {
                 config = config.with_base_url(url.clone());
             }
-            if let Some(key) = env_first(&["IMURUN_OLLAMA_API_KEY"]) {
-                config = config.with_api_key(key);
+            if let Some(key) = &variables.ollama_api_key {
+                config = config.with_api_key(key.clone());
             }
             let model = OllamaModel::connect(config)
                 .await
@@ -141,7 +134,7 @@ pub(crate) async fn load(spec: &ModelSpec) -> Result<Loaded> {
     }
 }
 
-fn load_gguf(path: &std::path::Path) -> Result<EmbeddedModel> {
+fn load_gguf(path: &std::path::Path, config: EmbeddedConfig) -> Result<EmbeddedModel> {
     let bar = ProgressBar::new(100);
     bar.set_style(
         ProgressStyle::with_template("loading {msg} [{bar:30}] {percent}%")
@@ -154,12 +147,6 @@ fn load_gguf(path: &std::path::Path) -> Result<EmbeddedModel> {
             .unwrap_or_default(),
     );
     let progress = bar.clone();
-    let mut config = EmbeddedConfig::default();
-    if let Ok(text) = std::env::var("IMURUN_REPEAT_PENALTY") {
-        config.repeat_penalty.penalty = text
-            .parse()
-            .with_context(|| format!("IMURUN_REPEAT_PENALTY={text}: expected a number"))?;
-    }
     let model = EmbeddedModel::load_with_progress(path, config, move |done| {
         #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
         progress.set_position((done.clamp(0.0, 1.0) * 100.0) as u64);
@@ -167,14 +154,6 @@ fn load_gguf(path: &std::path::Path) -> Result<EmbeddedModel> {
     });
     bar.finish_and_clear();
     model.with_context(|| format!("loading {}", path.display()))
-}
-
-fn env_first(names: &[&str]) -> Option<String> {
-    names.iter().find_map(|name| {
-        std::env::var(name)
-            .ok()
-            .filter(|value| !value.trim().is_empty())
-    })
 }
 
 #[cfg(test)]

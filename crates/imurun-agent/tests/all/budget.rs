@@ -4,7 +4,7 @@
 use imurun_agent::{AgentConfig, AgentError, TurnRequest};
 use imurun_core::{Message, ModelError, TurnStatus};
 
-use crate::support::{Harness, Reply, ScriptedModel};
+use crate::support::{Harness, Reply, TestModel, model_with_limit};
 
 fn long_history() -> Vec<Message> {
     (0..6)
@@ -22,8 +22,8 @@ fn long_history() -> Vec<Message> {
 #[tokio::test]
 async fn tool_results_are_capped_by_the_window() {
     let h = Harness::new(vec![
-        Reply::Text("```tool\n{\"name\": \"huge\", \"args\": {\"key\": \"k\"}}\n```"),
-        Reply::Text("Long."),
+        Reply::text("```tool\n{\"name\": \"huge\", \"args\": {\"key\": \"k\"}}\n```"),
+        Reply::text("Long."),
     ]);
     h.run("Get the big thing").await;
     let result = &h.sent(1)[2].1;
@@ -32,7 +32,7 @@ async fn tool_results_are_capped_by_the_window() {
     assert!(result.starts_with(header));
     assert_eq!(result.chars().count(), 6000 + "\n[…cut]".chars().count());
     assert_eq!(
-        h.events.types(),
+        h.events.merged_types(),
         [
             "step:tool",
             "tool.call",
@@ -46,10 +46,10 @@ async fn tool_results_are_capped_by_the_window() {
 
 #[tokio::test]
 async fn over_budget_history_is_summarised_by_the_raw_model() {
-    let model = ScriptedModel::with_limit(
+    let model = model_with_limit(
         vec![
-            Reply::Text("We talked about lorem ipsum."),
-            Reply::Text("Answer."),
+            Reply::text("We talked about lorem ipsum."),
+            Reply::text("Answer."),
         ],
         2048,
     );
@@ -77,7 +77,7 @@ async fn over_budget_history_is_summarised_by_the_raw_model() {
     );
     assert_eq!(received[1][1], Message::user("Go on"));
     assert_eq!(
-        h.events.types(),
+        h.events.merged_types(),
         [
             "compaction.start",
             "compaction.done",
@@ -95,7 +95,7 @@ async fn without_a_summary_the_oldest_history_is_dropped() {
     let failure = ModelError::Transport {
         message: "busy".into(),
     };
-    let model = ScriptedModel::with_limit(vec![Reply::Fail(failure), Reply::Text("Answer.")], 2048);
+    let model = model_with_limit(vec![Reply::fail(failure), Reply::text("Answer.")], 2048);
     let h = Harness::build(model, AgentConfig::default());
     h.run_request(TurnRequest {
         history: long_history(),
@@ -111,7 +111,7 @@ async fn without_a_summary_the_oldest_history_is_dropped() {
             .all(|m| m.content.starts_with("message "))
     );
     assert_eq!(
-        h.events.types(),
+        h.events.merged_types(),
         [
             "compaction.start",
             "compaction.done",
@@ -127,7 +127,7 @@ async fn without_a_summary_the_oldest_history_is_dropped() {
 
 #[tokio::test]
 async fn a_prompt_that_cannot_fit_ends_the_turn_before_the_model_runs() {
-    let model = ScriptedModel::with_limit(vec![], 1024);
+    let model = model_with_limit(vec![], 1024);
     let h = Harness::build(model, AgentConfig::default());
     let result = h.run(&"word ".repeat(2000)).await;
     assert_eq!(result.status, TurnStatus::Error);
@@ -136,7 +136,7 @@ async fn a_prompt_that_cannot_fit_ends_the_turn_before_the_model_runs() {
         Some(AgentError::PromptTooLong { budget: 768, .. })
     ));
     assert!(h.model.received().is_empty());
-    assert_eq!(h.events.types(), ["turn.end"]);
+    assert_eq!(h.events.merged_types(), ["turn.end"]);
     assert_eq!(h.events.wire()[0]["status"], "error");
 }
 
@@ -146,10 +146,10 @@ async fn the_budget_counts_with_the_models_own_counter() {
     // budget; by this model's count (one per character, ~9500) it does not.
     let history = long_history();
     assert!(imurun_core::estimate_tokens(&history) < 6144);
-    let model = ScriptedModel::counting_characters(
-        vec![Reply::Text("Summary."), Reply::Text("Answer.")],
-        8192,
-    );
+    let model = TestModel::new(vec![Reply::text("Summary."), Reply::text("Answer.")])
+        .counting_characters()
+        .with_context_limit(8192)
+        .shared();
     let h = Harness::build(model, AgentConfig::default());
     h.run_request(TurnRequest {
         history,
@@ -157,7 +157,7 @@ async fn the_budget_counts_with_the_models_own_counter() {
     })
     .await;
     assert_eq!(
-        h.events.types()[..2],
+        h.events.merged_types()[..2],
         ["compaction.start", "compaction.done"]
     );
     assert_eq!(h.model.received()[1].len(), 2);
@@ -165,7 +165,7 @@ async fn the_budget_counts_with_the_models_own_counter() {
 
 #[tokio::test]
 async fn with_summaries_off_history_is_dropped_without_a_side_generation() {
-    let model = ScriptedModel::with_limit(vec![Reply::Text("Answer.")], 2048);
+    let model = model_with_limit(vec![Reply::text("Answer.")], 2048);
     let h = Harness::build(model, AgentConfig::default().with_summarise_history(false));
     let result = h
         .run_request(TurnRequest {

@@ -5,7 +5,7 @@ use imurun_agent::{AgentConfig, LAST_STEP_NOTE, PromptQueue, STEP_LIMIT_SENTENCE
 use imurun_core::{Message, StopFlag, ToolCall, TurnStatus};
 use serde_json::json;
 
-use crate::support::{Harness, Reply, ScriptedModel, msgs};
+use crate::support::{Harness, Reply, model, msgs};
 
 const CALL_LOOKUP: &str = "Let me look.\n```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"answer\"}}\n```\nResult: 7";
 const CANONICAL_LOOKUP: &str =
@@ -18,8 +18,8 @@ fn lookup(key: &str) -> ToolCall {
 #[tokio::test]
 async fn tool_then_answer_feeds_the_result_back_as_a_user_message() {
     let h = Harness::new(vec![
-        Reply::Text(CALL_LOOKUP),
-        Reply::Text("The answer is 42."),
+        Reply::text(CALL_LOOKUP),
+        Reply::text("The answer is 42."),
     ]);
     let result = h.run("What is the answer?").await;
 
@@ -43,7 +43,7 @@ async fn tool_then_answer_feeds_the_result_back_as_a_user_message() {
         ])
     );
     assert_eq!(
-        h.events.types(),
+        h.events.merged_types(),
         [
             "token",
             "step:tool",
@@ -64,10 +64,10 @@ async fn tool_then_answer_feeds_the_result_back_as_a_user_message() {
 #[tokio::test]
 async fn the_event_sequence_of_a_tool_turn() {
     let h = Harness::new(vec![
-        Reply::Text(
+        Reply::text(
             "<think>I need the value.</think>\n```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"k\"}}\n```",
         ),
-        Reply::Text("It is 42."),
+        Reply::text("It is 42."),
     ]);
     h.run("What is k?").await;
     let lines: Vec<String> = h
@@ -82,7 +82,7 @@ async fn the_event_sequence_of_a_tool_turn() {
 
 #[tokio::test]
 async fn the_whole_system_message_of_a_turn() {
-    let h = Harness::new(vec![Reply::Text("Hello.")]);
+    let h = Harness::new(vec![Reply::text("Hello.")]);
     h.run_request(TurnRequest {
         skills: vec![imurun_agent::Skill::new("terse", "Answer in one sentence.")],
         context: Some("get_time: 09:14, Monday (Europe/Oslo)".into()),
@@ -94,7 +94,7 @@ async fn the_whole_system_message_of_a_turn() {
 
 #[tokio::test]
 async fn history_is_the_last_six_messages_with_thoughts_stripped() {
-    let h = Harness::new(vec![Reply::Text("Fine.")]);
+    let h = Harness::new(vec![Reply::text("Fine.")]);
     let mut history = Vec::new();
     for n in 0..4 {
         history.push(Message::user(format!("q{n}")));
@@ -121,9 +121,9 @@ async fn history_is_the_last_six_messages_with_thoughts_stripped() {
 
 #[tokio::test]
 async fn the_last_step_adds_the_note_and_never_runs_tools() {
-    let model = ScriptedModel::new(vec![
-        Reply::Text(CALL_LOOKUP),
-        Reply::Text(
+    let model = model(vec![
+        Reply::text(CALL_LOOKUP),
+        Reply::text(
             "I will check once more.\n```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"again\"}}\n```",
         ),
     ]);
@@ -147,7 +147,7 @@ async fn the_last_step_adds_the_note_and_never_runs_tools() {
         vec![Message::assistant("I will check once more.")]
     );
     assert_eq!(
-        h.events.types(),
+        h.events.merged_types(),
         [
             "token",
             "step:tool",
@@ -162,9 +162,9 @@ async fn the_last_step_adds_the_note_and_never_runs_tools() {
 
 #[tokio::test]
 async fn a_last_step_call_with_no_text_ends_with_the_step_limit_sentence() {
-    let model = ScriptedModel::new(vec![
-        Reply::Text(CALL_LOOKUP),
-        Reply::Text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"again\"}}\n```"),
+    let model = model(vec![
+        Reply::text(CALL_LOOKUP),
+        Reply::text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"again\"}}\n```"),
     ]);
     let h = Harness::build(model, AgentConfig::default().with_max_steps(2));
     let result = h.run("What is the answer?").await;
@@ -175,7 +175,7 @@ async fn a_last_step_call_with_no_text_ends_with_the_step_limit_sentence() {
 
 #[tokio::test]
 async fn max_steps_one_sends_no_tool_prompt_and_holds_nothing_back() {
-    let model = ScriptedModel::new(vec![Reply::Text("Hello, {\"name\" is a word.")]);
+    let model = model(vec![Reply::text("Hello, {\"name\" is a word.")]);
     let h = Harness::build(model, AgentConfig::default().with_max_steps(1));
     let result = h.run("Hi").await;
 
@@ -186,7 +186,10 @@ async fn max_steps_one_sends_no_tool_prompt_and_holds_nothing_back() {
     assert_eq!(h.events.streamed(), "Hello, {\"name\" is a word.");
     assert_eq!(result.answer, "Hello, {\"name\" is a word.");
     assert_eq!(h.lookup.runs(), 0);
-    assert_eq!(h.events.types(), ["token", "step:answer", "turn.end"]);
+    assert_eq!(
+        h.events.merged_types(),
+        ["token", "step:answer", "turn.end"]
+    );
 }
 
 #[tokio::test]
@@ -203,28 +206,35 @@ async fn a_stopped_turn_ends_before_the_next_step() {
     assert_eq!(result.status, TurnStatus::Stopped);
     assert_eq!(result.steps, 0);
     assert!(h.model.received().is_empty());
-    assert_eq!(h.events.types(), ["turn.end"]);
+    assert_eq!(h.events.merged_types(), ["turn.end"]);
 }
 
 #[tokio::test]
 async fn a_stop_during_generation_runs_no_tool() {
-    let h = Harness::new(vec![Reply::StopDuring(CALL_LOOKUP)]);
-    let result = h.run("What is the answer?").await;
+    let stop = StopFlag::new();
+    let h = Harness::new(vec![Reply::stop_during(CALL_LOOKUP, &stop)]);
+    let result = h
+        .run_request(TurnRequest {
+            session_id: Some("s1".into()),
+            stop,
+            ..TurnRequest::new("What is the answer?")
+        })
+        .await;
     assert_eq!(result.status, TurnStatus::Stopped);
     assert_eq!(h.lookup.runs(), 0);
     assert_eq!(result.answer, "");
     assert!(result.transcript.is_empty());
     // The text before the call streamed; the call never did, and nothing ran.
-    assert_eq!(h.events.types(), ["token", "turn.end"]);
+    assert_eq!(h.events.merged_types(), ["token", "turn.end"]);
     assert_eq!(h.events.streamed().trim(), "Let me look.");
 }
 
 #[tokio::test]
 async fn a_queued_prompt_is_delivered_at_the_answer_never_between_call_and_result() {
     let h = Harness::new(vec![
-        Reply::Text(CALL_LOOKUP),
-        Reply::Text("First answer."),
-        Reply::Text("Second answer."),
+        Reply::text(CALL_LOOKUP),
+        Reply::text("First answer."),
+        Reply::text("Second answer."),
     ]);
     let queue = PromptQueue::new();
     queue.push("And the second?").unwrap();
@@ -265,7 +275,7 @@ async fn a_queued_prompt_is_delivered_at_the_answer_never_between_call_and_resul
         ]
     );
     assert_eq!(
-        h.events.types(),
+        h.events.merged_types(),
         [
             "token",
             "step:tool",
@@ -283,7 +293,7 @@ async fn a_queued_prompt_is_delivered_at_the_answer_never_between_call_and_resul
 
 #[tokio::test]
 async fn a_prompt_queued_at_the_last_step_waits_for_the_next_turn() {
-    let model = ScriptedModel::new(vec![Reply::Text("Only answer.")]);
+    let model = model(vec![Reply::text("Only answer.")]);
     let h = Harness::build(model, AgentConfig::default().with_max_steps(1));
     let queue = PromptQueue::new();
     queue.push("Later").unwrap();
@@ -314,7 +324,7 @@ fn a_turn_can_be_spawned_on_a_multi_threaded_runtime() {
 
 #[tokio::test]
 async fn a_dry_run_reads_the_first_step_and_runs_nothing() {
-    let h = Harness::new(vec![Reply::Text(CALL_LOOKUP), Reply::Text("never asked")]);
+    let h = Harness::new(vec![Reply::text(CALL_LOOKUP), Reply::text("never asked")]);
     let parsed = h
         .agent
         .plan(TurnRequest::new("What is the answer?"))
@@ -326,7 +336,7 @@ async fn a_dry_run_reads_the_first_step_and_runs_nothing() {
     assert_eq!(h.lookup.runs(), 0, "a dry run never runs a tool");
     assert_eq!(h.model.received().len(), 1, "one generation only");
     assert_eq!(h.sent(0), msgs(&[("user", "What is the answer?")]));
-    let types = h.events.types();
+    let types = h.events.merged_types();
     assert!(
         !types
             .iter()

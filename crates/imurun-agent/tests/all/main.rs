@@ -8,6 +8,7 @@
 
 mod budget;
 mod flow;
+mod grounding;
 mod prefetch;
 mod recovery;
 mod subagent;

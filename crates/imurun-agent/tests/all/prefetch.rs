@@ -5,17 +5,19 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use imurun_agent::{AgentConfig, AgentLoop, Intents, OFFLINE_SENTENCE, TurnRequest, intents};
+use imurun_agent::{
+    AgentConfig, AgentLoop, Intents, OFFLINE_SENTENCE, TurnRequest, asks_for_a_change, intents,
+};
 use imurun_core::{
-    BoxFuture, CallSource, Event, PrefetchResult, StopFlag, Tool, ToolCategory, ToolContext,
+    BoxFuture, CallSource, Event, PrefetchResult, Role, StopFlag, Tool, ToolCategory, ToolContext,
     ToolOutput, ToolSpec,
 };
+use imurun_exec::{Registry, ToolExecutor};
 use imurun_policy::{Mode, Settings, Toggles};
-use imurun_tools::{Registry, ToolExecutor};
+use imurun_testkit::{Behaviour, FakeGroup, FakeTool};
 use serde_json::{Map, Value, json};
-use tempfile::TempDir;
 
-use crate::support::{MemoryAudit, RecordingEvents, Reply, ScriptedModel, temp_workspace};
+use crate::support::{RecordingAudit, RecordingEvents, Reply, TempWorkspace, TestModel, model};
 
 /// A stand-in for a built-in live tool: answers with its arguments, or hangs.
 struct LiveTool {
@@ -76,10 +78,10 @@ impl Tool for LiveTool {
 }
 
 struct Setup {
-    _dir: TempDir,
-    model: Arc<ScriptedModel>,
+    _ws: TempWorkspace,
+    model: Arc<TestModel>,
     events: Arc<RecordingEvents>,
-    audit: Arc<MemoryAudit>,
+    audit: Arc<RecordingAudit>,
     time: Arc<LiveTool>,
     weather: Arc<LiveTool>,
     search: Arc<LiveTool>,
@@ -87,8 +89,8 @@ struct Setup {
 }
 
 impl Setup {
-    fn new(model: Arc<ScriptedModel>, settings: Settings, search_hangs: bool) -> Self {
-        let (dir, workspace) = temp_workspace();
+    fn new(model: Arc<TestModel>, settings: Settings, search_hangs: bool) -> Self {
+        let ws = TempWorkspace::new();
         let time = LiveTool::new("get_time", ToolCategory::Compute, false);
         let weather = LiveTool::new("get_weather", ToolCategory::Network, false);
         let search = LiveTool::new("web_search", ToolCategory::Network, search_hangs);
@@ -96,11 +98,11 @@ impl Setup {
         registry.insert(time.clone(), true);
         registry.insert(weather.clone(), true);
         registry.insert(search.clone(), true);
-        let events = Arc::new(RecordingEvents::default());
-        let audit = Arc::new(MemoryAudit::default());
+        let events = RecordingEvents::new(true);
+        let audit = Arc::new(RecordingAudit::default());
         let executor = Arc::new(ToolExecutor::new(
             registry,
-            workspace,
+            Arc::clone(&ws.workspace),
             settings,
             events.clone(),
             audit.clone(),
@@ -109,7 +111,7 @@ impl Setup {
             .with_config(AgentConfig::default())
             .with_prefetch_deadline(Duration::from_millis(300));
         Self {
-            _dir: dir,
+            _ws: ws,
             model,
             events,
             audit,
@@ -145,6 +147,31 @@ impl Setup {
             .split_once("## Context\n")
             .map(|(_, context)| context.to_owned())
     }
+
+    /// The tool step the lookups were handed to the model as, in its first request: the
+    /// call message after the prompt, then each result as `(tool, text)`.
+    fn handed_step(&self) -> Option<(String, Vec<(String, String)>)> {
+        let first = &self.model.received()[0];
+        let prompt_at = first.iter().rposition(|message| {
+            message.role == Role::User && !message.content.starts_with("[tool result: ")
+        })?;
+        let calls = first.get(prompt_at + 1)?;
+        if calls.role != Role::Assistant {
+            return None;
+        }
+        let results = first[prompt_at + 2..]
+            .iter()
+            .map(|message| {
+                let rest = message
+                    .content
+                    .strip_prefix("[tool result: ")
+                    .expect("a result");
+                let (tool, text) = rest.split_once("]\n").expect("a header line");
+                (tool.to_owned(), text.to_owned())
+            })
+            .collect();
+        Some((calls.content.clone(), results))
+    }
 }
 
 fn intent(
@@ -158,7 +185,53 @@ fn intent(
         timezone: timezone.map(str::to_owned),
         weather: weather.map(str::to_owned),
         search: search.map(str::to_owned),
+        ..Intents::default()
     }
+}
+
+#[test]
+fn prompts_about_the_workspace_and_sums_are_looked_up() {
+    let list = Intents {
+        list: true,
+        ..Intents::default()
+    };
+    let read = |path: &str| Intents {
+        read: Some(path.to_owned()),
+        ..Intents::default()
+    };
+    let sum = |expression: &str| Intents {
+        calculate: Some(expression.to_owned()),
+        ..Intents::default()
+    };
+    let cases = [
+        ("List the files in my workspace.", list.clone()),
+        ("list the files here", list.clone()),
+        ("What's in my workspace?", list.clone()),
+        ("Which files do I have?", list.clone()),
+        ("Read groceries.txt", read("groceries.txt")),
+        ("What does `notes/todo.md` say?", read("notes/todo.md")),
+        (
+            "Can you open the file report.csv for me",
+            read("report.csv"),
+        ),
+        ("show me README.md", read("README.md")),
+        ("What is 17 times 23?", sum("17 * 23")),
+        ("calculate 15% of 80", sum("15 / 100 * 80")),
+        // Not requests to read or list.
+        ("Read me a story about a dragon", Intents::default()),
+        ("Open the window, it is hot in here", Intents::default()),
+        ("Delete old.txt", Intents::default()),
+        ("Write a poem about my files", Intents::default()),
+        ("Show me how to use python.org", Intents::default()),
+    ];
+    let mut wrong = Vec::new();
+    for (prompt, expected) in cases {
+        let got = intents(prompt);
+        if got != expected {
+            wrong.push(format!("{prompt:?}: got {got:?}, expected {expected:?}"));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 #[test]
@@ -227,7 +300,6 @@ fn prompts_that_plainly_ask_about_the_present_are_looked_up() {
         ("What is the capital of France?", none.clone()),
         ("How do I search for a file in bash?", none.clone()),
         ("What was the weather like in 1990?", none.clone()),
-        ("list the files here", none.clone()),
         ("Explain what a time zone is", none),
     ];
     let mut wrong = Vec::new();
@@ -279,7 +351,7 @@ fn prompts_whose_lower_case_changes_length_are_read_without_a_panic() {
 #[tokio::test]
 async fn the_lookups_go_into_the_context_block_through_the_executor() {
     let s = Setup::new(
-        ScriptedModel::new(vec![Reply::Text("It is noon and mild in Oslo.")]),
+        model(vec![Reply::text("It is noon and mild in Oslo.")]),
         Setup::allow_reads(),
         false,
     );
@@ -291,23 +363,36 @@ async fn the_lookups_go_into_the_context_block_through_the_executor() {
         result.tool_calls.is_empty(),
         "the pre-fetch is not the model's call"
     );
-    let context = s.context().expect("a Context block");
+    // With tools on offer the lookups are a tool step the model did not write, not a
+    // Context block.
+    assert_eq!(s.context(), None);
+    let (calls, results) = s.handed_step().expect("a tool step");
     assert_eq!(
-        context,
-        "get_time: get_time says {}\nget_weather (Oslo): get_weather says {\"location\":\"Oslo\"}"
+        calls,
+        "```tool\n{\"name\": \"get_time\", \"args\": {}}\n```\n```tool\n{\"name\": \"get_weather\", \"args\": {\"location\": \"Oslo\"}}\n```"
+    );
+    assert_eq!(
+        results,
+        vec![
+            ("get_time".to_owned(), "get_time says {}".to_owned()),
+            (
+                "get_weather".to_owned(),
+                "get_weather says {\"location\":\"Oslo\"}".to_owned()
+            ),
+        ]
     );
     assert_eq!(
         (s.time.runs(), s.weather.runs(), s.search.runs()),
         (1, 1, 0)
     );
-    let audit = s.audit.records();
+    let audit = s.audit.all();
     assert_eq!(audit.len(), 2);
     assert!(
         audit
             .iter()
             .all(|record| record.source == CallSource::Prefetch && record.outcome == "ok")
     );
-    let types = s.events.types();
+    let types = s.events.merged_types();
     assert_eq!(types[0], "tools.start");
     let done = s.events.all().into_iter().find_map(|event| match event {
         Event::ToolsDone { results, .. } => Some(results),
@@ -340,7 +425,7 @@ async fn the_lookups_go_into_the_context_block_through_the_executor() {
 #[tokio::test]
 async fn a_provider_that_hangs_costs_the_deadline_and_reads_as_offline() {
     let s = Setup::new(
-        ScriptedModel::new(vec![Reply::Text("I can't check the news right now.")]),
+        model(vec![Reply::text("I can't check the news right now.")]),
         Setup::allow_reads(),
         true,
     );
@@ -353,9 +438,10 @@ async fn a_provider_that_hangs_costs_the_deadline_and_reads_as_offline() {
         started.elapsed()
     );
     assert_eq!(result.answer, "I can't check the news right now.");
+    let (_, results) = s.handed_step().expect("a tool step");
     assert_eq!(
-        s.context().as_deref(),
-        Some(format!("web_search (today's headlines): {OFFLINE_SENTENCE}").as_str())
+        results,
+        vec![("web_search".to_owned(), OFFLINE_SENTENCE.to_owned())]
     );
     let wire = s.events.wire();
     let search_events: Vec<&Value> = wire
@@ -375,11 +461,15 @@ async fn a_lookup_the_mode_would_ask_about_is_not_made_and_a_denied_one_reads_as
         mode: Mode::Ask,
         toggles: Toggles::default(),
     };
-    let s = Setup::new(ScriptedModel::new(vec![Reply::Text("ok")]), asking, false);
+    let s = Setup::new(model(vec![Reply::text("ok")]), asking, false);
     s.run("What time is it, and what's the weather in Oslo?")
         .await;
     assert_eq!(s.weather.runs(), 0);
-    assert_eq!(s.context().as_deref(), Some("get_time: get_time says {}"));
+    let (_, results) = s.handed_step().expect("a tool step");
+    assert_eq!(
+        results,
+        vec![("get_time".to_owned(), "get_time says {}".to_owned())]
+    );
 
     // The network toggle off: the lookup is denied, and the model is told it can't check.
     let offline = Settings {
@@ -389,48 +479,57 @@ async fn a_lookup_the_mode_would_ask_about_is_not_made_and_a_denied_one_reads_as
             ..Toggles::default()
         },
     };
-    let s = Setup::new(ScriptedModel::new(vec![Reply::Text("ok")]), offline, false);
+    let s = Setup::new(model(vec![Reply::text("ok")]), offline, false);
     s.run("What's the weather in Oslo?").await;
     assert_eq!(s.weather.runs(), 0);
+    let (_, results) = s.handed_step().expect("a tool step");
     assert_eq!(
-        s.context().as_deref(),
-        Some(format!("get_weather (Oslo): {OFFLINE_SENTENCE}").as_str())
+        results,
+        vec![("get_weather".to_owned(), OFFLINE_SENTENCE.to_owned())]
     );
 }
 
 #[tokio::test]
-async fn a_model_that_takes_the_call_prefill_reads_the_lookup_as_its_call_result() {
-    // The started call is the pre-fetch's own: it is answered from the lookup, not run again,
-    // and the system message carries no Context block.
-    let model = ScriptedModel::prefilling(vec![
-        Reply::Text("\n{\"name\": \"get_weather\", \"args\": {\"location\": \"Oslo\"}}\n```"),
-        Reply::Text("Mild in Oslo."),
-    ]);
+async fn after_the_pre_fetchs_step_no_call_is_started_and_a_repeat_is_read_from_the_cache() {
+    // The lookup is a tool step the model already read: its first reply is not started with
+    // a call, and a model that writes the same call again reads the lookup's result from the
+    // cache, told that it repeated the call; nothing runs twice.
+    let model = TestModel::new(vec![
+        Reply::text(
+            "```tool\n{\"name\": \"get_weather\", \"args\": {\"location\": \"Oslo\"}}\n```",
+        ),
+        Reply::text("Mild in Oslo."),
+    ])
+    .prefilling()
+    .shared();
     let s = Setup::new(model, Setup::allow_reads(), false);
     let result = s.run("What's the weather in Oslo right now?").await;
     assert_eq!(result.answer, "Mild in Oslo.");
     assert_eq!(
         s.weather.runs(),
         1,
-        "the call was answered from the pre-fetch"
+        "the repeat was answered from the cache"
     );
     assert_eq!(s.context(), None);
+    assert!(
+        s.model
+            .requests()
+            .iter()
+            .all(|request| request.prefill.is_none()),
+        "no reply was started with a call"
+    );
     let second = &s.model.received()[1];
     let last = &second.last().unwrap().content;
     assert!(
         last.contains("get_weather says {\"location\":\"Oslo\"}"),
         "{last}"
     );
-    assert!(!last.contains("already made this call"), "{last}");
+    assert!(last.contains("already made this call"), "{last}");
 }
 
 #[tokio::test]
 async fn stop_during_the_pre_fetch_ends_the_wait() {
-    let s = Setup::new(
-        ScriptedModel::new(vec![Reply::Text("ok")]),
-        Setup::allow_reads(),
-        true,
-    );
+    let s = Setup::new(model(vec![Reply::text("ok")]), Setup::allow_reads(), true);
     let stop = StopFlag::new();
     stop.stop();
     let agent = s.agent.with_prefetch_deadline(Duration::from_secs(30));
@@ -449,31 +548,74 @@ async fn stop_during_the_pre_fetch_ends_the_wait() {
     );
 }
 
-/// Connector offering reaches the prompt: with more than eight connector tools available, a
-/// question about the inbox lists Gmail's tools and names the other services in one line.
-#[tokio::test]
-async fn the_prompt_lists_the_connector_services_the_question_points_at() {
-    let (_dir, workspace) = temp_workspace();
+/// Grouped tools (connector services) as the offering sees them: three services of three
+/// tools each, nine in all, more than are offered at once.
+fn grouped_registry() -> Registry {
     let mut registry = Registry::new();
     registry.insert(
         LiveTool::new("get_time", ToolCategory::Compute, false),
         true,
     );
-    imurun_tools::Connectors::from_lookup(|name| name.ends_with("_TOKEN").then(|| "t".to_owned()))
-        .register(&mut registry);
-    let model = ScriptedModel::new(vec![Reply::Text("Two new mails."), Reply::Text("ok")]);
+    let services = [
+        (
+            "github",
+            "GitHub",
+            &["issue", "repo"][..],
+            &[
+                "github_search_repos",
+                "github_list_issues",
+                "github_create_issue",
+            ][..],
+        ),
+        (
+            "gmail",
+            "Gmail",
+            &["inbox", "mail"][..],
+            &["gmail_search", "gmail_send", "gmail_read"][..],
+        ),
+        (
+            "cloudflare",
+            "Cloudflare",
+            &["dns"][..],
+            &[
+                "cloudflare_list_dns",
+                "cloudflare_create_dns",
+                "cloudflare_delete_dns",
+            ][..],
+        ),
+    ];
+    for (id, name, cues, tools) in services {
+        let group = FakeGroup::new(id, name, cues);
+        for tool in tools {
+            registry.insert_grouped(
+                Arc::new(FakeTool::new(
+                    tool,
+                    ToolCategory::Network,
+                    Behaviour::Succeed,
+                )),
+                group.clone(),
+            );
+        }
+    }
+    registry
+}
+
+/// Connector offering reaches the prompt: with more than eight grouped tools available, a
+/// question about the inbox lists the mail service's tools and names the other services in
+/// one line.
+#[tokio::test]
+async fn the_prompt_lists_the_connector_services_the_question_points_at() {
+    let ws = TempWorkspace::new();
+    let registry = grouped_registry();
+    let model = model(vec![Reply::text("Two new mails."), Reply::text("ok")]);
     let executor = Arc::new(ToolExecutor::new(
         registry,
-        workspace,
+        Arc::clone(&ws.workspace),
         Setup::allow_reads(),
-        Arc::new(RecordingEvents::default()),
-        Arc::new(MemoryAudit::default()),
+        RecordingEvents::new(true),
+        Arc::new(RecordingAudit::default()),
     ));
-    let agent = AgentLoop::new(
-        model.clone(),
-        executor,
-        Arc::new(RecordingEvents::default()),
-    );
+    let agent = AgentLoop::new(model.clone(), executor, RecordingEvents::new(true));
     agent
         .run(TurnRequest::new("anything new in my inbox?"))
         .await;
@@ -510,5 +652,32 @@ proptest::proptest! {
         if let Some(query) = &found.search {
             proptest::prop_assert!(prompt.contains(query.as_str()), "{query:?} not in {prompt:?}");
         }
+    }
+}
+
+#[test]
+fn requests_to_change_the_workspace_are_recognised_and_nothing_else() {
+    for prompt in [
+        "Create a file called todo.txt with the text buy milk",
+        "Write hello to hello.txt",
+        "Delete notes.txt",
+        "Make a folder called drafts",
+        "please remove the file old.log",
+        "Can you please save this to plan.md: ship on Friday",
+        "Rename notes.txt to old-notes.txt",
+    ] {
+        assert!(asks_for_a_change(prompt), "{prompt:?}");
+    }
+    for prompt in [
+        "Write a haiku about autumn.",
+        "Make me laugh",
+        "Add 2 and 3",
+        "What does notes.txt say?",
+        "Read groceries.txt",
+        "How do I delete a file in Linux?",
+        "List the files in my workspace.",
+        "",
+    ] {
+        assert!(!asks_for_a_change(prompt), "{prompt:?}");
     }
 }

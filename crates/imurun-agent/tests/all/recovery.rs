@@ -9,7 +9,7 @@ use imurun_calls::parse_tool_calls;
 use imurun_core::{ModelError, ToolIndex, ToolSpec, TurnStatus};
 use serde_json::json;
 
-use crate::support::{Harness, Reply, ScriptedModel, msgs};
+use crate::support::{Harness, Reply, TestModel, model, msgs};
 
 /// The retry message the parser writes for `raw` with the harness's tools.
 fn retry_for(raw: &str) -> String {
@@ -28,7 +28,7 @@ const UNUSABLE: &str = "```tool\nnot json at all\n```";
 
 #[tokio::test]
 async fn an_unreadable_call_gets_one_retry_message() {
-    let h = Harness::new(vec![Reply::Text(UNUSABLE), Reply::Text("Plain answer.")]);
+    let h = Harness::new(vec![Reply::text(UNUSABLE), Reply::text("Plain answer.")]);
     let result = h.run("Look it up").await;
     assert_eq!(result.status, TurnStatus::Done);
     assert_eq!(result.answer, "Plain answer.");
@@ -41,7 +41,7 @@ async fn an_unreadable_call_gets_one_retry_message() {
         ])
     );
     assert_eq!(
-        h.events.types(),
+        h.events.merged_types(),
         ["step:retry", "token", "step:answer", "turn.end"]
     );
 }
@@ -49,7 +49,7 @@ async fn an_unreadable_call_gets_one_retry_message() {
 #[tokio::test]
 async fn a_second_failure_is_returned_as_plain_text() {
     let unknown = "Calling it.\n```tool\n{\"name\": \"nope\", \"args\": {}}\n```";
-    let h = Harness::new(vec![Reply::Text(UNUSABLE), Reply::Text(unknown)]);
+    let h = Harness::new(vec![Reply::text(UNUSABLE), Reply::text(unknown)]);
     let result = h.run("Look it up").await;
     assert_eq!(result.status, TurnStatus::Done);
     assert_eq!(result.answer, unknown);
@@ -60,8 +60,8 @@ async fn a_second_failure_is_returned_as_plain_text() {
 #[tokio::test]
 async fn a_thought_with_no_answer_gets_one_final_answer_nudge() {
     let h = Harness::new(vec![
-        Reply::Text("<think>Paris, surely.</think>"),
-        Reply::Text("Paris."),
+        Reply::text("<think>Paris, surely.</think>"),
+        Reply::text("Paris."),
     ]);
     let result = h.run("Capital of France?").await;
     assert_eq!(result.answer, "Paris.");
@@ -74,7 +74,7 @@ async fn a_thought_with_no_answer_gets_one_final_answer_nudge() {
         ])
     );
     assert_eq!(
-        h.events.types(),
+        h.events.merged_types(),
         ["token", "step:nudge", "token", "step:answer", "turn.end"]
     );
 }
@@ -82,8 +82,8 @@ async fn a_thought_with_no_answer_gets_one_final_answer_nudge() {
 #[tokio::test]
 async fn a_second_thought_only_reply_is_not_nudged_again() {
     let h = Harness::new(vec![
-        Reply::Text("<think>Hmm.</think>"),
-        Reply::Text("<think>Still hmm.</think>"),
+        Reply::text("<think>Hmm.</think>"),
+        Reply::text("<think>Still hmm.</think>"),
     ]);
     let result = h.run("Capital of France?").await;
     assert_eq!(result.status, TurnStatus::Done);
@@ -95,8 +95,8 @@ async fn a_second_thought_only_reply_is_not_nudged_again() {
 async fn a_call_inside_the_thought_is_named_in_the_one_nudge_and_never_run() {
     let thought_call = "<think>I should call\n```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"k\"}}\n```</think>";
     let h = Harness::new(vec![
-        Reply::Text(thought_call),
-        Reply::Text(
+        Reply::text(thought_call),
+        Reply::text(
             "<think>again\n```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"k\"}}\n```</think>",
         ),
     ]);
@@ -115,7 +115,7 @@ async fn a_call_inside_the_thought_is_named_in_the_one_nudge_and_never_run() {
     assert_eq!(result.answer, NO_ANSWER_SENTENCE);
     assert_eq!(h.lookup.runs(), 0);
     assert_eq!(
-        h.events.types(),
+        h.events.merged_types(),
         ["token", "step:nudge", "token", "step:answer", "turn.end"]
     );
 }
@@ -123,8 +123,8 @@ async fn a_call_inside_the_thought_is_named_in_the_one_nudge_and_never_run() {
 #[tokio::test]
 async fn live_data_from_memory_gets_one_realtime_nudge() {
     let h = Harness::new(vec![
-        Reply::Text("It is sunny and 20 degrees."),
-        Reply::Text("Live data can't be checked right now."),
+        Reply::text("It is sunny and 20 degrees."),
+        Reply::text("Live data can't be checked right now."),
     ]);
     let result = h.run("What's the weather in Oslo right now?").await;
     assert_eq!(result.answer, "Live data can't be checked right now.");
@@ -137,7 +137,7 @@ async fn live_data_from_memory_gets_one_realtime_nudge() {
         ])
     );
     assert_eq!(
-        h.events.types(),
+        h.events.merged_types(),
         ["token", "step:nudge", "token", "step:answer", "turn.end"]
     );
 }
@@ -145,22 +145,22 @@ async fn live_data_from_memory_gets_one_realtime_nudge() {
 #[tokio::test]
 async fn the_realtime_nudge_is_given_once_and_not_after_an_admission_or_a_tool() {
     // Twice from memory: one nudge, then the answer stands.
-    let h = Harness::new(vec![Reply::Text("Sunny."), Reply::Text("Still sunny.")]);
+    let h = Harness::new(vec![Reply::text("Sunny."), Reply::text("Still sunny.")]);
     assert_eq!(h.run("Weather in Oslo now?").await.answer, "Still sunny.");
     assert_eq!(h.model.received().len(), 2);
     // An admission needs no nudge.
-    let h = Harness::new(vec![Reply::Text("I can't check live weather right now.")]);
+    let h = Harness::new(vec![Reply::text("I can't check live weather right now.")]);
     h.run("Weather in Oslo now?").await;
     assert_eq!(h.model.received().len(), 1);
     // A tool result needs no nudge.
     let h = Harness::new(vec![
-        Reply::Text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"oslo weather\"}}\n```"),
-        Reply::Text("Sunny, 20 degrees."),
+        Reply::text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"oslo weather\"}}\n```"),
+        Reply::text("Sunny, 20 degrees."),
     ]);
     h.run("Weather in Oslo now?").await;
     assert_eq!(h.model.received().len(), 2);
     // A question about the past needs no nudge.
-    let h = Harness::new(vec![Reply::Text("France won.")]);
+    let h = Harness::new(vec![Reply::text("France won.")]);
     h.run("Who won the World Cup in 1998?").await;
     assert_eq!(h.model.received().len(), 1);
 }
@@ -168,7 +168,7 @@ async fn the_realtime_nudge_is_given_once_and_not_after_an_admission_or_a_tool()
 #[tokio::test]
 async fn pre_fetched_context_counts_as_a_tool_result_unless_it_is_the_offline_sentence() {
     let question = "What's the weather in Oslo right now?";
-    let h = Harness::new(vec![Reply::Text("Light rain, 4 °C.")]);
+    let h = Harness::new(vec![Reply::text("Light rain, 4 °C.")]);
     h.run_request(TurnRequest {
         context: Some("get_weather: Oslo, light rain, 4 °C".into()),
         ..TurnRequest::new(question)
@@ -176,7 +176,7 @@ async fn pre_fetched_context_counts_as_a_tool_result_unless_it_is_the_offline_se
     .await;
     assert_eq!(h.model.received().len(), 1, "no nudge");
 
-    let h = Harness::new(vec![Reply::Text("Light rain, 4 °C."), Reply::Text("Rain.")]);
+    let h = Harness::new(vec![Reply::text("Light rain, 4 °C."), Reply::text("Rain.")]);
     h.run_request(TurnRequest {
         context: Some(OFFLINE_SENTENCE.into()),
         ..TurnRequest::new(question)
@@ -188,10 +188,10 @@ async fn pre_fetched_context_counts_as_a_tool_result_unless_it_is_the_offline_se
 #[tokio::test]
 async fn identical_calls_in_a_turn_are_served_from_the_cache() {
     let h = Harness::new(vec![
-        Reply::Text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"a\"}}\n```"),
-        Reply::Text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"a\"}}\n```"),
-        Reply::Text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"b\"}}\n```"),
-        Reply::Text("Done."),
+        Reply::text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"a\"}}\n```"),
+        Reply::text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"a\"}}\n```"),
+        Reply::text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"b\"}}\n```"),
+        Reply::text("Done."),
     ]);
     let result = h.run("Look up a").await;
     assert_eq!(result.answer, "Done.");
@@ -206,7 +206,7 @@ async fn identical_calls_in_a_turn_are_served_from_the_cache() {
     );
     // The cached call runs nothing, so the executor publishes nothing for it.
     assert_eq!(
-        h.events.types(),
+        h.events.merged_types(),
         [
             "step:tool",
             "tool.call",
@@ -225,9 +225,9 @@ async fn identical_calls_in_a_turn_are_served_from_the_cache() {
 #[tokio::test]
 async fn a_failed_tool_result_says_not_to_guess_once() {
     let h = Harness::new(vec![
-        Reply::Text("```tool\n{\"name\": \"broken\", \"args\": {\"key\": \"x\"}}\n```"),
-        Reply::Text("```tool\n{\"name\": \"broken\", \"args\": {\"key\": \"x\"}}\n```"),
-        Reply::Text("It failed."),
+        Reply::text("```tool\n{\"name\": \"broken\", \"args\": {\"key\": \"x\"}}\n```"),
+        Reply::text("```tool\n{\"name\": \"broken\", \"args\": {\"key\": \"x\"}}\n```"),
+        Reply::text("It failed."),
     ]);
     h.run("Try it").await;
     let expected =
@@ -251,7 +251,7 @@ async fn at_most_three_calls_run_per_step() {
                 ```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"2\"}}\n```\n\
                 ```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"3\"}}\n```\n\
                 ```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"4\"}}\n```";
-    let h = Harness::new(vec![Reply::Text(four), Reply::Text("Done.")]);
+    let h = Harness::new(vec![Reply::text(four), Reply::text("Done.")]);
     let result = h.run("Look up four things").await;
     assert_eq!(h.lookup.runs(), 3);
     assert_eq!(result.tool_calls.len(), 3);
@@ -265,12 +265,12 @@ async fn a_model_failure_ends_the_turn_with_an_error() {
     let failure = ModelError::Transport {
         message: "connection refused".into(),
     };
-    let h = Harness::new(vec![Reply::Fail(failure.clone())]);
+    let h = Harness::new(vec![Reply::fail(failure.clone())]);
     let result = h.run("Hi").await;
     assert_eq!(result.status, TurnStatus::Error);
     assert_eq!(result.error, Some(imurun_agent::AgentError::Model(failure)));
     assert!(result.transcript.is_empty());
-    assert_eq!(h.events.types(), ["turn.end"]);
+    assert_eq!(h.events.merged_types(), ["turn.end"]);
 }
 
 /// A prefilling model, a config with this prefill policy, and the prompt's run; returns
@@ -282,13 +282,13 @@ async fn prefills_for(
     prefills: bool,
 ) -> (Vec<Option<String>>, usize) {
     let script = vec![
-        Reply::Text("{\"name\": \"lookup\", \"args\": {\"key\": \"now\"}}\n```"),
-        Reply::Text("It is 09:14."),
+        Reply::text("{\"name\": \"lookup\", \"args\": {\"key\": \"now\"}}\n```"),
+        Reply::text("It is 09:14."),
     ];
     let model = if prefills {
-        ScriptedModel::prefilling(script)
+        TestModel::new(script).prefilling().shared()
     } else {
-        ScriptedModel::new(script)
+        model(script)
     };
     let h = Harness::build(
         model.clone(),
@@ -355,7 +355,7 @@ async fn the_call_prefill_follows_its_policy_the_context_and_the_back_end() {
 async fn the_same_call_twice_in_one_reply_runs_once() {
     let call = "```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"a\"}}\n```";
     let twice: &'static str = Box::leak(format!("{call}\n\n{call}").into_boxed_str());
-    let h = Harness::new(vec![Reply::Text(twice), Reply::Text("Done.")]);
+    let h = Harness::new(vec![Reply::text(twice), Reply::text("Done.")]);
     let result = h.run("Look up a").await;
     assert_eq!(result.tool_calls.len(), 1, "{:?}", result.tool_calls);
     assert_eq!(h.lookup.runs(), 1);

@@ -1,8 +1,10 @@
 //! Sub-agents (`run_agent`): a nested loop on the same model, its summary as the parent's tool
 //! result, the depth rule, the tool intersection, the shared stop, events and the budget.
 
-use imurun_agent::{DEFAULT_PERSONA, HELPER_DIRECTIVE, STEP_LIMIT_SENTENCE, SUB_AGENT_STEPS_MAX};
-use imurun_core::{Event, TurnStatus};
+use imurun_agent::{
+    DEFAULT_PERSONA, HELPER_DIRECTIVE, STEP_LIMIT_SENTENCE, SUB_AGENT_STEPS_MAX, TurnRequest,
+};
+use imurun_core::{Event, StopFlag, TurnStatus};
 use serde_json::Value;
 
 use crate::support::{Harness, Reply};
@@ -68,10 +70,10 @@ fn owned(triples: &[(&str, &str, u64)]) -> Vec<(String, String, u64)> {
 #[tokio::test]
 async fn a_sub_agent_runs_and_its_summary_is_the_parents_tool_result() {
     let h = Harness::with_sub_agents(vec![
-        Reply::Text(DELEGATE),
-        Reply::Text(LOOKUP_K),
-        Reply::Text("k is 42."),
-        Reply::Text("The helper found that k is 42."),
+        Reply::text(DELEGATE),
+        Reply::text(LOOKUP_K),
+        Reply::text("k is 42."),
+        Reply::text("The helper found that k is 42."),
     ]);
     let result = h.run("What is k? Ask a helper.").await;
 
@@ -115,7 +117,7 @@ async fn a_sub_agent_runs_and_its_summary_is_the_parents_tool_result() {
     );
     assert_eq!(agent_ends(&h), [(1, TurnStatus::Done, 2)]);
     // The helper's tokens and turn.end stay out of the parent's stream.
-    let types = h.events.types();
+    let types = h.events.merged_types();
     assert_eq!(types.iter().filter(|t| *t == "turn.end").count(), 1);
     assert_eq!(h.events.streamed().trim(), "The helper found that k is 42.");
 }
@@ -123,12 +125,12 @@ async fn a_sub_agent_runs_and_its_summary_is_the_parents_tool_result() {
 #[tokio::test]
 async fn at_depth_two_run_agent_is_neither_offered_nor_allowed() {
     let h = Harness::with_sub_agents(vec![
-        Reply::Text(DELEGATE),
-        Reply::Text(DELEGATE_DEEPER),
-        Reply::Text(DELEGATE_DEEPER),
-        Reply::Text("I cannot start another helper."),
-        Reply::Text("The deeper helper could not delegate."),
-        Reply::Text("Done."),
+        Reply::text(DELEGATE),
+        Reply::text(DELEGATE_DEEPER),
+        Reply::text(DELEGATE_DEEPER),
+        Reply::text("I cannot start another helper."),
+        Reply::text("The deeper helper could not delegate."),
+        Reply::text("Done."),
     ]);
     let result = h.run("Delegate twice.").await;
     assert_eq!(result.status, TurnStatus::Done);
@@ -176,11 +178,11 @@ async fn at_depth_two_run_agent_is_neither_offered_nor_allowed() {
 async fn a_sub_agent_asking_for_a_tool_its_parent_lacks_gets_none() {
     let ask_broken = "```tool\n{\"name\": \"run_agent\", \"args\": {\"task\": \"Use broken.\", \"tools\": [\"broken\", \"no_such_tool\"]}}\n```";
     let h = Harness::with_sub_agents(vec![
-        Reply::Text(DELEGATE),
-        Reply::Text(ask_broken),
-        Reply::Text("I have no tools."),
-        Reply::Text("The helper had no tools."),
-        Reply::Text("Done."),
+        Reply::text(DELEGATE),
+        Reply::text(ask_broken),
+        Reply::text("I have no tools."),
+        Reply::text("The helper had no tools."),
+        Reply::text("Done."),
     ]);
     h.run("Delegate.").await;
 
@@ -197,8 +199,18 @@ async fn a_sub_agent_asking_for_a_tool_its_parent_lacks_gets_none() {
 
 #[tokio::test]
 async fn the_parents_stop_stops_the_child_within_one_step() {
-    let h = Harness::with_sub_agents(vec![Reply::Text(DELEGATE), Reply::StopDuring(LOOKUP_K)]);
-    let result = h.run("Delegate.").await;
+    let stop = StopFlag::new();
+    let h = Harness::with_sub_agents(vec![
+        Reply::text(DELEGATE),
+        Reply::stop_during(LOOKUP_K, &stop),
+    ]);
+    let result = h
+        .run_request(TurnRequest {
+            session_id: Some("s1".into()),
+            stop,
+            ..TurnRequest::new("Delegate.")
+        })
+        .await;
 
     assert_eq!(result.status, TurnStatus::Stopped);
     assert_eq!(h.model.received().len(), 2, "nothing generated after Stop");
@@ -209,12 +221,14 @@ async fn the_parents_stop_stops_the_child_within_one_step() {
 #[tokio::test]
 async fn the_sub_agent_budget_is_clamped() {
     let greedy = "```tool\n{\"name\": \"run_agent\", \"args\": {\"task\": \"Loop.\", \"max_steps\": 99}}\n```";
-    let mut script = vec![Reply::Text(greedy)];
-    script.extend(std::iter::repeat_n(
-        Reply::Text(LOOKUP_K),
-        SUB_AGENT_STEPS_MAX,
-    ));
-    script.push(Reply::Text("Done."));
+    let mut script = vec![Reply::text(greedy)];
+    // A different lookup each step: a repeated call would end the sub-agent early.
+    script.extend((0..SUB_AGENT_STEPS_MAX).map(|step| {
+        Reply::text(&format!(
+            "```tool\n{{\"name\": \"lookup\", \"args\": {{\"key\": \"k{step}\"}}}}\n```"
+        ))
+    }));
+    script.push(Reply::text("Done."));
     let h = Harness::with_sub_agents(script);
     let result = h.run("Delegate.").await;
 

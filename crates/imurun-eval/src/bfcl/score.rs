@@ -16,6 +16,10 @@ use super::data::{Case, Category};
 pub struct Prediction {
     pub id: String,
     pub calls: Vec<ToolCall>,
+    /// Why the model gave no prediction at all (it failed, or could not be reached); such a
+    /// case is scored wrong, whatever its category.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Why a prediction is wrong.
@@ -48,12 +52,31 @@ pub enum Mismatch {
 pub struct CategoryScore {
     pub correct: usize,
     pub total: usize,
+    /// Cases the model or its transport failed on: counted in `total`, never as correct (in
+    /// `irrelevance`, a failure is not "no call").
+    pub errors: usize,
 }
 
 impl CategoryScore {
     pub fn add(&mut self, correct: bool) {
         self.total += 1;
         self.correct += usize::from(correct);
+    }
+
+    /// A case the model failed on: wrong, and counted as an error.
+    pub fn add_error(&mut self) {
+        self.total += 1;
+        self.errors += 1;
+    }
+
+    /// The share of cases that failed, from 0 to 1; 0 for an empty category.
+    pub fn error_share(self) -> f64 {
+        if self.total == 0 {
+            return 0.0;
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let ratio = self.errors as f64 / self.total as f64;
+        ratio
     }
 
     /// Accuracy in percent; 0 for an empty category.
@@ -138,6 +161,7 @@ pub fn ground_truth_prediction(case: &Case) -> Prediction {
     Prediction {
         id: case.id.clone(),
         calls,
+        error: None,
     }
 }
 

@@ -8,6 +8,10 @@
 
 mod gguf;
 mod grammar;
+mod prompt_cache;
+mod sampling;
+#[cfg(test)]
+mod tests;
 mod utf8;
 mod worker;
 
@@ -28,6 +32,7 @@ pub use gguf::{
 pub use grammar::{
     GRAMMAR_CALLS_MAX, GRAMMAR_TOOLS_MAX, TOOL_CALL_MARKER, ToolCallGrammar, ToolGrammarError,
 };
+pub use prompt_cache::PromptCacheStats;
 
 use crate::template::{ChatTemplate, TemplateError};
 use worker::{Job, JobEvent, Worker};
@@ -42,6 +47,14 @@ pub const DEFAULT_MAX_TOKENS: usize = 1024;
 /// How many requests may wait for the model at once; more callers wait to enqueue, in
 /// order (Tokio's bounded channel is fair).
 pub const DEFAULT_QUEUE_MAX: usize = 64;
+
+/// How many evaluated prompts the prompt cache keeps besides the one in the context: a few
+/// interleaved sessions, the history summariser and a sub-agent.
+pub const DEFAULT_PROMPT_CACHE_SLOTS_MAX: usize = 4;
+
+/// The most bytes the prompt cache holds: four prompts of about 2,900 tokens with SmolLM2
+/// (22.5 KiB of keys and values per token); fewer, longer or a larger model's, within it.
+pub const DEFAULT_PROMPT_CACHE_BYTES_MAX: usize = 256 * 1024 * 1024;
 
 /// How tokens are chosen.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -72,8 +85,15 @@ pub struct EmbeddedConfig {
     pub queue_max: usize,
     /// Keep the previous prompt's evaluated tokens and evaluate only what a new prompt
     /// adds to their common start: an agent's turns resend the whole conversation, so this
-    /// saves most of the prompt work. Off only to measure prompt processing.
+    /// saves most of the prompt work. Off only to measure prompt processing (it turns the
+    /// prompt cache off too).
     pub reuse_prompt_prefix: bool,
+    /// How many other evaluated prompts to keep (copies of their llama.cpp state), so that
+    /// interleaved sessions do not evaluate their shared start again; 0 keeps only the one
+    /// in the context.
+    pub prompt_cache_slots_max: usize,
+    /// The most bytes those copies may take together; the least recently used go first.
+    pub prompt_cache_bytes_max: usize,
     /// Lowers the odds of tokens the reply used recently, greedy or sampled.
     pub repeat_penalty: RepeatPenalty,
 }
@@ -117,6 +137,8 @@ impl Default for EmbeddedConfig {
             max_tokens_default: DEFAULT_MAX_TOKENS,
             queue_max: DEFAULT_QUEUE_MAX,
             reuse_prompt_prefix: true,
+            prompt_cache_slots_max: DEFAULT_PROMPT_CACHE_SLOTS_MAX,
+            prompt_cache_bytes_max: DEFAULT_PROMPT_CACHE_BYTES_MAX,
             repeat_penalty: RepeatPenalty::default(),
         }
     }
@@ -153,6 +175,17 @@ pub enum FinishReason {
     ContextFull,
 }
 
+/// Where a prompt's already evaluated start came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PromptSource {
+    /// Nowhere: the whole prompt was evaluated.
+    Evaluated,
+    /// The prompt the context held (the previous generation's).
+    Kept,
+    /// A prompt the cache had saved, copied back into the context.
+    Restored,
+}
+
 /// One finished generation, with the numbers benchmarks and logs want.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Generation {
@@ -160,8 +193,10 @@ pub struct Generation {
     pub finish: FinishReason,
     /// The prompt's length in tokens.
     pub prompt_tokens: usize,
-    /// How many of those were already evaluated (a common start with the previous prompt).
+    /// How many of those were already evaluated (a common start with the previous prompt
+    /// or a cached one), and where they came from.
     pub reused_prompt_tokens: usize,
+    pub prompt_source: PromptSource,
     pub generated_tokens: usize,
     /// Time spent evaluating the prompt, and generating after it.
     pub prompt_time: Duration,
@@ -247,6 +282,8 @@ impl EmbeddedModel {
                 threads,
                 queue_max: config.queue_max.max(1),
                 reuse_prompt_prefix: config.reuse_prompt_prefix,
+                prompt_cache_slots_max: config.prompt_cache_slots_max,
+                prompt_cache_bytes_max: config.prompt_cache_bytes_max,
             },
         )
         .map_err(load_error)?;
@@ -309,6 +346,19 @@ impl EmbeddedModel {
 
     pub fn template(&self) -> &ChatTemplate {
         &self.shared.template
+    }
+
+    /// The prompt cache's figures: entries and bytes held, their bounds, and how often
+    /// prompts were saved, restored and evicted (as of the last finished generation).
+    pub fn prompt_cache_stats(&self) -> PromptCacheStats {
+        self.shared.worker.prompt_cache_stats()
+    }
+
+    /// Tests only: the next decode that evaluates a position past `position` fails in
+    /// llama.cpp (see `Worker::fail_decode_past`).
+    #[cfg(test)]
+    fn fail_decode_past(&self, position: usize) {
+        self.shared.worker.fail_decode_past(position);
     }
 
     /// How long `load` took.
@@ -422,6 +472,19 @@ impl Model for EmbeddedModel {
             Ok(prompt) => self.prompt_tokens(&prompt).len(),
             Err(_) => imurun_core::estimate_tokens(messages),
         }
+    }
+
+    /// The text's own tokens: no BOS, special tokens read as plain text (a reply is text).
+    fn count_text_tokens(&self, text: &str) -> usize {
+        self.shared
+            .model
+            .vocab()
+            .tokenize(text.as_bytes(), false, false)
+            .len()
+    }
+
+    fn counts_exactly(&self) -> bool {
+        true
     }
 
     /// The prefill goes after the template's assistant header; a call grammar sees it, so

@@ -1,10 +1,14 @@
 //! The worker thread that owns the llama.cpp context and runs generations one at a time,
 //! in the order they were submitted. Callers wait on channels; the thread does the
 //! blocking CPU work.
+//!
+//! The context holds one prompt's keys and values at a time (the *live* prompt); the
+//! prompt cache (`prompt_cache.rs`) keeps copies of recent others, so a prompt evaluates
+//! only what differs from the longest common start it finds.
 
 use std::num::NonZeroU32;
-use std::sync::Arc;
-use std::time::Instant;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use imurun_core::{ModelError, StopFlag};
 use llama_cpp_2::context::LlamaContext;
@@ -12,12 +16,16 @@ use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
-use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use llama_cpp_2::{LlamaStateSeqFlags, SeqState};
 use tokio::sync::mpsc;
 
+use super::prompt_cache::{
+    PromptCache, PromptCacheStats, SAVE_DROP_MIN_TOKENS, Source, common_prefix,
+};
+use super::sampling::Chooser;
 use super::utf8::Utf8Stream;
-use super::{Decoding, FinishReason, Generation, RepeatPenalty, TOOL_CALL_MARKER, ToolCallGrammar};
+use super::{Decoding, FinishReason, Generation, PromptSource, RepeatPenalty, ToolCallGrammar};
 
 /// How many streamed pieces may wait for a slow reader before the worker pauses.
 pub(super) const EVENTS_BUFFER_MAX: usize = 256;
@@ -25,12 +33,25 @@ pub(super) const EVENTS_BUFFER_MAX: usize = 256;
 /// The most prompt tokens evaluated in one llama.cpp batch.
 const BATCH_TOKENS_MAX: u32 = 512;
 
+/// llama.cpp's `LLAMA_FLASH_ATTN_TYPE_DISABLED`. Flash attention on the CPU takes a
+/// different path by batch size (tiles for many query tokens, the key/value range split over
+/// threads for one), so a prompt's last tokens would come out a few bits different when the
+/// start is reused and the rest evaluated in a smaller batch; without it every token's
+/// computation is the same whatever the batch, and reuse cannot change what greedy decoding
+/// writes. At these context lengths it is no slower (`docs/models.md`, "Performance").
+const FLASH_ATTENTION_DISABLED: i32 = 0;
+
+/// The only llama.cpp sequence the context uses.
+const SEQUENCE: i32 = 0;
+
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Settings {
     pub(super) n_ctx: NonZeroU32,
     pub(super) threads: u32,
     pub(super) queue_max: usize,
     pub(super) reuse_prompt_prefix: bool,
+    pub(super) prompt_cache_slots_max: usize,
+    pub(super) prompt_cache_bytes_max: usize,
 }
 
 /// One generation to run.
@@ -60,6 +81,11 @@ pub(super) enum JobEvent {
 #[derive(Debug)]
 pub(super) struct Worker {
     jobs: mpsc::Sender<Job>,
+    /// The prompt cache's figures after the last job.
+    stats: Arc<Mutex<PromptCacheStats>>,
+    /// Tests only: make the next decode that reaches past this position fail.
+    #[cfg(test)]
+    fail_decode_past: Arc<std::sync::atomic::AtomicUsize>,
 }
 
 impl Worker {
@@ -71,12 +97,30 @@ impl Worker {
     ) -> Result<Self, String> {
         let (jobs, receiver) = mpsc::channel(settings.queue_max);
         let (ready, ready_receiver) = std::sync::mpsc::sync_channel(1);
+        let stats = Arc::new(Mutex::new(PromptCacheStats::default()));
+        let thread_stats = Arc::clone(&stats);
+        #[cfg(test)]
+        let fail_decode_past = Arc::new(std::sync::atomic::AtomicUsize::new(usize::MAX));
+        #[cfg(test)]
+        let thread_fault = Arc::clone(&fail_decode_past);
         std::thread::Builder::new()
             .name("imurun-llama".into())
-            .spawn(move || run(&model, backend, settings, receiver, &ready))
+            .spawn(move || {
+                let shared = Shared {
+                    stats: &thread_stats,
+                    #[cfg(test)]
+                    fail_decode_past: &thread_fault,
+                };
+                run(&model, backend, settings, receiver, &ready, &shared);
+            })
             .map_err(|error| format!("cannot start the model's thread: {error}"))?;
         match ready_receiver.recv() {
-            Ok(Ok(())) => Ok(Self { jobs }),
+            Ok(Ok(())) => Ok(Self {
+                jobs,
+                stats,
+                #[cfg(test)]
+                fail_decode_past,
+            }),
             Ok(Err(message)) => Err(message),
             Err(_) => Err("the model's thread ended while starting".into()),
         }
@@ -91,6 +135,30 @@ impl Worker {
                 message: "the embedded model's worker stopped".into(),
             })
     }
+
+    /// Tests only: the next decode that would evaluate a position past `position` is sent
+    /// to llama.cpp with a token outside the vocabulary, which it refuses: a real failed
+    /// decode, at a chosen place.
+    #[cfg(test)]
+    pub(super) fn fail_decode_past(&self, position: usize) {
+        self.fail_decode_past
+            .store(position, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub(super) fn prompt_cache_stats(&self) -> PromptCacheStats {
+        // A poisoned lock only means a panic elsewhere: the figures are still figures.
+        *self
+            .stats
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// What the thread shares with the handle.
+struct Shared<'a> {
+    stats: &'a Mutex<PromptCacheStats>,
+    #[cfg(test)]
+    fail_decode_past: &'a std::sync::atomic::AtomicUsize,
 }
 
 fn run(
@@ -99,6 +167,7 @@ fn run(
     settings: Settings,
     mut jobs: mpsc::Receiver<Job>,
     ready: &std::sync::mpsc::SyncSender<Result<(), String>>,
+    shared: &Shared<'_>,
 ) {
     let threads = i32::try_from(settings.threads).unwrap_or(i32::MAX);
     let batch_tokens = settings.n_ctx.get().min(BATCH_TOKENS_MAX);
@@ -107,7 +176,8 @@ fn run(
         .with_n_batch(batch_tokens)
         .with_n_ubatch(batch_tokens)
         .with_n_threads(threads)
-        .with_n_threads_batch(threads);
+        .with_n_threads_batch(threads)
+        .with_flash_attention_policy(FLASH_ATTENTION_DISABLED);
     let context = match model.new_context(backend, params) {
         Ok(context) => context,
         Err(error) => {
@@ -116,31 +186,64 @@ fn run(
         }
     };
     let _ = ready.send(Ok(()));
+    let (slots_max, bytes_max) = if settings.reuse_prompt_prefix {
+        (
+            settings.prompt_cache_slots_max,
+            settings.prompt_cache_bytes_max,
+        )
+    } else {
+        (0, 0)
+    };
     let mut session = Session {
         model,
         context,
-        evaluated: Vec::new(),
+        live: Vec::new(),
         batch: LlamaBatch::new(usize::try_from(batch_tokens).unwrap_or(512), 1),
         batch_tokens: usize::try_from(batch_tokens).unwrap_or(512),
         reuse_prompt_prefix: settings.reuse_prompt_prefix,
+        cache: PromptCache::new(slots_max, bytes_max),
+        #[cfg(test)]
+        fail_decode_past: shared.fail_decode_past,
     };
+    publish(shared.stats, &session.cache);
     while let Some(job) = jobs.blocking_recv() {
         let events = job.events.clone();
         let result = session.generate(&job);
+        publish(shared.stats, &session.cache);
         // A caller that went away has nothing left to hear.
         let _ = events.blocking_send(JobEvent::Done(result));
     }
 }
 
-/// The context and what its KV cache holds.
+fn publish(stats: &Mutex<PromptCacheStats>, cache: &PromptCache<LlamaToken, SeqState>) {
+    *stats
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = cache.stats();
+}
+
+/// The context, what its KV cache holds, and the saved prompts.
 struct Session<'m> {
     model: &'m LlamaModel,
     context: LlamaContext<'m>,
-    /// The tokens whose keys and values are in the context, in position order.
-    evaluated: Vec<LlamaToken>,
+    /// The tokens whose keys and values are in the context, in position order: position
+    /// `i` holds `live[i]`, in cell `i` (the cells are filled from the start and cut from
+    /// the end, so every prompt's keys and values are laid out as a fresh evaluation lays
+    /// them out, and the sums over them add in the same order).
+    live: Vec<LlamaToken>,
     batch: LlamaBatch<'static>,
     batch_tokens: usize,
     reuse_prompt_prefix: bool,
+    cache: PromptCache<LlamaToken, SeqState>,
+    #[cfg(test)]
+    fail_decode_past: &'m std::sync::atomic::AtomicUsize,
+}
+
+/// How the prompt was made ready.
+struct Prepared {
+    source: PromptSource,
+    reused: usize,
+    /// The stop flag was set while the prompt was evaluated.
+    stopped: bool,
 }
 
 impl Session<'_> {
@@ -150,30 +253,44 @@ impl Session<'_> {
             finish: FinishReason::Stopped,
             prompt_tokens: job.prompt.len(),
             reused_prompt_tokens: 0,
+            prompt_source: PromptSource::Evaluated,
             generated_tokens: 0,
-            prompt_time: std::time::Duration::ZERO,
-            generation_time: std::time::Duration::ZERO,
+            prompt_time: Duration::ZERO,
+            generation_time: Duration::ZERO,
         };
+        if job.prompt.is_empty() {
+            return Err(protocol("an empty prompt: nothing to continue from".into()));
+        }
         if job.stop.is_stopped() {
             return Ok(generation);
         }
         let started = Instant::now();
-        generation.reused_prompt_tokens = self.evaluate_prompt(&job.prompt)?;
+        let prepared = self.prepare_prompt(&job.prompt, &job.stop)?;
         generation.prompt_time = started.elapsed();
+        generation.reused_prompt_tokens = prepared.reused;
+        generation.prompt_source = prepared.source;
+        if prepared.stopped {
+            return Ok(generation);
+        }
 
         let started = Instant::now();
-        let mut sampler = sampler(
+        let mut chooser = Chooser::new(
             self.model,
             job.decoding,
             job.repeat_penalty,
             job.tool_grammar.as_deref(),
-        )?;
-        sampler.accept_many(&job.prefill);
-        let mut utf8 = Utf8Stream::default();
+        );
         let vocab = self.model.vocab();
+        let mut grammar_piece = Vec::new();
+        for &token in &job.prefill {
+            grammar_piece.clear();
+            vocab.token_to_piece_into(token, &mut grammar_piece, true, None);
+            chooser.accept(token, &grammar_piece)?;
+        }
+        let mut utf8 = Utf8Stream::default();
         let n_ctx = usize::try_from(self.context.n_ctx()).unwrap_or(usize::MAX);
         let mut piece_bytes = Vec::new();
-        // The logits to sample from: the last token of the batch just decoded.
+        // The logits to choose from: the last token of the batch just decoded.
         let mut logits_index = self.batch.n_tokens() - 1;
         generation.finish = loop {
             if job.stop.is_stopped() {
@@ -182,19 +299,22 @@ impl Session<'_> {
             if generation.generated_tokens >= job.max_tokens {
                 break FinishReason::MaxTokens;
             }
-            let token = sampler.sample(&self.context, logits_index);
+            let token = chooser.choose(self.context.get_logits_ith(logits_index));
             if vocab.is_eog(token) {
                 break FinishReason::EndOfTurn;
             }
             piece_bytes.clear();
             vocab.token_to_piece_into(token, &mut piece_bytes, false, None);
+            grammar_piece.clear();
+            vocab.token_to_piece_into(token, &mut grammar_piece, true, None);
+            chooser.accept(token, &grammar_piece)?;
             let piece = utf8.push(&piece_bytes);
             generation.generated_tokens += 1;
             if !piece.is_empty() && job.events.blocking_send(JobEvent::Piece(piece)).is_err() {
                 // The caller dropped its future: nobody will read the rest.
                 break FinishReason::Stopped;
             }
-            if self.evaluated.len() + 1 >= n_ctx {
+            if self.live.len() + 1 >= n_ctx {
                 break FinishReason::ContextFull;
             }
             self.decode(&[token])?;
@@ -205,34 +325,128 @@ impl Session<'_> {
             let _ = job.events.blocking_send(JobEvent::Piece(tail));
         }
         generation.generation_time = started.elapsed();
+        // The reply's tokens were evaluated one at a time; their keys and values come out a
+        // few bits different from the same tokens evaluated in a prompt's batch, which is
+        // enough to change a later greedy reply (measured with the default model). Only
+        // the prompt is kept: the next step evaluates the reply again with its own prompt.
+        self.truncate(job.prompt.len());
         Ok(generation)
     }
 
-    /// Evaluates `prompt`, reusing the common start with what the cache holds; returns how
-    /// many tokens were reused. At least the last token is always evaluated, for its logits.
-    fn evaluate_prompt(&mut self, prompt: &[LlamaToken]) -> Result<usize, ModelError> {
-        let mut reused = if self.reuse_prompt_prefix {
-            self.evaluated
-                .iter()
-                .zip(prompt)
-                .take_while(|(cached, new)| cached == new)
-                .count()
+    /// Makes the context hold `prompt`: from the live prompt or a saved one, whichever
+    /// shares the longer start with it, evaluating the rest. At least the last token is
+    /// always evaluated, for its logits. The stop flag is checked between batches: a stop
+    /// during a long prompt leaves what was evaluated in place, for the next prompt.
+    fn prepare_prompt(
+        &mut self,
+        prompt: &[LlamaToken],
+        stop: &StopFlag,
+    ) -> Result<Prepared, ModelError> {
+        let mut source = PromptSource::Evaluated;
+        if self.reuse_prompt_prefix {
+            let plan = self.cache.plan(&self.live, prompt);
+            // Taken out before the live prompt is saved: saving may evict or replace
+            // entries, which moves the others.
+            let restoring = match plan.source {
+                Source::Restore { index, .. } => Some(self.cache.take(index)),
+                Source::Live { .. } => None,
+            };
+            if plan.save_live {
+                self.save_live();
+            }
+            if let Some((tokens, state)) = restoring {
+                let restored = self.restore(&tokens, &state);
+                if restored {
+                    source = PromptSource::Restored;
+                }
+                // The entry's end would be lost when this prompt keeps only its start (the
+                // system message of another conversation): it stays in the cache.
+                let kept = common_prefix(&tokens, prompt);
+                if tokens.len() - kept.min(tokens.len()) >= SAVE_DROP_MIN_TOKENS {
+                    self.cache.insert(tokens, state);
+                }
+            }
         } else {
-            0
-        };
-        reused = reused.min(prompt.len().saturating_sub(1));
-        let kept = u32::try_from(reused).unwrap_or(u32::MAX);
-        // Removing the end of a sequence can fail for recurrent models; start over then.
-        let removed = self.context.clear_kv_cache_seq(Some(0), Some(kept), None);
-        if !matches!(removed, Ok(true)) {
+            self.live.clear();
             self.context.clear_kv_cache();
-            reused = 0;
         }
-        self.evaluated.truncate(reused);
+        let reused =
+            self.truncate(common_prefix(&self.live, prompt).min(prompt.len().saturating_sub(1)));
+        if reused > 0 && source == PromptSource::Evaluated {
+            source = PromptSource::Kept;
+        }
         for chunk in prompt[reused..].chunks(self.batch_tokens) {
+            if stop.is_stopped() {
+                return Ok(Prepared {
+                    source,
+                    reused,
+                    stopped: true,
+                });
+            }
             self.decode(chunk)?;
         }
-        Ok(reused)
+        Ok(Prepared {
+            source,
+            reused,
+            stopped: false,
+        })
+    }
+
+    /// Copies the live prompt's state into the cache.
+    fn save_live(&mut self) {
+        // A state that cannot be read is simply not kept: the prompt is evaluated again
+        // when it comes back.
+        if let Ok(state) = self
+            .context
+            .state_seq_get(SEQUENCE, LlamaStateSeqFlags::empty())
+        {
+            self.cache.insert(self.live.clone(), state);
+        }
+    }
+
+    /// Replaces the context's contents with a saved prompt's; false (and an empty context)
+    /// when llama.cpp refuses the state.
+    fn restore(&mut self, tokens: &[LlamaToken], state: &SeqState) -> bool {
+        self.context.clear_kv_cache();
+        if self.context.state_seq_set(state, SEQUENCE).is_ok()
+            && self.holds_from_start(tokens.len())
+        {
+            self.live = tokens.to_vec();
+            true
+        } else {
+            self.context.clear_kv_cache();
+            self.live.clear();
+            false
+        }
+    }
+
+    /// Keeps the first `keep` live tokens and removes the rest from the context; returns
+    /// how many were kept (none when the context cannot keep a part).
+    fn truncate(&mut self, keep: usize) -> usize {
+        let keep = keep.min(self.live.len());
+        let kept = u32::try_from(keep).unwrap_or(u32::MAX);
+        let removed = self.context.clear_kv_cache_seq(Some(0), Some(kept), None);
+        // Removing the end fails for recurrent models; a model with a sliding window keeps
+        // only its window's recent keys, so a cut start is missing its early positions.
+        // Either way, evaluate from scratch.
+        if matches!(removed, Ok(true)) && self.holds_from_start(keep) {
+            self.live.truncate(keep);
+            keep
+        } else {
+            self.context.clear_kv_cache();
+            self.live.clear();
+            0
+        }
+    }
+
+    /// Whether the context holds positions 0 to `len` − 1 of the sequence.
+    fn holds_from_start(&self, len: usize) -> bool {
+        if len == 0 {
+            return true;
+        }
+        let last = i32::try_from(len - 1).unwrap_or(i32::MAX);
+        self.context.kv_cache_seq_pos_min(SEQUENCE) == 0
+            && self.context.kv_cache_seq_pos_max(SEQUENCE) == last
     }
 
     /// Decodes `tokens` after those already evaluated, asking for the last one's logits.
@@ -240,70 +454,42 @@ impl Session<'_> {
         self.batch.clear();
         let last = tokens.len().saturating_sub(1);
         for (index, token) in tokens.iter().enumerate() {
-            let position = i32::try_from(self.evaluated.len() + index)
+            let position = i32::try_from(self.live.len() + index)
                 .map_err(|_| protocol("a position past i32::MAX".into()))?;
             self.batch
-                .add(*token, position, &[0], index == last)
+                .add(*token, position, &[SEQUENCE], index == last)
                 .map_err(|error| protocol(error.to_string()))?;
         }
+        #[cfg(test)]
+        self.inject_fault(tokens.len());
         self.context.decode(&mut self.batch).map_err(|error| {
-            // A failed decode leaves the cache in an unknown state: forget it.
-            self.evaluated.clear();
+            // A failed decode leaves the live cache in an unknown state: forget it (the
+            // saved prompts are copies, untouched).
+            self.live.clear();
             self.context.clear_kv_cache();
             protocol(format!("llama.cpp could not evaluate the tokens: {error}"))
         })?;
-        self.evaluated.extend_from_slice(tokens);
+        self.live.extend_from_slice(tokens);
         Ok(())
     }
 }
 
-fn sampler(
-    model: &LlamaModel,
-    decoding: Decoding,
-    repeat_penalty: RepeatPenalty,
-    tool_grammar: Option<&ToolCallGrammar>,
-) -> Result<LlamaSampler, ModelError> {
-    let choose = match decoding {
-        Decoding::Greedy => LlamaSampler::greedy(),
-        Decoding::Sampled {
-            temperature,
-            top_p,
-            seed,
-        } => LlamaSampler::chain_simple([
-            LlamaSampler::top_p(top_p, 1),
-            LlamaSampler::temp(temperature),
-            LlamaSampler::dist(seed),
-        ]),
-    };
-    // The penalty goes before the choice, so greedy decoding feels it too.
-    let choose = if repeat_penalty.is_off() {
-        choose
-    } else {
-        LlamaSampler::chain_simple([
-            LlamaSampler::penalties(
-                model.n_vocab(),
-                i32::from(repeat_penalty.last_n),
-                repeat_penalty.penalty,
-                0.0,
-                0.0,
-            ),
-            choose,
-        ])
-    };
-    let Some(grammar) = tool_grammar else {
-        return Ok(choose);
-    };
-    // The grammar goes first: it removes the tokens that cannot continue a valid call
-    // before the choice is made.
-    let grammar = LlamaSampler::grammar_lazy(
-        model,
-        grammar.gbnf(),
-        ToolCallGrammar::root_rule(),
-        [TOOL_CALL_MARKER],
-        &[],
-    )
-    .map_err(|error| protocol(format!("llama.cpp refused the tool-call grammar: {error}")))?;
-    Ok(LlamaSampler::chain_simple([grammar, choose]))
+#[cfg(test)]
+impl Session<'_> {
+    /// When armed and this batch reaches past the armed position, swaps its first token for
+    /// one outside the vocabulary: llama.cpp then refuses the batch.
+    fn inject_fault(&mut self, batch_len: usize) {
+        use std::sync::atomic::Ordering;
+        let past = self.fail_decode_past.load(Ordering::SeqCst);
+        if self.live.len() + batch_len <= past {
+            return;
+        }
+        self.fail_decode_past.store(usize::MAX, Ordering::SeqCst);
+        let invalid = LlamaToken(self.model.n_vocab());
+        self.batch.clear();
+        let position = i32::try_from(self.live.len()).unwrap_or(i32::MAX);
+        let _ = self.batch.add(invalid, position, &[SEQUENCE], true);
+    }
 }
 
 fn protocol(message: String) -> ModelError {

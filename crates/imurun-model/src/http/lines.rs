@@ -2,14 +2,12 @@
 //! and NDJSON streams), or a short prefix (for error bodies), watching the stop flag while
 //! the server is silent.
 
-use std::time::Duration;
-
 use imurun_core::{ModelError, StopFlag};
 use reqwest::Response;
 use reqwest::header::CONTENT_LENGTH;
 
 use super::errors::chain;
-use super::{ERROR_BODY_BYTES_MAX, HTTP_STOP_POLL_MS, STREAM_LINE_BYTES_MAX};
+use super::{ERROR_BODY_BYTES_MAX, STREAM_LINE_BYTES_MAX};
 
 /// What a read gave: an item, the end of the body, or nothing because the stop flag was set.
 #[derive(Debug, PartialEq, Eq)]
@@ -106,38 +104,31 @@ impl BodyReader {
         }
     }
 
-    /// Appends the next piece of the body to `pending`, looking at `stop` every
-    /// `HTTP_STOP_POLL_MS` while the server is silent. Dropping `Response::chunk`'s future
-    /// loses nothing: it takes a frame only when one is ready.
+    /// Appends the next piece of the body to `pending`, or ends when `stop` is set, even
+    /// while the server is silent. Dropping `Response::chunk`'s future loses nothing: it
+    /// takes a frame only when one is ready.
     async fn receive(&mut self, stop: &StopFlag) -> Result<Read<()>, ModelError> {
-        loop {
-            if stop.is_stopped() {
-                return Ok(Read::Stopped);
-            }
-            let poll = tokio::time::sleep(Duration::from_millis(HTTP_STOP_POLL_MS));
-            tokio::select! {
-                chunk = self.response.chunk() => {
-                    return match chunk {
-                        Ok(Some(chunk)) => {
-                            self.bytes_read = self.bytes_read.saturating_add(chunk.len());
-                            if self.bytes_read > self.bytes_max {
-                                return Err(self.too_large());
-                            }
-                            self.pending.extend_from_slice(&chunk);
-                            Ok(Read::Item(()))
-                        }
-                        Ok(None) => Ok(Read::End),
-                        Err(error) => Err(ModelError::Transport {
-                            message: format!(
-                                "the connection to {} broke mid-response: {}",
-                                self.url,
-                                chain(&error)
-                            ),
-                        }),
-                    };
+        let chunk = tokio::select! {
+            chunk = self.response.chunk() => chunk,
+            () = stop.stopped() => return Ok(Read::Stopped),
+        };
+        match chunk {
+            Ok(Some(chunk)) => {
+                self.bytes_read = self.bytes_read.saturating_add(chunk.len());
+                if self.bytes_read > self.bytes_max {
+                    return Err(self.too_large());
                 }
-                () = poll => {}
+                self.pending.extend_from_slice(&chunk);
+                Ok(Read::Item(()))
             }
+            Ok(None) => Ok(Read::End),
+            Err(error) => Err(ModelError::Transport {
+                message: format!(
+                    "the connection to {} broke mid-response: {}",
+                    self.url,
+                    chain(&error)
+                ),
+            }),
         }
     }
 

@@ -51,10 +51,6 @@ pub const STREAM_BYTES_MAX: usize = 64 * 1024 * 1024;
 /// token limit (Ollama's default) cannot grow memory without bound.
 pub const REPLY_BYTES_MAX: usize = 1024 * 1024;
 
-/// How often a waiting call looks at the stop flag, in milliseconds: a Stop while the server
-/// is silent (loading a model, reading a long prompt) takes effect within this time.
-pub const HTTP_STOP_POLL_MS: u64 = 20;
-
 /// How a request is retried when the server cannot take it yet: connection refused or
 /// timed out while connecting, HTTP 429, 500, 502, 503 and 504. Nothing is retried once a
 /// successful response has begun, so a reply is never streamed twice.

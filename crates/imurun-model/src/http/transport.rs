@@ -1,14 +1,13 @@
 //! Sending one request with bounded retries, and waiting in a way a Stop interrupts.
 
-use std::time::Duration;
-
 use imurun_core::{ModelError, StopFlag};
 use reqwest::header::HeaderMap;
 use reqwest::{RequestBuilder, Response};
 
+use super::RetryPolicy;
 use super::errors::{self, ErrorContext, chain};
 use super::lines::{Read, error_body};
-use super::{HTTP_STOP_POLL_MS, RetryPolicy};
+use crate::pause::pause;
 
 /// A request that did not get a successful response: the error, and the HTTP status when
 /// the server answered at all (`None` when it could not be reached).
@@ -38,7 +37,7 @@ pub(crate) async fn send_with_retries(
     loop {
         let sent = tokio::select! {
             sent = build().send() => sent,
-            () = stopped(stop) => return Ok(Read::Stopped),
+            () = stop.stopped() => return Ok(Read::Stopped),
         };
         let (failed, wait_ms) = match sent {
             Ok(response) if response.status().is_success() => return Ok(Read::Item(response)),
@@ -128,27 +127,6 @@ fn millis(value: f64) -> u64 {
         ms
     } else {
         0
-    }
-}
-
-/// Sleeps `wait_ms` in slices of at most `HTTP_STOP_POLL_MS`; false when `stop` was set.
-pub(crate) async fn pause(wait_ms: u64, stop: &StopFlag) -> bool {
-    let mut left_ms = wait_ms;
-    while left_ms > 0 {
-        if stop.is_stopped() {
-            return false;
-        }
-        let slice_ms = left_ms.min(HTTP_STOP_POLL_MS);
-        tokio::time::sleep(Duration::from_millis(slice_ms)).await;
-        left_ms -= slice_ms;
-    }
-    !stop.is_stopped()
-}
-
-/// Resolves once `stop` is set, looking every `HTTP_STOP_POLL_MS`.
-async fn stopped(stop: &StopFlag) {
-    while !stop.is_stopped() {
-        tokio::time::sleep(Duration::from_millis(HTTP_STOP_POLL_MS)).await;
     }
 }
 

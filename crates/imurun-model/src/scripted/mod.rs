@@ -7,9 +7,8 @@ mod script;
 
 use std::collections::VecDeque;
 use std::sync::{Mutex, MutexGuard, PoisonError};
-use std::time::Duration;
 
-use imurun_core::{BoxFuture, GenerateRequest, Message, Model, ModelError, StopFlag};
+use imurun_core::{BoxFuture, GenerateRequest, Message, Model, ModelError};
 
 pub use json::SCRIPT_BYTES_MAX;
 pub use pieces::split_pieces;
@@ -18,14 +17,11 @@ pub use script::{
 };
 
 use crate::ScriptError;
+use crate::pause::pause;
 
 /// How many requests a model keeps for `requests()`: the newest ones. A test's turn makes a
 /// handful; the bound keeps a long-running demo server with a fallback reply from growing.
 pub const REQUESTS_KEPT_MAX: usize = 1024;
-
-/// How often a delay looks at the stop flag, in milliseconds: a Stop during a long delay
-/// takes effect within this time.
-pub const STOP_POLL_MS: u64 = 20;
 
 /// A model that replays a `Script`.
 ///
@@ -235,19 +231,4 @@ async fn replay(
         Some(error) => Err(error.clone()),
         None => Ok(answer),
     }
-}
-
-/// Sleeps `delay_ms` in slices of at most `STOP_POLL_MS`, checking `stop` before each; false
-/// when the generation was stopped. A zero delay does not touch the runtime.
-async fn pause(delay_ms: u64, stop: &StopFlag) -> bool {
-    let mut left_ms = delay_ms;
-    while left_ms > 0 {
-        if stop.is_stopped() {
-            return false;
-        }
-        let slice_ms = left_ms.min(STOP_POLL_MS);
-        tokio::time::sleep(Duration::from_millis(slice_ms)).await;
-        left_ms -= slice_ms;
-    }
-    !stop.is_stopped()
 }

@@ -9,36 +9,9 @@ use std::sync::OnceLock;
 use imurun_core::{GenerateRequest, Message, Model, ModelError};
 use imurun_model::{Decoding, EmbeddedConfig, EmbeddedModel, FinishReason, Generation, GgufInfo};
 
-pub(crate) const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-
 /// Where the default model is: see the module comment.
 pub(crate) fn model_path() -> PathBuf {
-    if let Some(path) = std::env::var_os("IMURUN_MODEL") {
-        return PathBuf::from(path);
-    }
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    for ancestor in manifest.ancestors() {
-        let candidate = ancestor
-            .join("shared")
-            .join("models")
-            .join(DEFAULT_MODEL_FILE);
-        if candidate.is_file() {
-            return candidate;
-        }
-    }
-    if let Some(home) = std::env::var_os("HOME") {
-        let candidate = PathBuf::from(home)
-            .join(".imurun")
-            .join("models")
-            .join(DEFAULT_MODEL_FILE);
-        if candidate.is_file() {
-            return candidate;
-        }
-    }
-    panic!(
-        "the default model {DEFAULT_MODEL_FILE} was not found (IMURUN_MODEL, ../shared/models/, \
-         ~/.imurun/models/): run scripts/fetch-model.sh"
-    );
+    imurun_testkit::default_model_path(env!("CARGO_MANIFEST_DIR"))
 }
 
 /// The model with a small context, loaded once for the whole test binary: the tests share

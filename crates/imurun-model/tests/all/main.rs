@@ -9,6 +9,7 @@ mod embedded;
 mod http_server;
 mod ollama;
 mod openai;
+mod prompt_reuse;
 mod replay;
 mod script_file;
 mod template_fixtures;

@@ -46,12 +46,13 @@ use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use imurun_agent::AgentConfig;
-use imurun_core::{Model, NullAudit};
+use imurun_core::Model;
+use imurun_exec::{Registry, ToolExecutor};
 use imurun_model::ScriptedModel;
 use imurun_policy::{Settings, Workspace, WorkspaceConfig};
 use imurun_server::{EventHub, ModelSlot, ServerOptions, ServerParts, ServerState, serve};
 use imurun_store::Store;
-use imurun_tools::{Registry, ShellConfig, ToolExecutor};
+use imurun_tools::{BuiltinConfig, builtin_tools};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
@@ -127,6 +128,9 @@ pub(crate) struct LoadReport {
     turn_latency_us: Vec<u64>,
     fan_out_latency_us: Vec<u64>,
     events_received: u64,
+    /// Audit rows the real writer committed, and lost, by the end of the run.
+    audit_rows_committed: u64,
+    audit_rows_lost: u64,
     rss_kb_before: Option<u64>,
     rss_kb_subscribed: Option<u64>,
     rss_kb_after_prompts: Option<u64>,
@@ -136,6 +140,12 @@ pub(crate) struct LoadReport {
 }
 
 impl LoadReport {
+    /// Audit rows the real writer committed.
+    #[allow(dead_code)] // The bench prints it; the CI-sized test asserts it.
+    pub(crate) fn audit_rows_committed(&self) -> u64 {
+        self.audit_rows_committed
+    }
+
     /// How many errors occurred (the report keeps the first few word for word).
     pub(crate) fn error_count(&self) -> usize {
         self.error_count
@@ -210,6 +220,11 @@ impl LoadReport {
         );
         let _ = writeln!(
             out,
+            "audit rows (real writer, synchronous=FULL): committed {}, lost {}",
+            self.audit_rows_committed, self.audit_rows_lost
+        );
+        let _ = writeln!(
+            out,
             "RSS of this process (server + clients), MiB: before {}, subscribed {}, after prompts {}, peak {}",
             mib(self.rss_kb_before),
             mib(self.rss_kb_subscribed),
@@ -252,8 +267,15 @@ pub(crate) async fn run(config: &LoadConfig) -> LoadReport {
         }
     };
     drive(config, server.addr, &mut report).await;
-    if let Err(error) = server.stop().await {
-        report.error(error);
+    match server.stop().await {
+        Ok((committed, lost)) => {
+            report.audit_rows_committed = committed;
+            report.audit_rows_lost = lost;
+            if lost > 0 {
+                report.error(format!("{lost} audit rows were lost"));
+            }
+        }
+        Err(error) => report.error(error),
     }
     report.rss_kb_peak = status_kb("VmHWM");
     report
@@ -699,6 +721,7 @@ async fn run_subscriber(plan: SubscriberPlan) -> Result<SubscriberOutcome, Strin
 struct LoadServer {
     addr: SocketAddr,
     store: Store,
+    audit: Arc<imurun_store::AuditWriter>,
     shutdown: oneshot::Sender<()>,
     task: tokio::task::JoinHandle<std::io::Result<()>>,
 }
@@ -717,17 +740,25 @@ impl LoadServer {
         .map_err(|error| format!("workspace: {error}"))?;
         let workspace = Arc::new(workspace);
         let hub = EventHub::default();
-        let registry = Registry::builtin(&workspace, ShellConfig::default());
+        let mut registry = Registry::new();
+        for tool in builtin_tools(&workspace, BuiltinConfig::default()) {
+            registry.insert(tool, true);
+        }
+        let store = Store::open(dir.join("data/imurun.db"))
+            .await
+            .map_err(|error| format!("store: {error}"))?;
+        // The real audit writer, as `imurun serve` wires it: every call of every turn is a
+        // row committed to the same database the sessions and transcripts use.
+        let audit = Arc::new(
+            imurun_store::AuditWriter::spawn(&store).map_err(|error| format!("audit: {error}"))?,
+        );
         let executor = ToolExecutor::new(
             registry,
             workspace,
             Settings::default(),
             Arc::new(hub.clone()),
-            Arc::new(NullAudit),
+            audit.clone(),
         );
-        let store = Store::open(dir.join("data/imurun.db"))
-            .await
-            .map_err(|error| format!("store: {error}"))?;
         let model: Arc<dyn Model> = Arc::new(load_model(model_delay, turns)?);
         let state = ServerState::new(ServerParts {
             mcp: std::sync::Arc::default(),
@@ -753,6 +784,7 @@ impl LoadServer {
         let server = LoadServer {
             addr,
             store,
+            audit,
             shutdown,
             task,
         };
@@ -773,12 +805,18 @@ impl LoadServer {
         Err("the server never answered /api/health".to_owned())
     }
 
-    async fn stop(self) -> Result<(), String> {
+    /// Stops the server and flushes the audit; returns the audit rows committed and lost.
+    async fn stop(self) -> Result<(u64, u64), String> {
         let _ = self.shutdown.send(());
         let stopped = tokio::time::timeout(Duration::from_secs(30), self.task).await;
+        let flushed = self.audit.shutdown().await;
+        let stats = self.audit.stats();
         self.store.close().await;
+        if let Err(error) = flushed {
+            return Err(format!("audit: {error}"));
+        }
         match stopped {
-            Ok(Ok(Ok(()))) => Ok(()),
+            Ok(Ok(Ok(()))) => Ok((stats.committed, stats.lost)),
             Ok(Ok(Err(error))) => Err(format!("serve: {error}")),
             Ok(Err(error)) => Err(format!("the server task failed: {error}")),
             Err(_) => Err("the server did not shut down within 30 s".to_owned()),
@@ -795,7 +833,8 @@ fn load_model(delay: Duration, turns: usize) -> Result<ScriptedModel, String> {
     let delay_ms = u64::try_from(delay.as_millis()).unwrap_or(u64::MAX);
     let call = json!({"name": "file_read", "args": {"path": "notes.txt"}});
     let answer = json!({
-        "tokens": ["Your ", "notes ", "say: ", "buy ", "milk."],
+        // It quotes the file, as a grounded answer does: no correction, no second answer.
+        "tokens": ["Your ", "notes ", "say: ", "Buy ", "milk. ", "Call ", "the ", "plumber."],
         "delay_ms": delay_ms,
         "when_last_user_contains": "[tool result: file_read]",
     });

@@ -18,6 +18,7 @@ use crate::state::ServerState;
     get,
     path = "/api/events",
     tag = "events",
+    operation_id = "events",
     summary = "The live events, as Server-Sent Events",
     params(
         ("session" = Option<String>, Query, description = "Only this session's events, plus the global ones (events without a session). Absent or empty: every event."),
@@ -25,10 +26,10 @@ use crate::state::ServerState;
     ),
     responses((
         status = 200,
-        description = "A `text/event-stream` that stays open. Each message is an `id:` line (absent on `stream.*` notices) and one `data:` line holding one JSON object, a `StreamEvent`, whose `type` field says what happened; no `event:` line is sent. After 15 s of silence the comment `: heartbeat` is sent. After `stream.lagged` the response ends; reconnect with `Last-Event-ID`.",
+        description = "A `text/event-stream` that stays open. Each message (`EventMessage`) is an `id:` line (absent on `stream.*` notices) and one `data:` line holding one JSON object, a `StreamEvent`, whose `type` field says what happened; no `event:` line is sent. After 15 s of silence the comment `: heartbeat` is sent. After `stream.lagged` the response ends; reconnect with `Last-Event-ID`.",
         content_type = "text/event-stream",
-        body = String,
-        example = json!("id: 7\ndata: {\"type\":\"turn.start\",\"session_id\":\"s-1\",\"turn_id\":\"turn-19a-0\",\"prompt\":\"hi\",\"id\":7,\"ts\":1767225600000}\n\n: heartbeat\n\n"),
+        body = crate::openapi::EventMessage,
+        example = json!({"id": "7", "data": "{\"type\":\"turn.start\",\"session_id\":\"s-1\",\"turn_id\":\"turn-19a-0\",\"prompt\":\"hi\",\"id\":7,\"ts\":1767225600000}"}),
     )),
 )]
 pub(crate) async fn stream(

@@ -4,6 +4,7 @@
 use axum::Json;
 use axum::extract::State;
 use imurun_core::{Availability, Tool};
+use imurun_integrations::connectors::SERVICES;
 
 use crate::state::ServerState;
 use crate::wire::{ConnectorInfo, IntegrationList, IntegrationTool, McpServerInfo};
@@ -13,6 +14,7 @@ use crate::wire::{ConnectorInfo, IntegrationList, IntegrationTool, McpServerInfo
     get,
     path = "/api/integrations",
     tag = "tools",
+    operation_id = "list_integrations",
     summary = "MCP servers and connectors, with their tools and availability",
     responses((status = 200, description = "The integrations.", body = IntegrationList)),
 )]
@@ -38,27 +40,24 @@ pub(crate) async fn list(State(state): State<ServerState>) -> Json<IntegrationLi
         .collect();
     let registry = state.executor().registry();
     let mut connectors: Vec<ConnectorInfo> = Vec::new();
-    for tool in registry.tools() {
-        let Some(service) = registry.service_of(&tool.spec().name) else {
+    for service in SERVICES {
+        let tools: Vec<IntegrationTool> = service
+            .tools
+            .iter()
+            .filter_map(|declared| registry.get(declared.name))
+            .map(|tool| tool_info(tool.as_ref()))
+            .collect();
+        if tools.is_empty() {
+            // Not registered in this server (a test's registry, say): nothing to list.
             continue;
-        };
-        let entry = match connectors.iter().position(|info| info.id == service.id) {
-            Some(at) => &mut connectors[at],
-            None => {
-                connectors.push(ConnectorInfo {
-                    id: service.id.to_owned(),
-                    name: service.display_name.to_owned(),
-                    connected: false,
-                    credential_var: service.credential.token_var.to_owned(),
-                    tools: Vec::new(),
-                });
-                let last = connectors.len() - 1;
-                &mut connectors[last]
-            }
-        };
-        let info = tool_info(tool.as_ref());
-        entry.connected |= info.available;
-        entry.tools.push(info);
+        }
+        connectors.push(ConnectorInfo {
+            id: service.id.to_owned(),
+            name: service.display_name.to_owned(),
+            connected: tools.iter().any(|tool| tool.available),
+            credential_var: service.credential.token_var.to_owned(),
+            tools,
+        });
     }
     Json(IntegrationList {
         mcp_servers,

@@ -11,6 +11,7 @@ use crate::wire::{Health, ModelInfo};
     get,
     path = "/api/health",
     tag = "meta",
+    operation_id = "health",
     summary = "Whether the server answers, and its version",
     responses((status = 200, description = "The server answers (also while the model loads).", body = Health)),
 )]
@@ -27,6 +28,7 @@ pub(crate) async fn health(State(state): State<ServerState>) -> Json<Health> {
     get,
     path = "/api/model",
     tag = "meta",
+    operation_id = "get_model",
     summary = "The model slot: none, loading, ready or failed",
     responses((status = 200, description = "Where the model stands; prompts answer 503 until `ready`.", body = ModelInfo)),
 )]

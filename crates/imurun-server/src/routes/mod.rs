@@ -11,12 +11,12 @@
 //! | `GET`/`POST /api/permissions` | 200 [`Permissions`](crate::wire::Permissions); 400 |
 //! | `GET`/`POST /api/agent` | 200 [`AgentSettings`](crate::wire::AgentSettings); 400 |
 //! | `GET /api/grants`, `DELETE /api/grants`, `DELETE /api/grants/{session_id}` | 200 |
-//! | `POST /api/sessions` | 201 [`SessionInfo`](crate::wire::SessionInfo) |
+//! | `POST /api/sessions` | 201 [`SessionInfo`](crate::wire::SessionInfo); 400, 413 |
 //! | `GET /api/sessions` | 200 [`SessionList`](crate::wire::SessionList) |
-//! | `GET`/`PATCH`/`DELETE /api/sessions/{id}` | 200; 404 |
-//! | `POST /api/sessions/{id}/prompts` | 202 [`PromptAccepted`](crate::wire::PromptAccepted); 400, 404, 413, 429, 503 |
+//! | `GET`/`PATCH`/`DELETE /api/sessions/{id}` | 200; 400, 404 (`PATCH`: 413, 415) |
+//! | `POST /api/sessions/{id}/prompts` | 202 [`PromptAccepted`](crate::wire::PromptAccepted); 400, 404, 413, 415, 429, 503, 507 |
 //! | `POST /api/sessions/{id}/stop` | 200 [`Stopped`](crate::wire::Stopped) |
-//! | `GET /api/sessions/{id}/turns[/{turn_id}]` | 200 [`TurnList`](crate::wire::TurnList) / [`TurnView`](crate::wire::TurnView); 404 |
+//! | `GET /api/sessions/{id}/turns[/{turn_id}]` | 200 [`TurnList`](crate::wire::TurnList) / [`TurnView`](crate::wire::TurnView); 400, 404 |
 //! | `POST /api/stop` | 200 [`KillSwitch`](crate::wire::KillSwitch) |
 //! | `GET /api/integrations` | 200 [`IntegrationList`](crate::wire::IntegrationList) |
 //! | `GET /api/skills` | 200 [`SkillList`](crate::wire::SkillList) |
@@ -25,12 +25,13 @@
 //! | `GET /api/events?session=ID` | SSE, `Last-Event-ID` honoured |
 //! | `GET /api/openapi.json` | 200, this table as an OpenAPI 3.1 document |
 //! | `GET /v1/models` | 200 [`ModelList`](crate::openai_wire::ModelList) (OpenAI's shape) |
-//! | `POST /v1/chat/completions` | 200 [`ChatCompletion`](crate::openai_wire::ChatCompletion) or SSE chunks; 400, 404, 409, 413, 500, 503 |
+//! | `POST /v1/chat/completions` | 200 [`ChatCompletion`](crate::openai_wire::ChatCompletion) or SSE chunks; 400, 404, 409, 413, 415, 500, 503, 507 |
 //! | `GET /` | 200 the web page (`web/index.html`); not in the OpenAPI document |
 //! | `GET /assets/{file}` | 200 one of the page's files; 404; not in the OpenAPI document |
 //!
 //! Every error is an [`ApiError`](crate::ApiError) body; unknown paths are 404 and wrong
-//! methods 405 in the same shape.
+//! methods 405 in the same shape. With an API token, every route but `GET /api/health` may also
+//! answer 401; every JSON body that is not a JSON object of its schema is a 400.
 
 pub(crate) mod events;
 pub(crate) mod integrations;
@@ -71,7 +72,42 @@ pub fn router(state: ServerState) -> Router {
             state.clone(),
             crate::auth::require_token,
         ))
+        .layer(axum::middleware::from_fn(request_span))
         .with_state(state)
+}
+
+/// Header naming a request's id in every answer, so a person can find its log lines.
+pub const REQUEST_ID_HEADER: &str = "x-request-id";
+
+/// Runs each request in a span carrying its id, method and route (the path's shape, never its
+/// query, which may hold the events route's token), logs failures, and names the id in the
+/// answer.
+async fn request_span(
+    request: axum::extract::Request,
+    next: axum::middleware::Next,
+) -> axum::response::Response {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    use tracing::Instrument;
+
+    static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+    let request_id = format!("req-{}", NEXT_ID.fetch_add(1, Ordering::Relaxed));
+    let method = request.method().clone();
+    let route = request
+        .extensions()
+        .get::<axum::extract::MatchedPath>()
+        .map_or_else(|| "unmatched".to_owned(), |path| path.as_str().to_owned());
+    let span = tracing::info_span!("request", id = %request_id, %method, %route);
+    let mut response = next.run(request).instrument(span.clone()).await;
+    let status = response.status();
+    if status.is_server_error() {
+        span.in_scope(|| tracing::warn!(status = status.as_u16(), "the request failed"));
+    } else {
+        span.in_scope(|| tracing::debug!(status = status.as_u16(), "answered"));
+    }
+    if let Ok(value) = axum::http::HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert(REQUEST_ID_HEADER, value);
+    }
+    response
 }
 
 /// Every API operation the router serves, as `("GET", "/api/health")` pairs in table order:

@@ -4,7 +4,8 @@
 //! A chat completion is one imurun turn, run by the same loop, executor and policy as a prompt
 //! from the page:
 //!
-//! - **Prompt and history.** The last message must be the user's: it is the prompt. Without
+//! - **Prompt and history.** The last message must be the user's: it is the prompt. Every
+//!   `user` message is bounded like a prompt (32 000 characters), wherever it is. Without
 //!   `X-Imurun-Session`, every request gets a fresh session titled `openai: <first 40
 //!   characters of the prompt>`, and the request's earlier `user` and `assistant` messages
 //!   (the last 6, all a turn reads) are written into its transcript as the history. With the
@@ -19,8 +20,8 @@
 //!   so no message can change what a tool may do or what needs approval.
 //! - **Approvals.** A call that needs approval waits for a person only while some SSE client
 //!   watches the session (or every session, as the page does); otherwise it is denied at once
-//!   (`no_client`). The facade's own token stream is an observer of the hub, not a subscriber,
-//!   so it never makes an approval wait for a card nobody sees.
+//!   (`no_client`). The facade's own token stream is the turn's tap, not a subscriber, so it
+//!   never makes an approval wait for a card nobody sees.
 //! - **Ignored fields**: `model` (whatever is named, the agent answers; responses say
 //!   `imurun`), `max_tokens`, `max_completion_tokens`, `temperature`, `top_p`, `stop`, `seed`,
 //!   `presence_penalty`, `frequency_penalty`, `logit_bias`, `logprobs`, `user`, `tools`,
@@ -61,20 +62,22 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::{StreamExt, stream};
 use imurun_agent::HISTORY_MESSAGES_MAX;
-use imurun_core::{Message, Model};
+use imurun_core::{Event, TokenUsage};
 use imurun_store::Role as StoredRole;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
 use crate::error::{ApiError, ApiJson};
-use crate::hub::{EventHub, EventRecord, ObserverGuard};
+use crate::events::ServerEvent;
 use crate::openai_wire::{
     AssistantMessage, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage,
     Choice, ChunkChoice, Delta, MessageContent, ModelCard, ModelList, Usage,
 };
 use crate::sse::HEARTBEAT_TEXT;
 use crate::state::{PROMPT_CHARS_MAX, ServerState, lock};
-use crate::turns::{TurnOptions, check_prompt, model_not_loaded, submit_prompt_with, turn_view};
+use crate::turns::{
+    Tap, TurnOptions, check_prompt, model_not_loaded, recorded_usage, submit_prompt_with, turn_view,
+};
 use crate::wire::{SessionInfo, TurnView};
 
 /// The model id the agent answers as.
@@ -96,6 +99,7 @@ const ERROR_BODY_BYTES_MAX: usize = 64 << 10;
     get,
     path = "/v1/models",
     tag = "openai",
+    operation_id = "list_models",
     summary = "The models an OpenAI client may name: the agent, `imurun`",
     responses((status = 200, description = "`imurun`, then the loaded model's own name once one is ready; naming either runs the agent.", body = ModelList)),
 )]
@@ -130,20 +134,28 @@ pub(crate) async fn models(State(state): State<ServerState>) -> Json<ModelList> 
     post,
     path = "/v1/chat/completions",
     tag = "openai",
+    operation_id = "chat_completions",
     summary = "One imurun turn as an OpenAI chat completion, whole or streamed",
     request_body = ChatCompletionRequest,
-    params(("X-Imurun-Session" = Option<String>, Header, description = "Run the turn in this existing session, whose transcript is then the history (the request's earlier messages are ignored). Absent: a fresh session per request, holding the request's history. The response names the session in the same header.")),
+    params(("X-Imurun-Session" = Option<String>, Header, description = "Run the turn in this existing session, whose transcript is then the history (the request's earlier messages are ignored). Absent: a fresh session per request, holding the request's history. The response names the session in the same header.", pattern = "^[A-Za-z0-9_-][A-Za-z0-9._-]{0,127}$", min_length = 1, max_length = 128)),
     responses(
         (status = 200, description = "The answer: a `chat.completion`, or with `stream: true` a `text/event-stream` of `data: <chat.completion.chunk>` messages ending with `data: [DONE]`.", content(
             (ChatCompletion = "application/json"),
-            (ChatCompletionChunk = "text/event-stream"),
+            (crate::openai_wire::ChatCompletionEvent = "text/event-stream"),
+        ), headers(
+            ("X-Imurun-Session" = String, description = "The session the turn ran in: the one the request named, or the fresh one made for it."),
+        ), links(
+            ("get_session" = (operation_id = "get_session", parameters(("id" = "$response.header.X-Imurun-Session")), description = "The session the turn ran in, with its transcript.")),
+            ("list_turns" = (operation_id = "list_turns", parameters(("id" = "$response.header.X-Imurun-Session")), description = "Its turns.")),
         )),
-        (status = 400, description = "No messages, the last is not the user's, an empty prompt, a non-text content part, `n` other than 1, or JSON that does not parse.", body = crate::openapi::ErrorBody),
-        (status = 404, description = "No session has the id of `X-Imurun-Session`.", body = crate::openapi::ErrorBody),
-        (status = 409, description = "A turn is running in the session of `X-Imurun-Session`.", body = crate::openapi::ErrorBody),
-        (status = 413, description = "The prompt or the system messages are longer than 32 000 characters.", body = crate::openapi::ErrorBody),
-        (status = 500, description = "`turn_failed`: the turn ended in an error.", body = crate::openapi::ErrorBody),
-        (status = 503, description = "No model is ready.", body = crate::openapi::ModelNotLoadedBody),
+        (status = 400, description = "The body is not JSON, not a JSON object, or does not fit the schema: the last message is not the user's or its text is empty (a rule the schema cannot state), a message with an unknown role, a content part other than `text`, or `n` other than 1; or `X-Imurun-Session` is not a session id; `bad_request`.", body = crate::openapi::ErrorBody),
+        (status = 404, description = "No session has the id of `X-Imurun-Session`; `not_found`.", body = crate::openapi::ErrorBody),
+        (status = 409, description = "A turn is running in the session of `X-Imurun-Session`; `conflict`.", body = crate::openapi::ErrorBody),
+        (status = 413, description = "A `user` message, or the `system` and `developer` messages together, are longer than 32 000 characters, or the body is over the server's limit (256 KiB by default); `too_large`.", body = crate::openapi::ErrorBody),
+        (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = crate::openapi::ErrorBody),
+        (status = 500, description = "`turn_failed`: the turn ended in an error; or `internal`: the store failed.", body = crate::openapi::ErrorBody),
+        (status = 503, description = "No model is ready; `model_not_loaded`.", body = crate::openapi::ModelNotLoadedBody),
+        (status = 507, description = "The session of `X-Imurun-Session` holds its most messages; `store_full`.", body = crate::openapi::ErrorBody),
     ),
 )]
 pub(crate) async fn chat_completions(
@@ -152,20 +164,18 @@ pub(crate) async fn chat_completions(
     ApiJson(request): ApiJson<ChatCompletionRequest>,
 ) -> Result<Response, ApiError> {
     let conversation = Conversation::read(&request)?;
-    let model = state
+    // Refused before a session is made: no model, no turn.
+    state
         .model()
         .model()
         .ok_or_else(|| model_not_loaded(&state))?;
     let session_id = open_session(&state, &headers, &conversation).await?;
-    let prompt_tokens = model.count_tokens(&conversation.counted_messages());
-    // Registered before the turn starts, so that no token of it is missed.
-    let feed = request
-        .stream
-        .unwrap_or(false)
-        .then(|| TokenFeed::observe(state.hub(), &session_id));
+    // The turn's own tap: it sees every token of the turn, from its first.
+    let feed = request.stream.unwrap_or(false).then(TokenFeed::new);
     let options = TurnOptions {
         instructions: conversation.instructions(),
         refuse_if_running: true,
+        tap: feed.as_ref().map(|feed| feed.tap()),
     };
     let started =
         submit_prompt_with(&state, &session_id, conversation.prompt.clone(), options).await?;
@@ -173,10 +183,9 @@ pub(crate) async fn chat_completions(
     let ended = started.ended.ok_or_else(ApiError::internal)?;
     let answer = AnswerParts {
         state: state.clone(),
-        model,
         completion_id: format!("chatcmpl-{}", started.accepted.turn_id),
         created: unix_seconds(),
-        prompt_tokens,
+        usage: TokenUsage::default(),
         stop_guard: StopOnDrop {
             state: state.clone(),
             session_id: session_id.clone(),
@@ -188,12 +197,12 @@ pub(crate) async fn chat_completions(
         ended,
     };
     let mut response = match feed {
-        Some((feed, observer)) => {
+        Some(feed) => {
             let include_usage = request
                 .stream_options
                 .and_then(|options| options.include_usage)
                 .unwrap_or(false);
-            stream_answer(answer, feed, observer, include_usage)
+            stream_answer(answer, feed, include_usage)
         }
         None => whole_answer(answer).await?,
     };
@@ -221,7 +230,34 @@ impl Conversation {
                 "`n` is {n}; an imurun turn gives exactly one answer, so only 1 is accepted"
             )));
         }
-        let Some((last, earlier)) = request.messages.split_last() else {
+        // Every `user` message is bounded like a prompt, wherever it is.
+        let mut texts = Vec::with_capacity(request.messages.len());
+        for message in &request.messages {
+            let text = message_text(message)?;
+            match message.role.as_str() {
+                "system" | "developer" | "assistant" | "tool" | "function" => {}
+                "user" => {
+                    let chars = text.chars().count();
+                    if chars > PROMPT_CHARS_MAX {
+                        return Err(ApiError::too_large(format!(
+                            "a `user` message is {chars} characters long; at most \
+                             {PROMPT_CHARS_MAX} are accepted"
+                        )));
+                    }
+                }
+                other => {
+                    return Err(ApiError::bad_request(format!(
+                        "a message has role `{other}`; the roles are system, developer, \
+                         user, assistant, tool and function"
+                    )));
+                }
+            }
+            texts.push(text);
+        }
+        // The last message is the prompt. A conversation that ends with an answer or a tool's
+        // result asks for a continuation imurun does not give; answering an earlier message
+        // instead would drop what the client sent without saying so.
+        let Some((last, _)) = request.messages.split_last() else {
             return Err(ApiError::bad_request(
                 "`messages` is empty; send at least one message with role `user`",
             ));
@@ -233,25 +269,19 @@ impl Conversation {
                 last.role
             )));
         }
-        let prompt = message_text(last)?;
+        let prompt_at = texts.len() - 1;
+        let prompt = texts[prompt_at].clone();
         check_prompt(&prompt)?;
         let mut history = Vec::new();
         let mut system = Vec::new();
-        for message in earlier {
-            let text = message_text(message)?;
+        for (at, (message, text)) in request.messages.iter().zip(texts).enumerate() {
             match message.role.as_str() {
                 "system" | "developer" => system.push(text),
-                "user" => history.push((StoredRole::User, text)),
+                "user" if at < prompt_at => history.push((StoredRole::User, text)),
                 "assistant" => history.push((StoredRole::Assistant, text)),
-                // The client's own tools never run here; their results mean nothing to the
-                // agent.
-                "tool" | "function" => continue,
-                other => {
-                    return Err(ApiError::bad_request(format!(
-                        "a message has role `{other}`; the roles are system, developer, \
-                         user, assistant, tool and function"
-                    )));
-                }
+                // The prompt itself, and the results of the client's own tools, which never
+                // run here and mean nothing to the agent.
+                _ => {}
             }
         }
         history.retain(|(_, text)| !text.trim().is_empty());
@@ -287,17 +317,6 @@ impl Conversation {
                  decided outside this conversation and cannot be changed by it:\n\n{text}"
             )
         })
-    }
-
-    /// What `usage.prompt_tokens` counts: the client's messages.
-    fn counted_messages(&self) -> Vec<Message> {
-        let mut messages: Vec<Message> = self.system.iter().map(Message::system).collect();
-        messages.extend(self.history.iter().map(|(role, text)| match role {
-            StoredRole::User => Message::user(text),
-            StoredRole::Assistant => Message::assistant(text),
-        }));
-        messages.push(Message::user(&self.prompt));
-        messages
     }
 }
 
@@ -357,8 +376,11 @@ async fn open_session(
         updated_at_ms: session.updated_at_ms,
     };
     // As `POST /api/sessions` does: a page's session list hears of sessions it is not watching.
-    let event = json!({"type": "session.created", "session_id": info.id, "session": info});
-    state.hub().publish_value(None, event).ok();
+    let event = ServerEvent::SessionCreated {
+        session_id: info.id.clone(),
+        session: info,
+    };
+    state.hub().publish_event(None, &event);
     Ok(session.id)
 }
 
@@ -372,10 +394,10 @@ fn session_title(prompt: &str) -> String {
 /// What answering a started turn needs, streamed or not.
 struct AnswerParts {
     state: ServerState,
-    model: Arc<dyn Model>,
     completion_id: String,
     created: u64,
-    prompt_tokens: usize,
+    /// The turn's tokens, read with its stored view once it has ended.
+    usage: TokenUsage,
     session_id: String,
     turn_id: String,
     ended: watch::Receiver<bool>,
@@ -393,15 +415,19 @@ impl AnswerParts {
             .store()
             .get_turn(&self.session_id, &self.turn_id)
             .await?;
+        self.usage = recorded_usage(&turn);
         Ok(turn_view(turn, None))
     }
 
-    fn usage(&self, answer: &str) -> Usage {
-        let completion_tokens = self.model.count_tokens(&[Message::assistant(answer)]);
+    /// Every generation of the turn: the tokens of each request the loop sent the model and
+    /// of each reply, counted by the model (exact for the embedded model, the estimate for
+    /// back-ends that cannot count). Known once [`AnswerParts::outcome`] has returned.
+    fn usage(&self) -> Usage {
+        let usage = self.usage;
         Usage {
-            prompt_tokens: self.prompt_tokens,
-            completion_tokens,
-            total_tokens: self.prompt_tokens + completion_tokens,
+            prompt_tokens: usage.prompt_tokens,
+            completion_tokens: usage.completion_tokens,
+            total_tokens: usage.prompt_tokens + usage.completion_tokens,
         }
     }
 
@@ -461,22 +487,16 @@ async fn whole_answer(mut answer: AnswerParts) -> Result<Response, ApiError> {
             },
             finish_reason: finish_reason(&view),
         }],
-        usage: answer.usage(&view.answer),
+        usage: answer.usage(),
     };
     Ok(Json(completion).into_response())
 }
 
-fn stream_answer(
-    answer: AnswerParts,
-    feed: Arc<TokenFeed>,
-    observer: ObserverGuard,
-    include_usage: bool,
-) -> Response {
+fn stream_answer(answer: AnswerParts, feed: Arc<TokenFeed>, include_usage: bool) -> Response {
     let heartbeat = answer.state.options().heartbeat_interval;
     let streamer = Streamer {
         answer,
         feed,
-        _observer: observer,
         include_usage,
         streamed: String::new(),
         phase: Phase::Start,
@@ -503,7 +523,6 @@ enum Phase {
 struct Streamer {
     answer: AnswerParts,
     feed: Arc<TokenFeed>,
-    _observer: ObserverGuard,
     include_usage: bool,
     /// The answer text sent so far.
     streamed: String,
@@ -581,14 +600,8 @@ impl Streamer {
         let mut ended = false;
         for item in items {
             match item {
-                FeedItem::Token {
-                    turn_id,
-                    text: more,
-                } if turn_id == self.answer.turn_id => {
-                    text.push_str(&more);
-                }
-                FeedItem::End { turn_id } if turn_id == self.answer.turn_id => ended = true,
-                _ => {}
+                FeedItem::Token(more) => text.push_str(&more),
+                FeedItem::End => ended = true,
             }
         }
         (text, ended)
@@ -614,7 +627,7 @@ impl Streamer {
                 }
                 events.push(self.chunk(Delta::default(), Some(finish_reason(&view))));
                 if self.include_usage {
-                    let usage = self.answer.usage(&self.streamed);
+                    let usage = self.answer.usage();
                     events.push(usage_chunk(&self.answer, usage));
                 }
             }
@@ -651,7 +664,7 @@ fn sse_json(value: &impl serde::Serialize) -> SseEvent {
     SseEvent::default().data(serde_json::to_string(value).unwrap_or_default())
 }
 
-/// The `token` and `turn.end` events of one session, as the hub's observer hands them over.
+/// The `token` and `turn.end` events of one turn, as its tap hands them over.
 ///
 /// Bounded by the turn's output: tokens that arrive while the client is still reading are
 /// joined onto the last waiting piece rather than queued one by one, so the queue holds a few
@@ -662,54 +675,33 @@ struct TokenFeed {
 }
 
 enum FeedItem {
-    Token { turn_id: String, text: String },
-    End { turn_id: String },
+    Token(String),
+    End,
 }
 
 impl TokenFeed {
-    /// A feed of `session_id`'s events from now on, while the guard lives.
-    fn observe(hub: &EventHub, session_id: &str) -> (Arc<TokenFeed>, ObserverGuard) {
-        let feed = Arc::new(TokenFeed {
+    fn new() -> Arc<TokenFeed> {
+        Arc::new(TokenFeed {
             items: Mutex::new(VecDeque::new()),
             notify: Notify::new(),
-        });
-        let sink = Arc::clone(&feed);
-        let session = session_id.to_owned();
-        // An observer rather than a subscription: it runs at publish time and never counts as
-        // a client who could approve a call.
-        let guard = hub.observe(
-            Some(session_id.to_owned()),
-            Arc::new(move |record: &EventRecord| {
-                if record.session_id() == Some(session.as_str()) {
-                    sink.push(record);
-                }
-            }),
-        );
-        (feed, guard)
+        })
     }
 
-    fn push(&self, record: &EventRecord) {
-        let event_type = record.event_type();
-        if event_type != "token" && event_type != "turn.end" {
-            return;
-        }
-        let event = record.value();
-        let turn_id = event["turn_id"].as_str().unwrap_or_default().to_owned();
+    /// The turn's tap that fills this feed.
+    fn tap(self: &Arc<Self>) -> Tap {
+        let feed = Arc::clone(self);
+        Arc::new(move |event: &Event| feed.push(event))
+    }
+
+    fn push(&self, event: &Event) {
         let mut items = lock(&self.items);
-        if event_type == "turn.end" {
-            items.push_back(FeedItem::End { turn_id });
-        } else {
-            let text = event["text"].as_str().unwrap_or_default();
-            match items.back_mut() {
-                Some(FeedItem::Token {
-                    turn_id: last_turn,
-                    text: last_text,
-                }) if *last_turn == turn_id => last_text.push_str(text),
-                _ => items.push_back(FeedItem::Token {
-                    turn_id,
-                    text: text.to_owned(),
-                }),
-            }
+        match event {
+            Event::TurnEnd { .. } => items.push_back(FeedItem::End),
+            Event::Token { text, .. } => match items.back_mut() {
+                Some(FeedItem::Token(last)) => last.push_str(text),
+                _ => items.push_back(FeedItem::Token(text.clone())),
+            },
+            _ => return,
         }
         drop(items);
         self.notify.notify_one();

@@ -1,7 +1,8 @@
 //! The web page: `web/`'s files, embedded at compile time and served at `GET /` and
 //! `GET /assets/{file}`. They are not part of the API and not in its OpenAPI document: they
 //! are a client of that API, served from the same origin so that the page needs no CDN and
-//! no build step.
+//! no build step. The Markdown renderer and sanitiser the page imports are vendored in
+//! `web/vendor/` (see its README) and served here by their file names, like the page's own.
 
 use axum::extract::Path;
 use axum::http::{HeaderValue, header};
@@ -16,15 +17,18 @@ pub(crate) const ASSETS_PREFIX: &str = "/assets/";
 
 /// What a browser may do with the page: scripts, styles, fetches and the event stream from
 /// this origin only, no inline script or style, no plugins, no framing, forms post nowhere
-/// else. A script injected into a model's answer therefore cannot run even if the page had a
-/// bug that inserted it as HTML (it inserts text only).
+/// else, images from this origin (and `data:`) only. A script injected into a model's answer
+/// therefore cannot run even if the page had a bug that let it through: the page renders the
+/// model's text as Markdown sanitised to a few inert elements, and everything else as text.
 pub const CONTENT_SECURITY_POLICY: &str = "default-src 'self'; script-src 'self'; \
      style-src 'self'; img-src 'self' data:; connect-src 'self'; object-src 'none'; \
      base-uri 'none'; form-action 'self'; frame-ancestors 'none'";
 
-/// One embedded file: its name under `/assets/`, its content type and its bytes.
+/// One embedded file: its name under `/assets/`, its path under `web/`, its content type and
+/// its bytes.
 struct Asset {
     name: &'static str,
+    path: &'static str,
     content_type: &'static str,
     bytes: &'static [u8],
 }
@@ -33,13 +37,17 @@ const INDEX_HTML: &[u8] = include_bytes!("../../../../web/index.html");
 
 const JAVASCRIPT: &str = "text/javascript; charset=utf-8";
 
-/// The `web/` file `name`, embedded, with its content type.
+/// The `web/` file `name` (or `path`, served as `name`), embedded, with its content type.
 macro_rules! asset {
     ($name:literal, $content_type:expr) => {
+        asset!($name, $name, $content_type)
+    };
+    ($name:literal, $path:literal, $content_type:expr) => {
         Asset {
             name: $name,
+            path: $path,
             content_type: $content_type,
-            bytes: include_bytes!(concat!("../../../../web/", $name)),
+            bytes: include_bytes!(concat!("../../../../web/", $path)),
         }
     };
 }
@@ -53,7 +61,11 @@ const ASSETS: &[Asset] = &[
     asset!("chat.js", JAVASCRIPT),
     asset!("settings.js", JAVASCRIPT),
     asset!("dom.js", JAVASCRIPT),
+    asset!("markdown.js", JAVASCRIPT),
     asset!("icon.svg", "image/svg+xml"),
+    // Vendored, byte for byte as their npm packages ship them (web/vendor/README.md).
+    asset!("marked.esm.js", "vendor/marked.esm.js", JAVASCRIPT),
+    asset!("purify.es.mjs", "vendor/purify.es.mjs", JAVASCRIPT),
 ];
 
 /// `GET /` → the page.
@@ -72,6 +84,11 @@ pub(crate) async fn asset(Path(file): Path<String>) -> Response {
 /// The names of the embedded assets, for tests and documentation.
 pub fn asset_names() -> Vec<&'static str> {
     ASSETS.iter().map(|asset| asset.name).collect()
+}
+
+/// The paths under `web/` of the embedded assets, for tests.
+pub fn asset_paths() -> Vec<&'static str> {
+    ASSETS.iter().map(|asset| asset.path).collect()
 }
 
 /// A file with its type, `no-cache` (a browser asks again each time, so a new build of the

@@ -1,20 +1,20 @@
 //! Sessions, their prompts and turns, the Stop button and the kill switch.
 
 use axum::Json;
-use axum::body::Bytes;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use imurun_store::{SESSION_LIST_ROWS_MAX, Session, TRANSCRIPT_READ_ROWS_MAX, TURN_LIST_ROWS_MAX};
-use serde_json::{Value, json};
 
-use crate::error::{ApiError, ApiJson};
+use crate::error::{ApiError, ApiJson, OptionalApiJson};
+use crate::events::ServerEvent;
 use crate::openapi::{ErrorBody, ModelNotLoadedBody};
 use crate::routes::settings::revoke;
 use crate::state::{ServerState, lock};
 use crate::turns::{check_prompt, live_view, submit_prompt, turn_view};
 use crate::wire::{
     KillSwitch, PromptAccepted, PromptRequest, SessionCreate, SessionDeleted, SessionDetail,
-    SessionInfo, SessionList, SessionUpdate, Stopped, TranscriptMessage, TurnList, TurnView,
+    SessionInfo, SessionList, SessionPath, SessionUpdate, Stopped, TranscriptMessage, TurnList,
+    TurnPath, TurnView,
 };
 
 /// `POST /api/sessions` `{title?}` (the body may be empty) → 201 the session. Publishes a
@@ -23,31 +23,41 @@ use crate::wire::{
     post,
     path = "/api/sessions",
     tag = "sessions",
+    operation_id = "create_session",
     summary = "Create a session",
-    request_body(content = Option<SessionCreate>, description = "Optional: an empty body creates a session without a title."),
+    // Not required: `openapi::ApiDoc`'s `OptionalBodies` marks it so (the macro cannot).
+    request_body(content = SessionCreate, description = "Optional: an empty body (or none) creates a session without a title."),
     responses(
-        (status = 201, description = "The new session; a global `session.created` event follows.", body = SessionInfo),
-        (status = 400, description = "The body is not JSON or does not fit the schema (unknown fields are refused) or the title is over 200 characters; `bad_request`.", body = ErrorBody),
-        (status = 413, description = "The body is larger than the server accepts (256 KiB by default); `too_large`.", body = ErrorBody),
-        (status = 507, description = "The store holds its most sessions; `store_full`.", body = ErrorBody),
+        (status = 201, description = "The new session; a global `session.created` event follows.", body = SessionInfo, links(
+            ("get_session" = (operation_id = "get_session", parameters(("id" = "$response.body#/id")), description = "The session with its transcript.")),
+            ("rename_session" = (operation_id = "rename_session", parameters(("id" = "$response.body#/id")), description = "Rename it.")),
+            ("delete_session" = (operation_id = "delete_session", parameters(("id" = "$response.body#/id")), description = "Delete it.")),
+            ("send_prompt" = (operation_id = "send_prompt", parameters(("id" = "$response.body#/id")), description = "Send it a prompt.")),
+            ("stop_session" = (operation_id = "stop_session", parameters(("id" = "$response.body#/id")), description = "Stop its turn.")),
+            ("list_turns" = (operation_id = "list_turns", parameters(("id" = "$response.body#/id")), description = "Its turns.")),
+        )),
+        (status = 400, description = "The body is not JSON, not a JSON object, or does not fit the schema (unknown fields are refused); `bad_request`.", body = ErrorBody),
+        (status = 413, description = "The title is over 200 characters, or the body over the server's limit (256 KiB by default); `too_large`.", body = ErrorBody),
         (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
     ),
 )]
 pub(crate) async fn create(
     State(state): State<ServerState>,
-    body: Bytes,
+    OptionalApiJson(request): OptionalApiJson<SessionCreate>,
 ) -> Result<(StatusCode, Json<SessionInfo>), ApiError> {
-    let request: SessionCreate = if body.iter().all(u8::is_ascii_whitespace) {
-        SessionCreate::default()
-    } else {
-        serde_json::from_slice(&body).map_err(|error| ApiError::bad_request(error.to_string()))?
-    };
+    let request = request.unwrap_or_default();
     let session = state
         .store()
         .create_session(None, request.title.as_deref())
         .await?;
     let session = session_info(session);
-    publish_session_event(&state, "session.created", &session.id, Some(&session));
+    publish_session_event(
+        &state,
+        &ServerEvent::SessionCreated {
+            session_id: session.id.clone(),
+            session: session.clone(),
+        },
+    );
     Ok((StatusCode::CREATED, Json(session)))
 }
 
@@ -56,9 +66,12 @@ pub(crate) async fn create(
     get,
     path = "/api/sessions",
     tag = "sessions",
+    operation_id = "list_sessions",
     summary = "The sessions, most recently updated first (at most 1000)",
     responses(
-        (status = 200, description = "The sessions.", body = SessionList),
+        (status = 200, description = "The sessions.", body = SessionList, links(
+            ("get_session" = (operation_id = "get_session", parameters(("id" = "$response.body#/sessions/0/id")), description = "The first (most recently updated) session.")),
+        )),
         (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
     ),
 )]
@@ -74,10 +87,13 @@ pub(crate) async fn list(State(state): State<ServerState>) -> Result<Json<Sessio
     get,
     path = "/api/sessions/{id}",
     tag = "sessions",
+    operation_id = "get_session",
     summary = "A session with its transcript and running turn",
-    params(("id" = String, Path, description = "The session id.")),
+    params(SessionPath),
     responses(
-        (status = 200, description = "The session.", body = SessionDetail),
+        (status = 200, description = "The session.", body = SessionDetail, links(
+            ("list_turns" = (operation_id = "list_turns", parameters(("id" = "$request.path.id")), description = "Its turns.")),
+        )),
         (status = 400, description = "The id is malformed (ASCII letters, digits, `.`, `_`, `-`, at most 128); `bad_request`.", body = ErrorBody),
         (status = 404, description = "No session has this id; `not_found`.", body = ErrorBody),
         (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
@@ -85,7 +101,7 @@ pub(crate) async fn list(State(state): State<ServerState>) -> Result<Json<Sessio
 )]
 pub(crate) async fn detail(
     State(state): State<ServerState>,
-    Path(id): Path<String>,
+    Path(SessionPath { id }): Path<SessionPath>,
 ) -> Result<Json<SessionDetail>, ApiError> {
     let session = state.store().get_session(&id).await?;
     let transcript = state
@@ -113,21 +129,24 @@ pub(crate) async fn detail(
     patch,
     path = "/api/sessions/{id}",
     tag = "sessions",
+    operation_id = "rename_session",
     summary = "Rename a session (`null` clears the title)",
-    params(("id" = String, Path, description = "The session id.")),
+    params(SessionPath),
     request_body = SessionUpdate,
     responses(
-        (status = 200, description = "The session; a global `session.updated` event follows.", body = SessionInfo),
-        (status = 400, description = "The body is not JSON or does not fit the schema (unknown fields are refused) or the title is over 200 characters; `bad_request`.", body = ErrorBody),
+        (status = 200, description = "The session; a global `session.updated` event follows.", body = SessionInfo, links(
+            ("get_session" = (operation_id = "get_session", parameters(("id" = "$response.body#/id")), description = "The renamed session.")),
+        )),
+        (status = 400, description = "The body is not JSON, not a JSON object, or does not fit the schema (unknown fields are refused), or the id is malformed (ASCII letters, digits, `.`, `_`, `-`, at most 128); `bad_request`.", body = ErrorBody),
         (status = 404, description = "No session has this id; `not_found`.", body = ErrorBody),
-        (status = 413, description = "The body is larger than the server accepts (256 KiB by default); `too_large`.", body = ErrorBody),
+        (status = 413, description = "The title is over 200 characters, or the body over the server's limit (256 KiB by default); `too_large`.", body = ErrorBody),
         (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
         (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
     ),
 )]
 pub(crate) async fn rename(
     State(state): State<ServerState>,
-    Path(id): Path<String>,
+    Path(SessionPath { id }): Path<SessionPath>,
     ApiJson(update): ApiJson<SessionUpdate>,
 ) -> Result<Json<SessionInfo>, ApiError> {
     let session = state
@@ -135,7 +154,13 @@ pub(crate) async fn rename(
         .rename_session(&id, update.title.as_deref())
         .await?;
     let session = session_info(session);
-    publish_session_event(&state, "session.updated", &session.id, Some(&session));
+    publish_session_event(
+        &state,
+        &ServerEvent::SessionUpdated {
+            session_id: session.id.clone(),
+            session: session.clone(),
+        },
+    );
     Ok(Json(session))
 }
 
@@ -146,8 +171,9 @@ pub(crate) async fn rename(
     delete,
     path = "/api/sessions/{id}",
     tag = "sessions",
+    operation_id = "delete_session",
     summary = "Delete a session, stopping its turn first",
-    params(("id" = String, Path, description = "The session id.")),
+    params(SessionPath),
     responses(
         (status = 200, description = "Deleted; a global `session.deleted` event follows.", body = SessionDeleted),
         (status = 400, description = "The id is malformed (ASCII letters, digits, `.`, `_`, `-`, at most 128); `bad_request`.", body = ErrorBody),
@@ -157,7 +183,7 @@ pub(crate) async fn rename(
 )]
 pub(crate) async fn remove(
     State(state): State<ServerState>,
-    Path(id): Path<String>,
+    Path(SessionPath { id }): Path<SessionPath>,
 ) -> Result<Json<SessionDeleted>, ApiError> {
     state.store().get_session(&id).await?;
     let running = {
@@ -176,7 +202,12 @@ pub(crate) async fn remove(
     }
     state.store().delete_session(&id).await?;
     revoke(&state, Some(&id));
-    publish_session_event(&state, "session.deleted", &id, None);
+    publish_session_event(
+        &state,
+        &ServerEvent::SessionDeleted {
+            session_id: id.clone(),
+        },
+    );
     Ok(Json(SessionDeleted {
         deleted: true,
         stopped_turn,
@@ -195,23 +226,28 @@ pub(crate) async fn remove(
     post,
     path = "/api/sessions/{id}/prompts",
     tag = "sessions",
+    operation_id = "send_prompt",
     summary = "Send a prompt: start a turn, or queue it in the running one",
-    params(("id" = String, Path, description = "The session id.")),
+    params(SessionPath),
     request_body = PromptRequest,
     responses(
-        (status = 202, description = "Accepted: follow the turn on `GET /api/events` (`turn.start` … `turn.end`) or `GET /api/sessions/{id}/turns/{turn_id}`.", body = PromptAccepted),
-        (status = 400, description = "The body is not JSON or does not fit the schema (unknown fields are refused) or the prompt is empty; `bad_request`.", body = ErrorBody),
+        (status = 202, description = "Accepted: follow the turn on `GET /api/events` (`turn.start` … `turn.end`) or `GET /api/sessions/{id}/turns/{turn_id}`.", body = PromptAccepted, links(
+            ("get_turn" = (operation_id = "get_turn", parameters(("id" = "$request.path.id"), ("turn_id" = "$response.body#/turn_id")), description = "The turn the prompt started or was queued in.")),
+            ("list_turns" = (operation_id = "list_turns", parameters(("id" = "$request.path.id")), description = "The session's turns.")),
+        )),
+        (status = 400, description = "The body is not JSON, not a JSON object, or does not fit the schema (unknown fields are refused), the prompt is empty or only white space, or the id is malformed; `bad_request`.", body = ErrorBody),
         (status = 404, description = "No session has this id; `not_found`.", body = ErrorBody),
         (status = 413, description = "The prompt is over 32 000 characters, or the body over the server's limit; `too_large`.", body = ErrorBody),
         (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
         (status = 429, description = "The running turn's prompt queue is full; `queue_full`.", body = ErrorBody),
         (status = 503, description = "No model is ready (none configured, still loading, or failed); `model_not_loaded` with the slot's `status`.", body = ModelNotLoadedBody),
+        (status = 507, description = "The session's transcript holds its most messages (100 000); `store_full`.", body = ErrorBody),
         (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
     ),
 )]
 pub(crate) async fn prompt(
     State(state): State<ServerState>,
-    Path(id): Path<String>,
+    Path(SessionPath { id }): Path<SessionPath>,
     ApiJson(request): ApiJson<PromptRequest>,
 ) -> Result<(StatusCode, Json<PromptAccepted>), ApiError> {
     check_prompt(&request.prompt)?;
@@ -225,8 +261,9 @@ pub(crate) async fn prompt(
     post,
     path = "/api/sessions/{id}/stop",
     tag = "sessions",
+    operation_id = "stop_session",
     summary = "Stop the session's running turn (the Stop button)",
-    params(("id" = String, Path, description = "The session id.")),
+    params(("id" = String, Path, description = "The session id; any other string answers `stopped: false`.")),
     responses((status = 200, description = "Whether a turn was running and was told to stop; it ends with `turn.end` `stopped`.", body = Stopped)),
 )]
 pub(crate) async fn stop(
@@ -246,6 +283,7 @@ pub(crate) async fn stop(
     post,
     path = "/api/stop",
     tag = "sessions",
+    operation_id = "kill_switch",
     summary = "The kill switch: stop every turn and deny every pending approval",
     responses((status = 200, description = "What was stopped and denied; a global `stop.all` event follows.", body = KillSwitch)),
 )]
@@ -263,13 +301,11 @@ pub(crate) async fn kill_switch(State(state): State<ServerState>) -> Json<KillSw
         .into_iter()
         .filter(|card| approvals.decide(&card.approval_id, false, false).is_ok())
         .count();
-    state
-        .hub()
-        .publish_value(
-            None,
-            json!({"type": "stop.all", "stopped": stopped, "approvals_denied": approvals_denied}),
-        )
-        .ok();
+    let event = ServerEvent::StopAll {
+        stopped,
+        approvals_denied,
+    };
+    state.hub().publish_event(None, &event);
     Json(KillSwitch {
         stopped,
         approvals_denied,
@@ -281,8 +317,9 @@ pub(crate) async fn kill_switch(State(state): State<ServerState>) -> Json<KillSw
     get,
     path = "/api/sessions/{id}/turns",
     tag = "sessions",
+    operation_id = "list_turns",
     summary = "The session's turns, the last 1000, oldest first",
-    params(("id" = String, Path, description = "The session id.")),
+    params(SessionPath),
     responses(
         (status = 200, description = "The turns, a running one with its live view.", body = TurnList),
         (status = 400, description = "The id is malformed (ASCII letters, digits, `.`, `_`, `-`, at most 128); `bad_request`.", body = ErrorBody),
@@ -292,7 +329,7 @@ pub(crate) async fn kill_switch(State(state): State<ServerState>) -> Json<KillSw
 )]
 pub(crate) async fn turns(
     State(state): State<ServerState>,
-    Path(id): Path<String>,
+    Path(SessionPath { id }): Path<SessionPath>,
 ) -> Result<Json<TurnList>, ApiError> {
     let turns = state.store().list_turns(&id, TURN_LIST_ROWS_MAX).await?;
     let turns = turns
@@ -307,23 +344,24 @@ pub(crate) async fn turns(
 
 /// `GET /api/sessions/{id}/turns/{turn_id}` → 200 the turn view `{turn_id, session_id, prompt,
 /// status, started_at_ms, ended_at_ms, answer, error?, steps, tool_calls, skills,
-/// delivered_prompts}`; 404.
+/// delivered_prompts, grounding}`; 404.
 #[utoipa::path(
     get,
     path = "/api/sessions/{id}/turns/{turn_id}",
     tag = "sessions",
-    summary = "One turn: status, steps, tool calls, skills and answer",
-    params(("id" = String, Path, description = "The session id."), ("turn_id" = String, Path, description = "The turn id of `turn.start` or of the 202 answer.")),
+    operation_id = "get_turn",
+    summary = "One turn: status, steps, tool calls, skills, grounding and answer",
+    params(TurnPath),
     responses(
         (status = 200, description = "The turn, live while it runs.", body = TurnView),
-        (status = 400, description = "The id is malformed (ASCII letters, digits, `.`, `_`, `-`, at most 128); `bad_request`.", body = ErrorBody),
+        (status = 400, description = "An id is malformed (ASCII letters, digits, `.`, `_`, `-`, at most 128); `bad_request`.", body = ErrorBody),
         (status = 404, description = "No such session or turn; `not_found`.", body = ErrorBody),
         (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
     ),
 )]
 pub(crate) async fn turn(
     State(state): State<ServerState>,
-    Path((id, turn_id)): Path<(String, String)>,
+    Path(TurnPath { id, turn_id }): Path<TurnPath>,
 ) -> Result<Json<TurnView>, ApiError> {
     let turn = state.store().get_turn(&id, &turn_id).await?;
     let live = live_view(&state, &id, &turn_id);
@@ -340,18 +378,6 @@ fn session_info(session: Session) -> SessionInfo {
 }
 
 /// Session events are global: a page's session list must hear of sessions it is not watching.
-fn publish_session_event(
-    state: &ServerState,
-    event_type: &str,
-    session_id: &str,
-    session: Option<&SessionInfo>,
-) {
-    let mut event = json!({"type": event_type, "session_id": session_id});
-    if let (Some(session), Value::Object(fields)) = (session, &mut event) {
-        fields.insert(
-            "session".to_owned(),
-            serde_json::to_value(session).unwrap_or(Value::Null),
-        );
-    }
-    state.hub().publish_value(None, event).ok();
+fn publish_session_event(state: &ServerState, event: &ServerEvent) {
+    state.hub().publish_event(None, event);
 }

@@ -5,17 +5,20 @@
 //! `agent.*` settings in the store, which `ServerState::start_up` reads back. Grants live in
 //! memory only, by design: a restart forgets them.
 
+use std::time::Duration;
+
 use axum::Json;
 use axum::extract::{Path, State};
 use imurun_agent::MAX_STEPS_CAP;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::error::{ApiError, ApiJson};
+use crate::events::ServerEvent;
 use crate::openapi::ErrorBody;
-use crate::state::{APPROVAL_TIMEOUT_S_MAX, PERSONA_CHARS_MAX, ServerState, lock};
+use crate::state::{APPROVAL_TIMEOUT_S_MAX, PERSONA_CHARS_MAX, ServerState};
 use crate::wire::{
-    AgentSettings, AgentSettingsUpdate, GrantList, GrantsRevoked, PermissionToggles, Permissions,
-    PermissionsUpdate, SessionGrants,
+    AgentSettings, AgentSettingsUpdate, GrantList, GrantsRevoked, PermissionMode,
+    PermissionToggles, Permissions, PermissionsUpdate, SessionGrants,
 };
 
 /// The saved approval timeout, in seconds, when one was saved.
@@ -27,6 +30,7 @@ pub const APPROVAL_TIMEOUT_KEY: &str = "permissions.approvalTimeout";
     get,
     path = "/api/permissions",
     tag = "settings",
+    operation_id = "get_permissions",
     summary = "The permission mode, toggles, approval timeout and workspace",
     responses(
         (status = 200, description = "The permissions as they are now.", body = Permissions),
@@ -41,18 +45,19 @@ pub(crate) async fn permissions(
 
 /// `POST /api/permissions` with any of `mode`, `toggles`, `approvalTimeout` (seconds,
 /// 1..=3600) → 200 with the permissions as they are now. The mode and toggles apply to the
-/// next call; the approval timeout is saved and applies from the next start. Publishes a
-/// global `permissions` event with the same body. 400 for an unknown mode, a timeout out of
+/// next call, the approval timeout to the next approval card; all are saved and applied again
+/// at the next start. Publishes a global `permissions` event with the same body. 400 for an unknown mode, a timeout out of
 /// range, an unknown field, or `workspaceRoot` (read-only while the server runs).
 #[utoipa::path(
     post,
     path = "/api/permissions",
     tag = "settings",
+    operation_id = "set_permissions",
     summary = "Change the mode, toggles or approval timeout",
     request_body = PermissionsUpdate,
     responses(
         (status = 200, description = "The permissions as they are now; a `permissions` event carries the same body.", body = Permissions),
-        (status = 400, description = "The body is not JSON or does not fit the schema (unknown fields are refused), an unknown mode, a timeout outside 1..=3600, or `workspaceRoot`; `bad_request`.", body = ErrorBody),
+        (status = 400, description = "The body is not JSON, not a JSON object, or does not fit the schema (unknown fields are refused): an unknown mode, a timeout outside 1..=3600, or `workspaceRoot` (read-only), whatever its value; `bad_request`.", body = ErrorBody),
         (status = 413, description = "The body is larger than the server accepts (256 KiB by default); `too_large`.", body = ErrorBody),
         (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
         (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
@@ -69,8 +74,8 @@ pub(crate) async fn set_permissions(
         ));
     }
     let mut settings = state.executor().settings();
-    if let Some(mode) = &update.mode {
-        settings.mode = parse_or_bad_request(mode)?;
+    if let Some(mode) = update.mode {
+        settings.mode = parse_or_bad_request(mode.as_str())?;
     }
     if let Some(toggles) = update.toggles {
         let current = &mut settings.toggles;
@@ -104,11 +109,17 @@ pub(crate) async fn set_permissions(
         .set_settings(entries.iter().map(|(key, value)| (*key, value)))
         .await?;
     state.executor().set_settings(settings);
-    let now = current_permissions(&state).await?;
-    if let Ok(Value::Object(mut event)) = serde_json::to_value(&now) {
-        event.insert("type".to_owned(), Value::from("permissions"));
-        state.hub().publish_value(None, Value::Object(event)).ok();
+    if let Some(seconds) = update.approval_timeout {
+        state
+            .executor()
+            .approvals()
+            .set_approval_timeout(Duration::from_secs(seconds));
     }
+    let now = current_permissions(&state).await?;
+    let event = ServerEvent::Permissions {
+        permissions: now.clone(),
+    };
+    state.hub().publish_event(None, &event);
     Ok(Json(now))
 }
 
@@ -131,8 +142,10 @@ async fn current_permissions(state: &ServerState) -> Result<Permissions, ApiErro
         .get_setting(APPROVAL_TIMEOUT_KEY)
         .await?
         .and_then(|value| value.as_u64());
+    // `PermissionMode` names every policy mode (a test holds the two lists together).
+    let mode = PermissionMode::from_name(settings.mode.as_str()).ok_or_else(ApiError::internal)?;
     Ok(Permissions {
-        mode: settings.mode.as_str().to_owned(),
+        mode,
         toggles: PermissionToggles {
             read_files: settings.toggles.read_files,
             write_files: settings.toggles.write_files,
@@ -150,6 +163,7 @@ async fn current_permissions(state: &ServerState) -> Result<Permissions, ApiErro
     get,
     path = "/api/agent",
     tag = "settings",
+    operation_id = "get_agent",
     summary = "The agent settings the next turn starts with",
     responses((status = 200, description = "The agent settings.", body = AgentSettings)),
 )]
@@ -164,11 +178,12 @@ pub(crate) async fn agent(State(state): State<ServerState>) -> Json<AgentSetting
     post,
     path = "/api/agent",
     tag = "settings",
+    operation_id = "set_agent",
     summary = "Change the step limit, persona or history compaction",
     request_body = AgentSettingsUpdate,
     responses(
         (status = 200, description = "The agent settings as they are now; they apply from the next turn.", body = AgentSettings),
-        (status = 400, description = "The body is not JSON or does not fit the schema (unknown fields are refused), `maxSteps` outside 1..=20, or a persona over 4000 characters; `bad_request`.", body = ErrorBody),
+        (status = 400, description = "The body is not JSON, not a JSON object, or does not fit the schema (unknown fields are refused): `maxSteps` outside 1..=20, or a persona over 4000 characters; `bad_request`.", body = ErrorBody),
         (status = 413, description = "The body is larger than the server accepts (256 KiB by default); `too_large`.", body = ErrorBody),
         (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
         (status = 500, description = "The store failed; `internal`, details only in the server's log.", body = ErrorBody),
@@ -227,16 +242,16 @@ fn agent_settings(state: &ServerState) -> AgentSettings {
     get,
     path = "/api/grants",
     tag = "settings",
+    operation_id = "list_grants",
     summary = "The tools each session runs without asking (until restart)",
     responses((status = 200, description = "The remembered approvals, by session.", body = GrantList)),
 )]
 pub(crate) async fn grants(State(state): State<ServerState>) -> Json<GrantList> {
-    let grants = lock(&state.inner.grants)
-        .iter()
-        .map(|(session_id, tools)| SessionGrants {
-            session_id: session_id.clone(),
-            tools: tools.iter().cloned().collect(),
-        })
+    let grants = state
+        .executor()
+        .grants_by_session()
+        .into_iter()
+        .map(|(session_id, tools)| SessionGrants { session_id, tools })
         .collect();
     Json(GrantList { grants })
 }
@@ -246,8 +261,9 @@ pub(crate) async fn grants(State(state): State<ServerState>) -> Json<GrantList> 
     delete,
     path = "/api/grants/{session_id}",
     tag = "settings",
+    operation_id = "revoke_grants",
     summary = "Forget one session's remembered approvals",
-    params(("session_id" = String, Path, description = "The session; an unknown one is not an error.")),
+    params(("session_id" = String, Path, description = "The session; an unknown one (or any other string) is not an error: it had no grants.")),
     responses((status = 200, description = "`sessions` is 1 when the session had grants, else 0; a `grants.revoked` event follows when it is 1.", body = GrantsRevoked)),
 )]
 pub(crate) async fn revoke_grants(
@@ -264,6 +280,7 @@ pub(crate) async fn revoke_grants(
     delete,
     path = "/api/grants",
     tag = "settings",
+    operation_id = "revoke_all_grants",
     summary = "Forget every session's remembered approvals",
     responses((status = 200, description = "How many sessions had grants; a `grants.revoked` event follows when some did.", body = GrantsRevoked)),
 )]
@@ -275,33 +292,21 @@ pub(crate) async fn revoke_all_grants(State(state): State<ServerState>) -> Json<
 
 /// Forgets the grants of `session_id`, or of every session; returns how many had some.
 pub(crate) fn revoke(state: &ServerState, session_id: Option<&str>) -> usize {
-    let sessions: Vec<String> = {
-        let mut mirror = lock(&state.inner.grants);
-        match session_id {
-            Some(session_id) => mirror
-                .remove_entry(session_id)
-                .map(|(session_id, _)| session_id)
-                .into_iter()
-                .collect(),
-            None => std::mem::take(&mut *mirror).into_keys().collect(),
+    let sessions: Vec<String> = match session_id {
+        Some(session_id) => {
+            if state.executor().forget_session(session_id) {
+                vec![session_id.to_owned()]
+            } else {
+                Vec::new()
+            }
         }
+        None => state.executor().forget_all_sessions(),
     };
-    // The executor is told even for a session the mirror does not know: forgetting nothing is
-    // harmless, and a grant the mirror missed would still go.
-    if let Some(session_id) = session_id {
-        state.executor().forget_session(session_id);
-    }
-    for session in &sessions {
-        state.executor().forget_session(session);
-    }
     if !sessions.is_empty() {
-        state
-            .hub()
-            .publish_value(
-                None,
-                json!({"type": "grants.revoked", "session_ids": sessions}),
-            )
-            .ok();
+        let event = ServerEvent::GrantsRevoked {
+            session_ids: sessions.clone(),
+        };
+        state.hub().publish_event(None, &event);
     }
     sessions.len()
 }

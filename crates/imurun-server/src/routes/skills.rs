@@ -6,21 +6,26 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use imurun_agent::{SkillError, SkillStore, StoredSkill};
+use imurun_agent::{
+    SKILL_DESCRIPTION_CHARS_MAX, SKILL_NAME_CHARS_MAX, SkillError, SkillStore, StoredSkill,
+};
 
 use crate::error::{ApiError, ApiJson};
 use crate::openapi::ErrorBody;
 use crate::state::ServerState;
-use crate::wire::{SkillCreate, SkillDeleted, SkillDetail, SkillInfo, SkillList};
+use crate::wire::{SkillCreate, SkillDeleted, SkillDetail, SkillInfo, SkillList, SkillPath};
 
 /// `GET /api/skills` → 200 `{"skills": [...]}` by id, at most 1000.
 #[utoipa::path(
     get,
     path = "/api/skills",
     tag = "skills",
+    operation_id = "list_skills",
     summary = "The stored skills, by id (at most 1000)",
     responses(
-        (status = 200, description = "The skills, without their bodies.", body = SkillList),
+        (status = 200, description = "The skills, without their bodies.", body = SkillList, links(
+            ("get_skill" = (operation_id = "get_skill", parameters(("id" = "$response.body#/skills/0/id")), description = "The first skill with its body.")),
+        )),
         (status = 500, description = "The skill directory could not be read; `internal`.", body = ErrorBody),
     ),
 )]
@@ -44,11 +49,15 @@ pub(crate) async fn list(State(state): State<ServerState>) -> Result<Json<SkillL
     post,
     path = "/api/skills",
     tag = "skills",
+    operation_id = "create_skill",
     summary = "Store a skill; its id is the slug of its name",
     request_body = SkillCreate,
     responses(
-        (status = 201, description = "The new skill, stored as `<id>/SKILL.md`.", body = SkillDetail),
-        (status = 400, description = "The body is not JSON or does not fit the schema, the name is empty, over 200 characters or has no ASCII letter or digit, the description is over 1000 characters, or the body is empty; `bad_request`.", body = ErrorBody),
+        (status = 201, description = "The new skill, stored as `<id>/SKILL.md`.", body = SkillDetail, links(
+            ("get_skill" = (operation_id = "get_skill", parameters(("id" = "$response.body#/id")), description = "The skill with its body.")),
+            ("delete_skill" = (operation_id = "delete_skill", parameters(("id" = "$response.body#/id")), description = "Delete it.")),
+        )),
+        (status = 400, description = "The body is not JSON, not a JSON object, or does not fit the schema (unknown fields are refused): the name is empty, over 200 characters, on more than one line or has no ASCII letter or digit, the description is over 1000 characters, or the body is empty or only white space; `bad_request`.", body = ErrorBody),
         (status = 409, description = "A skill with this id exists already; `conflict`.", body = ErrorBody),
         (status = 413, description = "The skill's body is over 64 KiB, or the request over the server's limit; `too_large`.", body = ErrorBody),
         (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
@@ -60,6 +69,7 @@ pub(crate) async fn create(
     State(state): State<ServerState>,
     ApiJson(request): ApiJson<SkillCreate>,
 ) -> Result<(StatusCode, Json<SkillDetail>), ApiError> {
+    check_skill_request(&request)?;
     let skill = blocking(&state, move |store| {
         store.create(
             &request.name,
@@ -76,8 +86,9 @@ pub(crate) async fn create(
     get,
     path = "/api/skills/{id}",
     tag = "skills",
+    operation_id = "get_skill",
     summary = "A skill with its body",
-    params(("id" = String, Path, description = "The skill id.")),
+    params(SkillPath),
     responses(
         (status = 200, description = "The skill.", body = SkillDetail),
         (status = 400, description = "The id is malformed (1 to 64 ASCII letters, digits, `-`, `_`, `.`, not starting with `.`); `bad_request`.", body = ErrorBody),
@@ -87,7 +98,7 @@ pub(crate) async fn create(
 )]
 pub(crate) async fn detail(
     State(state): State<ServerState>,
-    Path(id): Path<String>,
+    Path(SkillPath { id }): Path<SkillPath>,
 ) -> Result<Json<SkillDetail>, ApiError> {
     let skill = blocking(&state, move |store| store.get(&id)).await?;
     Ok(Json(detail_of(skill)))
@@ -98,21 +109,61 @@ pub(crate) async fn detail(
     delete,
     path = "/api/skills/{id}",
     tag = "skills",
+    operation_id = "delete_skill",
     summary = "Delete a skill and its directory",
-    params(("id" = String, Path, description = "The skill id.")),
+    params(SkillPath),
     responses(
         (status = 200, description = "Deleted.", body = SkillDeleted),
-        (status = 400, description = "The id is malformed; `bad_request`.", body = ErrorBody),
+        (status = 400, description = "The id is malformed (1 to 64 ASCII letters, digits, `-`, `_`, `.`, not starting with `.`); `bad_request`.", body = ErrorBody),
         (status = 404, description = "No skill has this id; `not_found`.", body = ErrorBody),
         (status = 500, description = "The skill could not be removed; `internal`.", body = ErrorBody),
     ),
 )]
 pub(crate) async fn remove(
     State(state): State<ServerState>,
-    Path(id): Path<String>,
+    Path(SkillPath { id }): Path<SkillPath>,
 ) -> Result<Json<SkillDeleted>, ApiError> {
     blocking(&state, move |store| store.delete(&id)).await?;
     Ok(Json(SkillDeleted { deleted: true }))
+}
+
+/// The limits `SkillCreate`'s schema states, on the text as sent. The store checks again after
+/// trimming the name and folding the description's white space, which can only shorten them;
+/// checking first here keeps the API's answer the one its document gives for every text, a
+/// padded name or a description with runs of spaces included.
+fn check_skill_request(request: &SkillCreate) -> Result<(), ApiError> {
+    let name_chars = request.name.chars().count();
+    if name_chars > SKILL_NAME_CHARS_MAX {
+        return Err(ApiError::bad_request(format!(
+            "the skill's name is {name_chars} characters long; at most {SKILL_NAME_CHARS_MAX} \
+             are allowed"
+        )));
+    }
+    if request.name.contains(['\n', '\r']) {
+        return Err(ApiError::bad_request("the skill's name must be one line"));
+    }
+    if !request
+        .name
+        .bytes()
+        .any(|byte| byte.is_ascii_alphanumeric())
+    {
+        return Err(ApiError::bad_request(
+            "the skill's name has no ASCII letter or digit to make the skill's id from",
+        ));
+    }
+    let description_chars = request
+        .description
+        .as_deref()
+        .unwrap_or_default()
+        .chars()
+        .count();
+    if description_chars > SKILL_DESCRIPTION_CHARS_MAX {
+        return Err(ApiError::bad_request(format!(
+            "the skill's description is {description_chars} characters long; at most \
+             {SKILL_DESCRIPTION_CHARS_MAX} are allowed"
+        )));
+    }
+    Ok(())
 }
 
 fn detail_of(skill: StoredSkill) -> SkillDetail {

@@ -4,7 +4,7 @@ use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use imurun_core::{Availability, StopFlag, ToolCall};
-use imurun_tools::{Caller, OnAsk, Outcome};
+use imurun_exec::{Caller, OnAsk, Outcome};
 
 use crate::error::{ApiError, ApiJson};
 use crate::openapi::{ErrorBody, ToolRefusedBody};
@@ -20,6 +20,7 @@ use crate::wire::{
     get,
     path = "/api/tools",
     tag = "tools",
+    operation_id = "list_tools",
     summary = "Every tool, with its schema, category and availability",
     responses((status = 200, description = "The tools.", body = ToolList)),
 )]
@@ -60,11 +61,12 @@ pub(crate) async fn list(State(state): State<ServerState>) -> Json<ToolList> {
     post,
     path = "/api/tools/run",
     tag = "tools",
+    operation_id = "run_tool",
     summary = "Run one tool by hand, through the same policy as the model",
     request_body = ToolRunRequest,
     responses(
         (status = 200, description = "It ran; `ok` is false when the tool failed (the text starts with `FAILED:`).", body = ToolRunResult),
-        (status = 400, description = "The body is not JSON or does not fit the schema, or the arguments do not fit the tool's schema; `bad_request`.", body = ErrorBody),
+        (status = 400, description = "The body is not JSON, not a JSON object, or does not fit the schema (unknown fields are refused), or the arguments do not fit the tool's schema; `bad_request`.", body = ErrorBody),
         (status = 403, description = "`approval_required` with `decision: ask` (post again with `\"approved\": true` once the person agreed) or `denied` with `decision: deny`.", body = ToolRefusedBody),
         (status = 404, description = "No tool has this name; `not_found`.", body = ErrorBody),
         (status = 413, description = "The body is larger than the server accepts (256 KiB by default); `too_large`.", body = ErrorBody),
@@ -129,8 +131,11 @@ pub(crate) async fn run(
     get,
     path = "/api/tools/approvals",
     tag = "tools",
+    operation_id = "list_approvals",
     summary = "The calls waiting for a person's approval, soonest deadline first",
-    responses((status = 200, description = "The pending approvals.", body = ApprovalList)),
+    responses((status = 200, description = "The pending approvals.", body = ApprovalList, links(
+        ("decide_approval" = (operation_id = "decide_approval", parameters(("id" = "$response.body#/pending/0/id")), description = "Approve or deny the call that times out first.")),
+    ))),
 )]
 pub(crate) async fn approvals(State(state): State<ServerState>) -> Json<ApprovalList> {
     let executor = state.executor();
@@ -170,12 +175,13 @@ pub(crate) async fn approvals(State(state): State<ServerState>) -> Json<Approval
     post,
     path = "/api/tools/approvals/{id}",
     tag = "tools",
+    operation_id = "decide_approval",
     summary = "Approve or deny a pending call",
-    params(("id" = String, Path, description = "The `approval_id` of `tool.approval_needed` (or `id` of `GET /api/tools/approvals`).")),
+    params(("id" = String, Path, description = "The `approval_id` of `tool.approval_needed` (or `id` of `GET /api/tools/approvals`); any other string is a 404.")),
     request_body = ApprovalDecision,
     responses(
         (status = 200, description = "The decision was handed to the waiting call.", body = ApprovalDecided),
-        (status = 400, description = "The body is not JSON or does not fit the schema (unknown fields are refused); `bad_request`.", body = ErrorBody),
+        (status = 400, description = "The body is not JSON, not a JSON object, or does not fit the schema (unknown fields are refused); `bad_request`.", body = ErrorBody),
         (status = 404, description = "No approval waits under this id: answered, timed out, or its turn stopped; `not_found`.", body = ErrorBody),
         (status = 413, description = "The body is larger than the server accepts (256 KiB by default); `too_large`.", body = ErrorBody),
         (status = 415, description = "The body was not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),

@@ -276,7 +276,8 @@ async fn permissions_round_trip_persist_and_publish() {
         json!({"readFiles": true, "writeFiles": true, "runShell": false, "network": true})
     );
     assert_eq!(read_back["approvalTimeout"], 30);
-    assert_eq!(read_back["approvalTimeoutInForce"], 60);
+    // In force at once: the next card waits 30 s.
+    assert_eq!(read_back["approvalTimeoutInForce"], 30);
     let event = events_until(&mut events, "permissions")
         .await
         .pop()
@@ -309,18 +310,24 @@ async fn permissions_round_trip_persist_and_publish() {
     }
     let (_, unchanged) = server.get("/api/permissions").await;
     assert_eq!(unchanged["mode"], "allow-edits");
+    // The approval timeout is in force at once, for the next card.
+    assert_eq!(unchanged["approvalTimeout"], 30);
+    assert_eq!(unchanged["approvalTimeoutInForce"], 30);
     assert_eq!(
-        imurun_server::saved_approval_timeout(&server.store)
-            .await
-            .expect("read"),
-        Some(std::time::Duration::from_secs(30))
+        server.state.executor().approvals().approval_timeout(),
+        std::time::Duration::from_secs(30)
     );
     server.stop().await;
-    // The saved mode and toggles are applied at the next start.
+    // The saved mode, toggles and approval timeout are applied at the next start.
     let server = TestServer::start(&dirs, None).await;
     let (_, restarted) = server.get("/api/permissions").await;
     assert_eq!(restarted["mode"], "allow-edits");
     assert_eq!(restarted["toggles"]["runShell"], false);
+    assert_eq!(restarted["approvalTimeoutInForce"], 30, "{restarted}");
+    assert_eq!(
+        server.state.executor().approvals().approval_timeout(),
+        std::time::Duration::from_secs(30)
+    );
     server.stop().await;
 }
 

@@ -1,6 +1,6 @@
 //! The API under test: a whole server (store, executor, hub, model slot) on 127.0.0.1:0, a
 //! small HTTP/1.1 client over raw TCP, and a test model that replays replies, each optionally
-//! held back by a gate the test opens.
+//! held back (whole, or after some of its pieces) by a gate the test opens.
 
 use std::collections::VecDeque;
 use std::net::SocketAddr;
@@ -9,11 +9,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use imurun_agent::{AgentConfig, SkillStore};
-use imurun_core::{BoxFuture, GenerateRequest, Message, Model, ModelError, NullAudit};
+use imurun_core::{
+    BoxFuture, GenerateRequest, Message, Model, ModelError, NullAudit, StopFlag, Tool,
+};
+use imurun_exec::{Registry, ToolExecutor};
 use imurun_policy::{Settings, Workspace, WorkspaceConfig};
 use imurun_server::{EventHub, ModelSlot, ServerOptions, ServerParts, ServerState, serve};
 use imurun_store::Store;
-use imurun_tools::{Registry, ShellConfig, ToolExecutor};
+use imurun_tools::{BuiltinConfig, builtin_tools};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -30,6 +33,10 @@ pub(crate) struct Reply {
     text: String,
     gate: Option<Arc<Semaphore>>,
     outcome: Outcome,
+    /// Streamed as these pieces, one token each; empty: the whole text as one token.
+    pieces: Vec<String>,
+    /// Stops before the piece at this index until the gate has a permit.
+    held_before: Option<(usize, Arc<Semaphore>)>,
 }
 
 /// How a reply ends once its gate (if any) opens.
@@ -48,6 +55,24 @@ impl Reply {
             text: text.to_owned(),
             gate: None,
             outcome: Outcome::Answer,
+            pieces: Vec::new(),
+            held_before: None,
+        }
+    }
+
+    /// A reply streamed as these pieces, one token each.
+    pub(crate) fn pieces(pieces: &[&str]) -> Reply {
+        Reply {
+            pieces: pieces.iter().map(|piece| (*piece).to_owned()).collect(),
+            ..Reply::text(&pieces.concat())
+        }
+    }
+
+    /// The reply stops before its piece `index` until `gate` has a permit (or the turn stops).
+    pub(crate) fn held_before(self, index: usize, gate: &Arc<Semaphore>) -> Reply {
+        Reply {
+            held_before: Some((index, Arc::clone(gate))),
+            ..self
         }
     }
 
@@ -70,9 +95,8 @@ impl Reply {
     /// The reply is given only once `gate` has a permit (the test adds one to open it).
     pub(crate) fn gated(text: &str, gate: &Arc<Semaphore>) -> Reply {
         Reply {
-            text: text.to_owned(),
             gate: Some(Arc::clone(gate)),
-            outcome: Outcome::Answer,
+            ..Reply::text(text)
         }
     }
 }
@@ -123,17 +147,24 @@ impl Model for TestModel {
                 .expect("the replies' lock")
                 .pop_front()
                 .unwrap_or_else(|| Reply::text("That is all."));
-            if let Some(gate) = reply.gate {
-                loop {
-                    if request.stop.is_stopped() {
-                        return Ok(String::new());
+            if let Some(gate) = &reply.gate
+                && !wait_for(gate, &request.stop).await
+            {
+                return Ok(String::new());
+            }
+            if !reply.pieces.is_empty() {
+                let mut streamed = String::new();
+                for (index, piece) in reply.pieces.iter().enumerate() {
+                    if let Some((held, gate)) = &reply.held_before
+                        && *held == index
+                        && !wait_for(gate, &request.stop).await
+                    {
+                        return Ok(streamed);
                     }
-                    let permit = tokio::time::timeout(Duration::from_millis(20), gate.acquire());
-                    if let Ok(Ok(permit)) = permit.await {
-                        permit.forget();
-                        break;
-                    }
+                    on_token(piece);
+                    streamed.push_str(piece);
                 }
+                return Ok(streamed);
             }
             match reply.outcome {
                 Outcome::Answer => {}
@@ -147,6 +178,20 @@ impl Model for TestModel {
             on_token(&reply.text);
             Ok(reply.text)
         })
+    }
+}
+
+/// Waits until `gate` has a permit (and takes it): true, or false once `stop` is set.
+async fn wait_for(gate: &Semaphore, stop: &StopFlag) -> bool {
+    loop {
+        if stop.is_stopped() {
+            return false;
+        }
+        let permit = tokio::time::timeout(Duration::from_millis(20), gate.acquire());
+        if let Ok(Ok(permit)) = permit.await {
+            permit.forget();
+            return true;
+        }
     }
 }
 
@@ -195,6 +240,16 @@ impl TestServer {
         model: Option<Arc<dyn Model>>,
         options: ServerOptions,
     ) -> TestServer {
+        Self::start_with_tools(dirs, model, options, Vec::new()).await
+    }
+
+    /// A server whose registry also holds `tools` (offered to the model).
+    pub(crate) async fn start_with_tools(
+        dirs: &Dirs,
+        model: Option<Arc<dyn Model>>,
+        options: ServerOptions,
+        tools: Vec<Arc<dyn Tool>>,
+    ) -> TestServer {
         let hub = EventHub::default();
         let workspace = Workspace::open(&WorkspaceConfig {
             root: dirs.workspace.clone(),
@@ -203,7 +258,13 @@ impl TestServer {
         })
         .expect("workspace");
         let workspace = Arc::new(workspace);
-        let registry = Registry::builtin(&workspace, ShellConfig::default());
+        let mut registry = Registry::new();
+        for tool in builtin_tools(&workspace, BuiltinConfig::default()) {
+            registry.insert(tool, true);
+        }
+        for tool in tools {
+            registry.insert(tool, true);
+        }
         let executor = ToolExecutor::new(
             registry,
             workspace,
@@ -224,7 +285,9 @@ impl TestServer {
             hub,
             model: slot,
             skills: SkillStore::open(&dirs.skills).expect("skill store"),
-            agent_config: AgentConfig::default(),
+            // A persona with no name: the scripted replies answer greetings without one, and
+            // the loop would correct them (`api_grounding` tests that with its own persona).
+            agent_config: AgentConfig::default().with_persona("You are a test assistant."),
             options: ServerOptions {
                 heartbeat_interval: Duration::from_millis(500),
                 ..options

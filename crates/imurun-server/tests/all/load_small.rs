@@ -1,7 +1,7 @@
 //! The load bench at CI size: the same driver as `benches/load.rs` (20 sessions, 100 SSE
 //! subscribers), asserting only that nothing went wrong: every request answered as expected,
 //! every turn ended `done`, every subscriber got every `turn.end` its filter carries. No timing
-//! is asserted; the figures are printed for whoever runs it with `--nocapture`.
+//! is asserted; every call is audited by the real writer; the figures are printed for whoever runs it with `--nocapture`.
 
 #[path = "../../benches/load/driver.rs"]
 mod driver;
@@ -18,4 +18,6 @@ async fn twenty_sessions_and_a_hundred_subscribers_run_without_an_error() {
     let report = run(&config).await;
     println!("{}", report.table());
     assert_eq!(report.error_count(), 0, "{}", report.table());
+    // Each turn calls `file_read` once, and the real audit writer commits every call.
+    assert_eq!(report.audit_rows_committed(), 20 * 3, "{}", report.table());
 }

@@ -1,6 +1,7 @@
 //! The integration tests of imurun-server, in one binary to keep link times down. The modules
 //! live in `tests/all/`, where cargo does not mistake them for test binaries of their own.
 
+mod api_grounding;
 mod api_routes;
 mod api_skills;
 mod api_support;

@@ -219,7 +219,7 @@ async fn models_lists_the_agent_then_the_loaded_model() {
 async fn a_whole_answer_is_a_chat_completion_in_a_fresh_session() {
     let dirs = Dirs::new();
     let model = TestModel::new(vec![Reply::text("Paris is the capital of France.")]);
-    let server = TestServer::start(&dirs, Some(model)).await;
+    let server = TestServer::start(&dirs, Some(model.clone())).await;
     let (status, head, body) = send(
         server.addr,
         "POST",
@@ -242,12 +242,19 @@ async fn a_whole_answer_is_a_chat_completion_in_a_fresh_session() {
         completion["choices"],
         json!([{"index": 0, "message": {"role": "assistant", "content": "Paris is the capital of France."}, "finish_reason": "stop"}])
     );
-    let usage = &completion["usage"];
-    assert!(usage["prompt_tokens"].as_u64().unwrap() > 0);
-    assert!(usage["completion_tokens"].as_u64().unwrap() > 0);
+    // `usage` counts what the turn really sent the model (its system message, persona and
+    // tools included) and what it generated, with the model's counter: this test model has
+    // none of its own, so the estimate.
+    let sent: usize = model
+        .requests()
+        .iter()
+        .map(|messages| imurun_core::estimate_tokens(messages))
+        .sum();
+    let generated = imurun_core::estimate_text_tokens("Paris is the capital of France.");
+    assert_eq!(model.requests().len(), 1);
     assert_eq!(
-        usage["total_tokens"].as_u64().unwrap(),
-        usage["prompt_tokens"].as_u64().unwrap() + usage["completion_tokens"].as_u64().unwrap()
+        completion["usage"],
+        json!({"prompt_tokens": sent, "completion_tokens": generated, "total_tokens": sent + generated})
     );
     // The session is a real one: listed, titled, with the turn and the transcript.
     let session = head
@@ -312,14 +319,26 @@ async fn streamed_chunks_reassemble_the_answer_and_end_with_done() {
 #[tokio::test]
 async fn include_usage_sends_a_usage_chunk_without_choices_before_done() {
     let dirs = Dirs::new();
-    let server = TestServer::start(&dirs, Some(WordModel::new(&[], "Fine, thanks."))).await;
+    let model = WordModel::new(&[], "Fine, thanks.");
+    let server = TestServer::start(&dirs, Some(model.clone())).await;
     let mut body = user("How are you?");
     body["stream"] = json!(true);
     body["stream_options"] = json!({"include_usage": true});
     let data = complete_streamed(&server, body).await;
     let usage_chunk: Value = serde_json::from_str(&data[data.len() - 2]).unwrap();
     assert_eq!(usage_chunk["choices"], json!([]));
-    assert!(usage_chunk["usage"]["completion_tokens"].as_u64().unwrap() > 0);
+    let sent: usize = model
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|messages| imurun_core::estimate_tokens(messages))
+        .sum();
+    let generated = imurun_core::estimate_text_tokens("Fine, thanks.");
+    assert_eq!(
+        usage_chunk["usage"],
+        json!({"prompt_tokens": sent, "completion_tokens": generated, "total_tokens": sent + generated})
+    );
     let finish: Value = serde_json::from_str(&data[data.len() - 3]).unwrap();
     assert_eq!(finish["choices"][0]["finish_reason"], "stop");
     assert_eq!(finish["usage"], Value::Null);
@@ -463,6 +482,41 @@ async fn system_messages_are_added_after_the_persona_and_history_is_kept() {
     server.stop().await;
 }
 
+/// Every `user` message is bounded like a prompt, history ones too; a conversation must end
+/// with the user's message.
+#[tokio::test]
+async fn every_user_message_is_bounded_and_the_last_is_the_prompt() {
+    let dirs = Dirs::new();
+    let model = WordModel::new(&[], "Again.");
+    let server = TestServer::start(&dirs, Some(Arc::clone(&model) as Arc<dyn Model>)).await;
+    let long = "x".repeat(32_001);
+    let (status, error) = complete(
+        &server,
+        json!({"messages": [{"role": "user", "content": long}, {"role": "user", "content": "hi"}]}),
+    )
+    .await;
+    assert_eq!(status, 413, "{error}");
+    assert_eq!(error["error"]["code"], "too_large");
+    let (status, error) = complete(
+        &server,
+        json!({"messages": [
+            {"role": "user", "content": "Tell me more"},
+            {"role": "assistant", "content": "An answer to continue"},
+        ]}),
+    )
+    .await;
+    assert_eq!(status, 400, "{error}");
+    assert!(
+        error["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("the last message has role `assistant`"),
+        "{error}"
+    );
+    assert!(model.requests.lock().unwrap().is_empty(), "no turn ran");
+    server.stop().await;
+}
+
 #[tokio::test]
 async fn a_named_session_uses_its_own_transcript_and_refuses_unknown_ids() {
     let dirs = Dirs::new();
@@ -526,6 +580,14 @@ async fn bad_bodies_are_clear_400s_with_openai_s_type() {
         (
             json!({"messages": [{"role": "user", "content": "   "}]}),
             "the prompt is empty",
+        ),
+        // Valid JSON of the wrong type, at the top and inside: serde alone would read an
+        // array as a struct's fields in order.
+        (json!([null, null]), "it must be a JSON object"),
+        (json!({"messages": [["user", "hi"]]}), "expected a map"),
+        (
+            json!({"messages": [{"role": "user", "content": "hi"}], "stream_options": [true]}),
+            "expected a map",
         ),
         (
             json!({"messages": [{"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]}]}),

@@ -1,13 +1,16 @@
-//! The web page: its files are served with their types, `no-cache` and the CSP; and the page
-//! itself, in Debian's chromium driven by `web/tests/e2e.mjs`, streams answers, shows tool
-//! steps, takes approvals by click and by keyboard, stops a turn, keeps a setting over a
-//! reload, passes axe-core and fits 360 px.
+//! The web page: its files are served with their types, `no-cache` and the CSP; the vendored
+//! Markdown renderer and sanitiser are exactly their pinned packages' files; and the page
+//! itself, in Debian's chromium driven by `web/tests/e2e.mjs`, opens ready to type, renders
+//! answers as inert Markdown while they stream, shows tool steps and grounded answers, takes
+//! approvals by click and by keyboard, stops a turn, keeps a setting over a reload, passes
+//! axe-core and fits 360 px.
 
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
-use imurun_server::{CONTENT_SECURITY_POLICY, ServerOptions, asset_names};
+use imurun_server::{CONTENT_SECURITY_POLICY, ServerOptions, asset_names, asset_paths};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
@@ -59,6 +62,9 @@ async fn the_page_and_its_assets_are_served_with_their_types_and_the_csp() {
         ("/", "text/html; charset=utf-8"),
         ("/assets/app.js", "text/javascript; charset=utf-8"),
         ("/assets/chat.js", "text/javascript; charset=utf-8"),
+        ("/assets/markdown.js", "text/javascript; charset=utf-8"),
+        ("/assets/marked.esm.js", "text/javascript; charset=utf-8"),
+        ("/assets/purify.es.mjs", "text/javascript; charset=utf-8"),
         ("/assets/style.css", "text/css; charset=utf-8"),
         ("/assets/icon.svg", "image/svg+xml"),
     ];
@@ -110,6 +116,8 @@ async fn unknown_assets_are_404_in_the_api_s_shape() {
         "/assets/nope.js",
         "/assets/",
         "/assets/../Cargo.toml",
+        "/assets/vendor/marked.esm.js",
+        "/assets/LICENSE-marked",
         "/index.html",
     ] {
         let (status, body) = server.get(path).await;
@@ -121,41 +129,209 @@ async fn unknown_assets_are_404_in_the_api_s_shape() {
     server.stop().await;
 }
 
-/// Every file of `web/` the page loads is embedded, and every embedded file exists.
+/// The files of `web/` that are not the page's: its tests, and the vendored libraries'
+/// licences and notes (each served script keeps its own licence header).
+const NOT_SERVED: &[&str] = &[
+    "tests",
+    "vendor/README.md",
+    "vendor/LICENSE-marked",
+    "vendor/LICENSE-dompurify",
+];
+
+/// Every file of `web/` the page loads is embedded, every embedded file exists, and each is
+/// served under one name.
 #[test]
 fn every_page_file_is_embedded() {
-    let mut on_disk: Vec<String> = std::fs::read_dir(web_dir())
-        .expect("web/")
-        .map(|entry| {
-            entry
-                .expect("an entry")
-                .file_name()
-                .into_string()
-                .expect("UTF-8")
-        })
-        .filter(|name| name != "index.html" && name != "tests")
-        .collect();
+    let mut on_disk = Vec::new();
+    files_under(&web_dir(), "", &mut on_disk);
+    on_disk.retain(|path| path != "index.html" && !NOT_SERVED.contains(&path.as_str()));
     on_disk.sort();
-    let mut embedded: Vec<String> = asset_names().into_iter().map(str::to_owned).collect();
+    let mut embedded: Vec<String> = asset_paths().into_iter().map(str::to_owned).collect();
     embedded.sort();
     assert_eq!(
         on_disk, embedded,
         "web/ and the asset table in routes/page.rs differ"
     );
+    let mut names = asset_names();
+    names.sort_unstable();
+    names.dedup();
+    assert_eq!(names.len(), embedded.len(), "two assets share a name");
+}
+
+/// The paths of the files under `dir`, relative to `web/` (`prefix` is `dir`'s), not entering
+/// the directories `NOT_SERVED` names.
+fn files_under(dir: &Path, prefix: &str, out: &mut Vec<String>) {
+    for entry in std::fs::read_dir(dir).expect("a directory of web/") {
+        let entry = entry.expect("an entry");
+        let name = entry.file_name().into_string().expect("UTF-8");
+        let path = format!("{prefix}{name}");
+        if entry.file_type().expect("a file type").is_dir() {
+            if !NOT_SERVED.contains(&path.as_str()) {
+                files_under(&entry.path(), &format!("{path}/"), out);
+            }
+        } else {
+            out.push(path);
+        }
+    }
 }
 
 fn web_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../web")
 }
 
-/// The title of the session `e2e.mjs` creates to open the `queued` scenario's gate.
+/// One vendored file: the npm package and version it comes from, its path in the package,
+/// and its path under `web/`.
+struct Vendored {
+    package: &'static str,
+    version: &'static str,
+    in_package: &'static str,
+    in_web: &'static str,
+}
+
+/// What `web/vendor/` holds (its README says the same).
+const VENDORED: &[Vendored] = &[
+    Vendored {
+        package: "marked",
+        version: "18.2.1",
+        in_package: "lib/marked.esm.js",
+        in_web: "vendor/marked.esm.js",
+    },
+    Vendored {
+        package: "marked",
+        version: "18.2.1",
+        in_package: "LICENSE",
+        in_web: "vendor/LICENSE-marked",
+    },
+    Vendored {
+        package: "dompurify",
+        version: "3.5.0",
+        in_package: "dist/purify.es.mjs",
+        in_web: "vendor/purify.es.mjs",
+    },
+    Vendored {
+        package: "dompurify",
+        version: "3.5.0",
+        in_package: "LICENSE",
+        in_web: "vendor/LICENSE-dompurify",
+    },
+];
+
+fn read_json(path: &Path) -> serde_json::Value {
+    let text = std::fs::read_to_string(path)
+        .unwrap_or_else(|error| panic!("cannot read {}: {error}", path.display()));
+    serde_json::from_str(&text)
+        .unwrap_or_else(|error| panic!("{} is not JSON: {error}", path.display()))
+}
+
+/// The vendored renderer and sanitiser are byte for byte the files of the npm packages at the
+/// versions pinned in `web/tests/package.json` and its lock file; `scripts/setup` installs
+/// those (`npm ci` checks each package's integrity hash), and this compares them.
+#[test]
+fn the_vendored_files_are_the_pinned_packages_files() {
+    let tests = web_dir().join("tests");
+    let manifest = read_json(&tests.join("package.json"));
+    let lock = read_json(&tests.join("package-lock.json"));
+    let readme = std::fs::read_to_string(web_dir().join("vendor/README.md")).expect("README");
+    for file in VENDORED {
+        let package = file.package;
+        assert_eq!(
+            manifest["dependencies"][package], file.version,
+            "web/tests/package.json must pin {package} at exactly {}",
+            file.version
+        );
+        assert_eq!(
+            lock["packages"][format!("node_modules/{package}")]["version"],
+            file.version,
+            "web/tests/package-lock.json locks another {package}"
+        );
+        assert!(
+            readme.contains(&format!("| `{package}` | {} |", file.version)),
+            "web/vendor/README.md does not name {package} {}",
+            file.version
+        );
+        let installed = tests.join("node_modules").join(package);
+        let installed_manifest = installed.join("package.json");
+        assert!(
+            installed_manifest.is_file(),
+            "web/tests/node_modules lacks {package}: run scripts/setup"
+        );
+        assert_eq!(
+            read_json(&installed_manifest)["version"],
+            file.version,
+            "web/tests/node_modules holds another {package}: run scripts/setup"
+        );
+        let shipped = std::fs::read(installed.join(file.in_package)).expect("the package's file");
+        let committed = std::fs::read(web_dir().join(file.in_web)).expect("the vendored file");
+        assert!(
+            shipped == committed,
+            "web/{} is not {package} {}'s {}: copy it again (web/vendor/README.md)",
+            file.in_web,
+            file.version,
+            file.in_package
+        );
+    }
+    // The banners say the same versions.
+    let marked = std::fs::read_to_string(web_dir().join("vendor/marked.esm.js")).expect("marked");
+    assert!(marked.starts_with("/**\n * marked v18.2.1 "));
+    let purify = std::fs::read_to_string(web_dir().join("vendor/purify.es.mjs")).expect("purify");
+    assert!(purify.starts_with("/*! @license DOMPurify 3.5.0 "));
+}
+
+/// The titles of the sessions `e2e.mjs` creates to open a gate of the script: the `first`
+/// scenario's, once it saw the first half of its answer rendered while streaming, and the
+/// `queued` scenario's, once it saw its second prompt queued.
+const OPEN_THE_STREAM: &str = "open the stream";
 const OPEN_THE_GATE: &str = "open the gate";
 
+/// The gates of the page's script, opened by the sessions above; `never` is never opened.
+struct Gates {
+    stream: Arc<Semaphore>,
+    queued: Arc<Semaphore>,
+    never: Arc<Semaphore>,
+}
+
+impl Gates {
+    fn new() -> Gates {
+        Gates {
+            stream: Arc::new(Semaphore::new(0)),
+            queued: Arc::new(Semaphore::new(0)),
+            never: Arc::new(Semaphore::new(0)),
+        }
+    }
+}
+
+/// The `first` scenario's answer, in the pieces it streams: a strong phrase and a list, then
+/// (once the gate opens) a heading, a numbered list, a table, a code block and a link.
+const MARKDOWN_PIECES: &[&str] = &[
+    "Here is **what you asked**, with *emphasis*:\n\n",
+    "- apples\n",
+    "- pears\n\n",
+    "## Steps\n\n",
+    "1. Open the file\n2. Run `make`\n\n",
+    "| name | value |\n| :--- | ---: |\n| alpha | 1 |\n| beta | 2 |\n\n",
+    "```rust\nfn main() { println!(\"<b>hi</b>\"); }\n```\n\n",
+    "See [the docs](https://example.org/docs).",
+];
+
+/// The `inert` scenario's answer: everything that would run, load or style if the page took
+/// the model's text as HTML.
+const TRICKY_ANSWER: &str = "<script>window.__pwned = 'script'</script>\n\n\
+<img src=x onerror=\"window.__pwned = 'img'\">\n\n\
+[click me](javascript:window.__pwned='link') and **still Markdown**\n\n\
+<a href=\"javascript:window.__pwned='raw'\">raw link</a> and <b onclick=\"window.__pwned='b'\">bold?</b>\n\n\
+<iframe src=\"https://example.org/\"></iframe>\n\n\
+![a picture](https://example.org/picture.png)\n\n\
+<div style=\"color: red\" class=\"approval\" id=\"prompt\">styled</div>";
+
 /// The test model's script, in the order `e2e.mjs` runs its scenarios; the last reply waits
-/// for a gate nobody opens, so only the Stop button ends its turn.
-fn page_script(queued_gate: &Arc<Semaphore>, never: &Arc<Semaphore>) -> Vec<Reply> {
+/// for a gate nobody opens, so only the Stop button ends its turn. An answer after a read
+/// quotes the notes, as a grounded answer must (else the loop asks again and the replies
+/// shift).
+fn page_script(gates: &Gates) -> Vec<Reply> {
     let read = || tool_reply("file_read", json!({"path": "notes.txt"}));
     vec![
+        // first: streamed, the second half held until the page saw the first rendered
+        Reply::pieces(MARKDOWN_PIECES).held_before(3, &gates.stream),
         // stream
         Reply::text("Hello from the page test."),
         // tool, with a thought before the call
@@ -164,25 +340,32 @@ fn page_script(queued_gate: &Arc<Semaphore>, never: &Arc<Semaphore>) -> Vec<Repl
             read()
         )),
         Reply::text("Your notes say: remember the milk."),
+        // inert: an answer that would run if it were HTML, then a tool step's text that would
+        Reply::text(TRICKY_ANSWER),
+        Reply::text(&format!(
+            "I will look <img src=x onerror=\"window.__pwned = 'step'\"> **carefully**.\n{}",
+            read()
+        )),
+        Reply::text("Your notes say: remember the milk."),
         // approve (the settings scenario has set the mode to ask)
         Reply::text(&read()),
-        Reply::text("I read them with your approval."),
+        Reply::text("I read them with your approval: remember the milk."),
         // deny
         Reply::text(&read()),
         Reply::text("Then I will not read them."),
         // keyboard
         Reply::text(&read()),
-        Reply::text("I read them after your key press."),
+        Reply::text("I read them after your key press: remember the milk."),
         // remember: approved for the session, then read again without a card
         Reply::text(&read()),
-        Reply::text("Read, and I may again."),
+        Reply::text("Read, and I may again: remember the milk."),
         Reply::text(&read()),
-        Reply::text("Read again without asking."),
+        Reply::text("Read again without asking: remember the milk."),
         // queued: the first answer waits until the page has seen its second prompt queued
-        Reply::gated("First things first.", queued_gate),
+        Reply::gated("First things first.", &gates.queued),
         Reply::text("And now the second."),
         // stop
-        Reply::gated("This never arrives.", never),
+        Reply::gated("This never arrives.", &gates.never),
     ]
 }
 
@@ -190,18 +373,27 @@ fn page_script(queued_gate: &Arc<Semaphore>, never: &Arc<Semaphore>) -> Vec<Repl
 async fn the_page_works_in_a_real_browser() {
     let dirs = Dirs::new();
     write_file(&dirs, "notes.txt", "remember the milk\n");
-    let queued_gate = Arc::new(Semaphore::new(0));
-    let never = Arc::new(Semaphore::new(0));
-    let model = TestModel::new(page_script(&queued_gate, &never));
+    let gates = Gates::new();
+    let model = TestModel::new(page_script(&gates));
     let server = TestServer::start(&dirs, Some(model)).await;
-    // The `queued` scenario signals through the API that its second prompt shows as queued:
-    // it creates a session with this title, and the gate of the first answer opens.
+    // The scenarios signal through the API that the page shows what they wait for: each
+    // creates a session with a title, and the gate of that title opens.
+    let mut openers = HashMap::from([
+        (OPEN_THE_STREAM, Arc::clone(&gates.stream)),
+        (OPEN_THE_GATE, Arc::clone(&gates.queued)),
+    ]);
     let mut events = server.events(None).await;
     let opener = tokio::spawn(async move {
         while let Some(message) = events.next_event().await {
             let event = message.data();
-            if event["type"] == "session.created" && event["session"]["title"] == OPEN_THE_GATE {
-                queued_gate.add_permits(1);
+            if event["type"] != "session.created" {
+                continue;
+            }
+            let title = event["session"]["title"].as_str().unwrap_or_default();
+            if let Some(gate) = openers.remove(title) {
+                gate.add_permits(1);
+            }
+            if openers.is_empty() {
                 return;
             }
         }
@@ -209,6 +401,23 @@ async fn the_page_works_in_a_real_browser() {
     let output = run_e2e(&server, &[], None).await;
     println!("{output}");
     opener.abort();
+    server.stop().await;
+}
+
+/// A turn that calls `get_time` and answers twice without the time: the loop retries once,
+/// then answers from the tool's result; the page's thinking panel shows both, live and after
+/// a reload.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_a_grounded_retry_and_fallback() {
+    let dirs = Dirs::new();
+    let model = TestModel::new(vec![
+        Reply::text(&tool_reply("get_time", json!({}))),
+        Reply::text("It is lunchtime."),
+        Reply::text("Still lunchtime, I think."),
+    ]);
+    let server = TestServer::start(&dirs, Some(model)).await;
+    let output = run_e2e(&server, &["grounding"], None).await;
+    println!("{output}");
     server.stop().await;
 }
 

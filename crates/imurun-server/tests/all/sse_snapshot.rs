@@ -77,7 +77,7 @@ async fn every_event_type_reaches_an_sse_client_with_its_documented_fields() {
         Reply::text("Second answer."),
         // In ask mode: approved (and remembered), then denied.
         Reply::text(&tool_reply("file_read", json!({"path": "notes.txt"}))),
-        Reply::text("Approved, and read."),
+        Reply::text("Approved, and read: buy milk."),
         Reply::text(&tool_reply("file_read", json!({"path": "notes.txt"}))),
         Reply::text("I was not allowed to read it."),
         // A long answer, then a turn whose history no longer fits.

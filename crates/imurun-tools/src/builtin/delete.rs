@@ -4,18 +4,12 @@ use std::sync::Arc;
 
 use imurun_core::{ToolCategory, ToolOutput, ToolSpec};
 use imurun_policy::{Removed, Target, Workspace};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::{WorkspaceTool, required_string};
 
 pub(crate) fn spec() -> ToolSpec {
-    ToolSpec::new(
-        "delete",
-        "Delete a file or folder in the workspace.",
-        json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "path relative to the workspace"}
-        }, "required": ["path"]}),
-    )
+    imurun_core::builtin::delete()
 }
 
 /// Deletes through the workspace's capability handle. Its category is `delete`, which the

@@ -2,9 +2,9 @@
 
 use std::sync::Arc;
 
-use imurun_core::{ToolCategory, ToolOutput, ToolSpec};
+use imurun_core::{Facts, ToolCategory, ToolOutput, ToolSpec};
 use imurun_policy::{FileError, Target, Workspace};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::{WorkspaceTool, required_string};
 
@@ -13,13 +13,7 @@ use super::{WorkspaceTool, required_string};
 pub const FILE_READ_BYTES_MAX: u64 = 256 * 1024;
 
 pub(crate) fn spec() -> ToolSpec {
-    ToolSpec::new(
-        "file_read",
-        "Read a text file in the workspace.",
-        json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "path relative to the workspace"}
-        }, "required": ["path"]}),
-    )
+    imurun_core::builtin::file_read()
 }
 
 /// Reads a text file through the workspace's capability handle.
@@ -60,7 +54,118 @@ fn read(workspace: &Workspace, written: &str) -> ToolOutput {
         }
     };
     if text.is_empty() {
-        return ToolOutput::ok(format!("(`{written}` is empty)"));
+        return ToolOutput::ok(format!("(`{written}` is empty)")).with_facts(
+            Facts::new(format!("`{written}` is empty.")).require(
+                "that it is empty",
+                ["empty", "nothing", "no content", "no text", "blank"]
+                    .map(str::to_owned)
+                    .to_vec(),
+            ),
+        );
     }
-    ToolOutput::ok(text)
+    let facts = facts(written, &text);
+    ToolOutput::ok(text).with_facts(facts)
+}
+
+/// The lines an answer may quote, and the quote that answers when the model does not.
+const QUOTED_LINES_MAX: usize = 40;
+const QUOTED_CHARS_MAX: usize = 2000;
+/// A line an answer quotes is matched on its first words, up to this many characters.
+const LINE_START_CHARS: usize = 60;
+/// Lines looked at for forms.
+const FORM_LINES_MAX: usize = 200;
+
+/// An answer about a file quotes it: at least the start of one of its lines.
+fn facts(written: &str, text: &str) -> Facts {
+    let mut quoted: Vec<String> = Vec::new();
+    let mut chars = 0;
+    let lines: Vec<&str> = text.lines().collect();
+    for line in lines.iter().take(QUOTED_LINES_MAX) {
+        chars += line.chars().count() + 1;
+        if chars > QUOTED_CHARS_MAX {
+            break;
+        }
+        quoted.push(format!("> {line}").trim_end().to_owned());
+    }
+    if quoted.len() < lines.len() {
+        quoted.push(format!("> … ({} lines in all)", lines.len()));
+    }
+    let forms: Vec<String> = lines
+        .iter()
+        .take(FORM_LINES_MAX)
+        .filter_map(|line| line_start(line))
+        .collect();
+    let facts = Facts::new(format!("`{written}` says:\n\n{}", quoted.join("\n")));
+    if forms.is_empty() {
+        facts
+    } else {
+        facts.require("what the file says", forms)
+    }
+}
+
+/// The first whole words of a line, without its closing punctuation: what a quote of it
+/// holds. `None` for a line with fewer than three letters or digits.
+fn line_start(line: &str) -> Option<String> {
+    let line = line
+        .trim()
+        .trim_start_matches(['-', '*', '#', '>', ' '])
+        .trim_end_matches(|c: char| !c.is_alphanumeric());
+    if line.chars().filter(|c| c.is_alphanumeric()).count() < 3 {
+        return None;
+    }
+    let mut start = String::new();
+    for word in line.split_whitespace() {
+        if !start.is_empty() && start.chars().count() + 1 + word.chars().count() > LINE_START_CHARS
+        {
+            break;
+        }
+        if !start.is_empty() {
+            start.push(' ');
+        }
+        start.push_str(word);
+    }
+    let start = start
+        .trim_end_matches(|c: char| !c.is_alphanumeric())
+        .to_owned();
+    (!start.is_empty()).then_some(start)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_answer_quotes_the_start_of_a_line() {
+        let facts = facts(
+            "notes.txt",
+            "# Shopping\n- Buy milk.\n\nCall Anna about the 3rd!\n",
+        );
+        assert_eq!(
+            facts.sentence,
+            "`notes.txt` says:\n\n> # Shopping\n> - Buy milk.\n>\n> Call Anna about the 3rd!"
+        );
+        assert_eq!(
+            facts.required[0].forms,
+            ["Shopping", "Buy milk", "Call Anna about the 3rd"]
+        );
+        let long = "word ".repeat(30);
+        let start = line_start(&long).unwrap();
+        assert!(start.chars().count() <= LINE_START_CHARS && start.ends_with("word"));
+        assert_eq!(line_start("--"), None);
+    }
+
+    #[test]
+    fn a_long_file_is_quoted_in_part() {
+        let text: String = (1..=100).map(|n| format!("line number {n}\n")).collect();
+        let facts = facts("log.txt", &text);
+        assert!(
+            facts.sentence.ends_with("> … (100 lines in all)"),
+            "{}",
+            facts.sentence
+        );
+        assert_eq!(
+            facts.sentence.matches("\n> line number").count(),
+            QUOTED_LINES_MAX
+        );
+    }
 }

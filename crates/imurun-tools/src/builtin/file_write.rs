@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use imurun_core::{ToolCategory, ToolOutput, ToolSpec};
 use imurun_policy::{Target, Workspace};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::{WorkspaceTool, required_string};
 
@@ -14,14 +14,7 @@ use super::{WorkspaceTool, required_string};
 pub const FILE_WRITE_BYTES_MAX: usize = 4 * 1024 * 1024;
 
 pub(crate) fn spec() -> ToolSpec {
-    ToolSpec::new(
-        "file_write",
-        "Write a text file in the workspace, replacing it if it exists.",
-        json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "path relative to the workspace"},
-            "content": {"type": "string", "description": "the whole new file body"}
-        }, "required": ["path", "content"]}),
-    )
+    imurun_core::builtin::file_write()
 }
 
 /// Writes a file by atomic rename through the workspace's capability handle, so readers see

@@ -2,12 +2,18 @@
 //!
 //! Time zones come from `jiff`, with the IANA database bundled into the binary as a fallback
 //! for machines without `/usr/share/zoneinfo` (minimal containers), so `Europe/Paris` works
-//! everywhere the binary runs.
+//! everywhere the binary runs. The instant comes from a [`Clock`]: the machine's, or a
+//! frozen one for reproducible runs, whose pinned zone is then what "local" means.
 
-use imurun_core::{BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
+use std::sync::Arc;
+
+use imurun_core::{
+    BoxFuture, ClaimKind, Clock, Facts, SystemClock, Tool, ToolCategory, ToolContext, ToolOutput,
+    ToolSpec, clock_time_forms, date_forms,
+};
+use jiff::Timestamp;
 use jiff::tz::TimeZone;
-use jiff::{Timestamp, Zoned};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::optional_string;
 
@@ -15,24 +21,28 @@ use super::optional_string;
 const TIMEZONE_BYTES_MAX: usize = 64;
 
 pub(crate) fn spec() -> ToolSpec {
-    ToolSpec::new(
-        "get_time",
-        "The current date and time, in a time zone.",
-        json!({"type": "object", "properties": {
-            "timezone": {"type": "string", "description": "an IANA time zone such as Europe/Paris (default: local)"}
-        }}),
-    )
+    imurun_core::builtin::get_time()
 }
 
 /// Reads the clock. No authority: its category is `compute`.
 #[derive(Debug)]
 pub struct GetTime {
     spec: ToolSpec,
+    clock: Arc<dyn Clock>,
 }
 
 impl GetTime {
+    /// The tool over the machine clock.
     pub fn new() -> Self {
-        Self { spec: spec() }
+        Self::with_clock(Arc::new(SystemClock))
+    }
+
+    /// The tool over `clock`.
+    pub fn with_clock(clock: Arc<dyn Clock>) -> Self {
+        Self {
+            spec: spec(),
+            clock,
+        }
     }
 }
 
@@ -58,22 +68,27 @@ impl Tool for GetTime {
     ) -> BoxFuture<'a, ToolOutput> {
         Box::pin(async move {
             match optional_string(args, "timezone") {
-                Ok(name) => now_in(name.map(str::trim).unwrap_or("local")),
+                Ok(name) => now_in(self.clock.as_ref(), name.map(str::trim).unwrap_or("local")),
                 Err(failure) => failure,
             }
         })
     }
 }
 
-fn now_in(name: &str) -> ToolOutput {
+fn now_in(clock: &dyn Clock, name: &str) -> ToolOutput {
+    let instant = Timestamp::try_from(clock.now()).unwrap_or(Timestamp::UNIX_EPOCH);
     let now = if name.is_empty() || name.eq_ignore_ascii_case("local") {
-        Zoned::now()
+        let local = clock
+            .zone()
+            .and_then(|zone| TimeZone::get(zone).ok())
+            .unwrap_or_else(TimeZone::system);
+        instant.to_zoned(local)
     } else {
         if name.len() > TIMEZONE_BYTES_MAX {
             return ToolOutput::failed("that is not a time zone name: it is too long");
         }
         match TimeZone::get(name) {
-            Ok(zone) => Timestamp::now().to_zoned(zone),
+            Ok(zone) => instant.to_zoned(zone),
             Err(_) => {
                 return ToolOutput::failed(format!(
                     "`{name}` is not a known time zone; use an IANA name such as Europe/Paris, \
@@ -93,6 +108,27 @@ fn now_in(name: &str) -> ToolOutput {
         now.strftime("%:z"),
         now.strftime("%Y-%m-%dT%H:%M:%S%:z"),
     ))
+    .with_facts(facts(&now, &zone))
+}
+
+/// An answer about the time holds the clock time and the date, and states no other time or
+/// weekday.
+fn facts(now: &jiff::Zoned, zone: &str) -> Facts {
+    let (hour, minute) = (
+        u8::try_from(now.hour()).unwrap_or(0),
+        u8::try_from(now.minute()).unwrap_or(0),
+    );
+    let weekday = now.strftime("%A").to_string();
+    Facts::new(format!(
+        "It is {} on {} ({zone}).",
+        now.strftime("%H:%M"),
+        now.strftime("%A, %-d %B %Y")
+    ))
+    .require("the time", clock_time_forms(hour, minute))
+    .require("the date", date_forms(now.year(), now.month(), now.day()))
+    .only(ClaimKind::ClockTime, vec![format!("{hour:02}:{minute:02}")])
+    .only(ClaimKind::Weekday, vec![weekday])
+    .only(ClaimKind::Date, vec![now.strftime("%Y-%m-%d").to_string()])
 }
 
 #[cfg(test)]
@@ -118,9 +154,44 @@ mod tests {
             ),
         ];
         for (name, ok, expected) in cases {
-            let output = now_in(name);
+            let output = now_in(&SystemClock, name);
             assert_eq!(output.ok, ok, "{name}: {}", output.text);
             assert!(output.text.contains(expected), "{name}: {}", output.text);
         }
+    }
+
+    #[test]
+    fn a_frozen_clock_gives_its_instant_and_pins_local() {
+        let at: Timestamp = "2026-12-01T12:47:05Z".parse().unwrap();
+        let clock = imurun_core::FixedClock::in_zone(at.into(), "Asia/Tokyo");
+        let local = now_in(&clock, "local");
+        assert_eq!(
+            local.text,
+            "Tuesday, 1 December 2026, 21:47:05 JST (Asia/Tokyo, UTC+09:00)\nISO 8601: 2026-12-01T21:47:05+09:00"
+        );
+        let paris = now_in(&clock, "Europe/Paris");
+        assert!(
+            paris.text.contains("ISO 8601: 2026-12-01T13:47:05+01:00"),
+            "{}",
+            paris.text
+        );
+    }
+
+    #[test]
+    fn the_result_says_what_an_answer_must_hold() {
+        let at: Timestamp = "2026-12-01T12:47:05Z".parse().unwrap();
+        let clock = imurun_core::FixedClock::in_zone(at.into(), "Asia/Tokyo");
+        let facts = now_in(&clock, "local").facts.unwrap();
+        assert_eq!(
+            facts.sentence,
+            "It is 21:47 on Tuesday, 1 December 2026 (Asia/Tokyo)."
+        );
+        assert_eq!(facts.required[0].what, "the time");
+        assert!(facts.required[0].forms.contains(&"9:47 pm".to_owned()));
+        assert!(facts.required[1].forms.contains(&"1 December".to_owned()));
+        assert_eq!(facts.claims[0].allowed, ["21:47"]);
+        assert_eq!(facts.claims[1].allowed, ["Tuesday"]);
+        assert_eq!(facts.claims[2].allowed, ["2026-12-01"]);
+        assert!(now_in(&clock, "Mars/Base").facts.is_none());
     }
 }

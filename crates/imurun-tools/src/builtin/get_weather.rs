@@ -8,10 +8,11 @@
 use std::time::Duration;
 
 use imurun_core::{Availability, BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
-use reqwest::{Client, Url};
-use serde_json::{Map, Value, json};
+use imurun_net::Door;
+use imurun_net::http::Url;
+use serde_json::{Map, Value};
 
-use super::http::{self, RESPONSE_BYTES_MAX};
+use super::http;
 use super::required_string;
 
 /// How long each of the two requests may take unless the config says otherwise.
@@ -29,13 +30,7 @@ const DAILY_FIELDS: &str =
     "weather_code,temperature_2m_max,temperature_2m_min,precipitation_probability_max";
 
 pub(crate) fn spec() -> ToolSpec {
-    ToolSpec::new(
-        "get_weather",
-        "The current weather and forecast for a place.",
-        json!({"type": "object", "properties": {
-            "location": {"type": "string", "description": "a city or place name"}
-        }, "required": ["location"]}),
-    )
+    imurun_core::builtin::get_weather()
 }
 
 /// Where the weather comes from and how long each request may take.
@@ -70,29 +65,37 @@ impl Default for WeatherConfig {
 pub struct GetWeather {
     spec: ToolSpec,
     config: WeatherConfig,
-    client: Result<Client, String>,
+    door: Result<Door, String>,
 }
 
 impl GetWeather {
+    /// The tool over `config`'s endpoints (their hosts trusted, every other address public
+    /// only).
     pub fn new(config: WeatherConfig) -> Self {
-        let client = http::client(config.timeout);
+        let door = http::service_door(
+            [
+                config.geocoding_endpoint.as_str(),
+                config.forecast_endpoint.as_str(),
+            ],
+            config.timeout,
+        );
         Self {
             spec: spec(),
             config,
-            client,
+            door,
         }
     }
 
     async fn weather(&self, location: &str) -> ToolOutput {
-        let client = match &self.client {
-            Ok(client) => client,
+        let door = match &self.door {
+            Ok(door) => door,
             Err(reason) => return ToolOutput::failed(reason),
         };
-        let place = match self.geocode(client, location).await {
+        let place = match self.geocode(door, location).await {
             Ok(place) => place,
             Err(failure) => return failure,
         };
-        let forecast = match self.forecast(client, &place).await {
+        let forecast = match self.forecast(door, &place).await {
             Ok(forecast) => forecast,
             Err(failure) => return failure,
         };
@@ -100,7 +103,7 @@ impl GetWeather {
         ToolOutput::ok(describe(&place, &forecast)).untrusted()
     }
 
-    async fn geocode(&self, client: &Client, location: &str) -> Result<Place, ToolOutput> {
+    async fn geocode(&self, door: &Door, location: &str) -> Result<Place, ToolOutput> {
         let (name, qualifier) = match location.split_once(',') {
             Some((name, qualifier)) => (name.trim(), Some(qualifier.trim())),
             None => (location, None),
@@ -119,7 +122,7 @@ impl GetWeather {
                 ("format", "json"),
             ],
         );
-        let object = self.get_json(client, url, "the geocoding service").await?;
+        let object = self.get_json(door, url, "the geocoding service").await?;
         let candidates = match object.get("results") {
             // Open-Meteo leaves `results` out when nothing matched.
             None | Some(Value::Null) => Vec::new(),
@@ -143,11 +146,7 @@ impl GetWeather {
         })
     }
 
-    async fn forecast(
-        &self,
-        client: &Client,
-        place: &Place,
-    ) -> Result<Map<String, Value>, ToolOutput> {
+    async fn forecast(&self, door: &Door, place: &Place) -> Result<Map<String, Value>, ToolOutput> {
         let latitude = place.latitude.to_string();
         let longitude = place.longitude.to_string();
         let days = FORECAST_DAYS.to_string();
@@ -162,7 +161,7 @@ impl GetWeather {
                 ("forecast_days", &days),
             ],
         );
-        let object = self.get_json(client, url, "the weather service").await?;
+        let object = self.get_json(door, url, "the weather service").await?;
         if !object.get("current").is_some_and(Value::is_object) {
             return Err(malformed("the weather service"));
         }
@@ -172,30 +171,22 @@ impl GetWeather {
     /// One GET whose answer must be a JSON object without Open-Meteo's `error` flag.
     async fn get_json(
         &self,
-        client: &Client,
+        door: &Door,
         url: Result<Url, impl std::fmt::Display>,
         service: &str,
     ) -> Result<Map<String, Value>, ToolOutput> {
         let url = url.map_err(|error| {
             ToolOutput::failed(format!("the address of {service} is not valid: {error}"))
         })?;
-        let timeout = self.config.timeout;
-        let response = client
+        let request = door
             .get(url)
-            .header("Accept", "application/json")
-            .send()
+            .map_err(|error| ToolOutput::failed(error.to_string()))?
+            .header("Accept", "application/json");
+        let answer = http::exchange(door, request, service)
             .await
-            .map_err(|error| {
-                ToolOutput::failed(http::transport_failure(service, &error, timeout))
-            })?;
-        let status = response.status();
-        let retry_after = http::retry_after(&response);
-        let body = http::read_body(response, RESPONSE_BYTES_MAX)
-            .await
-            .map_err(|error| {
-                ToolOutput::failed(http::transport_failure(service, &error, timeout))
-            })?;
-        let parsed = serde_json::from_slice::<Value>(&body.bytes).ok();
+            .map_err(|error| ToolOutput::failed(error.to_string()))?;
+        let (status, retry_after) = (answer.status, answer.retry_after);
+        let parsed = serde_json::from_slice::<Value>(&answer.bytes).ok();
         // Open-Meteo explains refusals as `{"error": true, "reason": "..."}`, with 400 or 200.
         if let Some(reason) = parsed
             .as_ref()
@@ -208,7 +199,7 @@ impl GetWeather {
             ))
             .untrusted());
         }
-        match status.as_u16() {
+        match status {
             200..=299 => {}
             429 => {
                 return Err(ToolOutput::failed(format!(
@@ -229,11 +220,6 @@ impl GetWeather {
     }
 }
 
-/// Weather from Open-Meteo's public endpoints.
-pub fn get_weather_tool() -> GetWeather {
-    GetWeather::new(WeatherConfig::open_meteo())
-}
-
 impl Tool for GetWeather {
     fn spec(&self) -> &ToolSpec {
         &self.spec
@@ -244,7 +230,7 @@ impl Tool for GetWeather {
     }
 
     fn available(&self) -> Availability {
-        http::availability(&self.client)
+        http::availability(&self.door)
     }
 
     fn run<'a>(

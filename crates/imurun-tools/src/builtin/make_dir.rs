@@ -4,18 +4,12 @@ use std::sync::Arc;
 
 use imurun_core::{ToolCategory, ToolOutput, ToolSpec};
 use imurun_policy::{Target, Workspace};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::{WorkspaceTool, required_string};
 
 pub(crate) fn spec() -> ToolSpec {
-    ToolSpec::new(
-        "make_dir",
-        "Create a folder (and its parents) in the workspace.",
-        json!({"type": "object", "properties": {
-            "path": {"type": "string", "description": "folder relative to the workspace"}
-        }, "required": ["path"]}),
-    )
+    imurun_core::builtin::make_dir()
 }
 
 /// Creates folders through the workspace's capability handle.

@@ -1,13 +1,15 @@
 //! The built-in tools, one per file, and the small helpers they share for reading arguments
 //! and for running blocking file operations off the async workers.
 //!
-//! The network tools (`web_search`, `get_weather`, `fetch_url`) share `http` (client, bounded
-//! body reads, transport failures in words) and `html_text` (HTML as readable text).
+//! The network tools (`web_search`, `get_weather`, `fetch_url`) go out through `imurun-net`'s
+//! door; they share `http` (their doors, bounded answers, `Retry-After` in words) and
+//! `html_text` (HTML as readable text).
 //!
 //! File tools hold the shared [`Workspace`] and check every path again inside `run`
 //! (confinement and protection), so a direct `run` cannot skip what the executor's policy
 //! step checks; then they open through the workspace's capability handle.
 
+mod calculate;
 mod delete;
 mod fetch_url;
 mod file_read;
@@ -27,15 +29,16 @@ mod workspace_tool;
 use imurun_core::ToolOutput;
 use serde_json::{Map, Value};
 
+pub use calculate::{Calculate, EXPRESSION_CHARS_MAX};
 pub use delete::delete_tool;
 pub use fetch_url::{
     FETCH_BODY_BYTES_MAX, FETCH_REDIRECTS_MAX, FETCH_TEXT_CHARS_MAX, FETCH_TIMEOUT_DEFAULT,
-    FetchConfig, FetchUrl, fetch_url_tool,
+    FetchConfig, FetchUrl,
 };
 pub use file_read::{FILE_READ_BYTES_MAX, file_read_tool};
 pub use file_write::{FILE_WRITE_BYTES_MAX, file_write_tool};
 pub use get_time::GetTime;
-pub use get_weather::{GetWeather, WEATHER_TIMEOUT_DEFAULT, WeatherConfig, get_weather_tool};
+pub use get_weather::{GetWeather, WEATHER_TIMEOUT_DEFAULT, WeatherConfig};
 pub use list_dir::{LIST_ENTRIES_MAX, list_dir_tool};
 pub use make_dir::make_dir_tool;
 pub use run_agent::run_agent_tool;
@@ -44,21 +47,9 @@ pub use unconfigured::UnconfiguredTool;
 pub use web_search::{
     BRAVE_API_KEY_VAR, SEARCH_RESULTS_DEFAULT, SEARCH_RESULTS_MAX, SEARCH_TIMEOUT_DEFAULT,
     SEARXNG_URL_VAR, SERPER_API_KEY_VAR, SearchConfig, SearchProvider, TAVILY_API_KEY_VAR,
-    WebSearch, web_search_tool,
+    WebSearch,
 };
 pub use workspace_tool::WorkspaceTool;
-
-pub(crate) use delete::spec as delete_spec;
-pub(crate) use fetch_url::spec as fetch_url_spec;
-pub(crate) use file_read::spec as file_read_spec;
-pub(crate) use file_write::spec as file_write_spec;
-pub(crate) use get_time::spec as get_time_spec;
-pub(crate) use get_weather::spec as get_weather_spec;
-pub(crate) use list_dir::spec as list_dir_spec;
-pub(crate) use make_dir::spec as make_dir_spec;
-pub(crate) use run_agent::spec as run_agent_spec;
-pub(crate) use shell::spec as shell_spec;
-pub(crate) use web_search::spec as web_search_spec;
 
 /// A required string argument, or the failure that says it is missing. The executor has
 /// validated the schema already; this keeps a direct `run` from panicking on bad input.

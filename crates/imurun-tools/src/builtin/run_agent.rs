@@ -3,22 +3,13 @@
 //! one reports itself unavailable and fails when run.
 
 use imurun_core::{ToolCategory, ToolSpec};
-use serde_json::json;
 
 use super::UnconfiguredTool;
 
 const UNAVAILABLE: &str = "sub-agents are not wired into this runtime yet";
 
 pub(crate) fn spec() -> ToolSpec {
-    ToolSpec::new(
-        "run_agent",
-        "Hand a self-contained task to a helper agent and get its summary back.",
-        json!({"type": "object", "properties": {
-            "task": {"type": "string", "description": "what the helper should do"},
-            "tools": {"type": "array", "items": {"type": "string"}, "description": "tool names it may use"},
-            "max_steps": {"type": "integer", "description": "its step budget (default 4, max 8)"}
-        }, "required": ["task"]}),
-    )
+    imurun_core::run_agent_spec()
 }
 
 /// The sub-agent tool's placeholder. Its category is `agent`, which the executor refuses at

@@ -12,7 +12,7 @@ use std::time::Duration;
 
 use imurun_core::{BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
 use imurun_policy::destructive_reason;
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
 use super::{optional_integer, required_string};
 use crate::process::{Ending, ShellRequest, ShellResult, run_shell};
@@ -25,16 +25,7 @@ pub const SHELL_TIMEOUT_DEFAULT_S: u64 = 60;
 pub const SHELL_TIMEOUT_MAX_S: u64 = 600;
 
 pub(crate) fn spec() -> ToolSpec {
-    ToolSpec::new(
-        "shell",
-        "Run a shell command (sh -c) in the workspace root; there is no cwd argument, so cd inside the \
-         command. stdin is closed; stdout and stderr come back together, at most 20000 characters \
-         (head and tail). The command and everything it started is killed after `timeout` seconds.",
-        json!({"type": "object", "properties": {
-            "command": {"type": "string", "description": "the command line"},
-            "timeout": {"type": "integer", "description": "seconds before it is killed (default 60, at most 600)"}
-        }, "required": ["command"]}),
-    )
+    imurun_core::builtin::shell()
 }
 
 /// What the shell tool starts from.

@@ -9,6 +9,7 @@
 //! that outlived its call would also outlive its timeout.
 
 mod output;
+mod stdio;
 mod tree;
 
 use std::ffi::OsString;
@@ -20,20 +21,16 @@ use imurun_core::StopFlag;
 use imurun_policy::without_credentials;
 use tokio::io::AsyncReadExt;
 
-pub use output::OUTPUT_CHARS_MAX;
+pub use output::{OUTPUT_CHARS_MAX, OutputCollector};
+pub use stdio::{StdioCommand, StdioServer, spawn_stdio_server};
 
-pub(crate) use output::OutputCollector;
 use tree::ProcessTree;
-pub(crate) use tree::kill_group;
 
 /// The shell. An absolute path, so a `PATH` in the environment cannot swap it.
 const SHELL_PATH: &str = "/bin/sh";
 
 /// How long processes get between SIGTERM and SIGKILL.
 const KILL_GRACE_MS: u64 = 500;
-
-/// How often a running command checks the stop flag: the bound on how late Stop acts.
-const STOP_POLL_MS: u64 = 50;
 
 /// How long output is still read after every process of the run has been ended. Only a
 /// process that escaped the kill can hold the pipe open longer.
@@ -108,8 +105,8 @@ pub(crate) async fn run_shell(request: ShellRequest<'_>) -> std::io::Result<Shel
     let mut pipe_open = true;
     let timeout = tokio::time::sleep(request.timeout);
     tokio::pin!(timeout);
-    let mut stop_poll = tokio::time::interval(Duration::from_millis(STOP_POLL_MS));
-    stop_poll.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let stopped = request.stop.stopped();
+    tokio::pin!(stopped);
     let ending = loop {
         tokio::select! {
             read = receiver.read(&mut buffer), if pipe_open => match read {
@@ -118,7 +115,7 @@ pub(crate) async fn run_shell(request: ShellRequest<'_>) -> std::io::Result<Shel
             },
             status = child.wait() => break Ending::Exited(status?),
             () = &mut timeout => break Ending::TimedOut,
-            _ = stop_poll.tick() => if request.stop.is_stopped() { break Ending::Stopped },
+            () = &mut stopped => break Ending::Stopped,
         }
     };
 

@@ -19,7 +19,7 @@ const CARRY_BYTES_MAX: usize = 3;
 
 /// Collects output, keeping the first `HEAD_CHARS` and the last `TAIL_CHARS` characters.
 #[derive(Debug, Default)]
-pub(crate) struct OutputCollector {
+pub struct OutputCollector {
     head: String,
     head_chars: usize,
     /// The characters after the head, trimmed from the front whenever it holds more than
@@ -32,12 +32,12 @@ pub(crate) struct OutputCollector {
 }
 
 impl OutputCollector {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         Self::default()
     }
 
     /// Adds raw bytes as they came from the pipe.
-    pub(crate) fn push_bytes(&mut self, bytes: &[u8]) {
+    pub fn push_bytes(&mut self, bytes: &[u8]) {
         let joined: Cow<'_, [u8]> = if self.carry.is_empty() {
             Cow::Borrowed(bytes)
         } else {
@@ -119,7 +119,7 @@ impl OutputCollector {
 
     /// The kept output: everything when it fits in [`OUTPUT_CHARS_MAX`] characters, else the
     /// first and last halves with a marker between them.
-    pub(crate) fn finish(mut self) -> String {
+    pub fn finish(mut self) -> String {
         if !self.carry.is_empty() {
             self.carry.clear();
             self.push_str("\u{FFFD}");

@@ -1,13 +1,15 @@
 //! `fetch_url` against local pages: HTML to text, caps, content types, and the address rule
 //! that keeps it off loopback, private and link-local addresses (and off them again after a
-//! redirect).
+//! redirect) — every address and URL spelling of imurun-net's deny matrix included.
 
 use std::net::{IpAddr, Ipv4Addr};
 use std::time::Duration;
 
 use imurun_core::{Availability, Tool, ToolCategory};
-use imurun_tools::{FETCH_REDIRECTS_MAX, FetchConfig, FetchUrl, fetch_url_tool};
-use serde_json::json;
+use imurun_net::http::Url;
+use imurun_net::{AddressClass, classify, parse_http_url};
+use imurun_tools::{FETCH_REDIRECTS_MAX, FetchConfig, FetchUrl};
+use serde_json::{Value, json};
 
 use crate::replay::{Recorded, ReplayServer, Reply, assert_failed, assert_ok, run};
 
@@ -159,7 +161,7 @@ async fn non_text_is_refused_naming_its_type() {
 #[tokio::test]
 async fn loopback_is_refused_by_default() {
     let server = ReplayServer::always(Reply::html(200, PAGE)).await;
-    let tool = fetch_url_tool();
+    let tool = FetchUrl::new(FetchConfig::default());
     assert_eq!(tool.available(), Availability::Ready);
     assert_eq!(tool.category(), ToolCategory::Network);
     let port = server.addr.port();
@@ -175,7 +177,10 @@ async fn loopback_is_refused_by_default() {
         let output = run(&tool, json!({"url": url})).await;
         assert_failed(
             &output,
-            &["refused", "fetch_url reads only public addresses"],
+            &[
+                "refused",
+                "only public addresses are reached unless a person allows more",
+            ],
         );
         assert!(output.untrusted);
     }
@@ -288,5 +293,126 @@ async fn bad_urls_errors_and_hangs_fail() {
         let output = run(&tool, json!({"url": url})).await;
         assert_failed(&output, &[expected]);
         assert!(output.untrusted);
+    }
+}
+
+/// The deny matrix as data, the same file imurun-net's classifier tests read: one table of
+/// addresses and URL spellings drives the rule's tests and the tool's.
+fn address_table() -> Value {
+    serde_json::from_str(include_str!("../../../imurun-net/testdata/addresses.json")).unwrap()
+}
+
+/// `http://{address}/`, an IPv6 address in brackets.
+fn url_of(ip: IpAddr) -> String {
+    match ip {
+        IpAddr::V4(v4) => format!("http://{v4}/"),
+        IpAddr::V6(v6) => format!("http://[{v6}]/"),
+    }
+}
+
+/// `url` with its port set to `port`, the host kept exactly as written (parsing and
+/// printing the URL would normalise `127.1` to `127.0.0.1`).
+fn with_port(url: &str, port: u16) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap();
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let host = match authority.rsplit_once(':') {
+        // A bracketed IPv6 host ends in `]`, so only a real port is all digits.
+        Some((host, digits))
+            if !digits.is_empty() && digits.bytes().all(|b| b.is_ascii_digit()) =>
+        {
+            host
+        }
+        _ => authority,
+    };
+    format!("{scheme}://{host}:{port}{path}")
+}
+
+/// The class the door sees for `url`'s host, which the table writes as an IP in some form.
+fn class_of_url(url: &str) -> AddressClass {
+    let parsed: Url = parse_http_url(url).unwrap();
+    let host = parsed.host_str().unwrap();
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let ip: IpAddr = bare
+        .parse()
+        .unwrap_or_else(|_| panic!("{url}: the table's URLs name IP addresses, not {host}"));
+    classify(ip)
+}
+
+/// Every URL spelling and every non-public address of the shared table is refused by the
+/// real tool with the sentence that names its class, before any connection: each is also
+/// tried on the port of a live server on 127.0.0.1, which never hears from it. Every public
+/// address passes the tool's rule.
+#[tokio::test]
+async fn the_shared_deny_matrix_is_refused_before_any_connection() {
+    let server = ReplayServer::always(Reply::html(200, PAGE)).await;
+    let port = server.addr.port();
+    let tool = FetchUrl::new(FetchConfig::default());
+    let rule = FetchConfig::default().address_rule();
+    let table = address_table();
+
+    let mut refused: Vec<(String, AddressClass)> = Vec::new();
+    for row in table["urls"].as_array().unwrap() {
+        let url = row["url"].as_str().unwrap();
+        let class = class_of_url(url);
+        assert_eq!(class.as_str(), row["class"], "{url}");
+        refused.push((url.to_owned(), class));
+    }
+    let mut public = 0;
+    for row in table["addresses"].as_array().unwrap() {
+        let address = row["address"].as_str().unwrap();
+        let ip: IpAddr = address.parse().unwrap();
+        let class = classify(ip);
+        assert_eq!(class.as_str(), row["class"], "{address}");
+        if class.is_public() {
+            assert_eq!(rule.refuses(ip), None, "{address}");
+            public += 1;
+        } else {
+            assert_eq!(rule.refuses(ip), Some(class), "{address}");
+            refused.push((url_of(ip), class));
+        }
+    }
+    assert!(
+        public >= 10 && refused.len() >= 50,
+        "{public} {}",
+        refused.len()
+    );
+
+    for (url, class) in &refused {
+        for tried in [url.clone(), with_port(url, port)] {
+            let output = run(&tool, json!({"url": tried})).await;
+            assert_failed(
+                &output,
+                &[
+                    "refused: ",
+                    class.describe(),
+                    "only public addresses are reached",
+                ],
+            );
+            assert!(
+                output.text.starts_with("FAILED: refused: "),
+                "{tried}: {}",
+                output.text
+            );
+            assert!(output.untrusted);
+        }
+    }
+    assert!(server.requests().is_empty(), "{:#?}", server.requests());
+}
+
+#[test]
+fn ports_are_set_without_respelling_the_host() {
+    let cases = [
+        ("http://127.1/", "http://127.1:9/"),
+        ("http://0.0.0.0:80/", "http://0.0.0.0:9/"),
+        ("http://[::1]/", "http://[::1]:9/"),
+        ("http://[2002:7f00:1::1]/", "http://[2002:7f00:1::1]:9/"),
+        ("http://10.0.0.1:8080/admin", "http://10.0.0.1:9/admin"),
+        (
+            "https://169.254.169.254/latest/meta-data/",
+            "https://169.254.169.254:9/latest/meta-data/",
+        ),
+    ];
+    for (url, expected) in cases {
+        assert_eq!(with_port(url, 9), expected, "{url}");
     }
 }

@@ -5,11 +5,13 @@ use std::fs;
 use std::os::unix::fs::symlink;
 
 use imurun_core::{StopFlag, Tool};
+use imurun_exec::Outcome;
 use imurun_policy::Mode;
-use imurun_tools::{FILE_READ_BYTES_MAX, Outcome, file_read_tool, list_dir_tool};
+use imurun_testkit::{TempWorkspace, object};
+use imurun_tools::{FILE_READ_BYTES_MAX, file_read_tool, list_dir_tool};
 use serde_json::{Value, json};
 
-use crate::support::{Harness, TempWorkspace, args};
+use crate::support::Harness;
 
 /// Runs one call through the executor in allow-all mode and checks its result.
 async fn check(harness: &Harness, name: &str, call_args: Value, ok: bool, expected: &str) {
@@ -304,7 +306,7 @@ async fn file_tools_check_paths_again_when_run_directly() {
         ),
     ];
     for (tool, call_args, ok, expected) in cases {
-        let output = tool.run(&context, &args(call_args.clone())).await;
+        let output = tool.run(&context, &object(call_args.clone())).await;
         assert_eq!(output.ok, ok, "{call_args}: {}", output.text);
         assert!(
             output.text.contains(expected),

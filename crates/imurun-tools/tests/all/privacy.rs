@@ -7,12 +7,13 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use imurun_core::{AuditSink, NullEvents};
+use imurun_exec::{Caller, Outcome};
 use imurun_policy::Mode;
 use imurun_store::{AuditWriter, Store};
-use imurun_tools::{Caller, Outcome};
+use imurun_testkit::{TempWorkspace, call};
 use serde_json::json;
 
-use crate::support::{TempWorkspace, call, executor};
+use crate::support::executor;
 
 const CANARY: &str = "canary-5ecret-d41d8cd98f";
 
@@ -43,7 +44,6 @@ async fn the_audit_database_never_holds_argument_values() {
     let executor = executor(
         &ws,
         Mode::AllowAll,
-        Vec::new(),
         Arc::new(NullEvents),
         audit,
         Duration::from_secs(5),

@@ -10,7 +10,9 @@ use axum::Router;
 use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::Response;
-use imurun_core::{CallSource, StopFlag, Tool, ToolContext, ToolOutput};
+use imurun_core::{StopFlag, Tool, ToolOutput};
+use imurun_net::http::Url;
+use imurun_testkit::{context, object};
 use serde_json::Value;
 
 /// One request as the server saw it.
@@ -132,7 +134,7 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
         .uri
         .query()
         .map(|query| {
-            reqwest::Url::parse(&format!("http://x/?{query}"))
+            Url::parse(&format!("http://x/?{query}"))
                 .unwrap()
                 .query_pairs()
                 .map(|(name, value)| (name.into_owned(), value.into_owned()))
@@ -167,16 +169,8 @@ async fn handle(State(shared): State<Arc<Shared>>, request: Request) -> Response
 
 /// Runs `tool` directly (no executor: these tests are about the tool's own answers).
 pub(crate) async fn run(tool: &dyn Tool, args: Value) -> ToolOutput {
-    let context = ToolContext {
-        workspace_root: std::env::temp_dir(),
-        source: CallSource::User,
-        depth: 0,
-        stop: StopFlag::new(),
-        session_id: None,
-        allowed_tools: None,
-    };
-    let args = args.as_object().cloned().unwrap();
-    tool.run(&context, &args).await
+    assert!(args.is_object(), "arguments are an object: {args}");
+    tool.run(&context(StopFlag::new()), &object(args)).await
 }
 
 /// Asserts `output` failed and its text holds every one of `expected`.

@@ -8,11 +8,13 @@ use imurun_core::{StopFlag, Tool, ToolOutput};
 use imurun_tools::{OUTPUT_CHARS_MAX, Shell};
 use serde_json::{Value, json};
 
-use crate::support::{TempWorkspace, args, is_gone, shell_config};
+use imurun_testkit::{TempWorkspace, is_gone, object};
+
+use crate::support::shell_config;
 
 async fn run_in(ws: &TempWorkspace, call_args: Value, stop: StopFlag) -> ToolOutput {
     let shell = Shell::new(shell_config());
-    shell.run(&ws.context(stop), &args(call_args)).await
+    shell.run(&ws.context(stop), &object(call_args)).await
 }
 
 /// Runs one command directly (no executor) and checks its result.
@@ -276,7 +278,7 @@ async fn a_dropped_run_kills_its_processes() {
     let shell = Shell::new(shell_config());
     let context = ws.context(StopFlag::new());
     let call_args =
-        args(json!({"command": "sleep 1000 & echo $! > child.pid; wait", "timeout": 600}));
+        object(json!({"command": "sleep 1000 & echo $! > child.pid; wait", "timeout": 600}));
     let root = ws.root().to_path_buf();
     let waiting = async {
         for _ in 0..2000 {

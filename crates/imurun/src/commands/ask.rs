@@ -8,19 +8,17 @@ use std::process::ExitCode;
 use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
-use imurun_agent::{
-    AgentConfig, AgentLoop, ModelSource, RunAgentTool, SkillStore, TurnRequest, take_skills,
-};
+use imurun_agent::{AgentLoop, ModelSource, SkillStore, TurnRequest, take_skills};
 use imurun_calls::ParseKind;
-use imurun_core::{Model, NullAudit, NullEvents, TurnStatus};
+use imurun_core::{Clock, FixedClock, Model, NullEvents, SystemClock, TurnStatus};
 use imurun_policy::Mode;
-use imurun_tools::{Registry, UnconfiguredTool};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use super::{CallingArgs, read_tools};
+use crate::config::{ConfigFlags, Environment, ResolvedConfig, parse_max_steps};
 use crate::model_spec::{ModelSpec, load};
-use crate::paths::{Paths, builtin_registry, executor_over, max_steps_from_env};
+use crate::wiring::{Plan, Tools, Wiring};
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct AskArgs {
@@ -45,16 +43,23 @@ pub(crate) struct AskArgs {
     /// built-ins. They have no implementation: use them with --dry-run.
     #[arg(long, value_name = "FILE")]
     tools: Option<PathBuf>,
-    /// Steps per turn, 1 to 20 (default: IMURUN_MAX_STEPS, else 6; 1 turns tools off).
-    #[arg(long)]
+    /// Steps per turn, 1 to 20 (default: the configuration's, 6 unless set; 1 turns tools
+    /// off).
+    #[arg(long, value_parser = parse_max_steps)]
     max_steps: Option<usize>,
-    /// The permission mode for the built-in tools. Nobody can approve a call from here, so a
-    /// call that asks is declined: allow what the turn may do with the mode.
-    #[arg(long, default_value = "allow-reads")]
-    mode: Mode,
-    /// The workspace folder for the built-in tools.
+    /// The permission mode for the built-in tools (default: the configuration's). Nobody can
+    /// approve a call from here, so a call that asks is declined: allow what the turn may do
+    /// with the mode.
+    #[arg(long)]
+    mode: Option<Mode>,
+    /// The workspace folder for the built-in tools (default: the configuration's).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
+    /// Freeze the clock at TIME for this run (the prompt's date and `get_time`), for
+    /// reproducible runs: RFC 3339 (`2026-12-01T09:30:00Z`), or with an IANA zone that "local"
+    /// then means (`2026-12-01T18:30:00+09:00[Asia/Tokyo]`).
+    #[arg(long, value_name = "TIME", value_parser = parse_clock)]
+    clock: Option<FixedClock>,
     #[command(flatten)]
     calling: CallingArgs,
 }
@@ -66,33 +71,30 @@ struct Line {
     prompt: String,
 }
 
-pub(crate) fn run(args: &AskArgs, paths: &Paths) -> Result<ExitCode> {
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
-    runtime.block_on(ask(args, paths))
+pub(crate) fn run(
+    args: &AskArgs,
+    config_flag: Option<&std::path::Path>,
+    environment: &Environment,
+) -> Result<ExitCode> {
+    let flags = ConfigFlags {
+        model: args.model.clone(),
+        max_steps: args.max_steps,
+        mode: args.mode,
+        workspace: args.workspace.clone(),
+        ..ConfigFlags::default()
+    };
+    let config = ResolvedConfig::load(config_flag, &flags, environment)?;
+    let runtime = super::runtime()?;
+    runtime.block_on(async {
+        let (asker, wiring) = build(args, config).await?;
+        let asked = ask(args, &asker).await;
+        // Every call the turns made is in the audit before the command ends.
+        wiring.close().await?;
+        asked
+    })
 }
 
-async fn ask(args: &AskArgs, paths: &Paths) -> Result<ExitCode> {
-    let agent = build_agent(args, paths).await?;
-    // The skills `imurun serve` keeps, invoked with `/<id>` as in a served prompt; a missing
-    // folder means none.
-    let skills_dir = paths.data_dir.join("skills");
-    let skills = if skills_dir.is_dir() {
-        Some(
-            SkillStore::open(&skills_dir)
-                .with_context(|| format!("opening the skill directory {}", skills_dir.display()))?,
-        )
-    } else {
-        None
-    };
-    let agent = Asker {
-        agent,
-        skills,
-        dry_run: args.dry_run,
-    };
+async fn ask(args: &AskArgs, agent: &Asker) -> Result<ExitCode> {
     if !args.jsonl {
         let prompt = if args.prompt.is_empty() {
             let mut text = String::new();
@@ -106,7 +108,7 @@ async fn ask(args: &AskArgs, paths: &Paths) -> Result<ExitCode> {
         if prompt.trim().is_empty() {
             bail!("no prompt: pass it as arguments or on stdin");
         }
-        return one(&agent, Value::Null, prompt, false).await;
+        return one(agent, Value::Null, prompt, false).await;
     }
     let mut failed = false;
     let lines: Vec<String> = io::stdin()
@@ -121,7 +123,7 @@ async fn ask(args: &AskArgs, paths: &Paths) -> Result<ExitCode> {
     {
         match serde_json::from_str::<Line>(line) {
             Ok(Line { id, prompt }) => {
-                failed |= one(&agent, id, prompt, true).await? != ExitCode::SUCCESS
+                failed |= one(agent, id, prompt, true).await? != ExitCode::SUCCESS
             }
             Err(error) => {
                 failed = true;
@@ -194,7 +196,7 @@ async fn one(asker: &Asker, id: Value, prompt: String, as_json: bool) -> Result<
         writeln!(
             out,
             "{}",
-            json!({"id": id, "answer": result.answer, "status": status, "tool_calls": result.tool_calls, "error": error})
+            json!({"id": id, "answer": result.answer, "status": status, "tool_calls": result.tool_calls, "lookups": result.lookups, "error": error})
         )?;
     } else {
         writeln!(out, "{}", result.answer)?;
@@ -211,54 +213,73 @@ async fn one(asker: &Asker, id: Value, prompt: String, as_json: bool) -> Result<
     })
 }
 
-async fn build_agent(args: &AskArgs, paths: &Paths) -> Result<AgentLoop> {
-    let loaded = load(&ModelSpec::resolve(args.model.as_deref(), paths)).await?;
-    let workspace = paths.open_workspace(args.workspace.clone())?;
-    let max_steps = match args.max_steps {
-        Some(steps) => steps,
-        None => max_steps_from_env()?.unwrap_or(AgentConfig::default().max_steps),
+/// The loop over the configured model and tools, through the one wiring path.
+async fn build(args: &AskArgs, config: ResolvedConfig) -> Result<(Asker, Wiring)> {
+    let loaded = load(&ModelSpec::parse(&config.model), &config.variables).await?;
+    let clock: Arc<dyn Clock> = match &args.clock {
+        Some(frozen) => Arc::new(frozen.clone()),
+        None => Arc::new(SystemClock),
     };
+    // `run_agent`'s helpers run on the model built below for this tool set.
+    let helper_model: Arc<OnceLock<Arc<dyn Model>>> = Arc::default();
+    let helpers: ModelSource = {
+        let helper_model = Arc::clone(&helper_model);
+        Arc::new(move || helper_model.get().cloned())
+    };
+    let (tools, helpers) = match &args.tools {
+        // Tools from a file have no implementation, so there is nothing for a helper to do.
+        Some(file) => (Tools::SpecsOnly(read_tools(file)?), None),
+        None => (Tools::Builtin, Some(helpers)),
+    };
+    let grammar = args.calling.grammar(config.agent.grammar);
+    let wiring = Wiring::build(
+        config,
+        Plan {
+            tools,
+            mcp: false,
+            events: Arc::new(NullEvents),
+            helpers,
+            clock,
+        },
+    )
+    .await?;
+    let model = loaded.for_tools(&wiring.executor.registry().callable_index(), grammar);
+    let _first = helper_model.set(Arc::clone(&model));
     let config = args
         .calling
-        .apply(AgentConfig::default().with_max_steps(max_steps))
-        .with_prefetch(!args.no_prefetch);
-    let helper_model: Arc<OnceLock<Arc<dyn Model>>> = Arc::default();
-    let mut sub_agents = None;
-    let executor = match &args.tools {
-        Some(file) => {
-            let mut registry = Registry::new();
-            for spec in read_tools(file)? {
-                registry.insert(Arc::new(UnconfiguredTool::spec_only(spec)), true);
-            }
-            executor_over(
-                registry,
-                Arc::new(workspace),
-                args.mode,
-                Arc::new(NullAudit),
-            )
-        }
-        None => {
-            // The real `run_agent`: its model is the one built below for this tool set.
-            let workspace = Arc::new(workspace);
-            let mut registry = builtin_registry(&workspace);
-            let source: ModelSource = {
-                let helper_model = Arc::clone(&helper_model);
-                Arc::new(move || helper_model.get().cloned())
-            };
-            let tool = RunAgentTool::with_model_source(source, Arc::new(NullEvents), &config)
-                .install(&mut registry);
-            sub_agents = Some(tool);
-            executor_over(registry, workspace, args.mode, Arc::new(NullAudit))
-        }
+        .apply(wiring.agent.clone())
+        .with_prefetch(wiring.agent.prefetch && !args.no_prefetch);
+    // The skills `imurun serve` keeps, invoked with `/<id>` as in a served prompt; a missing
+    // folder means none.
+    let skills_dir = wiring.config.paths.data_dir.join("skills");
+    let skills = if skills_dir.is_dir() {
+        Some(wiring.skills()?)
+    } else {
+        None
     };
-    let model = loaded.for_tools(
-        &executor.registry().callable_index(),
-        !args.calling.no_grammar,
-    );
-    let _first = helper_model.set(Arc::clone(&model));
-    let executor = Arc::new(executor);
-    if let Some(tool) = sub_agents {
-        tool.bind(&executor);
+    let asker = Asker {
+        agent: wiring.agent_loop(model, Arc::new(NullEvents), config),
+        skills,
+        dry_run: args.dry_run,
+    };
+    Ok((asker, wiring))
+}
+
+/// `--clock`: an RFC 3339 instant, or an RFC 9557 one whose bracketed IANA zone pins "local".
+fn parse_clock(text: &str) -> Result<FixedClock, String> {
+    let text = text.trim();
+    if text.ends_with(']') {
+        let zoned: jiff::Zoned = text
+            .parse()
+            .map_err(|error| format!("`{text}` is not a time with a zone: {error}"))?;
+        let zone = zoned.time_zone().iana_name().map(str::to_owned);
+        return Ok(FixedClock {
+            at: zoned.timestamp().into(),
+            zone,
+        });
     }
-    Ok(AgentLoop::new(model, executor, Arc::new(NullEvents)).with_config(config))
+    let instant: jiff::Timestamp = text.parse().map_err(|error| {
+        format!("`{text}` is not an RFC 3339 time such as 2026-12-01T09:30:00Z: {error}")
+    })?;
+    Ok(FixedClock::new(instant.into()))
 }

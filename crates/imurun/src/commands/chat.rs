@@ -24,8 +24,7 @@ use reqwest::{Method, Response, StatusCode};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
-use crate::config::{ConfigFlags, ResolvedConfig};
-use crate::paths::Paths;
+use crate::config::{ConfigFlags, Environment, ResolvedConfig};
 use render::{
     ApprovalAnswer, ApprovalCard, Shown, TurnView, approval_answer, render, settled_approval,
 };
@@ -83,8 +82,12 @@ pub(crate) struct ChatArgs {
     session: Option<String>,
 }
 
-pub(crate) fn run(args: &ChatArgs, config_flag: Option<&Path>, paths: &Paths) -> Result<ExitCode> {
-    let config = ResolvedConfig::load(config_flag, &ConfigFlags::default(), paths)?;
+pub(crate) fn run(
+    args: &ChatArgs,
+    config_flag: Option<&Path>,
+    environment: &Environment,
+) -> Result<ExitCode> {
+    let config = ResolvedConfig::load(config_flag, &ConfigFlags::default(), environment)?;
     let base = args
         .url
         .clone()
@@ -98,13 +101,10 @@ pub(crate) fn run(args: &ChatArgs, config_flag: Option<&Path>, paths: &Paths) ->
             .as_ref()
             .map(|token| token.expose().to_owned())
     });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let runtime = super::runtime()?;
     let api = Api::new(base, token)?;
-    let result = runtime.block_on(chat(api, args.session.clone()));
+    let colour = environment.get("NO_COLOR").is_none();
+    let result = runtime.block_on(chat(api, args.session.clone(), colour));
     // The stdin reader may be blocked in a read that nothing can interrupt; do not wait for it.
     runtime.shutdown_background();
     result
@@ -122,7 +122,8 @@ fn url_of(addr: SocketAddr) -> String {
     format!("http://{ip}:{}", addr.port())
 }
 
-async fn chat(api: Api, session: Option<String>) -> Result<ExitCode> {
+/// `colour`: dim progress lines on a terminal (off when `NO_COLOR` is set).
+async fn chat(api: Api, session: Option<String>, colour: bool) -> Result<ExitCode> {
     let session = match session {
         Some(session) => session,
         None => api.create_session().await?,
@@ -136,7 +137,7 @@ async fn chat(api: Api, session: Option<String>) -> Result<ExitCode> {
     tokio::spawn(pump_events(api.clone(), session.clone(), stream, events_tx));
     let mut lines = spawn_stdin_reader();
     let mut interrupts = spawn_interrupt_listener();
-    let mut screen = Screen::new();
+    let mut screen = Screen::new(colour);
     loop {
         screen.ask("> ")?;
         let line = tokio::select! {
@@ -601,9 +602,9 @@ struct Screen {
 }
 
 impl Screen {
-    fn new() -> Self {
+    fn new(colour: bool) -> Self {
         let out = io::stdout();
-        let dim = out.is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty());
+        let dim = out.is_terminal() && colour;
         Self {
             out,
             at_line_start: true,

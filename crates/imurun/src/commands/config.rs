@@ -6,8 +6,7 @@ use std::process::ExitCode;
 
 use anyhow::Result;
 
-use crate::config::{ConfigFlags, ResolvedConfig};
-use crate::paths::Paths;
+use crate::config::{ConfigFlags, Environment, ResolvedConfig};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum ConfigCommand {
@@ -25,10 +24,10 @@ pub(crate) struct ShowArgs {
 pub(crate) fn run(
     command: &ConfigCommand,
     config_flag: Option<&Path>,
-    paths: &Paths,
+    environment: &Environment,
 ) -> Result<ExitCode> {
     let ConfigCommand::Show(args) = command;
-    let config = ResolvedConfig::load(config_flag, &args.flags, paths)?;
+    let config = ResolvedConfig::load(config_flag, &args.flags, environment)?;
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
@@ -41,7 +40,8 @@ pub(crate) fn run(
         None => writeln!(
             out,
             "# config file: none ({} does not exist)",
-            paths
+            config
+                .paths
                 .data_dir
                 .join(crate::config::CONFIG_FILE_NAME)
                 .display()

@@ -1,26 +1,32 @@
 //! `imurun eval bfcl`: the Berkeley Function Calling Leaderboard's categories through the
 //! same dry-run machinery as `imurun ask --dry-run`, scored with BFCL's AST rules. This is how
 //! a person picks the local model that works best with imurun's tools.
+//!
+//! A case the model (or the connection to it) fails on is an error: counted wrong in every
+//! category — a dead model server would otherwise score 100% in `irrelevance`, where "no
+//! call" is right — reported per category, and the command exits 1 when more than
+//! `--max-error-share` of all cases failed.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::collections::HashMap;
+use std::io::{Seek, Write};
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use imurun_agent::{AgentConfig, AgentLoop, TurnRequest};
 use imurun_calls::ParseKind;
-use imurun_core::{Message, NullAudit, NullEvents};
+use imurun_core::{Message, NullEvents};
 use imurun_eval::{
     CATEGORIES, Case, Category, CategoryScore, Prediction, load_category, score_case,
 };
-use imurun_policy::{Mode, Workspace};
-use imurun_tools::{Registry, UnconfiguredTool};
 use indicatif::{ProgressBar, ProgressStyle};
+use serde_json::{Value, json};
 
-use super::CallingArgs;
+use super::{CallingArgs, describe_calling};
+use crate::config::{ConfigFlags, Environment, ResolvedConfig};
 use crate::model_spec::{Loaded, ModelSpec, load};
-use crate::paths::{Paths, executor_over};
+use crate::wiring::{Plan, Tools, Wiring};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum EvalCommand {
@@ -39,50 +45,98 @@ pub(crate) struct BfclArgs {
     /// Run only the first N cases of each category.
     #[arg(long)]
     limit: Option<usize>,
-    /// Write the predictions as JSON lines {"id", "calls"} to this file.
+    /// Write the predictions as JSON lines {"id", "calls"} to this file. A run stopped part way
+    /// goes on where it stopped when started again with the same file and settings: the cases
+    /// already answered are scored from the file, not asked again (failed ones are).
     #[arg(long, value_name = "FILE")]
     out: Option<PathBuf>,
+    /// Start the --out file over instead of going on from what it holds.
+    #[arg(long, requires = "out")]
+    fresh: bool,
     #[command(flatten)]
     calling: CallingArgs,
     /// Only these categories (simple_python, multiple, parallel, parallel_multiple,
     /// irrelevance); all of them by default.
     #[arg(long = "category", value_name = "NAME")]
     categories: Vec<String>,
+    /// The share of cases (0 to 1) the model may fail on before the run counts as failed
+    /// (exit code 1): its scores would say more about the failures than about the model.
+    #[arg(long, value_name = "SHARE", default_value = "0.1", value_parser = parse_share)]
+    max_error_share: f64,
 }
 
-pub(crate) fn run(command: &EvalCommand, paths: &Paths) -> Result<ExitCode> {
+fn parse_share(text: &str) -> Result<f64, String> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|share| (0.0..=1.0).contains(share))
+        .ok_or_else(|| format!("`{text}` is not a share from 0 to 1"))
+}
+
+pub(crate) fn run(
+    command: &EvalCommand,
+    config_flag: Option<&std::path::Path>,
+    environment: &Environment,
+) -> Result<ExitCode> {
     let EvalCommand::Bfcl(args) = command;
     let categories = chosen(&args.categories)?;
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .context("starting the async runtime")?;
+    let flags = ConfigFlags {
+        model: args.model.clone(),
+        ..ConfigFlags::default()
+    };
+    let config = ResolvedConfig::load(config_flag, &flags, environment)?;
+    let runtime = super::runtime()?;
     runtime.block_on(async {
-        let model = load(&ModelSpec::resolve(args.model.as_deref(), paths)).await?;
-        let workspace = Arc::new(paths.open_workspace(None)?);
+        let model = load(&ModelSpec::parse(&config.model), &config.variables).await?;
+        let grammar = args.calling.grammar(config.agent.grammar);
+        let wiring = Wiring::build(config, Plan::quiet(Tools::SpecsOnly(Vec::new()))).await?;
+        let agent = args.calling.apply(wiring.agent.clone());
+        let setup = Setup {
+            wiring: &wiring,
+            model: &model,
+            agent: &agent,
+            grammar,
+        };
+        let run = RunHeader {
+            model: model.name(),
+            calling: describe_calling(&agent, grammar),
+            max_tokens: agent.step_tokens_max,
+        };
         let mut out = match &args.out {
-            Some(path) => Some(std::io::BufWriter::new(
-                std::fs::File::create(path)
-                    .with_context(|| format!("creating {}", path.display()))?,
-            )),
+            Some(path) => Some(Predictions::open(path, &run, args.fresh)?),
             None => None,
         };
-        println!("model: {} ({})", model.name(), args.calling.describe());
-        for category in categories {
-            let cases = load_category(&args.data, category, args.limit)?;
-            let score =
-                run_category(&model, &args.calling, &workspace, &cases, out.as_mut()).await?;
+        println!("model: {} ({})", run.model, run.calling);
+        if let Some(out) = out.as_ref().filter(|out| !out.earlier.is_empty()) {
             println!(
-                "{:<18} {:>4}/{:<4} {:>6.1}%",
-                category.name(),
-                score.correct,
-                score.total,
-                score.percent()
+                "going on from {}: {} cases answered before are scored from it",
+                out.path.display(),
+                out.earlier.len()
             );
         }
-        if let Some(out) = out.as_mut() {
-            out.flush()?;
+        let mut all = CategoryScore::default();
+        for category in categories {
+            let cases = load_category(&args.data, category, args.limit)?;
+            let (score, first_error) = run_category(&setup, &cases, out.as_mut()).await?;
+            println!("{}", score_line(category.name(), score));
+            if let Some(error) = first_error {
+                println!("{:<18} first error: {error}", "");
+            }
+            all.correct += score.correct;
+            all.total += score.total;
+            all.errors += score.errors;
+        }
+        wiring.close().await?;
+        if all.error_share() > args.max_error_share {
+            eprintln!(
+                "imurun eval: the model failed on {} of {} cases ({:.1}%, more than the {:.1}% \
+                 --max-error-share allows): these scores measure the failures, not the model",
+                all.errors,
+                all.total,
+                all.error_share() * 100.0,
+                args.max_error_share * 100.0
+            );
+            return Ok(ExitCode::from(1));
         }
         Ok(ExitCode::SUCCESS)
     })
@@ -107,16 +161,38 @@ fn chosen(names: &[String]) -> Result<Vec<Category>> {
         .collect()
 }
 
+/// What every case runs on.
+struct Setup<'a> {
+    wiring: &'a Wiring,
+    model: &'a Loaded,
+    agent: &'a AgentConfig,
+    grammar: bool,
+}
+
+/// `simple_python        8/20    40.0%  2 errors`: the errors are among the wrong ones.
+fn score_line(name: &str, score: CategoryScore) -> String {
+    let errors = match score.errors {
+        0 => String::new(),
+        1 => "  1 error".to_owned(),
+        n => format!("  {n} errors"),
+    };
+    format!(
+        "{name:<18} {:>4}/{:<4} {:>6.1}%{errors}",
+        score.correct,
+        score.total,
+        score.percent()
+    )
+}
+
+/// The category's score and the first error's message, if there was one.
 async fn run_category(
-    model: &Loaded,
-    calling: &CallingArgs,
-    workspace: &Arc<Workspace>,
+    setup: &Setup<'_>,
     cases: &[Case],
-    mut out: Option<&mut std::io::BufWriter<std::fs::File>>,
-) -> Result<CategoryScore> {
+    mut out: Option<&mut Predictions>,
+) -> Result<(CategoryScore, Option<String>)> {
     let bar = ProgressBar::new(cases.len() as u64);
     bar.set_style(
-        ProgressStyle::with_template("{msg:18} [{bar:30}] {pos}/{len} {elapsed}")
+        ProgressStyle::with_template("{msg:18} [{bar:30}] {pos}/{len} {elapsed}, about {eta} left")
             .unwrap_or_else(|_| ProgressStyle::default_bar())
             .progress_chars("=> "),
     );
@@ -124,45 +200,154 @@ async fn run_category(
         bar.set_message(first.category.name());
     }
     let mut score = CategoryScore::default();
+    let mut first_error = None;
     for case in cases {
-        let calls = predict(model, calling, workspace, case).await;
-        score.add(score_case(case, &calls).is_ok());
+        if let Some(earlier) = out.as_ref().and_then(|out| out.earlier.get(&case.id)) {
+            score.add(score_case(case, &earlier.calls).is_ok());
+            bar.inc(1);
+            continue;
+        }
+        let prediction = match predict(setup, case).await {
+            Ok(calls) => {
+                score.add(score_case(case, &calls).is_ok());
+                Prediction {
+                    id: case.id.clone(),
+                    calls,
+                    error: None,
+                }
+            }
+            Err(error) => {
+                score.add_error();
+                first_error.get_or_insert_with(|| error.clone());
+                Prediction {
+                    id: case.id.clone(),
+                    calls: Vec::new(),
+                    error: Some(error),
+                }
+            }
+        };
         if let Some(out) = out.as_mut() {
-            let prediction = Prediction {
-                id: case.id.clone(),
-                calls,
-            };
-            writeln!(out, "{}", serde_json::to_string(&prediction)?)?;
+            out.write_line(&prediction)?;
         }
         bar.inc(1);
     }
     bar.finish_and_clear();
-    Ok(score)
+    Ok((score, first_error))
 }
 
-/// The calls the model makes for a case: its first step, read and not run. An answer, a
-/// retry or a failed generation is "no call".
-async fn predict(
-    model: &Loaded,
-    calling: &CallingArgs,
-    workspace: &Arc<Workspace>,
-    case: &Case,
-) -> Vec<imurun_core::ToolCall> {
-    let mut registry = Registry::new();
-    for spec in &case.tools {
-        registry.insert(Arc::new(UnconfiguredTool::spec_only(spec.clone())), true);
+/// What a predictions file was made with: its first line. A file is continued only by a run
+/// with the same settings, so that one file never mixes two models' answers.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+struct RunHeader {
+    model: String,
+    calling: String,
+    max_tokens: Option<usize>,
+}
+
+/// The `--out` file: the predictions it held when the run started (failed ones left out, so
+/// that they are asked again), and the file open for appending, each line written whole.
+struct Predictions {
+    path: PathBuf,
+    earlier: HashMap<String, Prediction>,
+    file: std::fs::File,
+}
+
+impl Predictions {
+    fn open(path: &Path, run: &RunHeader, fresh: bool) -> Result<Self> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(text) if !fresh => text,
+            Ok(_) => String::new(),
+            Err(error) if error.kind() == std::io::ErrorKind::NotFound => String::new(),
+            Err(error) => {
+                return Err(error).with_context(|| format!("reading {}", path.display()));
+            }
+        };
+        // A line cut short by a stopped run is dropped; the case is asked again.
+        let whole = &text[..text.rfind('\n').map_or(0, |end| end + 1)];
+        let mut lines = whole.lines();
+        let mut earlier = HashMap::new();
+        match lines.next() {
+            None => {}
+            Some(first) => {
+                let header = serde_json::from_str::<Value>(first)
+                    .ok()
+                    .and_then(|line| line.get("run").cloned())
+                    .and_then(|header| serde_json::from_value::<RunHeader>(header).ok());
+                let Some(header) = header else {
+                    bail!(
+                        "{} is not a predictions file of `imurun eval bfcl` (its first line \
+                         names no run): pass --fresh to write over it, or choose another file",
+                        path.display()
+                    );
+                };
+                if &header != run {
+                    bail!(
+                        "{} holds a run of {} ({}, max tokens {}), not of this one: pass --fresh \
+                         to start it over, or choose another file",
+                        path.display(),
+                        header.model,
+                        header.calling,
+                        header
+                            .max_tokens
+                            .map_or_else(|| "default".to_owned(), |tokens| tokens.to_string())
+                    );
+                }
+                for (index, line) in lines.enumerate() {
+                    let prediction: Prediction = serde_json::from_str(line).with_context(|| {
+                        format!(
+                            "line {} of {} is not a prediction: pass --fresh to start it over",
+                            index + 2,
+                            path.display()
+                        )
+                    })?;
+                    if prediction.error.is_none() {
+                        earlier.insert(prediction.id.clone(), prediction);
+                    }
+                }
+            }
+        }
+        let mut file = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .truncate(false)
+            .open(path)
+            .with_context(|| format!("opening {}", path.display()))?;
+        file.set_len(whole.len() as u64)
+            .with_context(|| format!("writing {}", path.display()))?;
+        file.seek(std::io::SeekFrom::End(0))?;
+        let mut predictions = Self {
+            path: path.to_owned(),
+            earlier,
+            file,
+        };
+        if whole.is_empty() {
+            predictions.write_line(&json!({ "run": run }))?;
+        }
+        Ok(predictions)
     }
-    let executor = executor_over(
-        registry,
-        Arc::clone(workspace),
-        Mode::AllowReads,
-        Arc::new(NullAudit),
-    );
-    let model = model.for_tools(&executor.registry().callable_index(), !calling.no_grammar);
-    let agent = AgentLoop::new(model, Arc::new(executor), Arc::new(NullEvents))
-        .with_config(calling.apply(AgentConfig::default()));
+
+    /// One whole line per write, so that a stopped run leaves at most one line cut short.
+    fn write_line(&mut self, value: &impl serde::Serialize) -> Result<()> {
+        let mut line = serde_json::to_string(value)?;
+        line.push('\n');
+        self.file
+            .write_all(line.as_bytes())
+            .with_context(|| format!("writing {}", self.path.display()))
+    }
+}
+
+/// The calls the model makes for a case: its first step, read and not run. An answer or a
+/// call that could not be read is "no call"; a failed generation is an error.
+async fn predict(setup: &Setup<'_>, case: &Case) -> Result<Vec<imurun_core::ToolCall>, String> {
+    let executor = setup.wiring.executor_over_specs(&case.tools);
+    let model = setup
+        .model
+        .for_tools(&executor.registry().callable_index(), setup.grammar);
+    let agent = AgentLoop::new(model, executor, Arc::new(NullEvents))
+        .with_config(setup.agent.clone())
+        .with_clock(Arc::clone(&setup.wiring.clock));
     let Some((last, earlier)) = case.messages.split_last() else {
-        return Vec::new();
+        return Ok(Vec::new());
     };
     let history = earlier
         .iter()
@@ -177,8 +362,9 @@ async fn predict(
         ..TurnRequest::new(last.1.clone())
     };
     match agent.plan(request).await {
-        Ok(parsed) if parsed.kind == ParseKind::Calls => parsed.calls,
-        _ => Vec::new(),
+        Ok(parsed) if parsed.kind == ParseKind::Calls => Ok(parsed.calls),
+        Ok(_) => Ok(Vec::new()),
+        Err(error) => Err(error.to_string()),
     }
 }
 

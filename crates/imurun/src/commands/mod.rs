@@ -35,7 +35,8 @@ pub(crate) fn read_tools(path: &Path) -> Result<Vec<ToolSpec>> {
 }
 
 /// How the model is helped to call tools: the options `imurun ask` and `imurun eval` share,
-/// so an evaluation measures exactly what a turn does.
+/// so an evaluation measures exactly what a turn does. Each one changes the configuration's
+/// value only when given.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct CallingArgs {
     /// Do not constrain a started call to the tools' grammar (embedded models only).
@@ -45,9 +46,10 @@ pub(crate) struct CallingArgs {
     #[arg(long)]
     pub(crate) no_examples: bool,
     /// When the loop starts the reply with the call marker: `off`, `live` (prompts about the
-    /// present) or `always`. Only back-ends that continue a started reply (embedded) use it.
-    #[arg(long, default_value = "live", value_parser = CallPrefill::from_str)]
-    pub(crate) call_prefill: CallPrefill,
+    /// present) or `always` (default: the configuration's, `live` unless set). Only back-ends
+    /// that continue a started reply (embedded) use it.
+    #[arg(long, value_parser = CallPrefill::from_str)]
+    pub(crate) call_prefill: Option<CallPrefill>,
     /// The most tokens one step generates (default: the context's reply reserve, 1024).
     #[arg(long, value_name = "N")]
     pub(crate) max_tokens: Option<usize>,
@@ -56,21 +58,40 @@ pub(crate) struct CallingArgs {
 impl CallingArgs {
     /// `config` with these options applied.
     pub(crate) fn apply(&self, config: AgentConfig) -> AgentConfig {
+        let examples = config.tool_examples && !self.no_examples;
+        let prefill = self.call_prefill.unwrap_or(config.call_prefill);
         config
-            .with_tool_examples(!self.no_examples)
-            .with_call_prefill(self.call_prefill)
+            .with_tool_examples(examples)
+            .with_call_prefill(prefill)
             .with_step_tokens_max(self.max_tokens)
     }
 
-    /// A line describing the options, for reports: `grammar on, examples on, call prefill live`.
-    pub(crate) fn describe(&self) -> String {
-        format!(
-            "grammar {}, examples {}, call prefill {}",
-            on_off(!self.no_grammar),
-            on_off(!self.no_examples),
-            self.call_prefill.as_str()
-        )
+    /// Whether a started call is held to the tools' grammar, given the configuration's
+    /// `agent.grammar`.
+    pub(crate) fn grammar(&self, configured: bool) -> bool {
+        configured && !self.no_grammar
     }
+}
+
+/// A line describing how calls are helped, for reports: `grammar on, examples on, call
+/// prefill live`.
+/// The async runtime of a command that runs turns or tools: two workers, as many as the
+/// embedded model leaves free on a small machine.
+pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .context("starting the async runtime")
+}
+
+pub(crate) fn describe_calling(config: &AgentConfig, grammar: bool) -> String {
+    format!(
+        "grammar {}, examples {}, call prefill {}",
+        on_off(grammar),
+        on_off(config.tool_examples),
+        config.call_prefill.as_str()
+    )
 }
 
 fn on_off(on: bool) -> &'static str {

@@ -43,7 +43,7 @@ struct Output<'a> {
 pub(crate) fn run(args: &ParseArgs) -> Result<ExitCode> {
     let index = match &args.tools {
         Some(path) => ToolIndex::offering(read_tools(path)?),
-        None => ToolIndex::offering(imurun_tools::builtin_specs()),
+        None => ToolIndex::offering(imurun_core::builtin::specs()),
     };
     let stdout = io::stdout();
     let mut out = io::BufWriter::new(stdout.lock());

@@ -8,16 +8,16 @@
 use std::io::{self, BufRead, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use imurun_core::{NullAudit, ToolCall};
+use imurun_core::ToolCall;
+use imurun_exec::{Caller, OnAsk, ToolExecutor};
 use imurun_policy::{Mode, is_credential_env};
-use imurun_tools::{Caller, OnAsk};
 use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
-use crate::paths::{Paths, cli_executor};
+use crate::config::{ConfigFlags, Environment, ResolvedConfig};
+use crate::wiring::{Plan, Tools, Wiring};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum PolicyCommand {
@@ -33,12 +33,13 @@ pub(crate) enum PolicyCommand {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct CheckArgs {
-    /// The workspace folder (created if missing).
+    /// The workspace folder (created if missing; default: the configuration's).
     #[arg(long, value_name = "DIR")]
-    workspace: PathBuf,
-    /// The permission mode: ask, allow-reads, allow-edits or allow-all.
-    #[arg(long, default_value = "allow-reads")]
-    mode: Mode,
+    workspace: Option<PathBuf>,
+    /// The permission mode: ask, allow-reads, allow-edits or allow-all (default: the
+    /// configuration's, allow-reads unless set).
+    #[arg(long)]
+    mode: Option<Mode>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -48,7 +49,11 @@ struct Line {
     args: Map<String, Value>,
 }
 
-pub(crate) fn run(command: &PolicyCommand, paths: &Paths) -> Result<ExitCode> {
+pub(crate) fn run(
+    command: &PolicyCommand,
+    config_flag: Option<&std::path::Path>,
+    environment: &Environment,
+) -> Result<ExitCode> {
     match command {
         PolicyCommand::Env { names } => {
             let mut out = io::stdout().lock();
@@ -65,13 +70,30 @@ pub(crate) fn run(command: &PolicyCommand, paths: &Paths) -> Result<ExitCode> {
             }
             Ok(ExitCode::SUCCESS)
         }
-        PolicyCommand::Check(args) => check(args, paths),
+        PolicyCommand::Check(args) => {
+            let flags = ConfigFlags {
+                mode: args.mode,
+                workspace: args.workspace.clone(),
+                ..ConfigFlags::default()
+            };
+            let config = ResolvedConfig::load(config_flag, &flags, environment)?;
+            let runtime = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .context("starting the async runtime")?;
+            runtime.block_on(async {
+                let wiring = Wiring::build(config, Plan::quiet(Tools::Builtin)).await?;
+                let checked = check(&wiring.executor);
+                wiring.close().await?;
+                checked
+            })
+        }
     }
 }
 
-fn check(args: &CheckArgs, paths: &Paths) -> Result<ExitCode> {
-    let workspace = paths.open_workspace(Some(args.workspace.clone()))?;
-    let executor = cli_executor(workspace, args.mode, Arc::new(NullAudit));
+/// Decides each line of stdin as the executor would before approval; nothing runs, so
+/// nothing is audited.
+fn check(executor: &ToolExecutor) -> Result<ExitCode> {
     let caller = Caller::user(None, OnAsk::Report);
 
     let mut out = io::BufWriter::new(io::stdout().lock());

@@ -4,16 +4,15 @@
 use std::io::{self, BufRead, IsTerminal, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use anyhow::{Context, Result, bail};
-use imurun_core::{AuditSink, Availability, Decision, NullAudit, ToolCall};
+use anyhow::{Result, bail};
+use imurun_core::{Availability, Decision, ToolCall};
+use imurun_exec::{Caller, OnAsk};
 use imurun_policy::Mode;
-use imurun_store::{AuditWriter, Store};
-use imurun_tools::{Caller, OnAsk};
 use serde_json::{Map, Value, json};
 
-use crate::paths::{Paths, cli_executor};
+use crate::config::{ConfigFlags, Environment, ResolvedConfig};
+use crate::wiring::{Plan, Tools, Wiring};
 
 #[derive(Debug, clap::Subcommand)]
 pub(crate) enum ToolsCommand {
@@ -34,38 +33,47 @@ pub(crate) struct RunArgs {
     /// The arguments as a JSON object.
     #[arg(long, default_value = "{}", value_name = "JSON")]
     args: String,
-    /// The workspace folder (default: IMURUN_WORKSPACE, else ~/.imurun/workspace).
+    /// The workspace folder (default: the configuration's, ~/.imurun/workspace unless set).
     #[arg(long, value_name = "DIR")]
     workspace: Option<PathBuf>,
-    /// The permission mode: ask, allow-reads, allow-edits or allow-all.
-    #[arg(long, default_value = "allow-reads")]
-    mode: Mode,
+    /// The permission mode: ask, allow-reads, allow-edits or allow-all (default: the
+    /// configuration's, allow-reads unless set).
+    #[arg(long)]
+    mode: Option<Mode>,
     /// Approve the call without asking when the mode asks (hard denials still hold).
     #[arg(long)]
     yes: bool,
 }
 
-pub(crate) fn run(command: &ToolsCommand, paths: &Paths) -> Result<ExitCode> {
-    match command {
-        ToolsCommand::List { json } => list(*json, paths),
-        ToolsCommand::Run(args) => {
-            let runtime = tokio::runtime::Builder::new_multi_thread()
-                .worker_threads(2)
-                .enable_all()
-                .build()
-                .context("starting the async runtime")?;
-            runtime.block_on(run_tool(args, paths))
-        }
-    }
+pub(crate) fn run(
+    command: &ToolsCommand,
+    config_flag: Option<&std::path::Path>,
+    environment: &Environment,
+) -> Result<ExitCode> {
+    let flags = match command {
+        ToolsCommand::List { .. } => ConfigFlags::default(),
+        ToolsCommand::Run(args) => ConfigFlags {
+            mode: args.mode,
+            workspace: args.workspace.clone(),
+            ..ConfigFlags::default()
+        },
+    };
+    let config = ResolvedConfig::load(config_flag, &flags, environment)?;
+    let runtime = super::runtime()?;
+    runtime.block_on(async {
+        let wiring = Wiring::build(config, Plan::quiet(Tools::Builtin)).await?;
+        let result = match command {
+            ToolsCommand::List { json } => list(*json, &wiring),
+            ToolsCommand::Run(args) => run_tool(args, &wiring).await,
+        };
+        // The run's audit row is written before the command ends.
+        wiring.close().await?;
+        result
+    })
 }
 
-fn list(as_json: bool, paths: &Paths) -> Result<ExitCode> {
-    let executor = cli_executor(
-        paths.open_workspace(None)?,
-        Mode::default(),
-        Arc::new(NullAudit),
-    );
-    let registry = executor.registry();
+fn list(as_json: bool, wiring: &Wiring) -> Result<ExitCode> {
+    let registry = wiring.executor.registry();
     let mut out = io::stdout().lock();
     for tool in registry.tools() {
         let spec = tool.spec();
@@ -98,22 +106,13 @@ fn list(as_json: bool, paths: &Paths) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-async fn run_tool(args: &RunArgs, paths: &Paths) -> Result<ExitCode> {
+async fn run_tool(args: &RunArgs, wiring: &Wiring) -> Result<ExitCode> {
     let call_args: Map<String, Value> = match serde_json::from_str(&args.args) {
         Ok(Value::Object(map)) => map,
         Ok(_) => bail!("--args must be a JSON object, such as '{{\"path\": \"notes.txt\"}}'"),
         Err(error) => bail!("--args is not valid JSON: {error}"),
     };
-    let workspace = paths.open_workspace(args.workspace.clone())?;
-    let store = Store::open(paths.database())
-        .await
-        .with_context(|| format!("opening the database {}", paths.database().display()))?;
-    let audit = Arc::new(AuditWriter::spawn(&store).context("starting the audit writer")?);
-    let executor = cli_executor(
-        workspace,
-        args.mode,
-        Arc::clone(&audit) as Arc<dyn AuditSink>,
-    );
+    let executor = &wiring.executor;
     let call = ToolCall::new(args.name.clone(), call_args);
 
     // Decide first, so a call that asks is shown to the person before it runs, and each run
@@ -131,9 +130,6 @@ async fn run_tool(args: &RunArgs, paths: &Paths) -> Result<ExitCode> {
         _ => OnAsk::Report,
     };
     let execution = executor.execute(&call, &Caller::user(None, on_ask)).await;
-    audit.shutdown().await.context("writing the audit")?;
-    store.close().await;
-
     println!("{}", execution.output.text);
     Ok(if execution.output.ok {
         ExitCode::SUCCESS

@@ -5,17 +5,16 @@ use super::*;
 /// Resolves with `env` as the whole environment, `file` as the config file's text (at
 /// `/etc/imurun/config.toml`) and `flags`.
 fn check(env: &[(&str, &str)], file: Option<&str>, flags: &ConfigFlags) -> Result<ResolvedConfig> {
-    let env: BTreeMap<String, String> = env
-        .iter()
-        .map(|(name, value)| ((*name).to_owned(), (*value).to_owned()))
-        .collect();
-    let read = move |name: &str| env.get(name).cloned();
+    let environment = Environment::from_pairs(env);
+    let paths = Paths {
+        home: Some(PathBuf::from("/home/ada")),
+        data_dir: PathBuf::from("/home/ada/.imurun"),
+    };
     let sources = Sources {
         config_flag: None,
         flags,
-        env: &read,
-        data_dir: Path::new("/home/ada/.imurun"),
-        home: Some(Path::new("/home/ada")),
+        environment: &environment,
+        paths: &paths,
     };
     let path = Path::new("/etc/imurun/config.toml");
     resolve_with_file(&sources, file.map(|text| (path, text)))
@@ -264,15 +263,22 @@ fn the_config_file_is_found_by_flag_variable_or_default() {
     std::fs::write(&named, "[agent]\nmax_steps = 2\n").unwrap();
     let missing = dir.path().join("missing.toml");
     let flags = ConfigFlags::default();
+    let paths = Paths {
+        home: None,
+        data_dir: data_dir.clone(),
+    };
     let run = |config_flag: Option<&Path>, env: Option<&Path>| {
-        let env = env.map(|path| path.to_string_lossy().into_owned());
-        let read = move |name: &str| (name == "IMURUN_CONFIG").then(|| env.clone()).flatten();
+        let value = env.map(|path| path.to_string_lossy().into_owned());
+        let pairs: Vec<(&str, &str)> = value
+            .iter()
+            .map(|value| ("IMURUN_CONFIG", value.as_str()))
+            .collect();
+        let environment = Environment::from_pairs(&pairs);
         resolve(&Sources {
             config_flag,
             flags: &flags,
-            env: &read,
-            data_dir: &data_dir,
-            home: None,
+            environment: &environment,
+            paths: &paths,
         })
     };
     // No default file: fine.

@@ -23,12 +23,22 @@ fn a_tool_turn_runs_the_tool_and_prints_the_answer() {
             // A question about the present: the loop starts the reply with ```tool itself
             // (the call prefill), and the scripted model continues it.
             {"text": "{\"name\": \"get_time\", \"args\": {\"timezone\": \"UTC\"}}\n```"},
-            {"text": "It is late in UTC."}
+            {"text": "It is 13:09 in UTC, on 1 December 2026."}
         ]),
     );
     let envs: [(&str, &OsStr); 1] = [("IMURUN_HOME", home.path().as_os_str())];
     let output = run_imurun(
-        &["ask", "--model", &model, "What", "time", "is", "it?"],
+        &[
+            "ask",
+            "--model",
+            &model,
+            "--clock",
+            "2026-12-01T13:09:41Z",
+            "What",
+            "time",
+            "is",
+            "it?",
+        ],
         "",
         &envs,
     );
@@ -39,7 +49,18 @@ fn a_tool_turn_runs_the_tool_and_prints_the_answer() {
     );
     assert_eq!(
         String::from_utf8_lossy(&output.stdout).trim(),
-        "It is late in UTC."
+        "It is 13:09 in UTC, on 1 December 2026."
+    );
+    // Every call the turn made is audited: the pre-fetch's lookup and the model's call.
+    let rows = crate::support::audit_rows(home.path());
+    let calls: Vec<(&str, &str, &str)> = rows
+        .iter()
+        .map(|(tool, source, _, outcome)| (tool.as_str(), source.as_str(), outcome.as_str()))
+        .collect();
+    assert_eq!(
+        calls,
+        [("get_time", "prefetch", "ok"), ("get_time", "model", "ok")],
+        "{rows:?}"
     );
 }
 

@@ -1,6 +1,7 @@
 //! `imurun chat` against a tiny fake server that speaks just enough HTTP and SSE: it creates
 //! a session, accepts a prompt, streams a tool call that needs approval, drops the stream
-//! there so the client must resume it with `Last-Event-ID`, and records every request.
+//! there so the client must resume it with `Last-Event-ID`, and records every request. (Its
+//! test against the real server is in `serve_cli.rs`.)
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
@@ -219,7 +220,7 @@ fn fake_server() -> (SocketAddr, Arc<Recorded>) {
 
 /// Runs `imurun chat ARGS` with `input` on stdin and a clean environment; kills it if it has
 /// not finished within a minute, so that a hang fails the test instead of stalling it.
-fn chat(home: &Path, args: &[&str], input: &str) -> Output {
+pub(crate) fn chat(home: &Path, args: &[&str], input: &str) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_imurun"))
         .env_clear()
         .env("HOME", home)

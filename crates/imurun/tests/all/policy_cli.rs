@@ -277,6 +277,24 @@ fn tools_run_goes_through_the_executor_and_the_audit() {
         text.contains("G3-tool") && text.contains("file_write"),
         "audit rows are there"
     );
+    // One row per run that reached the executor, as the executor decided it.
+    let row = |tool: &str, decision: &str, outcome: &str| {
+        (
+            tool.to_owned(),
+            "user".to_owned(),
+            decision.to_owned(),
+            outcome.to_owned(),
+        )
+    };
+    assert_eq!(
+        crate::support::audit_rows(home.path()),
+        [
+            row("file_write", "ask", "denied: user"),
+            row("file_write", "ask", "ok"),
+            row("file_read", "allow", "ok"),
+            row("shell", "deny", "denied: policy"),
+        ]
+    );
 }
 
 #[test]

@@ -14,21 +14,39 @@ use crate::support::{model_path, run_imurun};
 
 const WAIT_MAX: Duration = Duration::from_secs(60);
 
-/// A running `imurun serve` and its address.
-struct Server {
+/// A running `imurun serve` and its address; killed when dropped, the test passing or not.
+pub(crate) struct Server {
     child: Child,
-    addr: String,
+    pub(crate) addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 impl Server {
-    fn start(home: &Path, model: &str) -> Server {
+    pub(crate) fn start(home: &Path, model: &str) -> Server {
         Self::start_with(home, model, &[])
     }
 
     /// A server with extra environment variables.
-    fn start_with(home: &Path, model: &str, envs: &[(&str, &OsStr)]) -> Server {
+    pub(crate) fn start_with(home: &Path, model: &str, envs: &[(&str, &OsStr)]) -> Server {
+        Self::start_with_args(home, model, &[], envs)
+    }
+
+    /// A server with extra `imurun serve` arguments and environment variables.
+    pub(crate) fn start_with_args(
+        home: &Path,
+        model: &str,
+        args: &[&str],
+        envs: &[(&str, &OsStr)],
+    ) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_imurun"))
             .args(["serve", "--model", model, "--addr", "127.0.0.1:0"])
+            .args(args)
             .env("IMURUN_HOME", home)
             .envs(envs.iter().copied())
             .stdin(Stdio::null())
@@ -50,7 +68,7 @@ impl Server {
         server
     }
 
-    fn request(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+    pub(crate) fn request(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
         let mut stream = TcpStream::connect(&self.addr).unwrap();
         stream.set_read_timeout(Some(WAIT_MAX)).unwrap();
         let body = body.map(Value::to_string).unwrap_or_default();
@@ -69,15 +87,15 @@ impl Server {
         (status, serde_json::from_str(body).unwrap_or(Value::Null))
     }
 
-    fn get(&self, path: &str) -> (u16, Value) {
+    pub(crate) fn get(&self, path: &str) -> (u16, Value) {
         self.request("GET", path, None)
     }
 
-    fn post(&self, path: &str, body: Value) -> (u16, Value) {
+    pub(crate) fn post(&self, path: &str, body: Value) -> (u16, Value) {
         self.request("POST", path, Some(&body))
     }
 
-    fn wait_until(&self, done: impl Fn(&Server) -> bool) {
+    pub(crate) fn wait_until(&self, done: impl Fn(&Server) -> bool) {
         let started = Instant::now();
         while !done(self) {
             assert!(started.elapsed() < WAIT_MAX, "the server never got there");
@@ -85,7 +103,7 @@ impl Server {
         }
     }
 
-    fn transcript(&self, session: &str) -> Vec<Value> {
+    pub(crate) fn transcript(&self, session: &str) -> Vec<Value> {
         self.get(&format!("/api/sessions/{session}")).1["transcript"]
             .as_array()
             .cloned()
@@ -93,7 +111,7 @@ impl Server {
     }
 
     /// Sends SIGTERM and waits for the process to end; returns its exit status.
-    fn terminate(mut self) -> std::process::ExitStatus {
+    pub(crate) fn terminate(mut self) -> std::process::ExitStatus {
         let pid = self.child.id().to_string();
         let sent = Command::new("kill").args(["-TERM", &pid]).status().unwrap();
         assert!(sent.success());
@@ -107,7 +125,7 @@ impl Server {
         }
     }
 
-    fn kill(mut self) {
+    pub(crate) fn kill(mut self) {
         // SIGKILL: no shutdown, no flush.
         self.child.kill().unwrap();
         self.child.wait().unwrap();
@@ -223,7 +241,7 @@ fn the_server_answers_a_prompt_with_the_embedded_model() {
 
 /// Reads a session's SSE stream on a thread of its own; each event's JSON arrives on the
 /// channel.
-fn subscribe(addr: &str, session: &str) -> std::sync::mpsc::Receiver<Value> {
+pub(crate) fn subscribe(addr: &str, session: &str) -> std::sync::mpsc::Receiver<Value> {
     let mut stream = TcpStream::connect(addr).unwrap();
     write!(
         stream,
@@ -252,10 +270,10 @@ fn subscribe(addr: &str, session: &str) -> std::sync::mpsc::Receiver<Value> {
     receiver
 }
 
-/// The MCP test server from `crates/imurun-tools/tests/mcp` (installed by `scripts/setup`).
+/// The MCP test server from `crates/imurun-integrations/tests/mcp` (installed by `scripts/setup`).
 fn everything_server() -> std::path::PathBuf {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("../imurun-tools/tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
+        .join("../imurun-integrations/tests/mcp/node_modules/@modelcontextprotocol/server-everything/dist/index.js");
     assert!(
         path.exists(),
         "{} is missing: run scripts/setup to install the MCP test servers",
@@ -401,4 +419,131 @@ fn a_served_turn_uses_a_skill_an_mcp_tool_and_a_sub_agent() {
 /// `text` as a TOML basic string.
 fn toml_string(text: &str) -> String {
     format!("\"{}\"", text.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// Every byte of every file under `dir`, and the names of the files holding `needle`.
+fn files_holding(dir: &Path, needle: &str) -> (usize, Vec<String>) {
+    let mut read = 0;
+    let mut holding = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let bytes = std::fs::read(&path).unwrap();
+        read += bytes.len();
+        if !needle.is_empty()
+            && bytes
+                .windows(needle.len())
+                .any(|window| window == needle.as_bytes())
+        {
+            holding.push(path.display().to_string());
+        }
+    }
+    (read, holding)
+}
+
+/// The log files hold what a person needs and never an argument value or a secret, even at
+/// `debug`; prompt text stays out of them at the default level.
+#[test]
+fn log_files_never_hold_argument_values_or_secrets() {
+    const ARGUMENT: &str = "canary-arg-7d3e41";
+    const SECRET: &str = "canary-secret-b92c05";
+    const PROMPT: &str = "canary-prompt-51aa0f";
+    let home = tempfile::tempdir().unwrap();
+    let call = |name: &str, args: Value| json!({"text": format!("```tool\n{}\n```", json!({"name": name, "args": args}))});
+    let replies = json!([
+        call("file_write", json!({"path": "notes.txt", "content": ARGUMENT})),
+        call("shell", json!({"command": format!("echo {ARGUMENT} > out.txt")})),
+        {"text": "Done."},
+        {"text": "Hello again."}
+    ]);
+    let model = script(home.path(), &replies);
+    let secret = OsStr::new(SECRET);
+    let envs: [(&str, &OsStr); 5] = [
+        ("IMURUN_LOG", OsStr::new("debug")),
+        ("IMURUN_MODE", OsStr::new("allow-all")),
+        ("IMURUN_GITHUB_TOKEN", secret),
+        ("IMURUN_BRAVE_API_KEY", secret),
+        ("OPENAI_API_KEY", secret),
+    ];
+    let server = Server::start_with(home.path(), &model, &envs);
+    let (_, session) = server.post("/api/sessions", json!({}));
+    let session = session["id"].as_str().unwrap().to_owned();
+    let (status, _) = server.post(
+        &format!("/api/sessions/{session}/prompts"),
+        json!({"prompt": "Write the note and run the command."}),
+    );
+    assert_eq!(status, 202);
+    server.wait_until(|server| server.transcript(&session).len() == 2);
+    assert_eq!(server.transcript(&session)[1]["content"], "Done.");
+    // The tools really ran with the canary.
+    let workspace = home.path().join("workspace");
+    let written = std::fs::read_to_string(workspace.join("notes.txt")).unwrap();
+    assert_eq!(written, ARGUMENT);
+    assert!(server.terminate().success());
+    // The server audits every call its turns make, through the same wiring as every command.
+    let calls: Vec<(String, String, String)> = crate::support::audit_rows(home.path())
+        .into_iter()
+        .map(|(tool, source, _, outcome)| (tool, source, outcome))
+        .collect();
+    let model_call = |tool: &str| (tool.to_owned(), "model".to_owned(), "ok".to_owned());
+    assert_eq!(calls, [model_call("file_write"), model_call("shell")]);
+
+    let logs = home.path().join("logs");
+    let (read, _) = files_holding(&logs, "");
+    assert!(read > 0, "the server wrote no log");
+    let (_, with_requests) = files_holding(&logs, "\"route\":\"/api/sessions/{id}/prompts\"");
+    assert!(!with_requests.is_empty(), "no request span in the logs");
+    for needle in [ARGUMENT, SECRET] {
+        let (_, holding) = files_holding(&logs, needle);
+        assert!(holding.is_empty(), "{needle} is in {holding:?}");
+    }
+
+    // The default level: the prompt's text stays out too.
+    let server = Server::start(home.path(), &model);
+    let (status, _) = server.post(
+        &format!("/api/sessions/{session}/prompts"),
+        json!({"prompt": format!("Say hello, {PROMPT}.")}),
+    );
+    assert_eq!(status, 202);
+    server.wait_until(|server| server.transcript(&session).len() == 4);
+    assert!(server.terminate().success());
+    for needle in [ARGUMENT, SECRET, PROMPT] {
+        let (_, holding) = files_holding(&logs, needle);
+        assert!(holding.is_empty(), "{needle} is in {holding:?}");
+    }
+}
+
+/// `imurun chat` against the real server running the scripted model: the prompt starts a
+/// turn, the write asks (allow-reads), the person's "y" goes through the approvals route, the
+/// write happens, and the answer streams.
+#[test]
+fn chat_talks_to_the_real_server() {
+    let home = tempfile::tempdir().unwrap();
+    let replies = json!([
+        {"text": "```tool\n{\"name\": \"file_write\", \"args\": {\"path\": \"plan.txt\", \"content\": \"step one\"}}\n```"},
+        {"text": "I wrote plan.txt."}
+    ]);
+    let model = script(home.path(), &replies);
+    let server = Server::start(home.path(), &model);
+    let url = format!("http://{}", server.addr);
+    let output = crate::chat_cli::chat(home.path(), &["--url", &url], "write the plan\ny\n");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+    for part in ["Allow file_write", "← file_write ok", "I wrote plan.txt."] {
+        assert!(stdout.contains(part), "{part:?} not in\n{stdout}\n{stderr}");
+    }
+    let written = std::fs::read_to_string(home.path().join("workspace/plan.txt")).unwrap();
+    assert_eq!(written, "step one");
+    let (_, sessions) = server.get("/api/sessions");
+    let session = sessions["sessions"][0]["id"].as_str().unwrap().to_owned();
+    let transcript: Vec<Value> = server
+        .transcript(&session)
+        .iter()
+        .map(|message| message["content"].clone())
+        .collect();
+    assert_eq!(
+        transcript,
+        [json!("write the plan"), json!("I wrote plan.txt.")]
+    );
+    assert!(server.terminate().success());
 }

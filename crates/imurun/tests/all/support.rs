@@ -48,3 +48,30 @@ pub(crate) fn model_path() -> PathBuf {
             )
         })
 }
+
+/// Every audit row in the database under `home` (an `IMURUN_HOME`), oldest first, as
+/// `(tool, source, decision, outcome)`.
+pub(crate) fn audit_rows(home: &std::path::Path) -> Vec<(String, String, String, String)> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let store = imurun_store::Store::open(home.join("imurun.db"))
+            .await
+            .unwrap();
+        let mut rows = store.recent_audit(1000).await.unwrap();
+        store.close().await;
+        rows.sort_by_key(|row| row.id);
+        rows.into_iter()
+            .map(|row| {
+                (
+                    row.tool,
+                    row.source.to_string(),
+                    row.decision.as_str().to_owned(),
+                    row.outcome,
+                )
+            })
+            .collect()
+    })
+}

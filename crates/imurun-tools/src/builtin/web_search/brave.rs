@@ -1,13 +1,14 @@
 //! Brave Search's web search API: `GET ?q=..&count=N` with the key in
 //! `X-Subscription-Token`; results under `web.results[]` as `title`, `url`, `description`.
 
-use reqwest::{Client, Url};
+use imurun_net::Door;
+use imurun_net::http::Url;
 use serde_json::Value;
 
 use super::{BRAVE_API_KEY_VAR, SearchConfig, SearchHit, json_object, keyed_status_failure, send};
 
 pub(super) async fn search(
-    client: &Client,
+    door: &Door,
     config: &SearchConfig,
     api_key: &str,
     query: &str,
@@ -23,11 +24,12 @@ pub(super) async fn search(
             )
         },
     )?;
-    let request = client
+    let request = door
         .get(url)
+        .map_err(|error| error.to_string())?
         .header("Accept", "application/json")
         .header("X-Subscription-Token", api_key);
-    let (status, retry_after, body) = send(request, config).await?;
+    let (status, retry_after, body) = send(door, request, config).await?;
     if let Some(failure) = keyed_status_failure(provider, BRAVE_API_KEY_VAR, status, &retry_after) {
         return Err(failure);
     }

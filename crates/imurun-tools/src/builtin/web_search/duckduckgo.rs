@@ -5,11 +5,13 @@
 //! DuckDuckGo answers some networks with a bot check (the "anomaly" page) instead of results;
 //! that is a failure naming the variables that switch to a keyed provider, never "no results".
 
-use reqwest::{Client, Url};
+use imurun_net::Door;
+use imurun_net::http::Method;
+use imurun_net::http::Url;
 
 use super::{
     BRAVE_API_KEY_VAR, SEARXNG_URL_VAR, SERPER_API_KEY_VAR, SearchConfig, SearchHit,
-    TAVILY_API_KEY_VAR, common_status_failure, send,
+    TAVILY_API_KEY_VAR, common_status_failure, endpoint, send,
 };
 use crate::builtin::html_text::{
     decode_entities, find_ascii_case_insensitive, inline_text, tag_end,
@@ -36,29 +38,26 @@ pub(super) enum Page {
 }
 
 pub(super) async fn search(
-    client: &Client,
+    door: &Door,
     config: &SearchConfig,
     query: &str,
 ) -> Result<Vec<SearchHit>, String> {
     let provider = config.provider.name();
-    let request = client
-        .post(&config.endpoint)
+    let request = door
+        .request(Method::POST, endpoint(config)?)
+        .map_err(|error| error.to_string())?
         .header("Content-Type", "application/x-www-form-urlencoded")
         .header("Accept", "text/html")
         .body(format!("q={}", form_encode(query)));
-    let (status, retry_after, body) = send(request, config).await?;
+    let (status, retry_after, body) = send(door, request, config).await?;
     let html = String::from_utf8_lossy(&body);
     // The bot check comes with 200, 202 or 403 depending on the day; the page says what it is.
     let page = parse_page(&html);
-    if page == Page::BotCheck || matches!(status.as_u16(), 403 | 418 | 429) {
-        return Err(blocked(status.as_u16()));
+    if page == Page::BotCheck || matches!(status, 403 | 418 | 429) {
+        return Err(blocked(status));
     }
-    if !status.is_success() {
-        return Err(common_status_failure(
-            provider,
-            status.as_u16(),
-            &retry_after,
-        ));
+    if !(200..300).contains(&status) {
+        return Err(common_status_failure(provider, status, &retry_after));
     }
     match page {
         Page::Results(hits) => Ok(hits),

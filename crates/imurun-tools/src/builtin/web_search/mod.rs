@@ -16,8 +16,9 @@ use std::fmt;
 use std::time::Duration;
 
 use imurun_core::{Availability, BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
-use reqwest::{Client, StatusCode};
-use serde_json::{Map, Value, json};
+use imurun_net::Door;
+use imurun_net::http::{RequestBuilder, Url};
+use serde_json::{Map, Value};
 
 use super::http::{self, RESPONSE_BYTES_MAX};
 use super::{optional_integer, required_string};
@@ -41,14 +42,7 @@ pub const SERPER_API_KEY_VAR: &str = "IMURUN_SERPER_API_KEY";
 pub const SEARXNG_URL_VAR: &str = "IMURUN_SEARXNG_URL";
 
 pub(crate) fn spec() -> ToolSpec {
-    ToolSpec::new(
-        "web_search",
-        "Search the web. Use it for anything about the present or anything you are unsure of.",
-        json!({"type": "object", "properties": {
-            "query": {"type": "string", "description": "what to search for"},
-            "max_results": {"type": "integer", "description": "how many results (default 5)"}
-        }, "required": ["query"]}),
-    )
+    imurun_core::builtin::web_search()
 }
 
 /// The search service behind the tool, with what it needs to be called.
@@ -152,10 +146,12 @@ impl SearchConfig {
             Self::new(SearchProvider::DuckDuckGo)
         }
     }
+}
 
-    /// [`SearchConfig::from_lookup`] over the process environment.
-    pub fn from_env() -> Self {
-        Self::from_lookup(|name| std::env::var(name).ok())
+impl Default for SearchConfig {
+    /// Keyless DuckDuckGo.
+    fn default() -> Self {
+        Self::new(SearchProvider::DuckDuckGo)
     }
 }
 
@@ -173,22 +169,19 @@ pub(crate) struct SearchHit {
 pub struct WebSearch {
     spec: ToolSpec,
     config: SearchConfig,
-    client: Result<Client, String>,
+    door: Result<Door, String>,
 }
 
 impl WebSearch {
+    /// The tool over `config`'s provider; its endpoint's host is trusted (the person or
+    /// imurun's defaults named it), every other address public only.
     pub fn new(config: SearchConfig) -> Self {
-        let client = http::client(config.timeout);
+        let door = http::service_door([config.endpoint.as_str()], config.timeout);
         Self {
             spec: spec(),
             config,
-            client,
+            door,
         }
-    }
-
-    /// The provider the process environment chooses (see [`SearchConfig::from_lookup`]).
-    pub fn from_env() -> Self {
-        Self::new(SearchConfig::from_env())
     }
 
     pub fn config(&self) -> &SearchConfig {
@@ -196,23 +189,23 @@ impl WebSearch {
     }
 
     async fn search(&self, query: &str, count: usize) -> ToolOutput {
-        let client = match &self.client {
-            Ok(client) => client,
+        let door = match &self.door {
+            Ok(door) => door,
             Err(reason) => return ToolOutput::failed(reason),
         };
         let provider_name = self.config.provider.name();
         let hits = match &self.config.provider {
             SearchProvider::Brave { api_key } => {
-                brave::search(client, &self.config, api_key, query, count).await
+                brave::search(door, &self.config, api_key, query, count).await
             }
             SearchProvider::Tavily { api_key } => {
-                tavily::search(client, &self.config, api_key, query, count).await
+                tavily::search(door, &self.config, api_key, query, count).await
             }
             SearchProvider::Serper { api_key } => {
-                serper::search(client, &self.config, api_key, query, count).await
+                serper::search(door, &self.config, api_key, query, count).await
             }
-            SearchProvider::Searxng => searxng::search(client, &self.config, query).await,
-            SearchProvider::DuckDuckGo => duckduckgo::search(client, &self.config, query).await,
+            SearchProvider::Searxng => searxng::search(door, &self.config, query).await,
+            SearchProvider::DuckDuckGo => duckduckgo::search(door, &self.config, query).await,
         };
         match hits {
             Ok(hits) => format_hits(provider_name, query, hits, count).untrusted(),
@@ -221,11 +214,6 @@ impl WebSearch {
             )),
         }
     }
-}
-
-/// Web search over the provider the process environment chooses.
-pub fn web_search_tool() -> WebSearch {
-    WebSearch::from_env()
 }
 
 impl Tool for WebSearch {
@@ -238,7 +226,7 @@ impl Tool for WebSearch {
     }
 
     fn available(&self) -> Availability {
-        http::availability(&self.client)
+        http::availability(&self.door)
     }
 
     fn run<'a>(
@@ -299,43 +287,48 @@ fn format_hits(provider: &str, query: &str, hits: Vec<SearchHit>, count: usize) 
     ToolOutput::ok(text.trim_end().to_owned())
 }
 
+/// The configured search address as a URL.
+fn endpoint(config: &SearchConfig) -> Result<Url, String> {
+    Url::parse(&config.endpoint).map_err(|error| {
+        format!(
+            "the {} address `{}` is not valid: {error}",
+            config.provider.name(),
+            config.endpoint
+        )
+    })
+}
+
 /// Sends a request and reads a bounded body, turning transport trouble into words.
 async fn send(
-    request: reqwest::RequestBuilder,
+    door: &Door,
+    request: RequestBuilder,
     config: &SearchConfig,
-) -> Result<(StatusCode, String, Vec<u8>), String> {
+) -> Result<(u16, String, Vec<u8>), String> {
     let provider = config.provider.name();
-    let response = request
-        .send()
+    let answer = http::exchange(door, request, provider)
         .await
-        .map_err(|error| http::transport_failure(provider, &error, config.timeout))?;
-    let status = response.status();
-    let retry_after = http::retry_after(&response);
-    let body = http::read_body(response, RESPONSE_BYTES_MAX)
-        .await
-        .map_err(|error| http::transport_failure(provider, &error, config.timeout))?;
-    if body.cut {
+        .map_err(|error| error.to_string())?;
+    if answer.cut {
         return Err(format!(
             "{provider} answered with more than {RESPONSE_BYTES_MAX} bytes, far more than any \
              results page; the answer was not read"
         ));
     }
-    Ok((status, retry_after, body.bytes))
+    Ok((answer.status, answer.retry_after, answer.bytes))
 }
 
 /// The failure for a keyed provider's error status, or `None` on success.
 fn keyed_status_failure(
     provider: &str,
     key_var: &str,
-    status: StatusCode,
+    status: u16,
     retry_after: &str,
 ) -> Option<String> {
-    match status.as_u16() {
+    match status {
         200..=299 => None,
         401 | 403 => Some(format!(
-            "{provider} refused the API key in {key_var} (HTTP {}); check that the key is \
-             right and active",
-            status.as_u16()
+            "{provider} refused the API key in {key_var} (HTTP {status}); check that the key is \
+             right and active"
         )),
         code => Some(common_status_failure(provider, code, retry_after)),
     }

@@ -2,7 +2,8 @@
 //! `results[]` as `title`, `url`, `content`. Instances ship with the JSON format off, and
 //! answer 403 until `json` is listed under `search.formats` in their `settings.yml`.
 
-use reqwest::{Client, Url};
+use imurun_net::Door;
+use imurun_net::http::Url;
 
 use super::{SEARXNG_URL_VAR, SearchConfig, SearchHit, common_status_failure, json_object, send};
 
@@ -18,7 +19,7 @@ pub(super) fn search_endpoint(base: &str) -> String {
 }
 
 pub(super) async fn search(
-    client: &Client,
+    door: &Door,
     config: &SearchConfig,
     query: &str,
 ) -> Result<Vec<SearchHit>, String> {
@@ -30,9 +31,12 @@ pub(super) async fn search(
                 config.endpoint
             )
         })?;
-    let request = client.get(url).header("Accept", "application/json");
-    let (status, retry_after, body) = send(request, config).await?;
-    match status.as_u16() {
+    let request = door
+        .get(url)
+        .map_err(|error| error.to_string())?
+        .header("Accept", "application/json");
+    let (status, retry_after, body) = send(door, request, config).await?;
+    match status {
         200..=299 => {}
         403 => {
             return Err(format!(

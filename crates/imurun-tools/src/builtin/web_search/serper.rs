@@ -1,13 +1,16 @@
 //! Serper's Google search API: `POST {"q", "num"}` with the key in `X-API-KEY`; results
 //! under `organic[]` as `title`, `link`, `snippet`, `position`.
 
-use reqwest::Client;
+use imurun_net::Door;
+use imurun_net::http::Method;
 use serde_json::json;
 
-use super::{SERPER_API_KEY_VAR, SearchConfig, SearchHit, json_object, keyed_status_failure, send};
+use super::{
+    SERPER_API_KEY_VAR, SearchConfig, SearchHit, endpoint, json_object, keyed_status_failure, send,
+};
 
 pub(super) async fn search(
-    client: &Client,
+    door: &Door,
     config: &SearchConfig,
     api_key: &str,
     query: &str,
@@ -15,12 +18,13 @@ pub(super) async fn search(
 ) -> Result<Vec<SearchHit>, String> {
     let provider = config.provider.name();
     let body = json!({"q": query, "num": count}).to_string();
-    let request = client
-        .post(&config.endpoint)
+    let request = door
+        .request(Method::POST, endpoint(config)?)
+        .map_err(|error| error.to_string())?
         .header("X-API-KEY", api_key)
         .header("Content-Type", "application/json")
         .body(body);
-    let (status, retry_after, body) = send(request, config).await?;
+    let (status, retry_after, body) = send(door, request, config).await?;
     if let Some(failure) = keyed_status_failure(provider, SERPER_API_KEY_VAR, status, &retry_after)
     {
         return Err(failure);

@@ -1,0 +1,290 @@
+//! Arithmetic in a prompt ("What is 17 times 23?", "calculate (3 + 4) * 2", "15% of 80",
+//! "square root of 2"), as an expression the `calculate` tool reads: the pre-fetch's
+//! arithmetic intent. A fixed reading of the words, never the model's.
+//!
+//! Only a prompt that asks for a result counts: it holds a word that asks ("what is",
+//! "calculate", "how much is", ...), ends with `=`, or is nothing but the sum. Dates (`2026-12-01`),
+//! ranges (`10-12`) and versions are not sums: a minus needs spaces or the word, and the sum
+//! needs two numbers and an operator (or a root, a square or a cube of one).
+
+/// Words that ask for a result.
+const ASKING: &[&str] = &[
+    "what is",
+    "what's",
+    "whats",
+    "calculate",
+    "compute",
+    "work out",
+    "how much is",
+    "how much are",
+    "evaluate",
+    "solve",
+    "equals",
+    "equal to",
+];
+
+/// Words read as operators, longest first.
+const WORDS: &[(&str, &str)] = &[
+    ("to the power of", " ^ "),
+    ("multiplied by", " * "),
+    ("divided by", " / "),
+    ("square root of", " sqrt "),
+    ("the square root of", " sqrt "),
+    ("percent of", " pctof "),
+    ("raised to", " ^ "),
+    ("squared", " squared "),
+    ("cubed", " cubed "),
+    ("times", " * "),
+    ("plus", " + "),
+    ("minus", " - "),
+    ("modulo", " % "),
+    ("mod", " % "),
+    ("over", " / "),
+];
+
+#[derive(Debug, Clone, PartialEq)]
+enum Token {
+    Number(String),
+    /// `+ - * / ^ %`
+    Operator(char),
+    Open,
+    Close,
+    Sqrt,
+    /// `N% of M`, `N percent of M`
+    PercentOf,
+    Squared,
+    Cubed,
+    /// Anything else: ends a run.
+    Other,
+}
+
+/// The expression the prompt asks to work out, if it asks for one.
+pub(crate) fn expression(prompt: &str) -> Option<String> {
+    let lower = prompt.to_lowercase();
+    // `2 ^ 10 = ?` asks; `the 2 + 2 = 5 novel` does not.
+    let ends_equals = lower.rsplit_once('=').is_some_and(|(_, after)| {
+        after
+            .trim_matches(|c: char| c.is_whitespace() || c == '?')
+            .is_empty()
+    });
+    let asks = ASKING.iter().any(|words| lower.contains(words)) || ends_equals;
+    let tokens = tokens(&lower);
+    let best = runs(&tokens)
+        .into_iter()
+        .filter_map(|run| render(run))
+        .max_by_key(|(_, numbers, _)| *numbers)?;
+    let (expression, _, covers_prompt) = best;
+    (asks || covers_prompt(&tokens)).then_some(expression)
+}
+
+/// Splits the lower-cased prompt into tokens.
+fn tokens(lower: &str) -> Vec<Token> {
+    let mut text = format!(" {} ", lower.replace(['×', '✕'], " * ").replace('÷', " / "));
+    text = text.replace('−', " - ").replace("**", " ^ ");
+    text = text.replace("% of ", " pctof ");
+    for (words, symbol) in WORDS {
+        text = replace_words(&text, words, symbol);
+    }
+    let mut tokens = Vec::new();
+    let chars: Vec<char> = text.chars().collect();
+    let mut index = 0;
+    while index < chars.len() {
+        let c = chars[index];
+        if c.is_whitespace() || c == '?' || c == '!' {
+            index += 1;
+            continue;
+        }
+        if c.is_ascii_digit()
+            || (c == '.' && chars.get(index + 1).is_some_and(char::is_ascii_digit))
+        {
+            let start = index;
+            while index < chars.len()
+                && (chars[index].is_ascii_digit()
+                    || (matches!(chars[index], '.' | ',')
+                        && chars.get(index + 1).is_some_and(char::is_ascii_digit)))
+            {
+                index += 1;
+            }
+            let number: String = chars[start..index].iter().filter(|c| **c != ',').collect();
+            // `2026-12-01`, `10-12`, `3x`: a number glued to a minus or a letter is no operand.
+            let glued = chars
+                .get(index)
+                .is_some_and(|next| next.is_alphabetic() || *next == '-' || *next == ':')
+                || (start > 0 && (chars[start - 1].is_alphabetic() || chars[start - 1] == '-'));
+            tokens.push(if glued {
+                Token::Other
+            } else {
+                Token::Number(number)
+            });
+            continue;
+        }
+        if c.is_alphabetic() {
+            let start = index;
+            while index < chars.len() && chars[index].is_alphanumeric() {
+                index += 1;
+            }
+            let word: String = chars[start..index].iter().collect();
+            tokens.push(match word.as_str() {
+                "sqrt" => Token::Sqrt,
+                "pctof" => Token::PercentOf,
+                "squared" => Token::Squared,
+                "cubed" => Token::Cubed,
+                "x" => Token::Operator('*'),
+                _ => Token::Other,
+            });
+            continue;
+        }
+        let spaced = |at: usize| {
+            chars
+                .get(at.wrapping_sub(1))
+                .is_some_and(|c| c.is_whitespace())
+                && chars.get(at + 1).is_some_and(|c| c.is_whitespace())
+        };
+        tokens.push(match c {
+            '+' | '*' | '/' | '^' => Token::Operator(c),
+            '%' => Token::Operator('%'),
+            // A minus between numbers needs spaces: `10-12` is a range.
+            '-' if spaced(index) => Token::Operator('-'),
+            '(' => Token::Open,
+            ')' => Token::Close,
+            _ => Token::Other,
+        });
+        index += 1;
+    }
+    tokens
+}
+
+/// `text` with `words` replaced where they stand as whole words.
+fn replace_words(text: &str, words: &str, symbol: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(words) {
+        let before = rest[..at].chars().next_back();
+        let after = rest[at + words.len()..].chars().next();
+        let whole =
+            !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric);
+        out.push_str(&rest[..at]);
+        out.push_str(if whole { symbol } else { words });
+        rest = &rest[at + words.len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The runs of arithmetic tokens between other words.
+fn runs(tokens: &[Token]) -> Vec<&[Token]> {
+    tokens
+        .split(|token| *token == Token::Other)
+        .filter(|run| !run.is_empty())
+        .collect()
+}
+
+/// A run as an expression: (text, how many numbers, whether it is the whole prompt's
+/// arithmetic); `None` unless it is a well-formed sum with an operator.
+#[allow(clippy::type_complexity)]
+fn render(run: &[Token]) -> Option<(String, usize, fn(&[Token]) -> bool)> {
+    let mut out = String::new();
+    let mut numbers = 0;
+    let mut operators = 0;
+    let mut depth = 0i32;
+    // Whether the next token must be an operand (a number, `(`, a root).
+    let mut want_operand = true;
+    let mut iter = run.iter().peekable();
+    while let Some(token) = iter.next() {
+        match token {
+            Token::Number(number) if want_operand => {
+                numbers += 1;
+                if iter.peek() == Some(&&Token::PercentOf) {
+                    iter.next();
+                    out.push_str(&format!("{number} / 100 * "));
+                    operators += 1;
+                    continue;
+                }
+                out.push_str(number);
+                want_operand = false;
+            }
+            Token::Operator('-') if want_operand && out.is_empty() => out.push('-'),
+            Token::Operator(op) if !want_operand => {
+                out.push_str(&format!(" {op} "));
+                operators += 1;
+                want_operand = true;
+            }
+            Token::Open if want_operand => {
+                depth += 1;
+                out.push('(');
+            }
+            Token::Close if !want_operand && depth > 0 => {
+                depth -= 1;
+                out.push(')');
+            }
+            Token::Sqrt if want_operand => {
+                let Some(Token::Number(number)) = iter.next() else {
+                    return None;
+                };
+                numbers += 1;
+                operators += 1;
+                out.push_str(&format!("sqrt({number})"));
+                want_operand = false;
+            }
+            Token::Squared | Token::Cubed if !want_operand => {
+                operators += 1;
+                out.push_str(if *token == Token::Squared {
+                    " ^ 2"
+                } else {
+                    " ^ 3"
+                });
+            }
+            _ => return None,
+        }
+    }
+    let complete = !want_operand && depth == 0;
+    let is_sum = operators > 0 && (numbers >= 2 || out.contains("sqrt") || out.contains(" ^ "));
+    (complete && is_sum).then(|| {
+        let whole: fn(&[Token]) -> bool = |tokens| runs(tokens).len() == 1;
+        (out.trim().to_owned(), numbers, whole)
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sums_people_ask_for_are_read() {
+        let cases = [
+            ("What is 17 times 23?", "17 * 23"),
+            ("what's 17*23", "17 * 23"),
+            ("Calculate (3 + 4) * 2 please", "(3 + 4) * 2"),
+            ("What is 12 x 34?", "12 * 34"),
+            ("How much is 1,250 divided by 5?", "1250 / 5"),
+            ("What's 15% of 80?", "15 / 100 * 80"),
+            ("what is 20 percent of 150", "20 / 100 * 150"),
+            ("What is the square root of 2?", "sqrt(2)"),
+            ("what is 7 squared", "7 ^ 2"),
+            ("2 to the power of 10 = ?", "2 ^ 10"),
+            ("100 - 37", "100 - 37"),
+            ("What is 3.5 plus 1.25?", "3.5 + 1.25"),
+            ("17 × 23", "17 * 23"),
+        ];
+        for (prompt, expected) in cases {
+            assert_eq!(expression(prompt).as_deref(), Some(expected), "{prompt}");
+        }
+    }
+
+    #[test]
+    fn numbers_that_are_not_sums_are_left_alone() {
+        for prompt in [
+            "What is the date 2026-12-01 in words?",
+            "Meet me at 10-12 tomorrow",
+            "I have 3 cats and 2 dogs. Write a poem about them.",
+            "What is Python 3.14?",
+            "List the files in my workspace.",
+            "What time is it?",
+            "What is 5?",
+            "Tell me about the 2 + 2 = 5 novel",
+            "Write 3 haiku",
+        ] {
+            assert_eq!(expression(prompt), None, "{prompt}");
+        }
+    }
+}

@@ -1,0 +1,23 @@
+//! Test helpers shared by imurun's test suites (a dev-dependency only): a scripted
+//! [`TestModel`], sinks that record events and audit records, fake tools, a temporary
+//! workspace laid out for confinement tests, a raw SSE client, and a check that a process
+//! is gone.
+//!
+//! It depends on `imurun-core` and `imurun-policy` (the workspace) only, so any crate's tests
+//! may use it without pulling in an HTTP client, MCP or a model back-end.
+
+mod model;
+mod models;
+mod process;
+mod sinks;
+mod sse;
+mod tools;
+mod workspace;
+
+pub use model::{Reply, TestModel};
+pub use models::{DEFAULT_MODEL_FILE, default_model_path};
+pub use process::is_gone;
+pub use sinks::{RecordingAudit, RecordingEvents, event_type};
+pub use sse::{SSE_WAIT_MAX, SseClient, SseMessage};
+pub use tools::{Behaviour, FakeGroup, FakeTool, call, context, object};
+pub use workspace::TempWorkspace;

@@ -1,0 +1,37 @@
+//! Where the default model file is, for the tests that run it.
+
+use std::path::PathBuf;
+
+/// The default model's file name.
+pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+
+/// The default model: `IMURUN_MODEL`, else `../shared/models/` beside the repository (any
+/// ancestor of `manifest_dir`), else `~/.imurun/models/`. Panics with what to run when it is
+/// nowhere: tests of the real model fail without it, they never skip.
+pub fn default_model_path(manifest_dir: &str) -> PathBuf {
+    if let Some(path) = std::env::var_os("IMURUN_MODEL") {
+        return PathBuf::from(path);
+    }
+    for ancestor in PathBuf::from(manifest_dir).ancestors() {
+        let candidate = ancestor
+            .join("shared")
+            .join("models")
+            .join(DEFAULT_MODEL_FILE);
+        if candidate.is_file() {
+            return candidate;
+        }
+    }
+    if let Some(home) = std::env::var_os("HOME") {
+        let candidate = PathBuf::from(home)
+            .join(".imurun")
+            .join("models")
+            .join(DEFAULT_MODEL_FILE);
+        if candidate.is_file() {
+            return candidate;
+        }
+    }
+    panic!(
+        "the default model {DEFAULT_MODEL_FILE} was not found (IMURUN_MODEL, ../shared/models/, \
+         ~/.imurun/models/): run scripts/fetch-model.sh"
+    );
+}

@@ -1,0 +1,240 @@
+//! One wiring path: every command builds its store, audit writer, workspace, tools,
+//! executor, MCP servers and agent settings here, from one [`ResolvedConfig`], so a call is
+//! decided, run and audited the same way whichever command makes it.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use imurun_agent::{AgentConfig, AgentLoop, ModelSource, RunAgentTool, SkillStore};
+use imurun_core::{AuditSink, Clock, EventSink, Model, NullEvents, SystemClock, ToolSpec};
+use imurun_exec::{Registry, ToolExecutor};
+use imurun_integrations::McpHub;
+use imurun_policy::{Settings, Workspace, WorkspaceConfig};
+use imurun_store::{AuditWriter, Store};
+use imurun_tools::{BuiltinConfig, ShellConfig, UnconfiguredTool, builtin_tools};
+
+use crate::config::ResolvedConfig;
+
+/// Which tools a command offers.
+#[derive(Debug, Clone)]
+pub(crate) enum Tools {
+    /// The built-in tools and the connectors (each available when its token is set).
+    Builtin,
+    /// Tools known only by their specs, offered and never run (`--tools FILE`, BFCL cases).
+    SpecsOnly(Vec<ToolSpec>),
+}
+
+/// What a command needs beyond the configuration.
+pub(crate) struct Plan {
+    pub(crate) tools: Tools,
+    /// Connect the configured `[[mcp.servers]]` and register their tools.
+    pub(crate) mcp: bool,
+    /// Where the executor's own events go (calls made with no turn of their own: `POST
+    /// /api/tools/run`); a turn's calls go to the turn's sink.
+    pub(crate) events: Arc<dyn EventSink>,
+    /// The model helpers run on (`run_agent`); `None` keeps its placeholder, which says
+    /// sub-agents are not available.
+    pub(crate) helpers: Option<ModelSource>,
+    /// What `get_time` and the prompt's date read.
+    pub(crate) clock: Arc<dyn Clock>,
+}
+
+impl Plan {
+    /// A command that serves no one: no MCP servers, no event stream, no helpers, the
+    /// system clock.
+    pub(crate) fn quiet(tools: Tools) -> Self {
+        Self {
+            tools,
+            mcp: false,
+            events: Arc::new(NullEvents),
+            helpers: None,
+            clock: Arc::new(SystemClock),
+        }
+    }
+}
+
+/// Everything a command runs on.
+pub(crate) struct Wiring {
+    pub(crate) config: ResolvedConfig,
+    pub(crate) store: Store,
+    pub(crate) audit: Arc<AuditWriter>,
+    pub(crate) executor: Arc<ToolExecutor>,
+    pub(crate) mcp: Arc<McpHub>,
+    pub(crate) clock: Arc<dyn Clock>,
+    /// The loop's settings from the configuration.
+    pub(crate) agent: AgentConfig,
+}
+
+impl Wiring {
+    /// Opens the store and its audit writer, the workspace, the tools of `plan`, and the
+    /// executor over them with the configured permissions.
+    pub(crate) async fn build(config: ResolvedConfig, plan: Plan) -> Result<Self> {
+        let paths = &config.paths;
+        std::fs::create_dir_all(&paths.data_dir)
+            .with_context(|| format!("creating {}", paths.data_dir.display()))?;
+        let database = paths.database();
+        let store = Store::open(&database)
+            .await
+            .with_context(|| format!("opening the database {}", database.display()))?;
+        let audit = Arc::new(AuditWriter::spawn(&store).context("starting the audit writer")?);
+        let workspace = Arc::new(open_workspace(&config)?);
+        let agent = agent_config(&config);
+        let mut registry = Registry::new();
+        match &plan.tools {
+            Tools::Builtin => {
+                let builtin = BuiltinConfig {
+                    shell: ShellConfig {
+                        environment: config.variables.children.to_vec(),
+                    },
+                    search: config.variables.search.clone(),
+                    clock: Arc::clone(&plan.clock),
+                    ..BuiltinConfig::default()
+                };
+                for tool in builtin_tools(&workspace, builtin) {
+                    registry.insert(tool, true);
+                }
+                for connector in config.variables.connectors.registrations() {
+                    let name = connector.tool.spec().name.clone();
+                    registry.insert_grouped(connector.tool, connector.group);
+                    for alias in connector.aliases {
+                        registry.add_alias(alias, &name);
+                    }
+                }
+            }
+            Tools::SpecsOnly(specs) => {
+                for spec in specs {
+                    registry.insert(Arc::new(UnconfiguredTool::spec_only(spec.clone())), true);
+                }
+            }
+        }
+        let mcp = if plan.mcp {
+            // One that fails to start is listed with its error and the others still serve.
+            let hub = McpHub::connect_all(&config.mcp_servers, &config.variables.children).await;
+            for tool in hub.tools() {
+                registry.insert(tool, true);
+            }
+            for server in hub.servers() {
+                if let Some(error) = &server.error {
+                    tracing::warn!(server = %server.name, "MCP server is not connected: {error}");
+                }
+            }
+            Arc::new(hub)
+        } else {
+            Arc::new(McpHub::default())
+        };
+        let helpers = plan.helpers.map(|source| {
+            RunAgentTool::with_model_source(source, &agent)
+                .with_clock(Arc::clone(&plan.clock))
+                .install(&mut registry)
+        });
+        let executor = executor(&config, registry, workspace, plan.events, &audit);
+        if let Some(helpers) = helpers {
+            helpers.bind(&executor);
+        }
+        Ok(Self {
+            config,
+            store,
+            audit,
+            executor,
+            mcp,
+            clock: plan.clock,
+            agent,
+        })
+    }
+
+    /// Another executor, over tools known only by `specs` (offered, never run), with this
+    /// wiring's workspace, permissions and audit: an evaluation case's own tool set.
+    pub(crate) fn executor_over_specs(&self, specs: &[ToolSpec]) -> Arc<ToolExecutor> {
+        let mut registry = Registry::new();
+        for spec in specs {
+            registry.insert(Arc::new(UnconfiguredTool::spec_only(spec.clone())), true);
+        }
+        executor(
+            &self.config,
+            registry,
+            Arc::clone(self.executor.workspace()),
+            Arc::new(imurun_core::NullEvents),
+            &self.audit,
+        )
+    }
+
+    /// The skills `/<id>` tokens invoke, in `<data folder>/skills` (created when missing).
+    pub(crate) fn skills(&self) -> Result<SkillStore> {
+        let dir = self.config.paths.data_dir.join("skills");
+        SkillStore::open(&dir)
+            .with_context(|| format!("opening the skill directory {}", dir.display()))
+    }
+
+    /// A turn loop over `model` with the configured settings and clock, publishing to
+    /// `events`.
+    pub(crate) fn agent_loop(
+        &self,
+        model: Arc<dyn Model>,
+        events: Arc<dyn EventSink>,
+        agent: AgentConfig,
+    ) -> AgentLoop {
+        AgentLoop::new(model, Arc::clone(&self.executor), events)
+            .with_config(agent)
+            .with_clock(Arc::clone(&self.clock))
+    }
+
+    /// Shuts the MCP servers down, writes the audit records still queued, and closes the
+    /// database.
+    pub(crate) async fn close(self) -> Result<()> {
+        self.mcp.shutdown().await;
+        let flushed = self.audit.shutdown().await.context("writing the audit log");
+        self.store.close().await;
+        flushed
+    }
+}
+
+/// The executor over `registry` with the configured permissions and approval timeout.
+fn executor(
+    config: &ResolvedConfig,
+    registry: Registry,
+    workspace: Arc<Workspace>,
+    events: Arc<dyn EventSink>,
+    audit: &Arc<AuditWriter>,
+) -> Arc<ToolExecutor> {
+    let settings = Settings {
+        mode: config.permissions.mode,
+        toggles: config.permissions.toggles,
+    };
+    Arc::new(
+        ToolExecutor::new(
+            registry,
+            workspace,
+            settings,
+            events,
+            Arc::clone(audit) as Arc<dyn AuditSink>,
+        )
+        .with_approval_timeout(Duration::from_secs(config.permissions.approval_timeout_s)),
+    )
+}
+
+/// Opens (and creates on first use) the configured workspace. The data folder is guarded:
+/// no tool may reach imurun's own config and database.
+pub(crate) fn open_workspace(config: &ResolvedConfig) -> Result<Workspace> {
+    let workspace = WorkspaceConfig {
+        root: config.permissions.workspace_root.clone(),
+        home: config.paths.home.clone(),
+        guarded: vec![config.paths.data_dir.clone()],
+    };
+    Workspace::open(&workspace)
+        .map_err(|error| anyhow::anyhow!("workspace {}: {error}", workspace.root.display()))
+}
+
+/// The loop's settings from the configuration.
+pub(crate) fn agent_config(config: &ResolvedConfig) -> AgentConfig {
+    let agent = AgentConfig::default()
+        .with_max_steps(config.agent.max_steps)
+        .with_summarise_history(config.agent.summarise_history)
+        .with_call_prefill(config.agent.call_prefill)
+        .with_tool_examples(config.agent.tool_examples)
+        .with_prefetch(config.agent.prefetch);
+    match &config.agent.persona {
+        Some(persona) => agent.with_persona(persona.clone()),
+        None => agent,
+    }
+}

@@ -1,0 +1,516 @@
+//! The everyday suite (`tests/everyday.json`): the prompts a new user asks first — the time,
+//! their files, sums, greetings, short creative requests, the weather and the news with no
+//! network, writes and deletes in the default mode — asked of the embedded model through a
+//! real `imurun serve`, each scored on which tools ran and on what its answer holds. The score
+//! is printed; the test fails below the suite's floor, on any answer holding a worked
+//! example's value the person did not say, and when one of the four prompts a new user meets
+//! first (the time, the listing, a greeting, 17 × 23) does not hold.
+//!
+//! Every check is what imurun guarantees from the tools' results and the clock, never what
+//! the model happens to write: the time is compared with the clock read before and after the
+//! turn, so the suite holds at any hour and date.
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::path::Path;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use imurun_core::{clock_time_forms, date_forms};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use crate::serve_cli::{Server, subscribe};
+use crate::support::model_path;
+
+/// How long one turn may take before the suite stops it (it then scores as failed).
+const TURN_WAIT_MAX: Duration = Duration::from_secs(150);
+
+#[derive(Debug, Deserialize)]
+struct Suite {
+    floor: f64,
+    workspaces: BTreeMap<String, BTreeMap<String, String>>,
+    cases: Vec<Case>,
+}
+
+/// One prompt and what must hold of its turn. Absent checks are not made.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Case {
+    prompt: String,
+    #[serde(default = "two_files")]
+    workspace: String,
+    /// Tools that must have been called (by the pre-fetch or the model).
+    #[serde(default)]
+    ran: Vec<String>,
+    /// No tool may have been called.
+    #[serde(default)]
+    ran_none: bool,
+    /// Tools whose call must have asked the person (the suite denies every card).
+    #[serde(default)]
+    asked: Vec<String>,
+    /// The answer holds the clock's time (and date) in this zone (`local`: the machine's).
+    time: Option<String>,
+    /// The answer holds the clock's date in this zone.
+    date: Option<String>,
+    /// The answer holds the clock's weekday in this zone.
+    weekday: Option<String>,
+    /// The answer names exactly the workspace's files (or says it is empty).
+    #[serde(default)]
+    listing: bool,
+    /// The answer holds every one of these (case-insensitive).
+    #[serde(default)]
+    has_all: Vec<String>,
+    /// The answer holds at least one of these (case-insensitive).
+    #[serde(default)]
+    has_any: Vec<String>,
+    /// The answer holds this number as a whole word.
+    number: Option<String>,
+    /// The answer names the assistant and claims to be nothing else.
+    #[serde(default)]
+    names_assistant: bool,
+    /// The answer has at least this many words.
+    words_at_least: Option<usize>,
+    /// With the network off: the answer states no live value (no temperature) and says it
+    /// could not check.
+    #[serde(default)]
+    no_live_values: bool,
+    /// Workspace paths that must still not exist after the turn.
+    #[serde(default)]
+    absent: Vec<String>,
+    /// Workspace files that must be unchanged after the turn.
+    #[serde(default)]
+    unchanged: Vec<String>,
+}
+
+fn two_files() -> String {
+    "two-files".to_owned()
+}
+
+/// What one turn did, read from the server.
+#[derive(Debug, Default)]
+struct Outcome {
+    answer: String,
+    status: String,
+    /// Tools called, pre-fetch lookups included.
+    called: Vec<String>,
+    /// Tools whose call asked the person.
+    asked: Vec<String>,
+    /// The clock just before the prompt was sent and just after the turn ended.
+    before: Option<jiff::Zoned>,
+    after: Option<jiff::Zoned>,
+}
+
+fn suite() -> Suite {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/everyday.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text).unwrap_or_else(|error| panic!("{path}: {error}"))
+}
+
+/// A served imurun over a workspace holding `files`, with a subscriber to its events.
+struct Served {
+    server: Server,
+    workspace: tempfile::TempDir,
+    _home: tempfile::TempDir,
+}
+
+impl Served {
+    fn start(files: &BTreeMap<String, String>) -> Served {
+        let home = tempfile::tempdir().unwrap();
+        let workspace = tempfile::tempdir().unwrap();
+        for (name, content) in files {
+            std::fs::write(workspace.path().join(name), content).unwrap();
+        }
+        let model = model_path();
+        let envs: [(&str, &OsStr); 0] = [];
+        let server = Server::start_with_args(
+            home.path(),
+            model.to_str().unwrap(),
+            &["--workspace", workspace.path().to_str().unwrap()],
+            &envs,
+        );
+        Served {
+            server,
+            workspace,
+            _home: home,
+        }
+    }
+
+    fn set_network(&self, on: bool) {
+        let (status, body) = self
+            .server
+            .post("/api/permissions", json!({"toggles": {"network": on}}));
+        assert_eq!(status, 200, "{body}");
+    }
+
+    /// Asks `prompt` in a new session; every approval card is denied, as a person who reads
+    /// it and says no.
+    fn ask(&self, prompt: &str) -> Outcome {
+        let (status, session) = self.server.post("/api/sessions", json!({}));
+        assert_eq!(status, 201, "{session}");
+        let session = session["id"].as_str().unwrap().to_owned();
+        let events = subscribe(&self.server.addr, &session);
+        let before = jiff::Zoned::now();
+        let (status, accepted) = self.server.post(
+            &format!("/api/sessions/{session}/prompts"),
+            json!({ "prompt": prompt }),
+        );
+        assert_eq!(status, 202, "{accepted}");
+        let turn = accepted["turn_id"].as_str().unwrap().to_owned();
+        let mut outcome = Outcome {
+            before: Some(before),
+            ..Outcome::default()
+        };
+        if !self.follow(&events, &mut outcome) {
+            // Too long: stopped, so that it costs the next prompts nothing.
+            self.server
+                .post(&format!("/api/sessions/{session}/stop"), json!({}));
+            self.server.wait_until(|server| {
+                server
+                    .get(&format!("/api/sessions/{session}/turns/{turn}"))
+                    .1["status"]
+                    != "running"
+            });
+        }
+        outcome.after = Some(jiff::Zoned::now());
+        let (_, view) = self
+            .server
+            .get(&format!("/api/sessions/{session}/turns/{turn}"));
+        outcome.status = view["status"].as_str().unwrap_or_default().to_owned();
+        outcome.answer = view["answer"].as_str().unwrap_or_default().to_owned();
+        outcome
+    }
+
+    /// Reads the session's events until its turn ends (true) or `TURN_WAIT_MAX` passes
+    /// (false): the calls, the cards (denied).
+    fn follow(&self, events: &Receiver<Value>, outcome: &mut Outcome) -> bool {
+        let started = Instant::now();
+        while started.elapsed() < TURN_WAIT_MAX {
+            let Ok(event) = events.recv_timeout(Duration::from_secs(1)) else {
+                continue;
+            };
+            let name = || event["name"].as_str().unwrap_or_default().to_owned();
+            match event["type"].as_str().unwrap_or_default() {
+                "tool.call" => outcome.called.push(name()),
+                "tool.approval_needed" => {
+                    outcome.asked.push(name());
+                    let id = event["approval_id"].as_str().unwrap();
+                    self.server.post(
+                        &format!("/api/tools/approvals/{id}"),
+                        json!({"approved": false}),
+                    );
+                }
+                "turn.end" => return true,
+                _ => {}
+            }
+        }
+        false
+    }
+}
+
+/// Each failed check of `case` against `outcome`, as a sentence.
+fn failures(case: &Case, outcome: &Outcome, files: &[String], workspace: &Path) -> Vec<String> {
+    let mut failed = Vec::new();
+    let answer = outcome.answer.as_str();
+    let lower = answer.to_lowercase();
+    if answer.trim().is_empty() {
+        failed.push(format!("no answer (status {})", outcome.status));
+    }
+    for marker in ["[tool result", "```tool", "{\"name\""] {
+        if answer.contains(marker) {
+            failed.push(format!("the answer holds `{marker}`"));
+        }
+    }
+    for tool in &case.ran {
+        if !outcome.called.contains(tool) {
+            failed.push(format!("`{tool}` was not called ({:?})", outcome.called));
+        }
+    }
+    if case.ran_none && !outcome.called.is_empty() {
+        failed.push(format!("tools were called: {:?}", outcome.called));
+    }
+    for tool in &case.asked {
+        if !outcome.asked.contains(tool) {
+            failed.push(format!("no card asked for `{tool}` ({:?})", outcome.asked));
+        }
+    }
+    let (before, after) = (
+        outcome.before.as_ref().unwrap(),
+        outcome.after.as_ref().unwrap(),
+    );
+    if let Some(zone) = &case.time {
+        let moments = moments(zone, before, after);
+        let holds_time = moments.iter().any(|now| {
+            clock_time_forms(now.hour().unsigned_abs(), now.minute().unsigned_abs())
+                .iter()
+                .any(|form| has_word(&lower, &form.to_lowercase()))
+        });
+        if !holds_time {
+            failed.push(format!("the answer does not hold the time in {zone}"));
+        }
+        if !holds_date(&lower, &moments) {
+            failed.push(format!("the answer does not hold the date in {zone}"));
+        }
+    }
+    if let Some(zone) = &case.date
+        && !holds_date(&lower, &moments(zone, before, after))
+    {
+        failed.push(format!("the answer does not hold the date in {zone}"));
+    }
+    if let Some(zone) = &case.weekday {
+        let holds = moments(zone, before, after).iter().any(|now| {
+            let weekday = format!("{}", now.strftime("%A")).to_lowercase();
+            has_word(&lower, &weekday)
+        });
+        if !holds {
+            failed.push(format!("the answer does not hold the weekday in {zone}"));
+        }
+    }
+    if case.listing {
+        failed.extend(listing_failures(&lower, files));
+    }
+    for wanted in &case.has_all {
+        if !lower.contains(&wanted.to_lowercase()) {
+            failed.push(format!("the answer lacks {wanted:?}"));
+        }
+    }
+    if !case.has_any.is_empty()
+        && !case
+            .has_any
+            .iter()
+            .any(|wanted| lower.contains(&wanted.to_lowercase()))
+    {
+        failed.push(format!("the answer holds none of {:?}", case.has_any));
+    }
+    if let Some(number) = &case.number
+        && !has_word(&lower.replace(',', ""), number)
+    {
+        failed.push(format!("the answer lacks the number {number}"));
+    }
+    if case.names_assistant {
+        if !lower.contains("imurun") {
+            failed.push("the answer does not name the assistant".to_owned());
+        }
+        for claim in ["i'm a human", "i am a human", "i'm human", "i am human"] {
+            if lower.contains(claim) {
+                failed.push(format!("the answer claims {claim:?}"));
+            }
+        }
+    }
+    if let Some(least) = case.words_at_least
+        && answer.split_whitespace().count() < least
+    {
+        failed.push(format!("the answer has fewer than {least} words"));
+    }
+    if case.no_live_values {
+        if answer.contains('°') || lower.contains("degrees") {
+            failed.push("the answer states a temperature".to_owned());
+        }
+        let admits = [
+            "can't",
+            "cannot",
+            "can not",
+            "unable",
+            "not able",
+            "couldn't",
+            "could not",
+            "not available",
+            "unavailable",
+            "offline",
+            "no access",
+            "don't have access",
+        ];
+        if !admits.iter().any(|phrase| lower.contains(phrase)) {
+            failed.push("the answer does not say it could not check".to_owned());
+        }
+    }
+    for path in &case.absent {
+        if workspace.join(path).exists() {
+            failed.push(format!(
+                "{path} exists: nothing may be written without a yes"
+            ));
+        }
+    }
+    for path in &case.unchanged {
+        if !workspace.join(path).is_file() {
+            failed.push(format!(
+                "{path} is gone: nothing may be deleted without a yes"
+            ));
+        }
+    }
+    failed
+}
+
+/// The clock in `zone` at the turn's start and end (the turn may cross a minute or a day).
+fn moments(zone: &str, before: &jiff::Zoned, after: &jiff::Zoned) -> Vec<jiff::Zoned> {
+    if zone == "local" {
+        return vec![before.clone(), after.clone()];
+    }
+    [before, after]
+        .iter()
+        .map(|moment| moment.in_tz(zone).unwrap())
+        .collect()
+}
+
+fn holds_date(lower: &str, moments: &[jiff::Zoned]) -> bool {
+    moments.iter().any(|now| {
+        date_forms(now.year(), now.month(), now.day())
+            .iter()
+            .any(|form| has_word(lower, &form.to_lowercase()))
+    })
+}
+
+/// The listing's check: every file named, and no other file-like name; an empty workspace is
+/// said to be empty.
+fn listing_failures(lower: &str, files: &[String]) -> Vec<String> {
+    let mut failed = Vec::new();
+    if files.is_empty() {
+        let empty = [
+            "empty",
+            "no files",
+            "nothing",
+            "no entries",
+            "holds 0",
+            "0 entries",
+        ];
+        if !empty.iter().any(|word| lower.contains(word)) {
+            failed.push("the answer does not say the workspace is empty".to_owned());
+        }
+    }
+    for file in files {
+        if !lower.contains(&file.to_lowercase()) {
+            failed.push(format!("the answer does not name {file}"));
+        }
+    }
+    for word in lower.split(|c: char| c.is_whitespace() || ",;:()`*\"'".contains(c)) {
+        let word = word.trim_end_matches(['.', '!', '?']);
+        let named = word
+            .rsplit_once('.')
+            .is_some_and(|(stem, ext)| !stem.is_empty() && (1..=5).contains(&ext.len()))
+            && word.chars().any(char::is_alphabetic)
+            && !word.chars().all(|c| c.is_ascii_digit() || c == '.');
+        if named && !files.iter().any(|file| file.to_lowercase() == word) {
+            failed.push(format!(
+                "the answer names {word}, which is not in the workspace"
+            ));
+        }
+    }
+    failed
+}
+
+/// Whether `text` holds `word` with no letter or digit joined to either end.
+fn has_word(text: &str, word: &str) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+/// Example values (`Lima`, `example.txt`, ...) in the answer that the prompt did not say.
+fn leaks(prompt: &str, answer: &str) -> Vec<&'static str> {
+    let (prompt, answer) = (prompt.to_lowercase(), answer.to_lowercase());
+    imurun_agent::example_values()
+        .into_iter()
+        .filter(|value| {
+            let value = value.to_lowercase();
+            has_word(&answer, &value) && !prompt.contains(&value)
+        })
+        .collect()
+}
+
+/// The first prompts a new user tries: each must hold, not only count toward the score.
+const FIRST_PROMPTS: [&str; 4] = [
+    "What time is it now?",
+    "List the files in my workspace.",
+    "Hi! Who are you?",
+    "What is 17 times 23?",
+];
+
+#[test]
+fn the_everyday_suite_scores_at_least_its_floor() {
+    let suite = suite();
+    assert!(
+        suite.cases.len() >= 40,
+        "the suite has {}",
+        suite.cases.len()
+    );
+    let mut rows = Vec::new();
+    let mut leaked = Vec::new();
+    let mut first_failed = Vec::new();
+    for (name, files) in &suite.workspaces {
+        let cases: Vec<&Case> = suite
+            .cases
+            .iter()
+            .filter(|case| &case.workspace == name)
+            .collect();
+        if cases.is_empty() {
+            continue;
+        }
+        let served = Served::start(files);
+        let names: Vec<String> = files.keys().cloned().collect();
+        for case in cases {
+            let offline = case.no_live_values;
+            if offline {
+                served.set_network(false);
+            }
+            let outcome = served.ask(&case.prompt);
+            if offline {
+                served.set_network(true);
+            }
+            let failed = failures(case, &outcome, &names, served.workspace.path());
+            let leak = leaks(&case.prompt, &outcome.answer);
+            if !leak.is_empty() {
+                leaked.push(format!(
+                    "{:?}: {leak:?} in {:?}",
+                    case.prompt, outcome.answer
+                ));
+            }
+            if FIRST_PROMPTS.contains(&case.prompt.as_str()) && !failed.is_empty() {
+                first_failed.push(format!("{:?} ({name}): {failed:?}", case.prompt));
+            }
+            rows.push((name.clone(), case.prompt.clone(), outcome, failed));
+        }
+        served.server.kill();
+    }
+    let passed = rows.iter().filter(|row| row.3.is_empty()).count();
+    let score = passed as f64 / rows.len() as f64;
+    println!("\nthe everyday suite, embedded model through imurun serve:");
+    for (workspace, prompt, outcome, failed) in &rows {
+        let mark = if failed.is_empty() { "pass" } else { "FAIL" };
+        let answer: String = outcome.answer.chars().take(100).collect();
+        println!(
+            "{mark}  [{workspace}] {prompt:?} → {answer:?} (called {:?}, asked {:?}, {})",
+            outcome.called, outcome.asked, outcome.status
+        );
+        for reason in failed {
+            println!("      {reason}");
+        }
+    }
+    println!(
+        "everyday score: {passed}/{} = {:.1}% (floor {:.1}%)",
+        rows.len(),
+        score * 100.0,
+        suite.floor * 100.0
+    );
+    assert!(
+        leaked.is_empty(),
+        "worked-example values leaked: {leaked:#?}"
+    );
+    assert!(
+        first_failed.is_empty(),
+        "the first prompts a new user tries: {first_failed:#?}"
+    );
+    for prompt in FIRST_PROMPTS {
+        assert!(
+            rows.iter().any(|row| row.1 == prompt),
+            "{prompt:?} is not in the suite"
+        );
+    }
+    assert!(
+        score >= suite.floor,
+        "the everyday score {:.1}% fell below its floor {:.1}%",
+        score * 100.0,
+        suite.floor * 100.0
+    );
+}
