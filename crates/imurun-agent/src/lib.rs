@@ -27,6 +27,7 @@ mod step;
 mod style;
 mod subagent;
 mod summary;
+mod tool_match;
 mod turn;
 
 pub use agent::{

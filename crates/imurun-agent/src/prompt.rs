@@ -372,8 +372,24 @@ fn examples(offered: &[&IndexedTool], question: &str) -> Vec<Example> {
             }
         })
         .collect();
-    for tool in offered {
-        if examples.len() >= 2 {
+    // A question that names one of the offered tools gets its reply started as a call (the
+    // call prefill): a generic example would only show placeholder values to copy.
+    if crate::tool_match::names_a_tool(question, offered.iter().copied()) {
+        return examples;
+    }
+    // Tools without a known example get a generic one, the tools the question is about first:
+    // a small model copies the example's call, and an example of another tool leads it to
+    // that tool, or to no call at all. When some tool matches the question, the ones that do
+    // not get no example.
+    let matches: Vec<usize> = offered
+        .iter()
+        .map(|tool| question_match(tool, &asked))
+        .collect();
+    let best = matches.iter().copied().max().unwrap_or(0);
+    let mut ranked: Vec<(usize, &&IndexedTool)> = matches.into_iter().zip(offered).collect();
+    ranked.sort_by_key(|(score, _)| std::cmp::Reverse(*score));
+    for (score, tool) in ranked {
+        if examples.len() >= 2 || (best > 0 && score == 0) {
             break;
         }
         if examples
@@ -385,6 +401,15 @@ fn examples(offered: &[&IndexedTool], question: &str) -> Vec<Example> {
         examples.push(generic_example(tool));
     }
     examples
+}
+
+/// How closely a tool matches the question's content words (`asked`): each word of its name
+/// counts two, each word of its description one.
+fn question_match(tool: &IndexedTool, asked: &[String]) -> usize {
+    let name = content_words(&tool.spec.name.replace(['_', '.', '-'], " "));
+    let description = content_words(&tool.spec.description);
+    let hits = |words: &[String]| words.iter().filter(|word| asked.contains(word)).count();
+    2 * hits(&name) + hits(&description)
 }
 
 /// Words that say what a question is about: lower-cased, three letters or more, without
@@ -592,6 +617,54 @@ mod tests {
                 .unwrap()
                 .contains("Example 1:"),
             "no examples"
+        );
+    }
+    #[test]
+    fn a_tool_without_a_known_example_gets_one_when_the_question_is_about_it_without_naming_it() {
+        let spec = |name: &str, description: &str| {
+            ToolSpec::new(
+                name,
+                description,
+                serde_json::json!({"type": "object", "properties": {"x": {"type": "string"}},
+                                   "required": ["x"]}),
+            )
+        };
+        let index = ToolIndex::offering(vec![
+            spec("get_stock_price", "The latest price of a company's stock."),
+            spec("find_restaurant", "Restaurants near a place, by cuisine."),
+            spec(
+                "calculate_triangle_area",
+                "The area of a triangle from its base and height.",
+            ),
+        ]);
+        let example_tools = |question: &str| {
+            let prompt = tool_prompt_for(&index, Some(question)).unwrap();
+            prompt
+                .split("\nExample ")
+                .skip(1)
+                .map(|example| {
+                    let call = &example[example.find("\"name\": \"").unwrap() + 9..];
+                    call[..call.find('"').unwrap()].to_owned()
+                })
+                .collect::<Vec<_>>()
+        };
+        // The one the question is about, and no other.
+        assert_eq!(
+            example_tools("How big is a triangle with base 10 and height 5?"),
+            ["calculate_triangle_area"]
+        );
+        assert_eq!(
+            example_tools("Any good Italian cuisine near Boston?"),
+            ["find_restaurant"]
+        );
+        // A question that names a tool gets its reply started as a call instead: no example
+        // with placeholder values to copy.
+        assert!(example_tools("What is the stock price of ACME?").is_empty());
+        assert!(example_tools("What is the area of a triangle with base 10?").is_empty());
+        // About none of them: the first two, in the order offered.
+        assert_eq!(
+            example_tools("Who wrote Hamlet?"),
+            ["get_stock_price", "find_restaurant"]
         );
     }
 }

@@ -394,8 +394,11 @@ impl<'a> Turn<'a> {
         if self.prefetch_step {
             return None;
         }
-        let live = (self.prompt.realtime && self.request.context.is_none())
-            || crate::prefetch::asks_for_a_change(self.prompt_text());
+        let live = (self.prompt.realtime
+            && self.request.context.is_none()
+            && crate::tool_match::offers_a_live_tool(&self.index))
+            || crate::prefetch::asks_for_a_change(self.prompt_text())
+            || crate::tool_match::names_an_offered_tool(self.prompt_text(), &self.index);
         let wanted = self.agent.config.call_prefill.applies(live);
         (wanted && self.tools_on && !self.prompt.generated && self.agent.model.supports_prefill())
             .then_some(CALL_PREFILL)

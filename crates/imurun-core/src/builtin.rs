@@ -140,12 +140,18 @@ pub fn fetch_url() -> ToolSpec {
 }
 
 /// `calculate`.
+/// The longest expression `calculate` reads. In its schema too, so that a call grammar built
+/// from it closes the call there: a small model that never ends the expression would
+/// otherwise write until its token budget runs out.
+pub const CALCULATE_EXPRESSION_CHARS_MAX: usize = 256;
+
 pub fn calculate() -> ToolSpec {
     ToolSpec::new(
         "calculate",
         "Work out arithmetic exactly: + - * / % ^, parentheses, sqrt, round, min, max, pi.",
         json!({"type": "object", "properties": {
-            "expression": {"type": "string", "description": "the arithmetic, such as 17 * 23 or sqrt(2) / 4"}
+            "expression": {"type": "string", "maxLength": CALCULATE_EXPRESSION_CHARS_MAX,
+                           "description": "the arithmetic, such as 17 * 23 or sqrt(2) / 4"}
         }, "required": ["expression"]}),
     )
 }

@@ -273,13 +273,25 @@ async fn a_model_failure_ends_the_turn_with_an_error() {
     assert_eq!(h.events.merged_types(), ["turn.end"]);
 }
 
-/// A prefilling model, a config with this prefill policy, and the prompt's run; returns
-/// each request's prefill and the turn's calls.
+/// A prefilling model, a config with this prefill policy, and the prompt's run with a tool
+/// for the present on offer (`fetch_url`: no pre-fetch intent looks anything up with it);
+/// returns each request's prefill and the turn's calls.
 async fn prefills_for(
     policy: CallPrefill,
     prompt: &str,
     context: Option<&str>,
     prefills: bool,
+) -> (Vec<Option<String>>, usize) {
+    prefills_with(policy, prompt, context, prefills, &["fetch_url"]).await
+}
+
+/// As `prefills_for`, with the lookup tools named `extra` on offer beside `lookup`.
+async fn prefills_with(
+    policy: CallPrefill,
+    prompt: &str,
+    context: Option<&str>,
+    prefills: bool,
+    extra: &[&str],
 ) -> (Vec<Option<String>>, usize) {
     let script = vec![
         Reply::text("{\"name\": \"lookup\", \"args\": {\"key\": \"now\"}}\n```"),
@@ -290,9 +302,10 @@ async fn prefills_for(
     } else {
         model(script)
     };
-    let h = Harness::build(
+    let h = Harness::build_with_tools(
         model.clone(),
         AgentConfig::default().with_call_prefill(policy),
+        extra,
     );
     let result = h
         .run_request(TurnRequest {
@@ -312,6 +325,41 @@ async fn a_live_question_starts_its_first_reply_with_the_call_marker() {
         calls, 1,
         "the prefilled reply is read as the call it completes"
     );
+}
+
+#[tokio::test]
+async fn a_live_question_with_no_tool_for_the_present_is_not_started_as_a_call() {
+    // Only `lookup` is offered: no call could answer "what time is it", and a started one
+    // would be a wrong one.
+    let (prefills, _) =
+        prefills_with(CallPrefill::Live, "What time is it now?", None, true, &[]).await;
+    assert_eq!(prefills.first().cloned().flatten(), None);
+}
+
+#[tokio::test]
+async fn a_question_that_names_an_offered_tool_starts_its_reply_as_a_call() {
+    let (prefills, _) = prefills_with(
+        CallPrefill::Live,
+        "Convert 10 euros with the currency converter.",
+        None,
+        true,
+        &["currency_converter.convert"],
+    )
+    .await;
+    assert_eq!(
+        prefills.first().cloned().flatten(),
+        Some(CALL_PREFILL.to_owned())
+    );
+    // The same question with no such tool on offer is left to the model.
+    let (prefills, _) = prefills_with(
+        CallPrefill::Live,
+        "Convert 10 euros with the currency converter.",
+        None,
+        true,
+        &[],
+    )
+    .await;
+    assert_eq!(prefills.first().cloned().flatten(), None);
 }
 
 #[tokio::test]

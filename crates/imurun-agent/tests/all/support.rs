@@ -61,18 +61,36 @@ impl Harness {
 
     /// A harness whose registry also holds the real `run_agent`.
     pub(crate) fn with_sub_agents(script: Vec<Reply>) -> Self {
-        Self::build_with(model(script), AgentConfig::default(), true)
+        Self::build_with(model(script), AgentConfig::default(), true, &[])
     }
 
     pub(crate) fn build(model: Arc<TestModel>, config: AgentConfig) -> Self {
-        Self::build_with(model, config, false)
+        Self::build_with(model, config, false, &[])
     }
 
-    fn build_with(model: Arc<TestModel>, config: AgentConfig, sub_agents: bool) -> Self {
+    /// A harness whose registry also holds lookup tools named `extra` (a `fetch_url`, say).
+    #[allow(dead_code)]
+    pub(crate) fn build_with_tools(
+        model: Arc<TestModel>,
+        config: AgentConfig,
+        extra: &[&str],
+    ) -> Self {
+        Self::build_with(model, config, false, extra)
+    }
+
+    fn build_with(
+        model: Arc<TestModel>,
+        config: AgentConfig,
+        sub_agents: bool,
+        extra: &[&str],
+    ) -> Self {
         let ws = TempWorkspace::new();
         let lookup = lookup_tool("lookup", Behaviour::Template("{key} is 42".into()));
         let mut registry = Registry::new();
         registry.insert(lookup.clone(), true);
+        for name in extra {
+            registry.insert(lookup_tool(name, Behaviour::Template("{key}".into())), true);
+        }
         registry.insert(
             lookup_tool("broken", Behaviour::Fail("no network".into())),
             true,

@@ -16,6 +16,9 @@ use super::data::{Case, Category};
 pub struct Prediction {
     pub id: String,
     pub calls: Vec<ToolCall>,
+    /// What the model wrote instead, when it made no call: where a missed call went.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
     /// Why the model gave no prediction at all (it failed, or could not be reached); such a
     /// case is scored wrong, whatever its category.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -161,6 +164,7 @@ pub fn ground_truth_prediction(case: &Case) -> Prediction {
     Prediction {
         id: case.id.clone(),
         calls,
+        answer: None,
         error: None,
     }
 }

@@ -15,8 +15,8 @@ use serde_json::{Map, Value};
 
 use super::required_string;
 
-/// The longest expression read.
-pub const EXPRESSION_CHARS_MAX: usize = 256;
+/// The longest expression read (its schema says so too).
+pub const EXPRESSION_CHARS_MAX: usize = imurun_core::builtin::CALCULATE_EXPRESSION_CHARS_MAX;
 
 /// Functions an expression may call, as written and as `evalexpr` names them.
 const FUNCTIONS: &[(&str, &str)] = &[

@@ -208,11 +208,12 @@ async fn run_category(
             continue;
         }
         let prediction = match predict(setup, case).await {
-            Ok(calls) => {
+            Ok((calls, answer)) => {
                 score.add(score_case(case, &calls).is_ok());
                 Prediction {
                     id: case.id.clone(),
                     calls,
+                    answer,
                     error: None,
                 }
             }
@@ -222,6 +223,7 @@ async fn run_category(
                 Prediction {
                     id: case.id.clone(),
                     calls: Vec::new(),
+                    answer: None,
                     error: Some(error),
                 }
             }
@@ -337,8 +339,12 @@ impl Predictions {
 }
 
 /// The calls the model makes for a case: its first step, read and not run. An answer or a
-/// call that could not be read is "no call"; a failed generation is an error.
-async fn predict(setup: &Setup<'_>, case: &Case) -> Result<Vec<imurun_core::ToolCall>, String> {
+/// call that could not be read is "no call", with what the model wrote instead; a failed
+/// generation is an error.
+async fn predict(
+    setup: &Setup<'_>,
+    case: &Case,
+) -> Result<(Vec<imurun_core::ToolCall>, Option<String>), String> {
     let executor = setup.wiring.executor_over_specs(&case.tools);
     let model = setup
         .model
@@ -347,7 +353,7 @@ async fn predict(setup: &Setup<'_>, case: &Case) -> Result<Vec<imurun_core::Tool
         .with_config(setup.agent.clone())
         .with_clock(Arc::clone(&setup.wiring.clock));
     let Some((last, earlier)) = case.messages.split_last() else {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), None));
     };
     let history = earlier
         .iter()
@@ -362,8 +368,8 @@ async fn predict(setup: &Setup<'_>, case: &Case) -> Result<Vec<imurun_core::Tool
         ..TurnRequest::new(last.1.clone())
     };
     match agent.plan(request).await {
-        Ok(parsed) if parsed.kind == ParseKind::Calls => Ok(parsed.calls),
-        Ok(_) => Ok(Vec::new()),
+        Ok(parsed) if parsed.kind == ParseKind::Calls => Ok((parsed.calls, None)),
+        Ok(parsed) => Ok((Vec::new(), Some(parsed.visible))),
         Err(error) => Err(error.to_string()),
     }
 }

@@ -150,6 +150,11 @@ fn a_wrong_model_scores_nothing_and_is_no_error() {
     assert_eq!(predictions.lines().count(), 5);
     let header: Value = serde_json::from_str(predictions.lines().next().unwrap()).unwrap();
     assert!(header["run"]["calling"].is_string(), "{predictions}");
+    // A case with no call keeps what the model wrote instead.
+    let second: Value = serde_json::from_str(predictions.lines().nth(2).unwrap()).unwrap();
+    assert_eq!(second["id"], "simple_python_1");
+    assert_eq!(second["calls"], json!([]));
+    assert_eq!(second["answer"], "It is 25.", "{predictions}");
 }
 
 #[test]
