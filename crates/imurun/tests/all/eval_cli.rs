@@ -91,6 +91,8 @@ fn eval_in(home: &Path, replies: &Value, categories: &[&str], extra: &[&str]) ->
     std::fs::write(&script, json!({"replies": replies}).to_string()).unwrap();
     let model = format!("scripted:{}", script.display());
     let out = home.join("predictions.jsonl");
+    // The questions name their tool, so the loop would start each reply as a call; these
+    // tests are about scoring, and their scripted replies are whole replies.
     let mut args = vec![
         "eval",
         "bfcl",
@@ -98,6 +100,8 @@ fn eval_in(home: &Path, replies: &Value, categories: &[&str], extra: &[&str]) ->
         data.to_str().unwrap(),
         "--model",
         &model,
+        "--call-prefill",
+        "off",
         "--out",
         out.to_str().unwrap(),
     ];
