@@ -36,15 +36,17 @@ pub enum AddressClass {
     Broadcast,
     /// `192.0.0.0/24`: IETF protocol assignments.
     ProtocolAssignments,
-    /// `198.18.0.0/15`: benchmarking.
+    /// `198.18.0.0/15`, `2001:2::/48`: benchmarking.
     Benchmarking,
-    /// `2001:db8::/32`: documentation, never a real host.
+    /// `192.0.2/24`, `198.51.100/24`, `203.0.113/24`, `2001:db8::/32`, `3fff::/20`:
+    /// documentation, never a real host.
     Documentation,
     /// `100::/64`: discard-only.
     DiscardOnly,
     /// `64:ff9b:1::/48`: local-use NAT64, translated by a gateway on the local network.
     LocalNat64,
-    /// `240.0.0.0/4`: reserved.
+    /// `240.0.0.0/4`, ORCHID (`2001:10::/28`, `2001:20::/28`), SRv6 segment ids
+    /// (`5f00::/16`): reserved, never a host.
     Reserved,
 }
 
@@ -155,6 +157,8 @@ fn classify_v4(ip: Ipv4Addr) -> AddressClass {
         AddressClass::ProtocolAssignments
     } else if a == 198 && (18..20).contains(&b) {
         AddressClass::Benchmarking
+    } else if matches!((a, b, c), (192, 0, 2) | (198, 51, 100) | (203, 0, 113)) {
+        AddressClass::Documentation
     } else if a >= 240 {
         AddressClass::Reserved
     } else {
@@ -179,8 +183,17 @@ fn classify_v6(ip: Ipv6Addr) -> AddressClass {
         AddressClass::LinkLocal
     } else if (first & 0xffc0) == 0xfec0 {
         AddressClass::SiteLocal
-    } else if segments[..2] == [0x2001, 0x0db8] {
+    } else if segments[..2] == [0x2001, 0x0db8] || (first & 0xfff0) == 0x3ff0 {
+        // 2001:db8::/32 and 3fff::/20.
         AddressClass::Documentation
+    } else if segments[..3] == [0x2001, 0x0002, 0] {
+        AddressClass::Benchmarking
+    } else if (first == 0x2001 && (0x0010..0x0030).contains(&segments[1])) || first == 0x5f00 {
+        // ORCHID (2001:10::/28, 2001:20::/28) and SRv6 segment ids (5f00::/16): never a host.
+        AddressClass::Reserved
+    } else if segments[..2] == [0x2001, 0] {
+        // Teredo carries its client's IPv4 address, inverted, in the last 32 bits.
+        classify_v4(Ipv4Addr::from_bits(!(ip.to_bits() as u32)))
     } else if segments[..4] == [0x0100, 0, 0, 0] {
         AddressClass::DiscardOnly
     } else if segments[..3] == [0x64, 0xff9b, 0x0001] {
