@@ -260,7 +260,7 @@ pub(crate) fn fallback(problem: &Problem, grounds: &Grounds<'_>) -> String {
         return parts.join("\n\n");
     }
     // Only failures: say what went wrong, in the tools' own words.
-    let failures: Vec<String> = grounds
+    let failed: Vec<(&str, &str)> = grounds
         .results
         .iter()
         .filter(|ground| !ground.ok)
@@ -268,17 +268,26 @@ pub(crate) fn fallback(problem: &Problem, grounds: &Grounds<'_>) -> String {
             let text = ground.text.trim();
             let text = text.strip_suffix(FAILED_SUFFIX).unwrap_or(text).trim_end();
             let text = text.strip_prefix("FAILED:").unwrap_or(text).trim_start();
-            format!(
-                "`{}` did not work: {}",
-                ground.tool,
-                cut(text, QUOTE_CHARS_MAX)
-            )
+            (ground.tool.as_str(), text)
         })
         .collect();
-    if failures.is_empty() {
+    if failed.is_empty() {
         return "I could not find that out: no tool gave me the answer, and I will not guess."
             .to_owned();
     }
+    // Every call was turned down by the person: nothing ran, and that is the answer.
+    if failed.iter().all(|(_, text)| text.starts_with("denied:")) {
+        let mut tools: Vec<String> = failed.iter().map(|(tool, _)| format!("`{tool}`")).collect();
+        tools.dedup();
+        return format!(
+            "Nothing was done: {} was declined, so it did not run.",
+            tools.join(" and ")
+        );
+    }
+    let failures: Vec<String> = failed
+        .iter()
+        .map(|(tool, text)| format!("`{tool}` did not work: {}", cut(text, QUOTE_CHARS_MAX)))
+        .collect();
     format!(
         "I could not find that out, and I will not guess.\n\n{}",
         failures.join("\n\n")

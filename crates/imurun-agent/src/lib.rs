@@ -14,6 +14,7 @@
 
 mod agent;
 mod arithmetic;
+mod change;
 mod clock;
 mod context;
 mod error;
@@ -29,6 +30,7 @@ mod subagent;
 mod summary;
 mod tool_match;
 mod turn;
+mod unsaid;
 
 pub use agent::{
     AgentConfig, AgentLoop, CALLS_PER_STEP_MAX, CallPrefill, HISTORY_MESSAGES_MAX, MAX_STEPS_CAP,
@@ -56,7 +58,8 @@ pub use skills::{
 pub use style::{
     CALL_PREFILL, CALLS_DROPPED_NOTE, DEFAULT_PERSONA, FAILED_SUFFIX, FINAL_ANSWER_NUDGE,
     HOUSE_STYLE, LAST_STEP_NOTE, LIVE_DATA_RULE, NO_ANSWER_SENTENCE, OFFLINE_SENTENCE,
-    REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE, with_failed_suffix,
+    REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE, UNRELATED_CALL_NUDGE,
+    with_failed_suffix,
 };
 pub use subagent::{
     HELPER_DIRECTIVE, ModelSource, RunAgentTool, SUB_AGENT_STEPS_DEFAULT, SUB_AGENT_STEPS_MAX,

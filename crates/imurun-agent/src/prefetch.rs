@@ -375,7 +375,7 @@ fn file_to_read(prompt: &str) -> Option<String> {
 }
 
 /// `notes.txt`, `docs/plan.md`, `src/`: a name with an extension holding a letter, or a path.
-fn looks_like_a_file(word: &str) -> bool {
+pub(crate) fn looks_like_a_file(word: &str) -> bool {
     if word.is_empty() || word.len() > 200 || word.contains("://") || word.starts_with("www.") {
         return false;
     }
@@ -391,7 +391,7 @@ fn looks_like_a_file(word: &str) -> bool {
 }
 
 /// What may come before a search opening: "please search for…", "can you look up…".
-const POLITE_LEADS: &[&str] = &[
+pub(crate) const POLITE_LEADS: &[&str] = &[
     "",
     "please ",
     "can you ",

@@ -374,7 +374,7 @@ fn examples(offered: &[&IndexedTool], question: &str) -> Vec<Example> {
         .collect();
     // A question that names one of the offered tools gets its reply started as a call (the
     // call prefill): a generic example would only show placeholder values to copy.
-    if crate::tool_match::names_a_tool(question, offered.iter().copied()) {
+    if !crate::tool_match::named_tools(question, offered.iter().copied()).is_empty() {
         return examples;
     }
     // Tools without a known example get a generic one, the tools the question is about first:
@@ -403,9 +403,53 @@ fn examples(offered: &[&IndexedTool], question: &str) -> Vec<Example> {
     examples
 }
 
+/// The prompt as the model reads it: numbers with thousands separators written as JSON
+/// writes them (`$200,000` → `$200000`). A call grammar ends a number at its first comma, so
+/// a small model copying `200,000` into a call wrote `200`. Only commas between groups of
+/// exactly three digits after one to three leading digits are taken out; lists such as
+/// `5,10 and 15` and decimals such as `46.603354,1.88` are left as they are.
+pub(crate) fn plain_numbers(text: &str) -> String {
+    let chars: Vec<char> = text.chars().collect();
+    let mut out = String::with_capacity(text.len());
+    let mut index = 0;
+    while index < chars.len() {
+        let starts = chars[index].is_ascii_digit()
+            && !index
+                .checked_sub(1)
+                .is_some_and(|at| chars[at].is_ascii_digit() || matches!(chars[at], '.' | ','));
+        if !starts {
+            out.push(chars[index]);
+            index += 1;
+            continue;
+        }
+        let lead_end = (index..chars.len())
+            .find(|&at| !chars[at].is_ascii_digit())
+            .unwrap_or(chars.len());
+        let mut end = lead_end;
+        let mut groups = 0;
+        while chars.get(end) == Some(&',')
+            && (end + 1..end + 4).all(|at| chars.get(at).is_some_and(char::is_ascii_digit))
+            && !chars.get(end + 4).is_some_and(char::is_ascii_digit)
+        {
+            end += 4;
+            groups += 1;
+        }
+        let ends_clean = !matches!(chars.get(end), Some(','))
+            || !chars.get(end + 1).is_some_and(char::is_ascii_digit);
+        if groups > 0 && lead_end - index <= 3 && ends_clean {
+            out.extend(chars[index..end].iter().filter(|c| **c != ','));
+        } else {
+            out.extend(&chars[index..lead_end]);
+            end = lead_end;
+        }
+        index = end;
+    }
+    out
+}
+
 /// How closely a tool matches the question's content words (`asked`): each word of its name
 /// counts two, each word of its description one.
-fn question_match(tool: &IndexedTool, asked: &[String]) -> usize {
+pub(crate) fn question_match(tool: &IndexedTool, asked: &[String]) -> usize {
     let name = content_words(&tool.spec.name.replace(['_', '.', '-'], " "));
     let description = content_words(&tool.spec.description);
     let hits = |words: &[String]| words.iter().filter(|word| asked.contains(word)).count();
@@ -414,7 +458,7 @@ fn question_match(tool: &IndexedTool, asked: &[String]) -> usize {
 
 /// Words that say what a question is about: lower-cased, three letters or more, without
 /// the words every question has.
-fn content_words(text: &str) -> Vec<String> {
+pub(crate) fn content_words(text: &str) -> Vec<String> {
     const COMMON: &[&str] = &[
         "the", "what", "whats", "does", "and", "for", "you", "your", "with", "this", "that",
         "tell", "now", "right", "today", "please", "can", "how", "are", "was", "get", "say",
@@ -456,6 +500,31 @@ fn cut(text: &str, chars_max: usize) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn numbers_lose_their_thousands_separators_and_nothing_else() {
+        for (said, shown) in [
+            (
+                "a property costing $200,000 at 3%",
+                "a property costing $200000 at 3%",
+            ),
+            ("1,234,567.5 people", "1234567.5 people"),
+            (
+                "the factorial of 5,10 and 15",
+                "the factorial of 5,10 and 15",
+            ),
+            ("for 1,5 and 10 years", "for 1,5 and 10 years"),
+            (
+                "coordinates 46.603354,1.8883340",
+                "coordinates 46.603354,1.8883340",
+            ),
+            ("ids 1,234,56 and 12,3456", "ids 1,234,56 and 12,3456"),
+            ("1234,567", "1234,567"),
+            ("no numbers, at all", "no numbers, at all"),
+        ] {
+            assert_eq!(plain_numbers(said), shown, "{said}");
+        }
+    }
     use imurun_core::ToolSpec;
     use serde_json::json;
 

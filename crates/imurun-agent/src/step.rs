@@ -3,8 +3,8 @@
 
 use imurun_calls::{ParseKind, Parsed, StreamGuard, parse_tool_calls, spaced_json, split_think};
 use imurun_core::{
-    Event, EventSink, GenerateRequest, Message, Model, ModelError, StopFlag, TokenUsage, ToolCall,
-    ToolIndex,
+    CallShape, Event, EventSink, GenerateRequest, Message, Model, ModelError, StopFlag, TokenUsage,
+    ToolCall, ToolIndex,
 };
 use serde_json::Value;
 
@@ -21,6 +21,8 @@ pub(crate) struct Generation<'a> {
     pub(crate) max_tokens: usize,
     /// The start of the reply, written by the loop (a call prefill).
     pub(crate) prefill: Option<&'static str>,
+    /// The shape asked of the reply's calls (the tools the prompt names).
+    pub(crate) calls: Option<CallShape>,
     /// Hold the answer back: no `token` event, the loop publishes the answer once checked.
     pub(crate) hold: bool,
 }
@@ -38,6 +40,7 @@ pub(crate) async fn generate(
         max_tokens: Some(generation.max_tokens),
         stop: step_stop.clone(),
         prefill: generation.prefill.map(str::to_owned),
+        calls: generation.calls.clone(),
     };
     let publish = |text: String| {
         if !text.is_empty() && !generation.hold {

@@ -40,6 +40,11 @@ pub const STEP_LIMIT_SENTENCE: &str = "I reached the tool step limit for this tu
 pub const FINAL_ANSWER_NUDGE: &str =
     "You thought about it but gave no answer. Give your final answer now.";
 
+/// The nudge after the prompt's first reply held only calls that have nothing of the
+/// question in them (`{tool}`: the first such tool).
+pub const UNRELATED_CALL_NUDGE: &str = "`{tool}` does not fit this question, so it did not \
+     run. Answer the question in plain words, or say what you cannot do.";
+
 /// The answer when even the nudge produced only a thought.
 pub const NO_ANSWER_SENTENCE: &str = "I could not put an answer into words. Please ask again.";
 

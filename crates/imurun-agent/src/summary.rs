@@ -35,6 +35,7 @@ impl Summariser for ModelSummariser<'_> {
                 max_tokens: Some(SUMMARY_TOKENS_MAX),
                 stop: self.stop.clone(),
                 prefill: None,
+                calls: None,
             };
             let raw = self.model.generate(&request, &mut |_| {}).await.ok()?;
             let took = TokenUsage::of(self.model, &request, &raw);

@@ -11,7 +11,10 @@
 //! or of the namespace when the last part is only such a word. Built-in tools are left out:
 //! their own intents (the pre-fetch, the live-data rule) decide when they are called.
 
-use imurun_core::{IndexedTool, ToolIndex};
+use imurun_core::{CallShape, IndexedTool, ToolCall, ToolIndex};
+use serde_json::Value;
+
+use crate::unsaid::Said;
 
 /// Words of tool names that say nothing about what the tool is for.
 const GENERIC: &[&str] = &[
@@ -61,29 +64,160 @@ pub(crate) fn offers_a_live_tool(index: &ToolIndex) -> bool {
 
 /// Whether `question` names an offered tool that is not one of imurun's own.
 pub(crate) fn names_an_offered_tool(question: &str, index: &ToolIndex) -> bool {
-    names_a_tool(question, index.offered())
+    !named_tools(question, index.offered()).is_empty()
 }
 
-/// Whether `question` names one of `tools` that is not one of imurun's own.
-pub(crate) fn names_a_tool<'t>(
+/// The shape of the calls a question asks for. When it names offered tools, a call to one
+/// of those named (the reply is started as a call, and the call grammar keeps it to them),
+/// and a call per case when it asks for the same thing several times ("... and 15 minutes
+/// respectively", "then repeat with"). Otherwise, when exactly one offered tool that is not
+/// imurun's own has more words of its name in the question than any other, a call (if the
+/// model writes one) names that tool or one of imurun's own: with several tools on offer a
+/// small model picks a neighbour (`math.gcd` for "the least common multiple").
+pub(crate) fn call_shape(question: &str, index: &ToolIndex) -> Option<CallShape> {
+    let named = named_tools(question, index.offered());
+    if !named.is_empty() {
+        return Some(CallShape {
+            tools: named,
+            calls_min: if asks_for_several(question) { 2 } else { 1 },
+        });
+    }
+    let builtin = |tool: &&IndexedTool| imurun_core::builtin::is_builtin(&tool.spec.name);
+    let asked = words(question);
+    let mut scored: Vec<(usize, &str)> = index
+        .offered()
+        .filter(|tool| !builtin(tool))
+        .map(|tool| {
+            let hits = name_words(&tool.spec.name)
+                .iter()
+                .filter(|word| asked.iter().any(|said| same_word(word, said)))
+                .count();
+            (hits, tool.spec.name.as_str())
+        })
+        .collect();
+    scored.sort_by_key(|(hits, _)| std::cmp::Reverse(*hits));
+    let (best, name) = *scored.first()?;
+    let unique = scored.get(1).is_none_or(|(next, _)| *next < best);
+    (best > 0 && unique && scored.len() > 1).then(|| CallShape {
+        tools: std::iter::once(name.to_owned())
+            .chain(
+                index
+                    .offered()
+                    .filter(builtin)
+                    .map(|tool| tool.spec.name.clone()),
+            )
+            .collect(),
+        calls_min: 1,
+    })
+}
+
+/// The names of those of `tools`, not imurun's own, that `question` names.
+pub(crate) fn named_tools<'t>(
     question: &str,
     tools: impl IntoIterator<Item = &'t IndexedTool>,
-) -> bool {
+) -> Vec<String> {
     let asked = words(question);
-    let builtin: Vec<String> = imurun_core::builtin::specs()
-        .into_iter()
-        .map(|spec| spec.name)
-        .collect();
     tools
         .into_iter()
-        .filter(|tool| !builtin.contains(&tool.spec.name))
-        .any(|tool| {
+        .filter(|tool| !imurun_core::builtin::is_builtin(&tool.spec.name))
+        .filter(|tool| {
             let named = name_words(&tool.spec.name);
             !named.is_empty()
                 && named
                     .iter()
                     .all(|word| asked.iter().any(|said| same_word(word, said)))
         })
+        .map(|tool| tool.spec.name.clone())
+        .collect()
+}
+
+/// The fewest content words a question has before a call can be judged unrelated to it.
+const QUESTION_WORDS_MIN: usize = 3;
+
+/// Whether `call` has nothing of `question` in it: a call to a tool that is not one of
+/// imurun's own, no word of whose name or description is in the question, and none of
+/// whose argument values the person said (a number they wrote, text they wrote or sharing a
+/// word with what they wrote). A small model offered tools
+/// that cannot answer a question calls one anyway, with values of its own ("Find the
+/// fastest route from New York to Boston" → `prime_numbers_in_range {"start": 103256789}`).
+/// A `fetch_url` call is unrelated when its host is in neither what the person said nor
+/// `seen` (the turn's context and results so far).
+pub(crate) fn unrelated_call(
+    question: &str,
+    call: &ToolCall,
+    tool: &IndexedTool,
+    said: &Said,
+    seen: &Said,
+) -> bool {
+    if tool.spec.name == "fetch_url" {
+        return !fetches(call, said) && !fetches(call, seen);
+    }
+    let builtin = imurun_core::builtin::is_builtin(&tool.spec.name);
+    // A short follow-up ("Try it", "Do that again") says too little to judge a call by.
+    if builtin || crate::prompt::content_words(question).len() < QUESTION_WORDS_MIN {
+        return false;
+    }
+    let asked = crate::prompt::content_words(&format!("{question}\n{}", said.text()));
+    let said_value = |value: &Value| match value {
+        Value::String(text) => {
+            text.chars().any(char::is_alphanumeric)
+                && (said.holds(value) == Some(true)
+                    || crate::prompt::content_words(text)
+                        .iter()
+                        .any(|word| asked.contains(word)))
+        }
+        _ => said.holds(value) == Some(true),
+    };
+    let uses_what_was_said = call.args.values().any(|value| match value {
+        Value::Array(items) => items.iter().any(said_value),
+        value => said_value(value),
+    });
+    crate::prompt::question_match(tool, &asked) == 0 && !uses_what_was_said
+}
+
+/// Whether a `fetch_url` call fetches a host `said` names: a reply that fetches another
+/// host before any result came back made its address up ("Suggest a name for a cat." →
+/// `fetch_url {"url": "https://www.catnames.com"}`).
+fn fetches(call: &ToolCall, said: &Said) -> bool {
+    let url = call
+        .args
+        .get("url")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let host = rest
+        .split(['/', '?', '#'])
+        .next()
+        .unwrap_or_default()
+        .rsplit('@')
+        .next()
+        .unwrap_or_default();
+    let host = host.strip_prefix("www.").unwrap_or(host);
+    !host.is_empty() && said.holds(&Value::String(host.to_owned())) == Some(true)
+}
+
+/// Phrases that ask for the same thing again with other values.
+const SEVERAL_CASES: &[&str] = &[
+    "respectively",
+    "then repeat",
+    "repeat the",
+    "repeat it",
+    "repeat for",
+    "do the same",
+    "the same for",
+    "same calculation",
+    "same thing for",
+    "also for",
+    "another with",
+    "and another",
+];
+
+/// Whether `question` asks for the same thing with several sets of values.
+pub(crate) fn asks_for_several(question: &str) -> bool {
+    let question = words(question).join(" ");
+    SEVERAL_CASES
+        .iter()
+        .any(|phrase| format!(" {question} ").contains(&format!(" {phrase} ")))
 }
 
 /// The words that say what a tool named `name` is for: those of its last dotted part, or of
@@ -130,13 +264,22 @@ fn split_camel_case(text: &str) -> String {
     out
 }
 
-/// The same word, either one's plural in `s`, or a word the named one begins when it has four
-/// letters or more (`hypot` and `hypotenuse`).
+/// The same word, either one's plural in `s`, a word the named one begins when it has four
+/// letters or more (`hypot` and `hypotenuse`), or another ending of the same long stem
+/// (`depreciation` and `depreciated`: six letters or more in common, and at most two letters
+/// of the shorter word past them).
 fn same_word(named: &str, said: &str) -> bool {
+    let common = named
+        .chars()
+        .zip(said.chars())
+        .take_while(|(a, b)| a == b)
+        .count();
+    let shorter = named.chars().count().min(said.chars().count());
     named == said
         || said.strip_suffix('s') == Some(named)
         || named.strip_suffix('s') == Some(said)
         || (named.chars().count() >= 4 && said.starts_with(named))
+        || (common >= 6 && common + 2 >= shorter)
 }
 
 #[cfg(test)]
@@ -216,6 +359,149 @@ mod tests {
                 "{question}"
             );
         }
+    }
+
+    #[test]
+    fn the_call_shape_keeps_to_the_tools_the_question_names() {
+        let cases: &[(&str, &[&str], &[&str])] = &[
+            (
+                "Can I find the dimensions and properties of a triangle, if I know its sides?",
+                &["circle_properties.get", "triangle_properties.get"],
+                &["triangle_properties.get"],
+            ),
+            (
+                "Calculate the Least Common Multiple (LCM) of 18 and 12.",
+                &["math.gcd", "math.lcm", "math.sqrt"],
+                &["math.lcm"],
+            ),
+            (
+                "What is the record for the most points scored by a single player in an NBA game?",
+                &[
+                    "sports_data.basketball.most_points_career",
+                    "sports_data.basketball.most_points_single_game",
+                ],
+                &["sports_data.basketball.most_points_single_game"],
+            ),
+            (
+                "Calculate the depreciated value of a property costing $200,000.",
+                &["finance.loan_repayment", "finance.property_depreciation"],
+                &["finance.property_depreciation"],
+            ),
+        ];
+        for (question, offered, named) in cases {
+            let shape = call_shape(question, &index(offered)).expect(question);
+            assert_eq!(shape.tools, *named, "{question}");
+            assert_eq!(shape.calls_min, 1, "{question}");
+        }
+        assert_eq!(call_shape("Who wrote Hamlet?", &index(&["math.lcm"])), None);
+        // Named by more words than any other, though not by all of its own.
+        let shape = call_shape(
+            "Find out the rewards for playing Fortnite on Playstation",
+            &index(&["game_rewards.get", "game_scores.get", "game_missions.list"]),
+        );
+        assert_eq!(
+            shape.map(|shape| shape.tools),
+            Some(vec!["game_rewards.get".to_owned()])
+        );
+        // A tie names none; so does a single tool, which needs no narrowing.
+        let tie = index(&["game_rewards.get", "player_rewards.get"]);
+        assert_eq!(call_shape("the rewards for playing", &tie), None);
+        assert_eq!(
+            call_shape("the rewards for playing", &index(&["game_rewards.get"])),
+            None
+        );
+    }
+
+    #[test]
+    fn a_question_asking_the_same_thing_again_asks_for_a_call_per_case() {
+        for question in [
+            "Play songs from Taylor Swift and Maroon 5, for 20 minutes and 15 minutes respectively, on Spotify.",
+            "Calculate the induced force for a field of 5 Tesla, then repeat with a field of 10 Tesla.",
+            "Calculate the body mass index for a person 6 feet tall weighing 80 kg, also for a person of 5.6 feet.",
+            "Calculate the return for an investment of $2000. Do the same calculation for $5000.",
+        ] {
+            assert!(asks_for_several(question), "{question}");
+        }
+        for question in [
+            "Calculate the final temperature when 2 moles of gas are mixed with 3 moles of the same gas.",
+            "Find the area of a triangle with a base of 10 and a height of 5.",
+            "Find the roots of a quadratic equation with coefficients 1, -3 and 2.",
+        ] {
+            assert!(!asks_for_several(question), "{question}");
+        }
+        let shape = call_shape(
+            "Find the factorial of 5, and the same for 10.",
+            &index(&["math.factorial"]),
+        );
+        assert_eq!(shape.map(|shape| shape.calls_min), Some(2));
+    }
+
+    #[test]
+    fn a_first_fetch_of_a_host_nobody_named_is_unrelated() {
+        let index = ToolIndex::offering(imurun_core::builtin::specs());
+        let tool = index.get("fetch_url").unwrap();
+        let fetch = |url: &str| {
+            ToolCall::new(
+                "fetch_url",
+                json!({"url": url}).as_object().cloned().unwrap_or_default(),
+            )
+        };
+        let question = "Suggest a name for a cat.";
+        let said = Said::new(question);
+        assert!(unrelated_call(
+            question,
+            &fetch("https://www.catnames.com/top"),
+            tool,
+            &said,
+            &said
+        ));
+        let question = "What does example.org/news say today?";
+        let said = Said::new(question);
+        assert!(!unrelated_call(
+            question,
+            &fetch("https://example.org/news"),
+            tool,
+            &said,
+            &said
+        ));
+        assert!(!unrelated_call(
+            question,
+            &fetch("http://www.example.org"),
+            tool,
+            &said,
+            &said
+        ));
+        assert!(unrelated_call(
+            question,
+            &fetch("https://example.org.evil.test/"),
+            tool,
+            &said,
+            &said
+        ));
+        // Other built-in tools are left to their own rules.
+        let read = ToolCall::new(
+            "file_read",
+            json!({"path": "x.txt"})
+                .as_object()
+                .cloned()
+                .unwrap_or_default(),
+        );
+        assert!(!unrelated_call(
+            question,
+            &read,
+            index.get("file_read").unwrap(),
+            &said,
+            &said
+        ));
+        // A host a search result gave is not made up.
+        let seen = Said::new("[tool result: web_search] 1. Cat names - https://petnames.test/cats");
+        assert!(!unrelated_call(
+            "Suggest a name for a cat.",
+            &fetch("https://petnames.test/cats"),
+            tool,
+            &Said::new("Suggest a name for a cat."),
+            &seen
+        ));
     }
 
     #[test]

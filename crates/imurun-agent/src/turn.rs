@@ -5,7 +5,7 @@ use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, PoisonError};
 
-use imurun_calls::{ParseKind, Parsed, RetryReason, render_call, split_think};
+use imurun_calls::{ParseKind, Parsed, RetryReason, parse_tool_calls, render_call, split_think};
 use imurun_core::{
     Event, Facts, GroundingAction, Message, Role, StepKind, TokenUsage, ToolCall, ToolIndex,
     TurnStatus,
@@ -23,9 +23,11 @@ use crate::realtime::{admits_no_live_data, is_realtime};
 use crate::step::{Generation, generate, step_text};
 use crate::style::{
     CALL_PREFILL, CALLS_DROPPED_NOTE, FINAL_ANSWER_NUDGE, LAST_STEP_NOTE, NO_ANSWER_SENTENCE,
-    OFFLINE_SENTENCE, REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE, with_failed_suffix,
+    OFFLINE_SENTENCE, REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE,
+    UNRELATED_CALL_NUDGE, with_failed_suffix,
 };
 use crate::summary::ModelSummariser;
+use crate::unsaid::Said;
 
 /// What a step decided.
 enum Next {
@@ -46,6 +48,8 @@ struct PromptState {
     generated: bool,
     /// An answer was sent back once with a grounding correction.
     grounding_retried: bool,
+    /// The first reply's calls were all dropped as unrelated: the first one's tool.
+    unrelated: Option<String>,
 }
 
 impl PromptState {
@@ -150,7 +154,7 @@ impl<'a> Turn<'a> {
                 .iter()
                 .map(|message| without_thought(message)),
         );
-        messages.push(Message::user(request.prompt.clone()));
+        messages.push(Message::user(crate::prompt::plain_numbers(&request.prompt)));
         let caller = match &agent.scope {
             None => Caller::model(request.session_id.clone(), request.stop.clone()),
             Some(scope) => Caller::sub_agent(
@@ -358,7 +362,19 @@ impl<'a> Turn<'a> {
             let (tokens, budget) = (fitted.tokens, fitted.budget);
             return Err(AgentError::PromptTooLong { tokens, budget });
         }
+        let first = !self.prompt.generated;
+        if let Some(call) = self.written_change() {
+            // The loop writes the plain change request's call; the model answers after it.
+            self.prompt.generated = true;
+            let raw = render_call(&call);
+            let parsed = parse_tool_calls(&raw, &self.index);
+            return Ok((raw, parsed));
+        }
         let prefill = self.call_prefill();
+        // The prompt's first reply keeps its calls to the tools the prompt names.
+        let calls = (first && self.tools_on && !self.prefetch_step)
+            .then(|| crate::tool_match::call_shape(self.prompt_text(), &self.index))
+            .flatten();
         self.prompt.generated = true;
         // An answer that will be checked is not streamed until it holds.
         self.held = !self.grounds.is_empty()
@@ -376,12 +392,22 @@ impl<'a> Turn<'a> {
                 .step_tokens_max
                 .map_or(reserve(limit), |tokens| tokens.min(reserve(limit))),
             prefill,
+            calls,
             hold: self.held,
         };
-        let (raw, parsed, usage) = generate(&generation, &self.messages)
+        let (raw, mut parsed, usage) = generate(&generation, &self.messages)
             .await
             .map_err(AgentError::from)?;
         self.usage = self.usage.plus(usage);
+        let said = Said::new(&self.said());
+        for call in &mut parsed.calls {
+            if let Some(tool) = self.index.get(&call.name) {
+                crate::unsaid::drop_unsaid_optionals(call, &tool.spec, &said);
+            }
+        }
+        if first {
+            self.drop_unrelated_calls(&mut parsed, &said);
+        }
         Ok((raw, parsed))
     }
 
@@ -402,6 +428,57 @@ impl<'a> Turn<'a> {
         let wanted = self.agent.config.call_prefill.applies(live);
         (wanted && self.tools_on && !self.prompt.generated && self.agent.model.supports_prefill())
             .then_some(CALL_PREFILL)
+    }
+
+    /// The prompt's first reply loses its calls that have nothing of the question in them
+    /// (`tool_match::unrelated_call`); with none left it is read as an answer (the text before
+    /// the call; when that is empty the model is told once why nothing ran).
+    fn drop_unrelated_calls(&mut self, parsed: &mut Parsed, said: &Said) {
+        let question = self.prompt_text();
+        let seen: Vec<&str> = self
+            .request
+            .context
+            .iter()
+            .map(String::as_str)
+            .chain(
+                self.messages
+                    .iter()
+                    .filter(|message| message.role != Role::System)
+                    .map(|message| message.content.as_str()),
+            )
+            .collect();
+        let seen = Said::new(&seen.join("\n"));
+        let before = parsed.calls.len();
+        let mut dropped = None;
+        parsed.calls.retain(|call| {
+            let keep = self.index.get(&call.name).is_none_or(|tool| {
+                !crate::tool_match::unrelated_call(question, call, tool, said, &seen)
+            });
+            if !keep && dropped.is_none() {
+                dropped = Some(call.name.clone());
+            }
+            keep
+        });
+        if before > 0 && parsed.calls.is_empty() {
+            self.prompt.unrelated = Some(dropped.unwrap_or_default());
+            parsed.kind = ParseKind::Answer;
+            parsed.retry = None;
+            parsed.retry_reason = None;
+        }
+    }
+
+    /// The call of a plain change request ("Delete notes.txt"), written by the loop for the
+    /// prompt's first step when its tool is offered and the call prefill is not off.
+    fn written_change(&self) -> Option<ToolCall> {
+        let due = !self.prompt.generated
+            && !self.prefetch_step
+            && self.tools_on
+            && self.agent.config.call_prefill.applies(true);
+        let call = crate::change::change_call(self.prompt_text()).filter(|_| due)?;
+        self.index
+            .offered()
+            .any(|tool| tool.spec.name == call.name)
+            .then_some(call)
     }
 
     fn fail(&mut self, error: AgentError) -> (TurnStatus, String) {
@@ -677,6 +754,15 @@ impl<'a> Turn<'a> {
     /// live-data question got no tool result and no admission, else the end of the prompt.
     fn answer(&mut self, parsed: &Parsed, last: bool) -> Next {
         let visible = parsed.visible.trim();
+        if visible.is_empty()
+            && !last
+            && !self.prompt.thought_nudged
+            && let Some(tool) = self.prompt.unrelated.take()
+        {
+            self.prompt.thought_nudged = true;
+            let message = UNRELATED_CALL_NUDGE.replace("{tool}", &tool);
+            return self.nudge(&parsed.thought, "", &message, StepKind::Nudge);
+        }
         if visible.is_empty() {
             if parsed.thought.trim().is_empty() || last || self.prompt.thought_nudged {
                 return self.deliver_or_end(NO_ANSWER_SENTENCE.to_owned(), &parsed.thought, last);

@@ -24,6 +24,11 @@ pub fn specs() -> Vec<ToolSpec> {
     ]
 }
 
+/// Whether `name` is one of the built-in tools'.
+pub fn is_builtin(name: &str) -> bool {
+    specs().iter().any(|spec| spec.name == name)
+}
+
 /// `web_search`.
 pub fn web_search() -> ToolSpec {
     ToolSpec::new(

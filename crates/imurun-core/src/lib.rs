@@ -27,8 +27,8 @@ pub use group::ToolGroup;
 pub use index::{IndexedTool, ToolIndex};
 pub use message::{Message, Role};
 pub use model::{
-    ESTIMATE_CHARS_PER_TOKEN, ESTIMATE_TOKENS_PER_MESSAGE, GenerateRequest, Model, ModelError,
-    TokenUsage, estimate_text_tokens, estimate_tokens,
+    CallShape, ESTIMATE_CHARS_PER_TOKEN, ESTIMATE_TOKENS_PER_MESSAGE, GenerateRequest, Model,
+    ModelError, TokenUsage, estimate_text_tokens, estimate_tokens,
 };
 pub use run_agent::{RUN_AGENT, run_agent_spec};
 pub use stop::{StopFlag, Stopped};

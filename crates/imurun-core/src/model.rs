@@ -42,6 +42,19 @@ pub struct GenerateRequest {
     /// streamed and returned begins with it. Only sent to back-ends whose
     /// [`Model::supports_prefill`] is true.
     pub prefill: Option<String>,
+    /// What a call written in this reply may look like, when the loop knows more than the
+    /// tool set. A back-end with a call grammar narrows it to this shape; the others ignore
+    /// it (the parser reads whatever they write).
+    pub calls: Option<CallShape>,
+}
+
+/// The shape the loop asks of the calls in one reply.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct CallShape {
+    /// The tools a call may name (a subset of the runnable ones; empty: any of them).
+    pub tools: Vec<String>,
+    /// The fewest calls the reply holds once it starts one (0 and 1 mean one).
+    pub calls_min: usize,
 }
 
 impl GenerateRequest {
@@ -51,6 +64,7 @@ impl GenerateRequest {
             max_tokens: None,
             stop: StopFlag::new(),
             prefill: None,
+            calls: None,
         }
     }
 }

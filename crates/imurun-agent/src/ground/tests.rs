@@ -307,6 +307,39 @@ fn the_fallback_is_made_from_the_results() {
 }
 
 #[test]
+fn a_change_the_person_declined_is_answered_as_declined() {
+    let denied = |tool: &str| Ground {
+        tool: tool.into(),
+        text: format!("FAILED: denied: a person denied it{FAILED_SUFFIX}"),
+        ok: false,
+        facts: None,
+    };
+    let problem = Problem {
+        tool: Some("delete".into()),
+        reason: String::new(),
+        correction: String::new(),
+    };
+    let grounds = |results| Grounds {
+        results,
+        ran: &[],
+        said: "Delete notes.txt",
+        example_values: &[],
+        identity: None,
+    };
+    let results = [denied("delete"), denied("delete")];
+    assert_eq!(
+        fallback(&problem, &grounds(&results)),
+        "Nothing was done: `delete` was declined, so it did not run."
+    );
+    // A failure of another kind is said as it is.
+    let mut other = denied("delete");
+    other.text = "FAILED: no such file: notes.txt".into();
+    let results = [denied("delete"), other];
+    let answer = fallback(&problem, &grounds(&results));
+    assert!(answer.contains("no such file: notes.txt"), "{answer}");
+}
+
+#[test]
 fn values_are_found_as_people_write_them() {
     assert_eq!(
         clock_times("at 2:05 pm, or 14:05:09, not 3.14 or 123:45"),

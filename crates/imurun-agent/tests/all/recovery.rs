@@ -6,7 +6,7 @@ use imurun_agent::{
     OFFLINE_SENTENCE, REALTIME_NUDGE, REPEATED_CALL_NOTE, TurnRequest,
 };
 use imurun_calls::parse_tool_calls;
-use imurun_core::{ModelError, ToolIndex, ToolSpec, TurnStatus};
+use imurun_core::{CallShape, ModelError, ToolIndex, ToolSpec, TurnStatus};
 use serde_json::json;
 
 use crate::support::{Harness, Reply, TestModel, model, msgs};
@@ -252,7 +252,7 @@ async fn at_most_three_calls_run_per_step() {
                 ```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"3\"}}\n```\n\
                 ```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"4\"}}\n```";
     let h = Harness::new(vec![Reply::text(four), Reply::text("Done.")]);
-    let result = h.run("Look up four things").await;
+    let result = h.run("Look up the keys 1, 2, 3 and 4").await;
     assert_eq!(h.lookup.runs(), 3);
     assert_eq!(result.tool_calls.len(), 3);
     let sent = h.sent(1);
@@ -363,6 +363,55 @@ async fn a_question_that_names_an_offered_tool_starts_its_reply_as_a_call() {
 }
 
 #[tokio::test]
+async fn a_started_call_keeps_to_the_tools_the_question_names() {
+    let shapes = |prompt: &'static str| async move {
+        let model = TestModel::new(vec![
+            Reply::text("{\"name\": \"lookup\", \"args\": {\"key\": \"now\"}}\n```"),
+            Reply::text("Done."),
+        ])
+        .prefilling()
+        .shared();
+        let h = Harness::build_with_tools(
+            model.clone(),
+            AgentConfig::default().with_call_prefill(CallPrefill::Live),
+            &["currency_converter", "unit_converter"],
+        );
+        h.run_request(TurnRequest::new(prompt)).await;
+        model
+            .requests()
+            .into_iter()
+            .map(|request| request.calls)
+            .collect::<Vec<_>>()
+    };
+    let asked = shapes("Convert 10 euros with the currency converter.").await;
+    assert_eq!(
+        asked.first().cloned().flatten(),
+        Some(CallShape {
+            tools: vec!["currency_converter".to_owned()],
+            calls_min: 1,
+        })
+    );
+    assert_eq!(
+        asked.get(1).cloned().flatten(),
+        None,
+        "only the first reply"
+    );
+    let asked =
+        shapes("Convert 10 euros with the currency converter, and the same for 20 euros.").await;
+    assert_eq!(
+        asked
+            .first()
+            .cloned()
+            .flatten()
+            .map(|shape| shape.calls_min),
+        Some(2)
+    );
+    // Both converters match "Convert" as well: nothing to narrow to.
+    let asked = shapes("Convert 10 euros.").await;
+    assert_eq!(asked.first().cloned().flatten(), None);
+}
+
+#[tokio::test]
 async fn the_call_prefill_follows_its_policy_the_context_and_the_back_end() {
     // (policy, prompt, context, back-end continues replies, first prefill expected)
     let cases = [
@@ -407,4 +456,29 @@ async fn the_same_call_twice_in_one_reply_runs_once() {
     let result = h.run("Look up a").await;
     assert_eq!(result.tool_calls.len(), 1, "{:?}", result.tool_calls);
     assert_eq!(h.lookup.runs(), 1);
+}
+
+#[tokio::test]
+async fn a_first_call_with_nothing_of_the_question_in_it_does_not_run() {
+    let run = |key: &'static str| async move {
+        let model = TestModel::new(vec![
+            Reply::text(&format!(
+                "```tool\n{{\"name\": \"prime_numbers_in_range\", \"args\": {{\"key\": \"{key}\"}}}}\n```"
+            )),
+            Reply::text("I cannot plan routes."),
+        ])
+        .shared();
+        let h =
+            Harness::build_with_tools(model, AgentConfig::default(), &["prime_numbers_in_range"]);
+        h.run("Find the fastest route from New York to Boston.")
+            .await
+    };
+    // Neither the tool's name nor its description nor the value is in the question: the
+    // model is told why nothing ran, and answers.
+    let result = run("103256789").await;
+    assert!(result.tool_calls.is_empty(), "{:?}", result.tool_calls);
+    assert_eq!(result.answer, "I cannot plan routes.");
+    // A value the person gave makes it their call.
+    let result = run("Boston").await;
+    assert_eq!(result.tool_calls.len(), 1);
 }

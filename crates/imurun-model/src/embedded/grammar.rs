@@ -7,7 +7,7 @@
 //! schema>}`. It is *lazy*: text before the marker is free, so the model can still answer
 //! in prose.
 
-use imurun_core::ToolIndex;
+use imurun_core::{CallShape, ToolIndex};
 use serde_json::{Value, json};
 
 /// The text that switches the grammar on: the opening of the tool-call fence.
@@ -42,6 +42,9 @@ pub enum ToolGrammarError {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolCallGrammar {
     gbnf: String,
+    /// Per runnable tool, its name and the schema of a call to it: kept to build a narrower
+    /// grammar for one reply (`shaped`).
+    calls: Vec<(String, Value)>,
 }
 
 impl ToolCallGrammar {
@@ -55,10 +58,10 @@ impl ToolCallGrammar {
         if count > GRAMMAR_TOOLS_MAX {
             return Err(ToolGrammarError::TooManyTools { count });
         }
-        let calls: Vec<Value> = index
+        let calls: Vec<(String, Value)> = index
             .runnable()
             .map(|tool| {
-                json!({
+                let call = json!({
                     "type": "object",
                     "properties": {
                         "name": {"const": tool.spec.name},
@@ -66,24 +69,30 @@ impl ToolCallGrammar {
                     },
                     "required": ["name", "args"],
                     "additionalProperties": false,
-                })
+                });
+                (tool.spec.name.clone(), call)
             })
             .collect();
-        let schema = json!({"oneOf": calls});
-        let object_grammar =
-            llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|error| {
-                ToolGrammarError::Schema {
-                    message: error.to_string(),
-                }
-            })?;
-        // One call, then up to `GRAMMAR_CALLS_MAX - 1` more, each in its own fence; after the
-        // last fence only the end of the reply can follow, so nothing is invented after calls.
-        let call = format!("\"{TOOL_CALL_MARKER}\\n\" root \"\\n```\"");
-        let more = GRAMMAR_CALLS_MAX - 1;
-        let gbnf = format!(
-            "{ROOT_RULE} ::= {call} (\"\\n\" \"\\n\"? {call}){{0,{more}}}\n{object_grammar}"
-        );
-        Ok(Self { gbnf })
+        let gbnf = gbnf(calls.iter().map(|(_, call)| call), 1)?;
+        Ok(Self { gbnf, calls })
+    }
+
+    /// The grammar for one reply of `shape`: calls only to the shape's tools (those of them
+    /// this grammar has; all of its tools when the shape names none), and at least its
+    /// `calls_min` calls once a call starts. An error when the shape names none of them.
+    pub fn shaped(&self, shape: &CallShape) -> Result<Self, ToolGrammarError> {
+        let calls: Vec<(String, Value)> = self
+            .calls
+            .iter()
+            .filter(|(name, _)| shape.tools.is_empty() || shape.tools.contains(name))
+            .cloned()
+            .collect();
+        if calls.is_empty() {
+            return Err(ToolGrammarError::NoTools);
+        }
+        let calls_min = shape.calls_min.clamp(1, GRAMMAR_CALLS_MAX);
+        let gbnf = gbnf(calls.iter().map(|(_, call)| call), calls_min)?;
+        Ok(Self { gbnf, calls })
     }
 
     /// The GBNF text (root rule `imurun-tool-call`).
@@ -94,6 +103,27 @@ impl ToolCallGrammar {
     pub(super) fn root_rule() -> &'static str {
         ROOT_RULE
     }
+}
+
+/// The GBNF for replies of `calls_min` to `GRAMMAR_CALLS_MAX` calls, each one of `calls`.
+fn gbnf<'c>(
+    calls: impl Iterator<Item = &'c Value>,
+    calls_min: usize,
+) -> Result<String, ToolGrammarError> {
+    let schema = json!({"oneOf": calls.collect::<Vec<_>>()});
+    let object_grammar =
+        llama_cpp_2::json_schema_to_grammar(&schema.to_string()).map_err(|error| {
+            ToolGrammarError::Schema {
+                message: error.to_string(),
+            }
+        })?;
+    // The first call, then the rest, each in its own fence; after the last fence only the
+    // end of the reply can follow, so nothing is invented after calls.
+    let call = format!("\"{TOOL_CALL_MARKER}\\n\" root \"\\n```\"");
+    let (more_min, more_max) = (calls_min - 1, GRAMMAR_CALLS_MAX - 1);
+    Ok(format!(
+        "{ROOT_RULE} ::= {call} (\"\\n\" \"\\n\"? {call}){{{more_min},{more_max}}}\n{object_grammar}"
+    ))
 }
 
 /// A tool's parameters as the grammar constrains them: an object schema. A tool without
@@ -147,6 +177,43 @@ mod tests {
             "a runnable tool that is not offered: {gbnf}"
         );
         assert!(gbnf.contains("city"), "{gbnf}");
+    }
+
+    #[test]
+    fn a_shaped_grammar_names_only_the_shape_s_tools_and_asks_for_its_calls() {
+        let index = ToolIndex::offering([
+            spec(
+                "math.gcd",
+                json!({"type": "object", "properties": {"a": {"type": "integer"}}}),
+            ),
+            spec(
+                "math.lcm",
+                json!({"type": "object", "properties": {"b": {"type": "integer"}}}),
+            ),
+        ]);
+        let grammar = ToolCallGrammar::from_index(&index).unwrap();
+        let shaped = grammar
+            .shaped(&CallShape {
+                tools: vec!["math.lcm".into()],
+                calls_min: 2,
+            })
+            .unwrap();
+        let gbnf = shaped.gbnf();
+        assert!(
+            gbnf.contains("math.lcm") && !gbnf.contains("math.gcd"),
+            "{gbnf}"
+        );
+        assert!(gbnf.lines().next().unwrap().ends_with("{1,7}"), "{gbnf}");
+        // No tool named: every tool; a shape naming none of them cannot narrow.
+        let all = grammar.shaped(&CallShape::default()).unwrap();
+        assert_eq!(all.gbnf(), grammar.gbnf());
+        assert_eq!(
+            grammar.shaped(&CallShape {
+                tools: vec!["other".into()],
+                calls_min: 1,
+            }),
+            Err(ToolGrammarError::NoTools)
+        );
     }
 
     #[test]

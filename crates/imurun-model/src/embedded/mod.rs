@@ -393,6 +393,22 @@ impl EmbeddedModel {
             .tokenize(text.as_bytes(), self.shared.add_bos, true)
     }
 
+    /// The call grammar for `request`: narrowed to its call shape when it asks for one and
+    /// the shape names a tool of the grammar, else the model's own.
+    fn grammar_for(&self, request: &GenerateRequest) -> Option<Arc<ToolCallGrammar>> {
+        let grammar = self.tool_grammar.as_ref()?;
+        let Some(shape) = &request.calls else {
+            return Some(Arc::clone(grammar));
+        };
+        // A shape naming none of the grammar's tools cannot narrow it: every call stays
+        // constrained to a valid one of the runnable tools.
+        Some(
+            grammar
+                .shaped(shape)
+                .map_or_else(|_| Arc::clone(grammar), Arc::new),
+        )
+    }
+
     /// Runs one generation, streaming text through `on_token`, and reports how it ended.
     pub async fn generate_detailed(
         &self,
@@ -427,7 +443,7 @@ impl EmbeddedModel {
             max_tokens: request.max_tokens.unwrap_or(self.shared.max_tokens_default),
             decoding: self.decoding,
             repeat_penalty: self.shared.repeat_penalty,
-            tool_grammar: self.tool_grammar.clone(),
+            tool_grammar: self.grammar_for(request),
             prefill: prefill_tokens,
             stop: request.stop.clone(),
             events,

@@ -55,7 +55,7 @@ fn bfcl_data(dir: &Path) {
     std::fs::write(
         dir.join("BFCL_v4_irrelevance.json"),
         lines(&[
-            question("irrelevance_0", "Who wrote Hamlet?"),
+            question("irrelevance_0", "Who wrote Hamlet, in 1600 or 1601?"),
             question("irrelevance_1", "What is the capital of Peru?"),
         ]),
     )
@@ -137,7 +137,9 @@ fn a_right_model_scores_every_case() {
 
 #[test]
 fn a_wrong_model_scores_nothing_and_is_no_error() {
-    let replies = json!([call(1, 1), {"text": "It is 25."}, call(5, 5), call(6, 6)]);
+    // The irrelevant calls use numbers the questions hold, so they are the model's own calls
+    // (a first call with nothing of the question in it would be dropped by the loop).
+    let replies = json!([call(1, 1), {"text": "It is 25."}, call(1600, 1601), call(6, 6)]);
     let (output, predictions) = eval(&replies, &[]);
     assert!(output.status.success(), "{}", stdout(&output));
     let text = stdout(&output);
