@@ -57,7 +57,9 @@ pub(crate) fn change_call(prompt: &str) -> Option<ToolCall> {
     if trimmed.contains('\n') {
         return None;
     }
-    let lower = trimmed.to_lowercase();
+    // ASCII case only: every pattern is ASCII, and the byte offsets found in the lower-cased
+    // text must be the same in the original (`İ` lower-cases to three bytes from two).
+    let lower = trimmed.to_ascii_lowercase();
     // The polite lead's length, so the original case of the rest is kept.
     let lead = POLITE_LEADS
         .iter()
@@ -95,7 +97,7 @@ fn new_file(rest: &str, lower: &str) -> Option<ToolCall> {
         .iter()
         .find(|opening| lower.starts_with(*opening))?;
     let named = strip_any(&rest[opening.len()..], NAMINGS);
-    let named_lower = named.to_lowercase();
+    let named_lower = named.to_ascii_lowercase();
     let (at, join) = TEXT_JOINS
         .iter()
         .filter_map(|join| named_lower.find(join).map(|at| (at, *join)))
@@ -111,7 +113,7 @@ fn written_to(rest: &str, lower: &str) -> Option<ToolCall> {
         return None;
     }
     let body = &rest["write ".len()..];
-    let body_lower = body.to_lowercase();
+    let body_lower = body.to_ascii_lowercase();
     let (at, join) = [" to ", " into ", " in "]
         .iter()
         .filter_map(|join| body_lower.rfind(join).map(|at| (at, *join)))
@@ -123,7 +125,7 @@ fn written_to(rest: &str, lower: &str) -> Option<ToolCall> {
 
 /// `text` without the first of `prefixes` it starts with (case aside).
 fn strip_any<'t>(text: &'t str, prefixes: &[&str]) -> &'t str {
-    let lower = text.to_lowercase();
+    let lower = text.to_ascii_lowercase();
     prefixes
         .iter()
         .find(|prefix| lower.starts_with(*prefix))
@@ -144,20 +146,34 @@ fn one_name(text: &str) -> Option<String> {
     plain.then(|| name.to_owned())
 }
 
-/// Text given for a file: quotes around it removed; nothing for empty text.
+/// Words that open a description of text rather than the text itself ("a summary of
+/// report.txt", "the answer"): such a request is the model's to write.
+const DESCRIBING_WORDS: &[&str] = &[
+    "a", "an", "the", "some", "my", "your", "our", "its", "this", "that", "these", "those", "all",
+];
+
+/// Text given for a file: quoted, the quotes removed; unquoted, as written unless it opens
+/// like a description (`DESCRIBING_WORDS`); nothing for empty text.
 fn unquoted(text: &str) -> Option<String> {
     let text = text.trim();
-    let text = ["\"", "'", "`", "\u{201c}"]
-        .iter()
-        .find_map(|quote| {
-            let close = if *quote == "\u{201c}" {
-                "\u{201d}"
-            } else {
-                quote
-            };
-            text.strip_prefix(quote)?.strip_suffix(close)
-        })
-        .unwrap_or(text);
+    let quoted = ["\"", "'", "`", "\u{201c}"].iter().find_map(|quote| {
+        let close = if *quote == "\u{201c}" {
+            "\u{201d}"
+        } else {
+            quote
+        };
+        text.strip_prefix(quote)?.strip_suffix(close)
+    });
+    let first = text
+        .split_whitespace()
+        .next()
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    let text = match quoted {
+        Some(quoted) => quoted,
+        None if DESCRIBING_WORDS.contains(&first.as_str()) => return None,
+        None => text,
+    };
     (!text.trim().is_empty()).then(|| text.to_owned())
 }
 
@@ -204,6 +220,26 @@ mod tests {
                 json!({"path": "todo.txt", "content": "buy milk"}),
             ),
             (
+                "Make a folder called İzmir",
+                "make_dir",
+                json!({"path": "İzmir"}),
+            ),
+            (
+                "Write İyi geceler to ödev.txt",
+                "file_write",
+                json!({"path": "ödev.txt", "content": "İyi geceler"}),
+            ),
+            (
+                "Write 'a poem' to poem.txt",
+                "file_write",
+                json!({"path": "poem.txt", "content": "a poem"}),
+            ),
+            (
+                "Create a file called İ.txt with the text ÇĞ and İ",
+                "file_write",
+                json!({"path": "İ.txt", "content": "ÇĞ and İ"}),
+            ),
+            (
                 "Create todo.txt that says Buy bread, and eggs",
                 "file_write",
                 json!({"path": "todo.txt", "content": "Buy bread, and eggs"}),
@@ -238,6 +274,10 @@ mod tests {
             "Create a file called todo.txt",
             "What happens if I delete notes.txt?",
             "Write to me about files",
+            "Make a folder called İstanbul photos",
+            "Write a summary of report.txt to summary.md",
+            "Create notes.md with a summary of report.txt",
+            "Write a poem about autumn to poem.txt",
         ] {
             assert_eq!(read(prompt), None, "{prompt}");
         }

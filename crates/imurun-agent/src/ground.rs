@@ -276,7 +276,10 @@ pub(crate) fn fallback(problem: &Problem, grounds: &Grounds<'_>) -> String {
             .to_owned();
     }
     // Every call was turned down by the person: nothing ran, and that is the answer.
-    if failed.iter().all(|(_, text)| text.starts_with("denied:")) {
+    if failed
+        .iter()
+        .all(|(_, text)| text.starts_with(PERSON_DENIED))
+    {
         let mut tools: Vec<String> = failed.iter().map(|(tool, _)| format!("`{tool}`")).collect();
         tools.dedup();
         return format!(
@@ -293,6 +296,9 @@ pub(crate) fn fallback(problem: &Problem, grounds: &Grounds<'_>) -> String {
         failures.join("\n\n")
     )
 }
+
+/// How a call the person turned down reads in its result (the executor's words).
+const PERSON_DENIED: &str = "denied: a person denied it";
 
 /// The assistant's introduction; a greeting is greeted back.
 fn introduction(identity: &Identity, said: &str) -> String {

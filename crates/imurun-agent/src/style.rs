@@ -42,8 +42,9 @@ pub const FINAL_ANSWER_NUDGE: &str =
 
 /// The nudge after the prompt's first reply held only calls that have nothing of the
 /// question in them (`{tool}`: the first such tool).
-pub const UNRELATED_CALL_NUDGE: &str = "`{tool}` does not fit this question, so it did not \
-     run. Answer the question in plain words, or say what you cannot do.";
+pub const UNRELATED_CALL_NUDGE: &str = "The call to `{tool}` did not run: nothing in the \
+     question points to it (no word of it, no value from it). Answer the question in plain \
+     words, or say what you cannot do.";
 
 /// The answer when even the nudge produced only a thought.
 pub const NO_ANSWER_SENTENCE: &str = "I could not put an answer into words. Please ask again.";

@@ -67,22 +67,34 @@ pub(crate) fn names_an_offered_tool(question: &str, index: &ToolIndex) -> bool {
     !named_tools(question, index.offered()).is_empty()
 }
 
+/// The fewest words of its name a tool must share with a question to be the one a first
+/// call may name when no tool is named whole: one word ("messages") picks a neighbour
+/// (`post_message` for "the last messages in #general").
+const BEST_NAME_WORDS_MIN: usize = 2;
+
 /// The shape of the calls a question asks for. When it names offered tools, a call to one
 /// of those named (the reply is started as a call, and the call grammar keeps it to them),
 /// and a call per case when it asks for the same thing several times ("... and 15 minutes
-/// respectively", "then repeat with"). Otherwise, when exactly one offered tool that is not
-/// imurun's own has more words of its name in the question than any other, a call (if the
-/// model writes one) names that tool or one of imurun's own: with several tools on offer a
+/// respectively", "then repeat with"); imurun's own tools stay callable. Otherwise, when
+/// exactly one offered tool that is not imurun's own has two or more words of its name in the
+/// question and more than any other, a call (if the model writes one) names that tool or one
+/// of imurun's own: with several tools on offer a
 /// small model picks a neighbour (`math.gcd` for "the least common multiple").
 pub(crate) fn call_shape(question: &str, index: &ToolIndex) -> Option<CallShape> {
+    let builtin = |tool: &&IndexedTool| imurun_core::builtin::is_builtin(&tool.spec.name);
+    let builtins = || {
+        index
+            .offered()
+            .filter(builtin)
+            .map(|tool| tool.spec.name.clone())
+    };
     let named = named_tools(question, index.offered());
     if !named.is_empty() {
         return Some(CallShape {
-            tools: named,
+            tools: named.into_iter().chain(builtins()).collect(),
             calls_min: if asks_for_several(question) { 2 } else { 1 },
         });
     }
-    let builtin = |tool: &&IndexedTool| imurun_core::builtin::is_builtin(&tool.spec.name);
     let asked = words(question);
     let mut scored: Vec<(usize, &str)> = index
         .offered()
@@ -98,15 +110,8 @@ pub(crate) fn call_shape(question: &str, index: &ToolIndex) -> Option<CallShape>
     scored.sort_by_key(|(hits, _)| std::cmp::Reverse(*hits));
     let (best, name) = *scored.first()?;
     let unique = scored.get(1).is_none_or(|(next, _)| *next < best);
-    (best > 0 && unique && scored.len() > 1).then(|| CallShape {
-        tools: std::iter::once(name.to_owned())
-            .chain(
-                index
-                    .offered()
-                    .filter(builtin)
-                    .map(|tool| tool.spec.name.clone()),
-            )
-            .collect(),
+    (best >= BEST_NAME_WORDS_MIN && unique && scored.len() > 1).then(|| CallShape {
+        tools: std::iter::once(name.to_owned()).chain(builtins()).collect(),
         calls_min: 1,
     })
 }
@@ -198,26 +203,29 @@ fn fetches(call: &ToolCall, said: &Said) -> bool {
 
 /// Phrases that ask for the same thing again with other values.
 const SEVERAL_CASES: &[&str] = &[
-    "respectively",
-    "then repeat",
-    "repeat the",
-    "repeat it",
+    "then repeat with",
+    "repeat with",
     "repeat for",
-    "do the same",
+    "do the same for",
+    "do the same calculation",
     "the same for",
-    "same calculation",
+    "same calculation for",
     "same thing for",
     "also for",
     "another with",
-    "and another",
 ];
 
-/// Whether `question` asks for the same thing with several sets of values.
+/// Whether `question` asks for the same thing with several sets of values: "... respectively",
+/// or one of `SEVERAL_CASES` with two numbers or more in the question ("Set an alarm for 7am
+/// and repeat it every weekday" is one call).
 pub(crate) fn asks_for_several(question: &str) -> bool {
-    let question = words(question).join(" ");
-    SEVERAL_CASES
-        .iter()
-        .any(|phrase| format!(" {question} ").contains(&format!(" {phrase} ")))
+    let spaced = format!(" {} ", words(question).join(" "));
+    let says = |phrase: &str| spaced.contains(&format!(" {phrase} "));
+    let numbers = question
+        .split(|c: char| !c.is_ascii_digit())
+        .filter(|run| !run.is_empty())
+        .count();
+    says("respectively") || (numbers >= 2 && SEVERAL_CASES.iter().any(|phrase| says(phrase)))
 }
 
 /// The words that say what a tool named `name` is for: those of its last dotted part, or of
@@ -266,7 +274,7 @@ fn split_camel_case(text: &str) -> String {
 
 /// The same word, either one's plural in `s`, a word the named one begins when it has four
 /// letters or more (`hypot` and `hypotenuse`), or another ending of the same long stem
-/// (`depreciation` and `depreciated`: six letters or more in common, and at most two letters
+/// (`depreciation` and `depreciated`: seven letters or more in common, and at most two letters
 /// of the shorter word past them).
 fn same_word(named: &str, said: &str) -> bool {
     let common = named
@@ -279,7 +287,7 @@ fn same_word(named: &str, said: &str) -> bool {
         || said.strip_suffix('s') == Some(named)
         || named.strip_suffix('s') == Some(said)
         || (named.chars().count() >= 4 && said.starts_with(named))
-        || (common >= 6 && common + 2 >= shorter)
+        || (common >= 7 && common + 2 >= shorter)
 }
 
 #[cfg(test)]
@@ -396,12 +404,26 @@ mod tests {
         assert_eq!(call_shape("Who wrote Hamlet?", &index(&["math.lcm"])), None);
         // Named by more words than any other, though not by all of its own.
         let shape = call_shape(
-            "Find out the rewards for playing Fortnite on Playstation",
-            &index(&["game_rewards.get", "game_scores.get", "game_missions.list"]),
+            "Find the rewards for playing the game Fortnite",
+            &index(&[
+                "game_rewards_history.get",
+                "game_scores.get",
+                "game_missions.list",
+            ]),
         );
         assert_eq!(
             shape.map(|shape| shape.tools),
-            Some(vec!["game_rewards.get".to_owned()])
+            Some(vec!["game_rewards_history.get".to_owned()])
+        );
+        // One word in common is not enough: `post_message` for "the last messages".
+        let slack = index(&[
+            "slack_post_message",
+            "slack_list_channels",
+            "slack_get_history",
+        ]);
+        assert_eq!(
+            call_shape("What were the last messages in #general?", &slack),
+            None
         );
         // A tie names none; so does a single tool, which needs no narrowing.
         let tie = index(&["game_rewards.get", "player_rewards.get"]);
@@ -423,6 +445,8 @@ mod tests {
             assert!(asks_for_several(question), "{question}");
         }
         for question in [
+            "Set an alarm for 7am and repeat it every weekday.",
+            "Also for the record, what is the factorial of 5?",
             "Calculate the final temperature when 2 moles of gas are mixed with 3 moles of the same gas.",
             "Find the area of a triangle with a base of 10 and a height of 5.",
             "Find the roots of a quadratic equation with coefficients 1, -3 and 2.",

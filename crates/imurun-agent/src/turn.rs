@@ -50,12 +50,15 @@ struct PromptState {
     grounding_retried: bool,
     /// The first reply's calls were all dropped as unrelated: the first one's tool.
     unrelated: Option<String>,
+    /// The prompt as the person wrote it (the model's copy may differ: `plain_numbers`).
+    text: String,
 }
 
 impl PromptState {
     fn new(prompt: &str) -> Self {
         Self {
             realtime: is_realtime(prompt),
+            text: prompt.to_owned(),
             ..Self::default()
         }
     }
@@ -399,13 +402,14 @@ impl<'a> Turn<'a> {
             .await
             .map_err(AgentError::from)?;
         self.usage = self.usage.plus(usage);
-        let said = Said::new(&self.said());
-        for call in &mut parsed.calls {
-            if let Some(tool) = self.index.get(&call.name) {
-                crate::unsaid::drop_unsaid_optionals(call, &tool.spec, &said);
-            }
-        }
+        // Rules for the prompt's first reply only: later replies may use what results said.
         if first {
+            let said = Said::new(&self.said());
+            for call in &mut parsed.calls {
+                if let Some(tool) = self.index.get(&call.name) {
+                    crate::unsaid::drop_unsaid_optionals(call, &tool.spec, &said);
+                }
+            }
             self.drop_unrelated_calls(&mut parsed, &said);
         }
         Ok((raw, parsed))
@@ -474,7 +478,7 @@ impl<'a> Turn<'a> {
             && !self.prefetch_step
             && self.tools_on
             && self.agent.config.call_prefill.applies(true);
-        let call = crate::change::change_call(self.prompt_text()).filter(|_| due)?;
+        let call = crate::change::change_call(&self.prompt.text).filter(|_| due)?;
         self.index
             .offered()
             .any(|tool| tool.spec.name == call.name)

@@ -1,8 +1,9 @@
 //! Optional arguments the person never gave. A small model fills optional parameters with
 //! values of its own — a worked example's zone for `get_time`, `"rounding": 3` for a
 //! displacement nobody asked to round — and the tool's own default is the better guess. An
-//! optional argument whose value is free text or a number that the person's words do not
-//! hold is left out of the call before it runs. Enumerated values, booleans, lists and
+//! optional argument whose value is one word or a number that the person's words do not
+//! hold is left out of the prompt's first call before it runs (text of several words is the
+//! model's own writing, and later calls may use what results said). Enumerated values, booleans, lists and
 //! objects are kept: choosing among them is the model's reading, not a value it made up.
 //! Required arguments are never touched: the tool's schema check answers for those. imurun's
 //! own tools are left alone: their optional arguments (a sub-agent's step budget, say) are
@@ -78,6 +79,9 @@ pub(crate) fn drop_unsaid_optionals(
                 .get(name.as_str())
                 .is_some_and(|property| property.get("enum").is_none())
         })
+        // Text of several words is the model's own writing (an issue's body, a title), not a
+        // value it could have copied.
+        .filter(|(_, value)| !value.as_str().is_some_and(|text| text.trim().contains(' ')))
         .filter(|(_, value)| said.holds(value) == Some(false))
         .map(|(name, _)| name.clone())
         .collect();
@@ -133,6 +137,7 @@ mod tests {
                     "zone": {"type": "string"},
                     "unit": {"type": "string", "enum": ["m", "km"]},
                     "exact": {"type": "boolean"},
+                    "note": {"type": "string"},
                 },
                 "required": ["speed", "time"],
             }),
@@ -150,7 +155,7 @@ mod tests {
     fn an_optional_value_the_person_never_gave_is_left_out() {
         let said = "A car at 20 m/s for 5 seconds: how far does it go?";
         let mut made = call(json!({
-            "speed": 20, "time": 99, "rounding": 3, "zone": "Asia/Tokyo",
+            "speed": 20, "time": 99, "rounding": 3, "zone": "Asia/Tokyo", "note": "steps to reproduce",
             "unit": "km", "exact": true,
         }));
         let dropped = drop_unsaid_optionals(&mut made, &spec(), &Said::new(said));
@@ -158,7 +163,7 @@ mod tests {
         // The required `time` stays even though 99 was never said: the tool answers for it.
         assert_eq!(
             Value::Object(made.args),
-            json!({"speed": 20, "time": 99, "unit": "km", "exact": true})
+            json!({"speed": 20, "time": 99, "unit": "km", "exact": true, "note": "steps to reproduce"})
         );
     }
 
