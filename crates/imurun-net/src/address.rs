@@ -183,7 +183,7 @@ fn classify_v6(ip: Ipv6Addr) -> AddressClass {
         AddressClass::LinkLocal
     } else if (first & 0xffc0) == 0xfec0 {
         AddressClass::SiteLocal
-    } else if segments[..2] == [0x2001, 0x0db8] || (first & 0xfff0) == 0x3ff0 {
+    } else if segments[..2] == [0x2001, 0x0db8] || (first == 0x3fff && segments[1] & 0xf000 == 0) {
         // 2001:db8::/32 and 3fff::/20.
         AddressClass::Documentation
     } else if segments[..3] == [0x2001, 0x0002, 0] {
@@ -192,8 +192,15 @@ fn classify_v6(ip: Ipv6Addr) -> AddressClass {
         // ORCHID (2001:10::/28, 2001:20::/28) and SRv6 segment ids (5f00::/16): never a host.
         AddressClass::Reserved
     } else if segments[..2] == [0x2001, 0] {
-        // Teredo carries its client's IPv4 address, inverted, in the last 32 bits.
-        classify_v4(Ipv4Addr::from_bits(!(ip.to_bits() as u32)))
+        // Teredo carries its server's IPv4 address in bits 32..64 and its client's,
+        // inverted, in the last 32 bits: both must be public.
+        let server = classify_v4(Ipv4Addr::from_bits((ip.to_bits() >> 64) as u32));
+        let client = classify_v4(Ipv4Addr::from_bits(!(ip.to_bits() as u32)));
+        if client == AddressClass::Public {
+            server
+        } else {
+            client
+        }
     } else if segments[..4] == [0x0100, 0, 0, 0] {
         AddressClass::DiscardOnly
     } else if segments[..3] == [0x64, 0xff9b, 0x0001] {
