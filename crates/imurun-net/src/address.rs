@@ -166,6 +166,15 @@ fn classify_v4(ip: Ipv4Addr) -> AddressClass {
     }
 }
 
+/// The parts of 2001::/23 that IANA's registry marks globally reachable: 2001:1::1 to ::3
+/// (anycast services), 2001:3::/32 (AMT), 2001:4:112::/48 (AS112) and 2001:30::/28 (DRIP).
+fn is_global_protocol_assignment(segments: [u16; 8]) -> bool {
+    (segments[1] == 1 && segments[2..7] == [0; 5] && (1..=3).contains(&segments[7]))
+        || segments[1] == 3
+        || segments[1..3] == [4, 0x0112]
+        || (0x0030..0x0040).contains(&segments[1])
+}
+
 fn classify_v6(ip: Ipv6Addr) -> AddressClass {
     let segments = ip.segments();
     let first = segments[0];
@@ -201,8 +210,14 @@ fn classify_v6(ip: Ipv6Addr) -> AddressClass {
         } else {
             client
         }
+    } else if first == 0x2001 && segments[1] < 0x0200 && !is_global_protocol_assignment(segments) {
+        // The rest of 2001::/23 (IETF protocol assignments) is not globally reachable.
+        AddressClass::Reserved
     } else if segments[..4] == [0x0100, 0, 0, 0] {
         AddressClass::DiscardOnly
+    } else if segments[..4] == [0x0100, 0, 0, 1] {
+        // 100:0:0:1::/64, the dummy IPv6 prefix: never routed.
+        AddressClass::Reserved
     } else if segments[..3] == [0x64, 0xff9b, 0x0001] {
         // Where the IPv4 address sits depends on a prefix length only that network knows.
         AddressClass::LocalNat64

@@ -67,6 +67,11 @@ pub fn normalise_host(text: &str) -> Result<String, NetError> {
         return Err(bad("it is too long"));
     }
     let bare = trimmed.strip_suffix('.').unwrap_or(trimmed);
+    // One trailing dot is the root; a second is an empty label, which the IPv4 reading
+    // would otherwise accept (`127.0.0.1..`).
+    if bare.ends_with('.') {
+        return Err(bad("it is not a host name"));
+    }
     // WHATWG host parsing: IDNA, lower case, IPv6 in brackets, and IPv4 in any of the forms
     // browsers accept (`0x7f000001`, `127.1`).
     let host = Host::parse(bare).map_err(|error| bad(&error.to_string()))?;

@@ -20,7 +20,18 @@ fn hosts_have_one_spelling() {
         assert_eq!(normalise_host(written).unwrap(), normal, "{written}");
     }
     // Regression: `a..b` was taken as a host name (WHATWG parsing keeps empty labels).
-    for bad in ["", " ", "exa mple.com", "a..b", "[::1", "ex%ample.com"] {
+    // Regression: `127.0.0.1..` was read as `127.0.0.1` (one dot stripped, the IPv4
+    // reading took the other), while `localhost..` was refused.
+    for bad in [
+        "",
+        " ",
+        "exa mple.com",
+        "a..b",
+        "[::1",
+        "ex%ample.com",
+        "127.0.0.1..",
+        "localhost..",
+    ] {
         assert!(normalise_host(bad).is_err(), "{bad:?}");
     }
 }
