@@ -97,19 +97,9 @@ pub(crate) async fn load(spec: &ModelSpec, variables: &Variables) -> Result<Load
                 .context("loading the model")??;
             Ok(Loaded::Embedded(model))
         }
-        ModelSpec::OpenAi(url) => {
-            let mut config = OpenAiConfig::new(url.clone());
-            if let Some(key) = &variables.openai_api_key {
-                config = config.with_api_key(key.clone());
-            }
-            if let Some(model) = &variables.openai_model {
-                config = config.with_model(model.clone());
-            }
-            let model = OpenAiModel::connect(config)
-                .await
-                .with_context(|| format!("connecting to {url}"))?;
-            Ok(Loaded::Other(Arc::new(model)))
-        }
+        ModelSpec::OpenAi(url) => Ok(Loaded::Other(Arc::new(
+            connect_openai(url, variables).await?,
+        ))),
         ModelSpec::Ollama(url) => {
             let name = variables.ollama_model.clone().context(
                 "set IMURUN_OLLAMA_MODEL to the Ollama model to use (for example llama3.2)",
@@ -154,6 +144,21 @@ fn load_gguf(path: &std::path::Path, config: EmbeddedConfig) -> Result<EmbeddedM
     });
     bar.finish_and_clear();
     model.with_context(|| format!("loading {}", path.display()))
+}
+
+/// The OpenAI-compatible back-end at `url`, with the key and model of the environment,
+/// connected (its context and model asked of the server).
+pub(crate) async fn connect_openai(url: &str, variables: &Variables) -> Result<OpenAiModel> {
+    let mut config = OpenAiConfig::new(url);
+    if let Some(key) = &variables.openai_api_key {
+        config = config.with_api_key(key.clone());
+    }
+    if let Some(model) = &variables.openai_model {
+        config = config.with_model(model.clone());
+    }
+    OpenAiModel::connect(config)
+        .await
+        .with_context(|| format!("connecting to {url}"))
 }
 
 #[cfg(test)]

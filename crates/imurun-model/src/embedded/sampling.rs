@@ -1,7 +1,10 @@
 //! Choosing each generated token: the repetition penalty, the call grammar, then the greedy
 //! or sampled choice. The result is exactly the token llama.cpp's sampler chain (grammar →
-//! penalties → greedy, or → top-p → temperature → seeded draw) would choose; what differs is
-//! the work per token, which at a hundred tokens a second is a large share of the time:
+//! penalties → greedy, or → top-p → temperature → seeded draw) would choose, but for one
+//! choice of imurun's: inside a call (the grammar active) the penalty is off, since the
+//! grammar bounds the call and the penalty only pushes a copied value off the prompt's own
+//! digits (`5000` written `500`). What differs otherwise is the work per token, which at a
+//! hundred tokens a second is a large share of the time:
 //!
 //! - **The penalty** touches only the tokens of its window (64 at most), where llama.cpp's
 //!   sampler looks every token of the vocabulary up in a hash map (49,152 look-ups for
@@ -100,8 +103,17 @@ impl<'m> Chooser<'m> {
         }
     }
 
+    /// The penalty, where it applies: never inside a call (see the module's notes).
+    fn penalty_now(&self) -> Option<&PenaltyWindow> {
+        match self.grammar {
+            Some(CallGrammar::Active(_)) => None,
+            _ => self.penalty.as_ref(),
+        }
+    }
+
     fn choose_greedy(&mut self, logits: &[f32]) -> LlamaToken {
-        let chosen = match &self.penalty {
+        let in_call = matches!(self.grammar, Some(CallGrammar::Active(_)));
+        let chosen = match self.penalty.as_ref().filter(|_| !in_call) {
             None => first_max(logits),
             Some(penalty) => {
                 self.scratch.clear();
@@ -116,14 +128,11 @@ impl<'m> Chooser<'m> {
         if allows(grammar, chosen) {
             return chosen;
         }
-        // Rejected: the grammar over every token, then the penalty, then the choice, in
-        // the order of llama.cpp's chain.
+        // Rejected: the grammar over every token, then the choice (no penalty inside a
+        // call).
         let mut candidates = all_tokens(logits);
         candidates.apply_sampler(grammar);
-        let mut values: Vec<f32> = candidates.data.iter().map(LlamaTokenData::logit).collect();
-        if let Some(penalty) = &self.penalty {
-            penalty.apply(&mut values);
-        }
+        let values: Vec<f32> = candidates.data.iter().map(LlamaTokenData::logit).collect();
         first_max(&values)
     }
 
@@ -132,7 +141,7 @@ impl<'m> Chooser<'m> {
         if let Some(CallGrammar::Active(grammar)) = &mut self.grammar {
             candidates.apply_sampler(grammar);
         }
-        if let Some(penalty) = &self.penalty {
+        if let Some(penalty) = self.penalty_now() {
             // The array is in token order (nothing sorted it yet): index = token id.
             for (token, _) in penalty.counts.iter() {
                 if let Some(data) = usize::try_from(*token)

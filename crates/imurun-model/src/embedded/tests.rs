@@ -114,57 +114,101 @@ async fn after_a_failed_decode_reuse_gives_what_a_fresh_evaluation_gives() {
     same_as_fresh(&cached, &fresh, &b).await;
 }
 
-/// The sampler chain the worker used before `sampling.rs`: llama.cpp's own samplers.
-fn llama_cpp_chain(
-    model: &llama_cpp_2::model::LlamaModel,
-    decoding: super::Decoding,
-    repeat_penalty: super::RepeatPenalty,
-    grammar: Option<&super::ToolCallGrammar>,
-) -> llama_cpp_2::sampling::LlamaSampler {
-    use llama_cpp_2::sampling::LlamaSampler;
-    let choose = match decoding {
-        super::Decoding::Greedy => LlamaSampler::greedy(),
-        super::Decoding::Sampled {
-            temperature,
-            top_p,
-            seed,
-        } => LlamaSampler::chain_simple([
-            LlamaSampler::top_p(top_p, 1),
-            LlamaSampler::temp(temperature),
-            LlamaSampler::dist(seed),
-        ]),
-    };
-    let choose = if repeat_penalty.is_off() {
-        choose
-    } else {
-        LlamaSampler::chain_simple([
+/// llama.cpp's own samplers, in the order of the chain the worker used before
+/// `sampling.rs` (grammar → penalties → choice), with imurun's one change: no penalty once
+/// the call grammar is on.
+struct Reference {
+    grammar: Option<llama_cpp_2::sampling::LlamaSampler>,
+    penalties: Option<llama_cpp_2::sampling::LlamaSampler>,
+    choose: llama_cpp_2::sampling::LlamaSampler,
+}
+
+impl Reference {
+    fn new(
+        model: &llama_cpp_2::model::LlamaModel,
+        decoding: super::Decoding,
+        repeat_penalty: super::RepeatPenalty,
+        grammar: Option<&super::ToolCallGrammar>,
+    ) -> Self {
+        use llama_cpp_2::sampling::LlamaSampler;
+        let choose = match decoding {
+            super::Decoding::Greedy => LlamaSampler::greedy(),
+            super::Decoding::Sampled {
+                temperature,
+                top_p,
+                seed,
+            } => LlamaSampler::chain_simple([
+                LlamaSampler::top_p(top_p, 1),
+                LlamaSampler::temp(temperature),
+                LlamaSampler::dist(seed),
+            ]),
+        };
+        let penalties = (!repeat_penalty.is_off()).then(|| {
             LlamaSampler::penalties(
                 model.n_vocab(),
                 i32::from(repeat_penalty.last_n),
                 repeat_penalty.penalty,
                 0.0,
                 0.0,
-            ),
+            )
+        });
+        let grammar = grammar.map(|grammar| {
+            LlamaSampler::grammar_lazy(
+                model,
+                grammar.gbnf(),
+                super::ToolCallGrammar::root_rule(),
+                [super::TOOL_CALL_MARKER],
+                &[],
+            )
+            .unwrap()
+        });
+        Self {
+            grammar,
+            penalties,
             choose,
-        ])
-    };
-    let Some(grammar) = grammar else {
-        return choose;
-    };
-    let grammar = LlamaSampler::grammar_lazy(
-        model,
-        grammar.gbnf(),
-        super::ToolCallGrammar::root_rule(),
-        [super::TOOL_CALL_MARKER],
-        &[],
-    )
-    .unwrap();
-    LlamaSampler::chain_simple([grammar, choose])
+        }
+    }
+
+    fn accept(&mut self, token: llama_cpp_2::token::LlamaToken) {
+        for sampler in [
+            self.grammar.as_mut(),
+            self.penalties.as_mut(),
+            Some(&mut self.choose),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            sampler.accept(token);
+        }
+    }
+
+    /// The next token; `in_call` once the reply holds the call marker.
+    fn sample(&mut self, logits: &[f32], in_call: bool) -> llama_cpp_2::token::LlamaToken {
+        use llama_cpp_2::token::LlamaToken;
+        use llama_cpp_2::token::data::LlamaTokenData;
+        use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+        let mut data = LlamaTokenDataArray::from_iter(
+            logits.iter().enumerate().map(|(index, &logit)| {
+                LlamaTokenData::new(LlamaToken(i32::try_from(index).unwrap()), logit, 0.0)
+            }),
+            false,
+        );
+        if let Some(grammar) = &mut self.grammar {
+            data.apply_sampler(grammar);
+        }
+        if let Some(penalties) = self.penalties.as_mut().filter(|_| !in_call) {
+            data.apply_sampler(penalties);
+        }
+        data.apply_sampler(&mut self.choose);
+        let token = data.selected_token().unwrap();
+        self.accept(token);
+        token
+    }
 }
 
 /// Greedy and sampled decoding, with and without the penalty and the call grammar (waiting,
 /// triggered by the model, and on from a prefill): on the same logits, token by token, the
-/// worker's chooser picks what llama.cpp's sampler chain picks.
+/// worker's chooser picks what llama.cpp's samplers pick (no penalty inside a call).
 #[test]
 fn the_chooser_picks_what_llama_cpps_sampler_chain_picks() {
     use std::num::NonZeroU32;
@@ -272,8 +316,10 @@ fn the_chooser_picks_what_llama_cpps_sampler_chain_picks() {
             }
             context.decode(&mut batch).unwrap();
         }
-        let mut reference = llama_cpp_chain(model, decoding, penalty, grammar);
-        reference.accept_many(&prefill_tokens);
+        let mut reference = Reference::new(model, decoding, penalty, grammar);
+        for &token in &prefill_tokens {
+            reference.accept(token);
+        }
         let mut chooser = Chooser::new(model, decoding, penalty, grammar);
         let mut piece = Vec::new();
         for &token in &prefill_tokens {
@@ -284,8 +330,10 @@ fn the_chooser_picks_what_llama_cpps_sampler_chain_picks() {
         let mut text = String::from(prefill.unwrap_or(""));
         let mut logits_index = batch.n_tokens() - 1;
         for (step, position) in (0..64).zip(tokens.len()..) {
-            let expected = reference.sample(&context, logits_index);
-            let chosen = chooser.choose(context.get_logits_ith(logits_index));
+            let logits = context.get_logits_ith(logits_index);
+            let in_call = with_grammar && text.contains(super::TOOL_CALL_MARKER);
+            let expected = reference.sample(logits, in_call);
+            let chosen = chooser.choose(logits);
             assert_eq!(
                 chosen, expected,
                 "case {number}, step {step}, after {text:?}"

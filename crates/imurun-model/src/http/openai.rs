@@ -118,6 +118,7 @@ impl fmt::Debug for OpenAiConfig {
 /// went through `on_token`, and the call fails with `ModelError::Transport`. Token counts
 /// are the seed's estimate. With `ToolMode::Native`, the tools go as `tools` and the calls
 /// the model makes are appended to the reply as ```` ```tool ```` blocks.
+#[derive(Clone)]
 pub struct OpenAiModel {
     client: reqwest::Client,
     chat_url: String,
@@ -191,6 +192,13 @@ impl OpenAiModel {
             _ => {}
         }
         Ok(model)
+    }
+
+    /// The same back-end offering tools in another way: how `imurun eval bfcl
+    /// --native-tools` gives each case its own functions over one connection.
+    pub fn with_tool_mode(mut self, tool_mode: ToolMode) -> Self {
+        self.tool_mode = tool_mode;
+        self
     }
 
     /// Where `context_limit` came from.

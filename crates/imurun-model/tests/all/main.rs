@@ -7,6 +7,7 @@ mod concurrency;
 mod docs;
 mod embedded;
 mod http_server;
+mod llama_server;
 mod ollama;
 mod openai;
 mod prompt_reuse;

@@ -15,17 +15,18 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
 use imurun_agent::{AgentConfig, AgentLoop, TurnRequest};
-use imurun_calls::ParseKind;
-use imurun_core::{Message, NullEvents};
+use imurun_calls::{ParseKind, parse_tool_calls};
+use imurun_core::{GenerateRequest, Message, Model, NullEvents};
 use imurun_eval::{
     CATEGORIES, Case, Category, CategoryScore, Prediction, load_category, score_case,
 };
+use imurun_model::{OpenAiModel, ToolMode};
 use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::{Value, json};
 
 use super::{CallingArgs, describe_calling};
 use crate::config::{ConfigFlags, Environment, ResolvedConfig};
-use crate::model_spec::{Loaded, ModelSpec, load};
+use crate::model_spec::{Loaded, ModelSpec, connect_openai, load};
 use crate::wiring::{Plan, Tools, Wiring};
 
 #[derive(Debug, clap::Subcommand)]
@@ -59,6 +60,12 @@ pub(crate) struct BfclArgs {
     /// irrelevance); all of them by default.
     #[arg(long = "category", value_name = "NAME")]
     categories: Vec<String>,
+    /// Offer each case's functions through the server's own tool calling (`openai:URL`
+    /// models, such as llama.cpp's `llama-server --jinja`): the question goes as it is,
+    /// without imurun's tool prompt, worked examples, prefill or grammar, and the calls are
+    /// the ones the server parsed. The baseline imurun's text mode is measured against.
+    #[arg(long)]
+    native_tools: bool,
     /// The share of cases (0 to 1) the model may fail on before the run counts as failed
     /// (exit code 1): its scores would say more about the failures than about the model.
     #[arg(long, value_name = "SHARE", default_value = "0.1", value_parser = parse_share)]
@@ -87,19 +94,34 @@ pub(crate) fn run(
     let config = ResolvedConfig::load(config_flag, &flags, environment)?;
     let runtime = super::runtime()?;
     runtime.block_on(async {
-        let model = load(&ModelSpec::parse(&config.model), &config.variables).await?;
+        let spec = ModelSpec::parse(&config.model);
+        let native = match (&spec, args.native_tools) {
+            (_, false) => None,
+            (ModelSpec::OpenAi(url), true) => Some(connect_openai(url, &config.variables).await?),
+            (_, true) => bail!(
+                "--native-tools needs an openai:URL model: a server with its own tool calling, \
+                 such as llama.cpp's llama-server started with --jinja"
+            ),
+        };
+        let model = load(&spec, &config.variables).await?;
         let grammar = args.calling.grammar(config.agent.grammar);
         let wiring = Wiring::build(config, Plan::quiet(Tools::SpecsOnly(Vec::new()))).await?;
         let agent = args.calling.apply(wiring.agent.clone());
+        let calling = if native.is_some() {
+            "native tool calls".to_owned()
+        } else {
+            describe_calling(&agent, grammar)
+        };
         let setup = Setup {
             wiring: &wiring,
             model: &model,
+            native: native.as_ref(),
             agent: &agent,
             grammar,
         };
         let run = RunHeader {
             model: model.name(),
-            calling: describe_calling(&agent, grammar),
+            calling,
             max_tokens: agent.step_tokens_max,
         };
         let mut out = match &args.out {
@@ -165,6 +187,8 @@ fn chosen(names: &[String]) -> Result<Vec<Category>> {
 struct Setup<'a> {
     wiring: &'a Wiring,
     model: &'a Loaded,
+    /// With `--native-tools`: the server asked with each case's functions as its `tools`.
+    native: Option<&'a OpenAiModel>,
     agent: &'a AgentConfig,
     grammar: bool,
 }
@@ -346,16 +370,11 @@ async fn predict(
     case: &Case,
 ) -> Result<(Vec<imurun_core::ToolCall>, Option<String>), String> {
     let executor = setup.wiring.executor_over_specs(&case.tools);
-    let model = setup
-        .model
-        .for_tools(&executor.registry().callable_index(), setup.grammar);
-    let agent = AgentLoop::new(model, executor, Arc::new(NullEvents))
-        .with_config(setup.agent.clone())
-        .with_clock(Arc::clone(&setup.wiring.clock));
-    let Some((last, earlier)) = case.messages.split_last() else {
+    let index = executor.registry().callable_index();
+    let Some(((_, question), earlier)) = case.messages.split_last() else {
         return Ok((Vec::new(), None));
     };
-    let history = earlier
+    let history: Vec<Message> = earlier
         .iter()
         .filter_map(|(role, content)| match role.as_str() {
             "user" => Some(Message::user(content.clone())),
@@ -363,14 +382,40 @@ async fn predict(
             _ => None,
         })
         .collect();
-    let request = TurnRequest {
-        history,
-        ..TurnRequest::new(last.1.clone())
+    let parsed = match setup.native {
+        Some(native) => {
+            let model = native
+                .clone()
+                .with_tool_mode(ToolMode::Native(case.tools.clone()));
+            let mut messages = history;
+            messages.push(Message::user(question.clone()));
+            let mut request = GenerateRequest::new(messages);
+            request.max_tokens = setup.agent.step_tokens_max;
+            let reply = model
+                .generate(&request, &mut |_: &str| {})
+                .await
+                .map_err(|error| error.to_string())?;
+            parse_tool_calls(&reply, &index)
+        }
+        None => {
+            let model = setup.model.for_tools(&index, setup.grammar);
+            let agent = AgentLoop::new(model, executor, Arc::new(NullEvents))
+                .with_config(setup.agent.clone())
+                .with_clock(Arc::clone(&setup.wiring.clock));
+            let request = TurnRequest {
+                history,
+                ..TurnRequest::new(question.clone())
+            };
+            agent
+                .plan(request)
+                .await
+                .map_err(|error| error.to_string())?
+        }
     };
-    match agent.plan(request).await {
-        Ok(parsed) if parsed.kind == ParseKind::Calls => Ok((parsed.calls, None)),
-        Ok(parsed) => Ok((Vec::new(), Some(parsed.visible))),
-        Err(error) => Err(error.to_string()),
+    if parsed.kind == ParseKind::Calls {
+        Ok((parsed.calls, None))
+    } else {
+        Ok((Vec::new(), Some(parsed.visible)))
     }
 }
 
