@@ -24,9 +24,25 @@ pub fn specs() -> Vec<ToolSpec> {
     ]
 }
 
+/// The built-in tools' names, in `specs`'s order (a test holds the two together).
+pub const NAMES: &[&str] = &[
+    "web_search",
+    "file_read",
+    "file_write",
+    "list_dir",
+    "make_dir",
+    "delete",
+    "shell",
+    "get_time",
+    "get_weather",
+    "calculate",
+    "run_agent",
+    "fetch_url",
+];
+
 /// Whether `name` is one of the built-in tools'.
 pub fn is_builtin(name: &str) -> bool {
-    specs().iter().any(|spec| spec.name == name)
+    NAMES.contains(&name)
 }
 
 /// `web_search`.
@@ -159,4 +175,16 @@ pub fn calculate() -> ToolSpec {
                            "description": "the arithmetic, such as 17 * 23 or sqrt(2) / 4"}
         }, "required": ["expression"]}),
     )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_names_are_the_specs_names() {
+        let names: Vec<String> = specs().into_iter().map(|spec| spec.name).collect();
+        assert_eq!(names, NAMES);
+        assert!(is_builtin("calculate") && !is_builtin("calculator"));
+    }
 }

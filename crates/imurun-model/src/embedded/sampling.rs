@@ -1,10 +1,11 @@
 //! Choosing each generated token: the repetition penalty, the call grammar, then the greedy
 //! or sampled choice. The result is exactly the token llama.cpp's sampler chain (grammar →
 //! penalties → greedy, or → top-p → temperature → seeded draw) would choose, but for one
-//! choice of imurun's: inside a call (the grammar active) the penalty is off, since the
-//! grammar bounds the call and the penalty only pushes a copied value off the prompt's own
-//! digits (`5000` written `500`). What differs otherwise is the work per token, which at a
-//! hundred tokens a second is a large share of the time:
+//! choice of imurun's: inside a call, from its marker to its closing fence, the penalty is
+//! off, since the grammar bounds the call and the penalty only pushes a copied value off
+//! the prompt's own digits (`5000` written `500`). After the fence it is on again: without
+//! it a small model writes the same call again and again. What differs otherwise is the
+//! work per token, which at a hundred tokens a second is a large share of the time:
 //!
 //! - **The penalty** touches only the tokens of its window (64 at most), where llama.cpp's
 //!   sampler looks every token of the vocabulary up in a hash map (49,152 look-ups for
@@ -45,6 +46,8 @@ pub(super) struct Chooser<'m> {
     draw: Option<LlamaSampler>,
     /// The logits with the penalty applied, reused from token to token.
     scratch: Vec<f32>,
+    /// Where the reply is: inside a call or not, and its last few bytes.
+    place: CallPlace,
 }
 
 impl<'m> Chooser<'m> {
@@ -76,6 +79,7 @@ impl<'m> Chooser<'m> {
             }),
             draw,
             scratch: Vec::new(),
+            place: CallPlace::default(),
         }
     }
 
@@ -86,6 +90,7 @@ impl<'m> Chooser<'m> {
         if let Some(penalty) = &mut self.penalty {
             penalty.accept(token);
         }
+        self.place.accept(piece);
         if let Some(grammar) = &mut self.grammar {
             grammar.accept(token, piece)?;
         }
@@ -103,16 +108,19 @@ impl<'m> Chooser<'m> {
         }
     }
 
-    /// The penalty, where it applies: never inside a call (see the module's notes).
+    /// Whether the grammar holds an open call: the penalty is off there (see the module's
+    /// notes).
+    fn in_call(&self) -> bool {
+        self.place.in_call && matches!(self.grammar, Some(CallGrammar::Active(_)))
+    }
+
+    /// The penalty, where it applies.
     fn penalty_now(&self) -> Option<&PenaltyWindow> {
-        match self.grammar {
-            Some(CallGrammar::Active(_)) => None,
-            _ => self.penalty.as_ref(),
-        }
+        self.penalty.as_ref().filter(|_| !self.in_call())
     }
 
     fn choose_greedy(&mut self, logits: &[f32]) -> LlamaToken {
-        let in_call = matches!(self.grammar, Some(CallGrammar::Active(_)));
+        let in_call = self.in_call();
         let chosen = match self.penalty.as_ref().filter(|_| !in_call) {
             None => first_max(logits),
             Some(penalty) => {
@@ -158,6 +166,35 @@ impl<'m> Chooser<'m> {
         candidates
             .selected_token()
             .unwrap_or_else(|| first_max(logits))
+    }
+}
+
+/// Whether a reply is inside a call: from the end of a call marker (```` ```tool ````) to
+/// the end of the fence that closes it (a newline and ```` ``` ````, which a call's JSON
+/// cannot hold: its strings have no raw newline).
+#[derive(Debug, Default)]
+struct CallPlace {
+    in_call: bool,
+    /// The last bytes of the reply, enough to hold a marker.
+    tail: Vec<u8>,
+}
+
+impl CallPlace {
+    const CLOSE: &'static [u8] = b"\n```";
+
+    fn accept(&mut self, piece: &[u8]) {
+        let marker = TOOL_CALL_MARKER.as_bytes();
+        for &byte in piece {
+            self.tail.push(byte);
+            if self.tail.len() > marker.len() {
+                self.tail.remove(0);
+            }
+            if self.tail.ends_with(marker) {
+                self.in_call = true;
+            } else if self.tail.ends_with(Self::CLOSE) {
+                self.in_call = false;
+            }
+        }
     }
 }
 

@@ -115,8 +115,8 @@ async fn after_a_failed_decode_reuse_gives_what_a_fresh_evaluation_gives() {
 }
 
 /// llama.cpp's own samplers, in the order of the chain the worker used before
-/// `sampling.rs` (grammar → penalties → choice), with imurun's one change: no penalty once
-/// the call grammar is on.
+/// `sampling.rs` (grammar → penalties → choice), with imurun's one change: no penalty
+/// inside a call the grammar holds.
 struct Reference {
     grammar: Option<llama_cpp_2::sampling::LlamaSampler>,
     penalties: Option<llama_cpp_2::sampling::LlamaSampler>,
@@ -182,7 +182,7 @@ impl Reference {
         }
     }
 
-    /// The next token; `in_call` once the reply holds the call marker.
+    /// The next token; `in_call` between a call's marker and its closing fence.
     fn sample(&mut self, logits: &[f32], in_call: bool) -> llama_cpp_2::token::LlamaToken {
         use llama_cpp_2::token::LlamaToken;
         use llama_cpp_2::token::data::LlamaTokenData;
@@ -208,7 +208,8 @@ impl Reference {
 
 /// Greedy and sampled decoding, with and without the penalty and the call grammar (waiting,
 /// triggered by the model, and on from a prefill): on the same logits, token by token, the
-/// worker's chooser picks what llama.cpp's samplers pick (no penalty inside a call).
+/// worker's chooser picks what llama.cpp's samplers pick (no penalty inside a call). Cases
+/// run past a call's closing fence, where the penalty is on again.
 #[test]
 fn the_chooser_picks_what_llama_cpps_sampler_chain_picks() {
     use std::num::NonZeroU32;
@@ -297,6 +298,7 @@ fn the_chooser_picks_what_llama_cpps_sampler_chain_picks() {
     ];
     let vocab = model.vocab();
     let mut calls_constrained = 0;
+    let mut steps_after_a_call = 0;
     for (number, (messages, prefill, decoding, penalty, with_grammar)) in
         cases.into_iter().enumerate()
     {
@@ -331,7 +333,14 @@ fn the_chooser_picks_what_llama_cpps_sampler_chain_picks() {
         let mut logits_index = batch.n_tokens() - 1;
         for (step, position) in (0..64).zip(tokens.len()..) {
             let logits = context.get_logits_ith(logits_index);
-            let in_call = with_grammar && text.contains(super::TOOL_CALL_MARKER);
+            // Inside a call: after its marker, before its closing fence.
+            let in_call = with_grammar
+                && text
+                    .rfind(super::TOOL_CALL_MARKER)
+                    .is_some_and(|at| !text[at..].contains("\n```"));
+            if with_grammar && !in_call && text.contains(super::TOOL_CALL_MARKER) {
+                steps_after_a_call += 1;
+            }
             let expected = reference.sample(logits, in_call);
             let chosen = chooser.choose(logits);
             assert_eq!(
@@ -359,5 +368,9 @@ fn the_chooser_picks_what_llama_cpps_sampler_chain_picks() {
     assert!(
         calls_constrained >= 3,
         "the grammar was active in {calls_constrained} cases: the test checked too little"
+    );
+    assert!(
+        steps_after_a_call >= 1,
+        "no token was chosen after a closed call: the penalty's return went unchecked"
     );
 }

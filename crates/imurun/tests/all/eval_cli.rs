@@ -1,6 +1,7 @@
 //! `imurun eval bfcl` with the scripted model: a right model, a wrong one, and one that fails
 //! (a dead model server must never score, least of all in `irrelevance`, where "no call" is
-//! right).
+//! right); and `--native-tools` against a local server answering in OpenAI's tool-call
+//! format.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -279,4 +280,162 @@ fn a_stopped_run_goes_on_where_it_stopped_and_never_mixes_two_runs() {
     assert!(fresh.status.success(), "{}", stdout(&fresh));
     assert!(stdout(&fresh).contains("simple_python         1/2      50.0%\n"));
     assert_eq!(predictions.lines().count(), 3, "{predictions}");
+}
+
+/// An OpenAI-compatible server with its own tool calling, as `--native-tools` asks it: a
+/// question holding `10` is answered with a call of the offered tool with the question's
+/// numbers, one about a triangle's base 3 likewise, anything else with text. Every chat
+/// request's JSON body is kept.
+struct NativeServer {
+    url: String,
+    requests: std::sync::Arc<std::sync::Mutex<Vec<Value>>>,
+}
+
+impl NativeServer {
+    fn start() -> Self {
+        use std::io::{BufRead, BufReader, Read, Write};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}", listener.local_addr().unwrap());
+        let requests = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = requests.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut reader = BufReader::new(stream.try_clone().unwrap());
+                let mut line = String::new();
+                let _ = reader.read_line(&mut line);
+                let path = line.split_whitespace().nth(1).unwrap_or("").to_owned();
+                let mut length = 0;
+                loop {
+                    let mut header = String::new();
+                    if reader.read_line(&mut header).unwrap_or(0) == 0 || header == "\r\n" {
+                        break;
+                    }
+                    if let Some(value) = header.to_lowercase().strip_prefix("content-length:") {
+                        length = value.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let (status, reply) = if path == "/v1/chat/completions" {
+                    let request: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+                    kept.lock().unwrap().push(request.clone());
+                    let asked = request["messages"].to_string();
+                    let tool = request["tools"][0]["function"]["name"].clone();
+                    let call = |base: u32, height: u32| {
+                        json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
+                            "type": "function", "function": {"name": tool,
+                            "arguments": json!({"base": base, "height": height}).to_string()}}]})
+                    };
+                    let message = if asked.contains("base 10") {
+                        call(10, 5)
+                    } else if asked.contains("base 3") {
+                        call(3, 4)
+                    } else {
+                        json!({"role": "assistant", "content": "I cannot answer that with a tool."})
+                    };
+                    let finish = if message["tool_calls"].is_null() {
+                        "stop"
+                    } else {
+                        "tool_calls"
+                    };
+                    (
+                        "200 OK",
+                        json!({"choices": [{"index": 0, "message": message, "finish_reason": finish}]}),
+                    )
+                } else {
+                    ("404 Not Found", json!({"error": {"message": "not found"}}))
+                };
+                let reply = reply.to_string();
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\
+                     Connection: close\r\n\r\n{reply}",
+                    reply.len()
+                );
+            }
+        });
+        Self { url, requests }
+    }
+}
+
+#[test]
+fn native_tools_asks_the_server_s_own_tool_calling_with_each_case_s_functions() {
+    let server = NativeServer::start();
+    let home = tempfile::tempdir().unwrap();
+    let data = home.path().join("bfcl");
+    bfcl_data(&data);
+    let out = home.path().join("native.jsonl");
+    let model = format!("openai:{}", server.url);
+    let envs: [(&str, &OsStr); 1] = [("IMURUN_HOME", home.path().as_os_str())];
+    let output = run_imurun(
+        &[
+            "eval",
+            "bfcl",
+            "--data",
+            data.to_str().unwrap(),
+            "--model",
+            &model,
+            "--native-tools",
+            "--category",
+            "simple_python",
+            "--category",
+            "irrelevance",
+            "--out",
+            out.to_str().unwrap(),
+        ],
+        "",
+        &envs,
+    );
+    let text = stdout(&output);
+    assert!(
+        output.status.success(),
+        "{text}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(text.contains("(native tool calls)"), "{text}");
+    assert!(
+        text.contains("simple_python         2/2     100.0%\n"),
+        "{text}"
+    );
+    assert!(
+        text.contains("irrelevance           2/2     100.0%\n"),
+        "{text}"
+    );
+    let requests = server.requests.lock().unwrap();
+    assert_eq!(requests.len(), 4);
+    for request in requests.iter() {
+        // The case's function as the request's tool, and the question as it is: none of
+        // imurun's prompt.
+        assert_eq!(request["tools"][0]["function"]["name"], "triangle_area");
+        let messages = request["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 1, "{request}");
+        assert_eq!(messages[0]["role"], "user");
+    }
+    let header = std::fs::read_to_string(&out).unwrap();
+    assert!(header.lines().next().unwrap().contains("native tool calls"));
+
+    // Only a server with its own tool calling can be asked that way.
+    let script = home.path().join("script.json");
+    std::fs::write(&script, json!({"replies": []}).to_string()).unwrap();
+    let scripted = format!("scripted:{}", script.display());
+    let refused = run_imurun(
+        &[
+            "eval",
+            "bfcl",
+            "--data",
+            data.to_str().unwrap(),
+            "--model",
+            &scripted,
+            "--native-tools",
+        ],
+        "",
+        &envs,
+    );
+    assert!(!refused.status.success());
+    let stderr = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        stderr.contains("--native-tools needs an openai:URL model"),
+        "{stderr}"
+    );
 }
