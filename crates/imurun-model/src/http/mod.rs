@@ -98,6 +98,12 @@ impl RetryPolicy {
     }
 }
 
+/// How long an idle connection is kept for the next request: less than the 5 s after which
+/// llama-server (cpp-httplib) and uvicorn-based servers (vLLM) close one, so a request is not
+/// sent on a connection the server is closing at that moment (a connection closed before
+/// any answer is also retried: `transport::send_with_retries`).
+const POOL_IDLE: Duration = Duration::from_secs(4);
+
 /// Connection options shared by both back-ends.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct HttpOptions {
@@ -128,6 +134,7 @@ impl HttpOptions {
         reqwest::Client::builder()
             .connect_timeout(Duration::from_millis(self.connect_timeout_ms))
             .read_timeout(Duration::from_millis(self.read_timeout_ms))
+            .pool_idle_timeout(POOL_IDLE)
             .build()
             .map_err(|error| ModelError::Transport {
                 message: format!("cannot set up the HTTP client: {}", errors::chain(&error)),

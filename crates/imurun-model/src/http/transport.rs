@@ -24,9 +24,10 @@ impl From<Failed> for ModelError {
 }
 
 /// Sends the request `build` makes until the server answers with a success status, retrying
-/// as `policy` allows: a refused or timed-out connection, 429, 500, 502, 503 and 504 (a
-/// context-overflow body never, whatever its status). Returns the successful response,
-/// whose body is not read yet, or `Stopped` when `stop` was set while waiting.
+/// as `policy` allows: a refused or timed-out connection, one closed before any answer, 429,
+/// 500, 502, 503 and 504 (a context-overflow body never, whatever its status). Returns the
+/// successful response, whose body is not read yet, or `Stopped` when `stop` was set while
+/// waiting.
 pub(crate) async fn send_with_retries(
     build: impl Fn() -> RequestBuilder,
     policy: &RetryPolicy,
@@ -67,6 +68,22 @@ pub(crate) async fn send_with_retries(
                     error: ModelError::Transport {
                         message: format!(
                             "cannot connect to {} (is the server running?): {}",
+                            context.url,
+                            chain(&error)
+                        ),
+                    },
+                };
+                (failed, policy.backoff_ms(attempt))
+            }
+            // The connection closed before any answer (a kept-alive connection the server
+            // was closing, as llama-server's cpp-httplib does after 100 requests on one by
+            // default): nothing was generated, so the request goes again.
+            Err(error) if error.is_request() && !error.is_timeout() => {
+                let failed = Failed {
+                    status: None,
+                    error: ModelError::Transport {
+                        message: format!(
+                            "the connection to {} closed before an answer: {}",
                             context.url,
                             chain(&error)
                         ),

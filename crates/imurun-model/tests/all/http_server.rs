@@ -55,6 +55,9 @@ pub(crate) enum Body {
     },
     /// Without length or chunking: the body ends when the connection closes.
     UntilClose(String),
+    /// No answer at all: the connection closes once the request is read, as a server
+    /// closing a kept-alive connection the client just sent on does.
+    Hangup,
 }
 
 /// One canned response.
@@ -149,6 +152,7 @@ impl Canned {
     fn body_bytes(&self) -> Vec<u8> {
         match &self.body {
             Body::Whole(text) | Body::UntilClose(text) => text.clone().into_bytes(),
+            Body::Hangup => Vec::new(),
             Body::Chunked { pieces, .. } => pieces.concat(),
         }
     }
@@ -292,6 +296,9 @@ fn serve(stream: TcpStream, state: &Mutex<State>) {
 
 fn respond(mut stream: TcpStream, canned: &Canned) -> std::io::Result<()> {
     thread::sleep(Duration::from_millis(canned.delay_ms));
+    if matches!(canned.body, Body::Hangup) {
+        return stream.shutdown(std::net::Shutdown::Both);
+    }
     let mut head = format!("HTTP/1.1 {} Canned\r\nconnection: close\r\n", canned.status);
     for (name, value) in &canned.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
@@ -302,6 +309,7 @@ fn respond(mut stream: TcpStream, canned: &Canned) -> std::io::Result<()> {
             stream.write_all(head.as_bytes())?;
             stream.write_all(text.as_bytes())?;
         }
+        Body::Hangup => {}
         Body::UntilClose(text) => {
             head.push_str("\r\n");
             stream.write_all(head.as_bytes())?;

@@ -197,6 +197,11 @@ async fn failures_the_server_may_get_over_are_retried() {
         Canned::json(500, fixture("openai/error_500.json")),
         Canned::json(502, "Bad Gateway"),
         Canned::json(503, fixture("llama-server/loading_503.json")),
+        // The connection closed with no answer at all.
+        Canned {
+            body: Body::Hangup,
+            ..Canned::json(200, "")
+        },
     ];
     for failure in cases {
         let status = failure.status;
