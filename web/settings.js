@@ -51,6 +51,19 @@ export function showPermissions(permissions) {
   form.elements.approvalTimeout.value = permissions.approvalTimeout;
   byId('perm-facts').textContent =
     `Workspace: ${permissions.workspaceRoot}. Approvals wait ${permissions.approvalTimeoutInForce} s in this run.`;
+  byId('perm-sandbox').textContent = describeSandbox(permissions.sandbox);
+}
+
+/** One sentence on the OS sandbox around shell commands, as `GET /api/permissions` reports it. */
+export function describeSandbox(sandbox) {
+  if (sandbox?.kind === 'landlock') {
+    const parts = [];
+    if (sandbox.filesystem) parts.push('writes only in the workspace and a private temporary folder');
+    parts.push(sandbox.network ? 'no TCP while Network is off' : 'TCP not confined by this kernel');
+    if (sandbox.scoped) parts.push('signals and abstract sockets kept inside');
+    return `Sandbox: Landlock ABI ${sandbox.abi} (${parts.join('; ')}).`;
+  }
+  return `Sandbox: none. ${sandbox?.reason ?? 'The server did not say.'}`;
 }
 
 async function loadPermissions() {

@@ -327,6 +327,9 @@ const SCENARIOS = {
     await page.getByRole('link', { name: 'Settings' }).click();
     const mode = page.getByLabel('Mode', { exact: true });
     await page.locator('#perm-facts:not(:empty)').waitFor({ timeout: WAIT_MS });
+    // The server reports Landlock ABI 6 with every part in force.
+    const sandbox = await page.locator('#perm-sandbox').textContent();
+    check(sandbox.startsWith('Sandbox: Landlock ABI 6 (writes only in the workspace'), `the sandbox line says: ${sandbox}`);
     await mode.selectOption('ask');
     await page.getByRole('button', { name: 'Save permissions' }).click();
     await page.getByText('Saved.').first().waitFor({ timeout: WAIT_MS });

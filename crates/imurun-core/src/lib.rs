@@ -13,6 +13,7 @@ mod index;
 mod message;
 mod model;
 mod run_agent;
+mod sandbox;
 mod stop;
 mod tool;
 
@@ -31,6 +32,7 @@ pub use model::{
     ModelError, TokenUsage, estimate_text_tokens, estimate_tokens,
 };
 pub use run_agent::{RUN_AGENT, run_agent_spec};
+pub use sandbox::SandboxStatus;
 pub use stop::{StopFlag, Stopped};
 pub use tool::{
     Availability, BoxFuture, CallSource, Decision, Tool, ToolCall, ToolCategory, ToolContext,

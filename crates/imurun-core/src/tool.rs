@@ -209,6 +209,9 @@ pub struct ToolContext {
     /// Where the call's events go (the turn that caused it): a tool that publishes events of
     /// its own (a sub-agent's `agent.start`) and calls it makes in turn use this sink.
     pub events: Arc<dyn EventSink>,
+    /// Whether the `network` toggle is on for this call. A tool that starts processes confines
+    /// them to match (where the OS sandbox can): with it off, they cannot open TCP connections.
+    pub network: bool,
 }
 
 impl fmt::Debug for ToolContext {
@@ -220,6 +223,7 @@ impl fmt::Debug for ToolContext {
             .field("stop", &self.stop)
             .field("session_id", &self.session_id)
             .field("allowed_tools", &self.allowed_tools)
+            .field("network", &self.network)
             .finish_non_exhaustive()
     }
 }

@@ -384,7 +384,10 @@ impl ToolExecutor {
         caller: &Caller,
         step: &mut Step,
     ) -> (Outcome, ToolOutput) {
-        let verdict = imurun_policy::check(&self.workspace, &self.settings(), &facts(tool, args));
+        // One reading of the settings for the whole call: the toggles the decision saw are the
+        // ones the tool runs under.
+        let settings = self.settings();
+        let verdict = imurun_policy::check(&self.workspace, &settings, &facts(tool, args));
         step.decision = verdict.decision;
         step.verdict = Some(verdict.clone());
         match verdict.decision {
@@ -414,6 +417,7 @@ impl ToolExecutor {
             session_id: caller.session_id.clone(),
             allowed_tools: caller.allowed_tools.clone(),
             events: Arc::clone(sink(&self.events, caller)),
+            network: settings.toggles.network,
         };
         let output = run_caught(tool, &context, args).await;
         let outcome = if output.ok {

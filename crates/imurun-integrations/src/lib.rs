@@ -14,5 +14,5 @@ pub use connectors::{ConnectorTool, Connectors};
 pub use mcp::{
     MCP_SERVER_NAME_CHARS_MAX, MCP_TIMEOUT_DEFAULT_S, MCP_TIMEOUT_MAX_S, MCP_TOOL_NAME_CHARS_MAX,
     McpConfigError, McpHub, McpServerConfig, McpServerState, McpServerStatus, McpTool,
-    McpToolStatus, McpTransport, validate_mcp_servers,
+    McpToolStatus, McpTransport, StdioBase, validate_mcp_servers,
 };

@@ -6,7 +6,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
 use imurun_agent::{AgentConfig, MAX_STEPS_CAP, PromptQueue, SkillStore};
-use imurun_core::{Model, StopFlag};
+use imurun_core::{Model, SandboxStatus, StopFlag};
 use imurun_exec::ToolExecutor;
 use imurun_integrations::McpHub;
 use imurun_store::{Store, StoreError};
@@ -152,6 +152,8 @@ pub struct ServerOptions {
     /// the endpoints must not override at start-up: a flag or an environment variable set
     /// them for this run.
     pub pinned_settings: Vec<String>,
+    /// The OS sandbox the shell and stdio servers run in, as `GET /api/permissions` reports it.
+    pub sandbox: SandboxStatus,
 }
 
 impl Default for ServerOptions {
@@ -163,6 +165,9 @@ impl Default for ServerOptions {
             stop_wait: STOP_WAIT_DEFAULT,
             api_token: None,
             pinned_settings: Vec::new(),
+            sandbox: SandboxStatus::None {
+                reason: "no sandbox was reported to this server".to_owned(),
+            },
         }
     }
 }

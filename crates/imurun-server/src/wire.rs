@@ -13,6 +13,7 @@ use imurun_agent::{
     MAX_STEPS_CAP, SKILL_BODY_BYTES_MAX, SKILL_DESCRIPTION_CHARS_MAX, SKILL_ID_CHARS_MAX,
     SKILL_NAME_CHARS_MAX,
 };
+use imurun_core::SandboxStatus;
 use imurun_store::{ID_CHARS_MAX, SESSION_TITLE_CHARS_MAX};
 use serde::de::{DeserializeOwned, Error as _};
 use serde::{Deserialize, Deserializer, Serialize};
@@ -344,6 +345,11 @@ pub struct Permissions {
     /// The workspace folder; read-only (changing it needs a restart with another setting).
     #[schema(read_only)]
     pub workspace_root: String,
+    /// The OS sandbox around shell commands and stdio MCP servers; read-only (it is what the
+    /// kernel offers): `{kind: "landlock", abi, filesystem, network, scoped}` or
+    /// `{kind: "none", reason}`.
+    #[schema(read_only)]
+    pub sandbox: SandboxStatus,
 }
 
 /// `POST /api/permissions`: every field is optional; absent ones keep their value.

@@ -229,5 +229,6 @@ pub fn context(stop: StopFlag) -> ToolContext {
         session_id: None,
         allowed_tools: None,
         events: Arc::new(NullEvents),
+        network: true,
     }
 }

@@ -59,6 +59,7 @@ impl TempWorkspace {
             session_id: None,
             allowed_tools: None,
             events: Arc::new(NullEvents),
+            network: true,
         }
     }
 }

@@ -11,7 +11,7 @@ use imurun_core::{
 };
 use imurun_exec::{Caller, OnAsk, Registry, ToolExecutor};
 use imurun_policy::{CallFacts, Mode, Settings, Workspace, WorkspaceConfig};
-use imurun_tools::{BuiltinConfig, Shell, ShellConfig, builtin_tools};
+use imurun_tools::{BuiltinConfig, Confinement, Shell, ShellConfig, builtin_tools, spawn_confined};
 use serde_json::json;
 
 struct Fixture {
@@ -33,6 +33,7 @@ fn fixture() -> Fixture {
     std::fs::write(workspace.root().join("notes/deep/today.md"), "hello").expect("file");
     let shell = ShellConfig {
         environment: std::env::vars_os().collect(),
+        temp_parent: std::env::temp_dir(),
     };
     let config = BuiltinConfig {
         shell,
@@ -112,6 +113,7 @@ fn shell(c: &mut Criterion) {
     let runtime = runtime();
     let shell = Shell::new(ShellConfig {
         environment: std::env::vars_os().collect(),
+        temp_parent: std::env::temp_dir(),
     });
     let context = ToolContext {
         workspace_root: f.workspace.root().to_path_buf(),
@@ -121,6 +123,7 @@ fn shell(c: &mut Criterion) {
         session_id: None,
         allowed_tools: None,
         events: Arc::new(NullEvents),
+        network: true,
     };
     let args = json!({"command": "true"})
         .as_object()
@@ -143,22 +146,41 @@ fn shell(c: &mut Criterion) {
     });
     let environment: Vec<_> = std::env::vars_os().collect();
     let root = f.workspace.root().to_path_buf();
+    let command = || {
+        let mut command = tokio::process::Command::new("/bin/sh");
+        command
+            .arg("-c")
+            .arg("true")
+            .current_dir(&root)
+            .env_clear()
+            .envs(environment.iter().map(|(k, v)| (k, v)))
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .process_group(0);
+        command
+    };
     group.bench_function(
         "tokio spawn of sh -c true, piped, own group, env, cwd",
+        |b| b.iter(|| runtime.block_on(async { command().output().await.expect("sh runs") })),
+    );
+    // The same start inside the OS sandbox (Landlock on Linux, as `imurun_tools::sandbox_status`
+    // reports): the ruleset built, applied to a thread of its own, and the process started
+    // from it. Against the line above, in the same run: the sandbox's own cost per command.
+    let temp = tempfile::tempdir().expect("a temporary folder");
+    let writable = [root.as_path(), temp.path()];
+    let confinement = Confinement {
+        writable: &writable,
+        network: false,
+    };
+    group.bench_function(
+        "tokio spawn of sh -c true, piped, own group, env, cwd, sandboxed",
         |b| {
             b.iter(|| {
                 runtime.block_on(async {
-                    tokio::process::Command::new("/bin/sh")
-                        .arg("-c")
-                        .arg("true")
-                        .current_dir(&root)
-                        .env_clear()
-                        .envs(environment.iter().map(|(k, v)| (k, v)))
-                        .stdin(std::process::Stdio::null())
-                        .stdout(std::process::Stdio::piped())
-                        .stderr(std::process::Stdio::piped())
-                        .process_group(0)
-                        .output()
+                    spawn_confined(&mut command(), &confinement)
+                        .expect("sh starts")
+                        .wait_with_output()
                         .await
                         .expect("sh runs")
                 })

@@ -22,5 +22,6 @@ pub use builtin::{
 };
 pub use catalog::{BuiltinConfig, builtin_specs, builtin_tools};
 pub use process::{
-    OUTPUT_CHARS_MAX, OutputCollector, StdioCommand, StdioServer, spawn_stdio_server,
+    Confinement, OUTPUT_CHARS_MAX, OutputCollector, StdioCommand, StdioServer, sandbox_status,
+    spawn_confined, spawn_stdio_server,
 };

@@ -9,7 +9,7 @@ use anyhow::{Context, Result};
 use imurun_agent::{AgentConfig, AgentLoop, ModelSource, RunAgentTool, SkillStore};
 use imurun_core::{AuditSink, Clock, EventSink, Model, NullEvents, SystemClock, ToolSpec};
 use imurun_exec::{Registry, ToolExecutor};
-use imurun_integrations::McpHub;
+use imurun_integrations::{McpHub, StdioBase};
 use imurun_policy::{Settings, Workspace, WorkspaceConfig};
 use imurun_store::{AuditWriter, Store};
 use imurun_tools::{BuiltinConfig, ShellConfig, UnconfiguredTool, builtin_tools};
@@ -86,6 +86,7 @@ impl Wiring {
                 let builtin = BuiltinConfig {
                     shell: ShellConfig {
                         environment: config.variables.children.to_vec(),
+                        temp_parent: config.variables.temp_dir.clone(),
                     },
                     search: config.variables.search.clone(),
                     clock: Arc::clone(&plan.clock),
@@ -110,7 +111,12 @@ impl Wiring {
         }
         let mcp = if plan.mcp {
             // One that fails to start is listed with its error and the others still serve.
-            let hub = McpHub::connect_all(&config.mcp_servers, &config.variables.children).await;
+            let base = StdioBase {
+                environment: config.variables.children.to_vec(),
+                workspace: workspace.root().to_path_buf(),
+                temp_parent: config.variables.temp_dir.clone(),
+            };
+            let hub = McpHub::connect_all(&config.mcp_servers, &base).await;
             for tool in hub.tools() {
                 registry.insert(tool, true);
             }

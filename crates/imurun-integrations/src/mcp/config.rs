@@ -80,6 +80,11 @@ pub enum McpTransport {
         /// The working folder; imurun's own when absent.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         cwd: Option<PathBuf>,
+        /// Absolute folders the server may write in besides the workspace, its `cwd` and its
+        /// private temporary folder, where the OS sandbox confines writes (a package cache
+        /// such as `~/.npm` for a server started with `npx`).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        writable: Vec<PathBuf>,
     },
     /// A streamable-HTTP endpoint (`http://` or `https://`), with extra headers sent on every
     /// request (an `Authorization` header, for example).
@@ -117,6 +122,7 @@ impl McpServerConfig {
                 args: args.iter().map(|arg| (*arg).to_owned()).collect(),
                 env: BTreeMap::new(),
                 cwd: None,
+                writable: Vec::new(),
             },
         )
     }
@@ -188,9 +194,17 @@ impl McpServerConfig {
             ));
         }
         match &self.transport {
-            McpTransport::Stdio { command, .. } => {
+            McpTransport::Stdio {
+                command, writable, ..
+            } => {
                 if command.trim().is_empty() {
                     return Err(bad("transport.command is empty".to_owned()));
+                }
+                if let Some(relative) = writable.iter().find(|folder| !folder.is_absolute()) {
+                    return Err(bad(format!(
+                        "transport.writable must hold absolute folders, not `{}`",
+                        relative.display()
+                    )));
                 }
             }
             McpTransport::Http { url, headers } => {
@@ -364,12 +378,14 @@ impl fmt::Debug for McpTransport {
                 args,
                 env,
                 cwd,
+                writable,
             } => f
                 .debug_struct("Stdio")
                 .field("command", command)
                 .field("args", &redacted_args(args))
                 .field("env", &env.keys().collect::<Vec<_>>())
                 .field("cwd", cwd)
+                .field("writable", writable)
                 .finish(),
             McpTransport::Http { url, headers } => f
                 .debug_struct("Http")

@@ -3,7 +3,7 @@
 //! health, calls with a timeout and the turn's Stop, and closing it.
 
 use std::collections::HashMap;
-use std::ffi::OsString;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 use tokio::io::AsyncReadExt;
 
 use super::config::{McpServerConfig, McpTransport};
+use super::hub::StdioBase;
 
 /// Pages of `tools/list` followed before the rest is ignored: a server that keeps handing out
 /// cursors must not keep imurun listing forever.
@@ -88,7 +89,7 @@ impl Connection {
     /// server's startup timeout.
     pub(crate) async fn open(
         config: &McpServerConfig,
-        environment: &[(OsString, OsString)],
+        base: &StdioBase,
     ) -> Result<(Connection, Vec<RemoteTool>), String> {
         let timeout = Duration::from_secs(config.startup_timeout_s);
         let client_info = client_config();
@@ -98,13 +99,20 @@ impl Connection {
                 args,
                 env,
                 cwd,
+                writable,
             } => {
+                let writable: Vec<&Path> = std::iter::once(base.workspace.as_path())
+                    .chain(cwd.as_deref())
+                    .chain(writable.iter().map(PathBuf::as_path))
+                    .collect();
                 let mut server = spawn_stdio_server(&StdioCommand {
                     command,
                     args,
-                    environment,
+                    environment: &base.environment,
                     env,
                     cwd: cwd.as_deref(),
+                    writable: &writable,
+                    temp_parent: &base.temp_parent,
                 })
                 .map_err(|error| format!("cannot start `{command}`: {error}"))?;
                 let stderr = Arc::new(StderrTail::default());

@@ -4,6 +4,7 @@
 
 use std::collections::HashSet;
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use imurun_core::{Availability, Tool, ToolCategory};
@@ -14,6 +15,19 @@ use super::connection::{Connection, SERVER_TOOLS_MAX};
 use super::tool::{McpTool, spec, tool_name};
 
 /// The MCP servers of one imurun process.
+/// What every stdio server starts from.
+#[derive(Debug, Clone, Default)]
+pub struct StdioBase {
+    /// The environment it inherits (the binary passes its own); credential-looking variables
+    /// are removed from it.
+    pub environment: Vec<(OsString, OsString)>,
+    /// The workspace: every stdio server may write there, as well as in its private temporary
+    /// folder, its `cwd` and the folders its configuration lists as `writable`.
+    pub workspace: PathBuf,
+    /// Where each server's private temporary folder is made (the system's temporary folder).
+    pub temp_parent: PathBuf,
+}
+
 #[derive(Debug, Default)]
 pub struct McpHub {
     servers: Vec<Server>,
@@ -98,12 +112,10 @@ enum ServerState {
 impl McpHub {
     /// Connects every enabled server at the same time, each within its own timeout. A server
     /// that is misconfigured, does not start or does not answer is kept with its error and
-    /// does not stop the others. Stdio servers start from `environment` (the binary passes
-    /// its own) without credential-looking variables, plus their configured `env`.
-    pub async fn connect_all(
-        configs: &[McpServerConfig],
-        environment: &[(OsString, OsString)],
-    ) -> McpHub {
+    /// does not stop the others. Stdio servers start from `base`'s environment (the binary
+    /// passes its own) without credential-looking variables, plus their configured `env`, in
+    /// the OS sandbox with writes allowed in `base`'s workspace.
+    pub async fn connect_all(configs: &[McpServerConfig], base: &StdioBase) -> McpHub {
         let mut pending = tokio::task::JoinSet::new();
         let mut servers: Vec<Server> = Vec::with_capacity(configs.len());
         let mut prefixes = HashSet::new();
@@ -118,9 +130,8 @@ impl McpHub {
                 state = ServerState::Failed(error.to_string());
             } else if config.enabled {
                 let config = config.clone();
-                let environment = environment.to_vec();
-                pending
-                    .spawn(async move { (index, Connection::open(&config, &environment).await) });
+                let base = base.clone();
+                pending.spawn(async move { (index, Connection::open(&config, &base).await) });
                 state = ServerState::Starting;
             }
             servers.push(Server {

@@ -15,5 +15,5 @@ pub use config::{
     MCP_SERVER_NAME_CHARS_MAX, MCP_TIMEOUT_DEFAULT_S, MCP_TIMEOUT_MAX_S, McpConfigError,
     McpServerConfig, McpTransport, validate_mcp_servers,
 };
-pub use hub::{McpHub, McpServerState, McpServerStatus, McpToolStatus};
+pub use hub::{McpHub, McpServerState, McpServerStatus, McpToolStatus, StdioBase};
 pub use tool::{MCP_TOOL_NAME_CHARS_MAX, McpTool};

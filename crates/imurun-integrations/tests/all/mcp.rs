@@ -11,14 +11,18 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use imurun_core::{
-    Availability, CallSource, Decision, DenyReason, Event, StopFlag, Tool, ToolCategory, ToolOutput,
+    Availability, CallSource, Decision, DenyReason, Event, SandboxStatus, StopFlag, Tool,
+    ToolCategory, ToolOutput,
 };
 use imurun_exec::{AUDIT_MARK, Caller, OnAsk, Outcome, Registry, ToolExecutor};
-use imurun_integrations::{McpHub, McpServerConfig, McpServerState, McpServerStatus, McpTransport};
+use imurun_integrations::{
+    McpHub, McpServerConfig, McpServerState, McpServerStatus, McpTransport, StdioBase,
+};
 use imurun_policy::{Mode, Settings, Toggles};
 use imurun_testkit::{
     RecordingAudit, RecordingEvents, TempWorkspace, call, context, is_gone, object,
 };
+use imurun_tools::sandbox_status;
 use serde_json::{Value, json};
 
 use crate::support::register_mcp;
@@ -63,8 +67,20 @@ fn filesystem(name: &str, root: &std::path::Path) -> McpServerConfig {
     )
 }
 
+/// Connects `configs` with the system's temporary folder as the workspace: these servers may
+/// write anywhere the tests put their files. The sandbox's own test narrows it.
 async fn connect(configs: &[McpServerConfig]) -> McpHub {
-    McpHub::connect_all(configs, &environment()).await
+    connect_in(configs, &std::env::temp_dir()).await
+}
+
+/// Connects `configs` with `workspace` as the one folder (besides their own) they may write in.
+async fn connect_in(configs: &[McpServerConfig], workspace: &std::path::Path) -> McpHub {
+    let base = StdioBase {
+        environment: environment(),
+        workspace: workspace.to_path_buf(),
+        temp_parent: std::env::temp_dir(),
+    };
+    McpHub::connect_all(configs, &base).await
 }
 
 fn status<'a>(statuses: &'a [McpServerStatus], name: &str) -> &'a McpServerStatus {
@@ -389,6 +405,51 @@ async fn filesystem_server_writes_reads_and_lists_inside_its_root_only() {
             .starts_with("FAILED: the MCP server `files` reported an error: "),
         "{}",
         outside.text
+    );
+    hub.shutdown().await;
+}
+
+/// A stdio server runs in the OS sandbox: the filesystem server, rooted at a folder outside
+/// the workspace, cannot write there; listed under `writable`, it can. Reads are not confined.
+#[tokio::test]
+async fn a_stdio_server_writes_only_where_the_sandbox_lets_it() {
+    if let SandboxStatus::None { reason } = sandbox_status() {
+        assert!(
+            std::env::var("IMURUN_TEST_NO_LANDLOCK").is_ok_and(|value| value == "1"),
+            "no OS sandbox on this machine: {reason}"
+        );
+        return;
+    }
+    let workspace = tempfile::tempdir().unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    let root = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(root.join("kept.txt"), "kept").unwrap();
+    let note = root.join("note.txt");
+    let write = json!({"path": note, "content": "written through MCP"});
+
+    let hub = connect_in(&[filesystem("files", &root)], workspace.path()).await;
+    let read = run(
+        &hub,
+        "files__read_text_file",
+        json!({"path": root.join("kept.txt")}),
+    )
+    .await;
+    assert_eq!(read.text, "kept");
+    let refused = run(&hub, "files__write_file", write.clone()).await;
+    assert!(!refused.ok, "{}", refused.text);
+    assert!(!note.exists());
+    hub.shutdown().await;
+
+    let mut config = filesystem("files", &root);
+    if let McpTransport::Stdio { writable, .. } = &mut config.transport {
+        writable.push(root.clone());
+    }
+    let hub = connect_in(&[config], workspace.path()).await;
+    let written = run(&hub, "files__write_file", write).await;
+    assert!(written.ok, "{}", written.text);
+    assert_eq!(
+        std::fs::read_to_string(&note).unwrap(),
+        "written through MCP"
     );
     hub.shutdown().await;
 }

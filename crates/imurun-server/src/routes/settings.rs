@@ -25,7 +25,7 @@ use crate::wire::{
 pub const APPROVAL_TIMEOUT_KEY: &str = "permissions.approvalTimeout";
 
 /// `GET /api/permissions` → 200 `{mode, toggles: {readFiles, writeFiles, runShell, network},
-/// approvalTimeout, approvalTimeoutInForce, workspaceRoot}`.
+/// approvalTimeout, approvalTimeoutInForce, workspaceRoot, sandbox}`.
 #[utoipa::path(
     get,
     path = "/api/permissions",
@@ -155,6 +155,7 @@ async fn current_permissions(state: &ServerState) -> Result<Permissions, ApiErro
         approval_timeout: saved_s.unwrap_or(in_force_s),
         approval_timeout_in_force: in_force_s,
         workspace_root: state.executor().workspace().root().display().to_string(),
+        sandbox: state.options().sandbox.clone(),
     })
 }
 

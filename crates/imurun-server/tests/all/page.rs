@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::Arc;
 
+use imurun_core::SandboxStatus;
 use imurun_server::{CONTENT_SECURITY_POLICY, ServerOptions, asset_names, asset_paths};
 use serde_json::json;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -375,7 +376,17 @@ async fn the_page_works_in_a_real_browser() {
     write_file(&dirs, "notes.txt", "remember the milk\n");
     let gates = Gates::new();
     let model = TestModel::new(page_script(&gates));
-    let server = TestServer::start(&dirs, Some(model)).await;
+    // The settings scenario reads this back from the page.
+    let options = ServerOptions {
+        sandbox: SandboxStatus::Landlock {
+            abi: 6,
+            filesystem: true,
+            network: true,
+            scoped: true,
+        },
+        ..ServerOptions::default()
+    };
+    let server = TestServer::start_with(&dirs, Some(model), options).await;
     // The scenarios signal through the API that the page shows what they wait for: each
     // creates a session with a title, and the gate of that title opens.
     let mut openers = HashMap::from([

@@ -1,13 +1,16 @@
 //! `shell`: runs one command line with `sh -c` in the workspace root.
 //!
-//! Shell is not a sandbox: a command can reach every file the user can, which is why the
-//! policy asks below `allow-all`. What this tool does guarantee: stdin is closed, credential
-//! variables are removed from the environment, the destructive-command deny-list is checked
-//! here again (so a direct `run` cannot skip it), output is capped at
-//! [`OUTPUT_CHARS_MAX`](crate::OUTPUT_CHARS_MAX) characters keeping head and tail, and the
-//! timeout or the turn's Stop ends the command and every process it started.
+//! What this tool guarantees: stdin is closed, credential variables are removed from the
+//! environment, the destructive-command deny-list is checked here again (so a direct `run`
+//! cannot skip it), and the command runs in the OS sandbox where the machine has one (Landlock
+//! on Linux: writes only in the workspace and a private temporary folder, which is its
+//! `TMPDIR`; no TCP while the `network` toggle is off). Reads are not confined: a command can
+//! read every file the user can, which is why the policy asks below `allow-all`. Output is
+//! capped at [`OUTPUT_CHARS_MAX`](crate::OUTPUT_CHARS_MAX) characters keeping head and tail,
+//! and the timeout or the turn's Stop ends the command and every process it started.
 
 use std::ffi::OsString;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use imurun_core::{BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
@@ -29,12 +32,25 @@ pub(crate) fn spec() -> ToolSpec {
 }
 
 /// What the shell tool starts from.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct ShellConfig {
     /// The environment commands start from. Credential-looking variables are removed from it
     /// at every run. The binary passes its own environment: it is the only part of imurun
     /// that reads environment variables.
     pub environment: Vec<(OsString, OsString)>,
+    /// Where each run's private temporary folder is made: the system's temporary folder,
+    /// which the binary resolves.
+    pub temp_parent: PathBuf,
+}
+
+impl Default for ShellConfig {
+    /// An empty environment; private temporary folders under `/tmp`.
+    fn default() -> Self {
+        Self {
+            environment: Vec::new(),
+            temp_parent: PathBuf::from("/tmp"),
+        }
+    }
 }
 
 /// Runs shell commands in the workspace root.
@@ -93,9 +109,12 @@ impl Tool for Shell {
             let request = ShellRequest {
                 command,
                 folder: &context.workspace_root,
+                workspace: &context.workspace_root,
                 environment: &self.config.environment,
                 timeout: Duration::from_secs(timeout_s),
                 stop: &context.stop,
+                temp_parent: &self.config.temp_parent,
+                network: context.network,
             };
             match run_shell(request).await {
                 Ok(result) => report(result, timeout_s),

@@ -1,7 +1,8 @@
 //! The one place in imurun that spawns processes: `sh -c COMMAND` in a folder, with stdin
 //! closed, credential-looking variables removed from its environment, in a process group of
-//! its own, its output captured within a bound, and a timeout and a stop signal that end it
-//! and everything it started.
+//! its own, inside the OS sandbox (`sandbox`: writes only in the workspace and a private
+//! temporary folder), its output captured within a bound, and a timeout and a stop signal that
+//! end it and everything it started.
 //!
 //! stdout and stderr share one pipe, so the output is interleaved in the order the command
 //! wrote it, as `2>&1` would give. No process of a run outlives it: when the shell exits,
@@ -9,6 +10,7 @@
 //! that outlived its call would also outlive its timeout.
 
 mod output;
+mod sandbox;
 mod stdio;
 mod tree;
 
@@ -22,6 +24,7 @@ use imurun_policy::without_credentials;
 use tokio::io::AsyncReadExt;
 
 pub use output::{OUTPUT_CHARS_MAX, OutputCollector};
+pub use sandbox::{Confinement, sandbox_status, spawn_confined};
 pub use stdio::{StdioCommand, StdioServer, spawn_stdio_server};
 
 use tree::ProcessTree;
@@ -44,10 +47,17 @@ const READ_CHUNK_BYTES: usize = 16 * 1024;
 pub(crate) struct ShellRequest<'a> {
     pub(crate) command: &'a str,
     pub(crate) folder: &'a Path,
+    /// The workspace root: with the private temporary folder, the only place the run may
+    /// write (where the OS sandbox holds).
+    pub(crate) workspace: &'a Path,
     /// The environment to start from; credential-looking variables are removed from it.
     pub(crate) environment: &'a [(OsString, OsString)],
     pub(crate) timeout: Duration,
     pub(crate) stop: &'a StopFlag,
+    /// Where the run's private temporary folder is made (its `TMPDIR`, removed afterwards).
+    pub(crate) temp_parent: &'a Path,
+    /// Whether the run may open TCP connections (the `network` toggle).
+    pub(crate) network: bool,
 }
 
 /// How a run ended.
@@ -74,6 +84,11 @@ pub(crate) async fn run_shell(request: ShellRequest<'_>) -> std::io::Result<Shel
     // The child writes with ordinary blocking writes; only our end is non-blocking.
     let stdout = sender.into_blocking_fd()?;
     let stderr = stdout.try_clone()?;
+    // The one folder outside the workspace the run may write in; removed with everything in
+    // it when the run ends (this value is dropped).
+    let private_temp = tempfile::Builder::new()
+        .prefix("imurun-run-")
+        .tempdir_in(request.temp_parent)?;
     let mut command = tokio::process::Command::new(SHELL_PATH);
     command
         .arg("-c")
@@ -84,11 +99,16 @@ pub(crate) async fn run_shell(request: ShellRequest<'_>) -> std::io::Result<Shel
             request.environment.iter().map(|(k, v)| (k, v)),
         ))
         .env(tree::RUN_TAG_VAR, &tag)
+        .env("TMPDIR", private_temp.path())
         .stdin(Stdio::null())
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr))
         .process_group(0);
-    let spawned = command.spawn();
+    let confinement = Confinement {
+        writable: &[request.workspace, private_temp.path()],
+        network: request.network,
+    };
+    let spawned = sandbox::spawn_confined(&mut command, &confinement);
     // Our copies of the pipe's write end live in `command`: drop them, or the pipe would
     // never report end-of-file.
     drop(command);

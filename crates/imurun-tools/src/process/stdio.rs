@@ -12,6 +12,7 @@ use std::time::Duration;
 use imurun_policy::without_credentials;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
+use super::sandbox::{Confinement, spawn_confined};
 use super::tree::kill_group;
 
 /// What to start.
@@ -25,6 +26,11 @@ pub struct StdioCommand<'a> {
     /// the person put them there for it).
     pub env: &'a BTreeMap<String, String>,
     pub cwd: Option<&'a Path>,
+    /// Folders it may write in, where the OS sandbox confines writes (besides a private
+    /// temporary folder made for it, its `TMPDIR`).
+    pub writable: &'a [&'a Path],
+    /// Where that private temporary folder is made.
+    pub temp_parent: &'a Path,
 }
 
 /// A started server: its pipes, and the process group that ends with it.
@@ -35,10 +41,15 @@ pub struct StdioServer {
     pub stdin: Option<ChildStdin>,
     pub stdout: Option<ChildStdout>,
     pub stderr: Option<ChildStderr>,
+    /// Its private temporary folder, removed when the server is dropped.
+    _private_temp: tempfile::TempDir,
 }
 
 /// Starts `command` with its three pipes.
 pub fn spawn_stdio_server(command: &StdioCommand<'_>) -> std::io::Result<StdioServer> {
+    let private_temp = tempfile::Builder::new()
+        .prefix("imurun-server-")
+        .tempdir_in(command.temp_parent)?;
     let mut process = tokio::process::Command::new(command.command);
     process
         .args(command.args)
@@ -46,6 +57,7 @@ pub fn spawn_stdio_server(command: &StdioCommand<'_>) -> std::io::Result<StdioSe
         .envs(without_credentials(
             command.environment.iter().map(|(k, v)| (k, v)),
         ))
+        .env("TMPDIR", private_temp.path())
         .envs(command.env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -55,7 +67,15 @@ pub fn spawn_stdio_server(command: &StdioCommand<'_>) -> std::io::Result<StdioSe
     if let Some(cwd) = command.cwd {
         process.current_dir(cwd);
     }
-    let mut child = process.spawn()?;
+    let mut writable = command.writable.to_vec();
+    writable.push(private_temp.path());
+    // A server's network is the person's business (its tools are `external` calls, decided
+    // by the policy); only its writes are confined.
+    let confinement = Confinement {
+        writable: &writable,
+        network: true,
+    };
+    let mut child = spawn_confined(&mut process, &confinement)?;
     let Some(pid) = child.id() else {
         return Err(std::io::Error::other(
             "the server exited before it could be tracked",
@@ -67,6 +87,7 @@ pub fn spawn_stdio_server(command: &StdioCommand<'_>) -> std::io::Result<StdioSe
         stderr: child.stderr.take(),
         child,
         pid,
+        _private_temp: private_temp,
     })
 }
 

@@ -11,6 +11,7 @@ mod file_tools;
 mod privacy;
 mod providers;
 mod replay;
+mod sandbox;
 mod shell;
 mod support;
 mod weather;

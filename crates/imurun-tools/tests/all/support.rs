@@ -22,6 +22,7 @@ pub(crate) fn shell_config() -> ShellConfig {
             ("KEYBOARD".into(), "us".into()),
             ("AWS_SECRET_ACCESS_KEY".into(), "aws-123".into()),
         ],
+        temp_parent: std::env::temp_dir(),
     }
 }
 

@@ -48,6 +48,12 @@ pub(crate) fn run(
         )?,
     }
     out.write_all(config.to_annotated_toml().as_bytes())?;
+    // Not a setting: what this machine's kernel enforces on shell commands and stdio servers.
+    writeln!(
+        out,
+        "\n# OS sandbox for shell commands and stdio MCP servers: {}",
+        imurun_tools::sandbox_status().describe()
+    )?;
     out.flush()?;
     // The configuration is shown even when the server would refuse it, so that the person
     // can see which value to change; the refusal is the exit status and the last word.

@@ -70,6 +70,7 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
                 .as_ref()
                 .map(|token| token.expose().to_owned()),
             pinned_settings: pinned_settings(config),
+            sandbox: imurun_tools::sandbox_status(),
             ..ServerOptions::default()
         },
     });

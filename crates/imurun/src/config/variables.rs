@@ -5,6 +5,7 @@
 
 use std::ffi::OsString;
 use std::fmt;
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{Result, anyhow};
@@ -36,6 +37,9 @@ pub(crate) struct Variables {
     /// The whole environment, for the shell and stdio MCP servers (credential-looking
     /// variables are removed per child).
     pub(crate) children: Arc<[(OsString, OsString)]>,
+    /// `TMPDIR` when it is an absolute path, else `/tmp`: where each shell run's private
+    /// temporary folder is made.
+    pub(crate) temp_dir: PathBuf,
 }
 
 impl Variables {
@@ -62,6 +66,10 @@ impl Variables {
             connectors: Connectors::from_lookup(get),
             log_filter: environment.log_filter(),
             children: environment.all().into(),
+            temp_dir: get("TMPDIR")
+                .map(PathBuf::from)
+                .filter(|path| path.is_absolute())
+                .unwrap_or_else(|| PathBuf::from("/tmp")),
         })
     }
 }
@@ -78,6 +86,7 @@ impl fmt::Debug for Variables {
             .field("ollama_api_key", &set(&self.ollama_api_key))
             .field("search", &self.search)
             .field("connectors", &self.connectors)
+            .field("temp_dir", &self.temp_dir)
             .field("log_filter", &self.log_filter)
             .field("children", &self.children.len())
             .finish()

@@ -1,0 +1,228 @@
+//! The OS sandbox around every process imurun starts. On Linux it is Landlock: the process
+//! may write, remove, rename and make folders only beneath the folders it is given (the
+//! workspace and a private temporary folder) and a few harmless devices (`/dev/null`, ...);
+//! reads are left as they are; with the network toggle off it cannot connect or bind TCP
+//! sockets; it cannot signal processes outside its sandbox nor reach abstract Unix sockets made
+//! outside it. The deny-list still runs first: the sandbox is what holds when a command the
+//! list does not model gets through.
+//!
+//! Landlock restricts the calling thread and everything it starts afterwards, so the ruleset
+//! is applied to a short-lived thread of its own, which starts the process and ends. No thread
+//! imurun keeps is ever restricted, and no code runs between `fork` and `exec` (no
+//! `pre_exec`, no `unsafe`).
+//!
+//! Where the kernel has no Landlock (or the system is not Linux) processes run as before, and
+//! [`sandbox_status`] says so. Where it has Landlock and a ruleset cannot be applied, the
+//! process is not started: the sandbox fails closed.
+
+use std::path::Path;
+use std::sync::OnceLock;
+
+use imurun_core::SandboxStatus;
+
+/// What a confined process may write and reach.
+#[derive(Debug, Clone, Copy)]
+pub struct Confinement<'a> {
+    /// Folders the process may write in, and everything beneath them.
+    pub writable: &'a [&'a Path],
+    /// Whether TCP connect and bind stay allowed. With `false` both are refused, where the
+    /// kernel's Landlock has network rules (ABI 4 and later).
+    pub network: bool,
+}
+
+/// What the sandbox enforces on this machine; probed once, by applying a ruleset to a
+/// throwaway thread, so the report is what the kernel did, not what it claims.
+pub fn sandbox_status() -> SandboxStatus {
+    static STATUS: OnceLock<SandboxStatus> = OnceLock::new();
+    STATUS.get_or_init(platform::probe).clone()
+}
+
+/// Starts `command` confined as `confinement` says. Must be called inside a Tokio runtime.
+pub fn spawn_confined(
+    command: &mut tokio::process::Command,
+    confinement: &Confinement<'_>,
+) -> std::io::Result<tokio::process::Child> {
+    match sandbox_status() {
+        SandboxStatus::None { .. } => command.spawn(),
+        SandboxStatus::Landlock { .. } => platform::spawn(command, confinement),
+    }
+}
+
+#[cfg(target_os = "linux")]
+mod platform {
+    use std::io;
+    use std::path::Path;
+
+    use imurun_core::SandboxStatus;
+    use landlock::{
+        ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, PathBeneath, PathFd,
+        RestrictionStatus, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus,
+        Scope,
+    };
+
+    use super::Confinement;
+
+    /// The newest Landlock ABI whose rights imurun asks for and has been tested with. A newer
+    /// kernel adds rights (ABI 9's control over named Unix sockets, say) only once they are
+    /// added here and tested; an older one gets what it has (the crate's best effort).
+    const ABI_USED: ABI = ABI::V7;
+
+    /// Devices every program may write to, whatever folder it was confined to: discarding
+    /// output is not a way out. Missing ones are skipped.
+    const WRITABLE_DEVICES: [&str; 4] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
+
+    /// The rights the sandbox takes away outside the writable folders: every kind of write,
+    /// removal, rename, link, truncation and device control. Reading and running programs are
+    /// not handled, so they stay as the user's own rights allow.
+    fn write_rights() -> BitFlags<AccessFs> {
+        AccessFs::from_write(ABI_USED)
+    }
+
+    pub(super) fn probe() -> SandboxStatus {
+        let applied = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let ruleset = ruleset(&Confinement {
+                        writable: &[],
+                        network: false,
+                    })?;
+                    ruleset.restrict_self().map_err(io::Error::other)
+                })
+                .join()
+        });
+        match applied {
+            Ok(Ok(status)) => report(&status),
+            Ok(Err(error)) => SandboxStatus::None {
+                reason: format!(
+                    "this kernel offers Landlock but a ruleset could not be applied ({error}); \
+                     commands run with the user's own rights"
+                ),
+            },
+            Err(_) => SandboxStatus::None {
+                reason: "the Landlock probe failed; commands run with the user's own rights"
+                    .to_string(),
+            },
+        }
+    }
+
+    fn report(status: &RestrictionStatus) -> SandboxStatus {
+        match (&status.ruleset, &status.landlock) {
+            (
+                RulesetStatus::FullyEnforced | RulesetStatus::PartiallyEnforced,
+                LandlockStatus::Available { effective_abi, .. },
+            ) => {
+                let in_force = (*effective_abi).min(ABI_USED);
+                SandboxStatus::Landlock {
+                    abi: abi_number(in_force),
+                    filesystem: true,
+                    network: in_force >= ABI::V4,
+                    scoped: in_force >= ABI::V6,
+                }
+            }
+            (_, LandlockStatus::NotEnabled) => SandboxStatus::None {
+                reason: "this Linux kernel has Landlock but it is not enabled at boot (add \
+                         `landlock` to the `lsm=` kernel parameter); commands run with the \
+                         user's own rights"
+                    .to_string(),
+            },
+            _ => SandboxStatus::None {
+                reason: "this Linux kernel has no Landlock (it needs Linux 5.13 or later, built \
+                         with CONFIG_SECURITY_LANDLOCK); commands run with the user's own rights"
+                    .to_string(),
+            },
+        }
+    }
+
+    /// The ABI's number (its `Display` is the number for every supported version).
+    fn abi_number(abi: ABI) -> u32 {
+        abi.to_string().parse().unwrap_or(0)
+    }
+
+    /// The ruleset for one process, with its rules added; not yet applied.
+    fn ruleset(confinement: &Confinement<'_>) -> io::Result<RulesetCreated> {
+        let write = write_rights();
+        let mut ruleset = Ruleset::default()
+            .handle_access(write)
+            .map_err(io::Error::other)?
+            .scope(Scope::from_all(ABI_USED))
+            .map_err(io::Error::other)?;
+        if !confinement.network {
+            // No rule allows any port, so every TCP connect and bind is refused.
+            ruleset = ruleset
+                .handle_access(AccessNet::from_all(ABI_USED))
+                .map_err(io::Error::other)?;
+        }
+        let mut created = ruleset.create().map_err(io::Error::other)?;
+        for folder in confinement.writable {
+            created = created
+                .add_rule(PathBeneath::new(open(folder)?, write))
+                .map_err(io::Error::other)?;
+        }
+        let device_rights = write & AccessFs::from_file(ABI_USED);
+        for device in WRITABLE_DEVICES {
+            let Ok(fd) = PathFd::new(device) else {
+                continue;
+            };
+            created = created
+                .add_rule(PathBeneath::new(fd, device_rights))
+                .map_err(io::Error::other)?;
+        }
+        Ok(created)
+    }
+
+    fn open(folder: &Path) -> io::Result<PathFd> {
+        PathFd::new(folder).map_err(|error| {
+            io::Error::other(format!(
+                "cannot open {} for the sandbox: {error}",
+                folder.display()
+            ))
+        })
+    }
+
+    pub(super) fn spawn(
+        command: &mut tokio::process::Command,
+        confinement: &Confinement<'_>,
+    ) -> io::Result<tokio::process::Child> {
+        // Built here, where opening the folders may fail with a clear error; applied below.
+        let ruleset = ruleset(confinement)?;
+        let runtime = tokio::runtime::Handle::current();
+        std::thread::scope(|scope| {
+            scope
+                .spawn(move || {
+                    // The child is registered with the runtime's process driver from here.
+                    let _entered = runtime.enter();
+                    let status = ruleset.restrict_self().map_err(io::Error::other)?;
+                    if status.ruleset == RulesetStatus::NotEnforced {
+                        return Err(io::Error::other(
+                            "the Landlock ruleset was not enforced; the command was not started",
+                        ));
+                    }
+                    command.spawn()
+                })
+                .join()
+                .unwrap_or_else(|_| Err(io::Error::other("the sandboxed start failed")))
+        })
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod platform {
+    use imurun_core::SandboxStatus;
+
+    use super::Confinement;
+
+    pub(super) fn probe() -> SandboxStatus {
+        SandboxStatus::None {
+            reason: "the OS sandbox is Linux's Landlock, and this system is not Linux (Seatbelt \
+                     on macOS is not built yet); commands run with the user's own rights"
+                .to_string(),
+        }
+    }
+
+    pub(super) fn spawn(
+        command: &mut tokio::process::Command,
+        _confinement: &Confinement<'_>,
+    ) -> std::io::Result<tokio::process::Child> {
+        command.spawn()
+    }
+}

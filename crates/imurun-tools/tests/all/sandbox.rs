@@ -1,0 +1,234 @@
+//! The shell under the OS sandbox (Landlock on Linux), through the executor in `allow-all`:
+//! commands the deny-list lets through still cannot write outside the workspace, and with the
+//! `network` toggle off they cannot open TCP connections.
+
+use std::fs;
+use std::net::TcpListener;
+use std::path::Path;
+
+use imurun_core::{Decision, SandboxStatus};
+use imurun_exec::Outcome;
+use imurun_policy::{Mode, Settings, Toggles, destructive_reason};
+use imurun_tools::sandbox_status;
+use serde_json::json;
+
+use crate::support::Harness;
+
+/// Whether this machine says it has no Landlock: only then may the sandbox be missing.
+fn landlock_excused() -> bool {
+    std::env::var("IMURUN_TEST_NO_LANDLOCK").is_ok_and(|value| value == "1")
+}
+
+/// The sandbox on this machine: its ABI and whether signals are scoped. A test of what it
+/// enforces fails when it is missing, unless the machine says it lacks Landlock (then `None`).
+fn landlock() -> Option<(u32, bool)> {
+    match sandbox_status() {
+        SandboxStatus::Landlock {
+            abi,
+            filesystem,
+            network,
+            scoped,
+        } => {
+            assert!(filesystem, "Landlock without filesystem rules");
+            assert!(network, "Landlock ABI {abi} has no network rules");
+            Some((abi, scoped))
+        }
+        SandboxStatus::None { reason } => {
+            assert!(
+                landlock_excused(),
+                "no OS sandbox on this machine: {reason} (IMURUN_TEST_NO_LANDLOCK=1 says the \
+                 machine lacks Landlock)"
+            );
+            assert!(reason.contains("own rights"), "{reason}");
+            None
+        }
+    }
+}
+
+#[test]
+fn landlock_is_in_force_with_network_rules() {
+    if let Some((abi, _)) = landlock() {
+        assert!(abi >= 4, "ABI {abi}");
+    }
+}
+
+/// Commands that write outside their folder in ways the deny-list does not model. `{dir}`
+/// is the folder they aim at; each starts from `{dir}/victim.txt` holding "canary".
+const ESCAPES: [&str; 12] = [
+    // A verb built from a variable.
+    "v=rm; $v -f {dir}/victim.txt",
+    // A verb built from pieces.
+    "r=r; m=m; $r$m {dir}/victim.txt",
+    // Interpreter one-liners.
+    "python3 -c 'import os; os.remove(\"{dir}/victim.txt\")'",
+    "python3 -c 'open(\"{dir}/victim.txt\", \"w\").write(\"gone\")'",
+    "perl -e 'unlink \"{dir}/victim.txt\"'",
+    // A script the command writes first, in the workspace: no list can read it.
+    "printf 'rm -f \"$1\"\\n' > wipe.sh && sh wipe.sh {dir}/victim.txt",
+    // Plain writes, renames, truncation, new files, folders and links.
+    "echo overwritten > {dir}/victim.txt",
+    ": > {dir}/victim.txt",
+    "mv {dir}/victim.txt {dir}/moved.txt",
+    "cp /etc/hostname {dir}/copy.txt",
+    "mkdir {dir}/made",
+    "ln -s /etc/hostname {dir}/link",
+];
+
+/// A canary folder holding `victim.txt`.
+fn canary(dir: &Path) {
+    fs::create_dir_all(dir).unwrap();
+    fs::write(dir.join("victim.txt"), "canary").unwrap();
+}
+
+/// The folder's entries, sorted, and what `victim.txt` holds.
+fn state(dir: &Path) -> (Vec<String>, Option<String>) {
+    let mut names: Vec<String> = fs::read_dir(dir)
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    (names, fs::read_to_string(dir.join("victim.txt")).ok())
+}
+
+#[tokio::test]
+async fn commands_the_deny_list_misses_cannot_write_outside_the_workspace() {
+    if landlock().is_none() {
+        return;
+    }
+    let harness = Harness::new(Mode::AllowAll);
+    let outside = tempfile::tempdir().unwrap();
+    for template in ESCAPES {
+        let dir = outside.path().join("canary");
+        canary(&dir);
+        let command = template.replace("{dir}", &dir.display().to_string());
+        assert_eq!(destructive_reason(&command), None, "{command}");
+        let execution = harness.call("shell", json!({"command": command})).await;
+        assert_eq!(execution.decision, Decision::Allow, "{command}");
+        assert_eq!(
+            execution.outcome,
+            Outcome::Ok,
+            "{command}: {}",
+            execution.output.text
+        );
+        assert_eq!(
+            state(&dir),
+            (vec!["victim.txt".to_string()], Some("canary".to_string())),
+            "{command} changed a folder outside the workspace: {}",
+            execution.output.text
+        );
+        // perl's `unlink` fails quietly; everything else says it failed.
+        assert!(
+            !execution.output.text.starts_with("exit code: 0\n") || template.contains("perl"),
+            "{command} should have failed: {}",
+            execution.output.text
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn the_same_commands_work_inside_the_workspace() {
+    if landlock().is_none() {
+        return;
+    }
+    let harness = Harness::new(Mode::AllowAll);
+    for template in ESCAPES {
+        let dir = harness.ws.root().join("canary");
+        canary(&dir);
+        let command = template.replace("{dir}", &dir.display().to_string());
+        let execution = harness.call("shell", json!({"command": command})).await;
+        assert_eq!(
+            execution.outcome,
+            Outcome::Ok,
+            "{command}: {}",
+            execution.output.text
+        );
+        assert_ne!(
+            state(&dir),
+            (vec!["victim.txt".to_string()], Some("canary".to_string())),
+            "{command} did nothing inside the workspace: {}",
+            execution.output.text
+        );
+        fs::remove_dir_all(&dir).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_run_writes_its_private_temporary_folder_and_the_null_devices() {
+    if landlock().is_none() {
+        return;
+    }
+    let harness = Harness::new(Mode::AllowAll);
+    let command = "echo kept > \"$TMPDIR/note\" && cat \"$TMPDIR/note\" && echo \"tmp=$TMPDIR\" \
+                   && mktemp >/dev/null && echo discarded > /dev/null && echo to-stderr > /dev/stderr";
+    let execution = harness.call("shell", json!({"command": command})).await;
+    let text = &execution.output.text;
+    assert!(text.starts_with("exit code: 0\nkept\n"), "{text}");
+    assert!(text.contains("to-stderr"), "{text}");
+    let temp = text
+        .lines()
+        .find_map(|line| line.strip_prefix("tmp="))
+        .unwrap();
+    assert!(temp.contains("imurun-run-"), "{temp}");
+    assert!(!Path::new(temp).exists(), "{temp} outlived its run");
+}
+
+#[tokio::test]
+async fn with_the_network_toggle_off_a_command_cannot_use_tcp() {
+    if landlock().is_none() {
+        return;
+    }
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let connect = format!(
+        "python3 -c 'import socket; socket.create_connection((\"127.0.0.1\", {port}), 5); print(\"connected\")'"
+    );
+    let bind = "python3 -c 'import socket; s = socket.socket(); s.bind((\"127.0.0.1\", 0)); s.listen(); print(\"bound\")'";
+    let harness = Harness::new(Mode::AllowAll);
+
+    let on = harness.call("shell", json!({"command": connect})).await;
+    assert!(on.output.text.contains("connected"), "{}", on.output.text);
+    let on = harness.call("shell", json!({"command": bind})).await;
+    assert!(on.output.text.contains("bound"), "{}", on.output.text);
+
+    harness.executor.set_settings(Settings {
+        mode: Mode::AllowAll,
+        toggles: Toggles {
+            network: false,
+            ..Toggles::default()
+        },
+    });
+    for command in [connect.as_str(), bind] {
+        let off = harness.call("shell", json!({"command": command})).await;
+        assert_eq!(off.outcome, Outcome::Ok, "{}", off.output.text);
+        let text = &off.output.text;
+        assert!(
+            !text.contains("connected") && !text.contains("bound"),
+            "{text}"
+        );
+        assert!(text.contains("PermissionError"), "{text}");
+    }
+    drop(listener);
+}
+
+#[tokio::test]
+async fn a_command_cannot_signal_processes_outside_its_sandbox() {
+    let Some((_, scoped)) = landlock() else {
+        return;
+    };
+    let harness = Harness::new(Mode::AllowAll);
+    let own = std::process::id();
+    let command = format!("kill -0 {own} && echo reached || echo refused; kill -0 $$ && echo self");
+    let execution = harness.call("shell", json!({"command": command})).await;
+    let text = &execution.output.text;
+    // Before ABI 6 signals are not scoped, and the report says so.
+    if scoped {
+        assert!(
+            text.contains("refused") && !text.contains("reached"),
+            "{text}"
+        );
+    } else {
+        assert!(text.contains("reached"), "{text}");
+    }
+    assert!(text.contains("self"), "{text}");
+}
