@@ -117,12 +117,13 @@ pub fn delete() -> ToolSpec {
 pub fn shell() -> ToolSpec {
     ToolSpec::new(
         "shell",
-        "Run a shell command (sh -c) in the workspace root; there is no cwd argument, so cd inside the \
-         command. stdin is closed; stdout and stderr come back together, at most 20000 characters \
-         (head and tail). The command and everything it started is killed after `timeout` seconds.",
+        "Run a shell command (sh -c) in the workspace root, or in the workspace folder `cwd`. stdin \
+         is closed; stdout and stderr come back together, at most 20000 characters (head and tail). \
+         The command and everything it started is killed after `timeout` seconds.",
         json!({"type": "object", "properties": {
             "command": {"type": "string", "description": "the command line"},
-            "timeout": {"type": "integer", "description": "seconds before it is killed (default 60, at most 600)"}
+            "timeout": {"type": "integer", "description": "seconds before it is killed (default 60, at most 600)"},
+            "cwd": {"type": "string", "description": "the folder to run in, relative to the workspace (default: its root)"}
         }, "required": ["command"]}),
     )
 }

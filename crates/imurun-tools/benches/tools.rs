@@ -111,10 +111,13 @@ fn policy(c: &mut Criterion) {
 fn shell(c: &mut Criterion) {
     let f = fixture();
     let runtime = runtime();
-    let shell = Shell::new(ShellConfig {
-        environment: std::env::vars_os().collect(),
-        temp_parent: std::env::temp_dir(),
-    });
+    let shell = Shell::new(
+        Arc::clone(&f.workspace),
+        ShellConfig {
+            environment: std::env::vars_os().collect(),
+            temp_parent: std::env::temp_dir(),
+        },
+    );
     let context = ToolContext {
         workspace_root: f.workspace.root().to_path_buf(),
         source: CallSource::User,

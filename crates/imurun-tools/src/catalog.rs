@@ -56,7 +56,7 @@ pub fn builtin_tools(workspace: &Arc<Workspace>, config: BuiltinConfig) -> Vec<A
         Arc::new(list_dir_tool(Arc::clone(workspace))),
         Arc::new(make_dir_tool(Arc::clone(workspace))),
         Arc::new(delete_tool(Arc::clone(workspace))),
-        Arc::new(Shell::new(config.shell)),
+        Arc::new(Shell::new(Arc::clone(workspace), config.shell)),
         Arc::new(GetTime::with_clock(config.clock)),
         Arc::new(GetWeather::new(config.weather)),
         Arc::new(Calculate::new()),
@@ -96,7 +96,11 @@ mod tests {
             ("delete", &[("path", "string")], &["path"]),
             (
                 "shell",
-                &[("command", "string"), ("timeout", "integer")],
+                &[
+                    ("command", "string"),
+                    ("timeout", "integer"),
+                    ("cwd", "string"),
+                ],
                 &["command"],
             ),
             ("get_time", &[("timezone", "string")], &[]),
@@ -128,6 +132,6 @@ mod tests {
         let tools = &specs[10].parameters["properties"]["tools"]["items"]["type"];
         assert_eq!(tools, &Value::from("string"));
         assert!(specs[6].description.contains("workspace root"));
-        assert!(specs[6].description.contains("no cwd"));
+        assert!(specs[6].description.contains("`cwd`"));
     }
 }

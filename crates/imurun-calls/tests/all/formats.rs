@@ -202,7 +202,7 @@ fn every_repair_has_a_case() {
         ),
         // unknown argument keys dropped
         (
-            "```tool\n{\"name\": \"shell\", \"args\": {\"command\": \"date\", \"cwd\": \".\"}}\n```",
+            "```tool\n{\"name\": \"shell\", \"args\": {\"command\": \"date\", \"verbose\": true}}\n```",
             json!([{"name": "shell", "args": {"command": "date"}}]),
         ),
         // coercion

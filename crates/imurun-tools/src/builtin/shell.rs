@@ -1,4 +1,6 @@
-//! `shell`: runs one command line with `sh -c` in the workspace root.
+//! `shell`: runs one command line with `sh -c` in the workspace root, or in the workspace
+//! folder its `cwd` argument names (confined like a file tool's path: the executor hands it
+//! to the policy as the call's path argument, and the tool resolves it again).
 //!
 //! What this tool guarantees: stdin is closed, credential variables are removed from the
 //! environment, the destructive-command deny-list is checked here again (so a direct `run`
@@ -11,13 +13,14 @@
 
 use std::ffi::OsString;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use imurun_core::{BoxFuture, Tool, ToolCategory, ToolContext, ToolOutput, ToolSpec};
-use imurun_policy::destructive_reason;
+use imurun_policy::{Target, Workspace, destructive_reason};
 use serde_json::{Map, Value};
 
-use super::{optional_integer, required_string};
+use super::{optional_integer, optional_string, required_string};
 use crate::process::{Ending, ShellRequest, ShellResult, run_shell};
 
 /// Seconds a command may run when the call does not say.
@@ -53,17 +56,19 @@ impl Default for ShellConfig {
     }
 }
 
-/// Runs shell commands in the workspace root.
+/// Runs shell commands in the workspace.
 #[derive(Debug)]
 pub struct Shell {
     spec: ToolSpec,
+    workspace: Arc<Workspace>,
     config: ShellConfig,
 }
 
 impl Shell {
-    pub fn new(config: ShellConfig) -> Self {
+    pub fn new(workspace: Arc<Workspace>, config: ShellConfig) -> Self {
         Self {
             spec: spec(),
+            workspace,
             config,
         }
     }
@@ -80,6 +85,10 @@ impl Tool for Shell {
 
     fn command_argument(&self) -> Option<&str> {
         Some("command")
+    }
+
+    fn path_arguments(&self) -> &[&str] {
+        &["cwd"]
     }
 
     fn run<'a>(
@@ -106,10 +115,18 @@ impl Tool for Shell {
                 Ok(Some(_)) => return ToolOutput::failed("`timeout` must be at least 1 second"),
                 Err(failure) => return failure,
             };
+            let folder = match optional_string(args, "cwd") {
+                Ok(None) => self.workspace.root().to_path_buf(),
+                Ok(Some(cwd)) => match working_folder(&self.workspace, cwd) {
+                    Ok(folder) => folder,
+                    Err(failure) => return failure,
+                },
+                Err(failure) => return failure,
+            };
             let request = ShellRequest {
                 command,
-                folder: &context.workspace_root,
-                workspace: &context.workspace_root,
+                folder: &folder,
+                workspace: self.workspace.root(),
                 environment: &self.config.environment,
                 timeout: Duration::from_secs(timeout_s),
                 stop: &context.stop,
@@ -124,6 +141,20 @@ impl Tool for Shell {
             }
         })
     }
+}
+
+/// The folder `cwd` names, under the same confinement as a file tool's path (outside the
+/// workspace, through a symlink out, `.git`, protected names: refused); it must be a folder.
+fn working_folder(workspace: &Workspace, cwd: &str) -> Result<PathBuf, ToolOutput> {
+    let checked = workspace
+        .check_path(cwd, Target::Follow)
+        .map_err(|denial| ToolOutput::failed(format!("`cwd`: {denial}")))?;
+    if !checked.absolute().is_dir() {
+        return Err(ToolOutput::failed(format!(
+            "`cwd`: `{cwd}` is not a folder in the workspace"
+        )));
+    }
+    Ok(checked.absolute().to_path_buf())
 }
 
 fn report(result: ShellResult, timeout_s: u64) -> ToolOutput {

@@ -2,6 +2,8 @@
 //! timeout and the Stop flag end every process it started.
 
 use std::fs;
+use std::os::unix::fs::symlink;
+use std::sync::Arc;
 use std::time::Duration;
 
 use imurun_core::{StopFlag, Tool, ToolOutput};
@@ -10,10 +12,10 @@ use serde_json::{Value, json};
 
 use imurun_testkit::{TempWorkspace, is_gone, object};
 
-use crate::support::shell_config;
+use crate::support::{Harness, shell_config};
 
 async fn run_in(ws: &TempWorkspace, call_args: Value, stop: StopFlag) -> ToolOutput {
-    let shell = Shell::new(shell_config());
+    let shell = Shell::new(Arc::clone(&ws.workspace), shell_config());
     shell.run(&ws.context(stop), &object(call_args)).await
 }
 
@@ -275,7 +277,7 @@ async fn stop_kills_a_running_command() {
 #[tokio::test]
 async fn a_dropped_run_kills_its_processes() {
     let ws = TempWorkspace::new();
-    let shell = Shell::new(shell_config());
+    let shell = Shell::new(Arc::clone(&ws.workspace), shell_config());
     let context = ws.context(StopFlag::new());
     let call_args =
         object(json!({"command": "sleep 1000 & echo $! > child.pid; wait", "timeout": 600}));
@@ -304,4 +306,80 @@ async fn a_dropped_run_kills_its_processes() {
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     panic!("process {pid} outlived its dropped run");
+}
+
+/// Every path-escape form the file tools refuse is refused for `cwd` too: by the policy
+/// through the executor, and by the tool itself when run directly.
+#[tokio::test]
+async fn cwd_is_confined_like_a_file_path() {
+    let escapes = [
+        ("..", "is outside the workspace"),
+        ("../outside", "is outside the workspace"),
+        ("src/../../outside", "is outside the workspace"),
+        ("/etc", "is outside the workspace"),
+        ("/", "is outside the workspace"),
+        ("escape", "is outside the workspace"),
+        ("escape/inner", "is outside the workspace"),
+        (".git", "is protected"),
+        (".git/hooks", "is protected"),
+        ("secrets/.ssh", "is protected"),
+        ("nul\u{0}byte", "FAILED"),
+    ];
+    let h = Harness::new(imurun_policy::Mode::AllowAll);
+    fs::create_dir_all(h.ws.base.join("outside/inner")).unwrap();
+    fs::create_dir_all(h.ws.root().join(".git/hooks")).unwrap();
+    fs::create_dir_all(h.ws.root().join("secrets/.ssh")).unwrap();
+    fs::create_dir_all(h.ws.root().join("src")).unwrap();
+    symlink(h.ws.base.join("outside"), h.ws.root().join("escape")).unwrap();
+    let direct = Shell::new(Arc::clone(&h.ws.workspace), shell_config());
+    let context = h.ws.context(StopFlag::new());
+    for (cwd, expected) in escapes {
+        let call_args = json!({"command": "pwd; touch here", "cwd": cwd});
+        let execution = h.call("shell", call_args.clone()).await;
+        assert!(!execution.output.ok, "{cwd}: {}", execution.output.text);
+        assert!(
+            execution.output.text.contains(expected),
+            "{cwd}: {}",
+            execution.output.text
+        );
+        let output = direct.run(&context, &object(call_args)).await;
+        assert!(!output.ok, "{cwd} run directly: {}", output.text);
+    }
+    assert!(!h.ws.base.join("outside/here").exists());
+    assert!(!h.ws.base.join("outside/inner/here").exists());
+    assert!(!h.ws.root().join(".git/here").exists());
+}
+
+#[tokio::test]
+async fn a_command_with_cwd_runs_there() {
+    let h = Harness::new(imurun_policy::Mode::AllowAll);
+    fs::create_dir_all(h.ws.root().join("src/deep")).unwrap();
+    h.ws.write("src/main.txt", "main");
+    let execution = h
+        .call(
+            "shell",
+            json!({"command": "pwd; ls; touch made", "cwd": "src"}),
+        )
+        .await;
+    let text = &execution.output.text;
+    let root = h.ws.workspace.root().display().to_string();
+    assert!(
+        text.starts_with(&format!("exit code: 0\n{root}/src\n")),
+        "{text}"
+    );
+    assert!(text.contains("main.txt"), "{text}");
+    assert!(h.ws.root().join("src/made").exists());
+    // Not a folder, or missing: refused before anything runs.
+    for (cwd, expected) in [("src/main.txt", "is not a folder"), ("nowhere", "FAILED")] {
+        let execution = h
+            .call("shell", json!({"command": "touch x", "cwd": cwd}))
+            .await;
+        assert!(!execution.output.ok, "{cwd}: {}", execution.output.text);
+        assert!(
+            execution.output.text.contains(expected),
+            "{cwd}: {}",
+            execution.output.text
+        );
+    }
+    assert!(!h.ws.root().join("src/main.txt/x").exists());
 }
