@@ -10,6 +10,10 @@
 //! and is removed — losing a keyboard setting in a child shell costs nothing, leaking a key
 //! does. `PATH`, `HOME`, `LANG`, `PWD` and the like stay.
 //!
+//! Agent sockets and tickets are removed by name too, though they hold no secret themselves:
+//! each is a door to one (`SSH_AUTH_SOCK`, `GPG_AGENT_INFO`, `KRB5CCNAME`, an askpass helper,
+//! a keyring, ...). See [`AGENTS_AND_TICKETS`].
+//!
 //! A variable is also removed, whatever its name, when its value is a URL with a password in
 //! its userinfo (`scheme://user:password@host`): `DATABASE_URL=postgres://u:pw@db/x` and
 //! `HTTPS_PROXY=http://u:p@proxy:8080` carry a secret under an ordinary name.
@@ -27,6 +31,29 @@ const CREDENTIAL_PARTS: &[&str] = &[
     "CREDENTIAL",
     "COOKIE",
     "SESSION",
+    // `GIT_ASKPASS`, `SSH_ASKPASS`, `SUDO_ASKPASS`: programs that hand out passwords.
+    "ASKPASS",
+];
+
+/// Names that point a program at an agent, a ticket cache or a keyring that holds secrets:
+/// removed though their values are only paths, sockets or process ids.
+pub const AGENTS_AND_TICKETS: &[&str] = &[
+    // The SSH agent (`SSH_AUTH_SOCK` matches the word rule as well).
+    "SSH_AUTH_SOCK",
+    "SSH_AGENT_PID",
+    // GnuPG's agent.
+    "GPG_AGENT_INFO",
+    // Kerberos ticket caches and key tables.
+    "KRB5CCNAME",
+    "KRB5_KTNAME",
+    "KRB5_CLIENT_KTNAME",
+    // A desktop keyring.
+    "GNOME_KEYRING_CONTROL",
+    // Password files by path.
+    "PGPASSFILE",
+    "NETRC",
+    // An editor's Git credential channel.
+    "VSCODE_GIT_IPC_HANDLE",
 ];
 
 /// Whole words (between `_`, `-` and `.`) that make a name a credential.
@@ -42,6 +69,9 @@ pub fn is_credential_env(name: &str) -> bool {
     let upper = name.to_ascii_uppercase();
     if NOT_CREDENTIALS.contains(&upper.as_str()) {
         return false;
+    }
+    if AGENTS_AND_TICKETS.contains(&upper.as_str()) {
+        return true;
     }
     CREDENTIAL_PARTS.iter().any(|part| upper.contains(part))
         || upper
@@ -102,6 +132,38 @@ mod tests {
         ];
         let kept: Vec<_> = without_credentials(vars).map(|(name, _)| name).collect();
         assert_eq!(kept, ["PATH", "HOME"]);
+    }
+
+    #[test]
+    fn agent_sockets_tickets_and_askpass_helpers_are_removed() {
+        for name in [
+            "SSH_AUTH_SOCK",
+            "SSH_AGENT_PID",
+            "GPG_AGENT_INFO",
+            "KRB5CCNAME",
+            "krb5ccname",
+            "KRB5_KTNAME",
+            "KRB5_CLIENT_KTNAME",
+            "GNOME_KEYRING_CONTROL",
+            "PGPASSFILE",
+            "NETRC",
+            "VSCODE_GIT_IPC_HANDLE",
+            "GIT_ASKPASS",
+            "SSH_ASKPASS",
+            "SUDO_ASKPASS",
+            "VSCODE_GIT_ASKPASS_MAIN",
+        ] {
+            assert!(is_credential_env(name), "{name}");
+        }
+        for name in [
+            "SSH_CONNECTION",
+            "KRB5_CONFIG",
+            "GPG_TTY",
+            "DISPLAY",
+            "XDG_RUNTIME_DIR",
+        ] {
+            assert!(!is_credential_env(name), "{name}");
+        }
     }
 
     #[test]

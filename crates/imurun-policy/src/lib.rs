@@ -23,7 +23,7 @@ mod workspace;
 
 pub use decide::{CALL_PATHS_MAX, CallFacts, Rule, Settings, Verdict, check, table_verdict};
 pub use deny::{COMMAND_BYTES_MAX, destructive_reason};
-pub use env::{is_credential_env, is_credential_url, without_credentials};
+pub use env::{AGENTS_AND_TICKETS, is_credential_env, is_credential_url, without_credentials};
 pub use files::{EntryKind, FileError, LIST_SCAN_ENTRIES_MAX, ListEntry, Listing, Removed};
 pub use grants::{GRANT_SESSIONS_MAX, GRANTS_PER_SESSION_MAX, GrantError, Grants, is_rememberable};
 pub use mode::{CATEGORIES, Mode, Toggles, UnknownMode, mode_table};

@@ -107,7 +107,8 @@ pub struct Toggles {
     pub write_files: bool,
     /// `runShell`: running shell commands.
     pub run_shell: bool,
-    /// `network`: tools that reach the network.
+    /// `network`: tools that reach the network, and external tools (connectors, MCP), which
+    /// go over it too.
     pub network: bool,
 }
 
@@ -124,14 +125,15 @@ impl Default for Toggles {
 
 impl Toggles {
     /// The settings name of the toggle that turns `category` off, and whether it is on.
-    /// Compute, agent and external calls have no toggle (external calls ask instead).
+    /// Compute and agent calls have no toggle; external calls (connectors, MCP servers) are
+    /// under `network`: they reach other machines too.
     pub fn for_category(&self, category: ToolCategory) -> Option<(&'static str, bool)> {
         match category {
             ToolCategory::Read => Some(("readFiles", self.read_files)),
             ToolCategory::Write | ToolCategory::Delete => Some(("writeFiles", self.write_files)),
             ToolCategory::Shell => Some(("runShell", self.run_shell)),
-            ToolCategory::Network => Some(("network", self.network)),
-            ToolCategory::Compute | ToolCategory::Agent | ToolCategory::External => None,
+            ToolCategory::Network | ToolCategory::External => Some(("network", self.network)),
+            ToolCategory::Compute | ToolCategory::Agent => None,
         }
     }
 }

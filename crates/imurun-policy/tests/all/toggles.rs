@@ -1,5 +1,6 @@
 //! Category toggles: one that is off denies its categories in every mode, allow-all
-//! included; `writeFiles` also covers deletes; compute and agent calls have no toggle.
+//! included; `writeFiles` also covers deletes, `network` external tools (connectors, MCP),
+//! which go over the network too; compute and agent calls have no toggle.
 
 use imurun_core::{Decision, ToolCategory};
 use imurun_policy::{CATEGORIES, CallFacts, Mode, Rule, Settings, Toggles, check};
@@ -33,7 +34,7 @@ fn a_toggle_off_denies_exactly_its_categories_in_every_mode() {
         (
             "network",
             off(|t| t.network = false),
-            &[ToolCategory::Network],
+            &[ToolCategory::Network, ToolCategory::External],
         ),
     ];
     for (name, toggles, denied) in cases {
