@@ -48,6 +48,13 @@ pub(crate) fn run(
         )?,
     }
     out.write_all(config.to_annotated_toml().as_bytes())?;
+    if let Some(asked) = config.agent.max_steps_asked {
+        writeln!(
+            out,
+            "\n# agent.max_steps: {asked} was asked; a turn takes at most {} steps, so {} is used.",
+            config.agent.max_steps, config.agent.max_steps
+        )?;
+    }
     // Not a setting: what this machine's kernel enforces on shell commands and stdio servers.
     writeln!(
         out,

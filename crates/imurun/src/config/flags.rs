@@ -52,15 +52,22 @@ pub(crate) fn parse_addr(text: &str) -> Result<SocketAddr, String> {
 pub(crate) fn parse_max_steps(text: &str) -> Result<usize, String> {
     text.trim()
         .parse::<i64>()
-        .map_err(|_| format!("must be a whole number from 1 to {MAX_STEPS_CAP}, not `{text}`"))
+        .map_err(|_| format!("must be a whole number of at least 1, not `{text}`"))
         .and_then(check_max_steps)
 }
 
+/// A step count as asked: at least 1. More than `MAX_STEPS_CAP` is accepted here and capped
+/// where the agent settings are resolved, which remembers what was asked for `config show`.
 pub(super) fn check_max_steps(steps: i64) -> Result<usize, String> {
     usize::try_from(steps)
         .ok()
-        .filter(|steps| (1..=MAX_STEPS_CAP).contains(steps))
-        .ok_or_else(|| format!("must be a whole number from 1 to {MAX_STEPS_CAP}, not {steps}"))
+        .filter(|steps| *steps >= 1)
+        .ok_or_else(|| {
+            format!(
+                "must be a whole number of at least 1 (above {MAX_STEPS_CAP} counts as \
+                 {MAX_STEPS_CAP}), not {steps}"
+            )
+        })
 }
 
 pub(crate) fn parse_approval_timeout_s(text: &str) -> Result<u64, String> {

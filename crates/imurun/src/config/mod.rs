@@ -30,7 +30,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 
 use anyhow::{Context, Result, anyhow, bail};
-use imurun_agent::MAX_STEPS_DEFAULT;
+use imurun_agent::{MAX_STEPS_CAP, MAX_STEPS_DEFAULT};
 use imurun_integrations::{McpServerConfig, validate_mcp_servers};
 use imurun_policy::{Mode, Toggles};
 
@@ -148,6 +148,9 @@ pub(crate) struct ServerConfig {
 pub(crate) struct AgentSettings {
     /// 1..=`MAX_STEPS_CAP`.
     pub(crate) max_steps: usize,
+    /// What was asked when it was more than `MAX_STEPS_CAP` (and capped to it), for
+    /// `imurun config show`'s note.
+    pub(crate) max_steps_asked: Option<usize>,
     /// `None`: the built-in persona.
     pub(crate) persona: Option<String>,
     pub(crate) summarise_history: bool,
@@ -354,15 +357,18 @@ fn resolve_agent(
     flags: &ConfigFlags,
     file: FileAgent,
 ) -> Result<AgentSettings> {
+    let max_steps_asked = pick.one(
+        "agent.max_steps",
+        flags.max_steps.map(|steps| ("--max-steps", steps)),
+        "IMURUN_MAX_STEPS",
+        parse_max_steps,
+        file.max_steps,
+        MAX_STEPS_DEFAULT,
+    )?;
     Ok(AgentSettings {
-        max_steps: pick.one(
-            "agent.max_steps",
-            flags.max_steps.map(|steps| ("--max-steps", steps)),
-            "IMURUN_MAX_STEPS",
-            parse_max_steps,
-            file.max_steps,
-            MAX_STEPS_DEFAULT,
-        )?,
+        // The seed's cap: a turn takes at most 20 steps, whatever was asked.
+        max_steps: max_steps_asked.min(MAX_STEPS_CAP),
+        max_steps_asked: (max_steps_asked > MAX_STEPS_CAP).then_some(max_steps_asked),
         persona: pick.one(
             "agent.persona",
             None,

@@ -85,6 +85,7 @@ network = false
         config.agent,
         AgentSettings {
             max_steps: 4,
+            max_steps_asked: None,
             persona: Some("You are terse.".into()),
             summarise_history: false,
             call_prefill: CallPrefill::Always,
@@ -186,8 +187,8 @@ fn a_bad_value_is_named_with_where_it_came_from() {
         ),
         (
             &[],
-            Some("[agent]\nmax_steps = 50"),
-            &["line 2", "agent.max_steps", "50"],
+            Some("[agent]\nmax_steps = 0"),
+            &["line 2", "agent.max_steps", "at least 1"],
         ),
         (
             &[],
@@ -219,10 +220,37 @@ fn a_bad_value_is_named_with_where_it_came_from() {
         &ConfigFlags::default(),
     ));
     assert!(
-        error.contains("IMURUN_MAX_STEPS must be a whole number from 1 to 20")
-            || error.contains("IMURUN_MAX_STEPS: must be a whole number from 1 to 20"),
+        error.contains("IMURUN_MAX_STEPS must be a whole number of at least 1")
+            || error.contains("IMURUN_MAX_STEPS: must be a whole number of at least 1"),
         "{error}"
     );
+}
+
+/// The seed caps a turn at 20 steps: more is lowered to 20, wherever it was asked, and the
+/// asked value is kept for `config show`'s note.
+#[test]
+fn max_steps_above_the_cap_is_capped_not_refused() {
+    let flags = ConfigFlags {
+        max_steps: Some(99),
+        ..ConfigFlags::default()
+    };
+    let cases = [
+        check(
+            &[],
+            Some("[agent]\nmax_steps = 50"),
+            &ConfigFlags::default(),
+        ),
+        check(&[("IMURUN_MAX_STEPS", "50")], None, &ConfigFlags::default()),
+        check(&[], None, &flags),
+    ];
+    for (config, asked) in cases.into_iter().zip([50, 50, 99]) {
+        let agent = config.unwrap().agent;
+        assert_eq!((agent.max_steps, agent.max_steps_asked), (20, Some(asked)));
+    }
+    let agent = check(&[("IMURUN_MAX_STEPS", "20")], None, &ConfigFlags::default())
+        .unwrap()
+        .agent;
+    assert_eq!((agent.max_steps, agent.max_steps_asked), (20, None));
 }
 
 #[test]

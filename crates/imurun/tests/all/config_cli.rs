@@ -63,6 +63,37 @@ fn config_show_prints_each_value_with_where_it_came_from() {
     assert!(!stdout.contains("s3cret"), "{stdout}");
     let table: toml::Table = stdout.parse().unwrap();
     assert_eq!(table["agent"]["max_steps"].as_integer(), Some(5));
+    assert!(!stdout.contains("was asked"), "{stdout}");
+    // What the kernel enforces on shell commands is said, whatever it is.
+    let sandbox = stdout
+        .lines()
+        .find(|line| line.starts_with("# OS sandbox for shell commands and stdio MCP servers: "))
+        .unwrap_or_else(|| panic!("no sandbox line in\n{stdout}"));
+    assert!(
+        sandbox.contains("Landlock ABI") || sandbox.contains("none: "),
+        "{sandbox}"
+    );
+}
+
+/// Above the seed's cap of 20, the value is lowered to 20 and `config show` says so.
+#[test]
+fn config_show_notes_max_steps_capped_at_20() {
+    let home = tempfile::tempdir().unwrap();
+    let output = imurun(home.path(), &["config", "show", "--max-steps", "50"], &[]);
+    let stdout = text(&output.stdout);
+    assert!(output.status.success(), "{}", text(&output.stderr));
+    assert!(
+        stdout.contains("max_steps = 20  # flag --max-steps"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains(
+            "# agent.max_steps: 50 was asked; a turn takes at most 20 steps, so 20 is used."
+        ),
+        "{stdout}"
+    );
+    let table: toml::Table = stdout.parse().unwrap();
+    assert_eq!(table["agent"]["max_steps"].as_integer(), Some(20));
 }
 
 #[test]
