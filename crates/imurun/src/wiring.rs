@@ -225,7 +225,11 @@ pub(crate) fn open_workspace(config: &ResolvedConfig) -> Result<Workspace> {
     let workspace = WorkspaceConfig {
         root: config.permissions.workspace_root.clone(),
         home: config.paths.home.clone(),
-        guarded: vec![config.paths.data_dir.clone()],
+        // The data folder, and the configuration file wherever `--config` or `IMURUN_CONFIG`
+        // put it: a tool that could rewrite either could change its own permissions.
+        guarded: std::iter::once(config.paths.data_dir.clone())
+            .chain(config.file.clone())
+            .collect(),
     };
     Workspace::open(&workspace)
         .map_err(|error| anyhow::anyhow!("workspace {}: {error}", workspace.root.display()))

@@ -102,6 +102,66 @@ fn policy_check_prints_one_decision_per_line() {
     }
 }
 
+/// imurun's own configuration file is protected wherever `--config` or `IMURUN_CONFIG` put
+/// it, inside the workspace too: a tool that rewrote it could change its own permissions.
+#[test]
+fn the_configuration_file_is_protected_wherever_it_is() {
+    let home = tempfile::tempdir().unwrap();
+    let workspace = home.path().join("ws");
+    std::fs::create_dir_all(&workspace).unwrap();
+    let file = workspace.join("settings.toml");
+    std::fs::write(&file, "[agent]\nmax_steps = 3\n").unwrap();
+    let input = [
+        r#"{"tool": "file_read", "args": {"path": "settings.toml"}}"#,
+        r#"{"tool": "file_write", "args": {"path": "settings.toml", "content": "x"}}"#,
+        r#"{"tool": "delete", "args": {"path": "settings.toml"}}"#,
+        r#"{"tool": "file_read", "args": {"path": "other.toml"}}"#,
+    ]
+    .join("\n");
+    let check = [
+        "policy",
+        "check",
+        "--workspace",
+        workspace.to_str().unwrap(),
+        "--mode",
+        "allow-all",
+    ];
+    let by_flag: Vec<&str> = ["--config", file.to_str().unwrap()]
+        .into_iter()
+        .chain(check)
+        .collect();
+    let runs = [
+        imurun(home.path(), &by_flag, &input),
+        run_imurun(
+            &check,
+            &input,
+            &[
+                ("IMURUN_HOME", home.path().as_os_str()),
+                ("IMURUN_CONFIG", file.as_os_str()),
+            ],
+        ),
+    ];
+    for output in runs {
+        assert!(
+            output.status.success(),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        let got = lines(&output);
+        for verdict in &got[..3] {
+            assert_eq!(verdict["decision"], "deny", "{verdict}");
+            assert!(
+                verdict["reason"]
+                    .as_str()
+                    .unwrap()
+                    .contains("imurun's own configuration"),
+                "{verdict}"
+            );
+        }
+        assert_eq!(got[3]["decision"], "allow", "{}", got[3]);
+    }
+}
+
 #[test]
 fn policy_check_keeps_going_past_a_bad_line() {
     let home = tempfile::tempdir().unwrap();
