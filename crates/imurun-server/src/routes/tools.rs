@@ -26,14 +26,23 @@ use crate::wire::{
 )]
 pub(crate) async fn list(State(state): State<ServerState>) -> Json<ToolList> {
     let registry = state.executor().registry();
+    let toggles = state.executor().settings().toggles;
     let index = registry.index();
     let tools = registry
         .tools()
         .map(|tool| {
             let spec = tool.spec();
-            let (available, unavailable_reason) = match tool.available() {
-                Availability::Ready => (true, None),
-                Availability::Unavailable(reason) => (false, Some(reason)),
+            // A toggle that is off denies the call in every mode, so the tool cannot run now
+            // whatever its own state; that reason comes first.
+            let toggle_off = toggles
+                .for_category(tool.category())
+                .filter(|(_, on)| !on)
+                .map(|(toggle, _)| format!("the `{toggle}` toggle is off"));
+            let (available, unavailable_reason) = match (toggle_off, tool.available()) {
+                (Some(reason), _) | (None, Availability::Unavailable(reason)) => {
+                    (false, Some(reason))
+                }
+                (None, Availability::Ready) => (true, None),
             };
             ToolInfo {
                 name: spec.name.clone(),

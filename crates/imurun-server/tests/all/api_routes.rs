@@ -194,6 +194,22 @@ async fn tools_are_listed_with_their_category_and_offer() {
     assert_eq!(file_read["available"], true);
     assert_eq!(file_read["offered"], true);
     assert_eq!(file_read["parameters"]["required"], json!(["path"]));
+    assert!(file_read.get("unavailable_reason").is_none(), "{file_read}");
+
+    // A toggle that is off makes its tools unavailable, saying which toggle.
+    let (status, _) = server
+        .post("/api/permissions", json!({"toggles": {"readFiles": false}}))
+        .await;
+    assert_eq!(status, 200);
+    let (_, body) = server.get("/api/tools").await;
+    let tools = body["tools"].as_array().unwrap();
+    let find = |name: &str| tools.iter().find(|tool| tool["name"] == name).unwrap();
+    assert_eq!(find("file_read")["available"], false);
+    assert_eq!(
+        find("file_read")["unavailable_reason"],
+        "the `readFiles` toggle is off"
+    );
+    assert_eq!(find("file_write")["available"], true);
     server.stop().await;
 }
 
