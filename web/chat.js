@@ -89,6 +89,7 @@ export async function showSession(id, title) {
       deadline_ms: pending.deadline,
       rememberable: pending.rememberable,
       depth: pending.depth,
+      reason: pending.reason,
     });
   }
 }
@@ -511,6 +512,7 @@ function showCard(event) {
     'aria-labelledby': headingId, 'aria-describedby': `${headingId}-countdown`,
   },
   h('h2', { id: headingId }, 'Allow ', h('code', {}, event.name), event.depth > 0 ? ` (sub-agent ${event.depth})` : '', '?'),
+  event.reason ? h('p', { class: 'reason' }, `Why it asks: ${event.reason}.`) : null,
   h('p', { class: 'muted' }, 'Arguments'),
   h('pre', { class: 'args' }, plainArgs(event.args)),
   countdown, buttons, outcome);

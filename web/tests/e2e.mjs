@@ -360,6 +360,8 @@ const SCENARIOS = {
     const args = await card.locator('pre.args').textContent();
     check(args.includes('path: notes.txt'), `the card shows the arguments as ${JSON.stringify(args)}`);
     check(/Counts as denied in \d+ s/.test(await card.locator('.countdown').textContent()), 'no countdown');
+    const reason = await card.locator('p.reason').textContent();
+    check(reason === 'Why it asks: file reads ask first in ask mode.', `the card gives the reason as ${JSON.stringify(reason)}`);
     check(await card.getByRole('button', { name: 'Always for this session' }).count() === 1,
       'a read is rememberable but the card has no "Always for this session"');
     await axe(page, 'the chat view with an approval card');

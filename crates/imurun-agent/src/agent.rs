@@ -294,6 +294,13 @@ impl AgentLoop {
     /// Plays one turn. Never fails: errors end the turn with status `error` and the reason
     /// in `TurnResult::error`. `turn.end` is always published.
     pub async fn run(&self, mut request: TurnRequest) -> TurnResult {
+        // A main turn is a new turn of its session (a sub-agent runs inside its parent's):
+        // a taint mark from two turns ago expires here.
+        if self.scope.is_none()
+            && let Some(session_id) = request.session_id.as_deref()
+        {
+            self.executor.begin_turn(session_id);
+        }
         let mut prefetched = Vec::new();
         let mut as_step = Vec::new();
         if self.config.prefetch && self.scope.is_none() && request.context.is_none() {

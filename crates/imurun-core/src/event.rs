@@ -44,6 +44,9 @@ pub enum Event {
         source: CallSource,
         /// 0 for the main agent, 1 and 2 for sub-agents.
         depth: u8,
+        /// The session had read untrusted content (this turn or the one before) when the
+        /// call was decided: calls that send or change ask below `allow-all`.
+        tainted: bool,
     },
     /// A tool call ended (it ran, failed, or was refused).
     #[serde(rename = "tool.result")]
@@ -56,6 +59,9 @@ pub enum Event {
         text: String,
         /// 0 for the main agent, 1 and 2 for sub-agents.
         depth: u8,
+        /// The text came from outside the person's control (a web result, a page, an MCP
+        /// server): it taints the session for the rest of this turn and the next.
+        untrusted: bool,
     },
     /// The policy asks a person: show a card and send the decision (its `approval_id`) before
     /// `deadline_ms`.
@@ -74,6 +80,11 @@ pub enum Event {
         rememberable: bool,
         /// 0 for the main agent, 1 and 2 for sub-agents.
         depth: u8,
+        /// Why the policy asks, for the card ("this session read untrusted content" when
+        /// the taint made it ask).
+        reason: String,
+        /// The taint made it ask: no remembered grant answered, and the card says why.
+        tainted: bool,
     },
     /// A person approved a call.
     #[serde(rename = "tool.approved")]

@@ -43,6 +43,10 @@ pub struct PendingApproval {
     /// Whether "always for this session" may be offered (never for deletes).
     pub rememberable: bool,
     pub depth: u8,
+    /// Why the policy asks, for the card.
+    pub reason: String,
+    /// The session read untrusted content: the reason is the taint's.
+    pub tainted: bool,
 }
 
 /// What the executor asks about.
@@ -54,6 +58,8 @@ pub(crate) struct ApprovalRequest<'a> {
     pub(crate) args: &'a Map<String, Value>,
     pub(crate) rememberable: bool,
     pub(crate) depth: u8,
+    pub(crate) reason: &'a str,
+    pub(crate) tainted: bool,
 }
 
 /// How an approval ended.
@@ -183,6 +189,8 @@ impl ApprovalBroker {
                 .saturating_add(i64::try_from(timeout.as_millis()).unwrap_or(i64::MAX)),
             rememberable: request.rememberable,
             depth: request.depth,
+            reason: request.reason.to_string(),
+            tainted: request.tainted,
         };
         let (answer, answered) = oneshot::channel();
         {
@@ -219,6 +227,8 @@ impl ApprovalBroker {
             deadline_ms: card.deadline_ms,
             rememberable: card.rememberable,
             depth: card.depth,
+            reason: card.reason,
+            tainted: card.tainted,
         });
         let some_id = Some(approval_id.clone());
         tokio::select! {

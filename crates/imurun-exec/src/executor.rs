@@ -8,6 +8,7 @@
 //! the audit carries the tool, the source, the decision and the outcome, never an argument
 //! value, because commands, file bodies and paths may hold secrets.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, RwLock};
 use std::time::Duration;
 
@@ -15,7 +16,7 @@ use imurun_core::{
     AuditRecord, AuditSink, CallSource, Decision, DenyReason, Event, EventSink, StopFlag, Tool,
     ToolCall, ToolCategory, ToolContext, ToolOutput, cut_long_strings,
 };
-use imurun_policy::{CallFacts, Grants, Settings, Verdict, Workspace, is_rememberable};
+use imurun_policy::{CallFacts, Grants, Rule, Settings, Verdict, Workspace, is_rememberable};
 use serde_json::{Map, Value};
 
 use crate::ExecError;
@@ -215,9 +216,27 @@ pub struct ToolExecutor {
     workspace: Arc<Workspace>,
     settings: RwLock<Settings>,
     grants: Mutex<Grants>,
+    /// Sessions that read untrusted content, and how many turn starts the mark still covers.
+    taint: Mutex<Taint>,
     approvals: ApprovalBroker,
     events: Arc<dyn EventSink>,
     audit: Arc<dyn AuditSink>,
+}
+
+/// The most sessions marked tainted at once. Past it every session counts as tainted until
+/// marks expire: forgetting a mark to make room would let a tainted session act unasked.
+pub const TAINTED_SESSIONS_MAX: usize = 10_000;
+
+/// Turn starts a mark covers: the rest of the turn that read the content, and the next one.
+const TAINT_TURNS: u8 = 2;
+
+/// Which sessions are tainted.
+#[derive(Debug, Default)]
+struct Taint {
+    /// Session → turns the mark still covers (1 or 2).
+    sessions: HashMap<String, u8>,
+    /// A mark could not be recorded because the table was full.
+    overflowed: bool,
 }
 
 impl ToolExecutor {
@@ -237,6 +256,7 @@ impl ToolExecutor {
             workspace,
             settings: RwLock::new(settings),
             grants: Mutex::new(Grants::new()),
+            taint: Mutex::new(Taint::default()),
             approvals,
             events,
             audit,
@@ -257,6 +277,7 @@ impl ToolExecutor {
             Ok(tool) => tool.spec().name.clone(),
             Err(_) => call.name.chars().take(UNKNOWN_NAME_CHARS_MAX).collect(),
         };
+        let tainted = self.caller_tainted(caller);
         sink(&self.events, caller).publish(Event::ToolCall {
             call_id: call_id.clone(),
             session_id: caller.session_id.clone(),
@@ -264,6 +285,7 @@ impl ToolExecutor {
             args: cut_long_strings(&call.args),
             source: caller.source,
             depth: caller.depth,
+            tainted,
         });
         let mut step = Step {
             call_id,
@@ -274,11 +296,24 @@ impl ToolExecutor {
         let (outcome, output) = match prepared {
             Err(error) => (refusal_outcome(&error), ToolOutput::failed(error)),
             Ok(tool) => {
-                self.decide_and_run(tool.as_ref(), &call.args, caller, &mut step)
+                self.decide_and_run(tool.as_ref(), &call.args, caller, tainted, &mut step)
                     .await
             }
         };
+        if output.untrusted
+            && let Some(session_id) = caller.session_id.as_deref()
+        {
+            self.mark_tainted(session_id);
+        }
         self.finish(step, caller, outcome, output)
+    }
+
+    /// Whether the caller's session is tainted (a call outside any session never is).
+    fn caller_tainted(&self, caller: &Caller) -> bool {
+        caller
+            .session_id
+            .as_deref()
+            .is_some_and(|session_id| self.is_tainted(session_id))
     }
 
     /// What the executor would decide before approval: lookup, restriction, validation and
@@ -288,7 +323,7 @@ impl ToolExecutor {
         let verdict = imurun_policy::check(
             &self.workspace,
             &self.settings(),
-            &facts(tool.as_ref(), &call.args),
+            &facts(tool.as_ref(), &call.args).tainted(self.caller_tainted(caller)),
         );
         Ok(Checked {
             tool: tool.spec().name.clone(),
@@ -321,6 +356,38 @@ impl ToolExecutor {
             .settings
             .write()
             .unwrap_or_else(PoisonError::into_inner) = settings;
+    }
+
+    /// Marks a new turn of `session_id`: a taint mark from two turns ago expires. The agent
+    /// loop calls it as a main turn starts (sub-agents run inside their parent's turn).
+    pub fn begin_turn(&self, session_id: &str) {
+        let mut taint = self.taint.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(turns) = taint.sessions.get_mut(session_id) {
+            *turns -= 1;
+            if *turns == 0 {
+                taint.sessions.remove(session_id);
+            }
+        }
+        if taint.sessions.is_empty() {
+            taint.overflowed = false;
+        }
+    }
+
+    /// Whether `session_id` read untrusted content in this turn or the one before (or the
+    /// taint table overflowed, when every session counts as tainted).
+    pub fn is_tainted(&self, session_id: &str) -> bool {
+        let taint = self.taint.lock().unwrap_or_else(PoisonError::into_inner);
+        taint.overflowed || taint.sessions.contains_key(session_id)
+    }
+
+    fn mark_tainted(&self, session_id: &str) {
+        let mut taint = self.taint.lock().unwrap_or_else(PoisonError::into_inner);
+        if taint.sessions.len() >= TAINTED_SESSIONS_MAX && !taint.sessions.contains_key(session_id)
+        {
+            taint.overflowed = true;
+            return;
+        }
+        taint.sessions.insert(session_id.to_owned(), TAINT_TURNS);
     }
 
     /// Forgets the session's remembered grants (the session ended, or a person revoked
@@ -382,12 +449,17 @@ impl ToolExecutor {
         tool: &dyn Tool,
         args: &Map<String, Value>,
         caller: &Caller,
+        tainted: bool,
         step: &mut Step,
     ) -> (Outcome, ToolOutput) {
         // One reading of the settings for the whole call: the toggles the decision saw are the
         // ones the tool runs under.
         let settings = self.settings();
-        let verdict = imurun_policy::check(&self.workspace, &settings, &facts(tool, args));
+        let verdict = imurun_policy::check(
+            &self.workspace,
+            &settings,
+            &facts(tool, args).tainted(tainted),
+        );
         step.decision = verdict.decision;
         step.verdict = Some(verdict.clone());
         match verdict.decision {
@@ -471,6 +543,8 @@ impl ToolExecutor {
             args,
             rememberable: is_rememberable(category),
             depth: caller.depth,
+            reason: &verdict.reason,
+            tainted: verdict.rule == Rule::Tainted,
         };
         let events = sink(&self.events, caller).as_ref();
         match self.approvals.ask(request, &caller.stop, events).await {
@@ -542,6 +616,7 @@ impl ToolExecutor {
             ok: output.ok,
             text: output.text.clone(),
             depth: caller.depth,
+            untrusted: output.untrusted,
         });
         self.audit.record(AuditRecord {
             at_ms: now_ms(),

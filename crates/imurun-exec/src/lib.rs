@@ -26,7 +26,8 @@ pub use approval::{
 };
 pub use error::ExecError;
 pub use executor::{
-    AGENT_DEPTH_MAX, AUDIT_MARK, Caller, Checked, Execution, OnAsk, Outcome, ToolExecutor,
+    AGENT_DEPTH_MAX, AUDIT_MARK, Caller, Checked, Execution, OnAsk, Outcome, TAINTED_SESSIONS_MAX,
+    ToolExecutor,
 };
 pub use offer::{CONNECTOR_TOOLS_OFFERED_MAX, Offer, RECENT_MESSAGES_CUED, others_line};
 pub use registry::Registry;

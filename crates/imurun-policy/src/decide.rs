@@ -22,6 +22,9 @@ pub struct CallFacts {
     pub paths: Vec<String>,
     /// The shell command, for shell calls.
     pub command: Option<String>,
+    /// The session read untrusted content (a web result, a fetched page, an MCP result) in
+    /// this turn or the one before.
+    pub tainted: bool,
 }
 
 impl CallFacts {
@@ -31,7 +34,14 @@ impl CallFacts {
             category,
             paths: Vec::new(),
             command: None,
+            tainted: false,
         }
+    }
+
+    /// Marks the call as made by a session that read untrusted content.
+    pub fn tainted(mut self, tainted: bool) -> Self {
+        self.tainted = tainted;
+        self
     }
 
     /// Adds a path argument as written.
@@ -78,6 +88,9 @@ pub enum Rule {
     ModeTable,
     /// An "ask" became "allow" because a person approved this tool for the session.
     SessionGrant,
+    /// The session read untrusted content, so a call that can send data out or change things
+    /// asks (below `allow-all`), and no remembered grant answers for the person.
+    Tainted,
 }
 
 impl Rule {
@@ -102,6 +115,7 @@ impl Rule {
             Rule::DestructiveCommand => "destructive-command",
             Rule::ModeTable => "mode-table",
             Rule::SessionGrant => "session-grant",
+            Rule::Tainted => "tainted",
         }
     }
 }
@@ -164,8 +178,33 @@ pub fn check(workspace: &Workspace, settings: &Settings, facts: &CallFacts) -> V
     if let Some(reason) = facts.command.as_deref().and_then(destructive_reason) {
         return Verdict::deny(Rule::DestructiveCommand, reason);
     }
-    table_verdict(settings.mode, facts.category)
+    let verdict = table_verdict(settings.mode, facts.category);
+    if facts.tainted
+        && settings.mode != Mode::AllowAll
+        && verdict.decision != Decision::Deny
+        && TAINT_ASKS.contains(&facts.category)
+    {
+        return Verdict {
+            decision: Decision::Ask,
+            rule: Rule::Tainted,
+            reason: TAINT_REASON.to_string(),
+        };
+    }
+    verdict
 }
+
+/// What the person reads on the card of a call that asks because the session is tainted.
+pub const TAINT_REASON: &str = "this session read untrusted content";
+
+/// The categories that ask while a session is tainted: the ways to send data out or change
+/// things. A page that tells the model to put your files into a URL needs one of them.
+pub const TAINT_ASKS: [ToolCategory; 5] = [
+    ToolCategory::Network,
+    ToolCategory::External,
+    ToolCategory::Shell,
+    ToolCategory::Write,
+    ToolCategory::Delete,
+];
 
 /// The mode table's verdict for a call no hard denial stopped.
 pub fn table_verdict(mode: Mode, category: ToolCategory) -> Verdict {

@@ -84,7 +84,10 @@ impl Grants {
         category: ToolCategory,
         verdict: Verdict,
     ) -> Verdict {
+        // A tainted session's ask is the person's to answer each time: a grant given before
+        // the session read untrusted content does not speak for what it asks now.
         if verdict.decision == Decision::Ask
+            && verdict.rule != Rule::Tainted
             && is_rememberable(category)
             && self.is_granted(session_id, tool)
         {

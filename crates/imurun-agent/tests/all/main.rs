@@ -13,3 +13,4 @@ mod prefetch;
 mod recovery;
 mod subagent;
 mod support;
+mod taint;

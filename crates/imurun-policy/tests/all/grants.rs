@@ -89,3 +89,26 @@ fn grants_are_bounded() {
     );
     grants.remember("s1", "tool0", ToolCategory::Read).unwrap();
 }
+
+/// A grant does not answer a tainted session's ask: the person decides each time.
+#[test]
+fn a_grant_does_not_answer_a_tainted_ask() {
+    let mut grants = Grants::new();
+    grants
+        .remember("s1", "fetch_url", ToolCategory::Network)
+        .unwrap();
+    let tainted = imurun_policy::Verdict {
+        decision: Decision::Ask,
+        rule: Rule::Tainted,
+        reason: imurun_policy::TAINT_REASON.to_string(),
+    };
+    let applied = grants.apply("s1", "fetch_url", ToolCategory::Network, tainted.clone());
+    assert_eq!(applied, tainted);
+    let plain = table_verdict(Mode::Ask, ToolCategory::Network);
+    assert_eq!(
+        grants
+            .apply("s1", "fetch_url", ToolCategory::Network, plain)
+            .rule,
+        Rule::SessionGrant
+    );
+}

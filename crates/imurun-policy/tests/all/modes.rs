@@ -122,6 +122,7 @@ fn hard_denials_hold_in_every_mode() {
                 category: ToolCategory::Read,
                 paths: vec!["a".into(); 65],
                 command: None,
+                tainted: false,
             },
             Rule::TooManyPaths,
             "65 paths",
@@ -142,4 +143,42 @@ fn hard_denials_hold_in_every_mode() {
             );
         }
     }
+}
+
+/// A tainted session: every way to send data out or change things asks below `allow-all`,
+/// with the taint's reason; reads, computation and sub-agents decide as before; hard
+/// denials still deny; `allow-all` is unchanged.
+#[test]
+fn a_tainted_session_asks_before_sending_or_changing() {
+    let t = TempWorkspace::new();
+    for mode in Mode::ALL {
+        for category in imurun_policy::CATEGORIES {
+            let clean = check(&t.workspace, &settings(mode), &CallFacts::new(category));
+            let tainted = check(
+                &t.workspace,
+                &settings(mode),
+                &CallFacts::new(category).tainted(true),
+            );
+            if mode != Mode::AllowAll && imurun_policy::TAINT_ASKS.contains(&category) {
+                assert_eq!(
+                    (tainted.decision, tainted.rule, tainted.reason.as_str()),
+                    (Decision::Ask, Rule::Tainted, imurun_policy::TAINT_REASON),
+                    "{category:?} in {mode}"
+                );
+            } else {
+                assert_eq!(tainted, clean, "{category:?} in {mode}");
+            }
+        }
+    }
+    let denied = check(
+        &t.workspace,
+        &settings(Mode::AllowReads),
+        &CallFacts::new(ToolCategory::Write)
+            .path("../out.txt")
+            .tainted(true),
+    );
+    assert_eq!(
+        (denied.decision, denied.rule),
+        (Decision::Deny, Rule::OutsideWorkspace)
+    );
 }

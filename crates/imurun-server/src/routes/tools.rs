@@ -3,7 +3,7 @@
 use axum::Json;
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
-use imurun_core::{Availability, StopFlag, ToolCall};
+use imurun_core::{Availability, ToolCall};
 use imurun_exec::{Caller, OnAsk, Outcome};
 
 use crate::error::{ApiError, ApiJson};
@@ -153,14 +153,9 @@ pub(crate) async fn approvals(State(state): State<ServerState>) -> Json<Approval
         .pending()
         .into_iter()
         .map(|card| {
-            // The reason is the policy's, decided again on the same facts; the card does not
-            // keep it.
-            let call = ToolCall::new(card.tool.clone(), card.args.clone());
-            let caller = Caller::model(card.session_id.clone(), StopFlag::new());
-            let reason = match executor.check(&call, &caller) {
-                Ok(checked) => checked.verdict.reason,
-                Err(error) => error.to_string(),
-            };
+            // The reason the policy gave when it asked, kept on the card (a tainted session's
+            // "this session read untrusted content" included).
+            let reason = card.reason;
             ApprovalInfo {
                 id: card.approval_id,
                 call_id: card.call_id,

@@ -673,6 +673,7 @@ fn core_samples() -> Vec<Event> {
             args: args.clone(),
             source: CallSource::Model,
             depth: 0,
+            tainted: false,
         },
         Event::ToolResult {
             call_id: "c1".into(),
@@ -681,6 +682,7 @@ fn core_samples() -> Vec<Event> {
             ok: true,
             text: "hello".into(),
             depth: 0,
+            untrusted: false,
         },
         Event::ToolApprovalNeeded {
             approval_id: "a1".into(),
@@ -691,6 +693,8 @@ fn core_samples() -> Vec<Event> {
             deadline_ms: 1,
             rememberable: true,
             depth: 0,
+            reason: "this session read untrusted content".into(),
+            tainted: true,
         },
         Event::ToolApproved {
             approval_id: "a1".into(),
