@@ -7,7 +7,7 @@ use std::net::TcpListener;
 use std::path::Path;
 
 use imurun_core::{Decision, SandboxStatus};
-use imurun_exec::Outcome;
+use imurun_exec::{Execution, Outcome};
 use imurun_policy::{Mode, Settings, Toggles, destructive_reason};
 use imurun_tools::sandbox_status;
 use serde_json::json;
@@ -90,6 +90,33 @@ fn state(dir: &Path) -> (Vec<String>, Option<String>) {
     (names, fs::read_to_string(dir.join("victim.txt")).ok())
 }
 
+/// Runs each of [`ESCAPES`] aimed at a fresh canary folder `dir` through `harness`, and
+/// hands `check` the command, its execution and the folder's state afterwards.
+async fn run_escapes(
+    harness: &Harness,
+    dir: &Path,
+    check: impl Fn(&str, &Execution, (Vec<String>, Option<String>)),
+) {
+    for template in ESCAPES {
+        canary(dir);
+        let command = template.replace("{dir}", &dir.display().to_string());
+        let execution = harness.call("shell", json!({"command": command})).await;
+        assert_eq!(
+            execution.outcome,
+            Outcome::Ok,
+            "{command}: {}",
+            execution.output.text
+        );
+        check(&command, &execution, state(dir));
+        fs::remove_dir_all(dir).unwrap();
+    }
+}
+
+/// The canary folder as it was made.
+fn untouched() -> (Vec<String>, Option<String>) {
+    (vec!["victim.txt".to_string()], Some("canary".to_string()))
+}
+
 #[tokio::test]
 async fn commands_the_deny_list_misses_cannot_write_outside_the_workspace() {
     if landlock().is_none() {
@@ -97,33 +124,23 @@ async fn commands_the_deny_list_misses_cannot_write_outside_the_workspace() {
     }
     let harness = Harness::new(Mode::AllowAll);
     let outside = tempfile::tempdir().unwrap();
-    for template in ESCAPES {
-        let dir = outside.path().join("canary");
-        canary(&dir);
-        let command = template.replace("{dir}", &dir.display().to_string());
-        assert_eq!(destructive_reason(&command), None, "{command}");
-        let execution = harness.call("shell", json!({"command": command})).await;
+    let dir = outside.path().join("canary");
+    run_escapes(&harness, &dir, |command, execution, after| {
+        assert_eq!(destructive_reason(command), None, "{command}");
         assert_eq!(execution.decision, Decision::Allow, "{command}");
+        let text = &execution.output.text;
         assert_eq!(
-            execution.outcome,
-            Outcome::Ok,
-            "{command}: {}",
-            execution.output.text
-        );
-        assert_eq!(
-            state(&dir),
-            (vec!["victim.txt".to_string()], Some("canary".to_string())),
-            "{command} changed a folder outside the workspace: {}",
-            execution.output.text
+            after,
+            untouched(),
+            "{command} changed a folder outside the workspace: {text}"
         );
         // perl's `unlink` fails quietly; everything else says it failed.
         assert!(
-            !execution.output.text.starts_with("exit code: 0\n") || template.contains("perl"),
-            "{command} should have failed: {}",
-            execution.output.text
+            !text.starts_with("exit code: 0\n") || command.contains("perl"),
+            "{command} should have failed: {text}"
         );
-        fs::remove_dir_all(&dir).unwrap();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -132,25 +149,16 @@ async fn the_same_commands_work_inside_the_workspace() {
         return;
     }
     let harness = Harness::new(Mode::AllowAll);
-    for template in ESCAPES {
-        let dir = harness.ws.root().join("canary");
-        canary(&dir);
-        let command = template.replace("{dir}", &dir.display().to_string());
-        let execution = harness.call("shell", json!({"command": command})).await;
-        assert_eq!(
-            execution.outcome,
-            Outcome::Ok,
-            "{command}: {}",
-            execution.output.text
-        );
+    let dir = harness.ws.root().join("canary");
+    run_escapes(&harness, &dir, |command, execution, after| {
+        let text = &execution.output.text;
         assert_ne!(
-            state(&dir),
-            (vec!["victim.txt".to_string()], Some("canary".to_string())),
-            "{command} did nothing inside the workspace: {}",
-            execution.output.text
+            after,
+            untouched(),
+            "{command} did nothing inside the workspace: {text}"
         );
-        fs::remove_dir_all(&dir).unwrap();
-    }
+    })
+    .await;
 }
 
 #[tokio::test]
