@@ -84,11 +84,6 @@ pub(crate) async fn run_shell(request: ShellRequest<'_>) -> std::io::Result<Shel
     // The child writes with ordinary blocking writes; only our end is non-blocking.
     let stdout = sender.into_blocking_fd()?;
     let stderr = stdout.try_clone()?;
-    // The one folder outside the workspace the run may write in; removed with everything in
-    // it when the run ends (this value is dropped).
-    let private_temp = tempfile::Builder::new()
-        .prefix("imurun-run-")
-        .tempdir_in(request.temp_parent)?;
     let mut command = tokio::process::Command::new(SHELL_PATH);
     command
         .arg("-c")
@@ -99,20 +94,23 @@ pub(crate) async fn run_shell(request: ShellRequest<'_>) -> std::io::Result<Shel
             request.environment.iter().map(|(k, v)| (k, v)),
         ))
         .env(tree::RUN_TAG_VAR, &tag)
-        .env("TMPDIR", private_temp.path())
         .stdin(Stdio::null())
         .stdout(Stdio::from(stdout))
         .stderr(Stdio::from(stderr))
         .process_group(0);
-    let confinement = Confinement {
-        writable: &[request.workspace, private_temp.path()],
-        network: request.network,
-    };
-    let spawned = sandbox::spawn_confined(&mut command, &confinement);
+    // The one folder outside the workspace the run may write in lives until the run ends
+    // (`_private_temp` is dropped at the end of this function).
+    let spawned = sandbox::spawn_with_private_temp(
+        &mut command,
+        &[request.workspace],
+        request.network,
+        request.temp_parent,
+        "imurun-run-",
+    );
     // Our copies of the pipe's write end live in `command`: drop them, or the pipe would
     // never report end-of-file.
     drop(command);
-    let mut child = spawned?;
+    let (mut child, _private_temp) = spawned?;
     let Some(group_id) = child.id() else {
         return Err(std::io::Error::other(
             "the shell exited before it could be tracked",

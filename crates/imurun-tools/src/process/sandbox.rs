@@ -48,6 +48,30 @@ pub fn spawn_confined(
     }
 }
 
+/// Starts `command` confined to `writable` plus a private temporary folder made for it in
+/// `temp_parent` (named `prefix…`, given to it as `TMPDIR`). The folder is removed, with
+/// everything in it, when the returned value is dropped: keep it while the process runs.
+pub(crate) fn spawn_with_private_temp(
+    command: &mut tokio::process::Command,
+    writable: &[&Path],
+    network: bool,
+    temp_parent: &Path,
+    prefix: &str,
+) -> std::io::Result<(tokio::process::Child, tempfile::TempDir)> {
+    let private_temp = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(temp_parent)?;
+    command.env("TMPDIR", private_temp.path());
+    let mut folders = writable.to_vec();
+    folders.push(private_temp.path());
+    let confinement = Confinement {
+        writable: &folders,
+        network,
+    };
+    let child = spawn_confined(command, &confinement)?;
+    Ok((child, private_temp))
+}
+
 #[cfg(target_os = "linux")]
 mod platform {
     use std::io;

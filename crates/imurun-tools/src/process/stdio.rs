@@ -12,7 +12,7 @@ use std::time::Duration;
 use imurun_policy::without_credentials;
 use tokio::process::{Child, ChildStderr, ChildStdin, ChildStdout};
 
-use super::sandbox::{Confinement, spawn_confined};
+use super::sandbox::spawn_with_private_temp;
 use super::tree::kill_group;
 
 /// What to start.
@@ -47,9 +47,6 @@ pub struct StdioServer {
 
 /// Starts `command` with its three pipes.
 pub fn spawn_stdio_server(command: &StdioCommand<'_>) -> std::io::Result<StdioServer> {
-    let private_temp = tempfile::Builder::new()
-        .prefix("imurun-server-")
-        .tempdir_in(command.temp_parent)?;
     let mut process = tokio::process::Command::new(command.command);
     process
         .args(command.args)
@@ -57,7 +54,6 @@ pub fn spawn_stdio_server(command: &StdioCommand<'_>) -> std::io::Result<StdioSe
         .envs(without_credentials(
             command.environment.iter().map(|(k, v)| (k, v)),
         ))
-        .env("TMPDIR", private_temp.path())
         .envs(command.env)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -67,15 +63,15 @@ pub fn spawn_stdio_server(command: &StdioCommand<'_>) -> std::io::Result<StdioSe
     if let Some(cwd) = command.cwd {
         process.current_dir(cwd);
     }
-    let mut writable = command.writable.to_vec();
-    writable.push(private_temp.path());
     // A server's network is the person's business (its tools are `external` calls, decided
     // by the policy); only its writes are confined.
-    let confinement = Confinement {
-        writable: &writable,
-        network: true,
-    };
-    let mut child = spawn_confined(&mut process, &confinement)?;
+    let (mut child, private_temp) = spawn_with_private_temp(
+        &mut process,
+        command.writable,
+        true,
+        command.temp_parent,
+        "imurun-server-",
+    )?;
     let Some(pid) = child.id() else {
         return Err(std::io::Error::other(
             "the server exited before it could be tracked",
