@@ -7,7 +7,7 @@
 use imurun_core::{Decision, ToolCategory};
 use serde::{Deserialize, Serialize};
 
-use crate::deny::destructive_reason;
+use crate::deny::{CommandRisk, command_risk};
 use crate::mode::{Mode, Toggles};
 use crate::workspace::{PathDenial, Target, Workspace};
 
@@ -88,6 +88,10 @@ pub enum Rule {
     ModeTable,
     /// An "ask" became "allow" because a person approved this tool for the session.
     SessionGrant,
+    /// Nobody can tell what the shell command runs without running it (its program is
+    /// computed, or inline code builds what it runs): denied in `allow-all`, asked elsewhere,
+    /// and no remembered grant answers for the person.
+    OpaqueCommand,
     /// The session read untrusted content, so a call that can send data out or change things
     /// asks (below `allow-all`), and no remembered grant answers for the person.
     Tainted,
@@ -115,6 +119,7 @@ impl Rule {
             Rule::DestructiveCommand => "destructive-command",
             Rule::ModeTable => "mode-table",
             Rule::SessionGrant => "session-grant",
+            Rule::OpaqueCommand => "opaque-command",
             Rule::Tainted => "tainted",
         }
     }
@@ -175,10 +180,30 @@ pub fn check(workspace: &Workspace, settings: &Settings, facts: &CallFacts) -> V
             return Verdict::deny(rule, denial.to_string());
         }
     }
-    if let Some(reason) = facts.command.as_deref().and_then(destructive_reason) {
-        return Verdict::deny(Rule::DestructiveCommand, reason);
-    }
+    let opaque = match facts.command.as_deref().and_then(command_risk) {
+        Some(CommandRisk::Destructive(reason)) => {
+            return Verdict::deny(Rule::DestructiveCommand, reason);
+        }
+        Some(CommandRisk::Opaque(reason)) => Some(reason),
+        None => None,
+    };
     let verdict = table_verdict(settings.mode, facts.category);
+    if let Some(reason) = opaque
+        && verdict.decision != Decision::Deny
+    {
+        // `allow-all` answers without a person; a command nobody can read is not one it
+        // may answer for. Elsewhere the person sees the command and decides.
+        let decision = if settings.mode == Mode::AllowAll {
+            Decision::Deny
+        } else {
+            Decision::Ask
+        };
+        return Verdict {
+            decision,
+            rule: Rule::OpaqueCommand,
+            reason,
+        };
+    }
     if facts.tainted
         && settings.mode != Mode::AllowAll
         && verdict.decision != Decision::Deny

@@ -85,9 +85,11 @@ impl Grants {
         verdict: Verdict,
     ) -> Verdict {
         // A tainted session's ask is the person's to answer each time: a grant given before
-        // the session read untrusted content does not speak for what it asks now.
+        // the session read untrusted content does not speak for what it asks now. Nor does a
+        // grant for the shell speak for a command nobody can read.
         if verdict.decision == Decision::Ask
             && verdict.rule != Rule::Tainted
+            && verdict.rule != Rule::OpaqueCommand
             && is_rememberable(category)
             && self.is_granted(session_id, tool)
         {

@@ -65,6 +65,10 @@ pub(crate) struct Command {
 pub(crate) struct Word {
     pub(crate) text: String,
     pub(crate) substitutions: Vec<Script>,
+    /// The shell computes part of this word as it runs: a variable, a substitution, an
+    /// unquoted glob or brace list. As a command's first word, nobody can tell what it runs.
+    /// A PowerShell or cmd.exe group written in a command's place (`(…)`, `{…}`) is not.
+    pub(crate) computed: bool,
 }
 
 /// A redirection: `> target`, `>> target`, `< target`, ...
@@ -332,8 +336,10 @@ impl<'b> Lexer<'b> {
                     self.bump();
                     if self.peek() == Some(')') {
                         // `name()`: a function definition; the body follows as a group or
-                        // as words, and is checked like any other command.
+                        // as words, and is checked like any other command, from its first
+                        // word (the name is not a command).
                         self.bump();
+                        command.words.clear();
                     } else {
                         let group = self.parse_nested(')');
                         command.groups.push(group);
@@ -354,6 +360,10 @@ impl<'b> Lexer<'b> {
                     self.command_word = command.words.is_empty();
                     let word = self.parse_word(close);
                     self.command_word = false;
+                    if self.starts_powershell_assignment(&command, &word) {
+                        // `$x = Get-Thing …`: the value after `=` is the command that runs.
+                        continue;
+                    }
                     let is_fd = !word.text.is_empty()
                         && word.text.chars().all(|d| d.is_ascii_digit())
                         && matches!(self.peek(), Some('<' | '>'));
@@ -365,12 +375,40 @@ impl<'b> Lexer<'b> {
                 }
             }
         }
+        if !self.posix()
+            && command.redirects.is_empty()
+            && let [only] = command.words.as_slice()
+            && only.computed
+            && (only.text.starts_with(VARIABLE) || only.text.starts_with('$'))
+        {
+            // A PowerShell variable alone (`$files.Count`) is a value printed, not a command.
+            command.words.clear();
+        }
         command.source = self.chars[start..self.pos.min(self.chars.len())]
             .iter()
             .collect::<String>()
             .trim()
             .to_string();
         command
+    }
+
+    /// In PowerShell, `$name = …` (or `+=`, `-=`, …) at a command's start assigns the value
+    /// of what follows; consumes the operator when it is one.
+    fn starts_powershell_assignment(&mut self, command: &Command, word: &Word) -> bool {
+        if self.posix() || !command.words.is_empty() || word.text != VARIABLE.to_string() {
+            return false;
+        }
+        self.skip_blanks();
+        let operator = match (self.peek(), self.peek_at(1)) {
+            (Some('='), Some('=')) => 0,
+            (Some('='), _) => 1,
+            (Some('+' | '-' | '*' | '/' | '%'), Some('=')) => 2,
+            _ => 0,
+        };
+        for _ in 0..operator {
+            self.bump();
+        }
+        operator > 0
     }
 
     fn starts_and_redirect(&self) -> bool {
@@ -426,6 +464,7 @@ impl<'b> Lexer<'b> {
                 let word = Word {
                     text: SUBSTITUTION.to_string(),
                     substitutions: vec![script],
+                    computed: true,
                 };
                 command.words.push(word);
                 return;

@@ -14,13 +14,14 @@
 
 mod feeds;
 mod forkbomb;
+mod inline;
 mod lexer;
 mod rules;
 mod runners;
 mod targets;
 
 use lexer::{Budget, Command, Dialect, Pipeline, Script, Stdin, Word};
-use runners::Step;
+use runners::{Language, Step};
 
 /// The longest command the deny-list reads. Longer commands are refused: a shell command an
 /// agent writes is a line or a short script, and reading has to stay cheap.
@@ -38,19 +39,78 @@ const PIPED_LISTERS_MAX: usize = 4;
 /// How much of a command a reason quotes.
 const SEGMENT_CHARS_MAX: usize = 160;
 
+/// What the deny-list found in a command that it will not wave through.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandRisk {
+    /// On the destructive-command deny-list: refused in every mode.
+    Destructive(String),
+    /// What the command runs cannot be known without running it (a program named by a
+    /// variable, code built at run time): refused in `allow-all`, asked about elsewhere.
+    Opaque(String),
+}
+
+impl CommandRisk {
+    /// The sentence a person reads.
+    pub fn reason(&self) -> &str {
+        match self {
+            CommandRisk::Destructive(reason) | CommandRisk::Opaque(reason) => reason,
+        }
+    }
+}
+
+/// Starts every reason for an opaque command.
+pub const OPAQUE_REASON: &str = "cannot tell what this runs";
+
 /// Why `command` is on the destructive-command deny-list, as a sentence a person reads, or
 /// `None` when it is not. Pure and total: any input returns, in time linear in its length.
 pub fn destructive_reason(command: &str) -> Option<String> {
+    match command_risk(command)? {
+        CommandRisk::Destructive(reason) => Some(reason),
+        CommandRisk::Opaque(_) => None,
+    }
+}
+
+/// The deny-list's whole judgement of `command`: destructive, opaque, or `None` when it
+/// found nothing. A destructive piece anywhere wins over an opaque one. Pure and total.
+pub fn command_risk(command: &str) -> Option<CommandRisk> {
     if command.len() > COMMAND_BYTES_MAX {
-        return Some(format!(
+        return Some(CommandRisk::Destructive(format!(
             "the command is {} bytes long, more than the {COMMAND_BYTES_MAX} the deny-list reads, so it cannot be checked",
             command.len()
-        ));
+        )));
     }
-    let mut budget = Budget::new(LEX_STEPS_MAX);
-    analyze(command, Dialect::Posix, 0, None, &mut budget)
-        .or_else(|| analyze(command, Dialect::Windows, 0, None, &mut budget))
-        .map(|finding| finding.sentence())
+    let mut context = Context {
+        budget: Budget::new(LEX_STEPS_MAX),
+        opaque: None,
+    };
+    if let Some(finding) = analyze(command, Dialect::Posix, 0, None, &mut context)
+        .or_else(|| analyze(command, Dialect::Windows, 0, None, &mut context))
+    {
+        return Some(CommandRisk::Destructive(finding.sentence()));
+    }
+    context.opaque.map(|finding| {
+        CommandRisk::Opaque(format!(
+            "{OPAQUE_REASON}: in `{}`, {}",
+            finding.shown(),
+            finding.why
+        ))
+    })
+}
+
+/// Why writing to a shell's startup file makes later commands unreadable.
+const STARTUP_FILE: &str = "it writes to a shell startup file, which every new shell runs, so what runs later cannot be read";
+
+/// What one decision carries through every nested text: the lexing work left, and the first
+/// opaque piece seen, kept while the search for a destructive one goes on.
+struct Context {
+    budget: Budget,
+    opaque: Option<Finding>,
+}
+
+impl Context {
+    fn note_opaque(&mut self, finding: Finding) {
+        self.opaque.get_or_insert(finding);
+    }
 }
 
 /// A destructive piece of a command and why.
@@ -69,12 +129,21 @@ impl Finding {
     }
 
     fn sentence(&self) -> String {
+        format!(
+            "`{}` is on the destructive-command deny-list: {}",
+            self.shown(),
+            self.why
+        )
+    }
+
+    /// The segment on one line, cut to `SEGMENT_CHARS_MAX` characters.
+    fn shown(&self) -> String {
         let one_line = self
             .segment
             .split_whitespace()
             .collect::<Vec<_>>()
             .join(" ");
-        let shown: String = if one_line.chars().count() > SEGMENT_CHARS_MAX {
+        if one_line.chars().count() > SEGMENT_CHARS_MAX {
             one_line
                 .chars()
                 .take(SEGMENT_CHARS_MAX)
@@ -82,11 +151,7 @@ impl Finding {
                 .collect()
         } else {
             one_line
-        };
-        format!(
-            "`{shown}` is on the destructive-command deny-list: {}",
-            self.why
-        )
+        }
     }
 }
 
@@ -95,7 +160,7 @@ fn analyze(
     dialect: Dialect,
     depth: usize,
     cwd: Option<String>,
-    budget: &mut Budget,
+    context: &mut Context,
 ) -> Option<Finding> {
     if depth >= lexer::NESTING_DEPTH_MAX {
         return Some(Finding::new(
@@ -103,8 +168,8 @@ fn analyze(
             "it nests commands too deeply to be checked",
         ));
     }
-    let parsed = lexer::parse(text, dialect, depth, budget);
-    if budget.exhausted() {
+    let parsed = lexer::parse(text, dialect, depth, &mut context.budget);
+    if context.budget.exhausted() {
         return Some(Finding::new(text, "it is too complex to be checked"));
     }
     if let Some(why) = forkbomb::fork_bomb(&parsed.skeleton) {
@@ -115,9 +180,49 @@ fn analyze(
         dialect,
         depth,
         cwd,
-        budget,
+        context,
     };
     walker.script(&parsed.script)
+}
+
+/// Reads code in any language the deny-list knows: a shell's through `analyze`, an
+/// interpreter's one-liner through `inline`, whose shell commands and evaluated code are
+/// read again.
+fn analyze_code(
+    text: &str,
+    language: Language,
+    depth: usize,
+    cwd: Option<String>,
+    context: &mut Context,
+) -> Option<Finding> {
+    let lang = match language {
+        Language::Shell(dialect) => return analyze(text, dialect, depth, cwd, context),
+        Language::Inline(lang) => lang,
+    };
+    if depth >= lexer::NESTING_DEPTH_MAX {
+        return Some(Finding::new(
+            text,
+            "it nests commands too deeply to be checked",
+        ));
+    }
+    let reading = inline::read(lang, text);
+    if let Some(why) = reading.destructive {
+        return Some(Finding::new(text, why));
+    }
+    if let Some(why) = reading.opaque {
+        context.note_opaque(Finding::new(text, why));
+    }
+    for command in &reading.commands {
+        if let Some(found) = analyze(command, Dialect::Posix, depth + 1, cwd.clone(), context) {
+            return Some(found);
+        }
+    }
+    for nested in &reading.nested {
+        if let Some(found) = analyze_code(nested, language, depth + 1, cwd.clone(), context) {
+            return Some(found);
+        }
+    }
+    None
 }
 
 /// Walks one lexed text, carrying the folder an earlier `cd` moved to.
@@ -126,7 +231,7 @@ struct Walker<'a> {
     dialect: Dialect,
     depth: usize,
     cwd: Option<String>,
-    budget: &'a mut Budget,
+    context: &'a mut Context,
 }
 
 impl Walker<'_> {
@@ -158,17 +263,26 @@ impl Walker<'_> {
                 return Some(found);
             }
             let upstream = &pipeline.commands[i.saturating_sub(PIPED_LISTERS_MAX)..i];
-            if let Step::Run { name, args } = &step
-                && let Some(why) = upstream.iter().find_map(|producer| {
+            if let Step::Run { name, args } = &step {
+                if let Some(why) = upstream.iter().find_map(|producer| {
                     rules::piped_targets_reason(name, args, producer, self.cwd.as_deref())
-                })
-            {
-                return Some(Finding::new(&pipeline_source(pipeline), why));
+                }) {
+                    return Some(Finding::new(&pipeline_source(pipeline), why));
+                }
+                if i > 0
+                    && rules::takes_targets_from_input(name, args)
+                    && !upstream.iter().any(rules::is_lister)
+                {
+                    self.context.note_opaque(Finding::new(
+                        &pipeline_source(pipeline),
+                        "it deletes or changes, recursively, whatever the commands before it print",
+                    ));
+                }
             }
-            if let Step::Stdin { dialect } = step
+            if let Step::Stdin { language } = step
                 && i > 0
                 && let Some(found) =
-                    self.piped_into_code(hidden_upstream, upstream.last(), dialect, pipeline)
+                    self.piped_into_code(hidden_upstream, upstream.last(), language, pipeline)
             {
                 return Some(found);
             }
@@ -201,10 +315,24 @@ impl Walker<'_> {
             }
         }
         for redirect in command.redirects.iter().filter(|r| r.output) {
-            if targets::is_raw_disk(&redirect.target.text) {
-                let why = format!("writes to the raw disk `{}`", redirect.target.text);
+            if let Some(why) = rules::written(&redirect.target.text) {
                 return Some(Finding::new(&command.source, why));
             }
+            if targets::is_startup_file(&redirect.target.text) {
+                self.context
+                    .note_opaque(Finding::new(&command.source, STARTUP_FILE));
+            }
+        }
+        if let Some(text) = runners::hook_code(&command.words)
+            && let Some(found) = analyze(
+                &text,
+                Dialect::Posix,
+                self.depth + 1,
+                self.cwd.clone(),
+                self.context,
+            )
+        {
+            return Some(found);
         }
         if let Some(found) = self.expanding_heredocs(command) {
             return Some(found);
@@ -212,30 +340,96 @@ impl Walker<'_> {
         match step {
             Step::Nothing => None,
             Step::Run { name, args } => {
+                if name == "tee" && args.iter().any(|w| targets::is_startup_file(&w.text)) {
+                    self.context
+                        .note_opaque(Finding::new(&command.source, STARTUP_FILE));
+                }
+                if rules::takes_targets_from_input(name, args)
+                    && let Some(found) = self.written_input(command)
+                {
+                    return Some(found);
+                }
                 if let Some(target) = rules::cd_target(&command.words) {
                     self.cwd = target.map(|t| self.join_cwd(&t));
                     return None;
+                }
+                if name == "find" {
+                    for text in rules::find_exec_commands(args) {
+                        let found = analyze(
+                            &text,
+                            Dialect::Posix,
+                            self.depth + 1,
+                            self.cwd.clone(),
+                            self.context,
+                        );
+                        if found.is_some() {
+                            return found;
+                        }
+                    }
                 }
                 let why = rules::destructive(name, args, self.cwd.as_deref())?;
                 Some(Finding::new(&command.source, why))
             }
             Step::Code {
-                dialect,
+                language,
                 text,
                 words,
             } => {
-                if let Some(found) = self.code_sources(command, words, *dialect) {
+                if let Some(found) = self.code_sources(command, words, *language) {
                     return Some(found);
                 }
-                let dialect = (*dialect)?;
-                analyze(text, dialect, self.depth + 1, self.cwd.clone(), self.budget)
+                analyze_code(
+                    text,
+                    *language,
+                    self.depth + 1,
+                    self.cwd.clone(),
+                    self.context,
+                )
             }
-            Step::Script { dialect, word } => {
-                self.code_sources(command, std::slice::from_ref(*word), *dialect)
+            Step::Script { language, word } => {
+                self.code_sources(command, std::slice::from_ref(*word), *language)
             }
-            Step::Stdin { dialect } => self.stdin_code(command, *dialect),
+            Step::Stdin { language } => self.stdin_code(command, *language),
+            Step::Unknown(why) => {
+                self.context
+                    .note_opaque(Finding::new(&command.source, *why));
+                None
+            }
             Step::Hidden(why) => Some(Finding::new(&command.source, *why)),
         }
+    }
+
+    /// A delete fed by input written in the command: a here-string or here-document lists
+    /// its targets; `< <(…)` is a listing like a pipe's.
+    fn written_input(&mut self, command: &Command) -> Option<Finding> {
+        for stdin in &command.stdin {
+            let text = match stdin {
+                Stdin::HereDoc { slot, .. } => {
+                    self.heredocs.get(*slot).cloned().unwrap_or_default()
+                }
+                Stdin::HereString(word) => word.text.clone(),
+            };
+            if let Some(why) = rules::input_targets_reason(&text, self.cwd.as_deref()) {
+                return Some(Finding::new(&command.source, why));
+            }
+        }
+        let step = runners::effective(&command.words);
+        let Step::Run { name, args } = &step else {
+            return None;
+        };
+        for redirect in command.redirects.iter().filter(|r| !r.output) {
+            for script in &redirect.target.substitutions {
+                let producers = script.pipelines.iter().filter_map(|p| p.commands.last());
+                for producer in producers {
+                    if let Some(why) =
+                        rules::piped_targets_reason(name, args, producer, self.cwd.as_deref())
+                    {
+                        return Some(Finding::new(&command.source, why));
+                    }
+                }
+            }
+        }
+        None
     }
 
     /// Commands in a `cd` target are resolved against the folder we are already in.
@@ -257,7 +451,7 @@ impl Walker<'_> {
         &mut self,
         command: &Command,
         words: &[Word],
-        dialect: Option<Dialect>,
+        language: Language,
     ) -> Option<Finding> {
         for word in words {
             for substitution in &word.substitutions {
@@ -272,16 +466,15 @@ impl Walker<'_> {
                         format!("runs {kind} as code"),
                     ));
                 }
-                if let (Some(dialect), Some(text)) = (
-                    dialect,
-                    feeds::script_literal_output(substitution, self.heredocs),
-                ) && let Some(found) = analyze(
-                    &text,
-                    dialect,
-                    self.depth + 1,
-                    self.cwd.clone(),
-                    self.budget,
-                ) {
+                if let Some(text) = feeds::script_literal_output(substitution, self.heredocs)
+                    && let Some(found) = analyze_code(
+                        &text,
+                        language,
+                        self.depth + 1,
+                        self.cwd.clone(),
+                        self.context,
+                    )
+                {
                     return Some(found);
                 }
             }
@@ -291,7 +484,7 @@ impl Walker<'_> {
 
     /// A shell or interpreter reading code from standard input: here-documents,
     /// here-strings and `< <(…)` are its code.
-    fn stdin_code(&mut self, command: &Command, dialect: Option<Dialect>) -> Option<Finding> {
+    fn stdin_code(&mut self, command: &Command, language: Language) -> Option<Finding> {
         let inputs: Vec<&Word> = command
             .redirects
             .iter()
@@ -299,11 +492,10 @@ impl Walker<'_> {
             .map(|r| &r.target)
             .collect();
         for word in inputs {
-            if let Some(found) = self.code_sources(command, std::slice::from_ref(word), dialect) {
+            if let Some(found) = self.code_sources(command, std::slice::from_ref(word), language) {
                 return Some(found);
             }
         }
-        let dialect = dialect?;
         for stdin in &command.stdin {
             let text = match stdin {
                 Stdin::HereDoc { slot, .. } => {
@@ -311,19 +503,19 @@ impl Walker<'_> {
                 }
                 Stdin::HereString(word) => {
                     if let Some(found) =
-                        self.code_sources(command, std::slice::from_ref(word), Some(dialect))
+                        self.code_sources(command, std::slice::from_ref(word), language)
                     {
                         return Some(found);
                     }
                     word.text.clone()
                 }
             };
-            if let Some(found) = analyze(
+            if let Some(found) = analyze_code(
                 &text,
-                dialect,
+                language,
                 self.depth + 1,
                 self.cwd.clone(),
-                self.budget,
+                self.context,
             ) {
                 return Some(found);
             }
@@ -348,7 +540,7 @@ impl Walker<'_> {
                     Dialect::Posix,
                     self.depth + 1,
                     self.cwd.clone(),
-                    self.budget,
+                    self.context,
                 ) {
                     return Some(found);
                 }
@@ -357,18 +549,18 @@ impl Walker<'_> {
         None
     }
 
-    /// A pipe into a shell: what runs is whatever the commands before it print.
     /// A pipe into a shell: what runs is whatever the commands before it print. `hidden` is
     /// the first download or decoder upstream; `previous` the command right before the shell.
     fn piped_into_code(
         &mut self,
         hidden: Option<&'static str>,
         previous: Option<&Command>,
-        dialect: Option<Dialect>,
+        language: Language,
         pipeline: &Pipeline,
     ) -> Option<Finding> {
         if let Some(kind) = hidden {
-            let sink = if dialect == Some(Dialect::Windows) || self.dialect == Dialect::Windows {
+            let windows = language == Language::Shell(Dialect::Windows);
+            let sink = if windows || self.dialect == Dialect::Windows {
                 "a shell or Invoke-Expression"
             } else {
                 "a shell"
@@ -376,14 +568,13 @@ impl Walker<'_> {
             let why = format!("pipes {kind} into {sink}");
             return Some(Finding::new(&pipeline_source(pipeline), why));
         }
-        let dialect = dialect?;
         let text = feeds::literal_output(previous?, self.heredocs)?;
-        analyze(
+        analyze_code(
             &text,
-            dialect,
+            language,
             self.depth + 1,
             self.cwd.clone(),
-            self.budget,
+            self.context,
         )
     }
 }

@@ -4,9 +4,9 @@
 
 use std::cell::LazyCell;
 
-use super::lexer::{Command, Pipeline, Word};
+use super::lexer::{Command, Pipeline, SUBSTITUTION, VARIABLE, Word};
 use super::runners::{Step, command_name, effective};
-use super::targets::{dangerous, is_raw_disk};
+use super::targets::{dangerous, in_system_tree, is_kernel_control, is_raw_disk};
 
 /// Why running `name` with `args` is destructive, or `None`. `cwd` is the folder an earlier
 /// `cd` in the same command line moved to, when it is known.
@@ -26,23 +26,164 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
             .collect::<Vec<&str>>()
     });
     match name {
-        "rm" | "remove-item" | "ri" | "del" | "erase" | "rd" | "rmdir" => {
+        "rm" | "remove-item" | "ri" | "del" | "erase" | "rd" | "rmdir" | "unlink" => {
             recursive_delete(name, &texts, &lowered, cwd)
         }
         "chmod" | "chown" | "chgrp" => recursive_change(name, &texts, cwd),
         "find" => find_delete(&texts, &lowered, cwd),
-        "dd" => texts.iter().find_map(|t| {
-            let target = t.strip_prefix("of=")?;
-            is_raw_disk(target).then(|| format!("writes to the raw disk `{target}`"))
-        }),
-        "tee" | "shred" | "truncate" | "wipe" => raw_disk_among(&texts),
-        "cp" | "install" | "ddrescue" => {
+        "dd" | "dcfldd" | "dc3dd" => texts
+            .iter()
+            .find_map(|t| written(t.strip_prefix("of=").or_else(|| t.strip_prefix("hof="))?)),
+        "fd" | "fdfind" => fd_delete(&texts, cwd),
+        "tee" | "shred" | "truncate" | "wipe" => texts.iter().find_map(|t| written(t)),
+        "cp" | "install" | "ddrescue" | "mv" | "ln" => {
             let last = texts.iter().rev().find(|t| !t.starts_with('-'))?;
-            raw_disk_among(&[last])
+            written(last)
         }
         "blkdiscard" => Some("discards every block of a disk".to_string()),
-        _ if is_mkfs(name) => {
-            Some("makes a new filesystem, erasing what the disk held".to_string())
+        _ if is_mkfs(name) => operands(&texts)
+            .any(|t| is_raw_disk(t) || is_unknown(t))
+            .then(|| "makes a new filesystem, erasing what the disk held".to_string()),
+        "wipefs" => {
+            let acts = texts.iter().any(|t| {
+                matches!(*t, "--all" | "--offset" | "--types" | "--force")
+                    || t.starts_with("--offset=")
+                    || is_short_cluster(t, &['a', 'o', 't'])
+            });
+            let dry = texts
+                .iter()
+                .any(|t| *t == "--no-act" || is_short_cluster(t, &['n']));
+            (acts && !dry).then(|| "wipes the signatures that make a disk readable".to_string())
+        }
+        "sgdisk" => sgdisk(&texts),
+        "fdisk" | "gdisk" | "cfdisk" | "sfdisk" | "cgdisk" => partitioner(name, &texts),
+        "parted" => parted(&lowered),
+        "hdparm" => texts
+            .iter()
+            .any(|t| {
+                t.starts_with("--security-erase")
+                    || t.starts_with("--fwdownload")
+                    || matches!(
+                        *t,
+                        "--trim-sector-ranges"
+                            | "--trim-sector-ranges-stdin"
+                            | "--write-sector"
+                            | "--make-bad-sector"
+                            | "--dco-restore"
+                            | "--security-set-pass"
+                    )
+            })
+            .then(|| "erases or rewrites a disk's sectors or firmware".to_string()),
+        "nvme" => {
+            const ERASING: &[&str] = &[
+                "format",
+                "sanitize",
+                "delete-ns",
+                "detach-ns",
+                "fw-download",
+                "fw-commit",
+                "fw-activate",
+                "write",
+                "write-zeroes",
+                "write-uncor",
+                "dsm",
+            ];
+            let verb = lowered.first()?;
+            ERASING
+                .contains(verb)
+                .then(|| format!("erases or rewrites an NVMe drive (`nvme {verb}`)"))
+        }
+        "cryptsetup" => {
+            const ERASING: &[&str] = &[
+                "luksformat",
+                "erase",
+                "lukserase",
+                "lukskillslot",
+                "luksremovekey",
+                "reencrypt",
+                "convert",
+            ];
+            lowered
+                .iter()
+                .find(|t| !t.starts_with('-'))
+                .filter(|verb| ERASING.contains(verb))
+                .map(|verb| format!("destroys an encrypted volume's keys (`cryptsetup {verb}`)"))
+        }
+        "mdadm" => texts
+            .iter()
+            .any(|t| matches!(*t, "--zero-superblock" | "--create" | "-C"))
+            .then(|| "erases or rebuilds a RAID array's disks".to_string()),
+        "zpool" => matches!(
+            lowered.first(),
+            Some(&("destroy" | "labelclear" | "create"))
+        )
+        .then(|| "destroys or overwrites a ZFS pool".to_string()),
+        "zfs" => matches!(lowered.first(), Some(&("destroy" | "rollback")))
+            .then(|| "destroys ZFS datasets or snapshots".to_string()),
+        "pvremove" | "vgremove" | "lvremove" | "pvcreate" => {
+            Some(format!("`{name}` erases LVM volumes"))
+        }
+        "dmsetup" => matches!(
+            lowered.first(),
+            Some(&("remove_all" | "remove" | "wipe_table"))
+        )
+        .then(|| "removes device-mapper devices".to_string()),
+        "badblocks" => texts
+            .iter()
+            .any(|t| is_short_cluster(t, &['w']))
+            .then(|| "`badblocks -w` overwrites every block of a disk".to_string()),
+        "flashrom" => texts
+            .iter()
+            .any(|t| matches!(*t, "--write" | "--erase") || is_short_cluster(t, &['w', 'E']))
+            .then(|| "rewrites the machine's firmware".to_string()),
+        "sg_format" => texts
+            .iter()
+            .any(|t| *t == "--format" || is_short_cluster(t, &['F']))
+            .then(|| "low-level formats a disk".to_string()),
+        "sg_sanitize" => Some("sanitizes (erases) a disk".to_string()),
+        "efibootmgr" => texts
+            .iter()
+            .any(|t| {
+                matches!(
+                    *t,
+                    "--delete-bootnum"
+                        | "--create"
+                        | "--create-only"
+                        | "--bootorder"
+                        | "--delete-bootorder"
+                        | "--bootnext"
+                        | "--delete-bootnext"
+                        | "--active"
+                        | "--inactive"
+                ) || is_short_cluster(t, &['B', 'c', 'C', 'o', 'O', 'n', 'N', 'a', 'A'])
+            })
+            .then(|| "changes how the machine boots".to_string()),
+        "sysctl" => texts
+            .iter()
+            .any(|t| {
+                matches!(*t, "--write" | "--load" | "--system")
+                    || t.starts_with("--load=")
+                    || (t.contains('=') && !t.starts_with('-'))
+                    || is_short_cluster(t, &['w', 'p'])
+            })
+            .then(|| "changes the running kernel's settings".to_string()),
+        "kexec" => Some("loads or starts another kernel in place of the running one".to_string()),
+        "insmod" | "rmmod" => Some("loads or removes a kernel module".to_string()),
+        "modprobe" => {
+            let only_looks = texts.iter().any(|t| {
+                matches!(
+                    *t,
+                    "--dry-run"
+                        | "--show"
+                        | "--showconfig"
+                        | "--show-depends"
+                        | "--help"
+                        | "--version"
+                        | "--show-modversions"
+                        | "--dump-modversions"
+                ) || is_short_cluster(t, &['n', 'c', 'D', 'h', 'V'])
+            });
+            (!only_looks).then(|| "loads or removes a kernel module".to_string())
         }
         "diskutil" => {
             const ERASING: &[&str] = &[
@@ -143,25 +284,31 @@ pub(crate) fn pipeline_reason(pipeline: &Pipeline) -> Option<String> {
 /// `find / | xargs rm -rf`, `Get-ChildItem C:\ | Remove-Item -Recurse`: a delete, or a
 /// recursive permission change, that names no target of its own takes them from the pipe,
 /// and is judged by what the command before it lists.
+/// Whether `command` is one of the listers whose output the piped-delete rule reads.
+pub(crate) fn is_lister(command: &Command) -> bool {
+    matches!(effective(&command.words), Step::Run { name, .. } if LISTERS.contains(&name.as_str()))
+}
+
+const LISTERS: &[&str] = &[
+    "find",
+    "ls",
+    "dir",
+    "gci",
+    "get-childitem",
+    "get-item",
+    "gi",
+    "echo",
+    "printf",
+    "write-output",
+    "fd",
+];
+
 pub(crate) fn piped_targets_reason(
     name: &str,
     args: &[Word],
     producer: &Command,
     cwd: Option<&str>,
 ) -> Option<String> {
-    const LISTERS: &[&str] = &[
-        "find",
-        "ls",
-        "dir",
-        "gci",
-        "get-childitem",
-        "get-item",
-        "gi",
-        "echo",
-        "printf",
-        "write-output",
-        "fd",
-    ];
     let texts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
     let operands = texts
         .iter()
@@ -193,6 +340,34 @@ pub(crate) fn piped_targets_reason(
     })
 }
 
+/// A recursive delete or permission change that names no target: it takes them from its
+/// input (`… | xargs rm -rf`).
+pub(crate) fn takes_targets_from_input(name: &str, args: &[Word]) -> bool {
+    let texts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+    let mut operands = texts.iter().filter(|t| !t.starts_with('-'));
+    match name {
+        "rm" | "shred" | "unlink" | "rmdir" => {
+            operands.next().is_none()
+                && texts
+                    .iter()
+                    .any(|t| is_recursive_flag(&t.to_ascii_lowercase()))
+        }
+        "chmod" | "chown" | "chgrp" => operands.count() <= 1 && texts.contains(&"-R"),
+        _ => false,
+    }
+}
+
+/// Why a delete that takes its targets from its input is destructive, when the input is
+/// written in the command (`xargs rm -rf <<< /etc`).
+pub(crate) fn input_targets_reason(lines: &str, cwd: Option<&str>) -> Option<String> {
+    lines
+        .split(['\n', '\0', ' '])
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+        .find_map(|t| dangerous(t, cwd))
+        .map(|what| format!("deletes what its input lists: {what}"))
+}
+
 fn recursive_delete(
     name: &str,
     texts: &[&str],
@@ -217,6 +392,9 @@ fn recursive_delete(
     for target in &targets {
         if is_registry(target) {
             return Some(format!("deletes the registry key `{target}`"));
+        }
+        if is_kernel_control(target) {
+            return Some(format!("deletes the kernel control `{target}`"));
         }
     }
     if !recursive {
@@ -289,69 +467,308 @@ fn recursive_change(name: &str, texts: &[&str], cwd: Option<&str>) -> Option<Str
         .map(|what| format!("recursive {change} change of {what}"))
 }
 
+/// The commands a `find` runs with `-exec`, `-execdir`, `-ok` and `-okdir`, as command lines
+/// with `{}` (and a shell's `$1`, `$@` when the found path is passed to `sh -c`) standing
+/// for what is found: the start folder when no test narrows it, else some file inside.
+pub(crate) fn find_exec_commands(args: &[Word]) -> Vec<String> {
+    let texts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+    let expression_at = texts
+        .iter()
+        .position(|t| t.starts_with('-') || *t == "(" || *t == "!")
+        .unwrap_or(texts.len());
+    let lowered: Vec<String> = texts.iter().map(|t| t.to_ascii_lowercase()).collect();
+    let expression: Vec<&str> = lowered[expression_at..]
+        .iter()
+        .map(String::as_str)
+        .collect();
+    let narrowed = narrows(&expression);
+    let found = match texts[..expression_at].first() {
+        Some(start) if !narrowed => (*start).to_string(),
+        Some(start) => format!("{}/found", start.trim_end_matches('/')),
+        None => "./found".to_string(),
+    };
+    let mut commands = Vec::new();
+    let mut i = expression_at;
+    while i < texts.len() {
+        if !matches!(lowered[i].as_str(), "-exec" | "-execdir" | "-ok" | "-okdir") {
+            i += 1;
+            continue;
+        }
+        let start = i + 1;
+        let end = texts[start..]
+            .iter()
+            .position(|t| *t == ";" || *t == "+")
+            .map_or(texts.len(), |p| start + p);
+        let words: Vec<String> = texts[start..end]
+            .iter()
+            .map(|t| {
+                let replaced = t.replace("{}", &found);
+                let replaced = ["\"$1\"", "\"$@\"", "\"$*\"", "${1}", "$1", "$@", "$*"]
+                    .iter()
+                    .fold(replaced, |text, positional| {
+                        text.replace(positional, &found)
+                    });
+                format!("'{}'", replaced.replace('\'', r"'\''"))
+            })
+            .collect();
+        commands.push(words.join(" "));
+        i = end + 1;
+    }
+    commands
+}
+
+/// The tests that narrow what a `find` matches.
+const NARROWING: &[&str] = &[
+    "-name",
+    "-iname",
+    "-path",
+    "-ipath",
+    "-wholename",
+    "-iwholename",
+    "-regex",
+    "-iregex",
+    "-lname",
+    "-ilname",
+    "-newer",
+    "-mtime",
+    "-mmin",
+    "-atime",
+    "-amin",
+    "-ctime",
+    "-cmin",
+    "-size",
+    "-empty",
+    "-user",
+    "-group",
+    "-inum",
+    "-samefile",
+    "-perm",
+];
+
 /// `find / -delete` and `find ~ -exec rm -rf {} +` delete everything under the start
 /// unless a test narrows what matches; a narrowed find (`-name '*.pyc'`) is allowed.
 fn find_delete(texts: &[&str], lowered: &[&str], cwd: Option<&str>) -> Option<String> {
-    const NARROWING: &[&str] = &[
-        "-name",
-        "-iname",
-        "-path",
-        "-ipath",
-        "-wholename",
-        "-iwholename",
-        "-regex",
-        "-iregex",
-        "-lname",
-        "-ilname",
-        "-newer",
-        "-mtime",
-        "-mmin",
-        "-atime",
-        "-amin",
-        "-ctime",
-        "-cmin",
-        "-size",
-        "-empty",
-        "-user",
-        "-group",
-        "-inum",
-        "-samefile",
-        "-perm",
-    ];
     let expression_at = texts
         .iter()
         .position(|t| t.starts_with('-') || *t == "(" || *t == "!")
         .unwrap_or(texts.len());
     let expression = &lowered[expression_at..];
-    let deletes = expression.iter().enumerate().any(|(i, t)| {
-        *t == "-delete"
-            || (matches!(*t, "-exec" | "-execdir" | "-ok" | "-okdir")
-                && expression.get(i + 1).is_some_and(|next| {
-                    matches!(
-                        command_name(next).as_str(),
-                        "rm" | "shred" | "unlink" | "rmdir"
-                    )
-                }))
-    });
-    if !deletes || expression.iter().any(|t| NARROWING.contains(t)) {
+    let mut deletes = false;
+    let mut changes = false;
+    for (i, t) in expression.iter().enumerate() {
+        deletes |= *t == "-delete";
+        if matches!(*t, "-exec" | "-execdir" | "-ok" | "-okdir")
+            && let Some(next) = expression.get(i + 1)
+        {
+            deletes |= DELETING.contains(&command_name(next).as_str());
+            changes |= CHANGING.contains(&command_name(next).as_str());
+        }
+    }
+    if !deletes && !changes {
         return None;
     }
-    texts[..expression_at]
-        .iter()
-        .find_map(|t| dangerous(t, cwd))
-        .map(|what| format!("deletes everything under {what}"))
+    let starts = &texts[..expression_at];
+    if narrows(expression) {
+        // A narrowed find is fine in a project; in a system tree it still removes files the
+        // operating system needs.
+        return starts
+            .iter()
+            .find(|t| in_system_tree(t))
+            .map(|start| format!("deletes or changes files inside the system location `{start}`"));
+    }
+    let what = starts.iter().find_map(|t| dangerous(t, cwd))?;
+    Some(if deletes {
+        format!("deletes everything under {what}")
+    } else {
+        format!("changes every file under {what}")
+    })
 }
 
-fn raw_disk_among(texts: &[&str]) -> Option<String> {
-    texts
+/// Programs that delete what they are given.
+const DELETING: &[&str] = &["rm", "shred", "unlink", "rmdir", "srm", "wipe"];
+/// Programs that destroy or re-permission what they are given.
+const CHANGING: &[&str] = &[
+    "truncate", "chmod", "chown", "chgrp", "dd", "mv", "tee", "cp",
+];
+
+/// Whether a find expression narrows what it matches: a test with a value that is not a
+/// match-everything pattern (`-name '*'` narrows nothing).
+fn narrows(expression: &[&str]) -> bool {
+    expression.iter().enumerate().any(|(i, t)| {
+        NARROWING.contains(t)
+            && !matches!(
+                expression.get(i + 1).copied(),
+                Some("*" | "*.*" | ".*" | "**" | "")
+            )
+    })
+}
+
+/// `fd [pattern] [path...] -x command` / `-X command`: like `find -exec`, the command runs
+/// on everything fd matches; a pattern that matches everything under a catastrophic path
+/// deletes it all.
+fn fd_delete(texts: &[&str], cwd: Option<&str>) -> Option<String> {
+    let exec_at = texts
         .iter()
-        .find(|t| is_raw_disk(t))
-        .map(|disk| format!("writes to the raw disk `{disk}`"))
+        .position(|t| matches!(*t, "-x" | "--exec" | "-X" | "--exec-batch"))?;
+    let program = command_name(texts.get(exec_at + 1)?);
+    if !DELETING.contains(&program.as_str()) && !CHANGING.contains(&program.as_str()) {
+        return None;
+    }
+    let positionals: Vec<&str> = texts[..exec_at]
+        .iter()
+        .copied()
+        .filter(|t| !t.starts_with('-'))
+        .collect();
+    let everything = matches!(
+        positionals.first().copied(),
+        None | Some("." | "" | "^" | ".*")
+    );
+    if !everything {
+        return None;
+    }
+    positionals
+        .get(1..)
+        .unwrap_or_default()
+        .iter()
+        .find_map(|t| dangerous(t, cwd))
+        .map(|what| format!("runs `{program}` on everything under {what}"))
+}
+
+/// Why writing to `target` is destructive: a kernel control or a raw disk.
+pub(crate) fn written(target: &str) -> Option<String> {
+    if is_kernel_control(target) {
+        Some(format!("writes to the kernel control `{target}`"))
+    } else if is_raw_disk(target) {
+        Some(format!("writes to the raw disk `{target}`"))
+    } else {
+        None
+    }
+}
+
+/// The words that are not options.
+fn operands<'t>(texts: &'t [&'t str]) -> impl Iterator<Item = &'t str> {
+    texts.iter().copied().filter(|t| !t.starts_with('-'))
+}
+
+/// A value nobody knows before the command runs.
+fn is_unknown(text: &str) -> bool {
+    text.contains([VARIABLE, SUBSTITUTION])
+}
+
+/// A short option cluster (`-fa`) holding any of `letters`, case-sensitive.
+fn is_short_cluster(text: &str, letters: &[char]) -> bool {
+    text.strip_prefix('-').is_some_and(|rest| {
+        !rest.starts_with('-')
+            && !rest.is_empty()
+            && rest.chars().all(|c| c.is_ascii_alphanumeric())
+            && rest.chars().any(|c| letters.contains(&c))
+    })
+}
+
+/// `sgdisk`: only its printing and checking options leave the disk alone (or `--pretend`).
+fn sgdisk(texts: &[&str]) -> Option<String> {
+    const LOOKS: &[&str] = &[
+        "-p",
+        "--print",
+        "-i",
+        "--info",
+        "-v",
+        "--verify",
+        "-L",
+        "--list-types",
+        "-b",
+        "--backup",
+        "-O",
+        "--print-mbr",
+        "-D",
+        "--display-alignment",
+        "-F",
+        "--first-in-largest",
+        "--first-aligned-in-largest",
+        "-E",
+        "--end-of-largest",
+        "-?",
+        "--help",
+        "-V",
+        "--version",
+        "--usage",
+    ];
+    if texts.iter().any(|t| matches!(*t, "-P" | "--pretend")) {
+        return None;
+    }
+    let changes = texts.iter().any(|t| {
+        let option = t.split_once('=').map_or(*t, |(o, _)| o);
+        t.starts_with('-') && !LOOKS.contains(&option)
+    });
+    changes.then(|| "rewrites a disk's partition table".to_string())
+}
+
+/// `fdisk`, `sfdisk`, `gdisk`, `cfdisk`: listing is harmless; pointed at a disk, they
+/// rewrite its partition table.
+fn partitioner(name: &str, texts: &[&str]) -> Option<String> {
+    const LISTS: &[&str] = &[
+        "-l",
+        "--list",
+        "-x",
+        "--list-details",
+        "-d",
+        "--dump",
+        "-J",
+        "--json",
+        "-s",
+        "--show-size",
+        "-V",
+        "--verify",
+        "-g",
+        "--show-geometry",
+        "-F",
+        "--list-free",
+        "-h",
+        "--help",
+        "--version",
+        "--list-types",
+        "-T",
+    ];
+    if texts.iter().any(|t| LISTS.contains(t)) {
+        return None;
+    }
+    operands(texts)
+        .any(|t| is_raw_disk(t) || is_unknown(t))
+        .then(|| format!("`{name}` rewrites a disk's partition table"))
+}
+
+/// `parted`: `-l`, and `print` on a disk, only look; any other command changes it.
+fn parted(lowered: &[&str]) -> Option<String> {
+    const LOOKS: &[&str] = &[
+        "print", "p", "unit", "s", "b", "kb", "mb", "gb", "tb", "kib", "mib", "gib", "%", "cyl",
+        "chs", "compact", "help", "version", "quit", "free", "list", "all",
+    ];
+    if lowered
+        .iter()
+        .any(|t| matches!(*t, "-l" | "--list" | "-h" | "--help" | "-v" | "--version"))
+    {
+        return None;
+    }
+    let mut words = lowered.iter().filter(|t| !t.starts_with('-'));
+    let disk = words.next()?;
+    let changes = words.any(|t| !LOOKS.contains(t));
+    (changes && (is_raw_disk(disk) || is_unknown(disk)))
+        .then(|| "rewrites a disk's partition table".to_string())
 }
 
 fn is_mkfs(name: &str) -> bool {
     const NAMES: &[&str] = &[
-        "mkfs", "mke2fs", "mkdosfs", "mkswap", "mkntfs", "wipefs", "newfs",
+        "mkfs",
+        "mke2fs",
+        "mkdosfs",
+        "mkswap",
+        "mkntfs",
+        "newfs",
+        "mkexfatfs",
+        "mkudffs",
+        "mkreiserfs",
+        "mkjfs",
+        "mkhfs",
     ];
     NAMES.contains(&name) || name.starts_with("mkfs.") || name.starts_with("newfs_")
 }

@@ -4,7 +4,22 @@
 //! right; shells and interpreters that read code from standard input are marked, so a pipe
 //! into them can be judged by what feeds it.
 
-use super::lexer::{Dialect, Word};
+use super::inline::Lang;
+use super::lexer::{Dialect, SUBSTITUTION, VARIABLE, Word};
+
+/// The language of code a command runs: a shell's, or an interpreter's the deny-list reads
+/// through `inline`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Language {
+    Shell(Dialect),
+    Inline(Lang),
+}
+
+const POSIX: Language = Language::Shell(Dialect::Posix);
+const WINDOWS: Language = Language::Shell(Dialect::Windows);
+
+/// Why nobody can tell what a command with a computed first word runs.
+pub(crate) const COMPUTED_VERB: &str = "its program is computed when it runs (from a variable, a substitution, a glob or a brace list)";
 
 /// The effective command behind a simple command's words.
 #[derive(Debug)]
@@ -13,22 +28,20 @@ pub(crate) enum Step<'w> {
     Nothing,
     /// A program, by its lowercase base name without `.exe`, with its arguments.
     Run { name: String, args: &'w [Word] },
-    /// Code given as text. `dialect` says how to read it; `None` is a language the deny-list
-    /// does not read (`python -c`), whose text is not checked but whose sources are.
+    /// Code given as text, in `language`; `words` are where it came from.
     Code {
-        dialect: Option<Dialect>,
+        language: Language,
         text: String,
         words: &'w [Word],
     },
     /// Code read from the file `word` names: a script, or `<(…)`.
-    Script {
-        dialect: Option<Dialect>,
-        word: &'w Word,
-    },
+    Script { language: Language, word: &'w Word },
     /// Code read from standard input.
-    Stdin { dialect: Option<Dialect> },
+    Stdin { language: Language },
     /// Code that cannot be read at all (an `-EncodedCommand` that does not decode).
     Hidden(&'static str),
+    /// A program nobody can name without running the command (`$CMD -rf ~`, `/bin/r?`).
+    Unknown(&'static str),
 }
 
 /// A command that runs another command given as its remaining words.
@@ -72,6 +85,7 @@ const WRAPPERS: &[Wrapper] = &[
         "-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--eof",
         "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars",
     ] },
+    Wrapper { name: "sshpass", positionals: 0, value_options: &["-p", "-f", "-d", "-P"] },
     Wrapper { name: "caffeinate", positionals: 0, value_options: &["-t", "-w"] },
     Wrapper { name: "strace", positionals: 0, value_options: &["-o", "-e", "-p", "-s", "-u", "-E"] },
     Wrapper { name: "ltrace", positionals: 0, value_options: &["-o", "-e", "-p", "-s", "-u"] },
@@ -82,7 +96,7 @@ const WRAPPERS: &[Wrapper] = &[
     ] },
 ];
 
-const POSIX_SHELLS: &[&str] = &[
+pub(crate) const POSIX_SHELLS: &[&str] = &[
     "sh", "bash", "dash", "zsh", "ksh", "mksh", "lksh", "ash", "yash", "rbash", "posh", "fish",
     "csh", "tcsh",
 ];
@@ -150,6 +164,11 @@ pub(crate) fn effective(words: &[Word]) -> Step<'_> {
         let Some(first) = rest.first() else {
             return Step::Nothing;
         };
+        // PowerShell's `& (…) args` and `. (…) args` call whatever the group computes; a
+        // group alone in a command's place is a group, and its commands are read.
+        if is_computed(first) || (is_group(first) && rest.len() > 1) {
+            return Step::Unknown(COMPUTED_VERB);
+        }
         let name = command_name(&first.text);
         let args = &rest[1..];
         if let Some(wrapper) = WRAPPERS.iter().find(|w| w.name == name) {
@@ -158,10 +177,7 @@ pub(crate) fn effective(words: &[Word]) -> Step<'_> {
                     .iter()
                     .position(|w| w.text == "-c" || w.text == "--command")
             {
-                return code(
-                    Some(Dialect::Posix),
-                    &args[at + 1..(at + 2).min(args.len())],
-                );
+                return code(POSIX, &args[at + 1..(at + 2).min(args.len())]);
             }
             let after = skip_options(args, wrapper);
             if after.is_empty()
@@ -170,9 +186,7 @@ pub(crate) fn effective(words: &[Word]) -> Step<'_> {
                     .iter()
                     .any(|w| is_short_cluster_with(&w.text, &['s', 'i']))
             {
-                return Step::Stdin {
-                    dialect: Some(Dialect::Posix),
-                };
+                return Step::Stdin { language: POSIX };
             }
             rest = after;
             continue;
@@ -183,7 +197,35 @@ pub(crate) fn effective(words: &[Word]) -> Step<'_> {
                 EnvRest::Split(step) => return step,
             },
             "su" | "runuser" => return su(args),
-            "eval" => return code(Some(Dialect::Posix), args),
+            "eval" => return code(POSIX, args),
+            // `function name { …; }` and `function name() { …; }`: the body is what runs.
+            "function" => rest = args.get(1..).unwrap_or_default(),
+            "alias" => return alias(args),
+            "trap" => return trap(args),
+            "ssh" => return remote(args),
+            "kubectl" | "oc" | "lxc" | "incus" | "mosh" => return after_dashes(&name, args),
+            "docker" | "podman" | "nerdctl" => return container_exec(args),
+            "vagrant" | "gcloud" => return option_code(args, &["-c", "--command"]),
+            "ansible" | "ansible-console" => return ansible(args),
+            "pdsh" | "clush" | "pssh" | "parallel-ssh" => return fan_out(args),
+            "aws" | "az" => return cloud_run_command(args),
+            "psexec" | "psexec64" | "paexec" => return psexec(args),
+            "set-alias" | "sal" | "new-alias" | "nal" => {
+                return args
+                    .iter()
+                    .filter(|w| !w.text.starts_with('-'))
+                    .nth(1)
+                    .filter(|value| is_destroying_verb(&value.text))
+                    .map_or(Step::Nothing, |_| Step::Unknown(RENAMES));
+            }
+            "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk" => return awk(args),
+            "parallel" => return parallel(args),
+            "deno" if args.first().is_some_and(|w| w.text == "eval") => {
+                return code(
+                    Language::Inline(Lang::JavaScript),
+                    args.get(1..2).unwrap_or_default(),
+                );
+            }
             "watch" => {
                 let after = skip_options(
                     args,
@@ -193,7 +235,7 @@ pub(crate) fn effective(words: &[Word]) -> Step<'_> {
                         positionals: 0,
                     },
                 );
-                return code(Some(Dialect::Posix), after);
+                return code(POSIX, after);
             }
             "iex" | "invoke-expression" => {
                 let code_words = match args.first() {
@@ -201,21 +243,18 @@ pub(crate) fn effective(words: &[Word]) -> Step<'_> {
                     _ => args,
                 };
                 return if code_words.is_empty() {
-                    Step::Stdin {
-                        dialect: Some(Dialect::Windows),
-                    }
+                    Step::Stdin { language: WINDOWS }
                 } else {
-                    code(Some(Dialect::Windows), code_words)
+                    code(WINDOWS, code_words)
                 };
             }
             "source" | "." => {
                 return match args.first() {
                     None => Step::Nothing,
-                    Some(w) if is_stdin_path(&w.text) => Step::Stdin {
-                        dialect: Some(Dialect::Posix),
-                    },
+                    Some(w) if is_group(w) => Step::Unknown(COMPUTED_VERB),
+                    Some(w) if is_stdin_path(&w.text) => Step::Stdin { language: POSIX },
                     Some(w) => Step::Script {
-                        dialect: Some(Dialect::Posix),
+                        language: POSIX,
                         word: w,
                     },
                 };
@@ -223,20 +262,17 @@ pub(crate) fn effective(words: &[Word]) -> Step<'_> {
             "powershell" | "pwsh" => return powershell(args),
             "cmd" => return cmd(args),
             _ if POSIX_SHELLS.contains(&name.as_str()) => return posix_shell(args),
-            _ if INTERPRETERS.contains(&name.as_str())
-                || name.starts_with("python")
-                || name.starts_with("pypy") =>
-            {
-                return interpreter(args);
+            _ if is_interpreter(&name) => {
+                return interpreter(&name, args);
             }
             _ => return Step::Run { name, args },
         }
     }
 }
 
-fn code(dialect: Option<Dialect>, words: &[Word]) -> Step<'_> {
+fn code(language: Language, words: &[Word]) -> Step<'_> {
     Step::Code {
-        dialect,
+        language,
         text: joined(words),
         words,
     }
@@ -294,7 +330,7 @@ fn env_rest(args: &[Word]) -> EnvRest<'_> {
             break;
         }
         if text == "-S" || text == "--split-string" {
-            return EnvRest::Split(code(Some(Dialect::Posix), &args[i + 1..]));
+            return EnvRest::Split(code(POSIX, &args[i + 1..]));
         }
         if let Some(inline) = text
             .strip_prefix("--split-string=")
@@ -302,7 +338,7 @@ fn env_rest(args: &[Word]) -> EnvRest<'_> {
         {
             let text = format!("{inline} {}", joined(&args[i + 1..]));
             return EnvRest::Split(Step::Code {
-                dialect: Some(Dialect::Posix),
+                language: POSIX,
                 text,
                 words: &args[i..],
             });
@@ -323,11 +359,11 @@ fn su(args: &[Word]) -> Step<'_> {
     for (i, word) in args.iter().enumerate() {
         let text = word.text.as_str();
         if text == "-c" || text == "--command" {
-            return code(Some(Dialect::Posix), &args[i + 1..(i + 2).min(args.len())]);
+            return code(POSIX, &args[i + 1..(i + 2).min(args.len())]);
         }
         if let Some(inline) = text.strip_prefix("--command=") {
             return Step::Code {
-                dialect: Some(Dialect::Posix),
+                language: POSIX,
                 text: inline.to_string(),
                 words: &args[i..=i],
             };
@@ -336,9 +372,7 @@ fn su(args: &[Word]) -> Step<'_> {
             return effective(&args[i + 1..]);
         }
     }
-    Step::Stdin {
-        dialect: Some(Dialect::Posix),
-    }
+    Step::Stdin { language: POSIX }
 }
 
 /// `bash [options] -c 'text'`, `bash script`, `bash -s`, or `bash` reading its input.
@@ -375,42 +409,627 @@ fn posix_shell(args: &[Word]) -> Step<'_> {
     }
     let rest = &args[i.min(args.len())..];
     match rest.first() {
-        Some(_) if has_code => code(Some(Dialect::Posix), &rest[..1]),
+        Some(_) if has_code => code(POSIX, &rest[..1]),
         None if has_code => Step::Nothing,
         Some(word) if !reads_stdin && !is_stdin_path(&word.text) => Step::Script {
-            dialect: Some(Dialect::Posix),
+            language: POSIX,
             word,
         },
-        _ => Step::Stdin {
-            dialect: Some(Dialect::Posix),
-        },
+        _ => Step::Stdin { language: POSIX },
     }
 }
 
-/// `python -c text`, `perl -e text`, `node -e text`, `php -r text`, a script, or stdin.
-fn interpreter(args: &[Word]) -> Step<'_> {
-    for (i, word) in args.iter().enumerate() {
+/// Whether a command's first word is computed as the command runs: a variable, a
+/// substitution, an unquoted glob or brace list (and the markers for them, when a text is
+/// read a second time, as `eval "$X"`'s is).
+fn is_computed(word: &Word) -> bool {
+    // A word with substitutions of its own says through `computed` whether they compute it
+    // (a PowerShell group in a command's place does not); a marker with none came from a
+    // text read a second time.
+    word.computed
+        || (word.substitutions.is_empty() && word.text.contains([VARIABLE, SUBSTITUTION]))
+        || is_cmd_variable(&word.text)
+}
+
+/// A PowerShell or cmd.exe group, `(…)` or `{…}`, standing as a whole word.
+fn is_group(word: &Word) -> bool {
+    !word.computed && !word.substitutions.is_empty() && word.text == SUBSTITUTION.to_string()
+}
+
+/// cmd.exe's `%NAME%` as a program.
+fn is_cmd_variable(text: &str) -> bool {
+    text.starts_with('%') && text[1..].contains('%')
+}
+
+/// `python -c text`, `perl -ne text`, `node -e text`, `php -r text`, a script, or stdin.
+/// Perl, Ruby, Lua and AppleScript take several `-e`; their code is read together.
+fn interpreter<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
+    let lang = Lang::of(name);
+    let mut codes: Vec<String> = Vec::new();
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
         let text = word.text.as_str();
-        if matches!(
-            text,
-            "-c" | "-e" | "-E" | "-r" | "--eval" | "-p" | "--print"
-        ) {
-            return code(None, &args[i + 1..(i + 2).min(args.len())]);
+        if text == "--" {
+            break;
+        }
+        match inline_flag(lang, text) {
+            InlineFlag::Next => {
+                if let Some(code) = args.get(i + 1) {
+                    codes.push(code.text.clone());
+                }
+                i += 2;
+                if lang == Lang::Python {
+                    break;
+                }
+                continue;
+            }
+            InlineFlag::Attached(code) => {
+                codes.push(code.to_string());
+                i += 1;
+                if lang == Lang::Python {
+                    break;
+                }
+                continue;
+            }
+            InlineFlag::None => {}
+        }
+        if !codes.is_empty() {
+            break;
         }
         if text == "-" {
-            return Step::Stdin { dialect: None };
+            return Step::Stdin {
+                language: Language::Inline(lang),
+            };
         }
         if text == "-m" {
             return Step::Nothing;
         }
         if !(text.len() > 1 && text.starts_with('-')) {
             return Step::Script {
-                dialect: None,
+                language: Language::Inline(lang),
                 word,
             };
         }
+        let separate_value = match lang {
+            Lang::Ruby => matches!(text, "-r" | "-I" | "-C" | "-E" | "-F"),
+            Lang::Perl => matches!(text, "-I" | "-x"),
+            Lang::Python => matches!(text, "-W" | "-X"),
+            Lang::JavaScript => matches!(text, "-r" | "--require" | "--import" | "--loader"),
+            Lang::Php => matches!(text, "-c" | "-d" | "-z"),
+            Lang::Awk | Lang::Other => false,
+        };
+        i += if separate_value { 2 } else { 1 };
     }
-    Step::Stdin { dialect: None }
+    if codes.is_empty() {
+        return Step::Stdin {
+            language: Language::Inline(lang),
+        };
+    }
+    Step::Code {
+        language: Language::Inline(lang),
+        text: codes.join("\n"),
+        words: args,
+    }
+}
+
+enum InlineFlag<'t> {
+    /// The next word is code.
+    Next,
+    /// The code is written in the same word (`-cprint(1)`, `--eval=…`).
+    Attached(&'t str),
+    None,
+}
+
+/// Whether `text` is an interpreter's option for inline code: Python's `-c` (also in a
+/// cluster, `-Ic`), Perl's and Ruby's `-e` and `-E` (also `-ne`, `-lpe`), Node's `-e`, `-p`,
+/// `--eval`, `--print`, PHP's `-r`, `-R`, `-B`, `-E`, and `-e` for the rest.
+fn inline_flag(lang: Lang, text: &str) -> InlineFlag<'_> {
+    if let Some(long) = text.strip_prefix("--") {
+        let (name, value) = match long.split_once('=') {
+            Some((name, value)) => (name, Some(value)),
+            None => (long, None),
+        };
+        if matches!(name, "eval" | "print" | "command") && lang != Lang::Python {
+            return value.map_or(InlineFlag::Next, InlineFlag::Attached);
+        }
+        return InlineFlag::None;
+    }
+    let Some(cluster) = text.strip_prefix('-') else {
+        return InlineFlag::None;
+    };
+    let letters: &[char] = match lang {
+        Lang::Python => &['c'],
+        Lang::Perl => &['e', 'E'],
+        Lang::Ruby => &['e'],
+        Lang::JavaScript => &['e', 'p'],
+        Lang::Php => &['r', 'R', 'B', 'E'],
+        Lang::Awk => &[],
+        Lang::Other => &['e'],
+    };
+    // Options whose value follows in the same word or the next (`-rfileutils`, `-I lib`,
+    // `-MFile::Path`): the letters after them are the value, not flags.
+    let takes_value: &[char] = match lang {
+        Lang::Perl => &['M', 'm', 'I', 'x', 'F', 'C', 'd', 'D', 'V'],
+        Lang::Ruby => &['r', 'I', 'C', 'E', 'F', 'i', 'x', 'K', 'T', '0', 'W'],
+        Lang::Python => &['W', 'X', 'Q'],
+        _ => &[],
+    };
+    if cluster
+        .chars()
+        .next()
+        .is_some_and(|c| takes_value.contains(&c))
+    {
+        return InlineFlag::None;
+    }
+    // The code letter ends the cluster's flags: what follows it in the word is the code.
+    let Some((at, _)) = cluster.char_indices().find(|(_, c)| letters.contains(c)) else {
+        return InlineFlag::None;
+    };
+    let before = &cluster[..at];
+    if !before.chars().all(|c| c.is_ascii_alphabetic()) {
+        return InlineFlag::None;
+    }
+    let after = &cluster[at + 1..];
+    if after.is_empty() {
+        InlineFlag::Next
+    } else if lang == Lang::Python || lang == Lang::Php {
+        InlineFlag::Attached(after)
+    } else if after.chars().all(|c| c.is_ascii_alphabetic()) {
+        // `perl -ep`? Rare; `-e` with more flags after it reads the next word.
+        InlineFlag::Next
+    } else {
+        InlineFlag::Attached(after)
+    }
+}
+
+/// Shell variables whose value runs as code later: `PROMPT_COMMAND` before each prompt,
+/// `PS0`–`PS4` with their substitutions. Set on their own, after `export` or `declare`.
+pub(crate) fn hook_code(words: &[Word]) -> Option<String> {
+    const HOOKS: &[&str] = &["PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3", "PS4"];
+    const SETTERS: &[&str] = &["export", "declare", "typeset", "local", "readonly"];
+    let settable = words
+        .iter()
+        .skip_while(|w| SETTERS.contains(&w.text.as_str()) || w.text.starts_with('-'));
+    let values: Vec<&str> = settable
+        .take_while(|w| is_assignment(&w.text) || w.text.starts_with('-'))
+        .filter_map(|w| {
+            let (name, value) = w.text.split_once('=')?;
+            let name = name.trim_end_matches('+');
+            HOOKS.contains(&name).then_some(value)
+        })
+        .collect();
+    (!values.is_empty()).then(|| values.join("\n"))
+}
+
+/// Why renaming a command hides what later commands run.
+const RENAMES: &str =
+    "it gives a command that can destroy things another name, so later commands cannot be read";
+
+/// Commands that delete, overwrite, re-permission, stop the machine or run other code: an
+/// alias to one of them hides what a later, innocent-looking name does.
+fn is_destroying_verb(text: &str) -> bool {
+    const VERBS: &[&str] = &[
+        "rm",
+        "rmdir",
+        "unlink",
+        "shred",
+        "dd",
+        "mkfs",
+        "wipefs",
+        "chmod",
+        "chown",
+        "chgrp",
+        "truncate",
+        "mv",
+        "find",
+        "xargs",
+        "eval",
+        "sudo",
+        "doas",
+        "su",
+        "kill",
+        "pkill",
+        "killall",
+        "shutdown",
+        "reboot",
+        "halt",
+        "poweroff",
+        "remove-item",
+        "ri",
+        "del",
+        "erase",
+        "rd",
+        "format",
+        "diskpart",
+        "format-volume",
+        "clear-disk",
+        "stop-computer",
+        "restart-computer",
+        "invoke-expression",
+        "iex",
+        "blkdiscard",
+        "sgdisk",
+        "fdisk",
+        "parted",
+    ];
+    let first = text.split_whitespace().next().unwrap_or_default();
+    let name = command_name(first);
+    VERBS.contains(&name.as_str())
+        || name.starts_with("mkfs.")
+        || POSIX_SHELLS.contains(&name.as_str())
+        || is_interpreter(&name)
+}
+
+/// Interpreters the deny-list reads one-liners of, by name (`python3.12`, `lua5.4`, `ruby3.2`).
+fn is_interpreter(name: &str) -> bool {
+    if INTERPRETERS.contains(&name) || name.starts_with("python") || name.starts_with("pypy") {
+        return true;
+    }
+    ["lua", "ruby", "perl", "php", "node"].iter().any(|base| {
+        name.strip_prefix(base)
+            .is_some_and(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+    })
+}
+
+/// `alias name='text' ...`: each value is code that runs when the name is used; an alias
+/// that renames a destroying command hides what runs later.
+fn alias(args: &[Word]) -> Step<'_> {
+    let values: Vec<&str> = args
+        .iter()
+        .filter_map(|w| w.text.split_once('=').map(|(_, value)| value))
+        .collect();
+    if values.is_empty() {
+        return Step::Nothing;
+    }
+    if values
+        .iter()
+        .any(|value| is_destroying_verb(value) && value.split_whitespace().count() == 1)
+    {
+        return Step::Unknown(RENAMES);
+    }
+    Step::Code {
+        language: POSIX,
+        text: values.join("\n"),
+        words: args,
+    }
+}
+
+/// `trap 'text' SIGNAL...`: the text runs when the signal comes (or the shell exits).
+fn trap(args: &[Word]) -> Step<'_> {
+    let rest = match args.first() {
+        Some(w) if w.text == "--" => &args[1..],
+        Some(w) if w.text.starts_with('-') => return Step::Nothing,
+        _ => args,
+    };
+    match rest {
+        [action, _, ..] => code(POSIX, std::slice::from_ref(action)),
+        _ => Step::Nothing,
+    }
+}
+
+/// `ssh [options] host [command...]`: the command runs on the other machine, read by its
+/// shell, and is judged as if it ran here. Without one, the remote shell reads standard input.
+fn remote(args: &[Word]) -> Step<'_> {
+    const VALUE_OPTIONS: &str = "bcDEeFIiJLlmOopQRSWw";
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let text = word.text.as_str();
+        if text == "--" {
+            i += 1;
+            break;
+        }
+        let Some(cluster) = text.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            break;
+        };
+        // The first letter that takes a value ends the cluster; its value is the rest of the
+        // word, or the next word.
+        let takes_value = cluster
+            .char_indices()
+            .find(|(_, c)| VALUE_OPTIONS.contains(*c))
+            .is_some_and(|(at, _)| at + 1 == cluster.len());
+        i += if takes_value { 2 } else { 1 };
+    }
+    let mut command = args.get(i + 1..).unwrap_or_default();
+    if args.get(i).is_none() {
+        return Step::Nothing;
+    }
+    if command.first().is_some_and(|w| w.text == "--") {
+        command = &command[1..];
+    }
+    if command.is_empty() {
+        return Step::Stdin { language: POSIX };
+    }
+    match effective(command) {
+        stdin @ Step::Stdin { .. } => stdin,
+        _ => code(POSIX, command),
+    }
+}
+
+/// `kubectl exec [options] pod -- command...`, `lxc exec c -- command...`, `mosh host --
+/// command...`: what runs in the container or on the other machine.
+fn after_dashes<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
+    if name != "mosh" && args.first().is_none_or(|w| w.text != "exec") {
+        return Step::Nothing;
+    }
+    match args.iter().position(|w| w.text == "--") {
+        Some(at) => effective(&args[at + 1..]),
+        None => Step::Nothing,
+    }
+}
+
+/// `vagrant ssh -c 'text'`, `gcloud compute ssh vm --command='text'`: the text runs on the
+/// other machine.
+fn option_code<'w>(args: &'w [Word], options: &[&str]) -> Step<'w> {
+    for (i, word) in args.iter().enumerate() {
+        if options.contains(&word.text.as_str()) {
+            return code(POSIX, args.get(i + 1..i + 2).unwrap_or_default());
+        }
+        for option in options.iter().filter(|o| o.starts_with("--")) {
+            if let Some(inline) = word
+                .text
+                .strip_prefix(option)
+                .and_then(|rest| rest.strip_prefix('='))
+            {
+                return Step::Code {
+                    language: POSIX,
+                    text: inline.to_string(),
+                    words: std::slice::from_ref(word),
+                };
+            }
+        }
+    }
+    Step::Nothing
+}
+
+/// `ansible hosts -m shell -a 'text'`: with the `shell`, `command`, `raw` or `script`
+/// module, the text runs on every host.
+fn ansible(args: &[Word]) -> Step<'_> {
+    let module = args
+        .iter()
+        .position(|w| w.text == "-m" || w.text == "--module-name")
+        .and_then(|at| args.get(at + 1))
+        .map(|w| w.text.rsplit('.').next().unwrap_or_default().to_string());
+    if module.as_deref().is_some_and(|m| {
+        matches!(
+            m,
+            "shell" | "command" | "raw" | "script" | "win_shell" | "win_command"
+        )
+    }) {
+        return option_code(args, &["-a", "--args"]);
+    }
+    Step::Nothing
+}
+
+/// `pdsh -w hosts 'text'`, `clush -a 'text'`: the words after the options run on each host.
+fn fan_out(args: &[Word]) -> Step<'_> {
+    const VALUE_OPTIONS: &[&str] = &[
+        "-w",
+        "-x",
+        "-l",
+        "-R",
+        "-t",
+        "-u",
+        "-f",
+        "-g",
+        "-X",
+        "-h",
+        "-H",
+        "-p",
+        "-o",
+        "-e",
+        "-O",
+        "-i",
+        "-b",
+        "--hosts",
+        "--user",
+        "--par",
+        "--outdir",
+        "--errdir",
+        "--options",
+        "--timeout",
+    ];
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let text = word.text.as_str();
+        if !text.starts_with('-') {
+            break;
+        }
+        i += if VALUE_OPTIONS.contains(&text) { 2 } else { 1 };
+    }
+    let rest = args.get(i..).unwrap_or_default();
+    if rest.is_empty() {
+        Step::Nothing
+    } else {
+        code(POSIX, rest)
+    }
+}
+
+/// `aws ssm send-command ... --parameters commands='text'` and `az vm run-command invoke
+/// ... --scripts 'text'`: the text runs on the cloud machines.
+fn cloud_run_command(args: &[Word]) -> Step<'_> {
+    for (i, word) in args.iter().enumerate() {
+        let text = word.text.as_str();
+        if text == "--scripts" {
+            return code(POSIX, args.get(i + 1..i + 2).unwrap_or_default());
+        }
+        if text == "--parameters"
+            && let Some(value) = args.get(i + 1)
+            && let Some(commands) = value.text.strip_prefix("commands=")
+        {
+            let commands = commands.trim_start_matches('[').trim_end_matches(']');
+            return Step::Code {
+                language: POSIX,
+                text: commands.to_string(),
+                words: std::slice::from_ref(value),
+            };
+        }
+    }
+    Step::Nothing
+}
+
+/// `psexec \\host [options] command...`: the command runs on the other Windows machine.
+fn psexec(args: &[Word]) -> Step<'_> {
+    const VALUE_OPTIONS: &[&str] = &["-u", "-p", "-w", "-n", "-r", "-a", "-cf"];
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let text = word.text.as_str();
+        if text.starts_with("\\\\") || text.starts_with("@") {
+            i += 1;
+            continue;
+        }
+        if !text.starts_with('-') {
+            break;
+        }
+        i += if VALUE_OPTIONS.contains(&text.to_ascii_lowercase().as_str()) {
+            2
+        } else {
+            1
+        };
+    }
+    let rest = args.get(i..).unwrap_or_default();
+    match effective(rest) {
+        Step::Run { .. } => code(WINDOWS, rest),
+        other => other,
+    }
+}
+
+/// `awk [-F sep] [-v name=value] 'program' files...`: the program is read as inline code
+/// (its `system()`, `print | "cmd"` and `"cmd" | getline` run commands).
+fn awk(args: &[Word]) -> Step<'_> {
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let text = word.text.as_str();
+        if text == "--" {
+            i += 1;
+            break;
+        }
+        if matches!(text, "-f" | "--file") {
+            return match args.get(i + 1) {
+                Some(word) => Step::Script {
+                    language: Language::Inline(Lang::Awk),
+                    word,
+                },
+                None => Step::Nothing,
+            };
+        }
+        if !text.starts_with('-') || text == "-" {
+            break;
+        }
+        i += if matches!(text, "-F" | "-v" | "--assign" | "--field-separator") {
+            2
+        } else {
+            1
+        };
+    }
+    match args.get(i) {
+        Some(program) => Step::Code {
+            language: Language::Inline(Lang::Awk),
+            text: program.text.clone(),
+            words: std::slice::from_ref(program),
+        },
+        None => Step::Nothing,
+    }
+}
+
+/// `docker exec [options] container command...` (also `docker compose exec service
+/// command...`): what runs in the container.
+fn container_exec(args: &[Word]) -> Step<'_> {
+    let args = match args.first() {
+        Some(w) if w.text == "compose" => &args[1..],
+        _ => args,
+    };
+    if args.first().is_none_or(|w| w.text != "exec") {
+        return Step::Nothing;
+    }
+    const VALUE_OPTIONS: &[&str] = &[
+        "-e",
+        "--env",
+        "-u",
+        "--user",
+        "-w",
+        "--workdir",
+        "--env-file",
+        "--detach-keys",
+    ];
+    let mut i = 1;
+    while let Some(word) = args.get(i) {
+        let text = word.text.as_str();
+        if !text.starts_with('-') || text == "-" {
+            break;
+        }
+        i += if VALUE_OPTIONS.contains(&text) { 2 } else { 1 };
+    }
+    effective(args.get(i + 1..).unwrap_or_default())
+}
+
+/// `parallel [options] command ::: arguments`: the command runs once per argument, with the
+/// argument in place of `{}` or after it.
+fn parallel(args: &[Word]) -> Step<'_> {
+    const VALUE_OPTIONS: &[&str] = &[
+        "-j",
+        "--jobs",
+        "-S",
+        "--sshlogin",
+        "-a",
+        "--arg-file",
+        "--joblog",
+        "--results",
+        "-d",
+        "--delimiter",
+        "-I",
+        "-n",
+        "-N",
+        "--colsep",
+        "--timeout",
+        "--delay",
+        "--halt",
+        "--max-args",
+        "--workdir",
+        "--tmpdir",
+    ];
+    let mut i = 0;
+    while let Some(word) = args.get(i) {
+        let text = word.text.as_str();
+        if !text.starts_with('-') || text == "-" {
+            break;
+        }
+        i += if VALUE_OPTIONS.contains(&text) { 2 } else { 1 };
+    }
+    let rest = args.get(i..).unwrap_or_default();
+    let split = rest
+        .iter()
+        .position(|w| w.text.starts_with(":::"))
+        .unwrap_or(rest.len());
+    let template = joined(&rest[..split]);
+    let inputs: Vec<&str> = rest
+        .get(split..)
+        .unwrap_or_default()
+        .iter()
+        .map(|w| w.text.as_str())
+        .filter(|t| !t.starts_with(":::"))
+        .collect();
+    if template.is_empty() {
+        return Step::Nothing;
+    }
+    let lines: Vec<String> = if inputs.is_empty() {
+        vec![template.replace("{}", "")]
+    } else {
+        inputs
+            .iter()
+            .map(|input| {
+                if template.contains("{}") {
+                    template.replace("{}", input)
+                } else {
+                    format!("{template} {input}")
+                }
+            })
+            .collect()
+    };
+    Step::Code {
+        language: POSIX,
+        text: lines.join("\n"),
+        words: args,
+    }
 }
 
 /// `powershell [-NoProfile ...] -Command text`, `-EncodedCommand base64`, `-File x.ps1`, or
@@ -424,20 +1043,14 @@ fn powershell(args: &[Word]) -> Step<'_> {
             break;
         };
         if param.is_empty() {
-            return Step::Stdin {
-                dialect: Some(Dialect::Windows),
-            };
+            return Step::Stdin { language: WINDOWS };
         }
         if "command".starts_with(param) || param == "cwa" || param.starts_with("commandwith") {
             let rest = &args[i + 1..];
             return match rest {
-                [only] if only.text == "-" => Step::Stdin {
-                    dialect: Some(Dialect::Windows),
-                },
-                [] => Step::Stdin {
-                    dialect: Some(Dialect::Windows),
-                },
-                _ => code(Some(Dialect::Windows), rest),
+                [only] if only.text == "-" => Step::Stdin { language: WINDOWS },
+                [] => Step::Stdin { language: WINDOWS },
+                _ => code(WINDOWS, rest),
             };
         }
         if param == "e"
@@ -449,7 +1062,7 @@ fn powershell(args: &[Word]) -> Step<'_> {
                 .and_then(|w| decode_encoded_command(&w.text));
             return match decoded {
                 Some(text) => Step::Code {
-                    dialect: Some(Dialect::Windows),
+                    language: WINDOWS,
                     text,
                     words: &[],
                 },
@@ -459,7 +1072,7 @@ fn powershell(args: &[Word]) -> Step<'_> {
         if "file".starts_with(param) {
             return match args.get(i + 1) {
                 Some(word) => Step::Script {
-                    dialect: Some(Dialect::Windows),
+                    language: WINDOWS,
                     word,
                 },
                 None => Step::Nothing,
@@ -479,11 +1092,9 @@ fn powershell(args: &[Word]) -> Step<'_> {
     }
     let rest = &args[i.min(args.len())..];
     if rest.is_empty() {
-        Step::Stdin {
-            dialect: Some(Dialect::Windows),
-        }
+        Step::Stdin { language: WINDOWS }
     } else {
-        code(Some(Dialect::Windows), rest)
+        code(WINDOWS, rest)
     }
 }
 
@@ -492,24 +1103,22 @@ fn cmd(args: &[Word]) -> Step<'_> {
     for (i, word) in args.iter().enumerate() {
         let lower = word.text.to_ascii_lowercase();
         if matches!(lower.as_str(), "/c" | "/k" | "/r") {
-            return code(Some(Dialect::Windows), &args[i + 1..]);
+            return code(WINDOWS, &args[i + 1..]);
         }
         if lower.starts_with("/c") || lower.starts_with("/k") {
             let inline = word.text.get(2..).unwrap_or_default();
             let text = format!("{inline} {}", joined(&args[i + 1..]));
             return Step::Code {
-                dialect: Some(Dialect::Windows),
+                language: WINDOWS,
                 text,
                 words: &args[i..],
             };
         }
         if !lower.starts_with('/') {
-            return code(Some(Dialect::Windows), &args[i..]);
+            return code(WINDOWS, &args[i..]);
         }
     }
-    Step::Stdin {
-        dialect: Some(Dialect::Windows),
-    }
+    Step::Stdin { language: WINDOWS }
 }
 
 /// Decodes PowerShell's `-EncodedCommand`: base64 of UTF-16LE text.
@@ -556,6 +1165,13 @@ mod tests {
     use super::*;
     use crate::deny::lexer::{Budget, parse};
 
+    fn show(language: Language) -> String {
+        match language {
+            Language::Shell(dialect) => format!("Some({dialect:?})"),
+            Language::Inline(lang) => format!("{lang:?}"),
+        }
+    }
+
     fn step_of(text: &str, dialect: Dialect) -> String {
         let mut budget = Budget::new(1 << 20);
         let parsed = parse(text, dialect, 0, &mut budget);
@@ -563,9 +1179,10 @@ mod tests {
         match effective(&command.words) {
             Step::Nothing => "nothing".into(),
             Step::Run { name, args } => format!("run {name} {}", joined(args)),
-            Step::Code { dialect, text, .. } => format!("code {dialect:?} {text}"),
-            Step::Script { dialect, word } => format!("script {dialect:?} {}", word.text),
-            Step::Stdin { dialect } => format!("stdin {dialect:?}"),
+            Step::Code { language, text, .. } => format!("code {} {text}", show(language)),
+            Step::Script { language, word } => format!("script {} {}", show(language), word.text),
+            Step::Stdin { language } => format!("stdin {}", show(language)),
+            Step::Unknown(_) => "unknown".into(),
             Step::Hidden(why) => format!("hidden {why}"),
         }
     }
@@ -586,8 +1203,30 @@ mod tests {
             ("env -S 'rm -rf /'", P, "code Some(Posix) rm -rf /"),
             ("su - root -c 'rm -rf /'", P, "code Some(Posix) rm -rf /"),
             ("eval rm -rf /", P, "code Some(Posix) rm -rf /"),
-            ("python3 -c 'import os'", P, "code None import os"),
-            ("python3", P, "stdin None"),
+            ("python3 -c 'import os'", P, "code Python import os"),
+            ("python3 -Ic 'import os'", P, "code Python import os"),
+            ("perl -ne 'print' x", P, "code Perl print"),
+            ("node --eval=1", P, "code JavaScript 1"),
+            ("python3", P, "stdin Python"),
+            ("$X -rf /", P, "unknown"),
+            ("sudo /bin/r? -rf /", P, "unknown"),
+            ("{rm,-rf,/}", P, "unknown"),
+            ("[ -f x ]", P, "run [ -f x ]"),
+            (
+                "ssh -p 22 -o A=b host 'rm -rf /'",
+                P,
+                "code Some(Posix) rm -rf /",
+            ),
+            ("ssh host bash -s", P, "stdin Some(Posix)"),
+            ("trap 'rm -rf ~' EXIT", P, "code Some(Posix) rm -rf ~"),
+            ("alias x='rm -rf ~'", P, "code Some(Posix) rm -rf ~"),
+            (
+                "parallel rm -rf ::: / ~",
+                P,
+                "code Some(Posix) rm -rf /\nrm -rf \u{e000}",
+            ),
+            ("kubectl exec pod -- rm -rf /", P, "run rm -rf /"),
+            ("docker exec -u 0 web rm -rf /", P, "run rm -rf /"),
             ("X=1 Y=2 { rm x", P, "run rm x"),
             (
                 "powershell -NoProfile -ExecutionPolicy Bypass -Command Remove-Item x",

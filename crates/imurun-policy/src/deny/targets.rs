@@ -35,8 +35,10 @@ const BRACE_EXPANSIONS_MAX: usize = 64;
 /// Describes what `word` would destroy if deleted recursively, or `None` when it is an
 /// ordinary path. `cwd` is the folder an earlier `cd` moved to in the same command, if known.
 pub(crate) fn dangerous(word: &str, cwd: Option<&str>) -> Option<String> {
+    // `{}` is what `find -exec`, `xargs -I{}` and `parallel` put there: anything.
+    let word = word.replace("{}", "*");
     let mut expanded = Vec::new();
-    expand_braces(word, &mut expanded);
+    expand_braces(&word, &mut expanded);
     expanded.iter().find_map(|one| dangerous_one(one, cwd))
 }
 
@@ -366,6 +368,65 @@ pub(crate) fn is_raw_disk(target: &str) -> bool {
     lowered.starts_with("//./physicaldrive")
         || lowered.starts_with("//./harddisk")
         || (lowered.starts_with("//./") && lowered.len() == 6 && lowered.ends_with(':'))
+}
+
+/// Whether writing to `target` plants commands every new shell runs: a shell's startup and
+/// logout files, for one user or for all.
+pub(crate) fn is_startup_file(target: &str) -> bool {
+    const NAMES: &[&str] = &[
+        ".bashrc",
+        ".bash_profile",
+        ".bash_login",
+        ".bash_logout",
+        ".profile",
+        ".zshrc",
+        ".zshenv",
+        ".zprofile",
+        ".zlogin",
+        ".zlogout",
+        ".kshrc",
+        ".mkshrc",
+        ".cshrc",
+        ".tcshrc",
+        ".login",
+        ".logout",
+        "config.fish",
+    ];
+    const SYSTEM: &[&str] = &[
+        "/etc/profile",
+        "/etc/bash.bashrc",
+        "/etc/bashrc",
+        "/etc/zsh",
+        "/etc/environment",
+    ];
+    let name = target.rsplit(['/', '\\']).next().unwrap_or(target);
+    NAMES.contains(&name) || SYSTEM.iter().any(|s| target.starts_with(s))
+}
+
+/// Whether `word` is an absolute path inside a system tree (`/etc`, `/boot/x`, `/usr/lib`),
+/// where even a narrowed delete removes files the operating system needs.
+pub(crate) fn in_system_tree(word: &str) -> bool {
+    let Some(rest) = word.strip_prefix('/') else {
+        return false;
+    };
+    let first = rest
+        .split('/')
+        .find(|p| !p.is_empty() && *p != ".")
+        .unwrap_or_default();
+    OS_TREES.contains(&first.to_ascii_lowercase().as_str())
+}
+
+/// Whether writing to `target` drives the kernel rather than a file: `/proc/sysrq-trigger`
+/// (reboot, crash, power off at once), the tunables under `/proc/sys/`, the device and power
+/// controls under `/sys/`, a process's memory, and the memory and port devices.
+pub(crate) fn is_kernel_control(target: &str) -> bool {
+    let lowered = target.to_ascii_lowercase();
+    let path = lowered.trim_end_matches('/');
+    path == "/proc/sysrq-trigger"
+        || path.starts_with("/proc/sys/")
+        || path.starts_with("/sys/")
+        || matches!(path, "/dev/mem" | "/dev/kmem" | "/dev/port")
+        || (path.starts_with("/proc/") && path.ends_with("/mem"))
 }
 
 #[cfg(test)]

@@ -141,7 +141,7 @@ const DENIED: &[(&str, Kind, &str, &str)] = &[
     ("mkfs", Evasion, "sudo /sbin/mkfs -t ext4 /dev/sdb", "new filesystem"),
     ("mkfs", Evasion, "'mk''fs'.ext4 /dev/sda", "new filesystem"),
     ("mkfs", Evasion, "bash -c 'mkfs.vfat /dev/sdc'", "new filesystem"),
-    ("mkfs", Evasion, "wipefs -a /dev/sda", "new filesystem"),
+    ("mkfs", Evasion, "wipefs -a /dev/sda", "wipes the signatures"),
     ("dd of=/dev/", Plain, "dd if=/dev/zero of=/dev/sda", "writes to the raw disk `/dev/sda`"),
     ("dd of=/dev/", Evasion, "sudo dd of=/dev/nvme0n1 if=image.iso bs=4M", "raw disk"),
     ("dd of=/dev/", Evasion, "dd bs=1M if=x \"of=/dev/sdb\"", "raw disk"),

@@ -10,6 +10,8 @@ mod confinement;
 mod deny_list;
 mod docs;
 mod env;
+mod evasion_table;
+mod evasions;
 mod files;
 mod grants;
 mod modes;

@@ -1,6 +1,6 @@
 //! Property tests: no input makes the deny-list or path checking panic.
 
-use imurun_policy::{Target, destructive_reason};
+use imurun_policy::{CommandRisk, Target, command_risk, destructive_reason};
 use proptest::prelude::*;
 
 use crate::support::TempWorkspace;
@@ -62,7 +62,72 @@ const PIECES: &[&str] = &[
     "-delete",
     " ",
     "\t",
+    "$X",
+    "${X:-rm}",
+    "$IFS",
+    "/bin/r?",
+    "r[m]",
+    "{rm,-rf,/}",
+    "python3 -c",
+    "perl -ne",
+    "ruby -e",
+    "node --eval=",
+    "php -r",
+    "awk",
+    "xargs -I{}",
+    "-exec",
+    "{}",
+    "\\;",
+    "parallel",
+    ":::",
+    "alias x=",
+    "trap",
+    "function f",
+    "f()",
+    "PROMPT_COMMAND=",
+    "ssh -p 22 host",
+    "kubectl exec p --",
+    "sgdisk -Z",
+    "/dev/sda",
+    "/proc/sysrq-trigger",
+    "& (",
 ];
+
+/// Pieces of interpreter code: strings of every kind, calls, interpolations.
+#[rustfmt::skip]
+const CODE_PIECES: &[&str] = &[
+    "os.system(", "subprocess.run(", "[", "]", ",", "(", ")", "'", "\"", "`", "'''", "f'",
+    "rb'", "{", "}", "#{", "${", "$x", "@a", "q{", "qx(", "%x(", "%w[", "exec(", "eval(",
+    "__import__(", "getattr(", "shutil.rmtree(", "fs.rmSync(", "FileUtils.rm_rf", "unlink ",
+    "system ", "open(", "'w'", "'>'", "/dev/sda", "rm -rf /", "~", "+", ".", ":", "=", "=>",
+    "shell=True", "|", "getline", "\\", ";", "\n", " ", "pty.spawn(", "'/bin/sh'",
+];
+
+/// A one-liner for a random interpreter, its random code double-quoted for the shell.
+fn inline_code() -> impl Strategy<Value = String> {
+    let interpreter = prop::sample::select(
+        &[
+            "python3 -c",
+            "perl -e",
+            "ruby -e",
+            "node -e",
+            "php -r",
+            "awk",
+            "lua -e",
+            "deno eval",
+        ][..],
+    );
+    let code = prop::collection::vec(prop::sample::select(CODE_PIECES), 0..60)
+        .prop_map(|pieces| pieces.concat());
+    (interpreter, code).prop_map(|(interpreter, code)| {
+        let quoted = code
+            .replace('\\', "\\\\")
+            .replace('"', "\\\"")
+            .replace('$', "\\$")
+            .replace('`', "\\`");
+        format!("{interpreter} \"{quoted}\"")
+    })
+}
 
 fn shellish() -> impl Strategy<Value = String> {
     prop::collection::vec(prop::sample::select(PIECES), 0..80).prop_map(|pieces| pieces.concat())
@@ -78,7 +143,17 @@ proptest! {
 
     #[test]
     fn the_deny_list_never_panics_on_shell_like_text(command in shellish()) {
-        let _ = destructive_reason(&command);
+        let _ = command_risk(&command);
+    }
+
+    #[test]
+    fn the_deny_list_never_panics_on_interpreter_code(command in inline_code()) {
+        let risk = command_risk(&command);
+        // Whatever it decides, the destructive view agrees with the whole one.
+        prop_assert_eq!(
+            destructive_reason(&command).is_some(),
+            matches!(risk, Some(CommandRisk::Destructive(_)))
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! The shell under the OS sandbox (Landlock on Linux), through the executor in `allow-all`:
-//! commands the deny-list lets through still cannot write outside the workspace, and with the
-//! `network` toggle off they cannot open TCP connections.
+//! The shell under the OS sandbox (Landlock on Linux), through the executor: commands the
+//! deny-list lets through in `allow-all`, and commands it cannot read that a person approved,
+//! still cannot write outside the workspace; with the `network` toggle off they cannot open
+//! TCP connections.
 
 use std::fs;
 use std::net::TcpListener;
@@ -8,7 +9,7 @@ use std::path::Path;
 
 use imurun_core::{Decision, SandboxStatus};
 use imurun_exec::{Execution, Outcome};
-use imurun_policy::{Mode, Settings, Toggles, destructive_reason};
+use imurun_policy::{CommandRisk, Mode, Rule, Settings, Toggles, command_risk};
 use imurun_tools::sandbox_status;
 use serde_json::json;
 
@@ -52,13 +53,16 @@ fn landlock_is_in_force_with_network_rules() {
     }
 }
 
-/// Commands that write outside their folder in ways the deny-list does not model. `{dir}`
-/// is the folder they aim at; each starts from `{dir}/victim.txt` holding "canary".
-const ESCAPES: [&str; 12] = [
-    // A verb built from a variable.
+/// Commands that write outside their folder in ways the deny-list does not judge destructive.
+/// `{dir}` is the folder they aim at; each starts from `{dir}/victim.txt` holding "canary".
+const ESCAPES: [&str; 14] = [
+    // A verb built from a variable, and from pieces: nobody can tell what they run, so
+    // `allow-all` refuses them and a person is asked.
     "v=rm; $v -f {dir}/victim.txt",
-    // A verb built from pieces.
     "r=r; m=m; $r$m {dir}/victim.txt",
+    // Inline code that computes what it runs.
+    "python3 -c 'import os; c=\"rm -f {dir}/victim.txt\"; os.system(c)'",
+    "python3 -c 'import os; p=\"{dir}\"; os.remove(p + \"/victim.txt\")'",
     // Interpreter one-liners.
     "python3 -c 'import os; os.remove(\"{dir}/victim.txt\")'",
     "python3 -c 'open(\"{dir}/victim.txt\", \"w\").write(\"gone\")'",
@@ -91,16 +95,32 @@ fn state(dir: &Path) -> (Vec<String>, Option<String>) {
 }
 
 /// Runs each of [`ESCAPES`] aimed at a fresh canary folder `dir` through `harness`, and
-/// hands `check` the command, its execution and the folder's state afterwards.
+/// hands `check` the command, its execution and the folder's state afterwards. A command the
+/// deny-list cannot read is refused in `allow-all` (checked here) and run as a person's
+/// approval in `ask` mode; the rest run in `allow-all`.
 async fn run_escapes(
     harness: &Harness,
     dir: &Path,
-    check: impl Fn(&str, &Execution, (Vec<String>, Option<String>)),
+    mut check: impl FnMut(&str, &Execution, (Vec<String>, Option<String>)),
 ) {
     for template in ESCAPES {
         canary(dir);
         let command = template.replace("{dir}", &dir.display().to_string());
-        let execution = harness.call("shell", json!({"command": command})).await;
+        let args = json!({"command": command});
+        let execution = match command_risk(&command) {
+            None => harness.call("shell", args).await,
+            Some(CommandRisk::Opaque(_)) => {
+                let refused = harness.call("shell", args.clone()).await;
+                assert_eq!(refused.decision, Decision::Deny, "{command}");
+                assert_eq!(
+                    refused.verdict.map(|v| v.rule),
+                    Some(Rule::OpaqueCommand),
+                    "{command}"
+                );
+                harness.call_approved("shell", args).await
+            }
+            Some(CommandRisk::Destructive(reason)) => panic!("{command}: {reason}"),
+        };
         assert_eq!(
             execution.outcome,
             Outcome::Ok,
@@ -125,22 +145,30 @@ async fn commands_the_deny_list_misses_cannot_write_outside_the_workspace() {
     let harness = Harness::new(Mode::AllowAll);
     let outside = tempfile::tempdir().unwrap();
     let dir = outside.path().join("canary");
+    let mut opaque = 0;
     run_escapes(&harness, &dir, |command, execution, after| {
-        assert_eq!(destructive_reason(command), None, "{command}");
-        assert_eq!(execution.decision, Decision::Allow, "{command}");
+        opaque += usize::from(matches!(
+            command_risk(command),
+            Some(CommandRisk::Opaque(_))
+        ));
+        assert_ne!(execution.decision, Decision::Deny, "{command}");
         let text = &execution.output.text;
         assert_eq!(
             after,
             untouched(),
             "{command} changed a folder outside the workspace: {text}"
         );
-        // perl's `unlink` fails quietly; everything else says it failed.
+        // perl's `unlink` fails quietly; `os.system` reports the refusal but exits 0;
+        // everything else says it failed.
+        let failed = !text.starts_with("exit code: 0\n") || text.contains("Permission denied");
         assert!(
-            !text.starts_with("exit code: 0\n") || command.contains("perl"),
+            failed || command.contains("perl"),
             "{command} should have failed: {text}"
         );
     })
     .await;
+    // Both kinds ran: commands the list lets through, and approved ones it cannot read.
+    assert_eq!(opaque, 4, "opaque escapes");
 }
 
 #[tokio::test]

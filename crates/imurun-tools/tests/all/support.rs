@@ -53,6 +53,35 @@ impl Harness {
         let caller = Caller::model(Some("s1".into()), StopFlag::new());
         self.executor.execute(&call(name, args), &caller).await
     }
+
+    /// Runs `name(args)` in `ask` mode with a person approving its card, then puts the
+    /// settings back as they were.
+    pub(crate) async fn call_approved(&self, name: &str, args: Value) -> Execution {
+        let before = self.executor.settings();
+        self.executor.set_settings(Settings {
+            mode: Mode::Ask,
+            ..before
+        });
+        let executor = Arc::clone(&self.executor);
+        let name = name.to_string();
+        let running = tokio::spawn(async move {
+            let caller = Caller::model(Some("s1".into()), StopFlag::new());
+            executor.execute(&call(&name, args), &caller).await
+        });
+        let card = loop {
+            if let Some(card) = self.executor.approvals().pending().pop() {
+                break card;
+            }
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        };
+        self.executor
+            .approvals()
+            .decide(&card.approval_id, true, false)
+            .unwrap();
+        let execution = running.await.unwrap();
+        self.executor.set_settings(before);
+        execution
+    }
 }
 
 /// An executor over the built-in tools in `ws` (the shell with [`shell_config`]), deciding in

@@ -7,6 +7,10 @@ impl Lexer<'_> {
     pub(super) fn parse_word(&mut self, close: Option<char>) -> Word {
         let mut word = Word::default();
         let mut started = false;
+        // An unquoted `{` then `,`: bash's brace expansion (`{rm,-rf,/}`); an unquoted `[`
+        // then `]`: a glob's bracket (`r[m]`), while `[` alone is the test command.
+        let mut brace_open = false;
+        let mut bracket_open = false;
         while let Some(c) = self.peek() {
             if self.is_word_end(c, close) {
                 break;
@@ -60,6 +64,13 @@ impl Lexer<'_> {
                 }
                 (Dialect::Windows, '(' | '{') => self.parse_bracketed_literal(&mut word),
                 _ => {
+                    if self.posix() {
+                        word.computed |= matches!(c, '*' | '?')
+                            || (brace_open && c == ',')
+                            || (bracket_open && c == ']');
+                        brace_open |= c == '{';
+                        bracket_open |= c == '[';
+                    }
                     self.bump();
                     word.text.push(c);
                 }
@@ -201,12 +212,14 @@ impl Lexer<'_> {
                     }
                 }
                 word.text.push(VARIABLE);
+                word.computed = true;
             }
             (_, Some('(')) => {
                 self.bump();
                 let script = self.parse_nested(')');
                 word.text.push(SUBSTITUTION);
                 word.substitutions.push(script);
+                word.computed = true;
             }
             (_, Some('{')) => {
                 self.bump();
@@ -244,6 +257,7 @@ impl Lexer<'_> {
             (Dialect::Posix, Some('0'..='9' | '@' | '*' | '#' | '?' | '$' | '!' | '-')) => {
                 self.bump();
                 word.text.push(VARIABLE);
+                word.computed = true;
             }
             _ => word.text.push('$'),
         }
@@ -267,8 +281,10 @@ impl Lexer<'_> {
         } else if !self.posix() && name.to_ascii_lowercase().starts_with("env:") {
             word.text.push('$');
             word.text.push_str(&name);
+            word.computed = true;
         } else if braced || !name.is_empty() {
             word.text.push(VARIABLE);
+            word.computed = true;
         }
     }
 
@@ -311,6 +327,7 @@ impl Lexer<'_> {
         }
         word.text.push(SUBSTITUTION);
         word.substitutions.push(script);
+        word.computed = true;
     }
 }
 
