@@ -2,8 +2,9 @@
 //! may write, remove, rename and make folders only beneath the folders it is given (the
 //! workspace and a private temporary folder) and a few harmless devices (`/dev/null`, ...);
 //! reads are left as they are; with the network toggle off it cannot connect or bind TCP
-//! sockets; it cannot signal processes outside its sandbox nor reach abstract Unix sockets made
-//! outside it. The deny-list still runs first: the sandbox is what holds when a command the
+//! sockets, and a seccomp filter refuses the sockets Landlock does not cover (UDP, raw, packet,
+//! SCTP, MPTCP, vsock, and io_uring); it cannot signal processes outside its sandbox nor reach
+//! abstract Unix sockets made outside it. The deny-list still runs first: the sandbox is what holds when a command the
 //! list does not model gets through.
 //!
 //! Landlock restricts the calling thread and everything it starts afterwards, so the ruleset
@@ -74,6 +75,7 @@ pub(crate) fn spawn_with_private_temp(
 
 #[cfg(target_os = "linux")]
 mod platform {
+    use std::collections::BTreeMap;
     use std::io;
     use std::path::Path;
 
@@ -82,6 +84,10 @@ mod platform {
         ABI, Access, AccessFs, AccessNet, BitFlags, LandlockStatus, PathBeneath, PathFd,
         RestrictionStatus, Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, RulesetStatus,
         Scope,
+    };
+    use seccompiler::{
+        BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+        SeccompRule, TargetArch,
     };
 
     use super::Confinement;
@@ -203,12 +209,71 @@ mod platform {
         })
     }
 
+    /// With the network toggle off, the sockets Landlock's TCP rules do not cover: datagram,
+    /// raw, sequenced and packet sockets of IPv4 and IPv6 (UDP, ICMP, raw IP), stream sockets
+    /// of any protocol but TCP (SCTP; MPTCP, which falls back to plain TCP toward any server),
+    /// packet and vsock sockets, and io_uring, whose socket operations pass by system-call
+    /// filters. Each is refused with `EPERM`; TCP stream sockets are left to Landlock.
+    fn network_filter() -> io::Result<BpfProgram> {
+        let condition = |arg: u8, op: SeccompCmpOp, value: u64| {
+            SeccompCondition::new(arg, SeccompCmpArgLen::Dword, op, value).map_err(io::Error::other)
+        };
+        let rule = |conditions: Vec<SeccompCondition>| {
+            SeccompRule::new(conditions).map_err(io::Error::other)
+        };
+        let family = |family: libc::c_int| u64::try_from(family).unwrap_or(u64::MAX);
+        let mut socket = Vec::new();
+        for ip in [family(libc::AF_INET), family(libc::AF_INET6)] {
+            for kind in [
+                libc::SOCK_DGRAM,
+                libc::SOCK_RAW,
+                libc::SOCK_RDM,
+                libc::SOCK_SEQPACKET,
+                libc::SOCK_DCCP,
+                // SOCK_PACKET, the old packet type, which `libc` marks deprecated.
+                10,
+            ] {
+                socket.push(rule(vec![
+                    condition(0, SeccompCmpOp::Eq, ip)?,
+                    condition(1, SeccompCmpOp::MaskedEq(0xf), family(kind))?,
+                ])?);
+            }
+            // Protocol 0 and 6 are TCP; anything above or between is another protocol.
+            socket.push(rule(vec![
+                condition(0, SeccompCmpOp::Eq, ip)?,
+                condition(2, SeccompCmpOp::Gt, 6)?,
+            ])?);
+            socket.push(rule(vec![
+                condition(0, SeccompCmpOp::Eq, ip)?,
+                condition(2, SeccompCmpOp::Ge, 1)?,
+                condition(2, SeccompCmpOp::Lt, 6)?,
+            ])?);
+        }
+        for other in [family(libc::AF_PACKET), family(libc::AF_VSOCK)] {
+            socket.push(rule(vec![condition(0, SeccompCmpOp::Eq, other)?])?);
+        }
+        let mut rules = BTreeMap::new();
+        rules.insert(libc::SYS_socket, socket);
+        // No conditions: every call is refused.
+        rules.insert(libc::SYS_io_uring_setup, Vec::new());
+        let arch = TargetArch::try_from(std::env::consts::ARCH).map_err(io::Error::other)?;
+        let refused = SeccompAction::Errno(u32::try_from(libc::EPERM).unwrap_or(1));
+        let filter = SeccompFilter::new(rules, SeccompAction::Allow, refused, arch)
+            .map_err(io::Error::other)?;
+        filter.try_into().map_err(io::Error::other)
+    }
+
     pub(super) fn spawn(
         command: &mut tokio::process::Command,
         confinement: &Confinement<'_>,
     ) -> io::Result<tokio::process::Child> {
         // Built here, where opening the folders may fail with a clear error; applied below.
         let ruleset = ruleset(confinement)?;
+        let filter = if confinement.network {
+            None
+        } else {
+            Some(network_filter()?)
+        };
         let runtime = tokio::runtime::Handle::current();
         std::thread::scope(|scope| {
             scope
@@ -220,6 +285,14 @@ mod platform {
                         return Err(io::Error::other(
                             "the Landlock ruleset was not enforced; the command was not started",
                         ));
+                    }
+                    if let Some(filter) = &filter {
+                        seccompiler::apply_filter(filter).map_err(|error| {
+                            io::Error::other(format!(
+                                "the network filter could not be applied ({error}); the command \
+                                 was not started"
+                            ))
+                        })?;
                     }
                     command.spawn()
                 })

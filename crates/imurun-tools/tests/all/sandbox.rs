@@ -268,3 +268,53 @@ async fn a_command_cannot_signal_processes_outside_its_sandbox() {
     }
     assert!(text.contains("self"), "{text}");
 }
+
+#[tokio::test]
+async fn with_the_network_toggle_off_udp_and_mptcp_are_refused_too() {
+    if landlock().is_none() {
+        return;
+    }
+    let receiver = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    receiver
+        .set_read_timeout(Some(std::time::Duration::from_millis(500)))
+        .unwrap();
+    let port = receiver.local_addr().unwrap().port();
+    let udp = format!(
+        "python3 -c 'import socket; s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); \
+         s.sendto(b\"ping\", (\"127.0.0.1\", {port})); print(\"sent\")'"
+    );
+    // MPTCP (protocol 262) falls back to plain TCP toward any server: Landlock's TCP rules do
+    // not see it.
+    let mptcp = "python3 -c 'import socket; socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262); \
+                 print(\"made\")'";
+    let harness = Harness::new(Mode::AllowAll);
+
+    let on = harness.call("shell", json!({"command": udp})).await;
+    assert!(on.output.text.contains("sent"), "{}", on.output.text);
+    let mut buffer = [0u8; 16];
+    let (n, _) = receiver.recv_from(&mut buffer).unwrap();
+    assert_eq!(&buffer[..n], b"ping");
+
+    harness.executor.set_settings(Settings {
+        mode: Mode::AllowAll,
+        toggles: Toggles {
+            network: false,
+            ..Toggles::default()
+        },
+    });
+    for command in [udp.as_str(), mptcp] {
+        let off = harness.call("shell", json!({"command": command})).await;
+        let text = &off.output.text;
+        assert!(!text.contains("sent") && !text.contains("made"), "{text}");
+        assert!(text.contains("PermissionError"), "{command}: {text}");
+    }
+    assert!(
+        receiver.recv_from(&mut buffer).is_err(),
+        "a datagram got out"
+    );
+    // A TCP socket may still be made (Landlock refuses its connect and bind), and the shell
+    // itself runs as before.
+    let tcp = "python3 -c 'import socket; socket.socket(); print(\"tcp made\")'";
+    let off = harness.call("shell", json!({"command": tcp})).await;
+    assert!(off.output.text.contains("tcp made"), "{}", off.output.text);
+}
