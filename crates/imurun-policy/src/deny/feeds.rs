@@ -140,3 +140,37 @@ pub(crate) fn script_literal_output(script: &Script, heredocs: &[String]) -> Opt
         _ => None,
     }
 }
+
+/// What a command in a pipe does with the text that reaches it.
+pub(crate) enum Through {
+    /// Passes its input on unchanged, or a part of it (`cat`, `head -1`, `tee log`, `sort`).
+    Unchanged,
+    /// Prints a file it names (`cat x.sh`): the code is a script, as `bash x.sh` runs one.
+    File,
+    /// Prints something else.
+    Other,
+}
+
+/// How `command` treats the text piped into it.
+pub(crate) fn passes_through(command: &Command) -> Through {
+    const FILTERS: &[&str] = &[
+        "cat", "head", "tail", "tee", "sort", "uniq", "pv", "buffer", "dd", "tac", "more",
+    ];
+    let Step::Run { name, args } = effective(&command.words) else {
+        return Through::Other;
+    };
+    if !FILTERS.contains(&name.as_str()) {
+        return Through::Other;
+    }
+    let operands = args
+        .iter()
+        .filter(|w| !w.text.starts_with('-') && !w.text.chars().all(|c| c.is_ascii_digit()));
+    match name.as_str() {
+        "tee" => Through::Unchanged,
+        "dd" if args.iter().any(|w| w.text.starts_with("if=")) => Through::File,
+        _ if operands.count() > 0 && matches!(name.as_str(), "cat" | "tac" | "more") => {
+            Through::File
+        }
+        _ => Through::Unchanged,
+    }
+}

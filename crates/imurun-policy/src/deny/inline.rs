@@ -134,6 +134,7 @@ const PASSABLE: &[&str] = &[
     "check_output",
     "getoutput",
     "proc_open",
+    "execute",
 ];
 
 /// Runners whose first argument is the program and second its own name (`execl(path, argv0,
@@ -232,6 +233,8 @@ fn role(lang: Lang, call: &Call, mentions_subprocess: bool) -> Role {
             Role::Runs
         }
         (Other, "execute") if receiver == "os" => Role::Runs,
+        (Other, "exec") => Role::Runs,
+        (Python, "vars" | "globals" | "locals") => Role::LooksUp,
         (Awk, "system") => Role::Runs,
         (Other, "shell") if call.next_word == "script" => Role::Runs,
         (Ruby, "pipeline" | "pipeline_r" | "pipeline_w") if receiver == "open3" => Role::Runs,
@@ -248,7 +251,21 @@ fn role(lang: Lang, call: &Call, mentions_subprocess: bool) -> Role {
         (Ruby, "send" | "public_send" | "__send__" | "const_get" | "method") => Role::LooksUp,
         (Ruby | JavaScript, "require") if bare => Role::LooksUp,
         (JavaScript, "import") if bare => Role::LooksUp,
-        (Php, "call_user_func" | "call_user_func_array") => Role::LooksUp,
+        (
+            Php,
+            "call_user_func"
+            | "call_user_func_array"
+            | "array_map"
+            | "array_walk"
+            | "array_filter"
+            | "usort"
+            | "uasort"
+            | "uksort"
+            | "register_shutdown_function"
+            | "iterator_apply"
+            | "forward_static_call"
+            | "ob_start",
+        ) => Role::LooksUp,
         _ if DELETERS.contains(&name) => Role::Deletes,
         _ if GENERIC_DELETERS.contains(&name) && FILESYSTEM_MODULES.contains(&receiver) => {
             Role::Deletes
@@ -278,6 +295,68 @@ const WRITERS: &[&str] = &[
     "binwrite",
 ];
 
+/// Names of runners and deleters that, written as a string, are being looked up by name
+/// (`getattr(os, 'system')`, `os["execute"]`, `array_map("system", …)`).
+const NAMED_BY_TEXT: &[&str] = &[
+    "system",
+    "popen",
+    "exec",
+    "execute",
+    "execsync",
+    "spawn",
+    "spawnsync",
+    "shell_exec",
+    "passthru",
+    "proc_open",
+    "pcntl_exec",
+    "eval",
+    "rmtree",
+    "rm_rf",
+    "rmsync",
+    "unlink",
+    "execl",
+    "execlp",
+    "execv",
+    "execvp",
+    "check_output",
+    "getoutput",
+    "assert",
+];
+
+/// `import subprocess as sp`, `from shutil import rmtree as r`: the runner or deleter goes on
+/// under a name the reading does not know.
+fn renames_a_runner(outside: &str) -> bool {
+    const RENAMED: &[&str] = &[
+        "subprocess",
+        "os",
+        "shutil",
+        "pty",
+        "system",
+        "run",
+        "call",
+        "popen",
+        "rmtree",
+        "remove",
+        "unlink",
+        "check_output",
+        "check_call",
+        "spawn",
+        "execl",
+        "execv",
+        "execvp",
+        "pathlib",
+        "fileutils",
+        "open3",
+    ];
+    let words: Vec<&str> = outside
+        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words
+        .windows(3)
+        .any(|w| w[1] == "as" && RENAMED.contains(&w[0]))
+}
+
 /// Reads `code` written in `lang`.
 pub(crate) fn read(lang: Lang, code: &str) -> Reading {
     let mut reading = Reading::default();
@@ -286,10 +365,58 @@ pub(crate) fn read(lang: Lang, code: &str) -> Reading {
     if scanned.outside.contains([VARIABLE, SUBSTITUTION]) {
         reading.opaque = Some("its code is built by the shell when it runs");
     }
-    for literal in scanned.literals.iter().filter(|l| l.shell) {
-        reading.commands.push(literal.text.clone());
+    // What stands just before each literal, to tell `os["execute"]` and `$f = "system"` (a
+    // lookup) from `print('exec')` (text).
+    let before_literal: Vec<Option<char>> = {
+        let mut before = Vec::with_capacity(scanned.literals.len());
+        let mut last = None;
+        for c in scanned.outside.chars() {
+            if c == LITERAL {
+                before.push(last);
+            }
+            if !c.is_whitespace() {
+                last = Some(c);
+            }
+        }
+        before
+    };
+    for (index, literal) in scanned.literals.iter().enumerate() {
+        let text = literal.text.trim();
+        let looked_up = matches!(before_literal.get(index), Some(Some('[' | '=')));
+        if literal.shell {
+            reading.commands.push(literal.text.clone());
+        } else if matches!(lang, Lang::Perl | Lang::Ruby)
+            && (text.starts_with('|') || text.ends_with('|'))
+        {
+            // Perl's and Ruby's `open("| cmd")`, `open("cmd |")`, `IO.read("|cmd")`.
+            let command = text.trim_matches('|').trim();
+            if is_bare_shell("", &[command]) {
+                reading
+                    .opaque
+                    .get_or_insert("it pipes text into a shell, so what runs cannot be read");
+            }
+            reading.commands.push(command.to_string());
+        } else if looked_up && NAMED_BY_TEXT.contains(&text.to_ascii_lowercase().as_str()) {
+            reading
+                .opaque
+                .get_or_insert("it names a way to run commands as text, to look it up at run time");
+        }
     }
-    let calls = calls(lang, &outside, &scanned.literals);
+    if lang == Lang::Other && scanned.outside.contains("do shell script") {
+        // AppleScript: every string may be the shell's.
+        reading
+            .commands
+            .extend(scanned.literals.iter().map(|l| l.text.clone()));
+    }
+    if renames_a_runner(&scanned.outside) {
+        reading
+            .opaque
+            .get_or_insert("it imports a way to run commands or delete under another name");
+    }
+    let Some(calls) = calls(lang, &outside, &scanned.literals) else {
+        reading.opaque = Some("its code is too complex to read");
+        return reading;
+    };
     if lang == Lang::Awk {
         awk_pipes(&outside, &scanned.literals, &mut reading);
     }
@@ -327,10 +454,11 @@ pub(crate) fn read(lang: Lang, code: &str) -> Reading {
             continue;
         }
         // Option values (`{stdio: 'inherit'}`, `cwd='x'`) are not part of the command.
+        let popen = matches!(name, "popen" | "popen2" | "popen3" | "proc_open");
         let texts: Vec<&str> = call
             .literals
             .iter()
-            .filter(|l| !l.option_value)
+            .filter(|l| !(l.option_value || (popen && is_write_mode_or_read(&l.text))))
             .map(|l| l.text.as_str())
             .collect();
         match role {
@@ -407,8 +535,8 @@ fn awk_pipes(outside: &[char], literals: &[Literal], reading: &mut Reading) {
     }
     let literal = |position: usize| {
         literal_at
-            .iter()
-            .position(|at| *at == position)
+            .binary_search(&position)
+            .ok()
             .and_then(|index| literals.get(index))
     };
     for (i, c) in outside.iter().enumerate() {
@@ -438,6 +566,11 @@ fn awk_pipes(outside: &[char], literals: &[Literal], reading: &mut Reading) {
             }
         }
     }
+}
+
+/// A file mode (`r`, `w`, `rb`, `r+`): a `popen`'s second argument, not part of the command.
+fn is_write_mode_or_read(text: &str) -> bool {
+    !text.is_empty() && text.len() <= 3 && text.chars().all(|c| "rwab+xt".contains(c))
 }
 
 /// A file mode that writes: Python's and C's `w`, `a`, `+`; Perl's `>`, `>>`, `+<`.
@@ -547,7 +680,21 @@ fn scan(lang: Lang, code: &str) -> Scanned {
         }
         if matches!(c, '\'' | '"' | '`') {
             let prefix = python_prefix(&outside);
-            let (literal, next) = string(lang, &chars, i, prefix);
+            let (mut literal, mut next) = string(lang, &chars, i, prefix);
+            // Python, Ruby, awk and C join adjacent literals: `'r' 'm -rf /'` is one string.
+            if matches!(lang, Lang::Python | Lang::Ruby | Lang::Awk | Lang::Other) {
+                loop {
+                    let after = (next..chars.len()).find(|k| !matches!(chars[*k], ' ' | '\t'));
+                    match after {
+                        Some(k) if matches!(chars[k], '\'' | '"') => {
+                            let (more, end) = string(lang, &chars, k, prefix);
+                            literal.text.push_str(&more.text);
+                            next = end;
+                        }
+                        _ => break,
+                    }
+                }
+            }
             literals.push(literal);
             outside.push(LITERAL);
             i = next;
@@ -600,12 +747,9 @@ fn string(lang: Lang, chars: &[char], start: usize, prefix: (bool, bool)) -> (Li
             break;
         }
         if c == '\\' && !raw && i + 1 < chars.len() {
-            text.push(match chars[i + 1] {
-                'n' => '\n',
-                't' => '\t',
-                other => other,
-            });
-            i += 2;
+            let (decoded, used) = escape(&chars[i + 1..]);
+            text.push(decoded);
+            i += 1 + used;
             continue;
         }
         if interpolates && let Some(next) = interpolation(lang, chars, i) {
@@ -625,6 +769,50 @@ fn string(lang: Lang, chars: &[char], start: usize, prefix: (bool, bool)) -> (Li
         },
         i,
     )
+}
+
+/// Decodes one backslash escape (the characters after the backslash): `\n`, `\t`, `\xHH`,
+/// `\uHHHH`, `\u{H…}`, `\UHHHHHHHH`, octal `\NNN`; any other character stands for itself.
+/// Returns the character and how many characters the escape used.
+fn escape(after: &[char]) -> (char, usize) {
+    let number = |digits: &[char], radix: u32, max: usize| {
+        let taken: String = digits
+            .iter()
+            .take(max)
+            .take_while(|c| c.is_digit(radix))
+            .collect();
+        let value = u32::from_str_radix(&taken, radix)
+            .ok()
+            .and_then(char::from_u32);
+        (value, taken.len())
+    };
+    let decoded = match after.first() {
+        Some('n') => Some(('\n', 1)),
+        Some('t') => Some(('\t', 1)),
+        Some('r') => Some(('\r', 1)),
+        Some('x') => match number(&after[1..], 16, 2) {
+            (Some(c), n) if n > 0 => Some((c, 1 + n)),
+            _ => None,
+        },
+        Some('u') if after.get(1) == Some(&'{') => {
+            let (value, n) = number(&after[2..], 16, 6);
+            value.map(|c| (c, 2 + n + usize::from(after.get(2 + n) == Some(&'}'))))
+        }
+        Some('u') => match number(&after[1..], 16, 4) {
+            (Some(c), 4) => Some((c, 5)),
+            _ => None,
+        },
+        Some('U') => match number(&after[1..], 16, 8) {
+            (Some(c), 8) => Some((c, 9)),
+            _ => None,
+        },
+        Some('0'..='7') => match number(after, 8, 3) {
+            (Some(c), n) => Some((c, n)),
+            _ => None,
+        },
+        _ => None,
+    };
+    decoded.unwrap_or_else(|| (after.first().copied().unwrap_or('\\'), 1))
 }
 
 /// Where an interpolation starting at `i` ends: Perl's and PHP's `$name`, `@name`, `{$x}`;
@@ -678,8 +866,12 @@ fn quoted_operator(lang: Lang, chars: &[char], i: usize) -> Option<(Literal, usi
     }
     let (kind, open_at) = match lang {
         Lang::Perl => {
+            if chars[i] != 'q' {
+                return None;
+            }
             let word: String = chars[i..]
                 .iter()
+                .take(3)
                 .take_while(|c| c.is_ascii_alphabetic())
                 .collect();
             if !matches!(word.as_str(), "q" | "qq" | "qw" | "qx") {
@@ -780,8 +972,124 @@ fn is_ident(c: char) -> bool {
 }
 
 /// Every identifier in `outside` that is called or passed around, with its arguments.
-fn calls(lang: Lang, outside: &[char], literals: &[Literal]) -> Vec<Call> {
-    let paren_less = matches!(lang, Lang::Perl | Lang::Ruby);
+/// How many characters the argument reads of one text may scan in all: past it, the code is
+/// too complex to read.
+const ARGUMENT_WORK_MAX: usize = 1 << 22;
+
+/// Where brackets match and statements stop, found in one pass each, so reading every call's
+/// arguments stays linear.
+struct Structure {
+    /// For each `(`, the index just past its `)` (or the end); for each `)`, its `(`.
+    partner: Vec<usize>,
+    /// For each index, the first `;`, newline, `}` or `|` at or after it (or the end).
+    stop: Vec<usize>,
+}
+
+impl Structure {
+    fn new(outside: &[char]) -> Self {
+        let len = outside.len();
+        let mut partner = vec![len; len];
+        let mut open = Vec::new();
+        for (i, c) in outside.iter().enumerate() {
+            match c {
+                '(' => open.push(i),
+                ')' => {
+                    if let Some(at) = open.pop() {
+                        partner[at] = i + 1;
+                        partner[i] = at;
+                    } else {
+                        partner[i] = i;
+                    }
+                }
+                _ => {}
+            }
+        }
+        let mut stop = vec![len; len + 1];
+        for i in (0..len).rev() {
+            stop[i] = if matches!(outside[i], ';' | '\n' | '}' | '|') {
+                i
+            } else {
+                stop[i + 1]
+            };
+        }
+        Self { partner, stop }
+    }
+}
+
+/// Names whose calls are read: the ones `role` knows, and the file-opening ones.
+fn is_interesting(name: &str) -> bool {
+    const OTHERS: &[&str] = &[
+        "exec",
+        "eval",
+        "compile",
+        "run",
+        "call",
+        "popen",
+        "execute",
+        "shell",
+        "pipeline",
+        "pipeline_r",
+        "pipeline_w",
+        "command",
+        "function",
+        "runinthiscontext",
+        "runinnewcontext",
+        "runincontext",
+        "load",
+        "loadstring",
+        "dostring",
+        "create_function",
+        "assert",
+        "run_path",
+        "run_module",
+        "__import__",
+        "import_module",
+        "getattr",
+        "send",
+        "public_send",
+        "__send__",
+        "const_get",
+        "method",
+        "require",
+        "import",
+        "call_user_func",
+        "call_user_func_array",
+        "vars",
+        "globals",
+        "locals",
+        "open",
+        "fopen",
+        "sysopen",
+        "opensync",
+        "instance_eval",
+        "class_eval",
+        "module_eval",
+        "instance_exec",
+        "array_map",
+        "array_walk",
+        "array_filter",
+        "usort",
+        "uasort",
+        "uksort",
+        "register_shutdown_function",
+        "iterator_apply",
+        "forward_static_call",
+        "ob_start",
+    ];
+    RUNNERS.contains(&name)
+        || DELETERS.contains(&name)
+        || GENERIC_DELETERS.contains(&name)
+        || INTERNALS.contains(&name)
+        || WRITERS.contains(&name)
+        || OTHERS.contains(&name)
+}
+
+/// Every interesting identifier in `outside` that is called or passed around, with its
+/// arguments; `None` when reading them would take more than [`ARGUMENT_WORK_MAX`].
+fn calls(lang: Lang, outside: &[char], literals: &[Literal]) -> Option<Vec<Call>> {
+    let paren_less = matches!(lang, Lang::Perl | Lang::Ruby | Lang::Other);
+    let structure = Structure::new(outside);
+    let mut work = 0usize;
     // The index of each LITERAL marker, to hand its text to the call that holds it.
     let mut literal_index = Vec::with_capacity(outside.len());
     let mut seen = 0usize;
@@ -806,10 +1114,10 @@ fn calls(lang: Lang, outside: &[char], literals: &[Literal]) -> Vec<Call> {
             i += 1;
         }
         let name: String = outside[start..i].iter().collect();
-        if name.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+        if name.chars().next().is_some_and(|c| c.is_ascii_digit()) || !is_interesting(&name) {
             continue;
         }
-        let receiver = receiver_before(outside, start);
+        let receiver = receiver_before(outside, start, &structure.partner);
         let mut j = i;
         while j < outside.len() && outside[j] == ' ' {
             j += 1;
@@ -820,8 +1128,9 @@ fn calls(lang: Lang, outside: &[char], literals: &[Literal]) -> Vec<Call> {
             .collect();
         let (args_range, literal_only) = match outside.get(j) {
             Some('(') => {
-                let end = matching(outside, j);
+                let end = structure.partner[j];
                 let inner = &outside[j + 1..end.saturating_sub(1).max(j + 1)];
+                work += inner.len();
                 (Some((j + 1, end)), literal_only(inner))
             }
             // Perl, Ruby and PHP call without parentheses: `system "…"`, `exec $cmd`,
@@ -832,14 +1141,15 @@ fn calls(lang: Lang, outside: &[char], literals: &[Literal]) -> Vec<Call> {
                     || next == '@'
                     || (paren_less && is_ident(next) && j > i) =>
             {
-                let end = outside[j..]
-                    .iter()
-                    .position(|c| matches!(c, ';' | '\n' | '}' | '|'))
-                    .map_or(outside.len(), |p| j + p);
+                let end = structure.stop[j];
+                work += end - j;
                 (Some((j, end)), literal_only(&outside[j..end]))
             }
             _ => (None, false),
         };
+        if work > ARGUMENT_WORK_MAX {
+            return None;
+        }
         let call_literals = match args_range {
             Some((from, to)) => {
                 let from = from.min(outside.len());
@@ -869,11 +1179,11 @@ fn calls(lang: Lang, outside: &[char], literals: &[Literal]) -> Vec<Call> {
             literals: call_literals,
         });
     }
-    calls
+    Some(calls)
 }
 
 /// The identifier before `.`, `::` or `->` that ends just before `start`.
-fn receiver_before(outside: &[char], start: usize) -> String {
+fn receiver_before(outside: &[char], start: usize, partner: &[usize]) -> String {
     let mut end = start;
     let separators = [".", "::", "->"];
     let mut matched = false;
@@ -896,44 +1206,13 @@ fn receiver_before(outside: &[char], start: usize) -> String {
     // `os.path.…`'s receiver is `path`; `fs.promises.rm`'s is `promises`. A call in between
     // (`require('fs').rmSync`) is skipped to the name before it.
     if end > 0 && outside[end - 1] == ')' {
-        let mut depth = 0usize;
-        while end > 0 {
-            end -= 1;
-            match outside[end] {
-                ')' => depth += 1,
-                '(' => {
-                    depth -= 1;
-                    if depth == 0 {
-                        break;
-                    }
-                }
-                _ => {}
-            }
-        }
+        end = partner[end - 1].min(end - 1);
     }
     let from = outside[..end]
         .iter()
         .rposition(|c| !is_ident(*c) || *c == LITERAL)
         .map_or(0, |p| p + 1);
     outside[from..end].iter().collect()
-}
-
-/// The index just past the `)` matching the `(` at `open`, or the end.
-fn matching(outside: &[char], open: usize) -> usize {
-    let mut depth = 0usize;
-    for (k, c) in outside.iter().enumerate().skip(open) {
-        match c {
-            '(' => depth += 1,
-            ')' => {
-                depth -= 1;
-                if depth == 0 {
-                    return k + 1;
-                }
-            }
-            _ => {}
-        }
-    }
-    outside.len()
 }
 
 /// Whether arguments hold only literals, numbers, list and map punctuation, and keyword

@@ -219,7 +219,11 @@ impl<'b> Lexer<'b> {
     fn skip_blanks(&mut self) {
         while let Some(c) = self.peek() {
             match c {
-                ' ' | '\t' | '\r' => {
+                // To sh a carriage return is part of a word, not a blank (`x\r#` is a word).
+                ' ' | '\t' => {
+                    self.bump();
+                }
+                '\r' if !self.posix() => {
                     self.bump();
                 }
                 '\\' if self.posix() && self.peek_at(1) == Some('\n') => {
@@ -247,7 +251,7 @@ impl<'b> Lexer<'b> {
             Dialect::Posix => {
                 matches!(
                     c,
-                    ' ' | '\t' | '\r' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')'
+                    ' ' | '\t' | '\n' | ';' | '&' | '|' | '<' | '>' | '(' | ')'
                 )
             }
             Dialect::Windows => {
@@ -346,9 +350,13 @@ impl<'b> Lexer<'b> {
                     }
                 }
                 ')' | '}' => {
-                    // A closer with no opener: a syntax error to a shell; skip it so that
-                    // the words after it are still checked.
+                    // A closer with no opener (a `case` pattern's `x)`, a stray brace): skip
+                    // it, and let the words after it start a command of their own, as they do
+                    // in `case x in x) rm -rf /;; esac`.
                     self.bump();
+                    if !command.words.is_empty() {
+                        break;
+                    }
                 }
                 '<' | '>' => self.parse_redirect(&mut command, close),
                 '&' => {

@@ -281,8 +281,12 @@ impl Walker<'_> {
             }
             if let Step::Stdin { language } = step
                 && i > 0
-                && let Some(found) =
-                    self.piped_into_code(hidden_upstream, upstream.last(), language, pipeline)
+                && let Some(found) = self.piped_into_code(
+                    hidden_upstream,
+                    &pipeline.commands[..i],
+                    language,
+                    pipeline,
+                )
             {
                 return Some(found);
             }
@@ -340,7 +344,23 @@ impl Walker<'_> {
         match step {
             Step::Nothing => None,
             Step::Run { name, args } => {
-                if name == "tee" && args.iter().any(|w| targets::is_startup_file(&w.text)) {
+                if !matches!(
+                    name.as_str(),
+                    "cat"
+                        | "less"
+                        | "more"
+                        | "head"
+                        | "tail"
+                        | "grep"
+                        | "diff"
+                        | "wc"
+                        | "ls"
+                        | "stat"
+                        | "file"
+                ) && args.iter().any(|w| {
+                    let value = w.text.split_once('=').map_or(w.text.as_str(), |(_, v)| v);
+                    targets::is_startup_file(value)
+                }) {
                     self.context
                         .note_opaque(Finding::new(&command.source, STARTUP_FILE));
                 }
@@ -350,7 +370,13 @@ impl Walker<'_> {
                     return Some(found);
                 }
                 if let Some(target) = rules::cd_target(&command.words) {
-                    self.cwd = target.map(|t| self.join_cwd(&t));
+                    // Somewhere nobody can know: what a relative delete then reaches is as
+                    // unknown as a variable's value (`cd $D && rm -rf *` is `rm -rf ~/*` when
+                    // `D` is empty).
+                    self.cwd = Some(match target {
+                        Some(t) => self.join_cwd(&t),
+                        None => lexer::VARIABLE.to_string(),
+                    });
                     return None;
                 }
                 if name == "find" {
@@ -367,8 +393,16 @@ impl Walker<'_> {
                         }
                     }
                 }
-                let why = rules::destructive(name, args, self.cwd.as_deref())?;
-                Some(Finding::new(&command.source, why))
+                if let Some(why) = rules::destructive(name, args, self.cwd.as_deref()) {
+                    return Some(Finding::new(&command.source, why));
+                }
+                if rules::hands_over_a_device(name, args) {
+                    self.context.note_opaque(Finding::new(
+                        &command.source,
+                        "it gives a disk or a kernel control to a program that may write it",
+                    ));
+                }
+                None
             }
             Step::Code {
                 language,
@@ -485,6 +519,17 @@ impl Walker<'_> {
     /// A shell or interpreter reading code from standard input: here-documents,
     /// here-strings and `< <(…)` are its code.
     fn stdin_code(&mut self, command: &Command, language: Language) -> Option<Finding> {
+        if let Some(redirect) = command
+            .redirects
+            .iter()
+            .find(|r| targets::is_network_device(&r.target.text))
+        {
+            let why = format!(
+                "connects a shell or interpreter to the network through `{}`",
+                redirect.target.text
+            );
+            return Some(Finding::new(&command.source, why));
+        }
         let inputs: Vec<&Word> = command
             .redirects
             .iter()
@@ -550,11 +595,13 @@ impl Walker<'_> {
     }
 
     /// A pipe into a shell: what runs is whatever the commands before it print. `hidden` is
-    /// the first download or decoder upstream; `previous` the command right before the shell.
+    /// the first download or decoder upstream; `before` the commands before the shell. Text
+    /// passes through `cat`, `head`, `tee`, `sort` and the like unchanged; a file `cat` reads
+    /// is a script (like `bash x.sh`); any other producer's output cannot be read here.
     fn piped_into_code(
         &mut self,
         hidden: Option<&'static str>,
-        previous: Option<&Command>,
+        before: &[Command],
         language: Language,
         pipeline: &Pipeline,
     ) -> Option<Finding> {
@@ -568,14 +615,27 @@ impl Walker<'_> {
             let why = format!("pipes {kind} into {sink}");
             return Some(Finding::new(&pipeline_source(pipeline), why));
         }
-        let text = feeds::literal_output(previous?, self.heredocs)?;
-        analyze_code(
-            &text,
-            language,
-            self.depth + 1,
-            self.cwd.clone(),
-            self.context,
-        )
+        for producer in before.iter().rev() {
+            if let Some(text) = feeds::literal_output(producer, self.heredocs) {
+                return analyze_code(
+                    &text,
+                    language,
+                    self.depth + 1,
+                    self.cwd.clone(),
+                    self.context,
+                );
+            }
+            match feeds::passes_through(producer) {
+                feeds::Through::Unchanged => continue,
+                feeds::Through::File => return None,
+                feeds::Through::Other => break,
+            }
+        }
+        self.context.note_opaque(Finding::new(
+            &pipeline_source(pipeline),
+            "it pipes another command's output into a shell or interpreter",
+        ));
+        None
     }
 }
 

@@ -29,16 +29,71 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
         "rm" | "remove-item" | "ri" | "del" | "erase" | "rd" | "rmdir" | "unlink" => {
             recursive_delete(name, &texts, &lowered, cwd)
         }
-        "chmod" | "chown" | "chgrp" => recursive_change(name, &texts, cwd),
+        "chmod" | "chown" | "chgrp" | "setfacl" | "chattr" | "chcon" => {
+            recursive_change(name, &texts, cwd)
+        }
+        "srm" | "wipe" => recursive_delete("rm", &texts, &lowered, cwd)
+            .or_else(|| texts.iter().find_map(|t| written(t))),
+        "rsync" => {
+            let deletes = texts
+                .iter()
+                .any(|t| t.starts_with("--delete") || *t == "--remove-source-files");
+            let destination = operands(&texts).last()?;
+            deletes
+                .then(|| dangerous(destination, cwd))
+                .flatten()
+                .map(|what| format!("mirrors onto {what}, deleting what it held"))
+        }
+        "nwipe" => Some("wipes disks".to_string()),
+        "scrub" => texts.iter().find_map(|t| written(t)),
+        "lvm" => matches!(
+            lowered.first(),
+            Some(&("lvremove" | "vgremove" | "pvremove" | "lvreduce"))
+        )
+        .then(|| "erases LVM volumes".to_string()),
+        "lvreduce" => Some("shrinks an LVM volume, destroying what no longer fits".to_string()),
+        "efivar" => texts
+            .iter()
+            .any(|t| matches!(*t, "-w" | "--write"))
+            .then(|| "changes the firmware's variables".to_string()),
+        "dbus-send" | "busctl" | "gdbus" | "qdbus" => {
+            let login = lowered.iter().any(|t| t.contains("login1"));
+            let power = lowered.iter().any(|m| {
+                [
+                    "poweroff",
+                    "reboot",
+                    "halt",
+                    "kexec",
+                    "suspend",
+                    "hibernate",
+                ]
+                .iter()
+                .any(|verb| m.contains(verb))
+            });
+            (login && power).then(|| "asks the system to shut down or restart".to_string())
+        }
+        "rtcwake" => texts
+            .windows(2)
+            .any(|w| w[0] == "-m" && matches!(w[1], "off" | "disk"))
+            .then(|| "shuts down the machine".to_string()),
+        "openrc-shutdown" => Some("shuts down or restarts the machine".to_string()),
+        "launchctl" => matches!(lowered.first(), Some(&("reboot" | "halt")))
+            .then(|| "shuts down or restarts the machine".to_string()),
         "find" => find_delete(&texts, &lowered, cwd),
         "dd" | "dcfldd" | "dc3dd" => texts
             .iter()
             .find_map(|t| written(t.strip_prefix("of=").or_else(|| t.strip_prefix("hof="))?)),
         "fd" | "fdfind" => fd_delete(&texts, cwd),
-        "tee" | "shred" | "truncate" | "wipe" => texts.iter().find_map(|t| written(t)),
+        "tee" | "shred" | "truncate" => texts.iter().find_map(|t| written(t)),
         "cp" | "install" | "ddrescue" | "mv" | "ln" => {
             let last = texts.iter().rev().find(|t| !t.starts_with('-'))?;
-            written(last)
+            let moved_away = || {
+                let sources: Vec<&str> = operands(&texts).collect();
+                let (_, sources) = sources.split_last()?;
+                let what = sources.iter().find_map(|t| dangerous(t, cwd))?;
+                Some(format!("moves away {what}"))
+            };
+            written(last).or_else(|| (name == "mv").then(moved_away).flatten())
         }
         "blkdiscard" => Some("discards every block of a disk".to_string()),
         _ if is_mkfs(name) => operands(&texts)
@@ -46,7 +101,7 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
             .then(|| "makes a new filesystem, erasing what the disk held".to_string()),
         "wipefs" => {
             let acts = texts.iter().any(|t| {
-                matches!(*t, "--all" | "--offset" | "--types" | "--force")
+                matches!(*t, "--all" | "--al" | "--offset" | "--types" | "--force")
                     || t.starts_with("--offset=")
                     || is_short_cluster(t, &['a', 'o', 't'])
             });
@@ -102,6 +157,7 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
                 "luksremovekey",
                 "reencrypt",
                 "convert",
+                "luksheaderrestore",
             ];
             lowered
                 .iter()
@@ -111,7 +167,10 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
         }
         "mdadm" => texts
             .iter()
-            .any(|t| matches!(*t, "--zero-superblock" | "--create" | "-C"))
+            .any(|t| {
+                matches!(*t, "--create" | "-C")
+                    || (t.len() >= 6 && "--zero-superblock".starts_with(t))
+            })
             .then(|| "erases or rebuilds a RAID array's disks".to_string()),
         "zpool" => matches!(
             lowered.first(),
@@ -161,7 +220,7 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
         "sysctl" => texts
             .iter()
             .any(|t| {
-                matches!(*t, "--write" | "--load" | "--system")
+                matches!(*t, "--write" | "--load" | "--system" | "-f")
                     || t.starts_with("--load=")
                     || (t.contains('=') && !t.starts_with('-'))
                     || is_short_cluster(t, &['w', 'p'])
@@ -203,14 +262,67 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
         "shutdown" | "reboot" | "halt" | "poweroff" | "restart-computer" | "stop-computer" => {
             Some("shuts down or restarts the machine".to_string())
         }
-        "init" | "telinit" => matches!(lowered.first(), Some(&("0" | "6")))
-            .then(|| "shuts down or restarts the machine".to_string()),
+        "init" | "telinit" => matches!(lowered.first(), Some(&("0" | "6" | "1" | "s")))
+            .then(|| "shuts down, restarts or isolates the machine".to_string()),
         "systemctl" | "loginctl" => {
-            const POWER: &[&str] = &["poweroff", "reboot", "halt", "kexec", "soft-reboot"];
-            let verb = lowered.iter().find(|t| !t.starts_with('-'))?;
-            POWER
-                .contains(verb)
-                .then(|| "shuts down or restarts the machine".to_string())
+            const POWER: &[&str] = &[
+                "poweroff",
+                "reboot",
+                "halt",
+                "kexec",
+                "soft-reboot",
+                "rescue",
+                "emergency",
+            ];
+            const TARGETS: &[&str] = &[
+                "poweroff.target",
+                "reboot.target",
+                "halt.target",
+                "kexec.target",
+                "rescue.target",
+                "emergency.target",
+                "soft-reboot.target",
+                "ctrl-alt-del.target",
+            ];
+            const VALUE_OPTIONS: &[&str] = &[
+                "-t",
+                "--type",
+                "-H",
+                "--host",
+                "-M",
+                "--machine",
+                "-p",
+                "--property",
+                "-s",
+                "--signal",
+                "--state",
+                "-n",
+                "--lines",
+                "-o",
+                "--output",
+                "--root",
+                "--kill-whom",
+                "--job-mode",
+                "--when",
+                "--message",
+            ];
+            let mut words = Vec::new();
+            let mut i = 0;
+            while let Some(t) = lowered.get(i) {
+                if VALUE_OPTIONS.contains(t) {
+                    i += 2;
+                    continue;
+                }
+                if !t.starts_with('-') {
+                    words.push(*t);
+                }
+                i += 1;
+            }
+            let verb = words.first()?;
+            let power = POWER.contains(verb)
+                || (matches!(*verb, "isolate" | "start" | "restart")
+                    && words[1..].iter().any(|t| TARGETS.contains(t)));
+            power.then(|| "shuts down, restarts or isolates the machine".to_string())
         }
         "format" => lowered
             .iter()
@@ -310,9 +422,10 @@ pub(crate) fn piped_targets_reason(
     cwd: Option<&str>,
 ) -> Option<String> {
     let texts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
+    // `{}` is where `xargs -I{}` puts each line: the targets still come from the pipe.
     let operands = texts
         .iter()
-        .filter(|t| !t.starts_with('-') && !is_cmd_switch(&t.to_ascii_lowercase()));
+        .filter(|t| !t.starts_with('-') && !is_cmd_switch(&t.to_ascii_lowercase()) && **t != "{}");
     let action = match name {
         "rm" | "remove-item" | "ri" | "del" | "erase" | "rd" | "rmdir" | "unlink" | "shred" => {
             (operands.count() == 0).then_some("delete")
@@ -344,7 +457,7 @@ pub(crate) fn piped_targets_reason(
 /// input (`… | xargs rm -rf`).
 pub(crate) fn takes_targets_from_input(name: &str, args: &[Word]) -> bool {
     let texts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
-    let mut operands = texts.iter().filter(|t| !t.starts_with('-'));
+    let mut operands = texts.iter().filter(|t| !t.starts_with('-') && **t != "{}");
     match name {
         "rm" | "shred" | "unlink" | "rmdir" => {
             operands.next().is_none()
@@ -410,7 +523,8 @@ fn recursive_delete(
 /// unambiguous prefix (`-r`, `-rec`) or a value (`-Recurse:$true`). Input is lowercase.
 fn is_recursive_flag(lower: &str) -> bool {
     let flag = lower.split(':').next().unwrap_or(lower);
-    if flag == "--recursive" || flag.starts_with("--recursive=") {
+    // GNU takes any unambiguous prefix of a long option: `--r`, `--rec` are `--recursive`.
+    if (flag.len() >= 3 && "--recursive".starts_with(flag)) || flag.starts_with("--recursive=") {
         return true;
     }
     if flag.len() >= 2 && "-recurse".starts_with(flag) {
@@ -445,7 +559,7 @@ fn is_registry(target: &str) -> bool {
 
 fn recursive_change(name: &str, texts: &[&str], cwd: Option<&str>) -> Option<String> {
     let recursive = texts.iter().any(|t| {
-        *t == "--recursive"
+        (t.len() >= 5 && "--recursive".starts_with(t))
             || t.strip_prefix('-').is_some_and(|letters| {
                 !letters.starts_with('-')
                     && letters.contains('R')
@@ -455,10 +569,11 @@ fn recursive_change(name: &str, texts: &[&str], cwd: Option<&str>) -> Option<Str
     if !recursive {
         return None;
     }
-    let change = if name == "chmod" {
-        "permission"
-    } else {
-        "owner"
+    let change = match name {
+        "chmod" | "setfacl" => "permission",
+        "chattr" => "attribute",
+        "chcon" => "security label",
+        _ => "owner",
     };
     texts
         .iter()
@@ -472,17 +587,14 @@ fn recursive_change(name: &str, texts: &[&str], cwd: Option<&str>) -> Option<Str
 /// for what is found: the start folder when no test narrows it, else some file inside.
 pub(crate) fn find_exec_commands(args: &[Word]) -> Vec<String> {
     let texts: Vec<&str> = args.iter().map(|w| w.text.as_str()).collect();
-    let expression_at = texts
-        .iter()
-        .position(|t| t.starts_with('-') || *t == "(" || *t == "!")
-        .unwrap_or(texts.len());
+    let (starts_at, expression_at) = find_parts(&texts);
     let lowered: Vec<String> = texts.iter().map(|t| t.to_ascii_lowercase()).collect();
     let expression: Vec<&str> = lowered[expression_at..]
         .iter()
         .map(String::as_str)
         .collect();
     let narrowed = narrows(&expression);
-    let found = match texts[..expression_at].first() {
+    let found = match texts[starts_at..expression_at].first() {
         Some(start) if !narrowed => (*start).to_string(),
         Some(start) => format!("{}/found", start.trim_end_matches('/')),
         None => "./found".to_string(),
@@ -517,41 +629,10 @@ pub(crate) fn find_exec_commands(args: &[Word]) -> Vec<String> {
     commands
 }
 
-/// The tests that narrow what a `find` matches.
-const NARROWING: &[&str] = &[
-    "-name",
-    "-iname",
-    "-path",
-    "-ipath",
-    "-wholename",
-    "-iwholename",
-    "-regex",
-    "-iregex",
-    "-lname",
-    "-ilname",
-    "-newer",
-    "-mtime",
-    "-mmin",
-    "-atime",
-    "-amin",
-    "-ctime",
-    "-cmin",
-    "-size",
-    "-empty",
-    "-user",
-    "-group",
-    "-inum",
-    "-samefile",
-    "-perm",
-];
-
 /// `find / -delete` and `find ~ -exec rm -rf {} +` delete everything under the start
 /// unless a test narrows what matches; a narrowed find (`-name '*.pyc'`) is allowed.
 fn find_delete(texts: &[&str], lowered: &[&str], cwd: Option<&str>) -> Option<String> {
-    let expression_at = texts
-        .iter()
-        .position(|t| t.starts_with('-') || *t == "(" || *t == "!")
-        .unwrap_or(texts.len());
+    let (starts_at, expression_at) = find_parts(texts);
     let expression = &lowered[expression_at..];
     let mut deletes = false;
     let mut changes = false;
@@ -567,7 +648,7 @@ fn find_delete(texts: &[&str], lowered: &[&str], cwd: Option<&str>) -> Option<St
     if !deletes && !changes {
         return None;
     }
-    let starts = &texts[..expression_at];
+    let starts = &texts[starts_at..expression_at];
     if narrows(expression) {
         // A narrowed find is fine in a project; in a system tree it still removes files the
         // operating system needs.
@@ -591,15 +672,59 @@ const CHANGING: &[&str] = &[
     "truncate", "chmod", "chown", "chgrp", "dd", "mv", "tee", "cp",
 ];
 
-/// Whether a find expression narrows what it matches: a test with a value that is not a
-/// match-everything pattern (`-name '*'` narrows nothing).
+/// Where a `find`'s start folders begin (after `-H`, `-L`, `-P`, `-O3`, `-D opts`) and where
+/// its expression begins.
+fn find_parts(texts: &[&str]) -> (usize, usize) {
+    let mut starts_at = 0;
+    while let Some(t) = texts.get(starts_at) {
+        match *t {
+            "-H" | "-L" | "-P" => starts_at += 1,
+            "-D" => starts_at += 2,
+            _ if t.starts_with("-O") => starts_at += 1,
+            _ => break,
+        }
+    }
+    let starts_at = starts_at.min(texts.len());
+    let expression_at = texts[starts_at..]
+        .iter()
+        .position(|t| t.starts_with('-') || *t == "(" || *t == "!")
+        .map_or(texts.len(), |p| starts_at + p);
+    (starts_at, expression_at)
+}
+
+/// Whether a find expression narrows what its action reaches: a name, path or pattern test
+/// with some literal text in its value (`-name '*.pyc'`; `-name '*'`, `'?*'` and `-regex '.+'`
+/// match everything), before the first action, in an expression with no `-o`, `!`, `-not` or
+/// `,` that could route around it.
 fn narrows(expression: &[&str]) -> bool {
-    expression.iter().enumerate().any(|(i, t)| {
-        NARROWING.contains(t)
-            && !matches!(
-                expression.get(i + 1).copied(),
-                Some("*" | "*.*" | ".*" | "**" | "")
-            )
+    const NAME_TESTS: &[&str] = &[
+        "-name",
+        "-iname",
+        "-path",
+        "-ipath",
+        "-wholename",
+        "-iwholename",
+        "-regex",
+        "-iregex",
+        "-lname",
+        "-ilname",
+    ];
+    const ACTIONS: &[&str] = &["-delete", "-exec", "-execdir", "-ok", "-okdir"];
+    if expression
+        .iter()
+        .any(|t| matches!(*t, "-o" | "-or" | "!" | "-not" | ","))
+    {
+        return false;
+    }
+    let action_at = expression
+        .iter()
+        .position(|t| ACTIONS.contains(t))
+        .unwrap_or(expression.len());
+    expression[..action_at].iter().enumerate().any(|(i, t)| {
+        NAME_TESTS.contains(t)
+            && expression
+                .get(i + 1)
+                .is_some_and(|value| value.chars().any(|c| !"*?[]!^.+$()|{}\\/".contains(c)))
     })
 }
 
@@ -614,11 +739,57 @@ fn fd_delete(texts: &[&str], cwd: Option<&str>) -> Option<String> {
     if !DELETING.contains(&program.as_str()) && !CHANGING.contains(&program.as_str()) {
         return None;
     }
-    let positionals: Vec<&str> = texts[..exec_at]
-        .iter()
-        .copied()
-        .filter(|t| !t.starts_with('-'))
-        .collect();
+    const VALUE_OPTIONS: &[&str] = &[
+        "-t",
+        "--type",
+        "-e",
+        "--extension",
+        "-d",
+        "--max-depth",
+        "--min-depth",
+        "--exact-depth",
+        "-E",
+        "--exclude",
+        "-S",
+        "--size",
+        "--changed-within",
+        "--changed-before",
+        "-o",
+        "--owner",
+        "-j",
+        "--threads",
+        "--max-results",
+        "--base-directory",
+        "-c",
+        "--color",
+        "--ignore-file",
+        "--and",
+        "--format",
+    ];
+    let mut positionals: Vec<&str> = Vec::new();
+    let mut i = 0;
+    while i < exec_at {
+        let t = texts[i];
+        if VALUE_OPTIONS.contains(&t) {
+            i += 2;
+            continue;
+        }
+        if t == "--search-path" {
+            // A start folder given as an option: the pattern stays first.
+            if positionals.is_empty() {
+                positionals.push(".");
+            }
+            if let Some(path) = texts.get(i + 1) {
+                positionals.push(path);
+            }
+            i += 2;
+            continue;
+        }
+        if !t.starts_with('-') {
+            positionals.push(t);
+        }
+        i += 1;
+    }
     let everything = matches!(
         positionals.first().copied(),
         None | Some("." | "" | "^" | ".*")
@@ -632,6 +803,133 @@ fn fd_delete(texts: &[&str], cwd: Option<&str>) -> Option<String> {
         .iter()
         .find_map(|t| dangerous(t, cwd))
         .map(|what| format!("runs `{program}` on everything under {what}"))
+}
+
+/// Whether `name` is given a disk or a kernel control (`/dev/sda`, `/proc/sysrq-trigger`)
+/// as an argument without being a program known to only read it or one whose own rule
+/// judged it: `curl -o /dev/sda`, `tar -cf /dev/sda`, `sponge /proc/sys/…` may write it.
+pub(crate) fn hands_over_a_device(name: &str, args: &[Word]) -> bool {
+    const READERS: &[&str] = &[
+        "cat",
+        "less",
+        "more",
+        "head",
+        "tail",
+        "hexdump",
+        "hd",
+        "od",
+        "strings",
+        "file",
+        "stat",
+        "ls",
+        "lsblk",
+        "blkid",
+        "smartctl",
+        "udevadm",
+        "blockdev",
+        "lsof",
+        "fuser",
+        "findmnt",
+        "mount",
+        "umount",
+        "dumpe2fs",
+        "grep",
+        "egrep",
+        "fgrep",
+        "rg",
+        "wc",
+        "sha256sum",
+        "sha1sum",
+        "md5sum",
+        "b2sum",
+        "cksum",
+        "cmp",
+        "diff",
+        "echo",
+        "printf",
+        "test",
+        "[",
+        "[[",
+        "readlink",
+        "realpath",
+        "pv",
+        "lvs",
+        "pvs",
+        "vgs",
+        "pvdisplay",
+        "vgdisplay",
+        "lvdisplay",
+        "sync",
+        "eject",
+        "xxd",
+        "dmesg",
+        "journalctl",
+        "partx",
+        "kpartx",
+        "e2fsck",
+        "fsck",
+        "xfs_info",
+        "btrfs",
+        "iostat",
+        "hwinfo",
+        "lshw",
+        "isosize",
+        "sfdisk",
+        "fdisk",
+        "gdisk",
+        "cgdisk",
+        "cfdisk",
+        "sgdisk",
+        "parted",
+        "hdparm",
+        "nvme",
+        "cryptsetup",
+        "mdadm",
+        "wipefs",
+        "badblocks",
+        "dd",
+        "dcfldd",
+        "dc3dd",
+        "tee",
+        "shred",
+        "truncate",
+        "wipe",
+        "cp",
+        "install",
+        "ddrescue",
+        "mv",
+        "ln",
+        "rm",
+        "unlink",
+        "sysctl",
+        "efibootmgr",
+        "zpool",
+        "zfs",
+        "dmsetup",
+        "flashrom",
+        "sg_format",
+        "sg_sanitize",
+        "blkdiscard",
+        "chmod",
+        "chown",
+        "chgrp",
+        "find",
+        "cd",
+        "pushd",
+    ];
+    if READERS.contains(&name)
+        || is_mkfs(name)
+        || (name == "xxd" && !args.iter().any(|w| w.text == "-r"))
+    {
+        return false;
+    }
+    args.iter().any(|word| {
+        let text = word.text.as_str();
+        let value = text.split_once('=').map_or(text, |(_, value)| value);
+        [text, value]
+            .iter()
+            .any(|t| is_raw_disk(t) || is_kernel_control(t))
+    })
 }
 
 /// Why writing to `target` is destructive: a kernel control or a raw disk.
@@ -801,6 +1099,9 @@ pub(crate) fn cd_target(words: &[Word]) -> Option<Option<String>> {
     let Step::Run { name, args } = effective(words) else {
         return None;
     };
+    if matches!(name.as_str(), "popd" | "pop-location") {
+        return Some(None);
+    }
     if !matches!(
         name.as_str(),
         "cd" | "chdir" | "pushd" | "set-location" | "sl" | "push-location"
@@ -813,7 +1114,11 @@ pub(crate) fn cd_target(words: &[Word]) -> Option<Option<String>> {
     });
     Some(match target {
         None => Some(super::lexer::HOME.to_string()),
-        Some(t) if t.contains(super::lexer::VARIABLE) || t.contains(super::lexer::SUBSTITUTION) => {
+        Some(t)
+            if t == "-"
+                || t.contains(super::lexer::VARIABLE)
+                || t.contains(super::lexer::SUBSTITUTION) =>
+        {
             None
         }
         Some(t) => Some(t.to_string()),

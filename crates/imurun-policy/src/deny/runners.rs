@@ -60,9 +60,9 @@ const WRAPPERS: &[Wrapper] = &[
     Wrapper { name: "sudo", positionals: 0, value_options: &[
         "-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U", "-T", "--user", "--group",
         "--close-from", "--chdir", "--host", "--prompt", "--role", "--type", "--other-user",
-        "--command-timeout",
+        "--command-timeout", "-R", "--chroot",
     ] },
-    Wrapper { name: "doas", positionals: 0, value_options: &["-u", "-C"] },
+    Wrapper { name: "doas", positionals: 0, value_options: &["-u", "-C", "-a"] },
     Wrapper { name: "run0", positionals: 0, value_options: &["-u", "--user", "-D", "--chdir"] },
     Wrapper { name: "pkexec", positionals: 0, value_options: &["--user"] },
     Wrapper { name: "command", positionals: 0, value_options: &[] },
@@ -92,13 +92,32 @@ const WRAPPERS: &[Wrapper] = &[
     Wrapper { name: "chroot", positionals: 1, value_options: &["--userspec", "--groups"] },
     Wrapper { name: "flock", positionals: 1, value_options: &["-w", "-E", "--timeout"] },
     Wrapper { name: "systemd-run", positionals: 0, value_options: &[
-        "-u", "--unit", "-p", "--property", "-E", "--setenv", "-M", "--uid",
+        "-u", "--unit", "-p", "--property", "-E", "--setenv", "-M", "--uid", "--on-active",
+        "--on-boot", "--on-startup", "--on-unit-active", "--on-unit-inactive", "--on-calendar",
+        "--gid", "--nice", "--working-directory", "--slice", "--description",
     ] },
+    Wrapper { name: "unshare", positionals: 0, value_options: &["--setuid", "--setgid", "-S", "-G", "--root", "--wd", "-R", "-w"] },
+    Wrapper { name: "nsenter", positionals: 0, value_options: &["-t", "--target", "-S", "-G", "--setuid", "--setgid", "-r", "-w", "--root", "--wd"] },
+    Wrapper { name: "firejail", positionals: 0, value_options: &[] },
+    Wrapper { name: "fakeroot", positionals: 0, value_options: &["-l", "--lib", "--faked", "-s", "-i"] },
+    Wrapper { name: "eatmydata", positionals: 0, value_options: &[] },
+    Wrapper { name: "numactl", positionals: 0, value_options: &["-N", "-m", "-C", "-i", "-p", "-P"] },
+    Wrapper { name: "prlimit", positionals: 0, value_options: &["-p", "--pid"] },
+    Wrapper { name: "setpriv", positionals: 0, value_options: &["--reuid", "--regid", "--groups", "--inh-caps", "--ambient-caps", "--bounding-set", "--securebits"] },
+    Wrapper { name: "cgexec", positionals: 0, value_options: &["-g"] },
+    Wrapper { name: "cpulimit", positionals: 0, value_options: &["-l", "--limit", "-p", "--pid", "-e", "--exe"] },
+    Wrapper { name: "torsocks", positionals: 0, value_options: &["-u", "-p", "-a", "-P"] },
+    Wrapper { name: "proxychains", positionals: 0, value_options: &["-f"] },
+    Wrapper { name: "proxychains4", positionals: 0, value_options: &["-f"] },
+    Wrapper { name: "valgrind", positionals: 0, value_options: &[] },
+    Wrapper { name: "chpst", positionals: 0, value_options: &["-u", "-U", "-e", "-/", "-n", "-l", "-L", "-m", "-d", "-o", "-p", "-f", "-c", "-t"] },
+    Wrapper { name: "capsh", positionals: 0, value_options: &[] },
 ];
 
 pub(crate) const POSIX_SHELLS: &[&str] = &[
-    "sh", "bash", "dash", "zsh", "ksh", "mksh", "lksh", "ash", "yash", "rbash", "posh", "fish",
-    "csh", "tcsh",
+    "ksh93", "oksh", "loksh", "osh", "hush", "pdksh", "sash", "rc", "nu", "elvish", "xonsh", "sh",
+    "bash", "dash", "zsh", "ksh", "mksh", "lksh", "ash", "yash", "rbash", "posh", "fish", "csh",
+    "tcsh",
 ];
 
 const INTERPRETERS: &[&str] = &[
@@ -152,6 +171,15 @@ pub(crate) fn joined(words: &[Word]) -> String {
 
 /// Looks through assignments, keywords and wrappers to what `words` really run.
 pub(crate) fn effective(words: &[Word]) -> Step<'_> {
+    // Exported functions and start-up files: the shell they reach runs code given here as
+    // data, under names the reading cannot follow.
+    if words.iter().any(|w| {
+        w.text.contains("BASH_FUNC_")
+            || w.text.starts_with("BASH_ENV=")
+            || w.text.starts_with("ENV=")
+    }) {
+        return Step::Unknown(LATER);
+    }
     let mut rest = words;
     // Each pass removes at least one word, so this ends within `words.len()` passes.
     loop {
@@ -205,7 +233,12 @@ pub(crate) fn effective(words: &[Word]) -> Step<'_> {
             "ssh" => return remote(args),
             "kubectl" | "oc" | "lxc" | "incus" | "mosh" => return after_dashes(&name, args),
             "docker" | "podman" | "nerdctl" => return container_exec(args),
-            "vagrant" | "gcloud" => return option_code(args, &["-c", "--command"]),
+            "vagrant" | "gcloud" => {
+                return match option_code(args, &["-c", "--command"]) {
+                    Step::Nothing => after_dashes("mosh", args),
+                    step => step,
+                };
+            }
             "ansible" | "ansible-console" => return ansible(args),
             "pdsh" | "clush" | "pssh" | "parallel-ssh" => return fan_out(args),
             "aws" | "az" => return cloud_run_command(args),
@@ -239,7 +272,12 @@ pub(crate) fn effective(words: &[Word]) -> Step<'_> {
             }
             "iex" | "invoke-expression" => {
                 let code_words = match args.first() {
-                    Some(w) if w.text.eq_ignore_ascii_case("-command") => &args[1..],
+                    Some(w)
+                        if w.text.len() >= 2
+                            && "-command".starts_with(&w.text.to_ascii_lowercase()) =>
+                    {
+                        &args[1..]
+                    }
                     _ => args,
                 };
                 return if code_words.is_empty() {
@@ -261,12 +299,39 @@ pub(crate) fn effective(words: &[Word]) -> Step<'_> {
             }
             "powershell" | "pwsh" => return powershell(args),
             "cmd" => return cmd(args),
-            _ if POSIX_SHELLS.contains(&name.as_str()) => return posix_shell(args),
+            _ if is_shell(&name) => return posix_shell(args),
+            "git" => return git(args),
+            "tar" | "bsdtar" | "gtar" => return tar(args),
+            "rsync" | "scp" | "sftp" => return transfer(&name, args),
+            "sqlite3" | "sqlite" => return sqlite(&name, args),
+            "gdb" | "lldb" => return debugger(&name, args),
+            "vim" | "vi" | "nvim" | "ex" | "view" | "gvim" => return editor(&name, args),
+            "socat" => return socat(args),
+            "nc" | "ncat" | "netcat" | "nc.traditional" | "nc.openbsd" => {
+                return netcat(&name, args);
+            }
+            "at" | "batch" | "crontab" | "tmux" | "screen" | "expect" | "script" | "hash"
+            | "new-item" | "ni" | "set-item" | "si" => return later(&name, args),
             _ if is_interpreter(&name) => {
                 return interpreter(&name, args);
             }
             _ => return Step::Run { name, args },
         }
+    }
+}
+
+/// Words that form a command of their own (`kubectl exec pod -- sh -c 'rm -rf /'`), as text
+/// to read again: each word quoted, so it stays one word.
+fn command_words(language: Language, words: &[Word]) -> Step<'_> {
+    let text = words
+        .iter()
+        .map(|w| format!("'{}'", w.text.replace('\'', "'\\''")))
+        .collect::<Vec<_>>()
+        .join(" ");
+    Step::Code {
+        language,
+        text,
+        words,
     }
 }
 
@@ -278,8 +343,23 @@ fn code(language: Language, words: &[Word]) -> Step<'_> {
     }
 }
 
+/// Standard input, or another descriptor a here-document may feed (`/dev/fd/3`), however
+/// the path is spelled (`//dev/stdin`, `/dev/./stdin`).
 fn is_stdin_path(text: &str) -> bool {
-    matches!(text, "-" | "/dev/stdin" | "/proc/self/fd/0" | "/dev/fd/0")
+    if text == "-" {
+        return true;
+    }
+    let path = super::targets::lexical(text);
+    path == "/dev/stdin"
+        || path.strip_prefix("/dev/fd/").is_some_and(is_number)
+        || path
+            .strip_prefix("/proc/self/fd/")
+            .or_else(|| path.strip_prefix("/proc/thread-self/fd/"))
+            .is_some_and(is_number)
+}
+
+fn is_number(text: &str) -> bool {
+    !text.is_empty() && text.chars().all(|c| c.is_ascii_digit())
 }
 
 /// A short option cluster (`-si`, `-Es`) holding any of `letters`.
@@ -298,7 +378,13 @@ fn skip_options<'w>(args: &'w [Word], wrapper: &Wrapper) -> &'w [Word] {
             break;
         }
         if text.len() > 1 && text.starts_with('-') {
-            i += if wrapper.value_options.contains(&text) {
+            // `-la` ends in `-a`, which takes the next word (`exec -la name cmd`).
+            let cluster_takes_value = !text.starts_with("--")
+                && text.len() > 2
+                && text.chars().last().is_some_and(|last| {
+                    wrapper.value_options.contains(&format!("-{last}").as_str())
+                });
+            i += if wrapper.value_options.contains(&text) || cluster_takes_value {
                 2
             } else {
                 1
@@ -332,6 +418,10 @@ fn env_rest(args: &[Word]) -> EnvRest<'_> {
         if text == "-S" || text == "--split-string" {
             return EnvRest::Split(code(POSIX, &args[i + 1..]));
         }
+        // `-iS 'text'`: a cluster whose last letter is `S`.
+        if !text.starts_with("--") && text.len() > 2 && text.ends_with('S') {
+            return EnvRest::Split(code(POSIX, &args[i + 1..]));
+        }
         if let Some(inline) = text
             .strip_prefix("--split-string=")
             .or_else(|| text.strip_prefix("-S"))
@@ -358,10 +448,14 @@ fn env_rest(args: &[Word]) -> EnvRest<'_> {
 fn su(args: &[Word]) -> Step<'_> {
     for (i, word) in args.iter().enumerate() {
         let text = word.text.as_str();
-        if text == "-c" || text == "--command" {
+        if matches!(text, "-c" | "--command" | "--session-command") {
             return code(POSIX, &args[i + 1..(i + 2).min(args.len())]);
         }
-        if let Some(inline) = text.strip_prefix("--command=") {
+        if let Some(inline) = text
+            .strip_prefix("--command=")
+            .or_else(|| text.strip_prefix("--session-command="))
+            .or_else(|| text.strip_prefix("-c"))
+        {
             return Step::Code {
                 language: POSIX,
                 text: inline.to_string(),
@@ -369,7 +463,8 @@ fn su(args: &[Word]) -> Step<'_> {
             };
         }
         if text == "--" {
-            return effective(&args[i + 1..]);
+            // Read again as code rather than by recursion: nesting is bounded there.
+            return command_words(POSIX, &args[i + 1..]);
         }
     }
     Step::Stdin { language: POSIX }
@@ -410,7 +505,8 @@ fn posix_shell(args: &[Word]) -> Step<'_> {
     let rest = &args[i.min(args.len())..];
     match rest.first() {
         Some(_) if has_code => code(POSIX, &rest[..1]),
-        None if has_code => Step::Nothing,
+        // `sh -c` with no text: fed by `xargs`, its input becomes the code.
+        None if has_code => Step::Stdin { language: POSIX },
         Some(word) if !reads_stdin && !is_stdin_path(&word.text) => Step::Script {
             language: POSIX,
             word,
@@ -438,7 +534,7 @@ fn is_group(word: &Word) -> bool {
 
 /// cmd.exe's `%NAME%` as a program.
 fn is_cmd_variable(text: &str) -> bool {
-    text.starts_with('%') && text[1..].contains('%')
+    text.split('%').count() > 2 && text.split('%').nth(1).is_some_and(|name| !name.is_empty())
 }
 
 /// `python -c text`, `perl -ne text`, `node -e text`, `php -r text`, a script, or stdin.
@@ -482,7 +578,32 @@ fn interpreter<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
             };
         }
         if text == "-m" {
+            // `python -m timeit "code"` (and the profilers) run their arguments as code.
+            let module = args.get(i + 1).map(|w| w.text.to_ascii_lowercase());
+            if lang == Lang::Python
+                && matches!(
+                    module.as_deref(),
+                    Some("timeit" | "cprofile" | "profile" | "trace")
+                )
+            {
+                let rest = args.get(i + 2..).unwrap_or_default();
+                let code: Vec<&str> = rest
+                    .iter()
+                    .map(|w| w.text.as_str())
+                    .filter(|t| !t.starts_with('-'))
+                    .collect();
+                return Step::Code {
+                    language: Language::Inline(lang),
+                    text: code.join("\n"),
+                    words: rest,
+                };
+            }
             return Step::Nothing;
+        }
+        if is_stdin_path(text) {
+            return Step::Stdin {
+                language: Language::Inline(lang),
+            };
         }
         if !(text.len() > 1 && text.starts_with('-')) {
             return Step::Script {
@@ -660,6 +781,372 @@ fn is_destroying_verb(text: &str) -> bool {
         || is_interpreter(&name)
 }
 
+/// Shells, by name (`bash5.2` too).
+fn is_shell(name: &str) -> bool {
+    POSIX_SHELLS.contains(&name)
+        || ["bash", "zsh", "ksh", "mksh"].iter().any(|base| {
+            name.strip_prefix(base)
+                .is_some_and(|v| !v.is_empty() && v.chars().all(|c| c.is_ascii_digit() || c == '.'))
+        })
+}
+
+/// Why a command that sets up another to run later, detached or under another name cannot
+/// be read.
+const LATER: &str = "it sets up a command to run later, elsewhere or under another name";
+
+/// `git -c core.pager=…`, `git config alias.x '!…'`, `git rebase --exec …`, `git bisect run`,
+/// `git submodule foreach`, `git filter-branch`: git runs a command given as text, now or
+/// later.
+fn git(args: &[Word]) -> Step<'_> {
+    const RUNS: &[&str] = &[
+        "core.pager",
+        "core.sshcommand",
+        "core.fsmonitor",
+        "core.editor",
+        "core.hookspath",
+        "sequence.editor",
+        "diff.external",
+        "credential.helper",
+        "core.askpass",
+        "pager.",
+        "alias.",
+        "gpg.program",
+        "filter.",
+        "merge.",
+        "diff.",
+        "uploadpack.packobjectshook",
+        "core.gitproxy",
+        "protocol.ext",
+    ];
+    const FILTERS: &[&str] = &[
+        "--exec",
+        "-x",
+        "--tree-filter",
+        "--index-filter",
+        "--msg-filter",
+        "--commit-filter",
+        "--env-filter",
+        "--parent-filter",
+        "--tag-name-filter",
+        "--extcmd",
+    ];
+    let names_a_command = |text: &str| {
+        let lower = text.to_ascii_lowercase();
+        RUNS.iter().any(|key| lower.starts_with(key))
+    };
+    for (i, word) in args.iter().enumerate() {
+        let text = word.text.as_str();
+        if text == "-c" && args.get(i + 1).is_some_and(|w| names_a_command(&w.text)) {
+            return Step::Unknown(LATER);
+        }
+        if text == "config" && args[i + 1..].iter().any(|w| names_a_command(&w.text)) {
+            return Step::Unknown(LATER);
+        }
+        if let Some(inline) = text
+            .strip_prefix("--exec=")
+            .or_else(|| text.strip_prefix("--extcmd="))
+        {
+            return Step::Code {
+                language: POSIX,
+                text: inline.to_string(),
+                words: std::slice::from_ref(word),
+            };
+        }
+        if FILTERS.contains(&text) {
+            return code(POSIX, args.get(i + 1..i + 2).unwrap_or_default());
+        }
+        let after = |previous: &str| i > 0 && args[i - 1].text == previous;
+        if (text == "run" && after("bisect")) || (text == "foreach" && after("submodule")) {
+            return command_words(POSIX, args.get(i + 1..).unwrap_or_default());
+        }
+    }
+    Step::Run {
+        name: "git".to_string(),
+        args,
+    }
+}
+
+/// `tar --to-command=…`, `--checkpoint-action=exec=…`, `-I prog`, `--use-compress-program`,
+/// `--rsh-command`: tar runs the text.
+fn tar(args: &[Word]) -> Step<'_> {
+    const INLINE: &[&str] = &[
+        "--to-command=",
+        "--checkpoint-action=exec=",
+        "--use-compress-program=",
+        "--rsh-command=",
+        "--info-script=",
+        "--new-volume-script=",
+    ];
+    const SEPARATE: &[&str] = &[
+        "-I",
+        "--to-command",
+        "--use-compress-program",
+        "-F",
+        "--rsh-command",
+        "--info-script",
+        "--new-volume-script",
+    ];
+    for (i, word) in args.iter().enumerate() {
+        let text = word.text.as_str();
+        if let Some(inline) = INLINE.iter().find_map(|prefix| text.strip_prefix(prefix)) {
+            return Step::Code {
+                language: POSIX,
+                text: inline.to_string(),
+                words: std::slice::from_ref(word),
+            };
+        }
+        if SEPARATE.contains(&text) {
+            return code(POSIX, args.get(i + 1..i + 2).unwrap_or_default());
+        }
+    }
+    Step::Run {
+        name: "tar".to_string(),
+        args,
+    }
+}
+
+/// `rsync -e 'cmd'`, `scp -o ProxyCommand=cmd`, `-S prog`: the text runs as the transport.
+fn transfer<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
+    for (i, word) in args.iter().enumerate() {
+        let text = word.text.as_str();
+        if let Some(command) = proxy_command(args, i) {
+            return command;
+        }
+        if let Some(inline) = text
+            .strip_prefix("--rsh=")
+            .or_else(|| text.strip_prefix("--rsync-path="))
+        {
+            return Step::Code {
+                language: POSIX,
+                text: inline.to_string(),
+                words: std::slice::from_ref(word),
+            };
+        }
+        if matches!(text, "-e" | "--rsh" | "--rsync-path" | "-S") {
+            return code(POSIX, args.get(i + 1..i + 2).unwrap_or_default());
+        }
+    }
+    Step::Run {
+        name: name.to_string(),
+        args,
+    }
+}
+
+/// `-o ProxyCommand=…` / `-o LocalCommand=…` (also `-oProxyCommand=…`): ssh runs the text.
+fn proxy_command(args: &[Word], i: usize) -> Option<Step<'_>> {
+    let text = args[i].text.as_str();
+    let (value, word) = if text == "-o" {
+        let next = args.get(i + 1)?;
+        (next.text.as_str(), next)
+    } else {
+        (text.strip_prefix("-o")?, &args[i])
+    };
+    let (key, command) = value.split_once(['=', ' '])?;
+    let key = key.to_ascii_lowercase();
+    matches!(
+        key.as_str(),
+        "proxycommand" | "localcommand" | "knownhostscommand"
+    )
+    .then(|| Step::Code {
+        language: POSIX,
+        text: command.trim_start_matches('=').to_string(),
+        words: std::slice::from_ref(word),
+    })
+}
+
+/// `sqlite3 db '.shell cmd'` / `.system cmd`: the dot command runs a shell command.
+fn sqlite<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
+    for word in args {
+        let text = word.text.trim_start();
+        if let Some(command) = text
+            .strip_prefix(".shell ")
+            .or_else(|| text.strip_prefix(".system "))
+        {
+            return Step::Code {
+                language: POSIX,
+                text: command.to_string(),
+                words: std::slice::from_ref(word),
+            };
+        }
+        if text.contains(".shell") || text.contains(".system") {
+            return Step::Unknown(LATER);
+        }
+    }
+    Step::Run {
+        name: name.to_string(),
+        args,
+    }
+}
+
+/// `gdb -ex 'shell cmd'`, `-ex '!cmd'`, `lldb -o 'platform shell cmd'`, `gdb --args prog…`.
+fn debugger<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
+    const EVAL: &[&str] = &[
+        "-ex",
+        "--ex",
+        "-eval-command",
+        "--eval-command",
+        "-o",
+        "--one-line",
+        "-iex",
+    ];
+    for (i, word) in args.iter().enumerate() {
+        let text = word.text.as_str();
+        if matches!(text, "--args" | "--") {
+            return command_words(POSIX, args.get(i + 1..).unwrap_or_default());
+        }
+        if !EVAL.contains(&text) {
+            continue;
+        }
+        let Some(command) = args.get(i + 1) else {
+            continue;
+        };
+        let line = command.text.trim_start();
+        if let Some(shell) = line
+            .strip_prefix("shell ")
+            .or_else(|| line.strip_prefix('!'))
+            .or_else(|| line.strip_prefix("platform shell "))
+        {
+            return Step::Code {
+                language: POSIX,
+                text: shell.to_string(),
+                words: std::slice::from_ref(command),
+            };
+        }
+        if ["python", "script", "pipe", "call", "print"]
+            .iter()
+            .any(|p| line.starts_with(p))
+        {
+            return Step::Unknown(LATER);
+        }
+    }
+    Step::Run {
+        name: name.to_string(),
+        args,
+    }
+}
+
+/// `vim -c '!cmd'`, `vim +'!cmd'`, `ex -c …`: an editor's `:!` runs a shell command; other
+/// command-line scripting (`:py`, `:lua`, `:call system()`) cannot be read.
+fn editor<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
+    const SCRIPTING: &[&str] = &[
+        "py", "lua", "perl", "ruby", "call", "exe", "sil", "so", "term", "r!", "r !", "w !",
+    ];
+    for (i, word) in args.iter().enumerate() {
+        let text = word.text.as_str();
+        let command = if matches!(text, "-c" | "--cmd" | "-S") {
+            args.get(i + 1).map(|w| w.text.as_str())
+        } else {
+            text.strip_prefix('+')
+        };
+        let Some(command) = command.map(|c| c.trim_start_matches(':').trim_start()) else {
+            continue;
+        };
+        if let Some(shell) = command.strip_prefix('!') {
+            return Step::Code {
+                language: POSIX,
+                text: shell.to_string(),
+                words: std::slice::from_ref(word),
+            };
+        }
+        if SCRIPTING.iter().any(|p| command.starts_with(p)) || command.contains("system(") {
+            return Step::Unknown(LATER);
+        }
+    }
+    Step::Run {
+        name: name.to_string(),
+        args,
+    }
+}
+
+/// `socat - EXEC:'cmd'`, `SYSTEM:cmd`: socat runs the text and wires it to the other end.
+fn socat(args: &[Word]) -> Step<'_> {
+    for word in args {
+        let lower = word.text.to_ascii_lowercase();
+        for prefix in ["exec:", "system:"] {
+            if lower.starts_with(prefix) {
+                let rest = word.text.get(prefix.len()..).unwrap_or_default();
+                let command = rest.split(',').next().unwrap_or_default();
+                return Step::Code {
+                    language: POSIX,
+                    text: command.to_string(),
+                    words: std::slice::from_ref(word),
+                };
+            }
+        }
+    }
+    Step::Run {
+        name: "socat".to_string(),
+        args,
+    }
+}
+
+/// `nc -e /bin/sh host port`, `ncat --exec …`, `nc -c cmd`: a program wired to the network.
+fn netcat<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
+    let wires = args.iter().any(|w| {
+        matches!(
+            w.text.as_str(),
+            "-e" | "-c" | "--exec" | "--sh-exec" | "--lua-exec"
+        ) || w.text.starts_with("--exec=")
+            || w.text.starts_with("--sh-exec=")
+    });
+    if wires {
+        Step::Hidden("wires a program to the network as a remote shell")
+    } else {
+        Step::Run {
+            name: name.to_string(),
+            args,
+        }
+    }
+}
+
+/// Commands that run another later, detached or under another name: `at`, `batch`,
+/// `crontab`, `tmux new …`, `screen -dm …`, `expect -c`, `script -c`, `hash -p`, PowerShell's
+/// `New-Item alias:…`.
+fn later<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
+    const TMUX_RUNS: &[&str] = &[
+        "new",
+        "new-session",
+        "new-window",
+        "neww",
+        "split-window",
+        "splitw",
+        "send-keys",
+        "send",
+        "run-shell",
+        "run",
+        "respawn-pane",
+    ];
+    let has = |options: &[&str]| args.iter().any(|w| options.contains(&w.text.as_str()));
+    let unknown = match name {
+        "at" | "batch" => !has(&["-l", "-r", "-d", "-c", "-V"]),
+        "crontab" => !has(&["-l"]),
+        "tmux" => args.iter().any(|w| TMUX_RUNS.contains(&w.text.as_str())),
+        "screen" => has(&["-dm", "-dmS", "-d", "-m", "-X"]),
+        "expect" => has(&["-c"]),
+        "script" => {
+            if let Some(at) = args
+                .iter()
+                .position(|w| w.text == "-c" || w.text == "--command")
+            {
+                return code(POSIX, args.get(at + 1..at + 2).unwrap_or_default());
+            }
+            false
+        }
+        "hash" => has(&["-p"]),
+        _ => args
+            .iter()
+            .any(|w| w.text.to_ascii_lowercase().starts_with("alias:")),
+    };
+    if unknown {
+        Step::Unknown(LATER)
+    } else {
+        Step::Run {
+            name: name.to_string(),
+            args,
+        }
+    }
+}
+
 /// Interpreters the deny-list reads one-liners of, by name (`python3.12`, `lua5.4`, `ruby3.2`).
 fn is_interpreter(name: &str) -> bool {
     if INTERPRETERS.contains(&name) || name.starts_with("python") || name.starts_with("pypy") {
@@ -681,10 +1168,7 @@ fn alias(args: &[Word]) -> Step<'_> {
     if values.is_empty() {
         return Step::Nothing;
     }
-    if values
-        .iter()
-        .any(|value| is_destroying_verb(value) && value.split_whitespace().count() == 1)
-    {
+    if values.iter().any(|value| is_destroying_verb(value)) {
         return Step::Unknown(RENAMES);
     }
     Step::Code {
@@ -711,6 +1195,11 @@ fn trap(args: &[Word]) -> Step<'_> {
 /// shell, and is judged as if it ran here. Without one, the remote shell reads standard input.
 fn remote(args: &[Word]) -> Step<'_> {
     const VALUE_OPTIONS: &str = "bcDEeFIiJLlmOopQRSWw";
+    for i in 0..args.len() {
+        if let Some(command) = proxy_command(args, i) {
+            return command;
+        }
+    }
     let mut i = 0;
     while let Some(word) = args.get(i) {
         let text = word.text.as_str();
@@ -739,22 +1228,34 @@ fn remote(args: &[Word]) -> Step<'_> {
     if command.is_empty() {
         return Step::Stdin { language: POSIX };
     }
-    match effective(command) {
-        stdin @ Step::Stdin { .. } => stdin,
-        _ => code(POSIX, command),
+    if reads_stdin_shell(command) {
+        return Step::Stdin { language: POSIX };
     }
+    code(POSIX, command)
+}
+
+/// `bash`, `sh -s`, `bash -`: a shell that reads its commands from standard input.
+fn reads_stdin_shell(words: &[Word]) -> bool {
+    let Some((first, rest)) = words.split_first() else {
+        return false;
+    };
+    POSIX_SHELLS.contains(&command_name(&first.text).as_str())
+        && rest
+            .iter()
+            .all(|w| w.text == "-" || (w.text.starts_with('-') && !w.text.contains('c')))
 }
 
 /// `kubectl exec [options] pod -- command...`, `lxc exec c -- command...`, `mosh host --
 /// command...`: what runs in the container or on the other machine.
 fn after_dashes<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
-    if name != "mosh" && args.first().is_none_or(|w| w.text != "exec") {
+    let Some(at) = args.iter().position(|w| w.text == "--") else {
+        return Step::Nothing;
+    };
+    // `kubectl -n prod exec pod -- …`: options may come before `exec`.
+    if name != "mosh" && !args[..at].iter().any(|w| w.text == "exec") {
         return Step::Nothing;
     }
-    match args.iter().position(|w| w.text == "--") {
-        Some(at) => effective(&args[at + 1..]),
-        None => Step::Nothing,
-    }
+    command_words(POSIX, &args[at + 1..])
 }
 
 /// `vagrant ssh -c 'text'`, `gcloud compute ssh vm --command='text'`: the text runs on the
@@ -789,7 +1290,8 @@ fn ansible(args: &[Word]) -> Step<'_> {
         .position(|w| w.text == "-m" || w.text == "--module-name")
         .and_then(|at| args.get(at + 1))
         .map(|w| w.text.rsplit('.').next().unwrap_or_default().to_string());
-    if module.as_deref().is_some_and(|m| {
+    // No `-m`: the `command` module.
+    if module.as_deref().is_none_or(|m| {
         matches!(
             m,
             "shell" | "command" | "raw" | "script" | "win_shell" | "win_command"
@@ -887,10 +1389,10 @@ fn psexec(args: &[Word]) -> Step<'_> {
         };
     }
     let rest = args.get(i..).unwrap_or_default();
-    match effective(rest) {
-        Step::Run { .. } => code(WINDOWS, rest),
-        other => other,
+    if rest.is_empty() {
+        return Step::Nothing;
     }
+    command_words(WINDOWS, rest)
 }
 
 /// `awk [-F sep] [-v name=value] 'program' files...`: the program is read as inline code
@@ -934,10 +1436,36 @@ fn awk(args: &[Word]) -> Step<'_> {
 /// `docker exec [options] container command...` (also `docker compose exec service
 /// command...`): what runs in the container.
 fn container_exec(args: &[Word]) -> Step<'_> {
-    let args = match args.first() {
-        Some(w) if w.text == "compose" => &args[1..],
-        _ => args,
-    };
+    // `docker -H host exec`, `docker container exec`, `docker compose -f x exec`: global
+    // options and management groups come before `exec`.
+    const GLOBAL_VALUES: &[&str] = &[
+        "-H",
+        "--host",
+        "--context",
+        "-c",
+        "--config",
+        "-l",
+        "--log-level",
+        "-f",
+        "--file",
+        "-p",
+        "--project-name",
+        "--profile",
+        "--env-file",
+    ];
+    let mut at = 0;
+    while let Some(word) = args.get(at) {
+        let text = word.text.as_str();
+        if GLOBAL_VALUES.contains(&text) {
+            at += 2;
+        } else if text.starts_with('-') || matches!(text, "compose" | "container") {
+            at += 1;
+        } else {
+            break;
+        }
+    }
+    let at = at.min(args.len());
+    let args = &args[at..];
     if args.first().is_none_or(|w| w.text != "exec") {
         return Step::Nothing;
     }
@@ -959,7 +1487,7 @@ fn container_exec(args: &[Word]) -> Step<'_> {
         }
         i += if VALUE_OPTIONS.contains(&text) { 2 } else { 1 };
     }
-    effective(args.get(i + 1..).unwrap_or_default())
+    command_words(POSIX, args.get(i + 1..).unwrap_or_default())
 }
 
 /// `parallel [options] command ::: arguments`: the command runs once per argument, with the
@@ -1009,7 +1537,22 @@ fn parallel(args: &[Word]) -> Step<'_> {
         .filter(|t| !t.starts_with(":::"))
         .collect();
     if template.is_empty() {
-        return Step::Nothing;
+        // No command: each argument is a command line (`parallel ::: 'cmd' …`), or, with
+        // none, standard input is.
+        if inputs.is_empty() {
+            return Step::Stdin { language: POSIX };
+        }
+        return Step::Code {
+            language: POSIX,
+            text: inputs.join("\n"),
+            words: args,
+        };
+    }
+    const INPUTS_MAX: usize = 64;
+    if inputs.len() > INPUTS_MAX
+        || template.len().saturating_mul(inputs.len().max(1)) > super::COMMAND_BYTES_MAX
+    {
+        return Step::Unknown("it runs a command for more arguments than can be checked");
     }
     let lines: Vec<String> = if inputs.is_empty() {
         vec![template.replace("{}", "")]
@@ -1219,14 +1762,27 @@ mod tests {
             ),
             ("ssh host bash -s", P, "stdin Some(Posix)"),
             ("trap 'rm -rf ~' EXIT", P, "code Some(Posix) rm -rf ~"),
-            ("alias x='rm -rf ~'", P, "code Some(Posix) rm -rf ~"),
+            (
+                "alias x='echo; rm -rf ~'",
+                P,
+                "code Some(Posix) echo; rm -rf ~",
+            ),
+            ("alias ls='rm -i'", P, "unknown"),
             (
                 "parallel rm -rf ::: / ~",
                 P,
                 "code Some(Posix) rm -rf /\nrm -rf \u{e000}",
             ),
-            ("kubectl exec pod -- rm -rf /", P, "run rm -rf /"),
-            ("docker exec -u 0 web rm -rf /", P, "run rm -rf /"),
+            (
+                "kubectl exec pod -- rm -rf /",
+                P,
+                "code Some(Posix) 'rm' '-rf' '/'",
+            ),
+            (
+                "docker exec -u 0 web rm -rf /",
+                P,
+                "code Some(Posix) 'rm' '-rf' '/'",
+            ),
             ("X=1 Y=2 { rm x", P, "run rm x"),
             (
                 "powershell -NoProfile -ExecutionPolicy Bypass -Command Remove-Item x",

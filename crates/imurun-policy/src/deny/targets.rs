@@ -59,12 +59,47 @@ fn dangerous_one(word: &str, cwd: Option<&str>) -> Option<String> {
 /// A `.git` folder: the repository's whole history. The file tools refuse it as a protected
 /// path; through the shell, deleting it recursively is refused here.
 fn repository(word: &str) -> Option<String> {
-    let last = word
-        .trim_end_matches(['/', '\\'])
-        .rsplit(['/', '\\'])
-        .next()?;
-    last.eq_ignore_ascii_case(".git")
+    // Any component: `.git`, `.git/objects`, `.git/*`, and globs that match it (`.gi?`,
+    // `.[g]it`, `.*`).
+    word.split(['/', '\\'])
+        .any(|component| glob_matches(&component.to_ascii_lowercase(), ".git"))
         .then(|| "the repository's history (`.git`)".to_string())
+}
+
+/// Whether the shell glob `pattern` (`*`, `?`, `[…]`, `[!…]`) matches `name`; a pattern
+/// without glob characters matches only itself. Bounded: patterns are path components.
+fn glob_matches(pattern: &str, name: &str) -> bool {
+    fn matches(pattern: &[char], name: &[char], budget: &mut usize) -> bool {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        match pattern.split_first() {
+            None => name.is_empty(),
+            Some(('*', rest)) => (0..=name.len()).any(|skip| matches(rest, &name[skip..], budget)),
+            Some(('?', rest)) => !name.is_empty() && matches(rest, &name[1..], budget),
+            Some(('[', rest)) => {
+                let Some(close) = rest.iter().skip(1).position(|c| *c == ']').map(|p| p + 1) else {
+                    return name.first() == Some(&'[') && matches(rest, &name[1..], budget);
+                };
+                let (negated, set) = match rest[..close].split_first() {
+                    Some(('!' | '^', set)) => (true, set),
+                    _ => (false, &rest[..close]),
+                };
+                name.first().is_some_and(|c| set.contains(c) != negated)
+                    && matches(&rest[close + 1..], &name[1..], budget)
+            }
+            Some((c, rest)) => name.first() == Some(c) && matches(rest, &name[1..], budget),
+        }
+    }
+    // As the shell globs: a leading dot is matched only by a leading dot.
+    if name.starts_with('.') && !pattern.starts_with('.') {
+        return false;
+    }
+    let pattern: Vec<char> = pattern.chars().collect();
+    let name: Vec<char> = name.chars().collect();
+    let mut budget = 4096;
+    matches(&pattern, &name, &mut budget)
 }
 
 fn is_relative(word: &str) -> bool {
@@ -139,7 +174,9 @@ fn fold(rest: &str, separator: char) -> Option<Folded> {
     while components.last().is_some_and(|c| is_glob_all(c)) {
         components.pop();
     }
-    let wildcard_at = components.iter().position(|c| c.contains(['*', '?', '[']));
+    let wildcard_at = components
+        .iter()
+        .position(|c| c.contains(['*', '?', '[', VARIABLE, SUBSTITUTION]));
     Some(Folded {
         components,
         climbed,
@@ -147,12 +184,18 @@ fn fold(rest: &str, separator: char) -> Option<Folded> {
     })
 }
 
-/// A component that matches every name in its folder: `*`, `.*`, `*.*`, `?*`, `[!.]*`.
+/// A component that matches every name in its folder: `*`, `.*`, `*.*`, `?*`, `[!.]*`; or
+/// one that is only a value nobody knows (`/$X` is `/` when `X` is empty).
 fn is_glob_all(component: &str) -> bool {
-    component.contains(['*', '?'])
+    let unknown = !component.is_empty()
         && component
             .chars()
-            .all(|c| matches!(c, '*' | '?' | '.' | '[' | ']' | '!' | '^'))
+            .all(|c| c == VARIABLE || c == SUBSTITUTION);
+    unknown
+        || (component.contains(['*', '?'])
+            && component
+                .chars()
+                .all(|c| matches!(c, '*' | '?' | '.' | '[' | ']' | '!' | '^')))
 }
 
 fn describe_posix(base: Base, folded: &Folded) -> Option<String> {
@@ -290,7 +333,19 @@ fn expand_windows_names(lowered: &str) -> String {
 
 /// Expands `{a,b}` lists the way bash does, appending at most `BRACE_EXPANSIONS_MAX` words.
 fn expand_braces(word: &str, out: &mut Vec<String>) {
+    expand_braces_within(word, out, BRACE_LISTS_MAX);
+}
+
+/// How many brace lists in one word are expanded, one inside the other's result; the rest of
+/// the word is judged as written. Keeps the recursion shallow and the copies few.
+const BRACE_LISTS_MAX: usize = 8;
+
+fn expand_braces_within(word: &str, out: &mut Vec<String>, lists_left: usize) {
     if out.len() >= BRACE_EXPANSIONS_MAX {
+        return;
+    }
+    if lists_left == 0 {
+        out.push(word.to_string());
         return;
     }
     let Some((open, close)) = find_brace_list(word) else {
@@ -303,7 +358,7 @@ fn expand_braces(word: &str, out: &mut Vec<String>) {
         if out.len() >= BRACE_EXPANSIONS_MAX {
             return;
         }
-        expand_braces(&format!("{head}{choice}{tail}"), out);
+        expand_braces_within(&format!("{head}{choice}{tail}"), out, lists_left - 1);
     }
 }
 
@@ -358,6 +413,11 @@ pub(crate) fn is_raw_disk(target: &str) -> bool {
     ];
     const SAFE_PREFIXES: &[&str] = &["fd/", "pts/", "shm/", "tcp/", "udp/", "tty", "mqueue/"];
     let lowered = target.to_ascii_lowercase().replace('\\', "/");
+    let lowered = if lowered.starts_with("//./") {
+        lowered
+    } else {
+        lexical(&lowered)
+    };
     if let Some(device) = lowered.strip_prefix("/dev/") {
         return !device.is_empty()
             && !SAFE.contains(&device)
@@ -391,7 +451,31 @@ pub(crate) fn is_startup_file(target: &str) -> bool {
         ".login",
         ".logout",
         "config.fish",
+        ".bash_aliases",
+        ".bash_completion",
+        ".xinitrc",
+        ".xprofile",
+        ".xsession",
+        ".xsessionrc",
+        ".envrc",
+        ".inputrc",
     ];
+    const INSIDE: &[&str] = &[
+        "/.ssh/rc",
+        "/.git/hooks/",
+        "/etc/bash_completion.d/",
+        "/.config/autostart/",
+        "/.config/fish/conf.d/",
+        "/etc/profile.d/",
+        "/etc/cron",
+        "/var/spool/cron",
+        "/.config/systemd/user/",
+        "/etc/systemd/",
+    ];
+    let slashed = format!("/{}", target.trim_start_matches("./"));
+    if INSIDE.iter().any(|inside| slashed.contains(inside)) {
+        return true;
+    }
     const SYSTEM: &[&str] = &[
         "/etc/profile",
         "/etc/bash.bashrc",
@@ -416,11 +500,44 @@ pub(crate) fn in_system_tree(word: &str) -> bool {
     OS_TREES.contains(&first.to_ascii_lowercase().as_str())
 }
 
+/// An absolute path with `//`, `.` and `..` folded as the kernel would (lexically), and
+/// `/proc/…/root/` (a process's view of `/`) taken as `/`. Other paths are returned as given.
+pub(crate) fn lexical(path: &str) -> String {
+    if !path.starts_with('/') {
+        return path.to_string();
+    }
+    let mut parts: Vec<&str> = Vec::new();
+    for part in path.split('/') {
+        match part {
+            "" | "." => {}
+            ".." => {
+                parts.pop();
+            }
+            _ => parts.push(part),
+        }
+        if parts.len() == 3 && parts[0] == "proc" && parts[2] == "root" {
+            parts.clear();
+        }
+    }
+    let trailing = if path.ends_with('/') && !parts.is_empty() {
+        "/"
+    } else {
+        ""
+    };
+    format!("/{}{trailing}", parts.join("/"))
+}
+
+/// Bash's network pseudo-devices: `/dev/tcp/host/port`, `/dev/udp/host/port`.
+pub(crate) fn is_network_device(target: &str) -> bool {
+    let path = lexical(&target.to_ascii_lowercase());
+    path.starts_with("/dev/tcp/") || path.starts_with("/dev/udp/")
+}
+
 /// Whether writing to `target` drives the kernel rather than a file: `/proc/sysrq-trigger`
 /// (reboot, crash, power off at once), the tunables under `/proc/sys/`, the device and power
 /// controls under `/sys/`, a process's memory, and the memory and port devices.
 pub(crate) fn is_kernel_control(target: &str) -> bool {
-    let lowered = target.to_ascii_lowercase();
+    let lowered = lexical(&target.to_ascii_lowercase());
     let path = lowered.trim_end_matches('/');
     path == "/proc/sysrq-trigger"
         || path.starts_with("/proc/sys/")

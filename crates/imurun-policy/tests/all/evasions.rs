@@ -47,8 +47,12 @@ fn the_tables_are_large_and_cover_every_class() {
             "{class}: {evasions} evasions, {benign} look-alikes"
         );
     }
+    // `attacker`: commands an attacker run found getting through, each fixed since.
     for (class, _) in EVASIONS.iter().chain(LOOK_ALIKES) {
-        assert!(CLASSES.contains(class), "unknown class {class}");
+        assert!(
+            CLASSES.contains(class) || *class == "attacker",
+            "unknown class {class}"
+        );
     }
 }
 

@@ -163,3 +163,41 @@ proptest! {
         let _ = t.workspace.check_path(&written, Target::Entry);
     }
 }
+
+/// Inputs that once overflowed the stack or took seconds: each is decided, on a thread with
+/// the 2 MiB stack a runtime worker has.
+#[test]
+fn pathological_inputs_are_decided_on_a_small_stack() {
+    let inputs = vec![
+        format!("{}ls", "su -- ".repeat(6000)),
+        format!("{}ls", "ssh h ".repeat(3000)),
+        format!("{}ls", "kubectl exec p -- ".repeat(3000)),
+        format!("{}ls", "docker exec c ".repeat(3000)),
+        format!("parallel {}::: {}", "A ".repeat(2000), "x ".repeat(1000)),
+        format!("python3 -c \"{}\"", "f(".repeat(6000)),
+        format!("perl -e '{}'", "a ".repeat(10000)),
+        format!("awk '{}'", "\"a\"|".repeat(10000)),
+        format!("rm -rf {}", "{a,b}".repeat(12000)),
+        format!("echo {}", "${X:-".repeat(3000)),
+        format!("echo {}", "$((".repeat(3000)),
+    ];
+    let risks = std::thread::Builder::new()
+        .stack_size(2 << 20)
+        .spawn(move || {
+            inputs
+                .iter()
+                .map(|input| command_risk(input))
+                .collect::<Vec<_>>()
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert_eq!(risks.len(), 11);
+    // Nesting past the bound is refused, never waved through.
+    for nested in &risks[..4] {
+        assert!(
+            matches!(nested, Some(CommandRisk::Destructive(reason)) if reason.contains("too deeply")),
+            "{nested:?}"
+        );
+    }
+}

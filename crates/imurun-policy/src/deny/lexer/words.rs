@@ -195,10 +195,12 @@ impl Lexer<'_> {
             }
             (Dialect::Posix, Some('"')) if !in_double_quotes => self.parse_double_quoted(word),
             (Dialect::Posix, Some('(')) if self.peek_at(1) == Some('(') => {
-                // Arithmetic: its value is a number nobody can predict here.
+                // Arithmetic: its value is a number nobody can predict here; substitutions
+                // inside it run.
                 self.bump();
                 self.bump();
                 let mut open = 2usize;
+                let mut inner = String::new();
                 while let Some(c) = self.bump() {
                     match c {
                         '(' => open += 1,
@@ -210,7 +212,9 @@ impl Lexer<'_> {
                         }
                         _ => {}
                     }
+                    inner.push(c);
                 }
+                self.substitutions_in(word, &inner);
                 word.text.push(VARIABLE);
                 word.computed = true;
             }
@@ -225,10 +229,15 @@ impl Lexer<'_> {
                 self.bump();
                 let mut inner = String::new();
                 let mut open = 1usize;
+                // Quotes in a default value hold braces: `${X:-'}'}`.
+                let mut quote: Option<char> = None;
                 while let Some(c) = self.bump() {
-                    match c {
-                        '{' => open += 1,
-                        '}' => {
+                    match (quote, c) {
+                        (Some(q), c) if c == q => quote = None,
+                        (Some(_), _) => {}
+                        (None, '\'' | '"') if self.posix() => quote = Some(c),
+                        (None, '{') => open += 1,
+                        (None, '}') => {
                             open -= 1;
                             if open == 0 {
                                 break;
@@ -238,6 +247,8 @@ impl Lexer<'_> {
                     }
                     inner.push(c);
                 }
+                // `${X:-$(cmd)}`, `${X:=`cmd`}`: the substitution in the value runs.
+                self.substitutions_in(word, &inner);
                 self.push_variable(word, &inner, true);
             }
             (_, Some(c)) if c.is_ascii_alphabetic() || c == '_' => {
@@ -286,6 +297,30 @@ impl Lexer<'_> {
             word.text.push(VARIABLE);
             word.computed = true;
         }
+    }
+
+    /// Lexes a text found inside a `${…}` or `$((…))` for the commands its substitutions run,
+    /// and adds them to `word`.
+    fn substitutions_in(&mut self, word: &mut Word, inner: &str) {
+        if !(inner.contains("$(") || inner.contains('`')) || !self.posix() {
+            return;
+        }
+        if self.depth >= NESTING_DEPTH_MAX {
+            self.budget.exhaust();
+            return;
+        }
+        let heredocs = std::mem::take(&mut self.heredocs);
+        let mut inner_lexer = Lexer::new(
+            inner,
+            self.dialect,
+            self.depth + 1,
+            &mut *self.budget,
+            heredocs,
+        );
+        let script = inner_lexer.parse_script(None);
+        self.heredocs = std::mem::take(&mut inner_lexer.heredocs);
+        word.substitutions.push(script);
+        word.computed = true;
     }
 
     fn parse_backticks(&mut self, word: &mut Word) {
