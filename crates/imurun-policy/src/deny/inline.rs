@@ -120,6 +120,10 @@ const RUNNERS: &[&str] = &[
     "capture2",
     "capture2e",
     "capture3",
+    "create_subprocess_shell",
+    "create_subprocess_exec",
+    "readpipe",
+    "system2",
 ];
 
 /// Runners that, named without being called, are being passed around to run under another
@@ -185,8 +189,20 @@ const DELETERS: &[&str] = &[
 
 /// Deletes by a common name (`remove`, `delete`, `rm`): only when called on a filesystem
 /// module (`os.remove`, `fs.rm`, `File.delete`, `FileUtils.rm`).
-const GENERIC_DELETERS: &[&str] = &["remove", "delete", "rm", "truncate"];
+const GENERIC_DELETERS: &[&str] = &[
+    "remove",
+    "delete",
+    "rm",
+    "truncate",
+    "move",
+    "rename",
+    "renames",
+    "replace",
+    "removesync",
+];
 const FILESYSTEM_MODULES: &[&str] = &[
+    "require",
+    "deno",
     "os",
     "fs",
     "fsp",
@@ -323,38 +339,94 @@ const NAMED_BY_TEXT: &[&str] = &[
     "assert",
 ];
 
-/// `import subprocess as sp`, `from shutil import rmtree as r`: the runner or deleter goes on
-/// under a name the reading does not know.
-fn renames_a_runner(outside: &str) -> bool {
-    const RENAMED: &[&str] = &[
-        "subprocess",
-        "os",
-        "shutil",
-        "pty",
-        "system",
-        "run",
-        "call",
-        "popen",
-        "rmtree",
-        "remove",
-        "unlink",
-        "check_output",
-        "check_call",
-        "spawn",
-        "execl",
-        "execv",
-        "execvp",
-        "pathlib",
-        "fileutils",
-        "open3",
-    ];
-    let words: Vec<&str> = outside
-        .split(|c: char| !(c.is_alphanumeric() || c == '_'))
-        .filter(|w| !w.is_empty())
-        .collect();
-    words
-        .windows(3)
-        .any(|w| w[1] == "as" && RENAMED.contains(&w[0]))
+/// What a name stands for: a module (`sp` for `subprocess`) or a module's function
+/// (`r` for `shutil.rmtree`).
+#[derive(Debug, Clone)]
+struct Alias {
+    receiver: String,
+    name: String,
+}
+
+/// The names the code gives modules and functions: `import subprocess as sp`, `from shutil
+/// import rmtree as r`, `s = subprocess`, `r = subprocess.run`.
+fn aliases(outside: &str) -> std::collections::HashMap<String, Alias> {
+    let mut found = std::collections::HashMap::new();
+    for statement in outside.split([';', '\n']) {
+        let words: Vec<&str> = statement
+            .split(|c: char| !(c.is_alphanumeric() || c == '_' || c == '.'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        let from = match words.as_slice() {
+            ["from", module, "import", ..] => Some(*module),
+            _ => None,
+        };
+        for window in words.windows(3) {
+            if window[1] == "as" {
+                let alias = match from {
+                    Some(module) => Alias {
+                        receiver: module.rsplit('.').next().unwrap_or(module).to_string(),
+                        name: window[0].to_string(),
+                    },
+                    None => Alias {
+                        receiver: String::new(),
+                        name: window[0]
+                            .rsplit('.')
+                            .next()
+                            .unwrap_or(window[0])
+                            .to_string(),
+                    },
+                };
+                found.insert(window[2].to_string(), alias);
+            }
+        }
+        // `s = subprocess`, `r = subprocess.run`.
+        if let Some((left, right)) = statement.split_once('=')
+            && !right.starts_with('=')
+            && !left.ends_with(['!', '<', '>', '='])
+        {
+            let left = left.trim();
+            let right = right.trim();
+            let simple = |t: &str| {
+                !t.is_empty()
+                    && t.chars()
+                        .all(|c| c.is_alphanumeric() || c == '_' || c == '.')
+            };
+            if simple(left) && !left.contains('.') && simple(right) {
+                let (receiver, name) = match right.rsplit_once('.') {
+                    Some((receiver, name)) => {
+                        (receiver.rsplit('.').next().unwrap_or(receiver), name)
+                    }
+                    None => ("", right),
+                };
+                found.insert(
+                    left.to_string(),
+                    Alias {
+                        receiver: receiver.to_string(),
+                        name: name.to_string(),
+                    },
+                );
+            }
+        }
+    }
+    found
+}
+
+/// A call with its aliases followed: `sp.run` is `subprocess.run`, `r('/')` is
+/// `shutil.rmtree('/')`.
+fn resolve(call: &Call, aliases: &std::collections::HashMap<String, Alias>) -> Call {
+    let mut resolved = call.clone();
+    if let Some(alias) = aliases.get(&call.receiver)
+        && alias.receiver.is_empty()
+    {
+        resolved.receiver.clone_from(&alias.name);
+    }
+    if call.receiver.is_empty()
+        && let Some(alias) = aliases.get(&call.name)
+    {
+        resolved.name.clone_from(&alias.name);
+        resolved.receiver.clone_from(&alias.receiver);
+    }
+    resolved
 }
 
 /// Reads `code` written in `lang`.
@@ -408,12 +480,10 @@ pub(crate) fn read(lang: Lang, code: &str) -> Reading {
             .commands
             .extend(scanned.literals.iter().map(|l| l.text.clone()));
     }
-    if renames_a_runner(&scanned.outside) {
-        reading
-            .opaque
-            .get_or_insert("it imports a way to run commands or delete under another name");
-    }
-    let Some(calls) = calls(lang, &outside, &scanned.literals) else {
+    let aliases = aliases(&scanned.outside);
+    let Some(calls) = calls(lang, &outside, &scanned.literals, &|name| {
+        aliases.contains_key(name)
+    }) else {
         reading.opaque = Some("its code is too complex to read");
         return reading;
     };
@@ -433,19 +503,27 @@ pub(crate) fn read(lang: Lang, code: &str) -> Reading {
         writes |= WRITERS.contains(&name)
             || (matches!(name, "open" | "fopen" | "sysopen" | "opensync")
                 && scanned.literals.iter().any(|l| is_write_mode(&l.text)));
+        let resolved = resolve(call, &aliases);
+        let call = &resolved;
+        let name = call.name.as_str();
         let role = role(lang, call, mentions_subprocess);
         if role == Role::Other {
             continue;
         }
         let Some(args) = &call.args else {
-            if role == Role::Runs && PASSABLE.contains(&name) {
+            // `const {execSync} = require(…)`, `from os import system`: named in a list of
+            // imports, not passed around.
+            let listed = matches!(call.before, Some('{' | ','))
+                && matches!(call.after, Some('}' | ','))
+                || call.after_import;
+            if role == Role::Runs && PASSABLE.contains(&name) && !listed {
                 reading
                     .opaque
                     .get_or_insert("it passes a way to run commands around under another name");
             }
             continue;
         };
-        if !args.literal_only {
+        if !(args.literal_only || (role == Role::LooksUp && call.closure)) {
             reading.opaque.get_or_insert(match role {
                 Role::Deletes => "it deletes a path computed when it runs",
                 Role::LooksUp => "it looks up what to call by a name computed when it runs",
@@ -475,6 +553,7 @@ pub(crate) fn read(lang: Lang, code: &str) -> Reading {
             Role::Evaluates => reading
                 .nested
                 .extend(texts.iter().map(|t| (*t).to_string())),
+            Role::LooksUp if lang == Lang::Php && call.closure => {}
             Role::LooksUp => {
                 let reaches = texts.iter().any(|t| {
                     let lowered = t.trim_start_matches(':').to_ascii_lowercase();
@@ -947,9 +1026,16 @@ fn quoted_operator(lang: Lang, chars: &[char], i: usize) -> Option<(Literal, usi
 }
 
 /// A name the code calls, the module it is called on, and what it passes.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Call {
     name: String,
+    /// The characters just before and after the name (spaces skipped), and whether it is in
+    /// an `import` list.
+    before: Option<char>,
+    after: Option<char>,
+    after_import: bool,
+    /// Its first argument is a closure (`array_map(fn($x) => …, …)`).
+    closure: bool,
     /// The identifier before the `.`, `::` or `->` (`os` in `os.system`), or empty.
     receiver: String,
     /// The word after the name, for two-word forms (AppleScript's `do shell script`).
@@ -960,7 +1046,7 @@ struct Call {
     literals: Vec<Literal>,
 }
 
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 struct Args {
     /// Only literals, numbers, list and map punctuation, and keyword options with simple
     /// values (`shell=True`, `{stdio: 'inherit'}`).
@@ -1086,7 +1172,12 @@ fn is_interesting(name: &str) -> bool {
 
 /// Every interesting identifier in `outside` that is called or passed around, with its
 /// arguments; `None` when reading them would take more than [`ARGUMENT_WORK_MAX`].
-fn calls(lang: Lang, outside: &[char], literals: &[Literal]) -> Option<Vec<Call>> {
+fn calls(
+    lang: Lang,
+    outside: &[char],
+    literals: &[Literal],
+    aliased: &dyn Fn(&str) -> bool,
+) -> Option<Vec<Call>> {
     let paren_less = matches!(lang, Lang::Perl | Lang::Ruby | Lang::Other);
     let structure = Structure::new(outside);
     let mut work = 0usize;
@@ -1114,7 +1205,9 @@ fn calls(lang: Lang, outside: &[char], literals: &[Literal]) -> Option<Vec<Call>
             i += 1;
         }
         let name: String = outside[start..i].iter().collect();
-        if name.chars().next().is_some_and(|c| c.is_ascii_digit()) || !is_interesting(&name) {
+        if name.chars().next().is_some_and(|c| c.is_ascii_digit())
+            || !(is_interesting(&name) || aliased(&name))
+        {
             continue;
         }
         let receiver = receiver_before(outside, start, &structure.partner);
@@ -1171,8 +1264,35 @@ fn calls(lang: Lang, outside: &[char], literals: &[Literal]) -> Option<Vec<Call>
             }
             None => Vec::new(),
         };
+        let before = outside[..start]
+            .iter()
+            .rev()
+            .copied()
+            .find(|c| !c.is_whitespace());
+        let after = outside[i..].iter().copied().find(|c| !c.is_whitespace());
+        let line_start = outside[..start]
+            .iter()
+            .rposition(|c| matches!(c, ';' | '\n'))
+            .map_or(0, |p| p + 1);
+        let after_import = outside[line_start..start]
+            .iter()
+            .collect::<String>()
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|w| w == "import");
+        // A closure among the arguments (`array_map(fn($x) => …)`, `usort($a, function…)`).
+        let closure = args_range.is_some_and(|(from, to)| {
+            outside[from.min(outside.len())..to.min(outside.len())]
+                .iter()
+                .collect::<String>()
+                .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+                .any(|w| w == "fn" || w == "function")
+        });
         calls.push(Call {
             name,
+            closure,
+            before,
+            after,
+            after_import,
             receiver,
             next_word,
             args: args_range.map(|_| Args { literal_only }),
@@ -1215,6 +1335,25 @@ fn receiver_before(outside: &[char], start: usize, partner: &[usize]) -> String 
     outside[from..end].iter().collect()
 }
 
+/// Calls that only shape a literal into a path (`Path('build')`, `os.path.join('a', 'b')`,
+/// `expanduser('~')`, Perl's `glob("*.tmp")`): the path is still the literal.
+const TRANSPARENT: &[&str] = &[
+    "path",
+    "purepath",
+    "posixpath",
+    "join",
+    "expanduser",
+    "abspath",
+    "realpath",
+    "normpath",
+    "resolve",
+    "str",
+    "os",
+    "pathlib",
+    "glob",
+    "fspath",
+];
+
 /// Whether arguments hold only literals, numbers, list and map punctuation, and keyword
 /// options with simple values.
 fn literal_only(inner: &[char]) -> bool {
@@ -1222,7 +1361,9 @@ fn literal_only(inner: &[char]) -> bool {
     let mut i = 0;
     while i < inner.len() {
         let c = inner[i];
-        if c == LITERAL || c.is_whitespace() || matches!(c, ',' | '[' | ']' | '(' | ')' | '{' | '}')
+        if c == LITERAL
+            || c.is_whitespace()
+            || matches!(c, ',' | '[' | ']' | '(' | ')' | '{' | '}' | '.')
         {
             i += 1;
             continue;
@@ -1239,8 +1380,15 @@ fn literal_only(inner: &[char]) -> bool {
                 i += 1;
             }
             let word: String = inner[start..i].iter().collect();
-            if VALUES.contains(&word.as_str()) {
+            if VALUES.contains(&word.as_str()) || TRANSPARENT.contains(&word.as_str()) {
                 continue;
+            }
+            // Perl's `unlink "x" or die …`: the arguments end at the word.
+            if matches!(
+                word.as_str(),
+                "or" | "and" | "if" | "unless" | "die" | "warn"
+            ) {
+                return true;
             }
             // `name=value`, `name: value`, `:name => value`: an option, with a simple value.
             let mut j = i;

@@ -350,12 +350,15 @@ impl<'b> Lexer<'b> {
                     }
                 }
                 ')' | '}' => {
-                    // A closer with no opener (a `case` pattern's `x)`, a stray brace): skip
-                    // it, and let the words after it start a command of their own, as they do
-                    // in `case x in x) rm -rf /;; esac`.
+                    // A closer with no opener: a `case` pattern's `x)` (the words before it are
+                    // the pattern, not a command, and the command starts after it, as in
+                    // `case x in x) rm -rf /;; esac`), or a stray brace.
                     self.bump();
-                    if !command.words.is_empty() {
-                        break;
+                    if c == ')' && self.posix() {
+                        // The pattern's own substitutions still run: keep them as groups.
+                        for word in command.words.drain(..) {
+                            command.groups.extend(word.substitutions);
+                        }
                     }
                 }
                 '<' | '>' => self.parse_redirect(&mut command, close),
@@ -495,6 +498,18 @@ impl<'b> Lexer<'b> {
         }
         self.skip_blanks();
         match self.peek() {
+            // `> >(tee log)`: a process substitution as the target.
+            Some('<' | '>') if self.posix() && self.peek_at(1) == Some('(') => {
+                self.bump();
+                self.bump();
+                let script = self.parse_nested(')');
+                let target = Word {
+                    text: SUBSTITUTION.to_string(),
+                    substitutions: vec![script],
+                    computed: true,
+                };
+                command.redirects.push(Redirect { output, target });
+            }
             Some(c) if !self.is_word_end(c, close) => {
                 let target = self.parse_word(close);
                 command.redirects.push(Redirect { output, target });

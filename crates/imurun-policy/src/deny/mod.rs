@@ -36,6 +36,9 @@ const LEX_STEPS_MAX: usize = 4 * 1024 * 1024;
 /// for `find / | grep x | sort | xargs rm -rf`, and it keeps a long pipeline linear.
 const PIPED_LISTERS_MAX: usize = 4;
 
+/// The longest working folder followed through `cd`s; past it the folder counts as unknown.
+const CWD_CHARS_MAX: usize = 4096;
+
 /// How much of a command a reason quotes.
 const SEGMENT_CHARS_MAX: usize = 160;
 
@@ -98,7 +101,8 @@ pub fn command_risk(command: &str) -> Option<CommandRisk> {
 }
 
 /// Why writing to a shell's startup file makes later commands unreadable.
-const STARTUP_FILE: &str = "it writes to a shell startup file, which every new shell runs, so what runs later cannot be read";
+const STARTUP_FILE: &str = "it writes to a file that runs commands later (a shell startup \
+     file, a hook, a service or a schedule), so what runs then cannot be read";
 
 /// What one decision carries through every nested text: the lexing work left, and the first
 /// opaque piece seen, kept while the search for a destructive one goes on.
@@ -136,13 +140,15 @@ impl Finding {
         )
     }
 
-    /// The segment on one line, cut to `SEGMENT_CHARS_MAX` characters.
+    /// The segment on one line, cut to `SEGMENT_CHARS_MAX` characters, with the lexer's
+    /// markers for unknown values written back as a person reads them.
     fn shown(&self) -> String {
-        let one_line = self
+        let readable = self
             .segment
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
+            .replace(lexer::HOME, "~")
+            .replace(lexer::VARIABLE, "$…")
+            .replace(lexer::SUBSTITUTION, "$(…)");
+        let one_line = readable.split_whitespace().collect::<Vec<_>>().join(" ");
         if one_line.chars().count() > SEGMENT_CHARS_MAX {
             one_line
                 .chars()
@@ -319,7 +325,14 @@ impl Walker<'_> {
             }
         }
         for redirect in command.redirects.iter().filter(|r| r.output) {
-            if let Some(why) = rules::written(&redirect.target.text) {
+            // A relative target is in the folder an earlier `cd` moved to.
+            let target = match &self.cwd {
+                Some(cwd) if !redirect.target.text.starts_with(['/', '\\']) => {
+                    format!("{cwd}/{}", redirect.target.text)
+                }
+                _ => redirect.target.text.clone(),
+            };
+            if let Some(why) = rules::written(&target) {
                 return Some(Finding::new(&command.source, why));
             }
             if targets::is_startup_file(&redirect.target.text) {
@@ -357,6 +370,11 @@ impl Walker<'_> {
                         | "ls"
                         | "stat"
                         | "file"
+                        | "rm"
+                        | "unlink"
+                        | "rmdir"
+                        | "test"
+                        | "["
                 ) && args.iter().any(|w| {
                     let value = w.text.split_once('=').map_or(w.text.as_str(), |(_, v)| v);
                     targets::is_startup_file(value)
@@ -373,9 +391,12 @@ impl Walker<'_> {
                     // Somewhere nobody can know: what a relative delete then reaches is as
                     // unknown as a variable's value (`cd $D && rm -rf *` is `rm -rf ~/*` when
                     // `D` is empty).
+                    let length = self.cwd.as_ref().map_or(0, String::len);
                     self.cwd = Some(match target {
-                        Some(t) => self.join_cwd(&t),
-                        None => lexer::VARIABLE.to_string(),
+                        // A folder path longer than any real one is as unknown as a variable,
+                        // and keeps each later check short.
+                        Some(t) if t.len() + length <= CWD_CHARS_MAX => self.join_cwd(&t),
+                        _ => lexer::VARIABLE.to_string(),
                     });
                     return None;
                 }

@@ -37,12 +37,20 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
         "rsync" => {
             let deletes = texts
                 .iter()
-                .any(|t| t.starts_with("--delete") || *t == "--remove-source-files");
-            let destination = operands(&texts).last()?;
-            deletes
+                .any(|t| t.starts_with("--del") || *t == "--remove-source-files");
+            let removes_sources = texts.contains(&"--remove-source-files");
+            let paths: Vec<&str> = operands(&texts).collect();
+            let (destination, sources) = paths.split_last()?;
+            let mirrored = deletes
                 .then(|| dangerous(destination, cwd))
                 .flatten()
-                .map(|what| format!("mirrors onto {what}, deleting what it held"))
+                .map(|what| format!("mirrors onto {what}, deleting what it held"));
+            mirrored.or_else(|| {
+                removes_sources
+                    .then(|| sources.iter().find_map(|t| dangerous(t, cwd)))
+                    .flatten()
+                    .map(|what| format!("moves away {what}"))
+            })
         }
         "nwipe" => Some("wipes disks".to_string()),
         "scrub" => texts.iter().find_map(|t| written(t)),
@@ -259,6 +267,7 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
                 .contains(verb)
                 .then(|| format!("erases a disk (`diskutil {verb}`)"))
         }
+        "shutdown" if texts.iter().any(|t| matches!(*t, "-c" | "--help")) => None,
         "shutdown" | "reboot" | "halt" | "poweroff" | "restart-computer" | "stop-computer" => {
             Some("shuts down or restarts the machine".to_string())
         }
@@ -273,6 +282,10 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
                 "soft-reboot",
                 "rescue",
                 "emergency",
+                "suspend",
+                "hibernate",
+                "hybrid-sleep",
+                "suspend-then-hibernate",
             ];
             const TARGETS: &[&str] = &[
                 "poweroff.target",
@@ -615,11 +628,13 @@ pub(crate) fn find_exec_commands(args: &[Word]) -> Vec<String> {
             .iter()
             .map(|t| {
                 let replaced = t.replace("{}", &found);
-                let replaced = ["\"$1\"", "\"$@\"", "\"$*\"", "${1}", "$1", "$@", "$*"]
-                    .iter()
-                    .fold(replaced, |text, positional| {
-                        text.replace(positional, &found)
-                    });
+                let replaced = [
+                    "\"$1\"", "\"$@\"", "\"$*\"", "\"$0\"", "${1}", "$1", "$@", "$*", "$0",
+                ]
+                .iter()
+                .fold(replaced, |text, positional| {
+                    text.replace(positional, &found)
+                });
                 format!("'{}'", replaced.replace('\'', r"'\''"))
             })
             .collect();
@@ -678,7 +693,7 @@ fn find_parts(texts: &[&str]) -> (usize, usize) {
     let mut starts_at = 0;
     while let Some(t) = texts.get(starts_at) {
         match *t {
-            "-H" | "-L" | "-P" => starts_at += 1,
+            "-H" | "-L" | "-P" | "--" => starts_at += 1,
             "-D" => starts_at += 2,
             _ if t.starts_with("-O") => starts_at += 1,
             _ => break,
@@ -724,7 +739,21 @@ fn narrows(expression: &[&str]) -> bool {
         NAME_TESTS.contains(t)
             && expression
                 .get(i + 1)
-                .is_some_and(|value| value.chars().any(|c| !"*?[]!^.+$()|{}\\/".contains(c)))
+                .is_some_and(|value| has_literal_letter(value))
+    })
+}
+
+/// Whether a pattern holds a character that must match itself: outside brackets (`[a-z]`
+/// matches a class) and not a glob or regex operator.
+fn has_literal_letter(pattern: &str) -> bool {
+    let mut in_bracket = false;
+    pattern.chars().any(|c| {
+        match c {
+            '[' => in_bracket = true,
+            ']' => in_bracket = false,
+            _ => {}
+        }
+        !in_bracket && !"*?[]!^.+$()|{}\\/".contains(c)
     })
 }
 
@@ -916,6 +945,22 @@ pub(crate) fn hands_over_a_device(name: &str, args: &[Word]) -> bool {
         "find",
         "cd",
         "pushd",
+        "df",
+        "du",
+        "partprobe",
+        "tune2fs",
+        "e2label",
+        "growpart",
+        "resize2fs",
+        "xfs_growfs",
+        "fatlabel",
+        "ntfslabel",
+        "swapon",
+        "swapoff",
+        "udisksctl",
+        "lsattr",
+        "findfs",
+        "losetup",
     ];
     if READERS.contains(&name)
         || is_mkfs(name)
@@ -934,6 +979,11 @@ pub(crate) fn hands_over_a_device(name: &str, args: &[Word]) -> bool {
 
 /// Why writing to `target` is destructive: a kernel control or a raw disk.
 pub(crate) fn written(target: &str) -> Option<String> {
+    if super::targets::glob_could_name_device(target) {
+        return Some(format!(
+            "writes to `{target}`, a pattern that can name a kernel control or a disk"
+        ));
+    }
     if is_kernel_control(target) {
         Some(format!("writes to the kernel control `{target}`"))
     } else if is_raw_disk(target) {

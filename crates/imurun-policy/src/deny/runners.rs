@@ -83,7 +83,7 @@ const WRAPPERS: &[Wrapper] = &[
     Wrapper { name: "taskset", positionals: 1, value_options: &[] },
     Wrapper { name: "xargs", positionals: 0, value_options: &[
         "-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--eof",
-        "--replace", "--max-lines", "--max-args", "--max-procs", "--max-chars",
+        "--max-lines", "--max-args", "--max-procs", "--max-chars",
     ] },
     Wrapper { name: "sshpass", positionals: 0, value_options: &["-p", "-f", "-d", "-P"] },
     Wrapper { name: "caffeinate", positionals: 0, value_options: &["-t", "-w"] },
@@ -706,7 +706,30 @@ fn inline_flag(lang: Lang, text: &str) -> InlineFlag<'_> {
 /// Shell variables whose value runs as code later: `PROMPT_COMMAND` before each prompt,
 /// `PS0`–`PS4` with their substitutions. Set on their own, after `export` or `declare`.
 pub(crate) fn hook_code(words: &[Word]) -> Option<String> {
-    const HOOKS: &[&str] = &["PROMPT_COMMAND", "PS0", "PS1", "PS2", "PS3", "PS4"];
+    const HOOKS: &[&str] = &[
+        "PROMPT_COMMAND",
+        "PS0",
+        "PS1",
+        "PS2",
+        "PS3",
+        "PS4",
+        "GIT_PAGER",
+        "GIT_EDITOR",
+        "GIT_SEQUENCE_EDITOR",
+        "GIT_SSH_COMMAND",
+        "GIT_SSH",
+        "GIT_EXTERNAL_DIFF",
+        "GIT_ASKPASS",
+        "SSH_ASKPASS",
+        "GIT_PROXY_COMMAND",
+        "PAGER",
+        "MANPAGER",
+        "EDITOR",
+        "VISUAL",
+        "LESSOPEN",
+        "LESSCLOSE",
+        "SUDO_ASKPASS",
+    ];
     const SETTERS: &[&str] = &["export", "declare", "typeset", "local", "readonly"];
     let settable = words
         .iter()
@@ -830,17 +853,66 @@ fn git(args: &[Word]) -> Step<'_> {
         "--tag-name-filter",
         "--extcmd",
     ];
-    let names_a_command = |text: &str| {
-        let lower = text.to_ascii_lowercase();
-        RUNS.iter().any(|key| lower.starts_with(key))
-    };
     for (i, word) in args.iter().enumerate() {
         let text = word.text.as_str();
-        if text == "-c" && args.get(i + 1).is_some_and(|w| names_a_command(&w.text)) {
+        // `-c key=value`: the value of a key that names a command is read as that command.
+        if text == "-c"
+            && let Some(setting) = args.get(i + 1)
+            && let Some((key, value)) = setting.text.split_once('=')
+            && let Some(step) = git_setting(key, value, std::slice::from_ref(setting), RUNS)
+        {
+            return step;
+        }
+        if text.starts_with("--config-env") {
             return Step::Unknown(LATER);
         }
-        if text == "config" && args[i + 1..].iter().any(|w| names_a_command(&w.text)) {
-            return Step::Unknown(LATER);
+        // `git config [--global] key value`: reads and removals only look.
+        if text == "config" {
+            let rest = &args[i + 1..];
+            let looks = rest.iter().any(|w| {
+                w.text.starts_with("--get")
+                    || matches!(
+                        w.text.as_str(),
+                        "--unset" | "--unset-all" | "--list" | "-l" | "get" | "list" | "unset"
+                    )
+            });
+            let plain: Vec<&Word> = rest.iter().filter(|w| !w.text.starts_with('-')).collect();
+            if !looks
+                && let [key, value, ..] = plain.as_slice()
+                && let Some(step) =
+                    git_setting(&key.text, &value.text, std::slice::from_ref(*value), RUNS)
+            {
+                return step;
+            }
+            break;
+        }
+        if let Some(inline) = text.strip_prefix("-x").filter(|v| !v.is_empty()) {
+            return Step::Code {
+                language: POSIX,
+                text: inline.to_string(),
+                words: std::slice::from_ref(word),
+            };
+        }
+        for option in [
+            "--upload-pack=",
+            "--receive-pack=",
+            "--to-cmd=",
+            "--cc-cmd=",
+            "--exec-path=",
+        ] {
+            if let Some(inline) = text.strip_prefix(option) {
+                return Step::Code {
+                    language: POSIX,
+                    text: inline.to_string(),
+                    words: std::slice::from_ref(word),
+                };
+            }
+        }
+        if matches!(
+            text,
+            "-u" | "--upload-pack" | "--receive-pack" | "--to-cmd" | "--cc-cmd"
+        ) {
+            return code(POSIX, args.get(i + 1..i + 2).unwrap_or_default());
         }
         if let Some(inline) = text
             .strip_prefix("--exec=")
@@ -856,14 +928,62 @@ fn git(args: &[Word]) -> Step<'_> {
             return code(POSIX, args.get(i + 1..i + 2).unwrap_or_default());
         }
         let after = |previous: &str| i > 0 && args[i - 1].text == previous;
-        if (text == "run" && after("bisect")) || (text == "foreach" && after("submodule")) {
+        if text == "run" && after("bisect") {
             return command_words(POSIX, args.get(i + 1..).unwrap_or_default());
+        }
+        if text == "foreach" && after("submodule") {
+            let rest = args.get(i + 1..).unwrap_or_default();
+            let skip = rest.iter().take_while(|w| w.text.starts_with('-')).count();
+            return code(POSIX, rest.get(skip..).unwrap_or_default());
         }
     }
     Step::Run {
         name: "git".to_string(),
         args,
     }
+}
+
+/// A git setting whose value is a command: the value read as that command (an alias only
+/// when it starts with `!`; a hooks folder or a helper that is not a shell command cannot be
+/// read at all).
+fn git_setting<'w>(key: &str, value: &str, words: &'w [Word], runs: &[&str]) -> Option<Step<'w>> {
+    let key = key.to_ascii_lowercase();
+    let value = value.trim();
+    if key == "core.hookspath" {
+        return Some(Step::Unknown(LATER));
+    }
+    let is_alias = key.starts_with("alias.");
+    let is_helper = key == "credential.helper";
+    let names_a_command = runs.iter().any(|prefix| {
+        if prefix.ends_with('.') {
+            // `filter.x.clean`, `diff.x.textconv`, `merge.x.driver`, `pager.log`.
+            key.starts_with(prefix)
+                && (prefix == &"pager."
+                    || prefix == &"alias."
+                    || [
+                        "clean", "smudge", "process", "textconv", "command", "driver", "cmd",
+                    ]
+                    .iter()
+                    .any(|leaf| key.ends_with(&format!(".{leaf}"))))
+        } else {
+            key == *prefix
+        }
+    });
+    if !names_a_command {
+        return None;
+    }
+    let command = if is_alias || is_helper {
+        value.strip_prefix('!')?
+    } else if key == "core.fsmonitor" && matches!(value, "true" | "false") {
+        return None;
+    } else {
+        value
+    };
+    Some(Step::Code {
+        language: POSIX,
+        text: command.to_string(),
+        words,
+    })
 }
 
 /// `tar --to-command=…`, `--checkpoint-action=exec=…`, `-I prog`, `--use-compress-program`,
@@ -945,7 +1065,7 @@ fn proxy_command(args: &[Word], i: usize) -> Option<Step<'_>> {
     let key = key.to_ascii_lowercase();
     matches!(
         key.as_str(),
-        "proxycommand" | "localcommand" | "knownhostscommand"
+        "proxycommand" | "localcommand" | "knownhostscommand" | "remotecommand"
     )
     .then(|| Step::Code {
         language: POSIX,
@@ -1062,7 +1182,7 @@ fn editor<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
 fn socat(args: &[Word]) -> Step<'_> {
     for word in args {
         let lower = word.text.to_ascii_lowercase();
-        for prefix in ["exec:", "system:"] {
+        for prefix in ["exec:", "system:", "shell:"] {
             if lower.starts_with(prefix) {
                 let rest = word.text.get(prefix.len()..).unwrap_or_default();
                 let command = rest.split(',').next().unwrap_or_default();
@@ -1120,8 +1240,54 @@ fn later<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
     let unknown = match name {
         "at" | "batch" => !has(&["-l", "-r", "-d", "-c", "-V"]),
         "crontab" => !has(&["-l"]),
-        "tmux" => args.iter().any(|w| TMUX_RUNS.contains(&w.text.as_str())),
-        "screen" => has(&["-dm", "-dmS", "-d", "-m", "-X"]),
+        "tmux" => {
+            if args
+                .iter()
+                .any(|w| matches!(w.text.as_str(), "send-keys" | "send"))
+            {
+                true
+            } else if args.iter().any(|w| TMUX_RUNS.contains(&w.text.as_str())) {
+                // The command is the last plain word after the options' values, if any.
+                const VALUES: &[&str] = &[
+                    "-s", "-n", "-c", "-t", "-x", "-y", "-e", "-F", "-l", "-w", "-h",
+                ];
+                let mut command = None;
+                let mut i = 0;
+                while let Some(w) = args.get(i) {
+                    if VALUES.contains(&w.text.as_str()) {
+                        i += 2;
+                        continue;
+                    }
+                    if !w.text.starts_with('-') && !TMUX_RUNS.contains(&w.text.as_str()) {
+                        command = Some(i);
+                    }
+                    i += 1;
+                }
+                return match command {
+                    Some(at) => code(POSIX, &args[at..=at]),
+                    None => Step::Nothing,
+                };
+            } else {
+                false
+            }
+        }
+        "screen" => {
+            let mut i = 0;
+            while let Some(w) = args.get(i) {
+                match w.text.as_str() {
+                    "-S" | "-c" | "-t" | "-L" | "-Logfile" => i += 2,
+                    t if t.starts_with('-') => {
+                        i += if t.ends_with('S') { 2 } else { 1 };
+                    }
+                    _ => break,
+                }
+            }
+            let rest = args.get(i..).unwrap_or_default();
+            if rest.is_empty() {
+                return Step::Nothing;
+            }
+            return command_words(POSIX, rest);
+        }
         "expect" => has(&["-c"]),
         "script" => {
             if let Some(at) = args
@@ -1194,7 +1360,7 @@ fn trap(args: &[Word]) -> Step<'_> {
 /// `ssh [options] host [command...]`: the command runs on the other machine, read by its
 /// shell, and is judged as if it ran here. Without one, the remote shell reads standard input.
 fn remote(args: &[Word]) -> Step<'_> {
-    const VALUE_OPTIONS: &str = "bcDEeFIiJLlmOopQRSWw";
+    const VALUE_OPTIONS: &str = "BbcDEeFIiJLlmOopQRSWw";
     for i in 0..args.len() {
         if let Some(command) = proxy_command(args, i) {
             return command;
@@ -1218,10 +1384,24 @@ fn remote(args: &[Word]) -> Step<'_> {
             .is_some_and(|(at, _)| at + 1 == cluster.len());
         i += if takes_value { 2 } else { 1 };
     }
-    let mut command = args.get(i + 1..).unwrap_or_default();
     if args.get(i).is_none() {
         return Step::Nothing;
     }
+    // OpenSSH reads options after the host too (`ssh host -t 'cmd'`).
+    let mut j = i + 1;
+    while let Some(word) = args.get(j) {
+        let text = word.text.as_str();
+        if text == "--" || !text.starts_with('-') || text.len() < 2 {
+            break;
+        }
+        let cluster = &text[1..];
+        let takes_value = cluster
+            .char_indices()
+            .find(|(_, c)| VALUE_OPTIONS.contains(*c))
+            .is_some_and(|(at, _)| at + 1 == cluster.len());
+        j += if takes_value { 2 } else { 1 };
+    }
+    let mut command = args.get(j.min(args.len())..).unwrap_or_default();
     if command.first().is_some_and(|w| w.text == "--") {
         command = &command[1..];
     }
@@ -1254,6 +1434,9 @@ fn after_dashes<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
     // `kubectl -n prod exec pod -- …`: options may come before `exec`.
     if name != "mosh" && !args[..at].iter().any(|w| w.text == "exec") {
         return Step::Nothing;
+    }
+    if reads_stdin_shell(&args[at + 1..]) {
+        return Step::Stdin { language: POSIX };
     }
     command_words(POSIX, &args[at + 1..])
 }
@@ -1452,6 +1635,12 @@ fn container_exec(args: &[Word]) -> Step<'_> {
         "--project-name",
         "--profile",
         "--env-file",
+        "--tlscacert",
+        "--tlscert",
+        "--tlskey",
+        "--project-directory",
+        "--ansi",
+        "--parallel",
     ];
     let mut at = 0;
     while let Some(word) = args.get(at) {
@@ -1485,9 +1674,20 @@ fn container_exec(args: &[Word]) -> Step<'_> {
         if !text.starts_with('-') || text == "-" {
             break;
         }
-        i += if VALUE_OPTIONS.contains(&text) { 2 } else { 1 };
+        let cluster_takes_value = !text.starts_with("--")
+            && text.len() > 2
+            && matches!(text.chars().last(), Some('u' | 'e' | 'w'));
+        i += if VALUE_OPTIONS.contains(&text) || cluster_takes_value {
+            2
+        } else {
+            1
+        };
     }
-    command_words(POSIX, args.get(i + 1..).unwrap_or_default())
+    let command = args.get(i + 1..).unwrap_or_default();
+    if reads_stdin_shell(command) {
+        return Step::Stdin { language: POSIX };
+    }
+    command_words(POSIX, command)
 }
 
 /// `parallel [options] command ::: arguments`: the command runs once per argument, with the

@@ -38,7 +38,12 @@ pub(crate) fn dangerous(word: &str, cwd: Option<&str>) -> Option<String> {
     // `{}` is what `find -exec`, `xargs -I{}` and `parallel` put there: anything.
     let word = word.replace("{}", "*");
     let mut expanded = Vec::new();
-    expand_braces(&word, &mut expanded);
+    if word.len() > LONG_WORD_CHARS {
+        // No real path is this long; judged as written, without copies of it.
+        expanded.push(word);
+    } else {
+        expand_braces(&word, &mut expanded);
+    }
     expanded.iter().find_map(|one| dangerous_one(one, cwd))
 }
 
@@ -59,11 +64,27 @@ fn dangerous_one(word: &str, cwd: Option<&str>) -> Option<String> {
 /// A `.git` folder: the repository's whole history. The file tools refuse it as a protected
 /// path; through the shell, deleting it recursively is refused here.
 fn repository(word: &str) -> Option<String> {
-    // Any component: `.git`, `.git/objects`, `.git/*`, and globs that match it (`.gi?`,
-    // `.[g]it`, `.*`).
-    word.split(['/', '\\'])
-        .any(|component| glob_matches(&component.to_ascii_lowercase(), ".git"))
-        .then(|| "the repository's history (`.git`)".to_string())
+    // The folder itself, spelled by a glob too (`.gi?`, `.[g]it`, `.*`, `.git/*`, `.git/.`),
+    // or the history inside it (`.git/objects`, `.git/refs`); not git's own scratch folders
+    // (`.git/rebase-merge`, `.git/modules/x`, `.git/hooks/x`).
+    let lowered = word.to_ascii_lowercase().replace('\\', "/");
+    let components: Vec<&str> = lowered
+        .split('/')
+        .filter(|c| !c.is_empty() && *c != ".")
+        .collect();
+    let mut trimmed = components.as_slice();
+    while let [rest @ .., last] = trimmed
+        && is_glob_all(last)
+        && !rest.is_empty()
+    {
+        trimmed = rest;
+    }
+    let history = match trimmed {
+        [.., last] if glob_matches(last, ".git") => true,
+        [.., git, inner] => glob_matches(git, ".git") && matches!(*inner, "objects" | "refs"),
+        _ => false,
+    };
+    history.then(|| "the repository's history (`.git`)".to_string())
 }
 
 /// Whether the shell glob `pattern` (`*`, `?`, `[…]`, `[!…]`) matches `name`; a pattern
@@ -230,6 +251,22 @@ fn describe_absolute(parts: &[String], wildcard_at: Option<usize>) -> Option<Str
         return describe_absolute(&parts[1..], wildcard_at.map(|at| at - 1));
     }
     let shown = format!("/{}", parts.join("/"));
+    // `/usr/local` holds software a person installed by hand: its own folders are the system's,
+    // a package's folder two levels below them (`/usr/local/go`, `/usr/local/lib/x/y`) is not.
+    let local_package = first == "usr"
+        && parts.get(1).is_some_and(|p| p == "local")
+        && wildcard_at.is_none_or(|at| at >= parts.len())
+        && match parts.get(2).map(String::as_str) {
+            Some(
+                "bin" | "sbin" | "lib" | "lib64" | "libexec" | "share" | "include" | "etc" | "src"
+                | "man",
+            ) => parts.len() >= 5,
+            Some(_) => true,
+            None => false,
+        };
+    if local_package {
+        return None;
+    }
     if OS_TREES.contains(&first.as_str()) {
         return Some(if parts.len() == 1 {
             format!("the system location `{shown}`")
@@ -335,6 +372,9 @@ fn expand_windows_names(lowered: &str) -> String {
 fn expand_braces(word: &str, out: &mut Vec<String>) {
     expand_braces_within(word, out, BRACE_LISTS_MAX);
 }
+
+/// Words longer than this are judged as written, without brace expansion.
+const LONG_WORD_CHARS: usize = 4096;
 
 /// How many brace lists in one word are expanded, one inside the other's result; the rest of
 /// the word is judged as written. Keeps the recursion shallow and the copies few.
@@ -525,6 +565,40 @@ pub(crate) fn lexical(path: &str) -> String {
         ""
     };
     format!("/{}{trailing}", parts.join("/"))
+}
+
+/// Whether a glob (`/proc/sysrq-*`, `/pro?/sys/…`) could name a kernel control or a raw
+/// disk: bash expands a redirection's glob when it matches one file.
+pub(crate) fn glob_could_name_device(target: &str) -> bool {
+    let Some(at) = target.find(['*', '?', '[']) else {
+        return false;
+    };
+    let prefix = lexical(&target[..at].to_ascii_lowercase());
+    let prefix = if target[..at].ends_with('/') && !prefix.ends_with('/') {
+        format!("{prefix}/")
+    } else {
+        prefix
+    };
+    [
+        "/proc/sysrq-trigger",
+        "/proc/sys/",
+        "/sys/",
+        "/dev/sd",
+        "/dev/nvme",
+        "/dev/hd",
+        "/dev/vd",
+        "/dev/mmcblk",
+        "/dev/mem",
+        "/dev/kmem",
+        "/dev/port",
+        "/dev/xvd",
+        "/dev/md",
+        "/dev/dm-",
+        "/dev/disk/",
+        "/dev/mapper/",
+    ]
+    .iter()
+    .any(|device| device.starts_with(&prefix) || prefix.starts_with(device))
 }
 
 /// Bash's network pseudo-devices: `/dev/tcp/host/port`, `/dev/udp/host/port`.

@@ -180,6 +180,8 @@ fn pathological_inputs_are_decided_on_a_small_stack() {
         format!("rm -rf {}", "{a,b}".repeat(12000)),
         format!("echo {}", "${X:-".repeat(3000)),
         format!("echo {}", "$((".repeat(3000)),
+        format!("cd {}; {}", "a".repeat(8000), "rm -rf x; ".repeat(800)),
+        format!("cd {}; {}", "a/".repeat(15000), "rm -rf x;".repeat(3500)),
     ];
     let risks = std::thread::Builder::new()
         .stack_size(2 << 20)
@@ -192,7 +194,7 @@ fn pathological_inputs_are_decided_on_a_small_stack() {
         .unwrap()
         .join()
         .unwrap();
-    assert_eq!(risks.len(), 11);
+    assert_eq!(risks.len(), 13);
     // Nesting past the bound is refused, never waved through.
     for nested in &risks[..4] {
         assert!(

@@ -12,6 +12,11 @@ impl Lexer<'_> {
         let mut brace_open = false;
         let mut bracket_open = false;
         while let Some(c) = self.peek() {
+            if c == '(' && self.posix() && word.text.ends_with('=') && !word.text.contains(' ') {
+                // `name=(…)`: an array's values; substitutions in them run.
+                self.parse_array(&mut word);
+                continue;
+            }
             if self.is_word_end(c, close) {
                 break;
             }
@@ -214,6 +219,10 @@ impl Lexer<'_> {
                     }
                     inner.push(c);
                 }
+                // The first of the two closing parentheses was kept; it is not arithmetic.
+                if inner.ends_with(')') {
+                    inner.pop();
+                }
                 self.substitutions_in(word, &inner);
                 word.text.push(VARIABLE);
                 word.computed = true;
@@ -297,6 +306,34 @@ impl Lexer<'_> {
             word.text.push(VARIABLE);
             word.computed = true;
         }
+    }
+
+    /// An array assignment's `(…)`, read into the word as text, quotes respected.
+    fn parse_array(&mut self, word: &mut Word) {
+        self.bump();
+        let mut inner = String::new();
+        let mut depth = 1usize;
+        let mut quote: Option<char> = None;
+        while let Some(c) = self.bump() {
+            match (quote, c) {
+                (Some(q), c) if c == q => quote = None,
+                (Some(_), _) => {}
+                (None, '\'' | '"') => quote = Some(c),
+                (None, '(') => depth += 1,
+                (None, ')') => {
+                    depth -= 1;
+                    if depth == 0 {
+                        break;
+                    }
+                }
+                _ => {}
+            }
+            inner.push(c);
+        }
+        self.substitutions_in(word, &inner);
+        word.text.push('(');
+        word.text.push_str(&inner);
+        word.text.push(')');
     }
 
     /// Lexes a text found inside a `${…}` or `$((…))` for the commands its substitutions run,
