@@ -335,6 +335,15 @@ fn command_words(language: Language, words: &[Word]) -> Step<'_> {
     }
 }
 
+/// POSIX code written inside one word (`--to-command=…`, `-c'…'`, `EXEC:…`).
+fn word_code<'w>(text: &str, word: &'w Word) -> Step<'w> {
+    Step::Code {
+        language: POSIX,
+        text: text.to_string(),
+        words: std::slice::from_ref(word),
+    }
+}
+
 fn code(language: Language, words: &[Word]) -> Step<'_> {
     Step::Code {
         language,
@@ -887,11 +896,7 @@ fn git(args: &[Word]) -> Step<'_> {
             break;
         }
         if let Some(inline) = text.strip_prefix("-x").filter(|v| !v.is_empty()) {
-            return Step::Code {
-                language: POSIX,
-                text: inline.to_string(),
-                words: std::slice::from_ref(word),
-            };
+            return word_code(inline, word);
         }
         for option in [
             "--upload-pack=",
@@ -901,11 +906,7 @@ fn git(args: &[Word]) -> Step<'_> {
             "--exec-path=",
         ] {
             if let Some(inline) = text.strip_prefix(option) {
-                return Step::Code {
-                    language: POSIX,
-                    text: inline.to_string(),
-                    words: std::slice::from_ref(word),
-                };
+                return word_code(inline, word);
             }
         }
         if matches!(
@@ -918,11 +919,7 @@ fn git(args: &[Word]) -> Step<'_> {
             .strip_prefix("--exec=")
             .or_else(|| text.strip_prefix("--extcmd="))
         {
-            return Step::Code {
-                language: POSIX,
-                text: inline.to_string(),
-                words: std::slice::from_ref(word),
-            };
+            return word_code(inline, word);
         }
         if FILTERS.contains(&text) {
             return code(POSIX, args.get(i + 1..i + 2).unwrap_or_default());
@@ -1009,11 +1006,7 @@ fn tar(args: &[Word]) -> Step<'_> {
     for (i, word) in args.iter().enumerate() {
         let text = word.text.as_str();
         if let Some(inline) = INLINE.iter().find_map(|prefix| text.strip_prefix(prefix)) {
-            return Step::Code {
-                language: POSIX,
-                text: inline.to_string(),
-                words: std::slice::from_ref(word),
-            };
+            return word_code(inline, word);
         }
         if SEPARATE.contains(&text) {
             return code(POSIX, args.get(i + 1..i + 2).unwrap_or_default());
@@ -1036,11 +1029,7 @@ fn transfer<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
             .strip_prefix("--rsh=")
             .or_else(|| text.strip_prefix("--rsync-path="))
         {
-            return Step::Code {
-                language: POSIX,
-                text: inline.to_string(),
-                words: std::slice::from_ref(word),
-            };
+            return word_code(inline, word);
         }
         if matches!(text, "-e" | "--rsh" | "--rsync-path" | "-S") {
             return code(POSIX, args.get(i + 1..i + 2).unwrap_or_default());
@@ -1067,11 +1056,7 @@ fn proxy_command(args: &[Word], i: usize) -> Option<Step<'_>> {
         key.as_str(),
         "proxycommand" | "localcommand" | "knownhostscommand" | "remotecommand"
     )
-    .then(|| Step::Code {
-        language: POSIX,
-        text: command.trim_start_matches('=').to_string(),
-        words: std::slice::from_ref(word),
-    })
+    .then(|| word_code(command.trim_start_matches('='), word))
 }
 
 /// `sqlite3 db '.shell cmd'` / `.system cmd`: the dot command runs a shell command.
@@ -1082,11 +1067,7 @@ fn sqlite<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
             .strip_prefix(".shell ")
             .or_else(|| text.strip_prefix(".system "))
         {
-            return Step::Code {
-                language: POSIX,
-                text: command.to_string(),
-                words: std::slice::from_ref(word),
-            };
+            return word_code(command, word);
         }
         if text.contains(".shell") || text.contains(".system") {
             return Step::Unknown(LATER);
@@ -1126,11 +1107,7 @@ fn debugger<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
             .or_else(|| line.strip_prefix('!'))
             .or_else(|| line.strip_prefix("platform shell "))
         {
-            return Step::Code {
-                language: POSIX,
-                text: shell.to_string(),
-                words: std::slice::from_ref(command),
-            };
+            return word_code(shell, command);
         }
         if ["python", "script", "pipe", "call", "print"]
             .iter()
@@ -1162,11 +1139,7 @@ fn editor<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
             continue;
         };
         if let Some(shell) = command.strip_prefix('!') {
-            return Step::Code {
-                language: POSIX,
-                text: shell.to_string(),
-                words: std::slice::from_ref(word),
-            };
+            return word_code(shell, word);
         }
         if SCRIPTING.iter().any(|p| command.starts_with(p)) || command.contains("system(") {
             return Step::Unknown(LATER);
@@ -1186,11 +1159,7 @@ fn socat(args: &[Word]) -> Step<'_> {
             if lower.starts_with(prefix) {
                 let rest = word.text.get(prefix.len()..).unwrap_or_default();
                 let command = rest.split(',').next().unwrap_or_default();
-                return Step::Code {
-                    language: POSIX,
-                    text: command.to_string(),
-                    words: std::slice::from_ref(word),
-                };
+                return word_code(command, word);
             }
         }
     }
@@ -1454,11 +1423,7 @@ fn option_code<'w>(args: &'w [Word], options: &[&str]) -> Step<'w> {
                 .strip_prefix(option)
                 .and_then(|rest| rest.strip_prefix('='))
             {
-                return Step::Code {
-                    language: POSIX,
-                    text: inline.to_string(),
-                    words: std::slice::from_ref(word),
-                };
+                return word_code(inline, word);
             }
         }
     }
@@ -1542,11 +1507,7 @@ fn cloud_run_command(args: &[Word]) -> Step<'_> {
             && let Some(commands) = value.text.strip_prefix("commands=")
         {
             let commands = commands.trim_start_matches('[').trim_end_matches(']');
-            return Step::Code {
-                language: POSIX,
-                text: commands.to_string(),
-                words: std::slice::from_ref(value),
-            };
+            return word_code(commands, value);
         }
     }
     Step::Nothing
