@@ -335,6 +335,14 @@ fn command_words(language: Language, words: &[Word]) -> Step<'_> {
     }
 }
 
+/// The program `name` run with `args`, as judged by the rules.
+fn run_as<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
+    Step::Run {
+        name: name.to_string(),
+        args,
+    }
+}
+
 /// POSIX code written inside one word (`--to-command=…`, `-c'…'`, `EXEC:…`).
 fn word_code<'w>(text: &str, word: &'w Word) -> Step<'w> {
     Step::Code {
@@ -934,10 +942,7 @@ fn git(args: &[Word]) -> Step<'_> {
             return code(POSIX, rest.get(skip..).unwrap_or_default());
         }
     }
-    Step::Run {
-        name: "git".to_string(),
-        args,
-    }
+    run_as("git", args)
 }
 
 /// A git setting whose value is a command: the value read as that command (an alias only
@@ -1012,10 +1017,7 @@ fn tar(args: &[Word]) -> Step<'_> {
             return code(POSIX, args.get(i + 1..i + 2).unwrap_or_default());
         }
     }
-    Step::Run {
-        name: "tar".to_string(),
-        args,
-    }
+    run_as("tar", args)
 }
 
 /// `rsync -e 'cmd'`, `scp -o ProxyCommand=cmd`, `-S prog`: the text runs as the transport.
@@ -1035,10 +1037,7 @@ fn transfer<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
             return code(POSIX, args.get(i + 1..i + 2).unwrap_or_default());
         }
     }
-    Step::Run {
-        name: name.to_string(),
-        args,
-    }
+    run_as(name, args)
 }
 
 /// `-o ProxyCommand=…` / `-o LocalCommand=…` (also `-oProxyCommand=…`): ssh runs the text.
@@ -1073,10 +1072,7 @@ fn sqlite<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
             return Step::Unknown(LATER);
         }
     }
-    Step::Run {
-        name: name.to_string(),
-        args,
-    }
+    run_as(name, args)
 }
 
 /// `gdb -ex 'shell cmd'`, `-ex '!cmd'`, `lldb -o 'platform shell cmd'`, `gdb --args prog…`.
@@ -1116,10 +1112,7 @@ fn debugger<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
             return Step::Unknown(LATER);
         }
     }
-    Step::Run {
-        name: name.to_string(),
-        args,
-    }
+    run_as(name, args)
 }
 
 /// `vim -c '!cmd'`, `vim +'!cmd'`, `ex -c …`: an editor's `:!` runs a shell command; other
@@ -1145,10 +1138,7 @@ fn editor<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
             return Step::Unknown(LATER);
         }
     }
-    Step::Run {
-        name: name.to_string(),
-        args,
-    }
+    run_as(name, args)
 }
 
 /// `socat - EXEC:'cmd'`, `SYSTEM:cmd`: socat runs the text and wires it to the other end.
@@ -1163,10 +1153,7 @@ fn socat(args: &[Word]) -> Step<'_> {
             }
         }
     }
-    Step::Run {
-        name: "socat".to_string(),
-        args,
-    }
+    run_as("socat", args)
 }
 
 /// `nc -e /bin/sh host port`, `ncat --exec …`, `nc -c cmd`: a program wired to the network.
@@ -1181,10 +1168,7 @@ fn netcat<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
     if wires {
         Step::Hidden("wires a program to the network as a remote shell")
     } else {
-        Step::Run {
-            name: name.to_string(),
-            args,
-        }
+        run_as(name, args)
     }
 }
 
@@ -1275,10 +1259,7 @@ fn later<'w>(name: &str, args: &'w [Word]) -> Step<'w> {
     if unknown {
         Step::Unknown(LATER)
     } else {
-        Step::Run {
-            name: name.to_string(),
-            args,
-        }
+        run_as(name, args)
     }
 }
 
