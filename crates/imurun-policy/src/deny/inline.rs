@@ -10,7 +10,7 @@
 //!   decoded bytes, concatenation, names looked up at run time), that nobody can tell what
 //!   it runs. Plain computation with none of those (`print(1+1)`) is left alone.
 
-use super::lexer::{HOME, SUBSTITUTION, VARIABLE};
+use super::lexer::{HOME, SUBSTITUTION, VARIABLE, shell_quote};
 use super::runners::{POSIX_SHELLS, command_name};
 use super::targets::{dangerous, is_kernel_control, is_raw_disk};
 
@@ -673,8 +673,8 @@ fn command_line(name: &str, texts: &[&str]) -> Option<Vec<String>> {
             } else {
                 rest
             };
-            let mut words = vec![quote(program)];
-            words.extend(rest.iter().map(|t| quote(t)));
+            let mut words = vec![shell_quote(program)];
+            words.extend(rest.iter().map(|t| shell_quote(t)));
             Some(words)
         }
     }
@@ -707,11 +707,6 @@ fn is_bare_shell(name: &str, texts: &[&str]) -> bool {
         && split[1..]
             .iter()
             .all(|w| w.starts_with('-') && !w[1..].contains('c') && w != "--")
-}
-
-/// Single-quotes a word for a POSIX shell.
-fn quote(text: &str) -> String {
-    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// A string literal as a path: a leading `~` and `$HOME` are the home folder.

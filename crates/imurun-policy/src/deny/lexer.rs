@@ -24,6 +24,11 @@ pub(crate) const VARIABLE: char = '\u{E001}';
 /// Stands for the output of a nested command (`$(…)`, backticks, `<(…)`, PowerShell `(…)`).
 pub(crate) const SUBSTITUTION: char = '\u{E002}';
 
+/// `text` single-quoted for a POSIX shell, so that reading it again gives one word.
+pub(crate) fn shell_quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
+}
+
 /// How deeply commands may nest (substitutions inside substitutions, `bash -c` inside
 /// `bash -c`) before the whole command is refused as too complex to check.
 pub(crate) const NESTING_DEPTH_MAX: usize = 12;

@@ -4,8 +4,8 @@
 
 use std::cell::LazyCell;
 
-use super::lexer::{Command, Pipeline, SUBSTITUTION, VARIABLE, Word};
-use super::runners::{Step, command_name, effective};
+use super::lexer::{Command, Pipeline, SUBSTITUTION, VARIABLE, Word, shell_quote};
+use super::runners::{Step, command_name, effective, is_short_cluster_with};
 use super::targets::{dangerous, in_system_tree, is_kernel_control, is_raw_disk};
 
 /// Why running `name` with `args` is destructive, or `None`. `cwd` is the folder an earlier
@@ -111,11 +111,11 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
             let acts = texts.iter().any(|t| {
                 matches!(*t, "--all" | "--al" | "--offset" | "--types" | "--force")
                     || t.starts_with("--offset=")
-                    || is_short_cluster(t, &['a', 'o', 't'])
+                    || is_short_cluster_with(t, &['a', 'o', 't'])
             });
             let dry = texts
                 .iter()
-                .any(|t| *t == "--no-act" || is_short_cluster(t, &['n']));
+                .any(|t| *t == "--no-act" || is_short_cluster_with(t, &['n']));
             (acts && !dry).then(|| "wipes the signatures that make a disk readable".to_string())
         }
         "sgdisk" => sgdisk(&texts),
@@ -197,15 +197,15 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
         .then(|| "removes device-mapper devices".to_string()),
         "badblocks" => texts
             .iter()
-            .any(|t| is_short_cluster(t, &['w']))
+            .any(|t| is_short_cluster_with(t, &['w']))
             .then(|| "`badblocks -w` overwrites every block of a disk".to_string()),
         "flashrom" => texts
             .iter()
-            .any(|t| matches!(*t, "--write" | "--erase") || is_short_cluster(t, &['w', 'E']))
+            .any(|t| matches!(*t, "--write" | "--erase") || is_short_cluster_with(t, &['w', 'E']))
             .then(|| "rewrites the machine's firmware".to_string()),
         "sg_format" => texts
             .iter()
-            .any(|t| *t == "--format" || is_short_cluster(t, &['F']))
+            .any(|t| *t == "--format" || is_short_cluster_with(t, &['F']))
             .then(|| "low-level formats a disk".to_string()),
         "sg_sanitize" => Some("sanitizes (erases) a disk".to_string()),
         "efibootmgr" => texts
@@ -222,7 +222,7 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
                         | "--delete-bootnext"
                         | "--active"
                         | "--inactive"
-                ) || is_short_cluster(t, &['B', 'c', 'C', 'o', 'O', 'n', 'N', 'a', 'A'])
+                ) || is_short_cluster_with(t, &['B', 'c', 'C', 'o', 'O', 'n', 'N', 'a', 'A'])
             })
             .then(|| "changes how the machine boots".to_string()),
         "sysctl" => texts
@@ -231,7 +231,7 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
                 matches!(*t, "--write" | "--load" | "--system" | "-f")
                     || t.starts_with("--load=")
                     || (t.contains('=') && !t.starts_with('-'))
-                    || is_short_cluster(t, &['w', 'p'])
+                    || is_short_cluster_with(t, &['w', 'p'])
             })
             .then(|| "changes the running kernel's settings".to_string()),
         "kexec" => Some("loads or starts another kernel in place of the running one".to_string()),
@@ -248,7 +248,7 @@ pub(crate) fn destructive(name: &str, args: &[Word], cwd: Option<&str>) -> Optio
                         | "--version"
                         | "--show-modversions"
                         | "--dump-modversions"
-                ) || is_short_cluster(t, &['n', 'c', 'D', 'h', 'V'])
+                ) || is_short_cluster_with(t, &['n', 'c', 'D', 'h', 'V'])
             });
             (!only_looks).then(|| "loads or removes a kernel module".to_string())
         }
@@ -635,7 +635,7 @@ pub(crate) fn find_exec_commands(args: &[Word]) -> Vec<String> {
                 .fold(replaced, |text, positional| {
                     text.replace(positional, &found)
                 });
-                format!("'{}'", replaced.replace('\'', r"'\''"))
+                shell_quote(&replaced)
             })
             .collect();
         commands.push(words.join(" "));
@@ -1001,16 +1001,6 @@ fn operands<'t>(texts: &'t [&'t str]) -> impl Iterator<Item = &'t str> {
 /// A value nobody knows before the command runs.
 fn is_unknown(text: &str) -> bool {
     text.contains([VARIABLE, SUBSTITUTION])
-}
-
-/// A short option cluster (`-fa`) holding any of `letters`, case-sensitive.
-fn is_short_cluster(text: &str, letters: &[char]) -> bool {
-    text.strip_prefix('-').is_some_and(|rest| {
-        !rest.starts_with('-')
-            && !rest.is_empty()
-            && rest.chars().all(|c| c.is_ascii_alphanumeric())
-            && rest.chars().any(|c| letters.contains(&c))
-    })
 }
 
 /// `sgdisk`: only its printing and checking options leave the disk alone (or `--pretend`).

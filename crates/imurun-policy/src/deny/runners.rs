@@ -5,7 +5,7 @@
 //! into them can be judged by what feeds it.
 
 use super::inline::Lang;
-use super::lexer::{Dialect, SUBSTITUTION, VARIABLE, Word};
+use super::lexer::{Dialect, SUBSTITUTION, VARIABLE, Word, shell_quote};
 
 /// The language of code a command runs: a shell's, or an interpreter's the deny-list reads
 /// through `inline`.
@@ -325,7 +325,7 @@ pub(crate) fn effective(words: &[Word]) -> Step<'_> {
 fn command_words(language: Language, words: &[Word]) -> Step<'_> {
     let text = words
         .iter()
-        .map(|w| format!("'{}'", w.text.replace('\'', "'\\''")))
+        .map(|w| shell_quote(&w.text))
         .collect::<Vec<_>>()
         .join(" ");
     Step::Code {
@@ -1459,15 +1459,14 @@ fn fan_out(args: &[Word]) -> Step<'_> {
         "--options",
         "--timeout",
     ];
-    let mut i = 0;
-    while let Some(word) = args.get(i) {
-        let text = word.text.as_str();
-        if !text.starts_with('-') {
-            break;
-        }
-        i += if VALUE_OPTIONS.contains(&text) { 2 } else { 1 };
-    }
-    let rest = args.get(i..).unwrap_or_default();
+    let rest = skip_options(
+        args,
+        &Wrapper {
+            name: "pdsh",
+            value_options: VALUE_OPTIONS,
+            positionals: 0,
+        },
+    );
     if rest.is_empty() {
         Step::Nothing
     } else {
@@ -1657,15 +1656,14 @@ fn parallel(args: &[Word]) -> Step<'_> {
         "--workdir",
         "--tmpdir",
     ];
-    let mut i = 0;
-    while let Some(word) = args.get(i) {
-        let text = word.text.as_str();
-        if !text.starts_with('-') || text == "-" {
-            break;
-        }
-        i += if VALUE_OPTIONS.contains(&text) { 2 } else { 1 };
-    }
-    let rest = args.get(i..).unwrap_or_default();
+    let rest = skip_options(
+        args,
+        &Wrapper {
+            name: "parallel",
+            value_options: VALUE_OPTIONS,
+            positionals: 0,
+        },
+    );
     let split = rest
         .iter()
         .position(|w| w.text.starts_with(":::"))
