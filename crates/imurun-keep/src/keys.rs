@@ -1,0 +1,304 @@
+//! Ed25519 keys, their ids, their files, and signatures over bytes.
+//!
+//! A key's id is derived from its public key (the first 16 bytes of its SHA-256, in hexadecimal),
+//! so no two keys can share an id and an id cannot be pointed at another key. Signatures are
+//! checked with `verify_strict`, which also refuses the malleable and small-order forms plain
+//! Ed25519 verification lets through. Secret keys live in files only their owner may read: they
+//! are created `0600` (never over an existing file) and a file others may read is refused, as
+//! `ssh` refuses such a key.
+
+use std::fmt;
+use std::io::Write;
+use std::path::Path;
+
+use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use crate::KeepError;
+
+/// The `type` of a key file.
+pub const KEY_FILE_TYPE: &str = "imurun.key";
+
+/// Hexadecimal characters in a key id (16 bytes).
+pub const KEY_ID_CHARS: usize = 32;
+
+/// A public key and its id.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub struct PublicKey {
+    key: VerifyingKey,
+}
+
+impl PublicKey {
+    /// Reads a public key from 64 hexadecimal characters, refusing bytes that are not a point on
+    /// the curve and the weak (small-order) keys that would let one signature verify for many
+    /// messages.
+    pub fn from_hex(text: &str) -> Result<PublicKey, KeepError> {
+        let bytes = hex_exact::<32>(text, "public key")?;
+        PublicKey::from_bytes(&bytes)
+    }
+
+    /// The key from its 32 bytes (see [`PublicKey::from_hex`]).
+    pub fn from_bytes(bytes: &[u8; 32]) -> Result<PublicKey, KeepError> {
+        let key = VerifyingKey::from_bytes(bytes)
+            .map_err(|_| KeepError::Signature("the public key is not an Ed25519 point".into()))?;
+        if key.is_weak() {
+            return Err(KeepError::Signature(
+                "the public key is a weak (small-order) key".into(),
+            ));
+        }
+        Ok(PublicKey { key })
+    }
+
+    /// The key's 64 lower-case hexadecimal characters.
+    pub fn to_hex(&self) -> String {
+        hex::encode(self.key.as_bytes())
+    }
+
+    /// The key's id: the first 16 bytes of the SHA-256 of the key, in hexadecimal.
+    pub fn key_id(&self) -> String {
+        let digest = Sha256::digest(self.key.as_bytes());
+        hex::encode(&digest[..KEY_ID_CHARS / 2])
+    }
+
+    /// Checks `signature` (128 hexadecimal characters) over `message`.
+    pub fn verify(&self, message: &[u8], signature: &str) -> Result<(), KeepError> {
+        let bytes = hex_exact::<64>(signature, "signature")?;
+        let signature = ed25519_dalek::Signature::from_bytes(&bytes);
+        self.key
+            .verify_strict(message, &signature)
+            .map_err(|_| KeepError::Signature("the signature does not match".into()))
+    }
+}
+
+impl fmt::Debug for PublicKey {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "PublicKey({})", self.key_id())
+    }
+}
+
+/// A secret key. Its `Debug` shows the id only; the secret bytes are wiped when it is dropped
+/// (`ed25519-dalek`'s `zeroize`).
+pub struct KeyPair {
+    key: SigningKey,
+}
+
+impl KeyPair {
+    /// A new key from the operating system's random numbers.
+    pub fn generate() -> Result<KeyPair, KeepError> {
+        let mut seed = [0_u8; 32];
+        crate::random::fill(&mut seed)?;
+        let key = SigningKey::from_bytes(&seed);
+        seed.fill(0);
+        Ok(KeyPair { key })
+    }
+
+    /// The key from its 32 secret bytes.
+    pub fn from_seed(seed: &[u8; 32]) -> KeyPair {
+        KeyPair {
+            key: SigningKey::from_bytes(seed),
+        }
+    }
+
+    /// The public half.
+    pub fn public(&self) -> PublicKey {
+        PublicKey {
+            key: self.key.verifying_key(),
+        }
+    }
+
+    /// The public key's id.
+    pub fn key_id(&self) -> String {
+        self.public().key_id()
+    }
+
+    /// Signs `message`; the signature in 128 lower-case hexadecimal characters.
+    pub fn sign(&self, message: &[u8]) -> String {
+        hex::encode(self.key.sign(message).to_bytes())
+    }
+
+    /// Writes the key to a new file at `path`, readable and writable by its owner only. An
+    /// existing file is never replaced: losing a key by typing the wrong path is not undoable.
+    pub fn write_file(&self, path: &Path) -> Result<(), KeepError> {
+        let file = KeyFile {
+            kind: KEY_FILE_TYPE.to_owned(),
+            algorithm: "ed25519".to_owned(),
+            key_id: self.key_id(),
+            public_key: self.public().to_hex(),
+            secret_key: hex::encode(self.key.to_bytes()),
+        };
+        let text = serde_json::to_vec_pretty(&file).map_err(|error| KeepError::KeyFile {
+            path: path.display().to_string(),
+            reason: error.to_string(),
+        })?;
+        write_private_file(path, &text)
+    }
+
+    /// Reads a key file written by [`KeyPair::write_file`]. A file that its group or others may
+    /// read is refused: the key may already be known to someone else.
+    pub fn read_file(path: &Path) -> Result<KeyPair, KeepError> {
+        let error = |reason: String| KeepError::KeyFile {
+            path: path.display().to_string(),
+            reason,
+        };
+        refuse_shared_file(path)?;
+        let text = std::fs::read(path).map_err(|source| error(source.to_string()))?;
+        let file: KeyFile = serde_json::from_slice(&text)
+            .map_err(|source| error(format!("not a key file: {source}")))?;
+        if file.kind != KEY_FILE_TYPE || file.algorithm != "ed25519" {
+            return Err(error(format!(
+                "its type is {:?} / {:?}, not {KEY_FILE_TYPE:?} / \"ed25519\"",
+                file.kind, file.algorithm
+            )));
+        }
+        let seed =
+            hex_exact::<32>(&file.secret_key, "secret key").map_err(|e| error(e.to_string()))?;
+        let pair = KeyPair::from_seed(&seed);
+        if pair.public().to_hex() != file.public_key || pair.key_id() != file.key_id {
+            return Err(error(
+                "its public key or id does not belong to its secret key".into(),
+            ));
+        }
+        Ok(pair)
+    }
+}
+
+impl fmt::Debug for KeyPair {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(formatter, "KeyPair({})", self.key_id())
+    }
+}
+
+/// A key file on disk.
+#[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct KeyFile {
+    #[serde(rename = "type")]
+    kind: String,
+    algorithm: String,
+    key_id: String,
+    public_key: String,
+    secret_key: String,
+}
+
+/// Creates `path` with `bytes`, mode `0600`, failing if it exists.
+pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<(), KeepError> {
+    let error = |reason: String| KeepError::KeyFile {
+        path: path.display().to_string(),
+        reason,
+    };
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create_new(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    let mut file = options.open(path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
+            error("it exists already; a key file is never replaced".into())
+        } else {
+            error(source.to_string())
+        }
+    })?;
+    file.write_all(bytes)
+        .and_then(|()| file.sync_all())
+        .map_err(|source| error(source.to_string()))
+}
+
+/// Refuses a file its group or others may read or write.
+pub fn refuse_shared_file(path: &Path) -> Result<(), KeepError> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let metadata = std::fs::metadata(path).map_err(|source| KeepError::KeyFile {
+            path: path.display().to_string(),
+            reason: source.to_string(),
+        })?;
+        let mode = metadata.permissions().mode() & 0o777;
+        if mode & 0o077 != 0 {
+            return Err(KeepError::KeyFile {
+                path: path.display().to_string(),
+                reason: format!(
+                    "its mode is {mode:03o}: others may read it; run `chmod 600` on it if it \
+                     is still secret"
+                ),
+            });
+        }
+    }
+    Ok(())
+}
+
+/// Reads exactly `N` bytes from lower-case hexadecimal.
+pub(crate) fn hex_exact<const N: usize>(text: &str, what: &str) -> Result<[u8; N], KeepError> {
+    let valid = text.len() == N * 2
+        && text
+            .bytes()
+            .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte));
+    let mut out = [0_u8; N];
+    if !valid || hex::decode_to_slice(text, &mut out).is_err() {
+        return Err(KeepError::Signature(format!(
+            "the {what} is not {} lower-case hexadecimal characters",
+            N * 2
+        )));
+    }
+    Ok(out)
+}
+
+/// The SHA-256 of `bytes` in lower-case hexadecimal.
+pub fn sha256_hex(bytes: &[u8]) -> String {
+    hex::encode(Sha256::digest(bytes))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_signature_verifies_and_any_changed_byte_does_not() {
+        let pair = KeyPair::from_seed(&[7; 32]);
+        let signature = pair.sign(b"hello");
+        assert!(pair.public().verify(b"hello", &signature).is_ok());
+        assert!(pair.public().verify(b"hellp", &signature).is_err());
+        let other = KeyPair::from_seed(&[8; 32]);
+        assert!(other.public().verify(b"hello", &signature).is_err());
+        assert!(
+            pair.public()
+                .verify(b"hello", &signature.to_uppercase())
+                .is_err()
+        );
+    }
+
+    #[test]
+    fn key_files_are_private_and_never_replaced() {
+        let folder = tempfile::tempdir().expect("temp dir");
+        let path = folder.path().join("key.json");
+        let pair = KeyPair::generate().expect("key");
+        pair.write_file(&path).expect("write");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        let read = KeyPair::read_file(&path).expect("read");
+        assert_eq!(read.key_id(), pair.key_id());
+        let again = KeyPair::generate().expect("key").write_file(&path);
+        assert!(again.is_err_and(|error| error.to_string().contains("never replaced")));
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
+            let refused = KeyPair::read_file(&path);
+            assert!(refused.is_err_and(|error| error.to_string().contains("644")));
+        }
+    }
+
+    #[test]
+    fn weak_public_keys_are_refused() {
+        // The identity point: every signature with R = identity and s = 0 would verify.
+        let mut identity = [0_u8; 32];
+        identity[0] = 1;
+        assert!(PublicKey::from_bytes(&identity).is_err());
+    }
+}

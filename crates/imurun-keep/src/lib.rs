@@ -1,0 +1,32 @@
+//! Keep mode's rules, as pure functions over documents and bytes, and the one place that applies
+//! them to the host's state.
+//!
+//! - [`canonical`]: RFC 8785 canonical JSON, the bytes every signature covers, and the strict
+//!   reader for signed documents;
+//! - [`keys`]: Ed25519 keys, ids, key files and signatures;
+//! - [`host`]: the normal form of a host name before anything stores or compares it;
+//! - [`manifest`]: a pack's manifest, typed and bounded;
+//! - [`documents`]: signed envelopes and the documents the operator signs (policies, ceilings,
+//!   trust roots);
+//! - [`trust`]: which key may sign what, rotation, expiry and rollback;
+//! - [`decision`]: the one format for everything a person's device decides, and its verifier;
+//! - [`journal`]: the hash chain and its check;
+//! - [`vault`]: sealing credentials at rest;
+//! - [`tokens`]: bearer tokens and enrolment codes, kept only as hashes.
+//!
+//! This crate knows nothing of HTTP: the server maps its errors and results to the wire.
+
+pub mod canonical;
+pub mod decision;
+pub mod documents;
+mod error;
+pub mod host;
+pub mod journal;
+pub mod keys;
+pub mod manifest;
+mod random;
+pub mod tokens;
+pub mod trust;
+pub mod vault;
+
+pub use error::KeepError;

@@ -1,0 +1,9 @@
+//! imurun-keep's integration tests: one binary, one module per area.
+
+mod all {
+    mod canonical;
+    mod decisions;
+    mod manifests;
+    mod properties;
+    mod trust;
+}
