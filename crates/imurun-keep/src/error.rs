@@ -45,9 +45,55 @@ pub enum KeepError {
     /// The operating system's random numbers failed.
     #[error("{0}")]
     Random(String),
+    /// No token, or one that is unknown or revoked.
+    #[error("a valid Keep token is needed: `Authorization: Bearer <token>`")]
+    Unauthorized,
+    /// The identity may not do this (a user token on an operator route).
+    #[error("{0}")]
+    Forbidden(String),
+    /// Nothing with this id is visible to the caller: it does not exist, or it is someone
+    /// else's. The two read exactly the same, on purpose.
+    #[error("no such {0} is visible to this token")]
+    NotFound(&'static str),
+    /// A pack names a credential its owner's vault does not hold.
+    #[error("credential {name:?} is not in {owner}'s vault")]
+    MissingCredential { owner: String, name: String },
+    /// The request clashes with the host's state (a key already registered, a trust root
+    /// already installed).
+    #[error("{0}")]
+    Conflict(String),
+    /// Keep mode has not been set up: no trust root.
+    #[error("Keep mode is not set up on this host: run `imurun keep init`")]
+    NotInitialised,
+    /// The store failed.
+    #[error("the Keep store failed: {0}")]
+    Store(#[from] imurun_store::StoreError),
 }
 
 impl KeepError {
+    /// A stable name for the rule that refused: the API's error code and the journal's `rule`.
+    pub fn rule(&self) -> &'static str {
+        match self {
+            KeepError::Canonical(_) => "not_canonical",
+            KeepError::Invalid { .. } => "invalid",
+            KeepError::Signature(_) => "bad_signature",
+            KeepError::Untrusted(_) => "untrusted_key",
+            KeepError::Expired { .. } => "expired",
+            KeepError::RolledBack { .. } => "rolled_back",
+            KeepError::Decision(_) => "decision_refused",
+            KeepError::KeyFile { .. } => "key_file",
+            KeepError::Vault(_) => "vault",
+            KeepError::Random(_) => "random",
+            KeepError::Unauthorized => "unauthorized",
+            KeepError::Forbidden(_) => "forbidden",
+            KeepError::NotFound(_) => "not_found",
+            KeepError::MissingCredential { .. } => "missing_credential",
+            KeepError::Conflict(_) => "conflict",
+            KeepError::NotInitialised => "keep_not_initialised",
+            KeepError::Store(_) => "store",
+        }
+    }
+
     /// A field error.
     pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> KeepError {
         KeepError::Invalid {

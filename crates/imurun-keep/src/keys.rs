@@ -61,6 +61,11 @@ impl PublicKey {
         hex::encode(&digest[..KEY_ID_CHARS / 2])
     }
 
+    /// The SHA-256 of the key's 32 bytes, in hexadecimal: how a decision names a key it enrols.
+    pub fn sha256(&self) -> String {
+        sha256_hex(self.key.as_bytes())
+    }
+
     /// Checks `signature` (128 hexadecimal characters) over `message`.
     pub fn verify(&self, message: &[u8], signature: &str) -> Result<(), KeepError> {
         let bytes = hex_exact::<64>(signature, "signature")?;
@@ -98,6 +103,11 @@ impl KeyPair {
         KeyPair {
             key: SigningKey::from_bytes(seed),
         }
+    }
+
+    /// A second copy of the key (for a service that keeps its own).
+    pub(crate) fn clone_pair(&self) -> KeyPair {
+        KeyPair::from_seed(&self.key.to_bytes())
     }
 
     /// The public half.

@@ -12,7 +12,9 @@
 //! - [`decision`]: the one format for everything a person's device decides, and its verifier;
 //! - [`journal`]: the hash chain and its check;
 //! - [`vault`]: sealing credentials at rest;
-//! - [`tokens`]: bearer tokens and enrolment codes, kept only as hashes.
+//! - [`tokens`]: bearer tokens and enrolment codes, kept only as hashes;
+//! - [`init`]: `keep init`'s folder, keys and first trust root, and opening the service;
+//! - [`service`]: the rules applied to the host's state in the store, one method per request.
 //!
 //! This crate knows nothing of HTTP: the server maps its errors and results to the wire.
 
@@ -21,10 +23,12 @@ pub mod decision;
 pub mod documents;
 mod error;
 pub mod host;
+pub mod init;
 pub mod journal;
 pub mod keys;
 pub mod manifest;
 mod random;
+pub mod service;
 pub mod tokens;
 pub mod trust;
 pub mod vault;

@@ -32,7 +32,6 @@ impl Trust {
     pub fn install(envelope: &Signed, now: i64) -> Result<Trust, KeepError> {
         let root = TrustRoot::from_document(&envelope.signed)?;
         let trust = Trust { root };
-        trust.key_for(&envelope.signature, KeyRole::Policy)?;
         trust.check_signed(envelope, KeyRole::Policy, TRUST_ROOT_TYPE)?;
         check_expiry("the trust root", trust.root.expires_at, now)?;
         Ok(trust)
@@ -40,8 +39,22 @@ impl Trust {
 
     /// A stored trust root read back; `highest` is the highest root version the host accepted.
     /// The stored root must be that version: an older one restored is refused.
+    ///
+    /// A rotated root is signed by a key of the root before it, which the new root may list as
+    /// retired: its signature was checked against that root when it was accepted, so here any
+    /// policy key the root lists, retired or not, may have signed it.
     pub fn load(envelope: &Signed, highest: i64, now: i64) -> Result<Trust, KeepError> {
-        let trust = Trust::install(envelope, now)?;
+        let root = TrustRoot::from_document(&envelope.signed)?;
+        let listed = root
+            .keys
+            .iter()
+            .find(|key| key.key_id == envelope.signature.key_id && key.role == KeyRole::Policy)
+            .ok_or_else(|| {
+                KeepError::Untrusted("the stored trust root is not signed by a key it lists".into())
+            })?;
+        envelope.verify_with(&PublicKey::from_hex(&listed.public_key)?, TRUST_ROOT_TYPE)?;
+        check_expiry("the trust root", root.expires_at, now)?;
+        let trust = Trust { root };
         if trust.root.version != highest {
             return Err(KeepError::RolledBack {
                 what: "the stored trust root".into(),

@@ -5,5 +5,7 @@ mod all {
     mod decisions;
     mod manifests;
     mod properties;
+    mod service;
+    mod support;
     mod trust;
 }

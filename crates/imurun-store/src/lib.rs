@@ -16,7 +16,8 @@
 //!
 //! Every input has a stated bound (the `*_MAX` constants) and is checked before it reaches a
 //! query; a refused input is a [`StoreError`], never a panic. The store stamps every time itself,
-//! in milliseconds since the Unix epoch. Keep state joins as a further table and module.
+//! in milliseconds since the Unix epoch. Keep mode's tables are in `keep.rs`: every Keep write is a [`KeepTx`], which
+//! serialises Keep's writes and appends to the hash-chained journal in the same transaction.
 //!
 //! The queries are written to run unchanged on PostgreSQL (`$n` placeholders, portable types,
 //! `RETURNING` and `ON CONFLICT`, which both dialects have), so that Keep hosts can move there;
@@ -29,6 +30,7 @@ mod audit_writer;
 mod bounds;
 mod clock;
 mod error;
+mod keep;
 mod sessions;
 mod settings;
 mod store;
@@ -39,6 +41,10 @@ pub use audit::{AUDIT_READ_ROWS_MAX, AuditRow};
 pub use audit_writer::{AuditStats, AuditWriter, AuditWriterOptions};
 pub use bounds::ID_CHARS_MAX;
 pub use error::StoreError;
+pub use keep::{
+    AgentRow, DeviceRow, DocumentRow, JournalDraft, JournalRow, KEEP_JOURNAL_READ_ROWS_MAX,
+    KEEP_LIST_ROWS_MAX, KeepTx, NewAgent, TokenRow, VaultEntryRow,
+};
 pub use sessions::{SESSION_LIST_ROWS_MAX, SESSION_TITLE_CHARS_MAX, Session};
 pub use settings::{SETTING_VALUE_BYTES_MAX, SETTINGS_MAX, SETTINGS_WRITE_ENTRIES_MAX};
 pub use store::Store;

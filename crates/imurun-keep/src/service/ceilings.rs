@@ -1,0 +1,184 @@
+//! Per-user ceilings (operator-signed, versioned) and trust-root rotation.
+//!
+//! A user without a ceiling, or whose ceiling expired, has the empty ceiling
+//! ([`Ceiling::empty`]). A stored ceiling whose version is not the highest accepted for its user
+//! (an old row restored) is refused, and the empty ceiling applies: deny by default.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{CEILING_KIND, Identity, KeepService, TRUST_ROOT_KIND, append, envelope_text};
+use crate::KeepError;
+use crate::documents::{Ceiling, Signed, TrustRoot};
+use crate::trust::check_increases;
+
+/// A user's ceiling as the API shows it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CeilingView {
+    /// The ceiling in force (the empty ceiling when none is).
+    pub ceiling: Ceiling,
+    /// Why the empty ceiling applies, when it does: `none set`, `expired`, `rolled back`.
+    pub empty_because: Option<String>,
+}
+
+impl KeepService {
+    /// Sets `user`'s ceiling (operator only): signed by an active policy key, for that user, not
+    /// expired, and of a higher version than any accepted before.
+    pub async fn put_ceiling(
+        &self,
+        caller: &Identity,
+        user: &str,
+        envelope: &Signed,
+    ) -> Result<Ceiling, KeepError> {
+        caller.require_operator()?;
+        crate::documents::check_user(user, "user")?;
+        let subject = format!("ceiling:{user}");
+        match self.try_put_ceiling(caller, user, envelope).await {
+            Ok(ceiling) => Ok(ceiling),
+            Err(error) => {
+                self.refuse(caller, Some(user), "ceiling", &subject, error)
+                    .await
+            }
+        }
+    }
+
+    async fn try_put_ceiling(
+        &self,
+        caller: &Identity,
+        user: &str,
+        envelope: &Signed,
+    ) -> Result<Ceiling, KeepError> {
+        let trust = self.trust().await?;
+        let ceiling = trust.verify_ceiling(envelope, self.now_s())?;
+        if ceiling.user != user {
+            return Err(KeepError::invalid(
+                "ceiling.user",
+                format!("the ceiling is for {}, not {user}", ceiling.user),
+            ));
+        }
+        let text = envelope_text(envelope)?;
+        let mut tx = self.store().keep_begin().await?;
+        let highest = tx.high_water(CEILING_KIND, user).await?;
+        check_increases(&format!("the ceiling for {user}"), ceiling.version, highest)?;
+        tx.put_document(CEILING_KIND, user, ceiling.version, &text)
+            .await?;
+        tx.raise_high_water(CEILING_KIND, user, ceiling.version)
+            .await?;
+        let detail = json!({
+            "user": user,
+            "version": ceiling.version,
+            "expires_at": ceiling.expires_at,
+            "ceiling_sha256": envelope.document_sha256()?,
+            "policy_key_id": envelope.signature.key_id,
+            "egress": ceiling.egress,
+            "credentials": ceiling.credentials,
+            "memory": ceiling.memory,
+            "model_socket": ceiling.model_socket,
+            "resources": ceiling.resources,
+        });
+        let subject = format!("ceiling:{user}@{}", ceiling.version);
+        append(&mut tx, caller, Some(user), "ceiling", &subject, detail).await?;
+        tx.commit().await?;
+        Ok(ceiling)
+    }
+
+    /// `user`'s ceiling in force. The operator may read anyone's; a user only their own, and
+    /// another user's answers exactly as a user that does not exist.
+    pub async fn ceiling(&self, caller: &Identity, user: &str) -> Result<CeilingView, KeepError> {
+        if let Some(own) = caller.user()
+            && own != user
+        {
+            return Err(KeepError::NotFound("ceiling"));
+        }
+        if crate::documents::check_user(user, "user").is_err() {
+            return Err(KeepError::NotFound("ceiling"));
+        }
+        self.ceiling_in_force(user).await
+    }
+
+    /// `user`'s ceiling in force, whoever asks (for the host's own decisions).
+    pub async fn ceiling_in_force(&self, user: &str) -> Result<CeilingView, KeepError> {
+        let empty = |because: &str| CeilingView {
+            ceiling: Ceiling::empty(user),
+            empty_because: Some(because.to_owned()),
+        };
+        let Some(row) = self.store().keep_document(CEILING_KIND, user).await? else {
+            return Ok(empty("none set"));
+        };
+        let highest = self.store().keep_high_water(CEILING_KIND, user).await?;
+        if row.version != highest {
+            return Ok(empty(
+                "rolled back: the stored ceiling is older than one accepted",
+            ));
+        }
+        let envelope = Signed::from_text(row.envelope.as_bytes())?;
+        let ceiling = Ceiling::from_document(&envelope.signed)?;
+        if ceiling.user != user || ceiling.version != row.version {
+            return Ok(empty("the stored ceiling does not match its row"));
+        }
+        if ceiling.expires_at <= self.now_s() {
+            return Ok(empty("expired"));
+        }
+        Ok(CeilingView {
+            ceiling,
+            empty_because: None,
+        })
+    }
+
+    /// Puts a new trust root in force (operator only): signed by an active policy key of the
+    /// current root, a higher version, not expired.
+    pub async fn rotate_trust_root(
+        &self,
+        caller: &Identity,
+        envelope: &Signed,
+    ) -> Result<TrustRoot, KeepError> {
+        caller.require_operator()?;
+        match self.try_rotate(caller, envelope).await {
+            Ok(root) => Ok(root),
+            Err(error) => {
+                self.refuse(caller, None, "trust_root", "trust_root", error)
+                    .await
+            }
+        }
+    }
+
+    async fn try_rotate(
+        &self,
+        caller: &Identity,
+        envelope: &Signed,
+    ) -> Result<TrustRoot, KeepError> {
+        let current = self.trust().await?;
+        let next = current.rotate(envelope, self.now_s())?;
+        let version = next.root().version;
+        let text = envelope_text(envelope)?;
+        let mut tx = self.store().keep_begin().await?;
+        let highest = tx.high_water(TRUST_ROOT_KIND, "").await?;
+        check_increases("the trust root", version, highest)?;
+        tx.put_document(TRUST_ROOT_KIND, "", version, &text).await?;
+        tx.raise_high_water(TRUST_ROOT_KIND, "", version).await?;
+        let detail = json!({
+            "version": version,
+            "previous_version": current.root().version,
+            "root_sha256": envelope.document_sha256()?,
+            "signed_by": envelope.signature.key_id,
+            "keys": next.root().keys.iter().map(|key| json!({"key_id": key.key_id, "role": key.role, "retired": key.retired})).collect::<Vec<_>>(),
+        });
+        append(
+            &mut tx,
+            caller,
+            None,
+            "trust_root",
+            &format!("trust_root@{version}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(next.root().clone())
+    }
+
+    /// The trust root in force (operator only).
+    pub async fn trust_root(&self, caller: &Identity) -> Result<TrustRoot, KeepError> {
+        caller.require_operator()?;
+        Ok(self.trust().await?.root().clone())
+    }
+}

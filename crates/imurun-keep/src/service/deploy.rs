@@ -1,0 +1,266 @@
+//! Deploying agents (operator only) and listing them.
+//!
+//! A deploy is accepted only when every check holds, in this order: the caller is the operator;
+//! the bundle is a WebAssembly component within [`BUNDLE_BYTES_MAX`]; an active signer key of
+//! the trust root signed its SHA-256; an active policy key signed the policy, which has not
+//! expired, names that SHA-256 and holds a valid manifest; the version is above every version
+//! deployed for the name (the high-water mark, which outlives deleted rows); and every
+//! credential the manifest names is in the operator's vault. A refusal is journaled with its
+//! rule.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::{AGENT_KIND, Identity, KeepService, append, envelope_text};
+use crate::KeepError;
+use crate::documents::{Signature, Signed};
+use crate::manifest::Manifest;
+use crate::trust::check_increases;
+
+/// The largest bundle, in bytes.
+pub const BUNDLE_BYTES_MAX: usize = 16 << 20;
+
+/// The first eight bytes of a WebAssembly component (the magic and the component layer's
+/// version); a core module has `01 00 00 00` after the magic instead.
+const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+
+/// What a deploy sends.
+#[derive(Debug, Clone)]
+pub struct DeployRequest {
+    /// The component's bytes.
+    pub bundle: Vec<u8>,
+    /// A trusted signer's signature over the bundle's SHA-256.
+    pub bundle_signature: Signature,
+    /// The operator's signed policy holding the manifest.
+    pub policy: Signed,
+}
+
+/// A deployed agent, as the operator sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AgentView {
+    pub name: String,
+    pub version: i64,
+    pub owner: String,
+    pub bundle_sha256: String,
+    pub bundle_size: i64,
+    pub signer_key_id: String,
+    pub policy_key_id: String,
+    pub manifest: Value,
+    pub deployed_at_ms: i64,
+}
+
+/// A deployed agent, as a user sees it: what it is, not how it is signed or what it may reach.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct PublicAgentView {
+    pub name: String,
+    pub version: i64,
+    pub description: String,
+}
+
+impl KeepService {
+    /// Deploys an agent version (see the module's comment for the checks).
+    pub async fn deploy(
+        &self,
+        caller: &Identity,
+        request: DeployRequest,
+    ) -> Result<AgentView, KeepError> {
+        caller.require_operator()?;
+        let subject = request
+            .policy
+            .signed
+            .get("agent")
+            .and_then(Value::as_str)
+            .map_or_else(
+                || "agent:?".to_owned(),
+                |name| format!("agent:{}", crate::manifest::cut(name)),
+            );
+        match self.try_deploy(caller, &request).await {
+            Ok(view) => Ok(view),
+            Err(error) => self.refuse(caller, None, "deploy", &subject, error).await,
+        }
+    }
+
+    async fn try_deploy(
+        &self,
+        caller: &Identity,
+        request: &DeployRequest,
+    ) -> Result<AgentView, KeepError> {
+        check_bundle(&request.bundle)?;
+        let trust = self.trust().await?;
+        let bundle_sha256 = trust.verify_bundle(&request.bundle, &request.bundle_signature)?;
+        let (policy, manifest) = trust.verify_policy(&request.policy, self.now_s())?;
+        if policy.bundle_sha256 != bundle_sha256 {
+            return Err(KeepError::invalid(
+                "policy.bundle_sha256",
+                "the policy governs another bundle than the one sent",
+            ));
+        }
+        for credential in &manifest.credentials {
+            let present = self
+                .store()
+                .keep_vault_sealed("operator", &credential.name)
+                .await?
+                .is_some();
+            if !present {
+                return Err(KeepError::MissingCredential {
+                    owner: "operator".into(),
+                    name: credential.name.clone(),
+                });
+            }
+        }
+        let manifest_json = serde_json::to_value(&manifest)
+            .map_err(|error| KeepError::Canonical(error.to_string()))?;
+        let signature_text = serde_json::to_string(&request.bundle_signature)
+            .map_err(|error| KeepError::Canonical(error.to_string()))?;
+        let policy_text = envelope_text(&request.policy)?;
+        let manifest_text = manifest_json.to_string();
+
+        let mut tx = self.store().keep_begin().await?;
+        let highest = tx.high_water(AGENT_KIND, &manifest.name).await?;
+        check_increases(
+            &format!("agent {}", manifest.name),
+            manifest.version,
+            highest,
+        )?;
+        tx.insert_agent(&imurun_store::NewAgent {
+            name: &manifest.name,
+            version: manifest.version,
+            owner: "operator",
+            bundle_sha256: &bundle_sha256,
+            bundle: &request.bundle,
+            bundle_signature: &signature_text,
+            policy: &policy_text,
+            manifest: &manifest_text,
+        })
+        .await?;
+        tx.raise_high_water(AGENT_KIND, &manifest.name, manifest.version)
+            .await?;
+        let detail = deploy_detail(&manifest, &bundle_sha256, request)?;
+        let subject = format!("agent:{}@{}", manifest.name, manifest.version);
+        append(&mut tx, caller, None, "deploy", &subject, detail).await?;
+        tx.commit().await?;
+        self.agent(caller, &manifest.name).await
+    }
+
+    /// The operator's view of agent `name` in force.
+    pub async fn agent(&self, caller: &Identity, name: &str) -> Result<AgentView, KeepError> {
+        caller.require_operator()?;
+        let row = self
+            .store()
+            .keep_agent(name)
+            .await?
+            .ok_or(KeepError::NotFound("agent"))?;
+        self.check_agent_row(&row).await?;
+        agent_view(row)
+    }
+
+    /// Every agent in force: the operator's full view.
+    pub async fn agents(&self, caller: &Identity) -> Result<Vec<AgentView>, KeepError> {
+        caller.require_operator()?;
+        let mut views = Vec::new();
+        for row in self.store().keep_agents().await? {
+            self.check_agent_row(&row).await?;
+            views.push(agent_view(row)?);
+        }
+        Ok(views)
+    }
+
+    /// Every agent in force, as any identity may see it.
+    pub async fn public_agents(&self) -> Result<Vec<PublicAgentView>, KeepError> {
+        let mut views = Vec::new();
+        for row in self.store().keep_agents().await? {
+            if self.check_agent_row(&row).await.is_err() {
+                continue;
+            }
+            let manifest: Manifest = serde_json::from_str(&row.manifest)
+                .map_err(|error| KeepError::Canonical(error.to_string()))?;
+            views.push(PublicAgentView {
+                name: row.name,
+                version: row.version,
+                description: manifest.description,
+            });
+        }
+        Ok(views)
+    }
+
+    /// A stored agent is in force only at its high-water version: when newer rows were deleted
+    /// (an old database restored), the old version is refused rather than served.
+    async fn check_agent_row(&self, row: &imurun_store::AgentRow) -> Result<(), KeepError> {
+        let highest = self.store().keep_high_water(AGENT_KIND, &row.name).await?;
+        if row.version != highest {
+            return Err(KeepError::RolledBack {
+                what: format!("the stored agent {}", row.name),
+                version: row.version,
+                highest,
+            });
+        }
+        Ok(())
+    }
+}
+
+fn check_bundle(bundle: &[u8]) -> Result<(), KeepError> {
+    if bundle.len() > BUNDLE_BYTES_MAX {
+        return Err(KeepError::invalid(
+            "bundle",
+            format!(
+                "{} bytes, more than the {BUNDLE_BYTES_MAX} allowed",
+                bundle.len()
+            ),
+        ));
+    }
+    if !bundle.starts_with(&COMPONENT_HEADER) {
+        return Err(KeepError::invalid(
+            "bundle",
+            "not a WebAssembly component (it must start with `\\0asm` and the component layer's \
+             version)",
+        ));
+    }
+    Ok(())
+}
+
+/// What the journal keeps of a deploy: names, versions, hashes and the authority granted; never
+/// the bundle.
+fn deploy_detail(
+    manifest: &Manifest,
+    bundle_sha256: &str,
+    request: &DeployRequest,
+) -> Result<Value, KeepError> {
+    Ok(json!({
+        "agent": manifest.name,
+        "version": manifest.version,
+        "bundle_sha256": bundle_sha256,
+        "bundle_size": request.bundle.len(),
+        "policy_sha256": request.policy.document_sha256()?,
+        "signer_key_id": request.bundle_signature.key_id,
+        "policy_key_id": request.policy.signature.key_id,
+        "egress_mode": manifest.egress.mode,
+        "egress": manifest.egress.rules,
+        "credentials": manifest.credentials.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
+        "memory": manifest.memory,
+        "model_socket": manifest.model_socket,
+        "card": manifest.card,
+        "resources": manifest.resources,
+    }))
+}
+
+fn agent_view(row: imurun_store::AgentRow) -> Result<AgentView, KeepError> {
+    let read = |text: &str| {
+        serde_json::from_str::<Value>(text).map_err(|error| KeepError::Canonical(error.to_string()))
+    };
+    let signature = read(&row.bundle_signature)?;
+    let policy = read(&row.policy)?;
+    Ok(AgentView {
+        name: row.name,
+        version: row.version,
+        owner: row.owner,
+        bundle_sha256: row.bundle_sha256,
+        bundle_size: row.bundle_size,
+        signer_key_id: signature["key_id"].as_str().unwrap_or_default().to_owned(),
+        policy_key_id: policy["signature"]["key_id"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        manifest: read(&row.manifest)?,
+        deployed_at_ms: row.deployed_at_ms,
+    })
+}

@@ -1,0 +1,273 @@
+//! Users' device keys: enrolment codes (operator), the first device (token plus code), later
+//! devices (a decision signed by an existing device), retiring, and the decision verifier with
+//! its nonce consumed in the same write as what the decision allows.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Identity, KeepService, append};
+use crate::KeepError;
+use crate::decision::{Decision, DecisionKind, DeviceKey, Expected, verify_decision};
+use crate::documents::{Signed, check_user};
+use crate::keys::PublicKey;
+use crate::tokens::{ENROL_CODE_PREFIX, TOKEN_BYTES_MAX, new_secret, secret_hash};
+
+/// How long an enrolment code works by default, in seconds.
+pub const ENROL_CODE_TTL_S_DEFAULT: i64 = 15 * 60;
+/// The longest an enrolment code may work, in seconds.
+pub const ENROL_CODE_TTL_S_MAX: i64 = 7 * 24 * 60 * 60;
+/// Characters of a device's label.
+pub const DEVICE_LABEL_CHARS_MAX: usize = 64;
+
+/// How a new device proves it is the user's.
+#[derive(Debug, Clone)]
+pub enum EnrolProof {
+    /// The user's first device: a one-time code the operator issued.
+    Code(String),
+    /// Any later device: an `enrol_device` decision signed by one of the user's devices.
+    Decision(Signed),
+}
+
+/// A device key as the API shows it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DeviceView {
+    pub key_id: String,
+    pub public_key: String,
+    pub label: String,
+    pub created_at_ms: i64,
+    pub retired_at_ms: Option<i64>,
+}
+
+impl KeepService {
+    /// Issues a one-time enrolment code for `user` (operator only), working for `ttl_s` seconds.
+    pub async fn enrol_code(
+        &self,
+        caller: &Identity,
+        user: &str,
+        ttl_s: i64,
+    ) -> Result<String, KeepError> {
+        caller.require_operator()?;
+        check_user(user, "user")?;
+        crate::manifest::check_range(ttl_s, 1, ENROL_CODE_TTL_S_MAX, "ttl_s")?;
+        let code = new_secret(ENROL_CODE_PREFIX)?;
+        let expires_at_ms = self.now_s().saturating_add(ttl_s).saturating_mul(1_000);
+        let mut tx = self.store().keep_begin().await?;
+        tx.insert_enrol_code(&secret_hash(&code), user, expires_at_ms)
+            .await?;
+        let detail = json!({"user": user, "expires_at_ms": expires_at_ms});
+        append(
+            &mut tx,
+            caller,
+            Some(user),
+            "enrol_code",
+            &format!("user:{user}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(code)
+    }
+
+    /// Registers a device key for the calling user.
+    pub async fn enrol_device(
+        &self,
+        caller: &Identity,
+        public_key: &str,
+        label: &str,
+        proof: EnrolProof,
+    ) -> Result<DeviceView, KeepError> {
+        let Some(user) = caller.user() else {
+            return Err(KeepError::Forbidden(
+                "devices belong to users: enrol with the user's token".into(),
+            ));
+        };
+        let subject = format!("device:{}", crate::manifest::cut(public_key));
+        match self.try_enrol(caller, user, public_key, label, proof).await {
+            Ok(view) => Ok(view),
+            Err(error) => {
+                self.refuse(caller, Some(user), "enrol_device", &subject, error)
+                    .await
+            }
+        }
+    }
+
+    async fn try_enrol(
+        &self,
+        caller: &Identity,
+        user: &str,
+        public_key: &str,
+        label: &str,
+        proof: EnrolProof,
+    ) -> Result<DeviceView, KeepError> {
+        let key = PublicKey::from_hex(public_key)
+            .map_err(|error| KeepError::invalid("public_key", error.to_string()))?;
+        if label.chars().count() > DEVICE_LABEL_CHARS_MAX
+            || label.chars().any(crate::manifest::is_hidden_control)
+        {
+            return Err(KeepError::invalid(
+                "label",
+                format!("at most {DEVICE_LABEL_CHARS_MAX} characters of plain text"),
+            ));
+        }
+        let key_id = key.key_id();
+        let expected_hashes = BTreeMap::from([("public_key".to_owned(), key.sha256())]);
+        // Read before the write lock: the decision's device and the ceiling version.
+        let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
+        let signer = match &proof {
+            EnrolProof::Decision(envelope) => self.device_key(&envelope.signature.key_id).await?,
+            EnrolProof::Code(_) => None,
+        };
+        let mut tx = self.store().keep_begin().await?;
+        let existing = tx.device_count(user).await?;
+        let how = match proof {
+            EnrolProof::Code(code) => {
+                if existing > 0 {
+                    return Err(KeepError::Forbidden(format!(
+                        "{user} has a device already: a new one needs an `enrol_device` decision \
+                         signed by an existing device, not a code"
+                    )));
+                }
+                if code.len() > TOKEN_BYTES_MAX
+                    || !tx
+                        .use_enrol_code(
+                            &secret_hash(&code),
+                            user,
+                            self.now_s().saturating_mul(1_000),
+                        )
+                        .await?
+                {
+                    return Err(KeepError::Forbidden(
+                        "the enrolment code is unknown, used, expired or another user's".into(),
+                    ));
+                }
+                json!({"proof": "enrol_code"})
+            }
+            EnrolProof::Decision(envelope) => {
+                let expected = Expected {
+                    kind: DecisionKind::EnrolDevice,
+                    subject: &key_id,
+                    hashes: &expected_hashes,
+                    ceiling_version,
+                    policy_version: 0,
+                    user,
+                };
+                let decision =
+                    verify_decision(&envelope, &expected, |_| signer.clone(), self.now_s())?;
+                use_nonce(&mut tx, &decision, self.now_s()).await?;
+                json!({"proof": "decision", "decided_by": decision.device_key_id, "nonce": decision.nonce})
+            }
+        };
+        tx.insert_device(&key_id, user, public_key, label)
+            .await
+            .map_err(|error| match error {
+                imurun_store::StoreError::AlreadyExists { .. } => {
+                    KeepError::Conflict("this device key is registered already".into())
+                }
+                other => other.into(),
+            })?;
+        let mut detail = json!({"key_id": key_id, "label": label, "action": "enrol"});
+        if let (Some(target), Some(source)) = (detail.as_object_mut(), how.as_object()) {
+            target.extend(source.clone());
+        }
+        append(
+            &mut tx,
+            caller,
+            Some(user),
+            "device",
+            &format!("device:{key_id}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        self.device(caller, &key_id).await
+    }
+
+    /// The calling user's device keys.
+    pub async fn devices(&self, caller: &Identity) -> Result<Vec<DeviceView>, KeepError> {
+        let Some(user) = caller.user() else {
+            return Ok(Vec::new());
+        };
+        Ok(self
+            .store()
+            .keep_devices(user)
+            .await?
+            .into_iter()
+            .map(device_view)
+            .collect())
+    }
+
+    /// One of the calling user's device keys; another user's answers as one that does not exist.
+    pub async fn device(&self, caller: &Identity, key_id: &str) -> Result<DeviceView, KeepError> {
+        let row = self.store().keep_device(key_id).await?;
+        match (row, caller.user()) {
+            (Some(row), Some(user)) if row.user_name == user => Ok(device_view(row)),
+            _ => Err(KeepError::NotFound("device")),
+        }
+    }
+
+    /// Retires one of the calling user's device keys: it signs nothing from now on.
+    pub async fn retire_device(
+        &self,
+        caller: &Identity,
+        key_id: &str,
+    ) -> Result<DeviceView, KeepError> {
+        let user = caller.user().ok_or(KeepError::NotFound("device"))?;
+        let mut tx = self.store().keep_begin().await?;
+        if !tx.retire_device(key_id, user).await? {
+            return Err(KeepError::NotFound("device"));
+        }
+        let detail = json!({"key_id": key_id, "action": "retire"});
+        append(
+            &mut tx,
+            caller,
+            Some(user),
+            "device",
+            &format!("device:{key_id}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        self.device(caller, key_id).await
+    }
+
+    /// The registered device key with this id, for a decision's verifier.
+    pub(crate) async fn device_key(&self, key_id: &str) -> Result<Option<DeviceKey>, KeepError> {
+        let Some(row) = self.store().keep_device(key_id).await? else {
+            return Ok(None);
+        };
+        Ok(Some(DeviceKey {
+            key_id: row.key_id,
+            public_key: PublicKey::from_hex(&row.public_key)?,
+            user: row.user_name,
+            retired: row.retired_at_ms.is_some(),
+        }))
+    }
+}
+
+/// Consumes a verified decision's nonce in `tx`; refused when it was used before.
+pub(crate) async fn use_nonce(
+    tx: &mut imurun_store::KeepTx,
+    decision: &Decision,
+    now_s: i64,
+) -> Result<(), KeepError> {
+    if tx
+        .use_nonce(&decision.user, &decision.nonce, decision.expires_at, now_s)
+        .await?
+    {
+        Ok(())
+    } else {
+        Err(KeepError::Decision("its nonce was used already".into()))
+    }
+}
+
+fn device_view(row: imurun_store::DeviceRow) -> DeviceView {
+    DeviceView {
+        key_id: row.key_id,
+        public_key: row.public_key,
+        label: row.label,
+        created_at_ms: row.created_at_ms,
+        retired_at_ms: row.retired_at_ms,
+    }
+}

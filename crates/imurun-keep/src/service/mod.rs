@@ -1,0 +1,370 @@
+//! The Keep service: the rules of this crate applied to the host's state in the store. One
+//! method per thing a caller can ask; each checks who asks ([`Identity`]), applies the rules,
+//! writes in one [`KeepTx`](imurun_store::KeepTx) with its journal entry, and journals refusals.
+//! The server maps its results and errors to HTTP; the binary's `imurun keep` commands call it
+//! directly with [`Identity::local_operator`].
+
+mod ceilings;
+mod deploy;
+mod devices;
+mod journal_access;
+mod vault_access;
+
+use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use imurun_store::{JournalDraft, KeepTx, Store};
+use serde_json::{Value, json};
+
+use crate::KeepError;
+use crate::documents::Signed;
+use crate::journal::JournalEntry;
+use crate::keys::KeyPair;
+use crate::tokens::{TOKEN_BYTES_MAX, TOKEN_PREFIX, new_secret, secret_hash, token_id};
+use crate::trust::Trust;
+use crate::vault::VaultKey;
+
+pub use ceilings::CeilingView;
+pub use deploy::{AgentView, BUNDLE_BYTES_MAX, DeployRequest, PublicAgentView};
+pub use devices::{
+    DEVICE_LABEL_CHARS_MAX, DeviceView, ENROL_CODE_TTL_S_DEFAULT, ENROL_CODE_TTL_S_MAX, EnrolProof,
+};
+pub use journal_access::JournalView;
+pub use vault_access::{VAULT_ENTRIES_MAX, VaultEntryView};
+
+/// The `kind` of the trust root's row and high-water mark.
+pub(crate) const TRUST_ROOT_KIND: &str = "trust_root";
+/// The `kind` of ceilings' rows and high-water marks.
+pub(crate) const CEILING_KIND: &str = "ceiling";
+/// The `kind` of agents' high-water marks.
+pub(crate) const AGENT_KIND: &str = "agent";
+
+/// Who is asking.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Identity {
+    /// The operator: deploys, ceilings, trust, tokens, enrolment codes, the whole journal.
+    Operator {
+        /// The token's id (`local` for the host's own command line).
+        token_id: String,
+    },
+    /// A user: their own vault entries, devices, ceiling and journal entries.
+    User { name: String, token_id: String },
+}
+
+impl Identity {
+    /// The operator at the host's own command line (`imurun keep ...`), who holds the database.
+    pub fn local_operator() -> Identity {
+        Identity::Operator {
+            token_id: "local".to_owned(),
+        }
+    }
+
+    /// How the journal names the actor: `operator` or `user:<name>`.
+    pub fn actor(&self) -> String {
+        match self {
+            Identity::Operator { .. } => "operator".to_owned(),
+            Identity::User { name, .. } => format!("user:{name}"),
+        }
+    }
+
+    /// The user's name, for a user.
+    pub fn user(&self) -> Option<&str> {
+        match self {
+            Identity::Operator { .. } => None,
+            Identity::User { name, .. } => Some(name),
+        }
+    }
+
+    /// Refuses anyone but the operator.
+    pub fn require_operator(&self) -> Result<(), KeepError> {
+        match self {
+            Identity::Operator { .. } => Ok(()),
+            Identity::User { .. } => Err(KeepError::Forbidden(
+                "this route is the operator's; a user token cannot use it".into(),
+            )),
+        }
+    }
+
+    /// The vault owner of the caller's own entries: `operator` or `user:<name>`.
+    pub(crate) fn vault_owner(&self) -> String {
+        self.actor()
+    }
+}
+
+/// A token's role.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TokenRole {
+    Operator,
+    User(String),
+}
+
+/// A token just made: shown once.
+#[derive(Debug)]
+pub struct NewToken {
+    pub id: String,
+    pub token: String,
+}
+
+/// Seconds since the Unix epoch, from the host's clock or a test's.
+pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
+
+/// The system clock in seconds.
+pub fn system_clock() -> Clock {
+    Arc::new(|| {
+        SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |since| {
+                i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
+            })
+    })
+}
+
+/// The Keep service over one store.
+#[derive(Clone)]
+pub struct KeepService {
+    store: Store,
+    vault_key: Arc<VaultKey>,
+    host_key: Arc<KeyPair>,
+    clock: Clock,
+}
+
+impl std::fmt::Debug for KeepService {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("KeepService")
+            .field("host_key", &self.host_key)
+            .finish_non_exhaustive()
+    }
+}
+
+impl KeepService {
+    /// The service over `store`, with the host's vault and host keys.
+    pub fn new(store: Store, vault_key: VaultKey, host_key: KeyPair, clock: Clock) -> KeepService {
+        KeepService {
+            store,
+            vault_key: Arc::new(vault_key),
+            host_key: Arc::new(host_key),
+            clock,
+        }
+    }
+
+    /// The host key's public half: what the host signs approved tools' bundles with.
+    pub fn host_key_id(&self) -> String {
+        self.host_key.key_id()
+    }
+
+    pub(crate) fn now_s(&self) -> i64 {
+        (self.clock)()
+    }
+
+    pub(crate) fn store(&self) -> &Store {
+        &self.store
+    }
+
+    pub(crate) fn vault_key(&self) -> &VaultKey {
+        &self.vault_key
+    }
+
+    /// Whether a trust root is installed.
+    pub async fn is_initialised(&self) -> Result<bool, KeepError> {
+        Ok(self.store.keep_high_water(TRUST_ROOT_KIND, "").await? > 0)
+    }
+
+    /// Installs the first trust root (`keep init`); refused when one is installed already.
+    pub async fn install_trust_root(&self, envelope: &Signed) -> Result<(), KeepError> {
+        let trust = Trust::install(envelope, self.now_s())?;
+        let version = trust.root().version;
+        let text = envelope_text(envelope)?;
+        let mut tx = self.store.keep_begin().await?;
+        if tx.high_water(TRUST_ROOT_KIND, "").await? > 0 {
+            return Err(KeepError::Conflict(
+                "a trust root is installed already; rotate it with a new signed version".into(),
+            ));
+        }
+        tx.put_document(TRUST_ROOT_KIND, "", version, &text).await?;
+        tx.raise_high_water(TRUST_ROOT_KIND, "", version).await?;
+        let detail = json!({
+            "version": version,
+            "root_sha256": envelope.document_sha256()?,
+            "keys": key_summary(&trust),
+            "host_key_id": self.host_key.key_id(),
+        });
+        append(
+            &mut tx,
+            &Identity::local_operator(),
+            None,
+            "trust_root",
+            "trust_root@1",
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// The trust root in force, checked against the highest version accepted.
+    pub async fn trust(&self) -> Result<Trust, KeepError> {
+        let highest = self.store.keep_high_water(TRUST_ROOT_KIND, "").await?;
+        let row = self
+            .store
+            .keep_document(TRUST_ROOT_KIND, "")
+            .await?
+            .ok_or(KeepError::NotInitialised)?;
+        let envelope = Signed::from_text(row.envelope.as_bytes())?;
+        Trust::load(&envelope, highest, self.now_s())
+    }
+
+    /// Who holds `token`; unknown, revoked and malformed tokens are all [`KeepError::Unauthorized`].
+    pub async fn authenticate(&self, token: &str) -> Result<Identity, KeepError> {
+        if token.len() > TOKEN_BYTES_MAX || !token.starts_with(TOKEN_PREFIX) {
+            return Err(KeepError::Unauthorized);
+        }
+        let row = self
+            .store
+            .keep_token_by_hash(&secret_hash(token))
+            .await?
+            .ok_or(KeepError::Unauthorized)?;
+        match (row.role.as_str(), row.user_name) {
+            ("operator", _) => Ok(Identity::Operator { token_id: row.id }),
+            ("user", Some(name)) => Ok(Identity::User {
+                name,
+                token_id: row.id,
+            }),
+            _ => Err(KeepError::Unauthorized),
+        }
+    }
+
+    /// Makes a token for `role` (operator only); the token is in the answer and nowhere else.
+    pub async fn create_token(
+        &self,
+        caller: &Identity,
+        role: &TokenRole,
+    ) -> Result<NewToken, KeepError> {
+        caller.require_operator()?;
+        if let TokenRole::User(user) = role {
+            crate::documents::check_user(user, "user")?;
+        }
+        let token = new_secret(TOKEN_PREFIX)?;
+        let hash = secret_hash(&token);
+        let id = token_id(&hash);
+        let (role_name, user) = match role {
+            TokenRole::Operator => ("operator", None),
+            TokenRole::User(user) => ("user", Some(user.as_str())),
+        };
+        let mut tx = self.store.keep_begin().await?;
+        tx.insert_token(&id, &hash, role_name, user).await?;
+        let detail = json!({"token_id": id, "role": role_name, "action": "create"});
+        append(
+            &mut tx,
+            caller,
+            user,
+            "token",
+            &format!("token:{id}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(NewToken { id, token })
+    }
+
+    /// Revokes token `id` (operator only); it stops working at once.
+    pub async fn revoke_token(&self, caller: &Identity, id: &str) -> Result<(), KeepError> {
+        caller.require_operator()?;
+        let mut tx = self.store.keep_begin().await?;
+        let row = tx
+            .revoke_token(id)
+            .await?
+            .ok_or(KeepError::NotFound("token"))?;
+        let detail = json!({"token_id": row.id, "role": row.role, "action": "revoke"});
+        append(
+            &mut tx,
+            caller,
+            row.user_name.as_deref(),
+            "token",
+            &format!("token:{id}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Journals a refusal of `action` on `subject` by the rule `error` names, in a write of its
+    /// own (the refused write was never made). Store failures are not journaled.
+    pub(crate) async fn refuse<T>(
+        &self,
+        caller: &Identity,
+        user: Option<&str>,
+        action: &str,
+        subject: &str,
+        error: KeepError,
+    ) -> Result<T, KeepError> {
+        if matches!(
+            error,
+            KeepError::Store(_) | KeepError::Random(_) | KeepError::NotFound(_)
+        ) {
+            return Err(error);
+        }
+        let reason: String = error.to_string().chars().take(500).collect();
+        let detail = json!({"action": action, "rule": error.rule(), "reason": reason});
+        let mut tx = self.store.keep_begin().await?;
+        append(&mut tx, caller, user, "refusal", subject, detail).await?;
+        tx.commit().await?;
+        Err(error)
+    }
+}
+
+/// Appends an entry to the journal in `tx`.
+pub(crate) async fn append(
+    tx: &mut KeepTx,
+    caller: &Identity,
+    user: Option<&str>,
+    kind: &str,
+    subject: &str,
+    detail: Value,
+) -> Result<(), KeepError> {
+    crate::canonical::check_document(&detail)?;
+    let draft = JournalDraft {
+        actor: caller.actor(),
+        user_name: user.map(str::to_owned),
+        kind: kind.to_owned(),
+        subject: subject.to_owned(),
+        detail: String::from_utf8(crate::canonical::canonicalize(&detail))
+            .map_err(|error| KeepError::Canonical(error.to_string()))?,
+    };
+    tx.append_journal(draft, |row| entry_from_row(row)?.compute_hash())
+        .await??;
+    Ok(())
+}
+
+/// A stored journal row as an entry of the chain.
+pub(crate) fn entry_from_row(row: &imurun_store::JournalRow) -> Result<JournalEntry, KeepError> {
+    Ok(JournalEntry {
+        seq: row.seq,
+        at_ms: row.at_ms,
+        actor: row.actor.clone(),
+        user: row.user_name.clone(),
+        kind: row.kind.clone(),
+        subject: row.subject.clone(),
+        detail: crate::canonical::parse_document(row.detail.as_bytes())?,
+        prev_hash: row.prev_hash.clone(),
+        hash: row.hash.clone(),
+    })
+}
+
+/// An envelope's JSON text, as stored.
+pub(crate) fn envelope_text(envelope: &Signed) -> Result<String, KeepError> {
+    serde_json::to_string(envelope).map_err(|error| KeepError::Canonical(error.to_string()))
+}
+
+/// The trust root's keys for the journal: ids, roles, retirement.
+fn key_summary(trust: &Trust) -> Value {
+    Value::Array(
+        trust
+            .root()
+            .keys
+            .iter()
+            .map(|key| json!({"key_id": key.key_id, "role": key.role, "retired": key.retired}))
+            .collect(),
+    )
+}

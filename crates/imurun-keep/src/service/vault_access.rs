@@ -1,0 +1,112 @@
+//! The vault: each identity's own credentials, sealed at rest, never returned. Only names and
+//! times are listed; the value goes in and never comes back out through this service.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Identity, KeepService, append};
+use crate::KeepError;
+use crate::manifest::check_credential_name;
+
+/// Entries one identity may keep.
+pub const VAULT_ENTRIES_MAX: usize = 256;
+
+/// A vault entry as the API shows it: its name and when it was written.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct VaultEntryView {
+    pub name: String,
+    pub updated_at_ms: i64,
+}
+
+impl KeepService {
+    /// Stores (or replaces) the caller's credential `name`.
+    pub async fn put_credential(
+        &self,
+        caller: &Identity,
+        name: &str,
+        value: &[u8],
+    ) -> Result<VaultEntryView, KeepError> {
+        check_credential_name(name, "name")?;
+        if value.is_empty() {
+            return Err(KeepError::invalid("value", "a credential cannot be empty"));
+        }
+        let owner = caller.vault_owner();
+        let entries = self.store().keep_vault_entries(&owner).await?;
+        let replaces = entries.iter().any(|entry| entry.name == name);
+        if !replaces && entries.len() >= VAULT_ENTRIES_MAX {
+            return Err(KeepError::Conflict(format!(
+                "the vault holds {VAULT_ENTRIES_MAX} entries for this identity; delete one first"
+            )));
+        }
+        let sealed = self.vault_key().seal(&owner, name, value)?;
+        let mut tx = self.store().keep_begin().await?;
+        tx.put_vault(&owner, name, &sealed).await?;
+        let detail = json!({"name": name, "action": if replaces { "replace" } else { "add" }});
+        append(
+            &mut tx,
+            caller,
+            caller.user(),
+            "vault",
+            &format!("vault:{name}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        self.credentials(caller)
+            .await?
+            .into_iter()
+            .find(|entry| entry.name == name)
+            .ok_or(KeepError::NotFound("credential"))
+    }
+
+    /// The caller's credentials' names.
+    pub async fn credentials(&self, caller: &Identity) -> Result<Vec<VaultEntryView>, KeepError> {
+        Ok(self
+            .store()
+            .keep_vault_entries(&caller.vault_owner())
+            .await?
+            .into_iter()
+            .map(|row| VaultEntryView {
+                name: row.name,
+                updated_at_ms: row.updated_at_ms,
+            })
+            .collect())
+    }
+
+    /// Deletes the caller's credential `name`.
+    pub async fn delete_credential(&self, caller: &Identity, name: &str) -> Result<(), KeepError> {
+        if check_credential_name(name, "name").is_err() {
+            return Err(KeepError::NotFound("credential"));
+        }
+        let mut tx = self.store().keep_begin().await?;
+        if !tx.delete_vault(&caller.vault_owner(), name).await? {
+            return Err(KeepError::NotFound("credential"));
+        }
+        let detail = json!({"name": name, "action": "delete"});
+        append(
+            &mut tx,
+            caller,
+            caller.user(),
+            "vault",
+            &format!("vault:{name}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Opens the caller's credential `name`: for the egress broker only, never for an answer.
+    pub async fn open_credential(
+        &self,
+        owner: &str,
+        name: &str,
+    ) -> Result<crate::vault::Secret, KeepError> {
+        let sealed = self
+            .store()
+            .keep_vault_sealed(owner, name)
+            .await?
+            .ok_or(KeepError::NotFound("credential"))?;
+        self.vault_key().open(owner, name, &sealed)
+    }
+}

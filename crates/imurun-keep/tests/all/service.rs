@@ -1,0 +1,711 @@
+//! The Keep service against a real SQLite store: two users and an operator.
+
+use std::collections::BTreeMap;
+
+use imurun_keep::KeepError;
+use imurun_keep::decision::{Decision, DecisionKind, Expected};
+use imurun_keep::documents::{KeyRole, Signed, TRUST_ROOT_TYPE, TrustRoot, TrustedKey};
+use imurun_keep::keys::KeyPair;
+use imurun_keep::service::EnrolProof;
+use serde_json::json;
+
+use super::support::{Host, START};
+
+fn rule_of<T: std::fmt::Debug>(result: Result<T, KeepError>) -> &'static str {
+    result.expect_err("refused").rule()
+}
+
+#[tokio::test]
+async fn user_tokens_cannot_use_operator_operations() {
+    let host = Host::new().await;
+    let (alice, _) = host.user("alice").await;
+    let request = host.deploy_request(&Host::manifest("helper", 1), 1);
+    assert_eq!(
+        rule_of(host.keep.deploy(&alice, request).await),
+        "forbidden"
+    );
+    assert_eq!(
+        rule_of(
+            host.keep
+                .put_ceiling(&alice, "alice", &host.ceiling("alice", 1))
+                .await
+        ),
+        "forbidden"
+    );
+    assert_eq!(
+        rule_of(host.keep.enrol_code(&alice, "alice", 60).await),
+        "forbidden"
+    );
+    assert_eq!(rule_of(host.keep.agents(&alice).await), "forbidden");
+    assert_eq!(rule_of(host.keep.verify_journal(&alice).await), "forbidden");
+    assert_eq!(rule_of(host.keep.trust_root(&alice).await), "forbidden");
+}
+
+#[tokio::test]
+async fn deploys_are_checked_and_refusals_journaled() {
+    let host = Host::new().await;
+    let manifest = Host::manifest("helper", 2);
+    let deployed = host
+        .keep
+        .deploy(&host.operator, host.deploy_request(&manifest, 1))
+        .await
+        .expect("deploy");
+    assert_eq!((deployed.name.as_str(), deployed.version), ("helper", 2));
+    assert_eq!(host.last_entry().await.kind, "deploy");
+
+    // Same version again, and a lower one: rolled back.
+    let again = host
+        .keep
+        .deploy(&host.operator, host.deploy_request(&manifest, 2))
+        .await;
+    assert_eq!(rule_of(again), "rolled_back");
+    let entry = host.last_entry().await;
+    assert_eq!(
+        (entry.kind.as_str(), entry.detail["rule"].as_str()),
+        ("refusal", Some("rolled_back"))
+    );
+    let lower = host
+        .keep
+        .deploy(
+            &host.operator,
+            host.deploy_request(&Host::manifest("helper", 1), 2),
+        )
+        .await;
+    assert_eq!(rule_of(lower), "rolled_back");
+
+    // A bundle signed by an unknown key, by the policy key, and a changed bundle.
+    let stranger = KeyPair::generate().expect("key");
+    let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
+    request.bundle_signature = imurun_keep::trust::sign_bundle(&request.bundle, &stranger);
+    assert_eq!(
+        rule_of(host.keep.deploy(&host.operator, request).await),
+        "untrusted_key"
+    );
+    let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
+    request.bundle_signature = imurun_keep::trust::sign_bundle(&request.bundle, &host.policy);
+    assert_eq!(
+        rule_of(host.keep.deploy(&host.operator, request).await),
+        "untrusted_key"
+    );
+    let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
+    request.bundle[20] ^= 1;
+    assert_eq!(
+        rule_of(host.keep.deploy(&host.operator, request).await),
+        "bad_signature"
+    );
+
+    // A policy signed by a stranger, by the signer key, flipped after signing, and expired.
+    let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
+    request.policy = host.policy_for(&Host::manifest("helper", 3), &request.bundle, &stranger);
+    assert_eq!(
+        rule_of(host.keep.deploy(&host.operator, request).await),
+        "untrusted_key"
+    );
+    let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
+    request.policy = host.policy_for(&Host::manifest("helper", 3), &request.bundle, &host.signer);
+    assert_eq!(
+        rule_of(host.keep.deploy(&host.operator, request).await),
+        "untrusted_key"
+    );
+    let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
+    request.policy.signed["manifest"]["model_socket"] = json!(true);
+    assert_eq!(
+        rule_of(host.keep.deploy(&host.operator, request).await),
+        "bad_signature"
+    );
+    let request = host.deploy_request(&Host::manifest("helper", 3), 3);
+    host.advance(86_400);
+    assert_eq!(
+        rule_of(host.keep.deploy(&host.operator, request).await),
+        "expired"
+    );
+
+    // Not a component.
+    let mut request = host.deploy_request(&Host::manifest("other", 1), 3);
+    request.bundle = b"\0asm\x01\0\0\0core".to_vec();
+    assert_eq!(
+        rule_of(host.keep.deploy(&host.operator, request).await),
+        "invalid"
+    );
+
+    let refusals = host
+        .keep
+        .journal(&host.operator)
+        .await
+        .expect("journal")
+        .into_iter()
+        .filter(|e| e.kind == "refusal")
+        .count();
+    assert_eq!(refusals, 10);
+}
+
+#[tokio::test]
+async fn a_credential_missing_from_the_vault_refuses_the_deploy() {
+    let host = Host::new().await;
+    let mut manifest = Host::manifest("mailer", 1);
+    manifest["egress"] = json!({"mode": "allow", "rules": [{"scheme": "https", "host": "api.example.com", "port": 443, "methods": ["POST"], "path_prefix": "/"}]});
+    manifest["credentials"] = json!([{"name": "mail_key", "bind": {"host": "api.example.com", "port": 443, "methods": ["POST"], "path_prefix": "/send"}, "header": "Authorization"}]);
+    let refused = host
+        .keep
+        .deploy(&host.operator, host.deploy_request(&manifest, 1))
+        .await;
+    assert_eq!(rule_of(refused), "missing_credential");
+    // A user's entry of that name is not the operator's.
+    let (alice, _) = host.user("alice").await;
+    host.keep
+        .put_credential(&alice, "mail_key", b"alice-secret")
+        .await
+        .expect("put");
+    assert_eq!(
+        rule_of(
+            host.keep
+                .deploy(&host.operator, host.deploy_request(&manifest, 1))
+                .await
+        ),
+        "missing_credential"
+    );
+    host.keep
+        .put_credential(&host.operator, "mail_key", b"operator-secret")
+        .await
+        .expect("put");
+    let deployed = host
+        .keep
+        .deploy(&host.operator, host.deploy_request(&manifest, 1))
+        .await
+        .expect("deploy");
+    assert_eq!(deployed.manifest["credentials"][0]["name"], "mail_key");
+}
+
+#[tokio::test]
+async fn ceilings_are_versioned_per_user_and_private() {
+    let host = Host::new().await;
+    let (alice, _) = host.user("alice").await;
+    let (bob, _) = host.user("bob").await;
+    let view = host.keep.ceiling(&alice, "alice").await.expect("empty");
+    assert_eq!(
+        (view.ceiling.version, view.empty_because.as_deref()),
+        (0, Some("none set"))
+    );
+    assert!(
+        view.ceiling.egress.is_empty()
+            && view.ceiling.credentials.is_empty()
+            && !view.ceiling.model_socket
+    );
+
+    host.keep
+        .put_ceiling(&host.operator, "alice", &host.ceiling("alice", 2))
+        .await
+        .expect("put");
+    assert_eq!(
+        host.keep
+            .ceiling(&alice, "alice")
+            .await
+            .expect("own")
+            .ceiling
+            .version,
+        2
+    );
+    assert_eq!(
+        rule_of(
+            host.keep
+                .put_ceiling(&host.operator, "alice", &host.ceiling("alice", 2))
+                .await
+        ),
+        "rolled_back"
+    );
+    assert_eq!(
+        rule_of(
+            host.keep
+                .put_ceiling(&host.operator, "bob", &host.ceiling("alice", 3))
+                .await
+        ),
+        "invalid"
+    );
+
+    // Bob reading Alice's ceiling reads as a user that does not exist.
+    let theirs = host
+        .keep
+        .ceiling(&bob, "alice")
+        .await
+        .expect_err("hidden")
+        .to_string();
+    let nobody = host
+        .keep
+        .ceiling(&bob, "nobody")
+        .await
+        .expect_err("hidden")
+        .to_string();
+    assert_eq!(theirs, nobody);
+
+    // Restoring an older row brings back the empty ceiling, not the old one.
+    let old = serde_json::to_string(&host.ceiling("alice", 1)).expect("json");
+    sqlx::query("UPDATE keep_documents SET version = 1, envelope = $1 WHERE kind = 'ceiling' AND subject = 'alice'")
+        .bind(old)
+        .execute(&pool(&host).await)
+        .await
+        .expect("restore old row");
+    let view = host.keep.ceiling_in_force("alice").await.expect("view");
+    assert_eq!(view.ceiling.version, 0);
+    assert!(view.empty_because.expect("why").starts_with("rolled back"));
+}
+
+#[tokio::test]
+async fn trust_rotation_retires_keys_and_a_restored_root_is_refused() {
+    let host = Host::new().await;
+    let new_policy = KeyPair::generate().expect("key");
+    let listed = |pair: &KeyPair, role, retired| TrustedKey {
+        key_id: pair.key_id(),
+        public_key: pair.public().to_hex(),
+        role,
+        retired,
+    };
+    let root = TrustRoot {
+        kind: TRUST_ROOT_TYPE.into(),
+        version: 2,
+        expires_at: START + 1_000_000,
+        keys: vec![
+            listed(&host.policy, KeyRole::Policy, true),
+            listed(&host.signer, KeyRole::Signer, false),
+            listed(&new_policy, KeyRole::Policy, false),
+        ],
+    };
+    let first_root = sqlx::query_scalar::<_, String>(
+        "SELECT envelope FROM keep_documents WHERE kind = 'trust_root'",
+    )
+    .fetch_one(&pool(&host).await)
+    .await
+    .expect("root");
+    host.keep
+        .rotate_trust_root(
+            &host.operator,
+            &Signed::sign(&root, &host.policy).expect("sign"),
+        )
+        .await
+        .expect("rotate");
+    // The retired policy key signs no new policy or ceiling.
+    let request = host.deploy_request(&Host::manifest("helper", 1), 1);
+    assert_eq!(
+        rule_of(host.keep.deploy(&host.operator, request).await),
+        "untrusted_key"
+    );
+    assert_eq!(
+        rule_of(
+            host.keep
+                .put_ceiling(&host.operator, "alice", &host.ceiling("alice", 1))
+                .await
+        ),
+        "untrusted_key"
+    );
+    let mut request = host.deploy_request(&Host::manifest("helper", 1), 1);
+    request.policy = host.policy_for(&Host::manifest("helper", 1), &request.bundle, &new_policy);
+    host.keep
+        .deploy(&host.operator, request)
+        .await
+        .expect("the new key deploys");
+
+    // Restoring the version-1 root row does not bring the old key back.
+    sqlx::query("UPDATE keep_documents SET version = 1, envelope = $1 WHERE kind = 'trust_root'")
+        .bind(first_root)
+        .execute(&pool(&host).await)
+        .await
+        .expect("restore");
+    assert_eq!(
+        rule_of(host.keep.trust_root(&host.operator).await),
+        "rolled_back"
+    );
+    let request = host.deploy_request(&Host::manifest("helper", 2), 2);
+    assert_eq!(
+        rule_of(host.keep.deploy(&host.operator, request).await),
+        "rolled_back"
+    );
+}
+
+#[tokio::test]
+async fn a_restored_old_agent_row_is_not_served() {
+    let host = Host::new().await;
+    host.keep
+        .deploy(
+            &host.operator,
+            host.deploy_request(&Host::manifest("helper", 1), 1),
+        )
+        .await
+        .expect("v1");
+    host.keep
+        .deploy(
+            &host.operator,
+            host.deploy_request(&Host::manifest("helper", 2), 2),
+        )
+        .await
+        .expect("v2");
+    sqlx::query("DELETE FROM keep_agents WHERE name = 'helper' AND version = 2")
+        .execute(&pool(&host).await)
+        .await
+        .expect("delete");
+    assert_eq!(
+        rule_of(host.keep.agent(&host.operator, "helper").await),
+        "rolled_back"
+    );
+    assert!(host.keep.public_agents().await.expect("list").is_empty());
+}
+
+#[tokio::test]
+async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
+    let host = Host::new().await;
+    let (alice, _) = host.user("alice").await;
+    let (bob, _) = host.user("bob").await;
+    let first = KeyPair::generate().expect("key");
+    let code = host
+        .keep
+        .enrol_code(&host.operator, "alice", 600)
+        .await
+        .expect("code");
+
+    // Bob cannot use Alice's code; Alice can, once.
+    let refused = host
+        .keep
+        .enrol_device(
+            &bob,
+            &first.public().to_hex(),
+            "phone",
+            EnrolProof::Code(code.clone()),
+        )
+        .await;
+    assert_eq!(rule_of(refused), "forbidden");
+    host.keep
+        .enrol_device(
+            &alice,
+            &first.public().to_hex(),
+            "laptop",
+            EnrolProof::Code(code.clone()),
+        )
+        .await
+        .expect("enrol");
+    let second = KeyPair::generate().expect("key");
+    let reused = host
+        .keep
+        .enrol_device(
+            &alice,
+            &second.public().to_hex(),
+            "phone",
+            EnrolProof::Code(code),
+        )
+        .await;
+    assert_eq!(rule_of(reused), "forbidden");
+    // Even a fresh code does not enrol a second device.
+    let fresh = host
+        .keep
+        .enrol_code(&host.operator, "alice", 600)
+        .await
+        .expect("code");
+    let refused = host
+        .keep
+        .enrol_device(
+            &alice,
+            &second.public().to_hex(),
+            "phone",
+            EnrolProof::Code(fresh),
+        )
+        .await;
+    assert!(
+        refused
+            .expect_err("needs a decision")
+            .to_string()
+            .contains("existing device")
+    );
+
+    // An expired code.
+    let late = host
+        .keep
+        .enrol_code(&host.operator, "bob", 60)
+        .await
+        .expect("code");
+    host.advance(61);
+    let expired = host
+        .keep
+        .enrol_device(
+            &bob,
+            &KeyPair::generate().expect("k").public().to_hex(),
+            "x",
+            EnrolProof::Code(late),
+        )
+        .await;
+    assert_eq!(rule_of(expired), "forbidden");
+
+    // A decision signed by the first device enrols the second, once.
+    let hashes = BTreeMap::from([("public_key".to_owned(), second.public().sha256())]);
+    let key_id = second.key_id();
+    let expected = Expected {
+        kind: DecisionKind::EnrolDevice,
+        subject: &key_id,
+        hashes: &hashes,
+        ceiling_version: 0,
+        policy_version: 0,
+        user: "alice",
+    };
+    let now = START + 61;
+    let decision = Signed::sign(
+        &Decision::new(&expected, &first, now, 300, false).expect("d"),
+        &first,
+    )
+    .expect("sign");
+    host.keep
+        .enrol_device(
+            &alice,
+            &second.public().to_hex(),
+            "phone",
+            EnrolProof::Decision(decision.clone()),
+        )
+        .await
+        .expect("second device");
+    let third = KeyPair::generate().expect("key");
+    let replay = host
+        .keep
+        .enrol_device(
+            &alice,
+            &third.public().to_hex(),
+            "tablet",
+            EnrolProof::Decision(decision),
+        )
+        .await;
+    assert_eq!(rule_of(replay), "decision_refused");
+
+    // A decision made against an older ceiling version is refused once the ceiling moved.
+    host.keep
+        .put_ceiling(&host.operator, "alice", &host.ceiling("alice", 1))
+        .await
+        .expect("ceiling");
+    let hashes = BTreeMap::from([("public_key".to_owned(), third.public().sha256())]);
+    let key_id = third.key_id();
+    let stale = Expected {
+        kind: DecisionKind::EnrolDevice,
+        subject: &key_id,
+        hashes: &hashes,
+        ceiling_version: 0,
+        policy_version: 0,
+        user: "alice",
+    };
+    let decision = Signed::sign(
+        &Decision::new(&stale, &first, now, 300, false).expect("d"),
+        &first,
+    )
+    .expect("sign");
+    let refused = host
+        .keep
+        .enrol_device(
+            &alice,
+            &third.public().to_hex(),
+            "tablet",
+            EnrolProof::Decision(decision),
+        )
+        .await;
+    assert!(
+        refused
+            .expect_err("stale")
+            .to_string()
+            .contains("ceiling version 0")
+    );
+
+    // Bob sees none of Alice's devices, and one of hers reads like one that does not exist.
+    assert!(host.keep.devices(&bob).await.expect("list").is_empty());
+    let hers = host
+        .keep
+        .device(&bob, &first.key_id())
+        .await
+        .expect_err("hidden")
+        .to_string();
+    let none = host
+        .keep
+        .device(&bob, &"0".repeat(32))
+        .await
+        .expect_err("hidden")
+        .to_string();
+    assert_eq!(hers, none);
+
+    // A retired device signs nothing.
+    host.keep
+        .retire_device(&alice, &first.key_id())
+        .await
+        .expect("retire");
+    let stale = Expected {
+        ceiling_version: 1,
+        ..stale
+    };
+    let decision = Signed::sign(
+        &Decision::new(&stale, &first, now, 300, false).expect("d"),
+        &first,
+    )
+    .expect("sign");
+    let refused = host
+        .keep
+        .enrol_device(
+            &alice,
+            &third.public().to_hex(),
+            "tablet",
+            EnrolProof::Decision(decision),
+        )
+        .await;
+    assert_eq!(rule_of(refused), "untrusted_key");
+}
+
+#[tokio::test]
+async fn the_journal_names_the_first_tampered_entry() {
+    let host = Host::new().await;
+    for version in 1..=4 {
+        host.keep
+            .deploy(
+                &host.operator,
+                host.deploy_request(&Host::manifest("helper", version), version as u8),
+            )
+            .await
+            .expect("deploy");
+    }
+    let report = host
+        .keep
+        .verify_journal(&host.operator)
+        .await
+        .expect("verify");
+    assert_eq!((report.entries, report.first_bad.clone()), (6, None));
+    let db = pool(&host).await;
+    let snapshot: Vec<(i64, String)> =
+        sqlx::query_as("SELECT seq, detail FROM keep_journal ORDER BY seq")
+            .fetch_all(&db)
+            .await
+            .expect("rows");
+
+    // Edit entry 4's detail.
+    sqlx::query("UPDATE keep_journal SET detail = replace(detail, '\"version\":2', '\"version\":9') WHERE seq = 4").execute(&db).await.expect("edit");
+    assert_eq!(first_bad(&host).await, Some(4));
+    sqlx::query("UPDATE keep_journal SET detail = $1 WHERE seq = 4")
+        .bind(&snapshot[3].1)
+        .execute(&db)
+        .await
+        .expect("undo");
+    assert_eq!(first_bad(&host).await, None);
+
+    // Reorder: swap entries 3 and 4.
+    sqlx::query("UPDATE keep_journal SET seq = -1 WHERE seq = 3")
+        .execute(&db)
+        .await
+        .expect("swap");
+    sqlx::query("UPDATE keep_journal SET seq = 3 WHERE seq = 4")
+        .execute(&db)
+        .await
+        .expect("swap");
+    sqlx::query("UPDATE keep_journal SET seq = 4 WHERE seq = -1")
+        .execute(&db)
+        .await
+        .expect("swap");
+    assert_eq!(first_bad(&host).await, Some(3));
+    sqlx::query("UPDATE keep_journal SET seq = -1 WHERE seq = 3")
+        .execute(&db)
+        .await
+        .expect("swap");
+    sqlx::query("UPDATE keep_journal SET seq = 3 WHERE seq = 4")
+        .execute(&db)
+        .await
+        .expect("swap");
+    sqlx::query("UPDATE keep_journal SET seq = 4 WHERE seq = -1")
+        .execute(&db)
+        .await
+        .expect("swap");
+    assert_eq!(first_bad(&host).await, None);
+
+    // Insert a copy of entry 2 as entry 7 at the end, then delete it again.
+    sqlx::query("INSERT INTO keep_journal SELECT 7, at_ms, actor, user_name, kind, subject, detail, prev_hash, hash FROM keep_journal WHERE seq = 2").execute(&db).await.expect("insert");
+    assert_eq!(first_bad(&host).await, Some(7));
+    sqlx::query("DELETE FROM keep_journal WHERE seq = 7")
+        .execute(&db)
+        .await
+        .expect("undo");
+
+    // Delete entry 5, then the newest entry.
+    sqlx::query("DELETE FROM keep_journal WHERE seq = 6")
+        .execute(&db)
+        .await
+        .expect("delete tail");
+    assert_eq!(first_bad(&host).await, Some(5));
+    sqlx::query("DELETE FROM keep_journal WHERE seq = 2")
+        .execute(&db)
+        .await
+        .expect("delete");
+    assert_eq!(first_bad(&host).await, Some(3));
+}
+
+#[tokio::test]
+async fn a_vault_canary_is_nowhere_but_sealed() {
+    const CANARY: &str = "canary-7f3e9a1c-d00d-4b1e";
+    let host = Host::new().await;
+    let (alice, _) = host.user("alice").await;
+    host.keep
+        .put_credential(&alice, "github", CANARY.as_bytes())
+        .await
+        .expect("put");
+    host.keep
+        .put_credential(&host.operator, "mail_key", CANARY.as_bytes())
+        .await
+        .expect("put");
+    assert_eq!(
+        host.keep
+            .open_credential("user:alice", "github")
+            .await
+            .expect("open")
+            .expose(),
+        CANARY.as_bytes()
+    );
+    let views = format!(
+        "{:?} {:?}",
+        host.keep.credentials(&alice).await.expect("list"),
+        host.keep.journal(&host.operator).await.expect("journal")
+    );
+    assert!(!views.contains(CANARY));
+    assert!(views.contains("github"));
+    // Every byte of the database files, the write-ahead log and shared memory included.
+    let mut scanned = 0;
+    for entry in std::fs::read_dir(host.dir.path()).expect("dir") {
+        let path = entry.expect("entry").path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).expect("read");
+            assert!(
+                !bytes.windows(CANARY.len()).any(|w| w == CANARY.as_bytes()),
+                "{}",
+                path.display()
+            );
+            scanned += 1;
+        }
+    }
+    assert!(
+        scanned >= 2,
+        "the database and its WAL were scanned ({scanned} files)"
+    );
+    // The user cannot open or list the operator's entry.
+    assert!(
+        host.keep
+            .credentials(&alice)
+            .await
+            .expect("list")
+            .iter()
+            .all(|e| e.name != "mail_key")
+    );
+    assert_eq!(
+        rule_of(host.keep.delete_credential(&alice, "mail_key").await),
+        "not_found"
+    );
+}
+
+async fn first_bad(host: &Host) -> Option<i64> {
+    host.keep
+        .verify_journal(&host.operator)
+        .await
+        .expect("verify")
+        .first_bad
+        .map(|bad| bad.seq)
+}
+
+async fn pool(host: &Host) -> sqlx::SqlitePool {
+    sqlx::SqlitePool::connect(&format!(
+        "sqlite://{}",
+        host.dir.path().join("imurun.sqlite").display()
+    ))
+    .await
+    .expect("pool")
+}

@@ -1,0 +1,128 @@
+//! A Keep host in a temporary folder, made by `keep init`'s own code, with a clock the test
+//! moves.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use imurun_keep::documents::{CEILING_TYPE, POLICY_TYPE, Signed};
+use imurun_keep::init::{self, POLICY_KEY_FILE, SIGNER_KEY_FILE};
+use imurun_keep::keys::{KeyPair, sha256_hex};
+use imurun_keep::service::{DeployRequest, Identity, KeepService, TokenRole};
+use imurun_keep::trust::sign_bundle;
+use imurun_store::Store;
+use serde_json::{Value, json};
+
+pub(crate) const START: i64 = 1_800_000_000;
+
+pub(crate) struct Host {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) keep: KeepService,
+    pub(crate) operator: Identity,
+    pub(crate) policy: KeyPair,
+    pub(crate) signer: KeyPair,
+    pub(crate) now: Arc<AtomicI64>,
+}
+
+impl Host {
+    pub(crate) async fn new() -> Host {
+        let dir = tempfile::tempdir().expect("temp dir");
+        let store = Store::open(dir.path().join("imurun.sqlite"))
+            .await
+            .expect("store");
+        let now = Arc::new(AtomicI64::new(START));
+        let clock_now = now.clone();
+        let clock: imurun_keep::service::Clock = Arc::new(move || clock_now.load(Ordering::SeqCst));
+        let keep_dir = dir.path().join("keep");
+        let report = init::initialise(&keep_dir, store.clone(), clock.clone())
+            .await
+            .expect("init");
+        let keep = init::open(&keep_dir, store.clone(), clock)
+            .await
+            .expect("open");
+        let operator = keep
+            .authenticate(&report.operator_token.token)
+            .await
+            .expect("operator token");
+        Host {
+            policy: KeyPair::read_file(&keep_dir.join(POLICY_KEY_FILE)).expect("policy key"),
+            signer: KeyPair::read_file(&keep_dir.join(SIGNER_KEY_FILE)).expect("signer key"),
+            dir,
+            keep,
+            operator,
+            now,
+        }
+    }
+
+    pub(crate) fn advance(&self, seconds: i64) {
+        self.now.fetch_add(seconds, Ordering::SeqCst);
+    }
+
+    pub(crate) async fn user(&self, name: &str) -> (Identity, String) {
+        let token = self
+            .keep
+            .create_token(&self.operator, &TokenRole::User(name.into()))
+            .await
+            .expect("user token");
+        let identity = self
+            .keep
+            .authenticate(&token.token)
+            .await
+            .expect("authenticate");
+        (identity, token.token)
+    }
+
+    pub(crate) fn bundle(seed: u8) -> Vec<u8> {
+        let mut bytes = vec![0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+        bytes.extend(std::iter::repeat_n(seed, 64));
+        bytes
+    }
+
+    pub(crate) fn manifest(name: &str, version: i64) -> Value {
+        json!({
+            "name": name, "version": version, "description": "A helper.",
+            "resources": {"memory_mb": 64, "cpu_ms": 100, "timeout_ms": 1000},
+            "approval_timeout_s": 30
+        })
+    }
+
+    pub(crate) fn policy_for(&self, manifest: &Value, bundle: &[u8], key: &KeyPair) -> Signed {
+        let document = json!({
+            "type": POLICY_TYPE,
+            "agent": manifest["name"],
+            "version": manifest["version"],
+            "expires_at": START + 86_400,
+            "bundle_sha256": sha256_hex(bundle),
+            "manifest": manifest,
+        });
+        Signed::sign(&document, key).expect("sign policy")
+    }
+
+    pub(crate) fn deploy_request(&self, manifest: &Value, seed: u8) -> DeployRequest {
+        let bundle = Host::bundle(seed);
+        DeployRequest {
+            bundle_signature: sign_bundle(&bundle, &self.signer),
+            policy: self.policy_for(manifest, &bundle, &self.policy),
+            bundle,
+        }
+    }
+
+    pub(crate) fn ceiling(&self, user: &str, version: i64) -> Signed {
+        let document = json!({
+            "type": CEILING_TYPE, "user": user, "version": version, "expires_at": START + 86_400,
+            "egress": [{"scheme": "https", "host": "api.example.com", "port": 443, "methods": ["GET"], "path_prefix": "/"}],
+            "credentials": ["github"], "memory": "read", "model_socket": false,
+            "resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 2000}
+        });
+        Signed::sign(&document, &self.policy).expect("sign ceiling")
+    }
+
+    /// The journal's last entry.
+    pub(crate) async fn last_entry(&self) -> imurun_keep::service::JournalView {
+        self.keep
+            .journal(&self.operator)
+            .await
+            .expect("journal")
+            .pop()
+            .expect("an entry")
+    }
+}

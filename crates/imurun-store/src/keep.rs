@@ -1,0 +1,671 @@
+//! Keep mode's tables: tokens, signed documents and their high-water marks, agents, the vault,
+//! devices, enrolment codes, decision nonces and the journal.
+//!
+//! The store keeps what it is given; the rules (signatures, versions, ceilings, what a journal
+//! entry may hold, how its hash is made) are `imurun-keep`'s. Every write goes through a
+//! [`KeepTx`], which locks the journal's head first: Keep's writes are operator- and
+//! person-paced, so serialising them costs nothing, and it makes "check the version, write the
+//! row, append to the journal" one atomic step that two writers can never interleave.
+
+use sqlx::{FromRow, Sqlite, Transaction};
+
+use crate::clock::now_ms;
+use crate::{Store, StoreError};
+
+/// Rows a journal read returns at most.
+pub const KEEP_JOURNAL_READ_ROWS_MAX: i64 = 10_000;
+
+/// Rows any other Keep list returns at most.
+pub const KEEP_LIST_ROWS_MAX: i64 = 1_000;
+
+/// A bearer token's row (its hash, never the token).
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct TokenRow {
+    pub id: String,
+    pub hash: String,
+    pub role: String,
+    pub user_name: Option<String>,
+    pub created_at_ms: i64,
+    pub revoked_at_ms: Option<i64>,
+}
+
+/// A signed document in force.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct DocumentRow {
+    pub kind: String,
+    pub subject: String,
+    pub version: i64,
+    pub envelope: String,
+    pub updated_at_ms: i64,
+}
+
+/// A deployed agent version, without its bundle's bytes.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct AgentRow {
+    pub name: String,
+    pub version: i64,
+    pub owner: String,
+    pub bundle_sha256: String,
+    pub bundle_size: i64,
+    pub bundle_signature: String,
+    pub policy: String,
+    pub manifest: String,
+    pub deployed_at_ms: i64,
+}
+
+/// A new agent version to store.
+#[derive(Debug, Clone)]
+pub struct NewAgent<'a> {
+    pub name: &'a str,
+    pub version: i64,
+    pub owner: &'a str,
+    pub bundle_sha256: &'a str,
+    pub bundle: &'a [u8],
+    pub bundle_signature: &'a str,
+    pub policy: &'a str,
+    pub manifest: &'a str,
+}
+
+/// A device key's row.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct DeviceRow {
+    pub key_id: String,
+    pub user_name: String,
+    pub public_key: String,
+    pub label: String,
+    pub created_at_ms: i64,
+    pub retired_at_ms: Option<i64>,
+}
+
+/// A vault entry's name and time; the sealed bytes only through [`Store::keep_vault_sealed`].
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct VaultEntryRow {
+    pub owner: String,
+    pub name: String,
+    pub updated_at_ms: i64,
+}
+
+/// A journal entry as stored.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct JournalRow {
+    pub seq: i64,
+    pub at_ms: i64,
+    pub actor: String,
+    pub user_name: Option<String>,
+    pub kind: String,
+    pub subject: String,
+    pub detail: String,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// A journal entry to append: the store gives it its sequence number, time and previous hash,
+/// then asks `hash` for its own.
+#[derive(Debug, Clone)]
+pub struct JournalDraft {
+    pub actor: String,
+    pub user_name: Option<String>,
+    pub kind: String,
+    pub subject: String,
+    pub detail: String,
+}
+
+// The column lists, as macros so that every query stays a `&'static str` (sqlx refuses SQL built
+// at run time, which is how injections start).
+macro_rules! token_columns {
+    () => {
+        "id, hash, role, user_name, created_at_ms, revoked_at_ms"
+    };
+}
+macro_rules! agent_columns {
+    () => {
+        "name, version, owner, bundle_sha256, bundle_size, bundle_signature, policy, manifest, \
+         deployed_at_ms"
+    };
+}
+macro_rules! device_columns {
+    () => {
+        "key_id, user_name, public_key, label, created_at_ms, retired_at_ms"
+    };
+}
+macro_rules! journal_columns {
+    () => {
+        "seq, at_ms, actor, user_name, kind, subject, detail, prev_hash, hash"
+    };
+}
+
+impl Store {
+    /// Starts a Keep write: a transaction holding the journal head's lock.
+    pub async fn keep_begin(&self) -> Result<KeepTx, StoreError> {
+        let mut tx = self.pool().begin().await?;
+        // The first statement writes, so SQLite takes its write lock now (waiting up to the busy
+        // timeout) instead of failing later when a read transaction tries to upgrade.
+        sqlx::query("UPDATE keep_journal_head SET seq = seq WHERE one = 1")
+            .execute(&mut *tx)
+            .await?;
+        Ok(KeepTx { tx })
+    }
+
+    /// The live (not revoked) token with this hash.
+    pub async fn keep_token_by_hash(&self, hash: &str) -> Result<Option<TokenRow>, StoreError> {
+        let query = concat!(
+            "SELECT ",
+            token_columns!(),
+            " FROM keep_tokens WHERE hash = $1 AND revoked_at_ms IS NULL"
+        );
+        Ok(sqlx::query_as(query)
+            .bind(hash)
+            .fetch_optional(self.pool())
+            .await?)
+    }
+
+    /// Every token's row, newest first.
+    pub async fn keep_tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
+        let query = concat!(
+            "SELECT ",
+            token_columns!(),
+            " FROM keep_tokens ORDER BY created_at_ms DESC, id LIMIT $1"
+        );
+        Ok(sqlx::query_as(query)
+            .bind(KEEP_LIST_ROWS_MAX)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// The highest version accepted for `kind` and `subject` (0 when none was).
+    pub async fn keep_high_water(&self, kind: &str, subject: &str) -> Result<i64, StoreError> {
+        let version: Option<i64> = sqlx::query_scalar(
+            "SELECT version FROM keep_versions WHERE kind = $1 AND subject = $2",
+        )
+        .bind(kind)
+        .bind(subject)
+        .fetch_optional(self.pool())
+        .await?;
+        Ok(version.unwrap_or(0))
+    }
+
+    /// The signed document in force for `kind` and `subject`.
+    pub async fn keep_document(
+        &self,
+        kind: &str,
+        subject: &str,
+    ) -> Result<Option<DocumentRow>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT kind, subject, version, envelope, updated_at_ms FROM keep_documents \
+             WHERE kind = $1 AND subject = $2",
+        )
+        .bind(kind)
+        .bind(subject)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
+    /// The highest version of each agent, by name.
+    pub async fn keep_agents(&self) -> Result<Vec<AgentRow>, StoreError> {
+        let query = concat!(
+            "SELECT ",
+            agent_columns!(),
+            " FROM keep_agents a WHERE version = \
+             (SELECT MAX(version) FROM keep_agents b WHERE b.name = a.name) ORDER BY name LIMIT $1"
+        );
+        Ok(sqlx::query_as(query)
+            .bind(KEEP_LIST_ROWS_MAX)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// The highest version of agent `name`.
+    pub async fn keep_agent(&self, name: &str) -> Result<Option<AgentRow>, StoreError> {
+        let query = concat!(
+            "SELECT ",
+            agent_columns!(),
+            " FROM keep_agents WHERE name = $1 ORDER BY version DESC LIMIT 1"
+        );
+        Ok(sqlx::query_as(query)
+            .bind(name)
+            .fetch_optional(self.pool())
+            .await?)
+    }
+
+    /// The names of `owner`'s vault entries.
+    pub async fn keep_vault_entries(&self, owner: &str) -> Result<Vec<VaultEntryRow>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT owner, name, updated_at_ms FROM keep_vault WHERE owner = $1 ORDER BY name \
+             LIMIT $2",
+        )
+        .bind(owner)
+        .bind(KEEP_LIST_ROWS_MAX)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// The sealed bytes of `owner`'s entry `name`.
+    pub async fn keep_vault_sealed(
+        &self,
+        owner: &str,
+        name: &str,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT sealed FROM keep_vault WHERE owner = $1 AND name = $2")
+                .bind(owner)
+                .bind(name)
+                .fetch_optional(self.pool())
+                .await?,
+        )
+    }
+
+    /// `user`'s device keys, oldest first, retired ones included.
+    pub async fn keep_devices(&self, user: &str) -> Result<Vec<DeviceRow>, StoreError> {
+        let query = concat!(
+            "SELECT ",
+            device_columns!(),
+            " FROM keep_devices WHERE user_name = $1 ORDER BY created_at_ms, key_id LIMIT $2"
+        );
+        Ok(sqlx::query_as(query)
+            .bind(user)
+            .bind(KEEP_LIST_ROWS_MAX)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// The device key with this id, whoever's it is.
+    pub async fn keep_device(&self, key_id: &str) -> Result<Option<DeviceRow>, StoreError> {
+        let query = concat!(
+            "SELECT ",
+            device_columns!(),
+            " FROM keep_devices WHERE key_id = $1"
+        );
+        Ok(sqlx::query_as(query)
+            .bind(key_id)
+            .fetch_optional(self.pool())
+            .await?)
+    }
+
+    /// Journal entries in sequence order: all of them, or those about `user`.
+    pub async fn keep_journal(&self, user: Option<&str>) -> Result<Vec<JournalRow>, StoreError> {
+        let rows = match user {
+            None => {
+                let query = concat!(
+                    "SELECT ",
+                    journal_columns!(),
+                    " FROM keep_journal ORDER BY seq LIMIT $1"
+                );
+                sqlx::query_as(query)
+                    .bind(KEEP_JOURNAL_READ_ROWS_MAX)
+                    .fetch_all(self.pool())
+                    .await?
+            }
+            Some(user) => {
+                let query = concat!(
+                    "SELECT ",
+                    journal_columns!(),
+                    " FROM keep_journal WHERE user_name = $1 ORDER BY seq LIMIT $2"
+                );
+                sqlx::query_as(query)
+                    .bind(user)
+                    .bind(KEEP_JOURNAL_READ_ROWS_MAX)
+                    .fetch_all(self.pool())
+                    .await?
+            }
+        };
+        Ok(rows)
+    }
+
+    /// The journal's recorded head: the last sequence number and hash (0 and `""` when empty).
+    pub async fn keep_journal_head(&self) -> Result<(i64, String), StoreError> {
+        Ok(
+            sqlx::query_as("SELECT seq, hash FROM keep_journal_head WHERE one = 1")
+                .fetch_one(self.pool())
+                .await?,
+        )
+    }
+}
+
+/// One Keep write, atomic: commit it, or drop it to roll everything back.
+#[derive(Debug)]
+pub struct KeepTx {
+    tx: Transaction<'static, Sqlite>,
+}
+
+impl KeepTx {
+    /// Commits everything written.
+    pub async fn commit(self) -> Result<(), StoreError> {
+        Ok(self.tx.commit().await?)
+    }
+
+    /// The highest version accepted for `kind` and `subject` (0 when none was), read under the
+    /// write lock.
+    pub async fn high_water(&mut self, kind: &str, subject: &str) -> Result<i64, StoreError> {
+        let version: Option<i64> = sqlx::query_scalar(
+            "SELECT version FROM keep_versions WHERE kind = $1 AND subject = $2",
+        )
+        .bind(kind)
+        .bind(subject)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        Ok(version.unwrap_or(0))
+    }
+
+    /// Raises the high-water mark of `kind` and `subject` to `version` (never lowers it).
+    pub async fn raise_high_water(
+        &mut self,
+        kind: &str,
+        subject: &str,
+        version: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO keep_versions (kind, subject, version) VALUES ($1, $2, $3) \
+             ON CONFLICT (kind, subject) DO UPDATE SET version = \
+             CASE WHEN excluded.version > keep_versions.version THEN excluded.version \
+             ELSE keep_versions.version END",
+        )
+        .bind(kind)
+        .bind(subject)
+        .bind(version)
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Puts a signed document in force for `kind` and `subject`.
+    pub async fn put_document(
+        &mut self,
+        kind: &str,
+        subject: &str,
+        version: i64,
+        envelope: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO keep_documents (kind, subject, version, envelope, updated_at_ms) \
+             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kind, subject) DO UPDATE SET \
+             version = excluded.version, envelope = excluded.envelope, \
+             updated_at_ms = excluded.updated_at_ms",
+        )
+        .bind(kind)
+        .bind(subject)
+        .bind(version)
+        .bind(envelope)
+        .bind(now_ms())
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Stores a new agent version; an existing name and version is refused.
+    pub async fn insert_agent(&mut self, agent: &NewAgent<'_>) -> Result<(), StoreError> {
+        let size = i64::try_from(agent.bundle.len()).unwrap_or(i64::MAX);
+        sqlx::query(concat!(
+            "INSERT INTO keep_agents (",
+            agent_columns!(),
+            ", bundle) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+        ))
+        .bind(agent.name)
+        .bind(agent.version)
+        .bind(agent.owner)
+        .bind(agent.bundle_sha256)
+        .bind(size)
+        .bind(agent.bundle_signature)
+        .bind(agent.policy)
+        .bind(agent.manifest)
+        .bind(now_ms())
+        .bind(agent.bundle)
+        .execute(&mut *self.tx)
+        .await
+        .map_err(|error| {
+            if crate::bounds::is_unique_violation(&error) {
+                StoreError::AlreadyExists {
+                    what: "agent version",
+                    id: format!("{}@{}", agent.name, agent.version),
+                }
+            } else {
+                error.into()
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Stores a token's hash.
+    pub async fn insert_token(
+        &mut self,
+        id: &str,
+        hash: &str,
+        role: &str,
+        user_name: Option<&str>,
+    ) -> Result<(), StoreError> {
+        sqlx::query(concat!(
+            "INSERT INTO keep_tokens (",
+            token_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, NULL)"
+        ))
+        .bind(id)
+        .bind(hash)
+        .bind(role)
+        .bind(user_name)
+        .bind(now_ms())
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Revokes the live token `id`; returns its row, or `None` when no live token has that id.
+    pub async fn revoke_token(&mut self, id: &str) -> Result<Option<TokenRow>, StoreError> {
+        let query = concat!(
+            "UPDATE keep_tokens SET revoked_at_ms = $2 WHERE id = $1 AND revoked_at_ms IS NULL \
+             RETURNING ",
+            token_columns!()
+        );
+        Ok(sqlx::query_as(query)
+            .bind(id)
+            .bind(now_ms())
+            .fetch_optional(&mut *self.tx)
+            .await?)
+    }
+
+    /// Seals-and-stores are the caller's; this writes `owner`'s entry `name`.
+    pub async fn put_vault(
+        &mut self,
+        owner: &str,
+        name: &str,
+        sealed: &[u8],
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO keep_vault (owner, name, sealed, updated_at_ms) VALUES ($1, $2, $3, $4) \
+             ON CONFLICT (owner, name) DO UPDATE SET sealed = excluded.sealed, \
+             updated_at_ms = excluded.updated_at_ms",
+        )
+        .bind(owner)
+        .bind(name)
+        .bind(sealed)
+        .bind(now_ms())
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Deletes `owner`'s entry `name`; whether there was one.
+    pub async fn delete_vault(&mut self, owner: &str, name: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query("DELETE FROM keep_vault WHERE owner = $1 AND name = $2")
+            .bind(owner)
+            .bind(name)
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(done.rows_affected() > 0)
+    }
+
+    /// Stores an enrolment code's hash for `user`.
+    pub async fn insert_enrol_code(
+        &mut self,
+        hash: &str,
+        user: &str,
+        expires_at_ms: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO keep_enrol_codes (hash, user_name, expires_at_ms, used_at_ms) \
+             VALUES ($1, $2, $3, NULL)",
+        )
+        .bind(hash)
+        .bind(user)
+        .bind(expires_at_ms)
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Uses `user`'s unused, unexpired code with this hash; whether there was one.
+    /// `now_ms` is the caller's clock, the one the code's expiry was computed with.
+    pub async fn use_enrol_code(
+        &mut self,
+        hash: &str,
+        user: &str,
+        now_ms: i64,
+    ) -> Result<bool, StoreError> {
+        let now = now_ms;
+        let done = sqlx::query(
+            "UPDATE keep_enrol_codes SET used_at_ms = $3 WHERE hash = $1 AND user_name = $2 \
+             AND used_at_ms IS NULL AND expires_at_ms > $3",
+        )
+        .bind(hash)
+        .bind(user)
+        .bind(now)
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// The number of `user`'s device keys, retired ones included.
+    pub async fn device_count(&mut self, user: &str) -> Result<i64, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT COUNT(*) FROM keep_devices WHERE user_name = $1")
+                .bind(user)
+                .fetch_one(&mut *self.tx)
+                .await?,
+        )
+    }
+
+    /// Registers a device key; an existing key id is refused.
+    pub async fn insert_device(
+        &mut self,
+        key_id: &str,
+        user: &str,
+        public_key: &str,
+        label: &str,
+    ) -> Result<(), StoreError> {
+        sqlx::query(concat!(
+            "INSERT INTO keep_devices (",
+            device_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, NULL)"
+        ))
+        .bind(key_id)
+        .bind(user)
+        .bind(public_key)
+        .bind(label)
+        .bind(now_ms())
+        .execute(&mut *self.tx)
+        .await
+        .map_err(|error| {
+            if crate::bounds::is_unique_violation(&error) {
+                StoreError::AlreadyExists {
+                    what: "device key",
+                    id: key_id.to_owned(),
+                }
+            } else {
+                error.into()
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Retires `user`'s live device key `key_id`; whether there was one.
+    pub async fn retire_device(&mut self, key_id: &str, user: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE keep_devices SET retired_at_ms = $3 WHERE key_id = $1 AND user_name = $2 \
+             AND retired_at_ms IS NULL",
+        )
+        .bind(key_id)
+        .bind(user)
+        .bind(now_ms())
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Uses `user`'s decision nonce: `true` the first time, `false` ever after. Nonces whose
+    /// decisions have expired (`expires_at` in seconds, before `now_s`) are forgotten first: an
+    /// expired decision is refused before its nonce is looked at.
+    pub async fn use_nonce(
+        &mut self,
+        user: &str,
+        nonce: &str,
+        expires_at: i64,
+        now_s: i64,
+    ) -> Result<bool, StoreError> {
+        sqlx::query("DELETE FROM keep_nonces WHERE expires_at < $1")
+            .bind(now_s)
+            .execute(&mut *self.tx)
+            .await?;
+        let done = sqlx::query(
+            "INSERT INTO keep_nonces (user_name, nonce, expires_at) VALUES ($1, $2, $3) \
+             ON CONFLICT (user_name, nonce) DO NOTHING",
+        )
+        .bind(user)
+        .bind(nonce)
+        .bind(expires_at)
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Appends `draft` to the journal: gives it the next sequence number, the time and the
+    /// previous entry's hash, asks `hash` for its own hash, and moves the head.
+    pub async fn append_journal<E>(
+        &mut self,
+        draft: JournalDraft,
+        hash: impl FnOnce(&JournalRow) -> Result<String, E>,
+    ) -> Result<Result<JournalRow, E>, StoreError> {
+        let (head_seq, head_hash): (i64, String) =
+            sqlx::query_as("SELECT seq, hash FROM keep_journal_head WHERE one = 1")
+                .fetch_one(&mut *self.tx)
+                .await?;
+        let mut row = JournalRow {
+            seq: head_seq + 1,
+            at_ms: now_ms(),
+            actor: draft.actor,
+            user_name: draft.user_name,
+            kind: draft.kind,
+            subject: draft.subject,
+            detail: draft.detail,
+            prev_hash: if head_seq == 0 {
+                "0".repeat(64)
+            } else {
+                head_hash
+            },
+            hash: String::new(),
+        };
+        row.hash = match hash(&row) {
+            Ok(hash) => hash,
+            Err(error) => return Ok(Err(error)),
+        };
+        sqlx::query(concat!(
+            "INSERT INTO keep_journal (",
+            journal_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+        ))
+        .bind(row.seq)
+        .bind(row.at_ms)
+        .bind(&row.actor)
+        .bind(&row.user_name)
+        .bind(&row.kind)
+        .bind(&row.subject)
+        .bind(&row.detail)
+        .bind(&row.prev_hash)
+        .bind(&row.hash)
+        .execute(&mut *self.tx)
+        .await?;
+        sqlx::query("UPDATE keep_journal_head SET seq = $1, hash = $2 WHERE one = 1")
+            .bind(row.seq)
+            .bind(&row.hash)
+            .execute(&mut *self.tx)
+            .await?;
+        Ok(Ok(row))
+    }
+}
