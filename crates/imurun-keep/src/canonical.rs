@@ -35,9 +35,15 @@ pub const DOCUMENT_DEPTH_MAX: usize = 16;
 /// non-integers, integers beyond ±[`SAFE_INTEGER_MAX`], lone surrogates, invalid UTF-8, more
 /// than [`DOCUMENT_BYTES_MAX`] bytes and nesting deeper than [`DOCUMENT_DEPTH_MAX`].
 pub fn parse_document(text: &[u8]) -> Result<Value, KeepError> {
-    if text.len() > DOCUMENT_BYTES_MAX {
+    parse_strict(text, DOCUMENT_BYTES_MAX)
+}
+
+/// [`parse_document`] with another size bound: for a request that carries a signed document
+/// beside bigger data (a deploy's bundle).
+pub fn parse_strict(text: &[u8], bytes_max: usize) -> Result<Value, KeepError> {
+    if text.len() > bytes_max {
         return Err(KeepError::Canonical(format!(
-            "the document is {} bytes, more than the {DOCUMENT_BYTES_MAX} allowed",
+            "the document is {} bytes, more than the {bytes_max} allowed",
             text.len()
         )));
     }

@@ -113,11 +113,7 @@ impl Trust {
     /// bytes). Returns the SHA-256 in hexadecimal.
     pub fn verify_bundle(&self, bundle: &[u8], signature: &Signature) -> Result<String, KeepError> {
         let key = self.key_for(signature, KeyRole::Signer)?;
-        let digest = Sha256::digest(bundle);
-        key.verify(&digest, &signature.sig).map_err(|_| {
-            KeepError::Signature("the bundle's signature does not match its bytes".into())
-        })?;
-        Ok(hex::encode(digest))
+        verify_bundle_signature(bundle, signature, &key)
     }
 
     fn check_signed(&self, envelope: &Signed, role: KeyRole, kind: &str) -> Result<(), KeepError> {
@@ -161,6 +157,27 @@ pub fn sign_bundle(bundle: &[u8], key: &KeyPair) -> Signature {
         key_id: key.key_id(),
         sig: key.sign(&Sha256::digest(bundle)),
     }
+}
+
+/// Checks that `key` (whose id must be the one named) signed `bundle`'s SHA-256; returns the
+/// SHA-256 in hexadecimal.
+pub fn verify_bundle_signature(
+    bundle: &[u8],
+    signature: &Signature,
+    key: &PublicKey,
+) -> Result<String, KeepError> {
+    if key.key_id() != signature.key_id {
+        return Err(KeepError::Signature(format!(
+            "signed by key {}, not by {}",
+            crate::manifest::cut(&signature.key_id),
+            key.key_id()
+        )));
+    }
+    let digest = Sha256::digest(bundle);
+    key.verify(&digest, &signature.sig).map_err(|_| {
+        KeepError::Signature("the bundle's signature does not match its bytes".into())
+    })?;
+    Ok(hex::encode(digest))
 }
 
 /// Refuses a document whose `expires_at` is not after `now`.

@@ -1,4 +1,4 @@
-//! The API token: when the server is given one, every route except `GET /api/health` needs
+//! The API token: when the server is given one (and in Keep mode, its tokens: `keep_auth.rs`), every route except `GET /api/health` needs
 //! `Authorization: Bearer <token>` (or `?access_token=<token>` on `GET /api/events`, for
 //! browsers' `EventSource`, which cannot set headers). The binary requires a token for any
 //! bind address beyond loopback, because the API can run shell commands on this machine.
@@ -25,11 +25,13 @@ pub(crate) async fn require_token(
     request: Request,
     next: Next,
 ) -> Response {
-    let Some(expected) = state.options().api_token.as_deref() else {
-        return next.run(request).await;
-    };
     let path = request.uri().path();
     if OPEN_PATHS.contains(&path) || is_page_path(path) {
+        return next.run(request).await;
+    }
+    let keep = state.options().keep.clone();
+    let expected = state.options().api_token.clone();
+    if keep.is_none() && expected.is_none() {
         return next.run(request).await;
     }
     let bearer = request
@@ -51,6 +53,10 @@ pub(crate) async fn require_token(
     let given = bearer
         .map(|token| token.as_bytes().to_vec())
         .or_else(|| query.map(percent_decoded));
+    if let Some(keep) = keep {
+        return crate::keep_auth::check(&keep, request, given, next).await;
+    }
+    let expected = expected.unwrap_or_default();
     if given
         .as_deref()
         .is_some_and(|given| same(given, expected.as_bytes()))

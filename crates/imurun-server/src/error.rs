@@ -200,6 +200,77 @@ where
     }
 }
 
+/// A JSON body read strictly, as signed documents must be: duplicate member names, numbers that
+/// are not integers within ±(2^53 − 1) and lone surrogates are refused (400) before serde reads
+/// the fields, so the host and the party that signed can never read two different documents.
+/// The content type must be JSON (415); `bytes_max` bounds the body (413).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct StrictJson<T, const BYTES_MAX: usize>(pub T);
+
+impl<T, S, const BYTES_MAX: usize> FromRequest<S> for StrictJson<T, BYTES_MAX>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let json = request
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|value| value.to_str().ok())
+            .is_some_and(|value| {
+                value
+                    .split(';')
+                    .next()
+                    .is_some_and(|kind| kind.trim().eq_ignore_ascii_case("application/json"))
+            });
+        if !json {
+            return Err(ApiError::new(
+                StatusCode::UNSUPPORTED_MEDIA_TYPE,
+                "unsupported_media_type",
+                "send the body as `Content-Type: application/json`",
+            ));
+        }
+        let bytes = Bytes::from_request(request, state).await?;
+        let value = imurun_keep::canonical::parse_strict(&bytes, BYTES_MAX).map_err(|error| {
+            if bytes.len() > BYTES_MAX {
+                ApiError::too_large(error.to_string())
+            } else {
+                ApiError::bad_request(format!("the request body is refused: {error}"))
+            }
+        })?;
+        from_object(value).map(StrictJson)
+    }
+}
+
+/// Keep's refusals on the wire: the rule that refused is the code.
+pub(crate) fn keep_error(error: imurun_keep::KeepError) -> ApiError {
+    use imurun_keep::KeepError;
+    let status = match &error {
+        KeepError::Canonical(_)
+        | KeepError::Invalid { .. }
+        | KeepError::MissingCredential { .. } => StatusCode::BAD_REQUEST,
+        KeepError::Unauthorized => StatusCode::UNAUTHORIZED,
+        KeepError::Signature(_)
+        | KeepError::Untrusted(_)
+        | KeepError::Expired { .. }
+        | KeepError::Decision(_)
+        | KeepError::Forbidden(_) => StatusCode::FORBIDDEN,
+        KeepError::NotFound(_) => StatusCode::NOT_FOUND,
+        KeepError::RolledBack { .. } | KeepError::Conflict(_) => StatusCode::CONFLICT,
+        KeepError::NotInitialised => StatusCode::SERVICE_UNAVAILABLE,
+        KeepError::Store(_)
+        | KeepError::KeyFile { .. }
+        | KeepError::Vault(_)
+        | KeepError::Random(_) => {
+            tracing::error!(error = %error, "a Keep request failed on the server's side");
+            return ApiError::internal();
+        }
+    };
+    ApiError::new(status, error.rule(), error.to_string())
+}
+
 /// [`ApiJson`] for a body that may be left out: an empty body is `None`; one of white space
 /// only is not JSON, and a 400 like any other body that is not. The content type is not checked, so that a client may post nothing without one.
 #[derive(Debug, Clone, Copy, Default)]

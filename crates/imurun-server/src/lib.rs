@@ -26,6 +26,8 @@ mod auth;
 mod error;
 mod events;
 pub mod hub;
+mod keep_auth;
+pub mod keep_wire;
 pub mod openai_wire;
 pub mod openapi;
 mod routes;
@@ -38,7 +40,7 @@ use std::future::Future;
 
 use tokio::net::TcpListener;
 
-pub use error::{ApiError, ApiJson, OptionalApiJson};
+pub use error::{ApiError, ApiJson, OptionalApiJson, StrictJson};
 pub use events::ServerEvent;
 pub use hub::{
     BUFFER_EVENTS_MAX_DEFAULT, EventHub, EventRecord, HubConfig, HubError,

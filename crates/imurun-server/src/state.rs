@@ -136,7 +136,7 @@ impl std::fmt::Debug for ModelSlot {
 }
 
 /// The server's own bounds and names.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct ServerOptions {
     /// Reported by `GET /api/health`.
     pub version: String,
@@ -154,6 +154,10 @@ pub struct ServerOptions {
     pub pinned_settings: Vec<String>,
     /// The OS sandbox the shell and stdio servers run in, as `GET /api/permissions` reports it.
     pub sandbox: SandboxStatus,
+    /// Keep mode: when set, every `/api` and `/v1` route but `GET /api/health` needs a Keep
+    /// token, the assistant's routes need the operator's, and the Keep routes answer. When not
+    /// set, the Keep routes answer exactly as a path that does not exist.
+    pub keep: Option<imurun_keep::service::KeepService>,
 }
 
 impl Default for ServerOptions {
@@ -168,6 +172,7 @@ impl Default for ServerOptions {
             sandbox: SandboxStatus::None {
                 reason: "no sandbox was reported to this server".to_owned(),
             },
+            keep: None,
         }
     }
 }

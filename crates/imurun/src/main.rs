@@ -48,6 +48,9 @@ enum Command {
     /// Show the configuration.
     #[command(subcommand)]
     Config(commands::config::ConfigCommand),
+    /// Keep mode: set-up, tokens, enrolment codes, keys, signatures, decisions, the journal.
+    #[command(subcommand)]
+    Keep(commands::keep::KeepCommand),
     /// Chat with a running imurun server in this terminal.
     Chat(commands::chat::ChatArgs),
     /// Serve the HTTP API and live events with the configured model (default: the embedded
@@ -71,6 +74,7 @@ fn main() -> ExitCode {
         Command::Model(command) => commands::model::run(&command),
         Command::Eval(command) => commands::eval::run(&command, file, &environment),
         Command::Config(command) => commands::config::run(&command, file, &environment),
+        Command::Keep(command) => commands::keep::run(&command, file, &environment),
         Command::Chat(args) => commands::chat::run(&args, file, &environment),
         Command::Serve(args) => commands::serve::run(&args, file, &environment),
     };

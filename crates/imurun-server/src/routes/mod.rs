@@ -35,6 +35,7 @@
 
 pub(crate) mod events;
 pub(crate) mod integrations;
+pub(crate) mod keep;
 pub(crate) mod meta;
 pub(crate) mod openai;
 pub(crate) mod page;
@@ -183,6 +184,31 @@ fn table() -> Vec<Route> {
         route(events::__path_stream, events::stream),
         route(openai::__path_models, openai::models),
         route(openai::__path_chat_completions, openai::chat_completions),
+        route_with_body_limit(
+            keep::__path_deploy,
+            keep::deploy,
+            keep::DEPLOY_BODY_BYTES_MAX,
+        ),
+        route(keep::__path_whoami, keep::whoami),
+        route(keep::__path_agents, keep::agents),
+        route(keep::__path_agent, keep::agent),
+        route(keep::__path_put_ceiling, keep::put_ceiling),
+        route(keep::__path_ceiling, keep::ceiling),
+        route(keep::__path_trust_root, keep::trust_root),
+        route(keep::__path_rotate_trust_root, keep::rotate_trust_root),
+        route(keep::__path_create_token, keep::create_token),
+        route(keep::__path_revoke_token, keep::revoke_token),
+        route(keep::__path_enrol_code, keep::enrol_code),
+        route(keep::__path_devices, keep::devices),
+        route(keep::__path_enrol_device, keep::enrol_device),
+        route(keep::__path_device, keep::device),
+        route(keep::__path_retire_device, keep::retire_device),
+        route(keep::__path_vault, keep::vault),
+        route(keep::__path_put_credential, keep::put_credential),
+        route(keep::__path_delete_credential, keep::delete_credential),
+        route(keep::__path_journal, keep::journal),
+        route(keep::__path_verify_journal, keep::verify_journal),
+        route(keep::__path_journal_entry, keep::journal_entry),
         page_route(page::INDEX_PATH, get(page::index)),
         page_route("/assets/{file}", get(page::asset)),
     ]
@@ -199,6 +225,24 @@ fn page_route(path: &str, method_router: MethodRouter<ServerState>) -> Vec<Route
         method_router,
         in_api_document: false,
     }]
+}
+
+/// [`route`] with its own body limit, above the router's: a Keep deploy carries its bundle.
+fn route_with_body_limit<P, H, T>(operation: P, handler: H, body_bytes_max: usize) -> Vec<Route>
+where
+    P: utoipa::Path,
+    H: Handler<T, ServerState>,
+    T: 'static,
+{
+    route(operation, handler)
+        .into_iter()
+        .map(|mut entry| {
+            entry.method_router = entry
+                .method_router
+                .layer(DefaultBodyLimit::max(body_bytes_max));
+            entry
+        })
+        .collect()
 }
 
 /// The entries of `handler` at the method(s) and path of its annotation `_operation`.

@@ -369,17 +369,49 @@ impl TestServer {
             .expect("an HTTP answer")
     }
 
+    /// A request with a bearer token (or none), answering the status, the body as JSON and
+    /// the body's exact text.
+    pub(crate) async fn request_as(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        path: &str,
+        body: Option<String>,
+    ) -> (u16, Value, String) {
+        tokio::time::timeout(
+            WAIT_MAX,
+            self.try_request_as(token, method, path, body.as_deref()),
+        )
+        .await
+        .expect("an answer in time")
+        .expect("an HTTP answer")
+    }
+
     async fn try_request(
         &self,
         method: &str,
         path: &str,
         body: Option<&str>,
     ) -> std::io::Result<(u16, Value)> {
+        let (status, value, _) = self.try_request_as(None, method, path, body).await?;
+        Ok((status, value))
+    }
+
+    async fn try_request_as(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        path: &str,
+        body: Option<&str>,
+    ) -> std::io::Result<(u16, Value, String)> {
         let mut stream = TcpStream::connect(self.addr).await?;
         let body = body.unwrap_or("");
+        let authorization = token
+            .map(|token| format!("Authorization: Bearer {token}\r\n"))
+            .unwrap_or_default();
         let head = format!(
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n",
+             {authorization}Content-Length: {}\r\nConnection: close\r\n\r\n",
             self.addr,
             body.len()
         );
@@ -402,8 +434,8 @@ impl TestServer {
         } else {
             body.to_owned()
         };
-        let value = serde_json::from_str(&body).unwrap_or(Value::String(body));
-        Ok((status, value))
+        let value = serde_json::from_str(&body).unwrap_or(Value::String(body.clone()));
+        Ok((status, value, body))
     }
 
     /// The status of a bodiless request with these extra header lines (each ending `\r\n`).

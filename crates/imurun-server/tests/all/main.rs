@@ -10,6 +10,7 @@ mod auth;
 mod backpressure;
 mod filter;
 mod has_subscriber;
+mod keep;
 mod load_small;
 mod openai_facade;
 mod openapi;

@@ -12,6 +12,7 @@ pub(crate) mod ask;
 pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod eval;
+pub(crate) mod keep;
 pub(crate) mod model;
 pub(crate) mod parse;
 pub(crate) mod policy;

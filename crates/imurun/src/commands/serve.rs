@@ -19,6 +19,10 @@ use crate::wiring::{Plan, Tools, Wiring};
 pub(crate) struct ServeArgs {
     #[command(flatten)]
     flags: ConfigFlags,
+    /// Serve Keep mode: every /api and /v1 route needs a Keep token (`imurun keep init` first).
+    /// The same as `[keep] enabled = true`.
+    #[arg(long)]
+    keep: bool,
 }
 
 pub(crate) fn run(
@@ -26,7 +30,10 @@ pub(crate) fn run(
     config_flag: Option<&std::path::Path>,
     environment: &Environment,
 ) -> Result<ExitCode> {
-    let config = ResolvedConfig::load(config_flag, &args.flags, environment)?;
+    let mut config = ResolvedConfig::load(config_flag, &args.flags, environment)?;
+    if args.keep {
+        config.keep.enabled = true;
+    }
     config.validate()?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
@@ -55,6 +62,24 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
     )
     .await?;
     let config = &wiring.config;
+    let keep = if config.keep.enabled {
+        let service = imurun_keep::init::open(
+            &config.keep.dir,
+            wiring.store.clone(),
+            imurun_keep::service::system_clock(),
+        )
+        .await
+        .with_context(|| {
+            format!(
+                "opening Keep mode from {} (run `imurun keep init` once first)",
+                config.keep.dir.display()
+            )
+        })?;
+        println!("Keep mode: every /api and /v1 route needs a Keep token");
+        Some(service)
+    } else {
+        None
+    };
     let state = ServerState::new(ServerParts {
         store: wiring.store.clone(),
         executor: Arc::clone(&wiring.executor),
@@ -71,6 +96,7 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
                 .map(|token| token.expose().to_owned()),
             pinned_settings: pinned_settings(config),
             sandbox: imurun_tools::sandbox_status(),
+            keep,
             ..ServerOptions::default()
         },
     });

@@ -25,6 +25,16 @@ pub(super) struct FileConfig {
     pub(super) permissions: FilePermissions,
     #[serde(default)]
     pub(super) mcp: FileMcp,
+    #[serde(default)]
+    pub(super) keep: FileKeep,
+}
+
+/// `[keep]`: Keep mode.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileKeep {
+    pub(super) enabled: Option<bool>,
+    pub(super) dir: Option<String>,
 }
 
 /// `[mcp]`: the MCP servers whose tools join the registry.

@@ -130,6 +130,7 @@ pub(crate) struct ResolvedConfig {
     pub(crate) permissions: PermissionSettings,
     /// `[[mcp.servers]]`: only the file sets them.
     pub(crate) mcp_servers: Vec<McpServerConfig>,
+    pub(crate) keep: KeepConfig,
     /// What the environment says beyond the keys.
     pub(crate) variables: Variables,
     /// Where each key's value came from, by its dotted name (`server.addr`).
@@ -141,6 +142,16 @@ pub(crate) struct ResolvedConfig {
 pub(crate) struct ServerConfig {
     pub(crate) addr: SocketAddr,
     pub(crate) api_token: Option<ApiToken>,
+}
+
+/// `[keep]`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct KeepConfig {
+    /// Whether `imurun serve` serves Keep mode (also `--keep`).
+    pub(crate) enabled: bool,
+    /// The Keep folder: keys and the first trust root (`imurun keep init`). Default
+    /// `<IMURUN_HOME>/keep`.
+    pub(crate) dir: PathBuf,
 }
 
 /// `[agent]`.
@@ -210,7 +221,14 @@ impl ResolvedConfig {
     /// shell commands and edit files here.
     pub(crate) fn validate(&self) -> Result<()> {
         let addr = self.server.addr;
-        if !addr.ip().is_loopback() && self.server.api_token.is_none() {
+        if self.keep.enabled && self.server.api_token.is_some() {
+            bail!(
+                "Keep mode is on and server.api_token is set ({}): in Keep mode the Keep tokens \
+                 (`imurun keep token create`) are the only tokens; remove the API token",
+                self.origin("server.api_token")
+            );
+        }
+        if !addr.ip().is_loopback() && self.server.api_token.is_none() && !self.keep.enabled {
             bail!(
                 "server.addr {addr} ({}) is not a loopback address, so other machines could reach \
                  the API, and the API can run shell commands and change files on this machine: \
@@ -339,6 +357,24 @@ pub(crate) fn resolve_with_file(
             )
         )
     })?;
+    let keep = KeepConfig {
+        enabled: pick.one(
+            "keep.enabled",
+            None,
+            "IMURUN_KEEP",
+            parse_bool,
+            parsed.keep.enabled,
+            false,
+        )?,
+        dir: pick.one(
+            "keep.dir",
+            None,
+            "IMURUN_KEEP_DIR",
+            |text| Ok(PathBuf::from(text)),
+            parsed.keep.dir.map(|dir| in_file(Path::new(&dir))),
+            sources.paths.data_dir.join("keep"),
+        )?,
+    };
     Ok(ResolvedConfig {
         paths: sources.paths.clone(),
         file: file.map(|(path, _)| path.to_path_buf()),
@@ -347,6 +383,7 @@ pub(crate) fn resolve_with_file(
         agent,
         permissions,
         mcp_servers,
+        keep,
         variables: Variables::read(sources.environment)?,
         origins: pick.origins,
     })

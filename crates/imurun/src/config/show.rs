@@ -54,6 +54,8 @@ impl ResolvedConfig {
         line("permissions.toggles.write_files", flag(toggles.write_files));
         line("permissions.toggles.run_shell", flag(toggles.run_shell));
         line("permissions.toggles.network", flag(toggles.network));
+        line("keep.enabled", flag(self.keep.enabled));
+        line("keep.dir", text(&self.keep.dir.to_string_lossy()));
         let mut out = section_headers(&out);
         for server in &self.mcp_servers {
             // The transport's environment and headers may hold secrets: only the shape shows.

@@ -77,8 +77,13 @@ read_files = false
 write_files = false
 run_shell = false
 network = false
+[keep]
+enabled = true
+dir = "~/keep-host"
 "#;
     let config = check(&[], Some(file), &ConfigFlags::default()).unwrap();
+    assert!(config.keep.enabled);
+    assert_eq!(config.keep.dir, Path::new("/home/ada/keep-host"));
     assert_eq!(config.model, "scripted:/etc/imurun/demo.json");
     assert_eq!(config.server.api_token, Some(ApiToken::new("file-token")));
     assert_eq!(
@@ -123,8 +128,12 @@ network = false
         ("IMURUN_WRITE_FILES", "true"),
         ("IMURUN_RUN_SHELL", "true"),
         ("IMURUN_NETWORK", "true"),
+        ("IMURUN_KEEP", "false"),
+        ("IMURUN_KEEP_DIR", "/srv/keep"),
     ];
     let config = check(&env, Some(file), &ConfigFlags::default()).unwrap();
+    assert!(!config.keep.enabled);
+    assert_eq!(config.keep.dir, Path::new("/srv/keep"));
     assert_eq!(config.model, "ollama:");
     assert_eq!(config.server.api_token, Some(ApiToken::new("env-token")));
     assert_eq!(config.agent.persona.as_deref(), Some("You are kind."));

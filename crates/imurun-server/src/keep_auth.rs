@@ -1,0 +1,99 @@
+//! Keep mode's door: every `/api` and `/v1` route but `GET /api/health` needs a Keep token
+//! (`Authorization: Bearer imk_...`, or `?access_token=` on `GET /api/events`). The holder's
+//! [`Identity`] goes into the request's extensions for the Keep routes; the assistant's routes
+//! (everything under `/api`, and the OpenAI-compatible `/v1/chat/completions` and `/v1/models`)
+//! belong to the operator, so a user token gets 403 there.
+
+use axum::extract::{FromRequestParts, Request};
+use axum::http::request::Parts;
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::middleware::Next;
+use axum::response::{IntoResponse, Response};
+use imurun_keep::KeepError;
+use imurun_keep::service::{Identity, KeepService};
+
+use crate::error::ApiError;
+use crate::state::ServerState;
+
+/// The assistant's routes under `/v1`: the OpenAI-compatible facade, which drives the
+/// operator's assistant.
+const ASSISTANT_V1_PATHS: &[&str] = &["/v1/chat/completions", "/v1/models"];
+
+/// Checks the Keep token of a request to `path`; `given` is the token as sent.
+pub(crate) async fn check(
+    keep: &KeepService,
+    mut request: Request,
+    given: Option<Vec<u8>>,
+    next: Next,
+) -> Response {
+    let path = request.uri().path().to_owned();
+    let token = given.and_then(|bytes| String::from_utf8(bytes).ok());
+    let identity = match token {
+        Some(token) => keep.authenticate(&token).await,
+        None => Err(KeepError::Unauthorized),
+    };
+    let identity = match identity {
+        Ok(identity) => identity,
+        Err(error) => return unauthorized(error),
+    };
+    let assistant = path.starts_with("/api/") || ASSISTANT_V1_PATHS.contains(&path.as_str());
+    if assistant && identity.require_operator().is_err() {
+        return ApiError::new(
+            StatusCode::FORBIDDEN,
+            "forbidden",
+            "in Keep mode the assistant's routes are the operator's; a user token reaches the \
+             Keep routes under /v1",
+        )
+        .into_response();
+    }
+    request.extensions_mut().insert(identity);
+    next.run(request).await
+}
+
+fn unauthorized(error: KeepError) -> Response {
+    let response_error = match error {
+        KeepError::Unauthorized => ApiError::new(
+            StatusCode::UNAUTHORIZED,
+            "unauthorized",
+            "this Keep host needs a valid token: send `Authorization: Bearer <token>`",
+        ),
+        other => crate::error::keep_error(other),
+    };
+    let mut response = response_error.into_response();
+    response
+        .headers_mut()
+        .insert(header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer"));
+    response
+}
+
+/// The Keep service and the caller, for a Keep route. Without Keep mode the route reaches
+/// nothing and answers 404 `keep_off`.
+#[derive(Debug, Clone)]
+pub(crate) struct KeepCaller {
+    pub(crate) keep: KeepService,
+    pub(crate) identity: Identity,
+}
+
+impl FromRequestParts<ServerState> for KeepCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &ServerState,
+    ) -> Result<Self, Self::Rejection> {
+        let Some(keep) = state.options().keep.clone() else {
+            return Err(ApiError::new(
+                StatusCode::NOT_FOUND,
+                "keep_off",
+                "Keep mode is not on for this server: start it with `imurun serve --keep` (after \
+                 `imurun keep init`)",
+            ));
+        };
+        let identity = parts
+            .extensions
+            .get::<Identity>()
+            .cloned()
+            .ok_or_else(|| crate::error::keep_error(KeepError::Unauthorized))?;
+        Ok(KeepCaller { keep, identity })
+    }
+}

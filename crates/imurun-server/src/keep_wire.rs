@@ -1,0 +1,231 @@
+//! The shapes of Keep's `/v1` routes on the wire. Signed documents travel as
+//! [`SignedDocument`]s and are read strictly (see `StrictJson`); manifests, ceilings and trust
+//! roots are described in `docs/keep/` and appear here as JSON objects.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use utoipa::ToSchema;
+
+/// Who holds the token.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Whoami {
+    /// `operator` or `user`.
+    pub role: String,
+    /// The user's name, for a user token.
+    pub user: Option<String>,
+    /// The token's id (never the token).
+    pub token_id: String,
+}
+
+/// A signature and the id of the key that made it.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignatureBody {
+    /// The signing key's id: the first 16 bytes of the SHA-256 of its public key, in hexadecimal.
+    pub key_id: String,
+    /// The Ed25519 signature, 128 lower-case hexadecimal characters.
+    pub sig: String,
+}
+
+/// A document and one signature over its RFC 8785 canonical text.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SignedDocument {
+    /// The document; its `type` names what it is (`imurun.policy`, `imurun.ceiling`,
+    /// `imurun.trust_root`, `imurun.decision`).
+    #[schema(value_type = Object)]
+    pub signed: Value,
+    pub signature: SignatureBody,
+}
+
+impl SignedDocument {
+    pub(crate) fn into_signed(self) -> imurun_keep::documents::Signed {
+        imurun_keep::documents::Signed {
+            signed: self.signed,
+            signature: imurun_keep::documents::Signature {
+                key_id: self.signature.key_id,
+                sig: self.signature.sig,
+            },
+        }
+    }
+}
+
+/// `POST /v1/agents`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeployBody {
+    /// The WebAssembly component, in standard base64 (with padding); at most 16 MiB decoded.
+    pub bundle: String,
+    /// A trusted signer key's signature over the bundle's SHA-256.
+    pub bundle_signature: SignatureBody,
+    /// The operator's signed policy (`imurun.policy`) holding the manifest.
+    pub policy: SignedDocument,
+}
+
+/// A deployed agent, as the operator sees it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentInfo {
+    pub name: String,
+    pub version: i64,
+    pub owner: String,
+    pub bundle_sha256: String,
+    pub bundle_size: i64,
+    pub signer_key_id: String,
+    pub policy_key_id: String,
+    /// The validated manifest, hosts in normal form.
+    #[schema(value_type = Object)]
+    pub manifest: Value,
+    pub deployed_at_ms: i64,
+}
+
+/// A deployed agent as anyone with a token sees it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct PublicAgent {
+    pub name: String,
+    pub version: i64,
+    pub description: String,
+}
+
+/// `GET /v1/agents`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct AgentList {
+    pub agents: Vec<PublicAgent>,
+}
+
+/// A user's ceiling in force.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct CeilingInfo {
+    /// The ceiling (`imurun.ceiling`); the empty ceiling (version 0) when none is in force.
+    #[schema(value_type = Object)]
+    pub ceiling: Value,
+    /// Why the empty ceiling applies: `none set`, `expired`, `rolled back: ...`.
+    pub empty_because: Option<String>,
+}
+
+/// `POST /v1/tokens`: a user's token (`user`) or an operator's (`operator: true`).
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct TokenCreate {
+    pub user: Option<String>,
+    #[serde(default)]
+    pub operator: bool,
+}
+
+/// A token just made: shown once, stored only as its hash.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenCreated {
+    pub id: String,
+    pub token: String,
+}
+
+/// `DELETE /v1/tokens/{id}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct TokenRevoked {
+    pub id: String,
+    pub revoked: bool,
+}
+
+/// `POST /v1/enrol-codes`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EnrolCodeCreate {
+    pub user: String,
+    /// How long the code works, in seconds: 1 to 604800; 900 when left out.
+    pub ttl_s: Option<i64>,
+}
+
+/// A one-time enrolment code: shown once.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct EnrolCodeCreated {
+    pub user: String,
+    pub code: String,
+    pub expires_in_s: i64,
+}
+
+/// `POST /v1/devices`: the user's first device with `enrol_code`, any later one with a
+/// `decision` (`kind: enrol_device`) signed by one of their devices.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct DeviceEnrol {
+    /// The Ed25519 public key, 64 lower-case hexadecimal characters.
+    pub public_key: String,
+    #[serde(default)]
+    pub label: String,
+    pub enrol_code: Option<String>,
+    pub decision: Option<SignedDocument>,
+}
+
+/// A device key.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeviceInfo {
+    pub key_id: String,
+    pub public_key: String,
+    pub label: String,
+    pub created_at_ms: i64,
+    pub retired_at_ms: Option<i64>,
+}
+
+/// `GET /v1/devices`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct DeviceList {
+    pub devices: Vec<DeviceInfo>,
+}
+
+/// `PUT /v1/vault/{name}`: the credential's value, which no route ever returns.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VaultPut {
+    pub value: String,
+}
+
+/// A vault entry: its name and when it was written, never its value.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VaultEntry {
+    pub name: String,
+    pub updated_at_ms: i64,
+}
+
+/// `GET /v1/vault`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VaultList {
+    pub entries: Vec<VaultEntry>,
+}
+
+/// `DELETE /v1/vault/{name}`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct VaultDeleted {
+    pub name: String,
+    pub deleted: bool,
+}
+
+/// A journal entry.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JournalEntryInfo {
+    pub seq: i64,
+    pub at_ms: i64,
+    pub actor: String,
+    pub user: Option<String>,
+    pub kind: String,
+    pub subject: String,
+    #[schema(value_type = Object)]
+    pub detail: Value,
+    pub prev_hash: String,
+    pub hash: String,
+}
+
+/// `GET /v1/journal`: newest first.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JournalList {
+    pub entries: Vec<JournalEntryInfo>,
+}
+
+/// `GET /v1/journal/verify`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct JournalCheck {
+    pub entries: usize,
+    /// Whether the chain holds.
+    pub intact: bool,
+    /// The first bad entry's sequence number and why.
+    pub first_bad_seq: Option<i64>,
+    pub reason: Option<String>,
+}

@@ -1,0 +1,550 @@
+//! Keep mode against the real router: an operator and two users, over HTTP.
+
+use std::collections::BTreeMap;
+
+use base64::Engine;
+use imurun_keep::decision::{Decision, DecisionKind, Expected};
+use imurun_keep::documents::{CEILING_TYPE, POLICY_TYPE, Signed};
+use imurun_keep::init::{POLICY_KEY_FILE, SIGNER_KEY_FILE};
+use imurun_keep::keys::{KeyPair, sha256_hex};
+use imurun_keep::service::system_clock;
+use imurun_server::ServerOptions;
+use imurun_store::Store;
+use serde_json::{Value, json};
+
+use crate::api_support::{Dirs, TestServer};
+use crate::openapi::{concrete_path, operations};
+
+const CANARY: &str = "canary-b7e1-4f0c-9d2a-keep-vault";
+
+struct Keep {
+    dirs: Dirs,
+    server: TestServer,
+    operator: String,
+    alice: String,
+    bob: String,
+    policy: KeyPair,
+    signer: KeyPair,
+}
+
+impl Keep {
+    async fn start() -> Keep {
+        let dirs = Dirs::new();
+        std::fs::create_dir_all(dirs.db.parent().expect("parent")).expect("data dir");
+        let store = Store::open(&dirs.db).await.expect("store");
+        let keep_dir = dirs.db.parent().expect("parent").join("keep");
+        let report = imurun_keep::init::initialise(&keep_dir, store.clone(), system_clock())
+            .await
+            .expect("keep init");
+        let service = imurun_keep::init::open(&keep_dir, store, system_clock())
+            .await
+            .expect("open keep");
+        let options = ServerOptions {
+            keep: Some(service),
+            ..ServerOptions::default()
+        };
+        let server = TestServer::start_with(&dirs, None, options).await;
+        let operator = report.operator_token.token;
+        let mut keep = Keep {
+            policy: KeyPair::read_file(&keep_dir.join(POLICY_KEY_FILE)).expect("policy key"),
+            signer: KeyPair::read_file(&keep_dir.join(SIGNER_KEY_FILE)).expect("signer key"),
+            dirs,
+            server,
+            operator,
+            alice: String::new(),
+            bob: String::new(),
+        };
+        keep.alice = keep.token_for("alice").await;
+        keep.bob = keep.token_for("bob").await;
+        keep
+    }
+
+    async fn token_for(&self, user: &str) -> String {
+        let (status, body) = self
+            .call(
+                &self.operator,
+                "POST",
+                "/v1/tokens",
+                Some(json!({"user": user})),
+            )
+            .await;
+        assert_eq!(status, 201, "{body}");
+        body["token"].as_str().expect("token").to_owned()
+    }
+
+    async fn call(
+        &self,
+        token: &str,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let (status, value, _) = self
+            .server
+            .request_as(Some(token), method, path, body.map(|body| body.to_string()))
+            .await;
+        (status, value)
+    }
+
+    async fn raw(&self, token: &str, method: &str, path: &str) -> (u16, String) {
+        let (status, _, text) = self
+            .server
+            .request_as(Some(token), method, path, None)
+            .await;
+        (status, text)
+    }
+
+    fn deploy_body(&self, name: &str, version: i64) -> Value {
+        let mut bundle = vec![0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+        bundle.extend_from_slice(format!("{name}@{version}").as_bytes());
+        let manifest = json!({
+            "name": name, "version": version, "description": "A helper.",
+            "resources": {"memory_mb": 64, "cpu_ms": 100, "timeout_ms": 1000},
+            "approval_timeout_s": 30
+        });
+        let policy = json!({
+            "type": POLICY_TYPE, "agent": name, "version": version,
+            "expires_at": (system_clock())() + 3_600,
+            "bundle_sha256": sha256_hex(&bundle), "manifest": manifest,
+        });
+        json!({
+            "bundle": base64::engine::general_purpose::STANDARD.encode(&bundle),
+            "bundle_signature": imurun_keep::trust::sign_bundle(&bundle, &self.signer),
+            "policy": Signed::sign(&policy, &self.policy).expect("sign"),
+        })
+    }
+}
+
+#[tokio::test]
+async fn every_route_needs_a_token_and_the_assistant_is_the_operators() {
+    let keep = Keep::start().await;
+    let server = &keep.server;
+    assert_eq!(
+        server.request_as(None, "GET", "/api/health", None).await.0,
+        200
+    );
+    for (method, path) in [
+        ("GET", "/v1/whoami"),
+        ("GET", "/v1/agents"),
+        ("GET", "/api/sessions"),
+        ("GET", "/v1/models"),
+    ] {
+        let (status, body, _) = server.request_as(None, method, path, None).await;
+        assert_eq!(status, 401, "{method} {path}: {body}");
+        let (status, _, _) = server
+            .request_as(Some("imk_wrong"), method, path, None)
+            .await;
+        assert_eq!(status, 401, "{method} {path} with a wrong token");
+    }
+    let (status, body) = keep.call(&keep.alice, "GET", "/v1/whoami", None).await;
+    assert_eq!(
+        (status, body["role"].as_str(), body["user"].as_str()),
+        (200, Some("user"), Some("alice"))
+    );
+    for (method, path) in [
+        ("GET", "/api/sessions"),
+        ("GET", "/v1/models"),
+        ("GET", "/api/tools"),
+    ] {
+        let (status, body) = keep.call(&keep.alice, method, path, None).await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (403, Some("forbidden")),
+            "{method} {path}"
+        );
+        let (status, _) = keep.call(&keep.operator, method, path, None).await;
+        assert_eq!(status, 200, "{method} {path} as the operator");
+    }
+    // Operator routes answer 403 to a user token.
+    let operator_only = [
+        ("POST", "/v1/agents", Some(keep.deploy_body("helper", 1))),
+        ("GET", "/v1/agents/helper", None),
+        (
+            "PUT",
+            "/v1/ceilings/alice",
+            Some(
+                json!({"signed": {"type": CEILING_TYPE}, "signature": {"key_id": "00", "sig": "00"}}),
+            ),
+        ),
+        ("GET", "/v1/trust-root", None),
+        ("POST", "/v1/tokens", Some(json!({"user": "mallory"}))),
+        ("DELETE", "/v1/tokens/abc", None),
+        ("POST", "/v1/enrol-codes", Some(json!({"user": "alice"}))),
+        ("GET", "/v1/journal/verify", None),
+    ];
+    for (method, path, body) in operator_only {
+        let (status, answer) = keep.call(&keep.alice, method, path, body).await;
+        assert_eq!(
+            (status, answer["error"]["code"].as_str()),
+            (403, Some("forbidden")),
+            "{method} {path}: {answer}"
+        );
+    }
+    // A revoked token stops at once.
+    let (_, made) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/tokens",
+            Some(json!({"user": "carol"})),
+        )
+        .await;
+    let carol = made["token"].as_str().expect("token");
+    assert_eq!(keep.call(carol, "GET", "/v1/whoami", None).await.0, 200);
+    let id = made["id"].as_str().expect("id");
+    assert_eq!(
+        keep.call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
+            .await
+            .0,
+        200
+    );
+    assert_eq!(keep.call(carol, "GET", "/v1/whoami", None).await.0, 401);
+    keep.server.stop().await;
+}
+
+#[tokio::test]
+async fn another_users_objects_read_byte_for_byte_like_ids_that_never_existed() {
+    let keep = Keep::start().await;
+    // Alice enrols a device, gets a ceiling, and so has journal entries of her own.
+    let (_, code) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/enrol-codes",
+            Some(json!({"user": "alice"})),
+        )
+        .await;
+    let device = KeyPair::generate().expect("key");
+    let (status, enrolled) = keep
+        .call(&keep.alice, "POST", "/v1/devices", Some(json!({"public_key": device.public().to_hex(), "label": "laptop", "enrol_code": code["code"]})))
+        .await;
+    assert_eq!(status, 201, "{enrolled}");
+    let key_id = enrolled["key_id"].as_str().expect("key id").to_owned();
+    let (_, journal) = keep.call(&keep.alice, "GET", "/v1/journal", None).await;
+    let alice_seq = journal["entries"][0]["seq"]
+        .as_i64()
+        .expect("an entry about alice");
+
+    let pairs = [
+        (
+            format!("/v1/devices/{key_id}"),
+            format!("/v1/devices/{}", "0".repeat(32)),
+        ),
+        (
+            "/v1/ceilings/alice".to_owned(),
+            "/v1/ceilings/nobody".to_owned(),
+        ),
+        (
+            format!("/v1/journal/{alice_seq}"),
+            "/v1/journal/999999".to_owned(),
+        ),
+    ];
+    for (theirs, never) in pairs {
+        let (status_theirs, body_theirs) = keep.raw(&keep.bob, "GET", &theirs).await;
+        let (status_never, body_never) = keep.raw(&keep.bob, "GET", &never).await;
+        assert_eq!(
+            (status_theirs, status_never),
+            (404, 404),
+            "{theirs}: {body_theirs}"
+        );
+        assert_eq!(body_theirs, body_never, "{theirs} against {never}");
+        assert_eq!(
+            keep.raw(&keep.alice, "GET", &theirs).await.0,
+            200,
+            "{theirs} is Alice's"
+        );
+    }
+    let (status, body_theirs) = keep
+        .raw(&keep.bob, "DELETE", &format!("/v1/devices/{key_id}"))
+        .await;
+    let (_, body_never) = keep
+        .raw(
+            &keep.bob,
+            "DELETE",
+            &format!("/v1/devices/{}", "1".repeat(32)),
+        )
+        .await;
+    assert_eq!((status, body_theirs), (404, body_never));
+    let (_, bob_journal) = keep.call(&keep.bob, "GET", "/v1/journal", None).await;
+    assert!(
+        bob_journal["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .all(|entry| entry["user"] == "bob"),
+        "{bob_journal}"
+    );
+    keep.server.stop().await;
+}
+
+#[tokio::test]
+async fn deploys_over_http_are_strict_signed_and_journaled() {
+    let keep = Keep::start().await;
+    let (status, agent) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/agents",
+            Some(keep.deploy_body("helper", 1)),
+        )
+        .await;
+    assert_eq!(status, 201, "{agent}");
+    assert_eq!(agent["bundle_size"], 16);
+    let (_, listed) = keep.call(&keep.alice, "GET", "/v1/agents", None).await;
+    assert_eq!(
+        listed["agents"],
+        json!([{"name": "helper", "version": 1, "description": "A helper."}])
+    );
+
+    let (status, body) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/agents",
+            Some(keep.deploy_body("helper", 1)),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("rolled_back"))
+    );
+    let mut flipped = keep.deploy_body("helper", 2);
+    flipped["policy"]["signed"]["manifest"]["memory"] = json!("write");
+    let (status, body) = keep
+        .call(&keep.operator, "POST", "/v1/agents", Some(flipped))
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("bad_signature")),
+        "{body}"
+    );
+
+    // Duplicate names and floats in the body are refused before anything is read.
+    let text = keep.deploy_body("helper", 2).to_string();
+    let duplicated = text.replacen("{\"bundle\":", "{\"bundle\":\"AAAA\",\"bundle\":", 1);
+    let (status, body, _) = keep
+        .server
+        .request_as(Some(&keep.operator), "POST", "/v1/agents", Some(duplicated))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("appears twice"),
+        "{body}"
+    );
+    let floated = text.replacen("\"version\":2", "\"version\":2.0", 1);
+    let (status, body, _) = keep
+        .server
+        .request_as(Some(&keep.operator), "POST", "/v1/agents", Some(floated))
+        .await;
+    assert_eq!(status, 400, "{body}");
+
+    let (_, journal) = keep.call(&keep.operator, "GET", "/v1/journal", None).await;
+    let kinds: Vec<&str> = journal["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|e| e["kind"].as_str())
+        .collect();
+    assert_eq!(&kinds[..3], ["refusal", "refusal", "deploy"], "{journal}");
+    let (_, check) = keep
+        .call(&keep.operator, "GET", "/v1/journal/verify", None)
+        .await;
+    assert_eq!(check["intact"], true, "{check}");
+    keep.server.stop().await;
+}
+
+#[tokio::test]
+async fn a_second_device_needs_a_decision_from_the_first_used_once() {
+    let keep = Keep::start().await;
+    let (_, code) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/enrol-codes",
+            Some(json!({"user": "alice"})),
+        )
+        .await;
+    let first = KeyPair::generate().expect("key");
+    let body = json!({"public_key": first.public().to_hex(), "enrol_code": code["code"]});
+    assert_eq!(
+        keep.call(&keep.alice, "POST", "/v1/devices", Some(body.clone()))
+            .await
+            .0,
+        201
+    );
+    assert_eq!(
+        keep.call(&keep.alice, "POST", "/v1/devices", Some(body))
+            .await
+            .0,
+        403,
+        "a code works once"
+    );
+
+    let second = KeyPair::generate().expect("key");
+    let hashes = BTreeMap::from([("public_key".to_owned(), second.public().sha256())]);
+    let key_id = second.key_id();
+    let expected = Expected {
+        kind: DecisionKind::EnrolDevice,
+        subject: &key_id,
+        hashes: &hashes,
+        ceiling_version: 0,
+        policy_version: 0,
+        user: "alice",
+    };
+    let decision = Signed::sign(
+        &Decision::new(&expected, &first, (system_clock())(), 300, false).expect("decision"),
+        &first,
+    )
+    .expect("sign");
+    let enrol = json!({"public_key": second.public().to_hex(), "decision": decision});
+    let (status, body) = keep
+        .call(&keep.bob, "POST", "/v1/devices", Some(enrol.clone()))
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("untrusted_key")),
+        "Bob cannot use Alice's decision: {body}"
+    );
+    let (status, body) = keep
+        .call(&keep.alice, "POST", "/v1/devices", Some(enrol.clone()))
+        .await;
+    assert_eq!(status, 201, "{body}");
+    let third = KeyPair::generate().expect("key");
+    let mut replay = enrol;
+    replay["public_key"] = json!(third.public().to_hex());
+    let (status, body) = keep
+        .call(&keep.alice, "POST", "/v1/devices", Some(replay))
+        .await;
+    assert_eq!(status, 403, "{body}");
+    keep.server.stop().await;
+}
+
+#[tokio::test]
+async fn a_vault_canary_reaches_no_answer_and_no_byte_of_the_database() {
+    let keep = Keep::start().await;
+    let (status, body) = keep
+        .call(
+            &keep.alice,
+            "PUT",
+            "/v1/vault/github",
+            Some(json!({"value": CANARY})),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+    let mut answers = String::new();
+    for (token, path) in [
+        (&keep.alice, "/v1/vault"),
+        (&keep.operator, "/v1/journal"),
+        (&keep.alice, "/v1/journal"),
+        (&keep.operator, "/v1/vault"),
+    ] {
+        answers.push_str(&keep.raw(token, "GET", path).await.1);
+    }
+    assert!(answers.contains("github"), "{answers}");
+    assert!(!answers.contains(CANARY), "{answers}");
+    // While the host runs, the write-ahead log holds the newest writes; after it stops, the
+    // database file holds them. Both are scanned, with the shared-memory file.
+    let data = keep.dirs.db.parent().expect("data dir").to_path_buf();
+    let running = scan_for_canary(&data);
+    assert!(
+        running
+            .iter()
+            .any(|path| path.to_string_lossy().ends_with("-wal")),
+        "the write-ahead log was scanned: {running:?}"
+    );
+    keep.server.stop().await;
+    scan_for_canary(&data);
+}
+
+/// Every file in `folder` (not below it), each checked for the canary; the files scanned.
+fn scan_for_canary(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut scanned = Vec::new();
+    for entry in std::fs::read_dir(folder).expect("dir") {
+        let path = entry.expect("entry").path();
+        if path.is_file() {
+            let bytes = std::fs::read(&path).expect("read");
+            assert!(
+                !bytes
+                    .windows(CANARY.len())
+                    .any(|window| window == CANARY.as_bytes()),
+                "{}",
+                path.display()
+            );
+            scanned.push(path);
+        }
+    }
+    scanned
+}
+
+#[tokio::test]
+async fn outside_keep_mode_the_keep_routes_reach_nothing() {
+    let dirs = Dirs::new();
+    let server = TestServer::start(&dirs, None).await;
+    for (method, path) in [
+        ("GET", "/v1/whoami"),
+        ("GET", "/v1/agents"),
+        ("POST", "/v1/tokens"),
+        ("GET", "/v1/journal"),
+    ] {
+        let (status, body, _) = server
+            .request_as(None, method, path, Some("{}".into()))
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (404, Some("keep_off")),
+            "{method} {path}: {body}"
+        );
+    }
+    server.stop().await;
+}
+
+/// The checks `openapi::` runs outside Keep mode, on a Keep host with the operator's token:
+/// every Keep operation reaches its handler and answers a documented status, and a body of the
+/// wrong JSON type is a 400.
+#[tokio::test]
+async fn every_keep_operation_answers_as_documented() {
+    let keep = Keep::start().await;
+    let (status, document) = keep
+        .call(&keep.operator, "GET", "/api/openapi.json", None)
+        .await;
+    assert_eq!(status, 200);
+    let mut checked = 0;
+    for (method, path, operation) in operations(&document) {
+        if operation["tags"][0] != "keep" {
+            continue;
+        }
+        checked += 1;
+        let concrete = concrete_path(&path);
+        let body = (method != "GET" && method != "DELETE").then(|| json!({}));
+        let (status, answer) = keep.call(&keep.operator, &method, &concrete, body).await;
+        assert_ne!(status, 405, "{method} {path}: {answer}");
+        let responses = operation["responses"].as_object().expect("responses");
+        assert!(
+            responses.contains_key(&status.to_string()),
+            "{method} {path} answered {status}: {answer}"
+        );
+        if operation.get("requestBody").is_some() {
+            for wrong in ["[null, null]", "null", "\"text\"", "7", "[]", " "] {
+                let (status, answer, _) = keep
+                    .server
+                    .request_as(
+                        Some(&keep.operator),
+                        &method,
+                        &concrete,
+                        Some(wrong.to_owned()),
+                    )
+                    .await;
+                assert_eq!(
+                    (status, answer["error"]["code"].as_str()),
+                    (400, Some("bad_request")),
+                    "{method} {path} with {wrong}: {answer}"
+                );
+            }
+        }
+    }
+    assert!(checked >= 21, "{checked} Keep operations");
+    keep.server.stop().await;
+}

@@ -1,0 +1,435 @@
+//! `imurun keep ...`: setting up Keep mode, tokens and enrolment codes at the host, and the
+//! offline tools for keys, signatures and decisions (what an operator or a person runs on their
+//! own machine: nothing there touches the host's database).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow, bail};
+use imurun_keep::decision::{Decision, DecisionKind, Expected};
+use imurun_keep::documents::{Signature, Signed};
+use imurun_keep::keys::{KeyPair, PublicKey};
+use imurun_keep::service::{
+    ENROL_CODE_TTL_S_DEFAULT, Identity, KeepService, TokenRole, system_clock,
+};
+use imurun_store::Store;
+use serde_json::{Value, json};
+
+use crate::config::{ConfigFlags, Environment, ResolvedConfig};
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum KeepCommand {
+    /// Create the Keep folder (keys, trust root), install the trust root in the database and
+    /// print the first operator token (once).
+    Init(InitArgs),
+    /// Make or revoke tokens (at the host).
+    #[command(subcommand)]
+    Token(TokenCommand),
+    /// Issue a one-time code for a user's first device (at the host).
+    EnrolCode(EnrolCodeArgs),
+    /// Make an Ed25519 key file (0600) and print its id and public key.
+    Keygen(KeygenArgs),
+    /// Sign a bundle (its SHA-256) or a JSON document (its RFC 8785 canonical text).
+    Sign(SignArgs),
+    /// Check a signature over a bundle or a signed document.
+    Verify(VerifyArgs),
+    /// A person's device key.
+    #[command(subcommand)]
+    Device(DeviceCommand),
+    /// Sign a decision with a device key and print it as JSON.
+    Decide(DecideArgs),
+    /// The journal.
+    #[command(subcommand)]
+    Journal(JournalCommand),
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct InitArgs {
+    /// The Keep folder (default: keep.dir, `<IMURUN_HOME>/keep`).
+    #[arg(long, value_name = "DIR")]
+    dir: Option<PathBuf>,
+    #[command(flatten)]
+    flags: ConfigFlags,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum TokenCommand {
+    /// Make a token for a user (`--user NAME`) or the operator (`--operator`); printed once.
+    Create {
+        #[arg(
+            long,
+            conflicts_with = "operator",
+            required_unless_present = "operator"
+        )]
+        user: Option<String>,
+        #[arg(long)]
+        operator: bool,
+        #[command(flatten)]
+        flags: ConfigFlags,
+    },
+    /// Revoke a token by its id: it stops working at once.
+    Revoke {
+        id: String,
+        #[command(flatten)]
+        flags: ConfigFlags,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct EnrolCodeArgs {
+    #[arg(long)]
+    user: String,
+    /// Seconds the code works (default 900, at most 604800).
+    #[arg(long, default_value_t = ENROL_CODE_TTL_S_DEFAULT)]
+    ttl_s: i64,
+    #[command(flatten)]
+    flags: ConfigFlags,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct KeygenArgs {
+    /// The new key file; never overwritten.
+    #[arg(long, value_name = "FILE")]
+    out: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct SignArgs {
+    /// The key file.
+    #[arg(long, value_name = "FILE")]
+    key: PathBuf,
+    /// PATH is a bundle: sign its SHA-256 and print `{key_id, sig}`. Otherwise PATH is a JSON
+    /// document, read strictly, and the signed envelope is printed.
+    #[arg(long)]
+    bundle: bool,
+    path: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct VerifyArgs {
+    /// The signer's public key (64 hexadecimal characters).
+    #[arg(long, value_name = "HEX")]
+    public_key: String,
+    /// With `--bundle`: the signature file (`{key_id, sig}`) and PATH the bundle. Without:
+    /// PATH is a signed envelope.
+    #[arg(long, value_name = "SIGNATURE_FILE")]
+    bundle_signature: Option<PathBuf>,
+    path: PathBuf,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum DeviceCommand {
+    /// Make a device key in a new 0600 file and print the body that registers it
+    /// (`POST /v1/devices`, with an enrolment code or a decision from an existing device).
+    Enrol {
+        #[arg(long, value_name = "FILE")]
+        out: PathBuf,
+        #[arg(long, default_value = "")]
+        label: String,
+    },
+}
+
+#[derive(Debug, clap::Args)]
+pub(crate) struct DecideArgs {
+    /// The device key file.
+    #[arg(long, value_name = "KEYFILE")]
+    device: PathBuf,
+    /// approve_proposal, deny_proposal, clear_taint, approve_egress or enrol_device.
+    #[arg(long)]
+    kind: String,
+    /// The id of what is decided.
+    #[arg(long)]
+    subject: String,
+    /// A hash of the subject, `name=HEX`; repeat for several.
+    #[arg(long = "hash", value_name = "NAME=HEX")]
+    hashes: Vec<String>,
+    /// Whose decision it is.
+    #[arg(long)]
+    user: String,
+    /// The ceiling version it is decided against (0: the empty ceiling).
+    #[arg(long, default_value_t = 0)]
+    ceiling_version: i64,
+    /// The policy version it is decided against (0 where none applies).
+    #[arg(long, default_value_t = 0)]
+    policy_version: i64,
+    /// Seconds the decision is valid (at most 86400).
+    #[arg(long, default_value_t = 300)]
+    ttl_s: i64,
+    /// Accept a tainted subject explicitly.
+    #[arg(long)]
+    confirm_tainted: bool,
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum JournalCommand {
+    /// Check the hash chain; names the first bad entry and exits 1 when there is one.
+    Verify {
+        #[command(flatten)]
+        flags: ConfigFlags,
+    },
+}
+
+pub(crate) fn run(
+    command: &KeepCommand,
+    config_flag: Option<&Path>,
+    environment: &Environment,
+) -> Result<ExitCode> {
+    match command {
+        KeepCommand::Keygen(args) => keygen(&args.out),
+        KeepCommand::Sign(args) => sign(args),
+        KeepCommand::Verify(args) => verify(args),
+        KeepCommand::Device(DeviceCommand::Enrol { out, label }) => device_enrol(out, label),
+        KeepCommand::Decide(args) => decide(args),
+        KeepCommand::Init(args) => {
+            at_host(config_flag, &args.flags, environment, |config, store| {
+                init(config, store, args.dir.clone())
+            })
+        }
+        KeepCommand::Token(TokenCommand::Create {
+            user,
+            operator,
+            flags,
+        }) => {
+            let role = match (user, operator) {
+                (Some(user), false) => TokenRole::User(user.clone()),
+                _ => TokenRole::Operator,
+            };
+            at_keep(config_flag, flags, environment, move |keep| async move {
+                let token = keep
+                    .create_token(&Identity::local_operator(), &role)
+                    .await?;
+                println!("{}", json!({"id": token.id, "token": token.token}));
+                eprintln!("the token is shown once; it is stored only as its hash");
+                Ok(ExitCode::SUCCESS)
+            })
+        }
+        KeepCommand::Token(TokenCommand::Revoke { id, flags }) => {
+            let id = id.clone();
+            at_keep(config_flag, flags, environment, move |keep| async move {
+                keep.revoke_token(&Identity::local_operator(), &id).await?;
+                println!("{}", json!({"id": id, "revoked": true}));
+                Ok(ExitCode::SUCCESS)
+            })
+        }
+        KeepCommand::EnrolCode(args) => {
+            let (user, ttl_s) = (args.user.clone(), args.ttl_s);
+            at_keep(
+                config_flag,
+                &args.flags,
+                environment,
+                move |keep| async move {
+                    let code = keep
+                        .enrol_code(&Identity::local_operator(), &user, ttl_s)
+                        .await?;
+                    println!(
+                        "{}",
+                        json!({"user": user, "code": code, "expires_in_s": ttl_s})
+                    );
+                    Ok(ExitCode::SUCCESS)
+                },
+            )
+        }
+        KeepCommand::Journal(JournalCommand::Verify { flags }) => {
+            at_keep(config_flag, flags, environment, |keep| async move {
+                let report = keep.verify_journal(&Identity::local_operator()).await?;
+                println!("{}", serde_json::to_string(&report)?);
+                Ok(match report.first_bad {
+                    None => ExitCode::SUCCESS,
+                    Some(bad) => {
+                        eprintln!("the journal is broken at entry {}: {}", bad.seq, bad.reason);
+                        ExitCode::from(1)
+                    }
+                })
+            })
+        }
+    }
+}
+
+/// Runs `work` on the host's database.
+fn at_host<F, Fut>(
+    config_flag: Option<&Path>,
+    flags: &ConfigFlags,
+    environment: &Environment,
+    work: F,
+) -> Result<ExitCode>
+where
+    F: FnOnce(ResolvedConfig, Store) -> Fut,
+    Fut: std::future::Future<Output = Result<ExitCode>>,
+{
+    let config = ResolvedConfig::load(config_flag, flags, environment)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    runtime.block_on(async move {
+        let database = config.paths.database();
+        let store = Store::open(&database)
+            .await
+            .with_context(|| format!("opening the database {}", database.display()))?;
+        let result = work(config, store.clone()).await;
+        store.close().await;
+        result
+    })
+}
+
+/// Runs `work` with the host's Keep service.
+fn at_keep<F, Fut>(
+    config_flag: Option<&Path>,
+    flags: &ConfigFlags,
+    environment: &Environment,
+    work: F,
+) -> Result<ExitCode>
+where
+    F: FnOnce(KeepService) -> Fut,
+    Fut: std::future::Future<Output = Result<ExitCode>>,
+{
+    at_host(
+        config_flag,
+        flags,
+        environment,
+        |config, store| async move {
+            let keep = imurun_keep::init::open(&config.keep.dir, store, system_clock())
+                .await
+                .with_context(|| {
+                    format!(
+                        "opening Keep from {} (run `imurun keep init` once first)",
+                        config.keep.dir.display()
+                    )
+                })?;
+            work(keep).await
+        },
+    )
+}
+
+async fn init(config: ResolvedConfig, store: Store, dir: Option<PathBuf>) -> Result<ExitCode> {
+    let dir = dir.unwrap_or(config.keep.dir);
+    let report = imurun_keep::init::initialise(&dir, store, system_clock()).await?;
+    println!("Keep is set up in {}", report.dir.display());
+    println!(
+        "  policy key {} (policy.key: sign policies, ceilings and trust roots; keep it off this host once set up)",
+        report.policy_key_id
+    );
+    println!(
+        "  signer key {} (signer.key: sign bundles)",
+        report.signer_key_id
+    );
+    println!("  host key   {} (host.key)", report.host_key_id);
+    println!("  vault key  (vault.key)");
+    println!();
+    println!("The first operator token, shown once (it is stored only as its hash):");
+    println!("{}", report.operator_token.token);
+    println!();
+    println!("Serve Keep mode with `imurun serve --keep`.");
+    Ok(ExitCode::SUCCESS)
+}
+
+fn keygen(out: &Path) -> Result<ExitCode> {
+    let pair = KeyPair::generate()?;
+    pair.write_file(out)?;
+    println!(
+        "{}",
+        json!({"key_id": pair.key_id(), "public_key": pair.public().to_hex()})
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn sign(args: &SignArgs) -> Result<ExitCode> {
+    let key = KeyPair::read_file(&args.key)?;
+    let bytes =
+        std::fs::read(&args.path).with_context(|| format!("reading {}", args.path.display()))?;
+    if args.bundle {
+        let signature = imurun_keep::trust::sign_bundle(&bytes, &key);
+        println!("{}", serde_json::to_string(&signature)?);
+    } else {
+        let document = imurun_keep::canonical::parse_document(&bytes)
+            .map_err(|error| anyhow!("{}: {error}", args.path.display()))?;
+        if document.get("type").and_then(Value::as_str).is_none() {
+            bail!(
+                "{}: a document to sign names its `type` (imurun.policy, imurun.ceiling, \
+                 imurun.trust_root, imurun.decision)",
+                args.path.display()
+            );
+        }
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&Signed::sign(&document, &key)?)?
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn verify(args: &VerifyArgs) -> Result<ExitCode> {
+    let key = PublicKey::from_hex(&args.public_key)?;
+    let bytes =
+        std::fs::read(&args.path).with_context(|| format!("reading {}", args.path.display()))?;
+    let outcome = match &args.bundle_signature {
+        Some(signature_file) => {
+            let text = std::fs::read(signature_file)
+                .with_context(|| format!("reading {}", signature_file.display()))?;
+            let signature: Signature = serde_json::from_slice(&text)
+                .with_context(|| format!("{}: not {{key_id, sig}}", signature_file.display()))?;
+            imurun_keep::trust::verify_bundle_signature(&bytes, &signature, &key).map(|_| ())
+        }
+        None => {
+            let envelope = Signed::from_text(&bytes)?;
+            let kind = envelope
+                .signed
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            envelope.verify_with(&key, &kind)
+        }
+    };
+    match outcome {
+        Ok(()) => {
+            println!("{}", json!({"valid": true, "key_id": key.key_id()}));
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(error) => {
+            println!("{}", json!({"valid": false, "reason": error.to_string()}));
+            Ok(ExitCode::from(1))
+        }
+    }
+}
+
+fn device_enrol(out: &Path, label: &str) -> Result<ExitCode> {
+    let pair = KeyPair::generate()?;
+    pair.write_file(out)?;
+    println!(
+        "{}",
+        json!({"public_key": pair.public().to_hex(), "label": label, "key_id": pair.key_id()})
+    );
+    eprintln!(
+        "register it with POST /v1/devices: this body and `enrol_code` (the first device) or \
+         `decision` (an enrol_device decision signed by an existing device)"
+    );
+    Ok(ExitCode::SUCCESS)
+}
+
+fn decide(args: &DecideArgs) -> Result<ExitCode> {
+    let device = KeyPair::read_file(&args.device)?;
+    let kind: DecisionKind = serde_json::from_value(Value::String(args.kind.clone()))
+        .map_err(|_| anyhow!("--kind {:?} is not one of approve_proposal, deny_proposal, clear_taint, approve_egress, enrol_device", args.kind))?;
+    let mut hashes = BTreeMap::new();
+    for pair in &args.hashes {
+        let (name, value) = pair
+            .split_once('=')
+            .ok_or_else(|| anyhow!("--hash {pair:?} is not NAME=HEX"))?;
+        hashes.insert(name.to_owned(), value.to_owned());
+    }
+    let expected = Expected {
+        kind,
+        subject: &args.subject,
+        hashes: &hashes,
+        ceiling_version: args.ceiling_version,
+        policy_version: args.policy_version,
+        user: &args.user,
+    };
+    let now = (system_clock())();
+    let decision = Decision::new(&expected, &device, now, args.ttl_s, args.confirm_tainted)?;
+    let envelope = Signed::sign(&decision, &device)?;
+    println!("{}", serde_json::to_string_pretty(&envelope)?);
+    Ok(ExitCode::SUCCESS)
+}
