@@ -97,3 +97,24 @@ impl FromRequestParts<ServerState> for KeepCaller {
         Ok(KeepCaller { keep, identity })
     }
 }
+
+/// [`KeepCaller`] for an operator route: a user token is refused (403) before the body is read.
+/// The Keep service checks the identity again.
+#[derive(Debug, Clone)]
+pub(crate) struct OperatorCaller(pub(crate) KeepCaller);
+
+impl FromRequestParts<ServerState> for OperatorCaller {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
+        state: &ServerState,
+    ) -> Result<Self, Self::Rejection> {
+        let caller = KeepCaller::from_request_parts(parts, state).await?;
+        caller
+            .identity
+            .require_operator()
+            .map_err(crate::error::keep_error)?;
+        Ok(OperatorCaller(caller))
+    }
+}

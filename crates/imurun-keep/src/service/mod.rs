@@ -314,8 +314,9 @@ impl KeepService {
     }
 }
 
-/// Appends an entry to the journal in `tx`.
-pub(crate) async fn append(
+/// Appends an entry to the journal in `tx`: the one way entries are written (each Keep write
+/// calls it in its own transaction; benchmarks call it to measure appends).
+pub async fn append(
     tx: &mut KeepTx,
     caller: &Identity,
     user: Option<&str>,

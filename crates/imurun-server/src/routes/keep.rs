@@ -1,7 +1,8 @@
 //! Keep mode's routes under `/v1`: who am I, agents (deploy and list), ceilings, the trust
 //! root, tokens, enrolment codes, devices, the vault and the journal. Each answers only in Keep
-//! mode (otherwise exactly as a path that does not exist); the Keep service decides who may do
-//! what, and `error::keep_error` puts its refusals on the wire.
+//! mode (otherwise 404 `keep_off`); operator routes refuse a user token before reading the
+//! body, the Keep service decides who may do what again, and `error::keep_error` puts its
+//! refusals on the wire.
 
 use axum::Json;
 use axum::extract::Path;
@@ -12,7 +13,7 @@ use imurun_keep::service::{
 };
 
 use crate::error::{ApiError, StrictJson, keep_error};
-use crate::keep_auth::KeepCaller;
+use crate::keep_auth::{KeepCaller, OperatorCaller};
 use crate::keep_wire::{
     AgentInfo, AgentList, CeilingInfo, DeployBody, DeviceEnrol, DeviceInfo, DeviceList,
     EnrolCodeCreate, EnrolCodeCreated, JournalCheck, JournalEntryInfo, JournalList, PublicAgent,
@@ -67,7 +68,7 @@ pub(crate) async fn whoami(caller: KeepCaller) -> Json<Whoami> {
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
     ))]
 pub(crate) async fn deploy(
-    caller: KeepCaller,
+    OperatorCaller(caller): OperatorCaller,
     StrictJson(body): StrictJson<DeployBody, DEPLOY_BODY_BYTES_MAX>,
 ) -> Result<(StatusCode, Json<AgentInfo>), ApiError> {
     let bundle = base64::engine::general_purpose::STANDARD
@@ -123,7 +124,7 @@ pub(crate) async fn agents(caller: KeepCaller) -> Result<Json<AgentList>, ApiErr
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
     ))]
 pub(crate) async fn agent(
-    caller: KeepCaller,
+    OperatorCaller(caller): OperatorCaller,
     Path(name): Path<String>,
 ) -> Result<Json<AgentInfo>, ApiError> {
     let view = caller
@@ -150,7 +151,7 @@ pub(crate) async fn agent(
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
     ))]
 pub(crate) async fn put_ceiling(
-    caller: KeepCaller,
+    OperatorCaller(caller): OperatorCaller,
     Path(user): Path<String>,
     StrictJson(body): Strict<SignedDocument>,
 ) -> Result<Json<CeilingInfo>, ApiError> {
@@ -199,7 +200,9 @@ pub(crate) async fn ceiling(
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn trust_root(caller: KeepCaller) -> Result<Json<serde_json::Value>, ApiError> {
+pub(crate) async fn trust_root(
+    OperatorCaller(caller): OperatorCaller,
+) -> Result<Json<serde_json::Value>, ApiError> {
     let root = caller
         .keep
         .trust_root(&caller.identity)
@@ -223,7 +226,7 @@ pub(crate) async fn trust_root(caller: KeepCaller) -> Result<Json<serde_json::Va
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
     ))]
 pub(crate) async fn rotate_trust_root(
-    caller: KeepCaller,
+    OperatorCaller(caller): OperatorCaller,
     StrictJson(body): Strict<SignedDocument>,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let root = caller
@@ -248,7 +251,7 @@ pub(crate) async fn rotate_trust_root(
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
     ))]
 pub(crate) async fn create_token(
-    caller: KeepCaller,
+    OperatorCaller(caller): OperatorCaller,
     StrictJson(body): Strict<TokenCreate>,
 ) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
     let role = match (body.user, body.operator) {
@@ -285,7 +288,7 @@ pub(crate) async fn create_token(
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
     ))]
 pub(crate) async fn revoke_token(
-    caller: KeepCaller,
+    OperatorCaller(caller): OperatorCaller,
     Path(id): Path<String>,
 ) -> Result<Json<TokenRevoked>, ApiError> {
     caller
@@ -310,7 +313,7 @@ pub(crate) async fn revoke_token(
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
     ))]
 pub(crate) async fn enrol_code(
-    caller: KeepCaller,
+    OperatorCaller(caller): OperatorCaller,
     StrictJson(body): Strict<EnrolCodeCreate>,
 ) -> Result<(StatusCode, Json<EnrolCodeCreated>), ApiError> {
     let ttl_s = body.ttl_s.unwrap_or(ENROL_CODE_TTL_S_DEFAULT);
@@ -562,7 +565,9 @@ pub(crate) async fn journal_entry(
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn verify_journal(caller: KeepCaller) -> Result<Json<JournalCheck>, ApiError> {
+pub(crate) async fn verify_journal(
+    OperatorCaller(caller): OperatorCaller,
+) -> Result<Json<JournalCheck>, ApiError> {
     let report = caller
         .keep
         .verify_journal(&caller.identity)

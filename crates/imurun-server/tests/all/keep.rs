@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use base64::Engine;
 use imurun_keep::decision::{Decision, DecisionKind, Expected};
-use imurun_keep::documents::{CEILING_TYPE, POLICY_TYPE, Signed};
+use imurun_keep::documents::{POLICY_TYPE, Signed};
 use imurun_keep::init::{POLICY_KEY_FILE, SIGNER_KEY_FILE};
 use imurun_keep::keys::{KeyPair, sha256_hex};
 use imurun_keep::service::system_clock;
@@ -157,23 +157,20 @@ async fn every_route_needs_a_token_and_the_assistant_is_the_operators() {
     }
     // Operator routes answer 403 to a user token.
     let operator_only = [
-        ("POST", "/v1/agents", Some(keep.deploy_body("helper", 1))),
-        ("GET", "/v1/agents/helper", None),
-        (
-            "PUT",
-            "/v1/ceilings/alice",
-            Some(
-                json!({"signed": {"type": CEILING_TYPE}, "signature": {"key_id": "00", "sig": "00"}}),
-            ),
-        ),
-        ("GET", "/v1/trust-root", None),
-        ("POST", "/v1/tokens", Some(json!({"user": "mallory"}))),
-        ("DELETE", "/v1/tokens/abc", None),
-        ("POST", "/v1/enrol-codes", Some(json!({"user": "alice"}))),
-        ("GET", "/v1/journal/verify", None),
+        ("POST", "/v1/agents"),
+        ("GET", "/v1/agents/helper"),
+        ("PUT", "/v1/ceilings/alice"),
+        ("GET", "/v1/trust-root"),
+        ("POST", "/v1/trust-root"),
+        ("POST", "/v1/tokens"),
+        ("DELETE", "/v1/tokens/abc"),
+        ("POST", "/v1/enrol-codes"),
+        ("GET", "/v1/journal/verify"),
     ];
-    for (method, path, body) in operator_only {
-        let (status, answer) = keep.call(&keep.alice, method, path, body).await;
+    // Refused before the body is read, so none is sent: a server may reset a connection whose
+    // body it never read.
+    for (method, path) in operator_only {
+        let (status, answer) = keep.call(&keep.alice, method, path, None).await;
         assert_eq!(
             (status, answer["error"]["code"].as_str()),
             (403, Some("forbidden")),

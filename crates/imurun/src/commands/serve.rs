@@ -2,6 +2,7 @@
 //! `imurun chat` can connect while the model loads (prompts answer 503 until it is ready),
 //! then loads the model in the background with a progress bar.
 
+use std::io::Write;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -75,7 +76,6 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
                 config.keep.dir.display()
             )
         })?;
-        println!("Keep mode: every /api and /v1 route needs a Keep token");
         Some(service)
     } else {
         None
@@ -104,7 +104,17 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
         .await
         .with_context(|| format!("binding {}", config.server.addr))?;
     let addr = listener.local_addr().context("reading the bound address")?;
-    println!("imurun is listening on http://{addr}");
+    // One write, whose failure is ignored: a reader that takes the first line and closes the
+    // pipe (`imurun serve | head -1`, a supervisor) must not bring the server down.
+    let keep_line = if config.keep.enabled {
+        "\nKeep mode: every /api and /v1 route but /api/health needs a Keep token"
+    } else {
+        ""
+    };
+    let _ = writeln!(
+        std::io::stdout(),
+        "imurun is listening on http://{addr}{keep_line}"
+    );
     tracing::info!(%addr, "listening");
 
     slot.set_loading();

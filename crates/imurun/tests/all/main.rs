@@ -9,6 +9,7 @@ mod config_cli;
 mod embedded_cli;
 mod eval_cli;
 mod everyday;
+mod keep_cli;
 mod parse_cli;
 mod policy_cli;
 mod schemathesis;

@@ -18,6 +18,9 @@ const WAIT_MAX: Duration = Duration::from_secs(60);
 pub(crate) struct Server {
     child: Child,
     pub(crate) addr: String,
+    /// The bearer token every request of [`Server::request`] carries (a Keep host's operator
+    /// token), if any.
+    token: Option<String>,
 }
 
 impl Drop for Server {
@@ -44,6 +47,17 @@ impl Server {
         args: &[&str],
         envs: &[(&str, &OsStr)],
     ) -> Server {
+        Self::start_as(home, model, args, envs, None)
+    }
+
+    /// A server whose requests carry `token` (`imurun serve --keep` and its operator's token).
+    pub(crate) fn start_as(
+        home: &Path,
+        model: &str,
+        args: &[&str],
+        envs: &[(&str, &OsStr)],
+        token: Option<&str>,
+    ) -> Server {
         let mut child = Command::new(env!("CARGO_BIN_EXE_imurun"))
             .args(["serve", "--model", model, "--addr", "127.0.0.1:0"])
             .args(args)
@@ -63,19 +77,38 @@ impl Server {
             .strip_prefix("imurun is listening on http://")
             .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
             .to_owned();
-        let server = Server { child, addr };
+        let server = Server {
+            child,
+            addr,
+            token: token.map(str::to_owned),
+        };
         server.wait_until(|server| server.get("/api/model").1["status"] == "ready");
         server
     }
 
     pub(crate) fn request(&self, method: &str, path: &str, body: Option<&Value>) -> (u16, Value) {
+        let (status, _, body) = self.request_as(self.token.as_deref(), method, path, body);
+        (status, body)
+    }
+
+    /// A request with this bearer token (or none): the status, the body's text and its JSON.
+    pub(crate) fn request_as(
+        &self,
+        token: Option<&str>,
+        method: &str,
+        path: &str,
+        body: Option<&Value>,
+    ) -> (u16, String, Value) {
         let mut stream = TcpStream::connect(&self.addr).unwrap();
         stream.set_read_timeout(Some(WAIT_MAX)).unwrap();
         let body = body.map(Value::to_string).unwrap_or_default();
+        let authorization = token
+            .map(|token| format!("Authorization: Bearer {token}\r\n"))
+            .unwrap_or_default();
         write!(
             stream,
             "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+             {authorization}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
             self.addr,
             body.len()
         )
@@ -84,7 +117,11 @@ impl Server {
         stream.read_to_string(&mut response).unwrap();
         let (head, body) = response.split_once("\r\n\r\n").unwrap();
         let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        (status, serde_json::from_str(body).unwrap_or(Value::Null))
+        (
+            status,
+            body.to_owned(),
+            serde_json::from_str(body).unwrap_or(Value::Null),
+        )
     }
 
     pub(crate) fn get(&self, path: &str) -> (u16, Value) {
@@ -132,7 +169,7 @@ impl Server {
     }
 }
 
-fn script(dir: &Path, replies: &Value) -> String {
+pub(crate) fn script(dir: &Path, replies: &Value) -> String {
     let path = dir.join("script.json");
     std::fs::write(&path, json!({"replies": replies}).to_string()).unwrap();
     format!("scripted:{}", path.display())

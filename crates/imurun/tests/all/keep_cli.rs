@@ -1,0 +1,263 @@
+//! Keep mode as an operator sets it up: `imurun keep init`, tokens and signatures from the
+//! command line, `imurun serve --keep` as a process, and the journal checked afterwards. A
+//! canary put in the vault is in no answer, no log line and no byte of the database files.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use crate::serve_cli::{Server, script};
+use crate::support::run_imurun;
+
+const CANARY: &str = "canary-process-0e5c-vault";
+
+fn imurun(home: &Path, args: &[&str]) -> (i32, String, String) {
+    let output = run_imurun(args, "", &[("IMURUN_HOME", home.as_os_str())]);
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn json_of(text: &str) -> Value {
+    serde_json::from_str(text.trim()).unwrap_or_else(|error| panic!("{text:?}: {error}"))
+}
+
+fn mode(path: &Path) -> u32 {
+    std::fs::metadata(path).unwrap().permissions().mode() & 0o777
+}
+
+#[test]
+fn an_operator_sets_up_keep_and_serves_it() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let (code, out, err) = imurun(home, &["keep", "init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let operator = out
+        .lines()
+        .find(|line| line.starts_with("imk_"))
+        .expect("the operator token is printed")
+        .to_owned();
+    let keep = home.join("keep");
+    assert_eq!(mode(&keep), 0o700);
+    for file in [
+        "policy.key",
+        "signer.key",
+        "host.key",
+        "vault.key",
+        "trust-root.json",
+    ] {
+        assert_eq!(mode(&keep.join(file)), 0o600, "{file}");
+    }
+    let (code, _, err) = imurun(home, &["keep", "init"]);
+    assert_ne!(code, 0);
+    assert!(err.contains("nothing is overwritten"), "{err}");
+
+    let (code, out, err) = imurun(home, &["keep", "token", "create", "--user", "alice"]);
+    assert_eq!(code, 0, "{err}");
+    let alice = json_of(&out)["token"].as_str().expect("token").to_owned();
+
+    // A bundle and a policy, signed with the command line's own tools.
+    let mut bundle = vec![0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+    bundle.extend_from_slice(b"a helper component");
+    std::fs::write(home.join("helper.wasm"), &bundle).unwrap();
+    let signer = keep.join("signer.key");
+    let (code, out, err) = imurun(
+        home,
+        &[
+            "keep",
+            "sign",
+            "--key",
+            signer.to_str().unwrap(),
+            "--bundle",
+            home.join("helper.wasm").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let bundle_signature = json_of(&out);
+    std::fs::write(home.join("bundle.sig"), &out).unwrap();
+    let signer_public = json_of(&std::fs::read_to_string(&signer).unwrap())["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let (code, out, _) = imurun(
+        home,
+        &[
+            "keep",
+            "verify",
+            "--public-key",
+            &signer_public,
+            "--bundle-signature",
+            home.join("bundle.sig").to_str().unwrap(),
+            home.join("helper.wasm").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        (code, json_of(&out)["valid"].as_bool()),
+        (0, Some(true)),
+        "{out}"
+    );
+    bundle[10] ^= 1;
+    std::fs::write(home.join("changed.wasm"), &bundle).unwrap();
+    let (code, out, _) = imurun(
+        home,
+        &[
+            "keep",
+            "verify",
+            "--public-key",
+            &signer_public,
+            "--bundle-signature",
+            home.join("bundle.sig").to_str().unwrap(),
+            home.join("changed.wasm").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(
+        (code, json_of(&out)["valid"].as_bool()),
+        (1, Some(false)),
+        "{out}"
+    );
+    bundle[10] ^= 1;
+
+    let policy = json!({
+        "type": "imurun.policy", "agent": "helper", "version": 1,
+        "expires_at": 4_000_000_000_i64,
+        "bundle_sha256": sha256_hex(&bundle),
+        "manifest": {"name": "helper", "version": 1,
+            "resources": {"memory_mb": 64, "cpu_ms": 100, "timeout_ms": 1000},
+            "approval_timeout_s": 30}
+    });
+    std::fs::write(home.join("policy.json"), policy.to_string()).unwrap();
+    let (code, out, err) = imurun(
+        home,
+        &[
+            "keep",
+            "sign",
+            "--key",
+            keep.join("policy.key").to_str().unwrap(),
+            home.join("policy.json").to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let signed_policy = json_of(&out);
+    std::fs::write(
+        home.join("duplicate.json"),
+        r#"{"type":"imurun.policy","type":"imurun.ceiling"}"#,
+    )
+    .unwrap();
+    let (code, _, err) = imurun(
+        home,
+        &[
+            "keep",
+            "sign",
+            "--key",
+            keep.join("policy.key").to_str().unwrap(),
+            home.join("duplicate.json").to_str().unwrap(),
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("appears twice"), "{err}");
+
+    let model = script(home, &json!([{"text": "Hello."}]));
+    let server = Server::start_as(home, &model, &["--keep"], &[], Some(&operator));
+    assert_eq!(server.request_as(None, "GET", "/api/health", None).0, 200);
+    assert_eq!(server.request_as(None, "GET", "/v1/whoami", None).0, 401);
+    assert_eq!(
+        server
+            .request_as(Some(&alice), "GET", "/api/sessions", None)
+            .0,
+        403
+    );
+    assert_eq!(
+        server.get("/api/sessions").0,
+        200,
+        "the operator reaches the assistant"
+    );
+    let deploy = json!({
+        "bundle": base64_of(&bundle),
+        "bundle_signature": bundle_signature,
+        "policy": signed_policy,
+    });
+    // Refused before the body is read (so it is not sent: a server may close a connection
+    // whose body it never read, which resets it).
+    let (status, _, answer) = server.request_as(Some(&alice), "POST", "/v1/agents", None);
+    assert_eq!(status, 403, "{answer}");
+    let (status, agent) = server.post("/v1/agents", deploy);
+    assert_eq!(status, 201, "{agent}");
+    let (status, _, stored) = server.request_as(
+        Some(&alice),
+        "PUT",
+        "/v1/vault/github",
+        Some(&json!({"value": CANARY})),
+    );
+    assert_eq!(status, 200, "{stored}");
+    let mut answers = String::new();
+    for (token, path) in [
+        (&alice, "/v1/vault"),
+        (&alice, "/v1/journal"),
+        (&operator, "/v1/journal"),
+        (&alice, "/v1/agents"),
+    ] {
+        answers.push_str(&server.request_as(Some(token), "GET", path, None).1);
+    }
+    assert!(
+        answers.contains("github") && answers.contains("helper"),
+        "{answers}"
+    );
+    assert!(!answers.contains(CANARY), "{answers}");
+    let wal_seen = scan(home)
+        .iter()
+        .any(|path| path.to_string_lossy().ends_with("-wal"));
+    assert!(
+        wal_seen,
+        "the write-ahead log was scanned while the host ran"
+    );
+    assert!(server.terminate().success());
+    let scanned = scan(home);
+    assert!(
+        scanned
+            .iter()
+            .any(|path| path.to_string_lossy().contains("logs")),
+        "{scanned:?}"
+    );
+
+    let (code, out, err) = imurun(home, &["keep", "journal", "verify"]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert_eq!(json_of(&out)["first_bad"], Value::Null);
+}
+
+/// Every file under `folder` (the database, its WAL and shared memory, the logs, the keys),
+/// checked for the canary; the files scanned.
+fn scan(folder: &Path) -> Vec<std::path::PathBuf> {
+    let mut scanned = Vec::new();
+    let mut pending = vec![folder.to_path_buf()];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                assert!(
+                    !bytes
+                        .windows(CANARY.len())
+                        .any(|window| window == CANARY.as_bytes()),
+                    "{}",
+                    path.display()
+                );
+                scanned.push(path);
+            }
+        }
+    }
+    scanned
+}
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    imurun_keep::keys::sha256_hex(bytes)
+}
+
+fn base64_of(bytes: &[u8]) -> String {
+    use base64::Engine;
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
