@@ -205,13 +205,18 @@ pub fn verify_decision(
             "the decision names one device key and is signed by another".into(),
         ));
     }
-    let device = lookup(&envelope.signature.key_id).ok_or_else(|| {
-        KeepError::Untrusted(format!(
-            "device key {} is not registered",
-            cut(&envelope.signature.key_id)
-        ))
-    })?;
-    if device.user != expected.user || decision.user != expected.user {
+    // Another user's key reads exactly as a key that was never registered: a refusal must not
+    // tell one user whether another user's device exists.
+    let device = lookup(&envelope.signature.key_id)
+        .filter(|device| device.user == expected.user)
+        .ok_or_else(|| {
+            KeepError::Untrusted(format!(
+                "device key {} is not one of {}'s registered devices",
+                cut(&envelope.signature.key_id),
+                expected.user
+            ))
+        })?;
+    if decision.user != expected.user {
         return Err(KeepError::Untrusted(format!(
             "the decision must be {}'s, made with one of their devices",
             expected.user

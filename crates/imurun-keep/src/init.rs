@@ -116,7 +116,7 @@ pub async fn open(dir: &Path, store: Store, clock: Clock) -> Result<KeepService,
     if !service.is_initialised().await? {
         return Err(KeepError::NotInitialised);
     }
-    service.trust().await?;
+    service.trust_even_expired().await?;
     Ok(service)
 }
 

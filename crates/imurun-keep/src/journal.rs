@@ -84,64 +84,121 @@ pub struct Head {
 /// Checks `entries` (in the order they are stored, by sequence number) as one chain from the
 /// first entry, and against `head` when there is one.
 pub fn verify_chain(entries: &[JournalEntry], head: Option<&Head>) -> ChainReport {
-    let mut previous = GENESIS_HASH.to_owned();
-    let bad = |seq: i64, reason: String| ChainReport {
-        entries: entries.len(),
-        first_bad: Some(BadEntry { seq, reason }),
-    };
-    for (index, entry) in entries.iter().enumerate() {
-        let want_seq = index as i64 + 1;
-        if entry.seq != want_seq {
-            let reason = if entry.seq > want_seq {
+    let mut check = ChainCheck::new();
+    for entry in entries {
+        if !check.push(entry) {
+            break;
+        }
+    }
+    check.finish(head)
+}
+
+/// The chain checked one entry at a time, so that a journal of any length is read in pages
+/// without holding it all.
+#[derive(Debug, Clone)]
+pub struct ChainCheck {
+    previous_hash: String,
+    last_seq: i64,
+    entries: usize,
+    first_bad: Option<BadEntry>,
+}
+
+impl Default for ChainCheck {
+    fn default() -> Self {
+        ChainCheck::new()
+    }
+}
+
+impl ChainCheck {
+    /// A check at the start of the chain.
+    pub fn new() -> ChainCheck {
+        ChainCheck {
+            previous_hash: GENESIS_HASH.to_owned(),
+            last_seq: 0,
+            entries: 0,
+            first_bad: None,
+        }
+    }
+
+    /// Checks the next entry; whether the chain still holds (once broken, the first bad entry
+    /// is kept and every later push is `false`).
+    pub fn push(&mut self, entry: &JournalEntry) -> bool {
+        if self.first_bad.is_some() {
+            return false;
+        }
+        self.entries += 1;
+        let want_seq = self.last_seq + 1;
+        let bad = if entry.seq != want_seq {
+            Some(if entry.seq > want_seq {
                 format!(
                     "entry {want_seq} is missing: the entry after {} is {}",
-                    want_seq - 1,
-                    entry.seq
+                    self.last_seq, entry.seq
                 )
             } else {
                 format!(
                     "entry {} appears where entry {want_seq} should be",
                     entry.seq
                 )
-            };
-            return bad(entry.seq, reason);
-        }
-        if entry.prev_hash != previous {
-            return bad(
-                entry.seq,
+            })
+        } else if entry.prev_hash != self.previous_hash {
+            Some(
                 "it does not follow the entry before it (entries removed, inserted or reordered)"
-                    .into(),
-            );
-        }
-        match entry.compute_hash() {
-            Ok(hash) if hash == entry.hash => previous = hash,
-            Ok(_) => {
-                return bad(
-                    entry.seq,
-                    "its content was changed after it was written".into(),
-                );
+                    .to_owned(),
+            )
+        } else {
+            match entry.compute_hash() {
+                Ok(hash) if hash == entry.hash => None,
+                Ok(_) => Some("its content was changed after it was written".to_owned()),
+                Err(error) => Some(format!("it cannot be read: {error}")),
             }
-            Err(error) => return bad(entry.seq, format!("it cannot be read: {error}")),
+        };
+        match bad {
+            Some(reason) => {
+                self.first_bad = Some(BadEntry {
+                    seq: entry.seq,
+                    reason,
+                });
+                false
+            }
+            None => {
+                self.previous_hash = entry.hash.clone();
+                self.last_seq = entry.seq;
+                true
+            }
         }
     }
-    if let Some(head) = head {
-        let last = entries.last();
-        let matches = last.is_some_and(|entry| entry.seq == head.seq && entry.hash == head.hash)
-            || (entries.is_empty() && head.seq == 0);
-        if !matches {
-            let seq = last.map_or(0, |entry| entry.seq);
-            return bad(
-                seq,
-                format!(
-                    "the journal ends at entry {seq}, but its recorded head is entry {}",
-                    head.seq
-                ),
-            );
+
+    /// Marks `seq` as an entry that cannot be read at all.
+    pub fn unreadable(&mut self, seq: i64, reason: String) {
+        if self.first_bad.is_none() {
+            self.entries += 1;
+            self.first_bad = Some(BadEntry { seq, reason });
         }
     }
-    ChainReport {
-        entries: entries.len(),
-        first_bad: None,
+
+    /// The report, checking the end of the chain against `head` when there is one.
+    pub fn finish(self, head: Option<&Head>) -> ChainReport {
+        if self.first_bad.is_some() {
+            return ChainReport {
+                entries: self.entries,
+                first_bad: self.first_bad,
+            };
+        }
+        let ends_at_head = head.is_none_or(|head| {
+            head.seq == self.last_seq && (self.last_seq == 0 || head.hash == self.previous_hash)
+        });
+        let first_bad = (!ends_at_head).then(|| BadEntry {
+            seq: self.last_seq,
+            reason: format!(
+                "the journal ends at entry {}, but its recorded head is entry {}",
+                self.last_seq,
+                head.map_or(0, |head| head.seq)
+            ),
+        });
+        ChainReport {
+            entries: self.entries,
+            first_bad,
+        }
     }
 }
 

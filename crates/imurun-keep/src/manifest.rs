@@ -217,7 +217,8 @@ impl Manifest {
             if !reached {
                 return Err(KeepError::invalid(
                     format!("{field}.bind"),
-                    "no egress rule reaches the requests this credential is bound to",
+                    "no https egress rule reaches the requests this credential is bound to \
+                     (credentials never travel over http)",
                 ));
             }
         }
@@ -316,7 +317,12 @@ fn check_credential(
 }
 
 /// Whether `rule` allows every request `bind` describes.
+///
+/// Only an `https` rule covers a binding: a credential never travels in clear text.
 pub fn rule_covers(rule: &EgressRule, bind: &Binding) -> bool {
+    if rule.scheme != "https" {
+        return false;
+    }
     let same_host = match (host_of(&rule.host), host_of(&bind.host)) {
         (Some(outer), Some(inner)) => outer.covers(&inner),
         _ => false,
@@ -470,13 +476,13 @@ fn check_path_prefix(prefix: &str, field: &str) -> Result<(), KeepError> {
     }
     if let Some(found) = prefix
         .chars()
-        .find(|c| !c.is_ascii_graphic() || matches!(c, '?' | '#' | '\\' | '%'))
+        .find(|c| !c.is_ascii_graphic() || matches!(c, '?' | '#' | '\\' | '%' | ';'))
     {
         return Err(KeepError::invalid(
             field,
             format!(
                 "{found:?} is not allowed in a path prefix (printable ASCII without `?`, `#`, \
-                 `\\` and `%`)"
+                 `\\`, `%` and `;`: some servers read `..;` as `..`)"
             ),
         ));
     }

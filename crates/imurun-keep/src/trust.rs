@@ -44,6 +44,14 @@ impl Trust {
     /// retired: its signature was checked against that root when it was accepted, so here any
     /// policy key the root lists, retired or not, may have signed it.
     pub fn load(envelope: &Signed, highest: i64, now: i64) -> Result<Trust, KeepError> {
+        let trust = Trust::load_expired(envelope, highest)?;
+        check_expiry("the trust root", trust.root.expires_at, now)?;
+        Ok(trust)
+    }
+
+    /// [`Trust::load`] without the expiry check: only to verify the next root, which an expired
+    /// root may still sign (otherwise an expired root could never be replaced).
+    pub fn load_expired(envelope: &Signed, highest: i64) -> Result<Trust, KeepError> {
         let root = TrustRoot::from_document(&envelope.signed)?;
         let listed = root
             .keys
@@ -53,7 +61,6 @@ impl Trust {
                 KeepError::Untrusted("the stored trust root is not signed by a key it lists".into())
             })?;
         envelope.verify_with(&PublicKey::from_hex(&listed.public_key)?, TRUST_ROOT_TYPE)?;
-        check_expiry("the trust root", root.expires_at, now)?;
         let trust = Trust { root };
         if trust.root.version != highest {
             return Err(KeepError::RolledBack {
@@ -72,9 +79,26 @@ impl Trust {
 
     /// The next trust root, if this one's active policy key signed it, its version is higher
     /// and it has not expired. Returns the new trust to put in force.
+    ///
+    /// The new root must list the key that signed it (as active or retired): that is how the
+    /// host, reading the stored root back, knows which key to check it against.
     pub fn rotate(&self, envelope: &Signed, now: i64) -> Result<Trust, KeepError> {
         self.check_signed(envelope, KeyRole::Policy, TRUST_ROOT_TYPE)?;
         let next = TrustRoot::from_document(&envelope.signed)?;
+        let lists_signer = next
+            .keys
+            .iter()
+            .any(|key| key.key_id == envelope.signature.key_id && key.role == KeyRole::Policy);
+        if !lists_signer {
+            return Err(KeepError::invalid(
+                "trust_root.keys",
+                format!(
+                    "the new root must list the policy key that signs it ({}), retired if it is \
+                     being replaced",
+                    envelope.signature.key_id
+                ),
+            ));
+        }
         check_increases("the trust root", next.version, self.root.version)?;
         check_expiry("the new trust root", next.expires_at, now)?;
         Ok(Trust { root: next })
@@ -107,6 +131,25 @@ impl Trust {
             now,
         )?;
         Ok(ceiling)
+    }
+
+    /// A stored document (a ceiling or a policy the host accepted) read back: its signature must
+    /// be by a policy key this root lists, active or retired (a document signed before its key
+    /// was retired stays valid), and its `type` must be `kind`. Guards against rows edited in
+    /// the database.
+    pub fn verify_stored(&self, envelope: &Signed, kind: &str) -> Result<(), KeepError> {
+        let listed = self
+            .root
+            .keys
+            .iter()
+            .find(|key| key.key_id == envelope.signature.key_id && key.role == KeyRole::Policy)
+            .ok_or_else(|| {
+                KeepError::Untrusted(format!(
+                    "the stored {kind} is signed by a key trust root version {} does not list",
+                    self.root.version
+                ))
+            })?;
+        envelope.verify_with(&PublicKey::from_hex(&listed.public_key)?, kind)
     }
 
     /// A bundle signed by an active signer key: the signature covers the bundle's SHA-256 (32

@@ -1,6 +1,7 @@
 //! imurun-keep's integration tests: one binary, one module per area.
 
 mod all {
+    mod attacks;
     mod canonical;
     mod decisions;
     mod manifests;

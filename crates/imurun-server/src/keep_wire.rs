@@ -153,6 +153,10 @@ pub struct DeviceEnrol {
     pub label: String,
     pub enrol_code: Option<String>,
     pub decision: Option<SignedDocument>,
+    /// The new key's Ed25519 signature (128 hexadecimal characters) over the RFC 8785 canonical
+    /// JSON of `{"type": "imurun.device_possession", "user", "public_key"}`: proof that the
+    /// caller holds the key.
+    pub possession: String,
 }
 
 /// A device key.
@@ -175,7 +179,9 @@ pub struct DeviceList {
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct VaultPut {
-    pub value: String,
+    /// A string of at most 8 KiB.
+    #[schema(value_type = String)]
+    pub value: Value,
 }
 
 /// A vault entry: its name and when it was written, never its value.

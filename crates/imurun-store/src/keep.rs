@@ -281,34 +281,58 @@ impl Store {
             .await?)
     }
 
-    /// Journal entries in sequence order: all of them, or those about `user`.
-    pub async fn keep_journal(&self, user: Option<&str>) -> Result<Vec<JournalRow>, StoreError> {
+    /// The newest journal entries, newest first: all of them, or those about `user`; at most
+    /// `limit` (capped at [`KEEP_JOURNAL_READ_ROWS_MAX`]).
+    pub async fn keep_journal_newest(
+        &self,
+        user: Option<&str>,
+        limit: i64,
+    ) -> Result<Vec<JournalRow>, StoreError> {
+        let limit = limit.clamp(0, KEEP_JOURNAL_READ_ROWS_MAX);
         let rows = match user {
             None => {
-                let query = concat!(
+                sqlx::query_as(concat!(
                     "SELECT ",
                     journal_columns!(),
-                    " FROM keep_journal ORDER BY seq LIMIT $1"
-                );
-                sqlx::query_as(query)
-                    .bind(KEEP_JOURNAL_READ_ROWS_MAX)
-                    .fetch_all(self.pool())
-                    .await?
+                    " FROM keep_journal ORDER BY seq DESC LIMIT $1"
+                ))
+                .bind(limit)
+                .fetch_all(self.pool())
+                .await?
             }
             Some(user) => {
-                let query = concat!(
+                sqlx::query_as(concat!(
                     "SELECT ",
                     journal_columns!(),
-                    " FROM keep_journal WHERE user_name = $1 ORDER BY seq LIMIT $2"
-                );
-                sqlx::query_as(query)
-                    .bind(user)
-                    .bind(KEEP_JOURNAL_READ_ROWS_MAX)
-                    .fetch_all(self.pool())
-                    .await?
+                    " FROM keep_journal WHERE user_name = $1 ORDER BY seq DESC LIMIT $2"
+                ))
+                .bind(user)
+                .bind(limit)
+                .fetch_all(self.pool())
+                .await?
             }
         };
         Ok(rows)
+    }
+
+    /// The journal entry `seq`, whoever it is about.
+    pub async fn keep_journal_entry(&self, seq: i64) -> Result<Option<JournalRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            journal_columns!(),
+            " FROM keep_journal WHERE seq = $1"
+        ))
+        .bind(seq)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
+    /// A read of the whole journal as one snapshot (a read transaction): its head, then its
+    /// entries page by page, all as they were at the first read, whatever is appended meanwhile.
+    pub async fn keep_journal_snapshot(&self) -> Result<JournalSnapshot, StoreError> {
+        Ok(JournalSnapshot {
+            tx: self.pool().begin().await?,
+        })
     }
 
     /// The journal's recorded head: the last sequence number and hash (0 and `""` when empty).
@@ -318,6 +342,42 @@ impl Store {
                 .fetch_one(self.pool())
                 .await?,
         )
+    }
+}
+
+/// A read of the journal as one snapshot; see [`Store::keep_journal_snapshot`].
+#[derive(Debug)]
+pub struct JournalSnapshot {
+    tx: Transaction<'static, Sqlite>,
+}
+
+impl JournalSnapshot {
+    /// The recorded head: the last sequence number and hash (0 and `""` when empty). Read it
+    /// first: the snapshot starts at the first read.
+    pub async fn head(&mut self) -> Result<(i64, String), StoreError> {
+        Ok(
+            sqlx::query_as("SELECT seq, hash FROM keep_journal_head WHERE one = 1")
+                .fetch_one(&mut *self.tx)
+                .await?,
+        )
+    }
+
+    /// Up to `limit` entries after `after_seq` (by sequence number), oldest first; at most
+    /// [`KEEP_JOURNAL_READ_ROWS_MAX`].
+    pub async fn page(
+        &mut self,
+        after_seq: i64,
+        limit: i64,
+    ) -> Result<Vec<JournalRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            journal_columns!(),
+            " FROM keep_journal WHERE seq > $1 ORDER BY seq LIMIT $2"
+        ))
+        .bind(after_seq)
+        .bind(limit.clamp(1, KEEP_JOURNAL_READ_ROWS_MAX))
+        .fetch_all(&mut *self.tx)
+        .await?)
     }
 }
 
@@ -532,14 +592,59 @@ impl KeepTx {
         Ok(done.rows_affected() == 1)
     }
 
-    /// The number of `user`'s device keys, retired ones included.
-    pub async fn device_count(&mut self, user: &str) -> Result<i64, StoreError> {
-        Ok(
-            sqlx::query_scalar("SELECT COUNT(*) FROM keep_devices WHERE user_name = $1")
-                .bind(user)
-                .fetch_one(&mut *self.tx)
-                .await?,
+    /// The number of `user`'s live (not retired) device keys.
+    pub async fn live_device_count(&mut self, user: &str) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT COUNT(*) FROM keep_devices WHERE user_name = $1 AND retired_at_ms IS NULL",
         )
+        .bind(user)
+        .fetch_one(&mut *self.tx)
+        .await?)
+    }
+
+    /// The device key with this id, read under the write lock.
+    pub async fn device(&mut self, key_id: &str) -> Result<Option<DeviceRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            device_columns!(),
+            " FROM keep_devices WHERE key_id = $1"
+        ))
+        .bind(key_id)
+        .fetch_optional(&mut *self.tx)
+        .await?)
+    }
+
+    /// The version of the signed document in force for `kind` and `subject` (0 when none),
+    /// read under the write lock.
+    pub async fn document_version(&mut self, kind: &str, subject: &str) -> Result<i64, StoreError> {
+        let version: Option<i64> = sqlx::query_scalar(
+            "SELECT version FROM keep_documents WHERE kind = $1 AND subject = $2",
+        )
+        .bind(kind)
+        .bind(subject)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        Ok(version.unwrap_or(0))
+    }
+
+    /// How many vault entries `owner` has, and whether one is named `name`, read under the
+    /// write lock.
+    pub async fn vault_count(
+        &mut self,
+        owner: &str,
+        name: &str,
+    ) -> Result<(i64, bool), StoreError> {
+        let count: i64 = sqlx::query_scalar("SELECT COUNT(*) FROM keep_vault WHERE owner = $1")
+            .bind(owner)
+            .fetch_one(&mut *self.tx)
+            .await?;
+        let named: i64 =
+            sqlx::query_scalar("SELECT COUNT(*) FROM keep_vault WHERE owner = $1 AND name = $2")
+                .bind(owner)
+                .bind(name)
+                .fetch_one(&mut *self.tx)
+                .await?;
+        Ok((count, named > 0))
     }
 
     /// Registers a device key; an existing key id is refused.

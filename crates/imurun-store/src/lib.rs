@@ -42,8 +42,8 @@ pub use audit_writer::{AuditStats, AuditWriter, AuditWriterOptions};
 pub use bounds::ID_CHARS_MAX;
 pub use error::StoreError;
 pub use keep::{
-    AgentRow, DeviceRow, DocumentRow, JournalDraft, JournalRow, KEEP_JOURNAL_READ_ROWS_MAX,
-    KEEP_LIST_ROWS_MAX, KeepTx, NewAgent, TokenRow, VaultEntryRow,
+    AgentRow, DeviceRow, DocumentRow, JournalDraft, JournalRow, JournalSnapshot,
+    KEEP_JOURNAL_READ_ROWS_MAX, KEEP_LIST_ROWS_MAX, KeepTx, NewAgent, TokenRow, VaultEntryRow,
 };
 pub use sessions::{SESSION_LIST_ROWS_MAX, SESSION_TITLE_CHARS_MAX, Session};
 pub use settings::{SETTING_VALUE_BYTES_MAX, SETTINGS_MAX, SETTINGS_WRITE_ENTRIES_MAX};

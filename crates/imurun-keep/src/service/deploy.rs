@@ -150,8 +150,7 @@ impl KeepService {
             .keep_agent(name)
             .await?
             .ok_or(KeepError::NotFound("agent"))?;
-        self.check_agent_row(&row).await?;
-        agent_view(row)
+        self.verified_agent(row).await
     }
 
     /// Every agent in force: the operator's full view.
@@ -159,8 +158,7 @@ impl KeepService {
         caller.require_operator()?;
         let mut views = Vec::new();
         for row in self.store().keep_agents().await? {
-            self.check_agent_row(&row).await?;
-            views.push(agent_view(row)?);
+            views.push(self.verified_agent(row).await?);
         }
         Ok(views)
     }
@@ -169,23 +167,32 @@ impl KeepService {
     pub async fn public_agents(&self) -> Result<Vec<PublicAgentView>, KeepError> {
         let mut views = Vec::new();
         for row in self.store().keep_agents().await? {
-            if self.check_agent_row(&row).await.is_err() {
+            // An agent whose stored row does not hold is not offered to anyone.
+            let Ok(view) = self.verified_agent(row).await else {
                 continue;
-            }
-            let manifest: Manifest = serde_json::from_str(&row.manifest)
-                .map_err(|error| KeepError::Canonical(error.to_string()))?;
+            };
+            let description = view.manifest["description"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned();
             views.push(PublicAgentView {
-                name: row.name,
-                version: row.version,
-                description: manifest.description,
+                name: view.name,
+                version: view.version,
+                description,
             });
         }
         Ok(views)
     }
 
-    /// A stored agent is in force only at its high-water version: when newer rows were deleted
-    /// (an old database restored), the old version is refused rather than served.
-    async fn check_agent_row(&self, row: &imurun_store::AgentRow) -> Result<(), KeepError> {
+    /// A stored agent read back. It is in force only at its high-water version (when newer rows
+    /// were deleted — an old database restored — the old version is refused rather than served),
+    /// and only as its stored policy says: the policy's signature must hold under a policy key
+    /// the trust root lists, it must name this agent, version and bundle, and the manifest shown
+    /// is the one inside it (a row edited in the database is refused).
+    pub(crate) async fn verified_agent(
+        &self,
+        row: imurun_store::AgentRow,
+    ) -> Result<AgentView, KeepError> {
         let highest = self.store().keep_high_water(AGENT_KIND, &row.name).await?;
         if row.version != highest {
             return Err(KeepError::RolledBack {
@@ -194,7 +201,34 @@ impl KeepService {
                 highest,
             });
         }
-        Ok(())
+        let policy = Signed::from_text(row.policy.as_bytes())?;
+        self.trust_even_expired()
+            .await?
+            .verify_stored(&policy, crate::documents::POLICY_TYPE)?;
+        let (document, manifest) = crate::documents::Policy::from_document(&policy.signed)?;
+        if document.agent != row.name
+            || document.version != row.version
+            || document.bundle_sha256 != row.bundle_sha256
+        {
+            return Err(KeepError::Untrusted(format!(
+                "the stored agent {} does not match its signed policy",
+                row.name
+            )));
+        }
+        let signature: Signature = serde_json::from_str(&row.bundle_signature)
+            .map_err(|error| KeepError::Canonical(error.to_string()))?;
+        Ok(AgentView {
+            name: row.name,
+            version: row.version,
+            owner: row.owner,
+            bundle_sha256: row.bundle_sha256,
+            bundle_size: row.bundle_size,
+            signer_key_id: signature.key_id,
+            policy_key_id: policy.signature.key_id,
+            manifest: serde_json::to_value(&manifest)
+                .map_err(|error| KeepError::Canonical(error.to_string()))?,
+            deployed_at_ms: row.deployed_at_ms,
+        })
     }
 }
 
@@ -241,26 +275,4 @@ fn deploy_detail(
         "card": manifest.card,
         "resources": manifest.resources,
     }))
-}
-
-fn agent_view(row: imurun_store::AgentRow) -> Result<AgentView, KeepError> {
-    let read = |text: &str| {
-        serde_json::from_str::<Value>(text).map_err(|error| KeepError::Canonical(error.to_string()))
-    };
-    let signature = read(&row.bundle_signature)?;
-    let policy = read(&row.policy)?;
-    Ok(AgentView {
-        name: row.name,
-        version: row.version,
-        owner: row.owner,
-        bundle_sha256: row.bundle_sha256,
-        bundle_size: row.bundle_size,
-        signer_key_id: signature["key_id"].as_str().unwrap_or_default().to_owned(),
-        policy_key_id: policy["signature"]["key_id"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
-        manifest: read(&row.manifest)?,
-        deployed_at_ms: row.deployed_at_ms,
-    })
 }

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 use serde_json::json;
 
-use super::{Identity, KeepService, append};
+use super::{CEILING_KIND, Identity, KeepService, append};
 use crate::KeepError;
 use crate::decision::{Decision, DecisionKind, DeviceKey, Expected, verify_decision};
 use crate::documents::{Signed, check_user};
@@ -70,12 +70,15 @@ impl KeepService {
         Ok(code)
     }
 
-    /// Registers a device key for the calling user.
+    /// Registers a device key for the calling user. `possession` is the new key's signature
+    /// over [`possession_message`] for this user and key: proof that the caller holds the key,
+    /// so that nobody registers a public key that is someone else's.
     pub async fn enrol_device(
         &self,
         caller: &Identity,
         public_key: &str,
         label: &str,
+        possession: &str,
         proof: EnrolProof,
     ) -> Result<DeviceView, KeepError> {
         let Some(user) = caller.user() else {
@@ -84,7 +87,13 @@ impl KeepService {
             ));
         };
         let subject = format!("device:{}", crate::manifest::cut(public_key));
-        match self.try_enrol(caller, user, public_key, label, proof).await {
+        let enrolment = Enrolment {
+            user,
+            public_key,
+            label,
+            possession,
+        };
+        match self.try_enrol(caller, &enrolment, proof).await {
             Ok(view) => Ok(view),
             Err(error) => {
                 self.refuse(caller, Some(user), "enrol_device", &subject, error)
@@ -96,13 +105,13 @@ impl KeepService {
     async fn try_enrol(
         &self,
         caller: &Identity,
-        user: &str,
-        public_key: &str,
-        label: &str,
+        enrolment: &Enrolment<'_>,
         proof: EnrolProof,
     ) -> Result<DeviceView, KeepError> {
-        let key = PublicKey::from_hex(public_key)
+        let user = enrolment.user;
+        let key = PublicKey::from_hex(enrolment.public_key)
             .map_err(|error| KeepError::invalid("public_key", error.to_string()))?;
+        let label = enrolment.label;
         if label.chars().count() > DEVICE_LABEL_CHARS_MAX
             || label.chars().any(crate::manifest::is_hidden_control)
         {
@@ -111,33 +120,35 @@ impl KeepService {
                 format!("at most {DEVICE_LABEL_CHARS_MAX} characters of plain text"),
             ));
         }
+        key.verify(&possession_message(user, &key), enrolment.possession)
+            .map_err(|_| {
+                KeepError::Signature(
+                    "`possession` is not the new key's signature over this user and key".into(),
+                )
+            })?;
         let key_id = key.key_id();
         let expected_hashes = BTreeMap::from([("public_key".to_owned(), key.sha256())]);
-        // Read before the write lock: the decision's device and the ceiling version.
+        // The ceiling in force is read (and verified) before the write lock; its version is read
+        // again under the lock, so a decision never passes against a ceiling that just changed.
         let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
-        let signer = match &proof {
-            EnrolProof::Decision(envelope) => self.device_key(&envelope.signature.key_id).await?,
-            EnrolProof::Code(_) => None,
-        };
         let mut tx = self.store().keep_begin().await?;
-        let existing = tx.device_count(user).await?;
         let how = match proof {
             EnrolProof::Code(code) => {
-                if existing > 0 {
+                if tx.live_device_count(user).await? > 0 {
                     return Err(KeepError::Forbidden(format!(
                         "{user} has a device already: a new one needs an `enrol_device` decision \
                          signed by an existing device, not a code"
                     )));
                 }
-                if code.len() > TOKEN_BYTES_MAX
-                    || !tx
+                let used = code.len() <= TOKEN_BYTES_MAX
+                    && tx
                         .use_enrol_code(
                             &secret_hash(&code),
                             user,
                             self.now_s().saturating_mul(1_000),
                         )
-                        .await?
-                {
+                        .await?;
+                if !used {
                     return Err(KeepError::Forbidden(
                         "the enrolment code is unknown, used, expired or another user's".into(),
                     ));
@@ -145,6 +156,18 @@ impl KeepService {
                 json!({"proof": "enrol_code"})
             }
             EnrolProof::Decision(envelope) => {
+                let stored_version = tx.document_version(CEILING_KIND, user).await?;
+                if stored_version != ceiling_version && ceiling_version != 0 {
+                    return Err(KeepError::Conflict(
+                        "the ceiling changed while the decision was checked; try again".into(),
+                    ));
+                }
+                // The deciding device is read under the write lock: one retired a moment ago
+                // signs nothing.
+                let signer = match tx.device(&envelope.signature.key_id).await? {
+                    Some(row) => Some(device_key(row)?),
+                    None => None,
+                };
                 let expected = Expected {
                     kind: DecisionKind::EnrolDevice,
                     subject: &key_id,
@@ -153,13 +176,12 @@ impl KeepService {
                     policy_version: 0,
                     user,
                 };
-                let decision =
-                    verify_decision(&envelope, &expected, |_| signer.clone(), self.now_s())?;
+                let decision = verify_decision(&envelope, &expected, |_| signer, self.now_s())?;
                 use_nonce(&mut tx, &decision, self.now_s()).await?;
                 json!({"proof": "decision", "decided_by": decision.device_key_id, "nonce": decision.nonce})
             }
         };
-        tx.insert_device(&key_id, user, public_key, label)
+        tx.insert_device(&key_id, user, enrolment.public_key, label)
             .await
             .map_err(|error| match error {
                 imurun_store::StoreError::AlreadyExists { .. } => {
@@ -231,19 +253,6 @@ impl KeepService {
         tx.commit().await?;
         self.device(caller, key_id).await
     }
-
-    /// The registered device key with this id, for a decision's verifier.
-    pub(crate) async fn device_key(&self, key_id: &str) -> Result<Option<DeviceKey>, KeepError> {
-        let Some(row) = self.store().keep_device(key_id).await? else {
-            return Ok(None);
-        };
-        Ok(Some(DeviceKey {
-            key_id: row.key_id,
-            public_key: PublicKey::from_hex(&row.public_key)?,
-            user: row.user_name,
-            retired: row.retired_at_ms.is_some(),
-        }))
-    }
 }
 
 /// Consumes a verified decision's nonce in `tx`; refused when it was used before.
@@ -260,6 +269,34 @@ pub(crate) async fn use_nonce(
     } else {
         Err(KeepError::Decision("its nonce was used already".into()))
     }
+}
+
+/// What a new device sends about itself.
+struct Enrolment<'a> {
+    user: &'a str,
+    public_key: &'a str,
+    label: &'a str,
+    possession: &'a str,
+}
+
+/// The bytes a new device key signs to prove it is held by whoever enrols it: the canonical
+/// JSON of `{"type": "imurun.device_possession", "user", "public_key"}`.
+pub fn possession_message(user: &str, key: &PublicKey) -> Vec<u8> {
+    crate::canonical::canonicalize(&json!({
+        "type": "imurun.device_possession",
+        "user": user,
+        "public_key": key.to_hex(),
+    }))
+}
+
+/// A registered device's row as the decision verifier's key.
+fn device_key(row: imurun_store::DeviceRow) -> Result<DeviceKey, KeepError> {
+    Ok(DeviceKey {
+        key_id: row.key_id,
+        public_key: PublicKey::from_hex(&row.public_key)?,
+        user: row.user_name,
+        retired: row.retired_at_ms.is_some(),
+    })
 }
 
 fn device_view(row: imurun_store::DeviceRow) -> DeviceView {

@@ -7,7 +7,7 @@ use serde_json::Value;
 
 use super::{Identity, KeepService, entry_from_row};
 use crate::KeepError;
-use crate::journal::{ChainReport, Head, JournalEntry, verify_chain};
+use crate::journal::{ChainCheck, ChainReport, Head, JournalEntry};
 
 /// A journal entry as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -39,48 +39,70 @@ impl From<JournalEntry> for JournalView {
     }
 }
 
+/// Entries `GET /v1/journal` returns at most, newest first.
+pub const JOURNAL_LIST_ENTRIES_MAX: i64 = 1_000;
+
+/// Entries read per page while the chain is checked.
+const CHECK_PAGE_ENTRIES: i64 = 1_000;
+
 impl KeepService {
-    /// The entries the caller may read, oldest first.
+    /// The newest entries the caller may read (at most [`JOURNAL_LIST_ENTRIES_MAX`]), newest
+    /// first.
     pub async fn journal(&self, caller: &Identity) -> Result<Vec<JournalView>, KeepError> {
-        let rows = self.store().keep_journal(caller.user()).await?;
+        let rows = self
+            .store()
+            .keep_journal_newest(caller.user(), JOURNAL_LIST_ENTRIES_MAX)
+            .await?;
         rows.iter()
             .map(|row| entry_from_row(row).map(JournalView::from))
             .collect()
     }
 
-    /// One entry the caller may read.
+    /// One entry the caller may read; another user's answers as one that does not exist.
     pub async fn journal_entry(
         &self,
         caller: &Identity,
         seq: i64,
     ) -> Result<JournalView, KeepError> {
-        self.journal(caller)
+        let row = self
+            .store()
+            .keep_journal_entry(seq)
             .await?
-            .into_iter()
-            .find(|entry| entry.seq == seq)
-            .ok_or(KeepError::NotFound("journal entry"))
+            .filter(|row| match caller.user() {
+                None => true,
+                Some(user) => row.user_name.as_deref() == Some(user),
+            })
+            .ok_or(KeepError::NotFound("journal entry"))?;
+        entry_from_row(&row).map(JournalView::from)
     }
 
-    /// Checks the whole chain against its recorded head (operator only).
+    /// Checks the whole chain against its recorded head (operator only), as one snapshot read
+    /// in pages: entries appended while it runs are not part of the check.
     pub async fn verify_journal(&self, caller: &Identity) -> Result<ChainReport, KeepError> {
         caller.require_operator()?;
-        let rows = self.store().keep_journal(None).await?;
-        let (seq, hash) = self.store().keep_journal_head().await?;
-        let mut entries = Vec::with_capacity(rows.len());
-        for row in &rows {
-            match entry_from_row(row) {
-                Ok(entry) => entries.push(entry),
-                Err(error) => {
-                    return Ok(ChainReport {
-                        entries: rows.len(),
-                        first_bad: Some(crate::journal::BadEntry {
-                            seq: row.seq,
-                            reason: format!("it cannot be read: {error}"),
-                        }),
-                    });
+        let mut snapshot = self.store().keep_journal_snapshot().await?;
+        let (seq, hash) = snapshot.head().await?;
+        let mut check = ChainCheck::new();
+        let mut after = 0;
+        loop {
+            let page = snapshot.page(after, CHECK_PAGE_ENTRIES).await?;
+            let Some(last) = page.last() else {
+                break;
+            };
+            after = last.seq;
+            for row in &page {
+                let holds = match entry_from_row(row) {
+                    Ok(entry) => check.push(&entry),
+                    Err(error) => {
+                        check.unreadable(row.seq, format!("it cannot be read: {error}"));
+                        false
+                    }
+                };
+                if !holds {
+                    return Ok(check.finish(None));
                 }
             }
         }
-        Ok(verify_chain(&entries, Some(&Head { seq, hash })))
+        Ok(check.finish(Some(&Head { seq, hash })))
     }
 }

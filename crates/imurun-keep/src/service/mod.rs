@@ -28,8 +28,9 @@ pub use ceilings::CeilingView;
 pub use deploy::{AgentView, BUNDLE_BYTES_MAX, DeployRequest, PublicAgentView};
 pub use devices::{
     DEVICE_LABEL_CHARS_MAX, DeviceView, ENROL_CODE_TTL_S_DEFAULT, ENROL_CODE_TTL_S_MAX, EnrolProof,
+    possession_message,
 };
-pub use journal_access::JournalView;
+pub use journal_access::{JOURNAL_LIST_ENTRIES_MAX, JournalView};
 pub use vault_access::{VAULT_ENTRIES_MAX, VaultEntryView};
 
 /// The `kind` of the trust root's row and high-water mark.
@@ -202,8 +203,17 @@ impl KeepService {
         Ok(())
     }
 
-    /// The trust root in force, checked against the highest version accepted.
+    /// The trust root in force, checked against the highest version accepted and its expiry.
     pub async fn trust(&self) -> Result<Trust, KeepError> {
+        let trust = self.trust_even_expired().await?;
+        crate::trust::check_expiry("the trust root", trust.root().expires_at, self.now_s())?;
+        Ok(trust)
+    }
+
+    /// The trust root in force even when it has expired: what verifies its successor, and what
+    /// the host checks at start (an expired root must not keep the host from starting, or it
+    /// could never be replaced).
+    pub async fn trust_even_expired(&self) -> Result<Trust, KeepError> {
         let highest = self.store.keep_high_water(TRUST_ROOT_KIND, "").await?;
         let row = self
             .store
@@ -211,7 +221,7 @@ impl KeepService {
             .await?
             .ok_or(KeepError::NotInitialised)?;
         let envelope = Signed::from_text(row.envelope.as_bytes())?;
-        Trust::load(&envelope, highest, self.now_s())
+        Trust::load_expired(&envelope, highest)
     }
 
     /// Who holds `token`; unknown, revoked and malformed tokens are all [`KeepError::Unauthorized`].

@@ -31,15 +31,15 @@ impl KeepService {
             return Err(KeepError::invalid("value", "a credential cannot be empty"));
         }
         let owner = caller.vault_owner();
-        let entries = self.store().keep_vault_entries(&owner).await?;
-        let replaces = entries.iter().any(|entry| entry.name == name);
-        if !replaces && entries.len() >= VAULT_ENTRIES_MAX {
+        let sealed = self.vault_key().seal(&owner, name, value)?;
+        let mut tx = self.store().keep_begin().await?;
+        // Counted under the write lock: two puts at once cannot both take the last place.
+        let (count, replaces) = tx.vault_count(&owner, name).await?;
+        if !replaces && count >= VAULT_ENTRIES_MAX as i64 {
             return Err(KeepError::Conflict(format!(
                 "the vault holds {VAULT_ENTRIES_MAX} entries for this identity; delete one first"
             )));
         }
-        let sealed = self.vault_key().seal(&owner, name, value)?;
-        let mut tx = self.store().keep_begin().await?;
         tx.put_vault(&owner, name, &sealed).await?;
         let detail = json!({"name": name, "action": if replaces { "replace" } else { "add" }});
         append(

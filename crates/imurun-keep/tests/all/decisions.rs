@@ -73,7 +73,7 @@ fn a_valid_decision_verifies_and_every_change_is_refused() {
             &Signed::sign(&by_bob, &bob_pair).expect("sign"),
             &registered,
         ),
-        "must be alice's",
+        "not one of alice's registered devices",
     );
     let mut by_old = decision.clone();
     by_old.device_key_id = old_pair.key_id();
@@ -92,7 +92,7 @@ fn a_valid_decision_verifies_and_every_change_is_refused() {
             &Signed::sign(&by_stranger, &stranger).expect("sign"),
             &registered,
         ),
-        "not registered",
+        "not one of alice's registered devices",
     );
     refused(
         verify(

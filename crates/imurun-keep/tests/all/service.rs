@@ -9,7 +9,7 @@ use imurun_keep::keys::KeyPair;
 use imurun_keep::service::EnrolProof;
 use serde_json::json;
 
-use super::support::{Host, START};
+use super::support::{Host, START, possession};
 
 fn rule_of<T: std::fmt::Debug>(result: Result<T, KeepError>) -> &'static str {
     result.expect_err("refused").rule()
@@ -367,6 +367,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
             &bob,
             &first.public().to_hex(),
             "phone",
+            &possession(&first, "bob"),
             EnrolProof::Code(code.clone()),
         )
         .await;
@@ -376,6 +377,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
             &alice,
             &first.public().to_hex(),
             "laptop",
+            &possession(&first, "alice"),
             EnrolProof::Code(code.clone()),
         )
         .await
@@ -387,6 +389,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
             &alice,
             &second.public().to_hex(),
             "phone",
+            &possession(&second, "alice"),
             EnrolProof::Code(code),
         )
         .await;
@@ -403,6 +406,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
             &alice,
             &second.public().to_hex(),
             "phone",
+            &possession(&second, "alice"),
             EnrolProof::Code(fresh),
         )
         .await;
@@ -420,12 +424,14 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
         .await
         .expect("code");
     host.advance(61);
+    let bobs = KeyPair::generate().expect("k");
     let expired = host
         .keep
         .enrol_device(
             &bob,
-            &KeyPair::generate().expect("k").public().to_hex(),
+            &bobs.public().to_hex(),
             "x",
+            &possession(&bobs, "bob"),
             EnrolProof::Code(late),
         )
         .await;
@@ -453,6 +459,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
             &alice,
             &second.public().to_hex(),
             "phone",
+            &possession(&second, "alice"),
             EnrolProof::Decision(decision.clone()),
         )
         .await
@@ -464,6 +471,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
             &alice,
             &third.public().to_hex(),
             "tablet",
+            &possession(&third, "alice"),
             EnrolProof::Decision(decision),
         )
         .await;
@@ -495,6 +503,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
             &alice,
             &third.public().to_hex(),
             "tablet",
+            &possession(&third, "alice"),
             EnrolProof::Decision(decision),
         )
         .await;
@@ -541,6 +550,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
             &alice,
             &third.public().to_hex(),
             "tablet",
+            &possession(&third, "alice"),
             EnrolProof::Decision(decision),
         )
         .await;

@@ -116,13 +116,22 @@ impl Host {
         Signed::sign(&document, &self.policy).expect("sign ceiling")
     }
 
-    /// The journal's last entry.
+    /// The journal's newest entry.
     pub(crate) async fn last_entry(&self) -> imurun_keep::service::JournalView {
         self.keep
             .journal(&self.operator)
             .await
             .expect("journal")
-            .pop()
+            .into_iter()
+            .next()
             .expect("an entry")
     }
+}
+
+/// The new key's proof that it is held, for `user`.
+pub(crate) fn possession(key: &KeyPair, user: &str) -> String {
+    key.sign(&imurun_keep::service::possession_message(
+        user,
+        &key.public(),
+    ))
 }

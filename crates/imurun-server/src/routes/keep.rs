@@ -379,7 +379,13 @@ pub(crate) async fn enrol_device(
     };
     let device = caller
         .keep
-        .enrol_device(&caller.identity, &body.public_key, &body.label, proof)
+        .enrol_device(
+            &caller.identity,
+            &body.public_key,
+            &body.label,
+            &body.possession,
+            proof,
+        )
         .await
         .map_err(keep_error)?;
     Ok((StatusCode::CREATED, Json(device_info(device))))
@@ -470,7 +476,12 @@ pub(crate) async fn put_credential(
     Path(name): Path<String>,
     StrictJson(body): Strict<VaultPut>,
 ) -> Result<Json<VaultEntry>, ApiError> {
-    if body.value.len() > imurun_keep::vault::SECRET_BYTES_MAX {
+    // The value is read as any JSON value and checked here, so that serde's message for a
+    // wrong type (which quotes the value) never reaches the answer.
+    let Some(value) = body.value.as_str() else {
+        return Err(ApiError::bad_request("value: a string is expected"));
+    };
+    if value.len() > imurun_keep::vault::SECRET_BYTES_MAX {
         return Err(ApiError::bad_request(format!(
             "value: a credential is at most {} bytes",
             imurun_keep::vault::SECRET_BYTES_MAX
@@ -478,7 +489,7 @@ pub(crate) async fn put_credential(
     }
     let entry = caller
         .keep
-        .put_credential(&caller.identity, &name, body.value.as_bytes())
+        .put_credential(&caller.identity, &name, value.as_bytes())
         .await
         .map_err(keep_error)?;
     Ok(Json(VaultEntry {
@@ -513,18 +524,17 @@ pub(crate) async fn delete_credential(
 
 /// `GET /v1/journal`.
 #[utoipa::path(get, path = "/v1/journal", tag = "keep", operation_id = "keep_journal",
-    summary = "The journal, newest first: all of it for the operator, the entries about them for a user",
+    summary = "The newest 1000 journal entries, newest first: all of them for the operator, those about them for a user",
     responses((status = 200, description = "The entries.", body = JournalList),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn journal(caller: KeepCaller) -> Result<Json<JournalList>, ApiError> {
-    let mut entries = caller
+    let entries = caller
         .keep
         .journal(&caller.identity)
         .await
         .map_err(keep_error)?;
-    entries.reverse();
     Ok(Json(JournalList {
         entries: entries.into_iter().map(journal_info).collect(),
     }))

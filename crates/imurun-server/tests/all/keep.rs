@@ -213,7 +213,7 @@ async fn another_users_objects_read_byte_for_byte_like_ids_that_never_existed() 
         .await;
     let device = KeyPair::generate().expect("key");
     let (status, enrolled) = keep
-        .call(&keep.alice, "POST", "/v1/devices", Some(json!({"public_key": device.public().to_hex(), "label": "laptop", "enrol_code": code["code"]})))
+        .call(&keep.alice, "POST", "/v1/devices", Some(json!({"public_key": device.public().to_hex(), "label": "laptop", "possession": possession(&device, "alice"), "enrol_code": code["code"]})))
         .await;
     assert_eq!(status, 201, "{enrolled}");
     let key_id = enrolled["key_id"].as_str().expect("key id").to_owned();
@@ -365,7 +365,7 @@ async fn a_second_device_needs_a_decision_from_the_first_used_once() {
         )
         .await;
     let first = KeyPair::generate().expect("key");
-    let body = json!({"public_key": first.public().to_hex(), "enrol_code": code["code"]});
+    let body = json!({"public_key": first.public().to_hex(), "possession": possession(&first, "alice"), "enrol_code": code["code"]});
     assert_eq!(
         keep.call(&keep.alice, "POST", "/v1/devices", Some(body.clone()))
             .await
@@ -396,9 +396,12 @@ async fn a_second_device_needs_a_decision_from_the_first_used_once() {
         &first,
     )
     .expect("sign");
-    let enrol = json!({"public_key": second.public().to_hex(), "decision": decision});
+    let enrol = json!({"public_key": second.public().to_hex(), "possession": possession(&second, "alice"), "decision": decision});
+    // Bob holding the new key too, with his own proof, still cannot use Alice's decision.
+    let mut as_bob = enrol.clone();
+    as_bob["possession"] = json!(possession(&second, "bob"));
     let (status, body) = keep
-        .call(&keep.bob, "POST", "/v1/devices", Some(enrol.clone()))
+        .call(&keep.bob, "POST", "/v1/devices", Some(as_bob))
         .await;
     assert_eq!(
         (status, body["error"]["code"].as_str()),
@@ -412,6 +415,7 @@ async fn a_second_device_needs_a_decision_from_the_first_used_once() {
     let third = KeyPair::generate().expect("key");
     let mut replay = enrol;
     replay["public_key"] = json!(third.public().to_hex());
+    replay["possession"] = json!(possession(&third, "alice"));
     let (status, body) = keep
         .call(&keep.alice, "POST", "/v1/devices", Some(replay))
         .await;
@@ -544,4 +548,12 @@ async fn every_keep_operation_answers_as_documented() {
     }
     assert!(checked >= 21, "{checked} Keep operations");
     keep.server.stop().await;
+}
+
+/// The new key's proof that it is held, for `user`.
+fn possession(key: &KeyPair, user: &str) -> String {
+    key.sign(&imurun_keep::service::possession_message(
+        user,
+        &key.public(),
+    ))
 }

@@ -125,6 +125,9 @@ pub(crate) enum DeviceCommand {
     Enrol {
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
+        /// The user the device is for (the possession proof names them).
+        #[arg(long)]
+        user: String,
         #[arg(long, default_value = "")]
         label: String,
     },
@@ -179,7 +182,9 @@ pub(crate) fn run(
         KeepCommand::Keygen(args) => keygen(&args.out),
         KeepCommand::Sign(args) => sign(args),
         KeepCommand::Verify(args) => verify(args),
-        KeepCommand::Device(DeviceCommand::Enrol { out, label }) => device_enrol(out, label),
+        KeepCommand::Device(DeviceCommand::Enrol { out, user, label }) => {
+            device_enrol(out, user, label)
+        }
         KeepCommand::Decide(args) => decide(args),
         KeepCommand::Init(args) => {
             at_host(config_flag, &args.flags, environment, |config, store| {
@@ -394,12 +399,17 @@ fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     }
 }
 
-fn device_enrol(out: &Path, label: &str) -> Result<ExitCode> {
+fn device_enrol(out: &Path, user: &str, label: &str) -> Result<ExitCode> {
+    imurun_keep::documents::check_user(user, "--user")?;
     let pair = KeyPair::generate()?;
     pair.write_file(out)?;
+    let possession = pair.sign(&imurun_keep::service::possession_message(
+        user,
+        &pair.public(),
+    ));
     println!(
         "{}",
-        json!({"public_key": pair.public().to_hex(), "label": label, "key_id": pair.key_id()})
+        json!({"public_key": pair.public().to_hex(), "label": label, "possession": possession, "key_id": pair.key_id()})
     );
     eprintln!(
         "register it with POST /v1/devices: this body and `enrol_code` (the first device) or \
