@@ -76,7 +76,8 @@ pub async fn initialise(dir: &Path, store: Store, clock: Clock) -> Result<InitRe
         VaultKey::from_hex(&vault.to_hex())?,
         host.clone_pair(),
         clock,
-    );
+    )
+    .with_high_water_file(crate::high_water::HighWaterFile::in_dir(dir));
     if service.is_initialised().await? {
         return Err(KeepError::Conflict(
             "this database has a Keep trust root already; `keep init` runs once per host".into(),
@@ -112,7 +113,8 @@ pub async fn open(dir: &Path, store: Store, clock: Clock) -> Result<KeepService,
         reason: error.to_string(),
     })?;
     let vault = VaultKey::from_hex(&text)?;
-    let service = KeepService::new(store, vault, host, clock);
+    let service = KeepService::new(store, vault, host, clock)
+        .with_high_water_file(crate::high_water::HighWaterFile::in_dir(dir));
     if !service.is_initialised().await? {
         return Err(KeepError::NotInitialised);
     }

@@ -12,7 +12,9 @@
 //! - [`decision`]: the one format for everything a person's device decides, and its verifier;
 //! - [`journal`]: the hash chain and its check;
 //! - [`vault`]: sealing credentials at rest;
+//! - [`seal`]: the host key's seal over each stored row it accepted;
 //! - [`tokens`]: bearer tokens and enrolment codes, kept only as hashes;
+//! - [`high_water`]: the high-water marks kept outside the database too;
 //! - [`init`]: `keep init`'s folder, keys and first trust root, and opening the service;
 //! - [`service`]: the rules applied to the host's state in the store, one method per request.
 //!
@@ -22,12 +24,14 @@ pub mod canonical;
 pub mod decision;
 pub mod documents;
 mod error;
+pub mod high_water;
 pub mod host;
 pub mod init;
 pub mod journal;
 pub mod keys;
 pub mod manifest;
 mod random;
+pub mod seal;
 pub mod service;
 pub mod tokens;
 pub mod trust;

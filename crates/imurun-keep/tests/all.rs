@@ -2,6 +2,7 @@
 
 mod all {
     mod attacks;
+    mod attacks2;
     mod canonical;
     mod decisions;
     mod manifests;

@@ -26,10 +26,13 @@ pub(crate) async fn require_token(
     next: Next,
 ) -> Response {
     let path = request.uri().path();
-    if OPEN_PATHS.contains(&path) || is_page_path(path) {
+    let keep = state.options().keep.clone();
+    // In Keep mode every `/api` and `/v1` route needs a token, the health check included: a
+    // probe sends the operator's token like any client.
+    let open = OPEN_PATHS.contains(&path) && keep.is_none();
+    if open || is_page_path(path) {
         return next.run(request).await;
     }
-    let keep = state.options().keep.clone();
     let expected = state.options().api_token.clone();
     if keep.is_none() && expected.is_none() {
         return next.run(request).await;

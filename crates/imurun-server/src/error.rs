@@ -244,6 +244,38 @@ where
     }
 }
 
+/// [`StrictJson`] for a body that carries a secret: a 400 never quotes the body (serde's and the
+/// strict reader's messages quote the values they refuse, and a value here may be a secret put
+/// in the wrong field or of the wrong type).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SecretJson<T, const BYTES_MAX: usize>(pub T);
+
+impl<T, S, const BYTES_MAX: usize> FromRequest<S> for SecretJson<T, BYTES_MAX>
+where
+    T: DeserializeOwned,
+    S: Send + Sync,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
+        match StrictJson::<T, BYTES_MAX>::from_request(request, state).await {
+            Ok(StrictJson(body)) => Ok(SecretJson(body)),
+            Err(error) if error.status() == StatusCode::BAD_REQUEST => Err(ApiError::bad_request(
+                "the body is not a strict JSON object of this route's schema (its values are not \
+                 quoted back: they may be secret)",
+            )),
+            Err(error) => Err(error),
+        }
+    }
+}
+
+/// Keep's refusals on the wire: the rule that refused is the code.
+impl From<imurun_keep::KeepError> for ApiError {
+    fn from(error: imurun_keep::KeepError) -> Self {
+        keep_error(error)
+    }
+}
+
 /// Keep's refusals on the wire: the rule that refused is the code.
 pub(crate) fn keep_error(error: imurun_keep::KeepError) -> ApiError {
     use imurun_keep::KeepError;

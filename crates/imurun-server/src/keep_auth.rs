@@ -1,8 +1,9 @@
-//! Keep mode's door: every `/api` and `/v1` route but `GET /api/health` needs a Keep token
-//! (`Authorization: Bearer imk_...`, or `?access_token=` on `GET /api/events`). The holder's
-//! [`Identity`] goes into the request's extensions for the Keep routes; the assistant's routes
-//! (everything under `/api`, and the OpenAI-compatible `/v1/chat/completions` and `/v1/models`)
-//! belong to the operator, so a user token gets 403 there.
+//! Keep mode's door: every `/api` and `/v1` route needs a Keep token
+//! (`Authorization: Bearer imk_...`, or `?access_token=` on `GET /api/events`), the health
+//! check included. The holder's [`Identity`] goes into the request's extensions for the Keep
+//! routes; the assistant's routes (everything under `/api` but the health check, and the
+//! OpenAI-compatible `/v1/chat/completions` and `/v1/models`) belong to the operator, so a user
+//! token gets 403 there.
 
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;
@@ -18,6 +19,9 @@ use crate::state::ServerState;
 /// The assistant's routes under `/v1`: the OpenAI-compatible facade, which drives the
 /// operator's assistant.
 const ASSISTANT_V1_PATHS: &[&str] = &["/v1/chat/completions", "/v1/models"];
+
+/// The health check: any Keep token reaches it (it says only that the server answers).
+const HEALTH_PATH: &str = "/api/health";
 
 /// Checks the Keep token of a request to `path`; `given` is the token as sent.
 pub(crate) async fn check(
@@ -36,7 +40,8 @@ pub(crate) async fn check(
         Ok(identity) => identity,
         Err(error) => return unauthorized(error),
     };
-    let assistant = path.starts_with("/api/") || ASSISTANT_V1_PATHS.contains(&path.as_str());
+    let assistant = (path.starts_with("/api/") && path != HEALTH_PATH)
+        || ASSISTANT_V1_PATHS.contains(&path.as_str());
     if assistant && identity.require_operator().is_err() {
         return ApiError::new(
             StatusCode::FORBIDDEN,

@@ -76,6 +76,9 @@ pub struct AgentInfo {
     #[schema(value_type = Object)]
     pub manifest: Value,
     pub deployed_at_ms: i64,
+    /// Why the stored agent is not in force (its policy expired, its row does not hold); only
+    /// the operator's list shows such agents.
+    pub refused: Option<String>,
 }
 
 /// A deployed agent as anyone with a token sees it.

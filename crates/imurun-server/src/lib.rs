@@ -40,7 +40,7 @@ use std::future::Future;
 
 use tokio::net::TcpListener;
 
-pub use error::{ApiError, ApiJson, OptionalApiJson, StrictJson};
+pub use error::{ApiError, ApiJson, OptionalApiJson, SecretJson, StrictJson};
 pub use events::ServerEvent;
 pub use hub::{
     BUFFER_EVENTS_MAX_DEFAULT, EventHub, EventRecord, HubConfig, HubError,

@@ -36,6 +36,7 @@ pub struct DocumentRow {
     pub subject: String,
     pub version: i64,
     pub envelope: String,
+    pub seal: String,
     pub updated_at_ms: i64,
 }
 
@@ -50,6 +51,7 @@ pub struct AgentRow {
     pub bundle_signature: String,
     pub policy: String,
     pub manifest: String,
+    pub seal: String,
     pub deployed_at_ms: i64,
 }
 
@@ -64,6 +66,7 @@ pub struct NewAgent<'a> {
     pub bundle_signature: &'a str,
     pub policy: &'a str,
     pub manifest: &'a str,
+    pub seal: &'a str,
 }
 
 /// A device key's row.
@@ -120,7 +123,7 @@ macro_rules! token_columns {
 macro_rules! agent_columns {
     () => {
         "name, version, owner, bundle_sha256, bundle_size, bundle_signature, policy, manifest, \
-         deployed_at_ms"
+         seal, deployed_at_ms"
     };
 }
 macro_rules! device_columns {
@@ -191,7 +194,7 @@ impl Store {
         subject: &str,
     ) -> Result<Option<DocumentRow>, StoreError> {
         Ok(sqlx::query_as(
-            "SELECT kind, subject, version, envelope, updated_at_ms FROM keep_documents \
+            "SELECT kind, subject, version, envelope, seal, updated_at_ms FROM keep_documents \
              WHERE kind = $1 AND subject = $2",
         )
         .bind(kind)
@@ -363,7 +366,8 @@ impl JournalSnapshot {
     }
 
     /// Up to `limit` entries after `after_seq` (by sequence number), oldest first; at most
-    /// [`KEEP_JOURNAL_READ_ROWS_MAX`].
+    /// [`KEEP_JOURNAL_READ_ROWS_MAX`]. Start from `i64::MIN`, so that a row with a sequence
+    /// number below 1 (written behind the store's back) is read too.
     pub async fn page(
         &mut self,
         after_seq: i64,
@@ -434,17 +438,19 @@ impl KeepTx {
         subject: &str,
         version: i64,
         envelope: &str,
+        seal: &str,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO keep_documents (kind, subject, version, envelope, updated_at_ms) \
-             VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kind, subject) DO UPDATE SET \
-             version = excluded.version, envelope = excluded.envelope, \
+            "INSERT INTO keep_documents (kind, subject, version, envelope, seal, updated_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (kind, subject) DO UPDATE SET \
+             version = excluded.version, envelope = excluded.envelope, seal = excluded.seal, \
              updated_at_ms = excluded.updated_at_ms",
         )
         .bind(kind)
         .bind(subject)
         .bind(version)
         .bind(envelope)
+        .bind(seal)
         .bind(now_ms())
         .execute(&mut *self.tx)
         .await?;
@@ -457,7 +463,7 @@ impl KeepTx {
         sqlx::query(concat!(
             "INSERT INTO keep_agents (",
             agent_columns!(),
-            ", bundle) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+            ", bundle) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)"
         ))
         .bind(agent.name)
         .bind(agent.version)
@@ -467,6 +473,7 @@ impl KeepTx {
         .bind(agent.bundle_signature)
         .bind(agent.policy)
         .bind(agent.manifest)
+        .bind(agent.seal)
         .bind(now_ms())
         .bind(agent.bundle)
         .execute(&mut *self.tx)
@@ -610,6 +617,22 @@ impl KeepTx {
             " FROM keep_devices WHERE key_id = $1"
         ))
         .bind(key_id)
+        .fetch_optional(&mut *self.tx)
+        .await?)
+    }
+
+    /// The signed document in force for `kind` and `subject`, read under the write lock.
+    pub async fn document(
+        &mut self,
+        kind: &str,
+        subject: &str,
+    ) -> Result<Option<DocumentRow>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT kind, subject, version, envelope, seal, updated_at_ms FROM keep_documents \
+             WHERE kind = $1 AND subject = $2",
+        )
+        .bind(kind)
+        .bind(subject)
         .fetch_optional(&mut *self.tx)
         .await?)
     }

@@ -57,9 +57,10 @@ impl KeepService {
         }
         let text = envelope_text(envelope)?;
         let mut tx = self.store().keep_begin().await?;
-        let highest = tx.high_water(CEILING_KIND, user).await?;
+        let highest =
+            self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
         check_increases(&format!("the ceiling for {user}"), ceiling.version, highest)?;
-        tx.put_document(CEILING_KIND, user, ceiling.version, &text)
+        self.put_sealed_document(&mut tx, CEILING_KIND, user, ceiling.version, &text)
             .await?;
         tx.raise_high_water(CEILING_KIND, user, ceiling.version)
             .await?;
@@ -78,6 +79,7 @@ impl KeepService {
         let subject = format!("ceiling:{user}@{}", ceiling.version);
         append(&mut tx, caller, Some(user), "ceiling", &subject, detail).await?;
         tx.commit().await?;
+        self.raise_high_water_file(CEILING_KIND, user, ceiling.version)?;
         Ok(ceiling)
     }
 
@@ -97,21 +99,43 @@ impl KeepService {
 
     /// `user`'s ceiling in force, whoever asks (for the host's own decisions).
     pub async fn ceiling_in_force(&self, user: &str) -> Result<CeilingView, KeepError> {
+        let row = self.store().keep_document(CEILING_KIND, user).await?;
+        let in_database = self.store().keep_high_water(CEILING_KIND, user).await?;
+        let highest = self.high_water(CEILING_KIND, user, in_database)?;
+        let trust = self.trust().await.ok();
+        self.ceiling_from_row(user, row, highest, trust.as_ref())
+    }
+
+    /// The ceiling a stored row puts in force: the empty ceiling when there is no row, or when
+    /// the row does not hold — older than a version accepted, not sealed by this host, not
+    /// signed by a policy key of the trust root in force (`trust`; `None` when none is), not the
+    /// user's, or expired. It reads nothing, so it may run under the write lock.
+    pub(crate) fn ceiling_from_row(
+        &self,
+        user: &str,
+        row: Option<imurun_store::DocumentRow>,
+        highest: i64,
+        trust: Option<&crate::trust::Trust>,
+    ) -> Result<CeilingView, KeepError> {
         let empty = |because: &str| CeilingView {
             ceiling: Ceiling::empty(user),
             empty_because: Some(because.to_owned()),
         };
-        let Some(row) = self.store().keep_document(CEILING_KIND, user).await? else {
+        let Some(row) = row else {
             return Ok(empty("none set"));
         };
-        let highest = self.store().keep_high_water(CEILING_KIND, user).await?;
         if row.version != highest {
             return Ok(empty(
                 "rolled back: the stored ceiling is older than one accepted",
             ));
         }
+        if self.check_document_row(&row).is_err() {
+            return Ok(empty("the stored ceiling is not sealed by this host"));
+        }
+        let Some(trust) = trust else {
+            return Ok(empty("no trust root is in force (expired or refused)"));
+        };
         let envelope = Signed::from_text(row.envelope.as_bytes())?;
-        let trust = self.trust_even_expired().await?;
         if trust
             .verify_stored(&envelope, crate::documents::CEILING_TYPE)
             .is_err()
@@ -158,9 +182,14 @@ impl KeepService {
         let version = next.root().version;
         let text = envelope_text(envelope)?;
         let mut tx = self.store().keep_begin().await?;
-        let highest = tx.high_water(TRUST_ROOT_KIND, "").await?;
+        let highest = self.high_water(
+            TRUST_ROOT_KIND,
+            "",
+            tx.high_water(TRUST_ROOT_KIND, "").await?,
+        )?;
         check_increases("the trust root", version, highest)?;
-        tx.put_document(TRUST_ROOT_KIND, "", version, &text).await?;
+        self.put_sealed_document(&mut tx, TRUST_ROOT_KIND, "", version, &text)
+            .await?;
         tx.raise_high_water(TRUST_ROOT_KIND, "", version).await?;
         let detail = json!({
             "version": version,
@@ -179,6 +208,7 @@ impl KeepService {
         )
         .await?;
         tx.commit().await?;
+        self.raise_high_water_file(TRUST_ROOT_KIND, "", version)?;
         Ok(next.root().clone())
     }
 

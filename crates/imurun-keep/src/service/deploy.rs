@@ -47,6 +47,9 @@ pub struct AgentView {
     pub policy_key_id: String,
     pub manifest: Value,
     pub deployed_at_ms: i64,
+    /// Why the stored agent is not in force (its policy expired, its row does not hold), for the
+    /// operator's list; `None` for an agent in force.
+    pub refused: Option<String>,
 }
 
 /// A deployed agent, as a user sees it: what it is, not how it is signed or what it may reach.
@@ -115,8 +118,25 @@ impl KeepService {
         let policy_text = envelope_text(&request.policy)?;
         let manifest_text = manifest_json.to_string();
 
+        let bundle_size = i64::try_from(request.bundle.len()).unwrap_or(i64::MAX);
+        let seal = crate::seal::seal_agent(
+            self.host_key(),
+            &crate::seal::AgentFields {
+                name: &manifest.name,
+                version: manifest.version,
+                owner: "operator",
+                bundle_sha256: &bundle_sha256,
+                bundle_size,
+                bundle_signature: &signature_text,
+                policy: &policy_text,
+            },
+        );
         let mut tx = self.store().keep_begin().await?;
-        let highest = tx.high_water(AGENT_KIND, &manifest.name).await?;
+        let highest = self.high_water(
+            AGENT_KIND,
+            &manifest.name,
+            tx.high_water(AGENT_KIND, &manifest.name).await?,
+        )?;
         check_increases(
             &format!("agent {}", manifest.name),
             manifest.version,
@@ -131,6 +151,7 @@ impl KeepService {
             bundle_signature: &signature_text,
             policy: &policy_text,
             manifest: &manifest_text,
+            seal: &seal,
         })
         .await?;
         tx.raise_high_water(AGENT_KIND, &manifest.name, manifest.version)
@@ -139,6 +160,7 @@ impl KeepService {
         let subject = format!("agent:{}@{}", manifest.name, manifest.version);
         append(&mut tx, caller, None, "deploy", &subject, detail).await?;
         tx.commit().await?;
+        self.raise_high_water_file(AGENT_KIND, &manifest.name, manifest.version)?;
         self.agent(caller, &manifest.name).await
     }
 
@@ -153,12 +175,21 @@ impl KeepService {
         self.verified_agent(row).await
     }
 
-    /// Every agent in force: the operator's full view.
+    /// Every agent, as the operator sees it: those in force, and those refused with why (one
+    /// row that does not hold must not hide the others).
     pub async fn agents(&self, caller: &Identity) -> Result<Vec<AgentView>, KeepError> {
         caller.require_operator()?;
         let mut views = Vec::new();
         for row in self.store().keep_agents().await? {
-            views.push(self.verified_agent(row).await?);
+            let unverified = refused_view(&row);
+            match self.verified_agent(row).await {
+                Ok(view) => views.push(view),
+                Err(KeepError::Store(error)) => return Err(KeepError::Store(error)),
+                Err(error) => views.push(AgentView {
+                    refused: Some(error.to_string()),
+                    ..unverified
+                }),
+            }
         }
         Ok(views)
     }
@@ -193,7 +224,8 @@ impl KeepService {
         &self,
         row: imurun_store::AgentRow,
     ) -> Result<AgentView, KeepError> {
-        let highest = self.store().keep_high_water(AGENT_KIND, &row.name).await?;
+        let in_database = self.store().keep_high_water(AGENT_KIND, &row.name).await?;
+        let highest = self.high_water(AGENT_KIND, &row.name, in_database)?;
         if row.version != highest {
             return Err(KeepError::RolledBack {
                 what: format!("the stored agent {}", row.name),
@@ -201,11 +233,29 @@ impl KeepService {
                 highest,
             });
         }
+        crate::seal::check_agent(
+            &self.host_key().public(),
+            &crate::seal::AgentFields {
+                name: &row.name,
+                version: row.version,
+                owner: &row.owner,
+                bundle_sha256: &row.bundle_sha256,
+                bundle_size: row.bundle_size,
+                bundle_signature: &row.bundle_signature,
+                policy: &row.policy,
+            },
+            &row.seal,
+        )?;
         let policy = Signed::from_text(row.policy.as_bytes())?;
-        self.trust_even_expired()
+        self.trust()
             .await?
             .verify_stored(&policy, crate::documents::POLICY_TYPE)?;
         let (document, manifest) = crate::documents::Policy::from_document(&policy.signed)?;
+        crate::trust::check_expiry(
+            &format!("the policy for {}", document.agent),
+            document.expires_at,
+            self.now_s(),
+        )?;
         if document.agent != row.name
             || document.version != row.version
             || document.bundle_sha256 != row.bundle_sha256
@@ -228,6 +278,7 @@ impl KeepService {
             manifest: serde_json::to_value(&manifest)
                 .map_err(|error| KeepError::Canonical(error.to_string()))?,
             deployed_at_ms: row.deployed_at_ms,
+            refused: None,
         })
     }
 }
@@ -275,4 +326,21 @@ fn deploy_detail(
         "card": manifest.card,
         "resources": manifest.resources,
     }))
+}
+
+/// What a stored row says of itself, unverified: only for the operator's list of refused
+/// agents, marked as refused.
+fn refused_view(row: &imurun_store::AgentRow) -> AgentView {
+    AgentView {
+        name: row.name.clone(),
+        version: row.version,
+        owner: row.owner.clone(),
+        bundle_sha256: row.bundle_sha256.clone(),
+        bundle_size: row.bundle_size,
+        signer_key_id: String::new(),
+        policy_key_id: String::new(),
+        manifest: Value::Null,
+        deployed_at_ms: row.deployed_at_ms,
+        refused: Some(String::new()),
+    }
 }

@@ -131,6 +131,7 @@ impl KeepService {
         // The ceiling in force is read (and verified) before the write lock; its version is read
         // again under the lock, so a decision never passes against a ceiling that just changed.
         let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
+        let trust = self.trust().await.ok();
         let mut tx = self.store().keep_begin().await?;
         let how = match proof {
             EnrolProof::Code(code) => {
@@ -156,8 +157,15 @@ impl KeepService {
                 json!({"proof": "enrol_code"})
             }
             EnrolProof::Decision(envelope) => {
-                let stored_version = tx.document_version(CEILING_KIND, user).await?;
-                if stored_version != ceiling_version && ceiling_version != 0 {
+                // The ceiling in force, derived again from the row read under the lock.
+                let row = tx.document(CEILING_KIND, user).await?;
+                let highest =
+                    self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
+                let locked_version = self
+                    .ceiling_from_row(user, row, highest, trust.as_ref())?
+                    .ceiling
+                    .version;
+                if locked_version != ceiling_version {
                     return Err(KeepError::Conflict(
                         "the ceiling changed while the decision was checked; try again".into(),
                     ));

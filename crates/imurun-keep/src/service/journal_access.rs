@@ -83,7 +83,9 @@ impl KeepService {
         let mut snapshot = self.store().keep_journal_snapshot().await?;
         let (seq, hash) = snapshot.head().await?;
         let mut check = ChainCheck::new();
-        let mut after = 0;
+        // From the lowest possible number: a row below 1, written behind the store's back, is
+        // read and breaks the chain rather than being skipped.
+        let mut after = i64::MIN;
         loop {
             let page = snapshot.page(after, CHECK_PAGE_ENTRIES).await?;
             let Some(last) = page.last() else {

@@ -124,6 +124,8 @@ pub fn system_clock() -> Clock {
 #[derive(Clone)]
 pub struct KeepService {
     store: Store,
+    /// The marks kept outside the database (`None` for a service without a Keep folder).
+    high_water_file: Option<crate::high_water::HighWaterFile>,
     vault_key: Arc<VaultKey>,
     host_key: Arc<KeyPair>,
     clock: Clock,
@@ -143,9 +145,44 @@ impl KeepService {
     pub fn new(store: Store, vault_key: VaultKey, host_key: KeyPair, clock: Clock) -> KeepService {
         KeepService {
             store,
+            high_water_file: None,
             vault_key: Arc::new(vault_key),
             host_key: Arc::new(host_key),
             clock,
+        }
+    }
+
+    /// Keeps the high-water marks in `file` too, outside the database.
+    pub fn with_high_water_file(mut self, file: crate::high_water::HighWaterFile) -> KeepService {
+        self.high_water_file = Some(file);
+        self
+    }
+
+    /// The highest version accepted for `kind` and `subject`: the higher of the database's mark
+    /// (`in_database`) and the file's.
+    pub(crate) fn high_water(
+        &self,
+        kind: &str,
+        subject: &str,
+        in_database: i64,
+    ) -> Result<i64, KeepError> {
+        let in_file = match &self.high_water_file {
+            Some(file) => file.get(kind, subject)?,
+            None => 0,
+        };
+        Ok(in_database.max(in_file))
+    }
+
+    /// Raises the file's mark after a commit (the database's was raised in the transaction).
+    pub(crate) fn raise_high_water_file(
+        &self,
+        kind: &str,
+        subject: &str,
+        version: i64,
+    ) -> Result<(), KeepError> {
+        match &self.high_water_file {
+            Some(file) => file.raise(kind, subject, version),
+            None => Ok(()),
         }
     }
 
@@ -166,6 +203,45 @@ impl KeepService {
         &self.vault_key
     }
 
+    pub(crate) fn host_key(&self) -> &KeyPair {
+        &self.host_key
+    }
+
+    /// Writes a signed document row, sealed by the host key.
+    pub(crate) async fn put_sealed_document(
+        &self,
+        tx: &mut KeepTx,
+        kind: &str,
+        subject: &str,
+        version: i64,
+        envelope: &str,
+    ) -> Result<(), KeepError> {
+        let fields = crate::seal::DocumentFields {
+            kind,
+            subject,
+            version,
+            envelope,
+        };
+        let seal = crate::seal::seal_document(&self.host_key, &fields);
+        tx.put_document(kind, subject, version, envelope, &seal)
+            .await?;
+        Ok(())
+    }
+
+    /// Checks a stored document row's seal.
+    pub(crate) fn check_document_row(
+        &self,
+        row: &imurun_store::DocumentRow,
+    ) -> Result<(), KeepError> {
+        let fields = crate::seal::DocumentFields {
+            kind: &row.kind,
+            subject: &row.subject,
+            version: row.version,
+            envelope: &row.envelope,
+        };
+        crate::seal::check_document(&self.host_key.public(), &fields, &row.seal)
+    }
+
     /// Whether a trust root is installed.
     pub async fn is_initialised(&self) -> Result<bool, KeepError> {
         Ok(self.store.keep_high_water(TRUST_ROOT_KIND, "").await? > 0)
@@ -182,7 +258,8 @@ impl KeepService {
                 "a trust root is installed already; rotate it with a new signed version".into(),
             ));
         }
-        tx.put_document(TRUST_ROOT_KIND, "", version, &text).await?;
+        self.put_sealed_document(&mut tx, TRUST_ROOT_KIND, "", version, &text)
+            .await?;
         tx.raise_high_water(TRUST_ROOT_KIND, "", version).await?;
         let detail = json!({
             "version": version,
@@ -200,6 +277,7 @@ impl KeepService {
         )
         .await?;
         tx.commit().await?;
+        self.raise_high_water_file(TRUST_ROOT_KIND, "", version)?;
         Ok(())
     }
 
@@ -214,12 +292,14 @@ impl KeepService {
     /// the host checks at start (an expired root must not keep the host from starting, or it
     /// could never be replaced).
     pub async fn trust_even_expired(&self) -> Result<Trust, KeepError> {
-        let highest = self.store.keep_high_water(TRUST_ROOT_KIND, "").await?;
+        let in_database = self.store.keep_high_water(TRUST_ROOT_KIND, "").await?;
+        let highest = self.high_water(TRUST_ROOT_KIND, "", in_database)?;
         let row = self
             .store
             .keep_document(TRUST_ROOT_KIND, "")
             .await?
             .ok_or(KeepError::NotInitialised)?;
+        self.check_document_row(&row)?;
         let envelope = Signed::from_text(row.envelope.as_bytes())?;
         Trust::load_expired(&envelope, highest)
     }

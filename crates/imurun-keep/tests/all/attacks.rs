@@ -334,14 +334,7 @@ async fn attack_decision_refusal_reveals_another_users_device() {
         .enrol_code(&host.operator, "bob", 600)
         .await
         .expect("code");
-    host.keep
-        .enrol_device(
-            &bob,
-            &bob_device.public().to_hex(),
-            "phone",
-            &possession(&bob_device, "bob"),
-            EnrolProof::Code(code),
-        )
+    host.enrol(&bob, &bob_device, "bob", EnrolProof::Code(code))
         .await
         .expect("bob enrols");
     let never = KeyPair::generate().expect("key");
@@ -362,26 +355,22 @@ async fn attack_decision_refusal_reveals_another_users_device() {
     };
     let error = |result: Result<_, KeepError>| result.expect_err("refused").to_string();
     let about_bobs = error(
-        host.keep
-            .enrol_device(
-                &alice,
-                &new_key.public().to_hex(),
-                "x",
-                &possession(&new_key, "alice"),
-                EnrolProof::Decision(refusal(&bob_device)),
-            )
-            .await,
+        host.enrol(
+            &alice,
+            &new_key,
+            "alice",
+            EnrolProof::Decision(refusal(&bob_device)),
+        )
+        .await,
     );
     let about_none = error(
-        host.keep
-            .enrol_device(
-                &alice,
-                &new_key.public().to_hex(),
-                "x",
-                &possession(&new_key, "alice"),
-                EnrolProof::Decision(refusal(&never)),
-            )
-            .await,
+        host.enrol(
+            &alice,
+            &new_key,
+            "alice",
+            EnrolProof::Decision(refusal(&never)),
+        )
+        .await,
     );
     // Key ids differ by construction; compare with the id masked.
     let masked = |text: String, id: &str| text.replace(id, "<id>");
@@ -464,14 +453,7 @@ async fn holds_a_decision_nonce_is_consumed_once_concurrently() {
         .enrol_code(&host.operator, "alice", 600)
         .await
         .expect("code");
-    host.keep
-        .enrol_device(
-            &alice,
-            &first.public().to_hex(),
-            "a",
-            &possession(&first, "alice"),
-            EnrolProof::Code(code),
-        )
+    host.enrol(&alice, &first, "alice", EnrolProof::Code(code))
         .await
         .expect("first");
     let new_key = KeyPair::generate().expect("key");
@@ -506,14 +488,7 @@ async fn holds_a_decision_nonce_is_consumed_once_concurrently() {
     // The decision replayed for another key is refused (subject and hashes bind it).
     let other = KeyPair::generate().expect("key");
     assert!(
-        host.keep
-            .enrol_device(
-                &alice,
-                &other.public().to_hex(),
-                "c",
-                &possession(&other, "alice"),
-                EnrolProof::Decision(envelope)
-            )
+        host.enrol(&alice, &other, "alice", EnrolProof::Decision(envelope))
             .await
             .is_err()
     );
@@ -560,14 +535,7 @@ async fn attack_retiring_the_only_device_locks_the_user_out_for_good() {
         .enrol_code(&host.operator, "alice", 600)
         .await
         .expect("code");
-    host.keep
-        .enrol_device(
-            &alice,
-            &first.public().to_hex(),
-            "lost",
-            &possession(&first, "alice"),
-            EnrolProof::Code(code),
-        )
+    host.enrol(&alice, &first, "alice", EnrolProof::Code(code))
         .await
         .expect("enrol");
     host.keep
@@ -580,14 +548,7 @@ async fn attack_retiring_the_only_device_locks_the_user_out_for_good() {
         .await
         .expect("code");
     let next = KeyPair::generate().expect("key");
-    host.keep
-        .enrol_device(
-            &alice,
-            &next.public().to_hex(),
-            "new",
-            &possession(&next, "alice"),
-            EnrolProof::Code(code),
-        )
+    host.enrol(&alice, &next, "alice", EnrolProof::Code(code))
         .await
         .expect("with no live device, an operator-issued code enrols a replacement");
 }
@@ -637,14 +598,7 @@ async fn attack_a_user_can_squat_another_users_public_key() {
         .await
         .expect("code");
     let bobs = host
-        .keep
-        .enrol_device(
-            &bob,
-            &bobs_key.public().to_hex(),
-            "phone",
-            &possession(&bobs_key, "bob"),
-            EnrolProof::Code(code),
-        )
+        .enrol(&bob, &bobs_key, "bob", EnrolProof::Code(code))
         .await;
     assert!(
         squatted.is_err() || bobs.is_ok(),

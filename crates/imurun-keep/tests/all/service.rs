@@ -9,7 +9,7 @@ use imurun_keep::keys::KeyPair;
 use imurun_keep::service::EnrolProof;
 use serde_json::json;
 
-use super::support::{Host, START, possession};
+use super::support::{Host, START};
 
 fn rule_of<T: std::fmt::Debug>(result: Result<T, KeepError>) -> &'static str {
     result.expect_err("refused").rule()
@@ -269,8 +269,8 @@ async fn trust_rotation_retires_keys_and_a_restored_root_is_refused() {
             listed(&new_policy, KeyRole::Policy, false),
         ],
     };
-    let first_root = sqlx::query_scalar::<_, String>(
-        "SELECT envelope FROM keep_documents WHERE kind = 'trust_root'",
+    let (first_root, first_seal) = sqlx::query_as::<_, (String, String)>(
+        "SELECT envelope, seal FROM keep_documents WHERE kind = 'trust_root'",
     )
     .fetch_one(&pool(&host).await)
     .await
@@ -303,12 +303,15 @@ async fn trust_rotation_retires_keys_and_a_restored_root_is_refused() {
         .await
         .expect("the new key deploys");
 
-    // Restoring the version-1 root row does not bring the old key back.
-    sqlx::query("UPDATE keep_documents SET version = 1, envelope = $1 WHERE kind = 'trust_root'")
-        .bind(first_root)
-        .execute(&pool(&host).await)
-        .await
-        .expect("restore");
+    // Restoring the version-1 root row, seal and all, does not bring the old key back.
+    sqlx::query(
+        "UPDATE keep_documents SET version = 1, envelope = $1, seal = $2 WHERE kind = 'trust_root'",
+    )
+    .bind(first_root)
+    .bind(first_seal)
+    .execute(&pool(&host).await)
+    .await
+    .expect("restore");
     assert_eq!(
         rule_of(host.keep.trust_root(&host.operator).await),
         "rolled_back"
@@ -362,36 +365,15 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
 
     // Bob cannot use Alice's code; Alice can, once.
     let refused = host
-        .keep
-        .enrol_device(
-            &bob,
-            &first.public().to_hex(),
-            "phone",
-            &possession(&first, "bob"),
-            EnrolProof::Code(code.clone()),
-        )
+        .enrol(&bob, &first, "bob", EnrolProof::Code(code.clone()))
         .await;
     assert_eq!(rule_of(refused), "forbidden");
-    host.keep
-        .enrol_device(
-            &alice,
-            &first.public().to_hex(),
-            "laptop",
-            &possession(&first, "alice"),
-            EnrolProof::Code(code.clone()),
-        )
+    host.enrol(&alice, &first, "alice", EnrolProof::Code(code.clone()))
         .await
         .expect("enrol");
     let second = KeyPair::generate().expect("key");
     let reused = host
-        .keep
-        .enrol_device(
-            &alice,
-            &second.public().to_hex(),
-            "phone",
-            &possession(&second, "alice"),
-            EnrolProof::Code(code),
-        )
+        .enrol(&alice, &second, "alice", EnrolProof::Code(code))
         .await;
     assert_eq!(rule_of(reused), "forbidden");
     // Even a fresh code does not enrol a second device.
@@ -401,14 +383,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
         .await
         .expect("code");
     let refused = host
-        .keep
-        .enrol_device(
-            &alice,
-            &second.public().to_hex(),
-            "phone",
-            &possession(&second, "alice"),
-            EnrolProof::Code(fresh),
-        )
+        .enrol(&alice, &second, "alice", EnrolProof::Code(fresh))
         .await;
     assert!(
         refused
@@ -425,16 +400,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
         .expect("code");
     host.advance(61);
     let bobs = KeyPair::generate().expect("k");
-    let expired = host
-        .keep
-        .enrol_device(
-            &bob,
-            &bobs.public().to_hex(),
-            "x",
-            &possession(&bobs, "bob"),
-            EnrolProof::Code(late),
-        )
-        .await;
+    let expired = host.enrol(&bob, &bobs, "bob", EnrolProof::Code(late)).await;
     assert_eq!(rule_of(expired), "forbidden");
 
     // A decision signed by the first device enrols the second, once.
@@ -454,26 +420,17 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
         &first,
     )
     .expect("sign");
-    host.keep
-        .enrol_device(
-            &alice,
-            &second.public().to_hex(),
-            "phone",
-            &possession(&second, "alice"),
-            EnrolProof::Decision(decision.clone()),
-        )
-        .await
-        .expect("second device");
+    host.enrol(
+        &alice,
+        &second,
+        "alice",
+        EnrolProof::Decision(decision.clone()),
+    )
+    .await
+    .expect("second device");
     let third = KeyPair::generate().expect("key");
     let replay = host
-        .keep
-        .enrol_device(
-            &alice,
-            &third.public().to_hex(),
-            "tablet",
-            &possession(&third, "alice"),
-            EnrolProof::Decision(decision),
-        )
+        .enrol(&alice, &third, "alice", EnrolProof::Decision(decision))
         .await;
     assert_eq!(rule_of(replay), "decision_refused");
 
@@ -498,14 +455,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
     )
     .expect("sign");
     let refused = host
-        .keep
-        .enrol_device(
-            &alice,
-            &third.public().to_hex(),
-            "tablet",
-            &possession(&third, "alice"),
-            EnrolProof::Decision(decision),
-        )
+        .enrol(&alice, &third, "alice", EnrolProof::Decision(decision))
         .await;
     assert!(
         refused
@@ -545,14 +495,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
     )
     .expect("sign");
     let refused = host
-        .keep
-        .enrol_device(
-            &alice,
-            &third.public().to_hex(),
-            "tablet",
-            &possession(&third, "alice"),
-            EnrolProof::Decision(decision),
-        )
+        .enrol(&alice, &third, "alice", EnrolProof::Decision(decision))
         .await;
     assert_eq!(rule_of(refused), "untrusted_key");
 }
@@ -593,7 +536,7 @@ async fn the_journal_names_the_first_tampered_entry() {
     assert_eq!(first_bad(&host).await, None);
 
     // Reorder: swap entries 3 and 4.
-    sqlx::query("UPDATE keep_journal SET seq = -1 WHERE seq = 3")
+    sqlx::query("UPDATE keep_journal SET seq = 1000000 WHERE seq = 3")
         .execute(&db)
         .await
         .expect("swap");
@@ -601,12 +544,12 @@ async fn the_journal_names_the_first_tampered_entry() {
         .execute(&db)
         .await
         .expect("swap");
-    sqlx::query("UPDATE keep_journal SET seq = 4 WHERE seq = -1")
+    sqlx::query("UPDATE keep_journal SET seq = 4 WHERE seq = 1000000")
         .execute(&db)
         .await
         .expect("swap");
     assert_eq!(first_bad(&host).await, Some(3));
-    sqlx::query("UPDATE keep_journal SET seq = -1 WHERE seq = 3")
+    sqlx::query("UPDATE keep_journal SET seq = 1000000 WHERE seq = 3")
         .execute(&db)
         .await
         .expect("swap");
@@ -614,7 +557,7 @@ async fn the_journal_names_the_first_tampered_entry() {
         .execute(&db)
         .await
         .expect("swap");
-    sqlx::query("UPDATE keep_journal SET seq = 4 WHERE seq = -1")
+    sqlx::query("UPDATE keep_journal SET seq = 4 WHERE seq = 1000000")
         .execute(&db)
         .await
         .expect("swap");

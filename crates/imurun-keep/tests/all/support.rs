@@ -128,6 +128,28 @@ impl Host {
     }
 }
 
+impl Host {
+    /// Enrols `key` for `user` (whose identity is `who`), with `proof` and a proof of
+    /// possession made with `key` itself.
+    pub(crate) async fn enrol(
+        &self,
+        who: &Identity,
+        key: &KeyPair,
+        user: &str,
+        proof: imurun_keep::service::EnrolProof,
+    ) -> Result<imurun_keep::service::DeviceView, imurun_keep::KeepError> {
+        self.keep
+            .enrol_device(
+                who,
+                &key.public().to_hex(),
+                "device",
+                &possession(key, user),
+                proof,
+            )
+            .await
+    }
+}
+
 /// The new key's proof that it is held, for `user`.
 pub(crate) fn possession(key: &KeyPair, user: &str) -> String {
     key.sign(&imurun_keep::service::possession_message(

@@ -1,7 +1,7 @@
 //! Keep mode's routes under `/v1`: who am I, agents (deploy and list), ceilings, the trust
 //! root, tokens, enrolment codes, devices, the vault and the journal. Each answers only in Keep
 //! mode (otherwise 404 `keep_off`); operator routes refuse a user token before reading the
-//! body, the Keep service decides who may do what again, and `error::keep_error` puts its
+//! body, the Keep service decides who may do what again, and `ApiError::from` puts its
 //! refusals on the wire.
 
 use axum::Json;
@@ -12,7 +12,7 @@ use imurun_keep::service::{
     DeployRequest, ENROL_CODE_TTL_S_DEFAULT, EnrolProof, Identity, TokenRole,
 };
 
-use crate::error::{ApiError, StrictJson, keep_error};
+use crate::error::{ApiError, SecretJson, StrictJson};
 use crate::keep_auth::{KeepCaller, OperatorCaller};
 use crate::keep_wire::{
     AgentInfo, AgentList, CeilingInfo, DeployBody, DeviceEnrol, DeviceInfo, DeviceList,
@@ -82,11 +82,7 @@ pub(crate) async fn deploy(
         },
         policy: body.policy.into_signed(),
     };
-    let view = caller
-        .keep
-        .deploy(&caller.identity, request)
-        .await
-        .map_err(keep_error)?;
+    let view = caller.keep.deploy(&caller.identity, request).await?;
     Ok((StatusCode::CREATED, Json(agent_info(view))))
 }
 
@@ -99,7 +95,7 @@ pub(crate) async fn deploy(
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn agents(caller: KeepCaller) -> Result<Json<AgentList>, ApiError> {
-    let agents = caller.keep.public_agents().await.map_err(keep_error)?;
+    let agents = caller.keep.public_agents().await?;
     Ok(Json(AgentList {
         agents: agents
             .into_iter()
@@ -127,11 +123,7 @@ pub(crate) async fn agent(
     OperatorCaller(caller): OperatorCaller,
     Path(name): Path<String>,
 ) -> Result<Json<AgentInfo>, ApiError> {
-    let view = caller
-        .keep
-        .agent(&caller.identity, &name)
-        .await
-        .map_err(keep_error)?;
+    let view = caller.keep.agent(&caller.identity, &name).await?;
     Ok(Json(agent_info(view)))
 }
 
@@ -158,8 +150,7 @@ pub(crate) async fn put_ceiling(
     let ceiling = caller
         .keep
         .put_ceiling(&caller.identity, &user, &body.into_signed())
-        .await
-        .map_err(keep_error)?;
+        .await?;
     Ok(Json(CeilingInfo {
         ceiling: to_value(&ceiling)?,
         empty_because: None,
@@ -179,11 +170,7 @@ pub(crate) async fn ceiling(
     caller: KeepCaller,
     Path(user): Path<String>,
 ) -> Result<Json<CeilingInfo>, ApiError> {
-    let view = caller
-        .keep
-        .ceiling(&caller.identity, &user)
-        .await
-        .map_err(keep_error)?;
+    let view = caller.keep.ceiling(&caller.identity, &user).await?;
     Ok(Json(CeilingInfo {
         ceiling: to_value(&view.ceiling)?,
         empty_because: view.empty_because,
@@ -203,11 +190,7 @@ pub(crate) async fn ceiling(
 pub(crate) async fn trust_root(
     OperatorCaller(caller): OperatorCaller,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let root = caller
-        .keep
-        .trust_root(&caller.identity)
-        .await
-        .map_err(keep_error)?;
+    let root = caller.keep.trust_root(&caller.identity).await?;
     Ok(Json(to_value(&root)?))
 }
 
@@ -232,8 +215,7 @@ pub(crate) async fn rotate_trust_root(
     let root = caller
         .keep
         .rotate_trust_root(&caller.identity, &body.into_signed())
-        .await
-        .map_err(keep_error)?;
+        .await?;
     Ok(Json(to_value(&root)?))
 }
 
@@ -263,11 +245,7 @@ pub(crate) async fn create_token(
             ));
         }
     };
-    let token = caller
-        .keep
-        .create_token(&caller.identity, &role)
-        .await
-        .map_err(keep_error)?;
+    let token = caller.keep.create_token(&caller.identity, &role).await?;
     Ok((
         StatusCode::CREATED,
         Json(TokenCreated {
@@ -291,11 +269,7 @@ pub(crate) async fn revoke_token(
     OperatorCaller(caller): OperatorCaller,
     Path(id): Path<String>,
 ) -> Result<Json<TokenRevoked>, ApiError> {
-    caller
-        .keep
-        .revoke_token(&caller.identity, &id)
-        .await
-        .map_err(keep_error)?;
+    caller.keep.revoke_token(&caller.identity, &id).await?;
     Ok(Json(TokenRevoked { id, revoked: true }))
 }
 
@@ -320,8 +294,7 @@ pub(crate) async fn enrol_code(
     let code = caller
         .keep
         .enrol_code(&caller.identity, &body.user, ttl_s)
-        .await
-        .map_err(keep_error)?;
+        .await?;
     Ok((
         StatusCode::CREATED,
         Json(EnrolCodeCreated {
@@ -340,11 +313,7 @@ pub(crate) async fn enrol_code(
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn devices(caller: KeepCaller) -> Result<Json<DeviceList>, ApiError> {
-    let devices = caller
-        .keep
-        .devices(&caller.identity)
-        .await
-        .map_err(keep_error)?;
+    let devices = caller.keep.devices(&caller.identity).await?;
     Ok(Json(DeviceList {
         devices: devices.into_iter().map(device_info).collect(),
     }))
@@ -386,8 +355,7 @@ pub(crate) async fn enrol_device(
             &body.possession,
             proof,
         )
-        .await
-        .map_err(keep_error)?;
+        .await?;
     Ok((StatusCode::CREATED, Json(device_info(device))))
 }
 
@@ -404,11 +372,7 @@ pub(crate) async fn device(
     caller: KeepCaller,
     Path(key_id): Path<String>,
 ) -> Result<Json<DeviceInfo>, ApiError> {
-    let device = caller
-        .keep
-        .device(&caller.identity, &key_id)
-        .await
-        .map_err(keep_error)?;
+    let device = caller.keep.device(&caller.identity, &key_id).await?;
     Ok(Json(device_info(device)))
 }
 
@@ -425,11 +389,7 @@ pub(crate) async fn retire_device(
     caller: KeepCaller,
     Path(key_id): Path<String>,
 ) -> Result<Json<DeviceInfo>, ApiError> {
-    let device = caller
-        .keep
-        .retire_device(&caller.identity, &key_id)
-        .await
-        .map_err(keep_error)?;
+    let device = caller.keep.retire_device(&caller.identity, &key_id).await?;
     Ok(Json(device_info(device)))
 }
 
@@ -441,11 +401,7 @@ pub(crate) async fn retire_device(
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn vault(caller: KeepCaller) -> Result<Json<VaultList>, ApiError> {
-    let entries = caller
-        .keep
-        .credentials(&caller.identity)
-        .await
-        .map_err(keep_error)?;
+    let entries = caller.keep.credentials(&caller.identity).await?;
     Ok(Json(VaultList {
         entries: entries
             .into_iter()
@@ -474,7 +430,7 @@ pub(crate) async fn vault(caller: KeepCaller) -> Result<Json<VaultList>, ApiErro
 pub(crate) async fn put_credential(
     caller: KeepCaller,
     Path(name): Path<String>,
-    StrictJson(body): Strict<VaultPut>,
+    SecretJson(body): SecretJson<VaultPut, KEEP_BODY_BYTES_MAX>,
 ) -> Result<Json<VaultEntry>, ApiError> {
     // The value is read as any JSON value and checked here, so that serde's message for a
     // wrong type (which quotes the value) never reaches the answer.
@@ -490,8 +446,7 @@ pub(crate) async fn put_credential(
     let entry = caller
         .keep
         .put_credential(&caller.identity, &name, value.as_bytes())
-        .await
-        .map_err(keep_error)?;
+        .await?;
     Ok(Json(VaultEntry {
         name: entry.name,
         updated_at_ms: entry.updated_at_ms,
@@ -514,8 +469,7 @@ pub(crate) async fn delete_credential(
     caller
         .keep
         .delete_credential(&caller.identity, &name)
-        .await
-        .map_err(keep_error)?;
+        .await?;
     Ok(Json(VaultDeleted {
         name,
         deleted: true,
@@ -530,11 +484,7 @@ pub(crate) async fn delete_credential(
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn journal(caller: KeepCaller) -> Result<Json<JournalList>, ApiError> {
-    let entries = caller
-        .keep
-        .journal(&caller.identity)
-        .await
-        .map_err(keep_error)?;
+    let entries = caller.keep.journal(&caller.identity).await?;
     Ok(Json(JournalList {
         entries: entries.into_iter().map(journal_info).collect(),
     }))
@@ -554,15 +504,11 @@ pub(crate) async fn journal_entry(
     Path(seq): Path<String>,
 ) -> Result<Json<JournalEntryInfo>, ApiError> {
     let Ok(seq) = seq.parse::<i64>() else {
-        return Err(keep_error(imurun_keep::KeepError::NotFound(
+        return Err(ApiError::from(imurun_keep::KeepError::NotFound(
             "journal entry",
         )));
     };
-    let entry = caller
-        .keep
-        .journal_entry(&caller.identity, seq)
-        .await
-        .map_err(keep_error)?;
+    let entry = caller.keep.journal_entry(&caller.identity, seq).await?;
     Ok(Json(journal_info(entry)))
 }
 
@@ -578,11 +524,7 @@ pub(crate) async fn journal_entry(
 pub(crate) async fn verify_journal(
     OperatorCaller(caller): OperatorCaller,
 ) -> Result<Json<JournalCheck>, ApiError> {
-    let report = caller
-        .keep
-        .verify_journal(&caller.identity)
-        .await
-        .map_err(keep_error)?;
+    let report = caller.keep.verify_journal(&caller.identity).await?;
     Ok(Json(JournalCheck {
         entries: report.entries,
         intact: report.first_bad.is_none(),
@@ -606,6 +548,7 @@ fn agent_info(view: imurun_keep::service::AgentView) -> AgentInfo {
         policy_key_id: view.policy_key_id,
         manifest: view.manifest,
         deployed_at_ms: view.deployed_at_ms,
+        refused: view.refused,
     }
 }
 

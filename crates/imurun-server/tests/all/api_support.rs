@@ -314,7 +314,9 @@ impl TestServer {
     async fn wait_until_healthy(&self) {
         let deadline = tokio::time::Instant::now() + WAIT_MAX;
         loop {
-            if let Ok((200, _)) = self.try_request("GET", "/api/health", None).await {
+            // 200, or 401 on a Keep host (whose health check needs a token): either way it
+            // answers.
+            if let Ok((200 | 401, _)) = self.try_request("GET", "/api/health", None).await {
                 return;
             }
             assert!(

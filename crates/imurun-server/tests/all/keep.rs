@@ -119,9 +119,15 @@ impl Keep {
 async fn every_route_needs_a_token_and_the_assistant_is_the_operators() {
     let keep = Keep::start().await;
     let server = &keep.server;
+    // Every /api route needs a token in Keep mode, the health check included.
     assert_eq!(
         server.request_as(None, "GET", "/api/health", None).await.0,
-        200
+        401
+    );
+    assert_eq!(
+        keep.call(&keep.alice, "GET", "/api/health", None).await.0,
+        200,
+        "any Keep token reaches the health check"
     );
     for (method, path) in [
         ("GET", "/v1/whoami"),
@@ -478,6 +484,34 @@ fn scan_for_canary(folder: &std::path::Path) -> Vec<std::path::PathBuf> {
         }
     }
     scanned
+}
+
+/// A vault body the strict reader refuses (a number past 2^53 where a string belongs) was
+/// answered with a 400 that quoted the number: a secret typed into the wrong shape.
+#[tokio::test]
+async fn a_refused_vault_body_is_never_quoted_back() {
+    let keep = Keep::start().await;
+    for body in [
+        r#"{"value": 98765432109876543210}"#,
+        r#"{"value": 1234.5678}"#,
+        r#"{"value": 987654}"#,
+        r#"{"value": "x", "value": "987654"}"#,
+    ] {
+        let (status, _, text) = keep
+            .server
+            .request_as(
+                Some(&keep.alice),
+                "PUT",
+                "/v1/vault/bank",
+                Some(body.to_owned()),
+            )
+            .await;
+        assert_eq!(status, 400, "{body}: {text}");
+        for digits in ["9876543210", "1234", "5678", "987654"] {
+            assert!(!text.contains(digits), "{body}: {text}");
+        }
+    }
+    keep.server.stop().await;
 }
 
 #[tokio::test]

@@ -34,6 +34,9 @@ CREATE TABLE keep_documents (
     subject TEXT NOT NULL,
     version BIGINT NOT NULL,
     envelope TEXT NOT NULL,
+    -- The host key's signature over the row as accepted (see imurun-keep's `seal.rs`): a row
+    -- edited in the database, or one the host never accepted, does not verify.
+    seal TEXT NOT NULL,
     updated_at_ms BIGINT NOT NULL,
     PRIMARY KEY (kind, subject)
 );
@@ -50,8 +53,11 @@ CREATE TABLE keep_agents (
     bundle_signature TEXT NOT NULL,
     -- The operator's signed policy, as the envelope's JSON text.
     policy TEXT NOT NULL,
-    -- The validated manifest (hosts in normal form), as JSON text.
+    -- The validated manifest (hosts in normal form), as JSON text; what is served is read from
+    -- the signed policy.
     manifest TEXT NOT NULL,
+    -- The host key's signature over the row as accepted.
+    seal TEXT NOT NULL,
     deployed_at_ms BIGINT NOT NULL,
     PRIMARY KEY (name, version)
 );
@@ -95,7 +101,7 @@ CREATE TABLE keep_nonces (
 
 -- The journal: append-only, each entry holding the SHA-256 of the one before.
 CREATE TABLE keep_journal (
-    seq BIGINT PRIMARY KEY,
+    seq BIGINT NOT NULL PRIMARY KEY CHECK (seq >= 1),
     at_ms BIGINT NOT NULL,
     actor TEXT NOT NULL,
     user_name TEXT,

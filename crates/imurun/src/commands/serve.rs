@@ -107,7 +107,7 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
     // One write, whose failure is ignored: a reader that takes the first line and closes the
     // pipe (`imurun serve | head -1`, a supervisor) must not bring the server down.
     let keep_line = if config.keep.enabled {
-        "\nKeep mode: every /api and /v1 route but /api/health needs a Keep token"
+        "\nKeep mode: every /api and /v1 route needs a Keep token"
     } else {
         ""
     };

@@ -161,7 +161,13 @@ fn an_operator_sets_up_keep_and_serves_it() {
 
     let model = script(home, &json!([{"text": "Hello."}]));
     let server = Server::start_as(home, &model, &["--keep"], &[], Some(&operator));
-    assert_eq!(server.request_as(None, "GET", "/api/health", None).0, 200);
+    assert_eq!(server.request_as(None, "GET", "/api/health", None).0, 401);
+    assert_eq!(
+        server
+            .request_as(Some(&alice), "GET", "/api/health", None)
+            .0,
+        200
+    );
     assert_eq!(server.request_as(None, "GET", "/v1/whoami", None).0, 401);
     assert_eq!(
         server

@@ -1,0 +1,100 @@
+//! Row seals: the host key's signature over a stored row exactly as the host accepted it.
+//!
+//! A signed document's own signature says who wrote it, not that this host accepted it at this
+//! version: a document the host refused, or one signed with a policy key after that key was
+//! retired (and leaked), would verify just as well if someone wrote it into the database. The
+//! seal closes that: it is made only when the host accepts a row, with the host key, which lives
+//! outside the database, and it covers every column that is served. A row whose seal does not
+//! verify is treated as edited: refused, or the safe default in its place.
+
+use serde_json::json;
+
+use crate::KeepError;
+use crate::canonical::canonicalize;
+use crate::keys::{KeyPair, PublicKey, sha256_hex};
+
+/// What a seal of a `keep_documents` row covers.
+#[derive(Debug, Clone, Copy)]
+pub struct DocumentFields<'a> {
+    pub kind: &'a str,
+    pub subject: &'a str,
+    pub version: i64,
+    pub envelope: &'a str,
+}
+
+/// What a seal of a `keep_agents` row covers.
+#[derive(Debug, Clone, Copy)]
+pub struct AgentFields<'a> {
+    pub name: &'a str,
+    pub version: i64,
+    pub owner: &'a str,
+    pub bundle_sha256: &'a str,
+    pub bundle_size: i64,
+    pub bundle_signature: &'a str,
+    pub policy: &'a str,
+}
+
+fn document_message(fields: &DocumentFields<'_>) -> Vec<u8> {
+    canonicalize(&json!({
+        "type": "imurun.row_seal",
+        "table": "keep_documents",
+        "kind": fields.kind,
+        "subject": fields.subject,
+        "version": fields.version,
+        "envelope_sha256": sha256_hex(fields.envelope.as_bytes()),
+    }))
+}
+
+fn agent_message(fields: &AgentFields<'_>) -> Vec<u8> {
+    canonicalize(&json!({
+        "type": "imurun.row_seal",
+        "table": "keep_agents",
+        "name": fields.name,
+        "version": fields.version,
+        "owner": fields.owner,
+        "bundle_sha256": fields.bundle_sha256,
+        "bundle_size": fields.bundle_size,
+        "bundle_signature_sha256": sha256_hex(fields.bundle_signature.as_bytes()),
+        "policy_sha256": sha256_hex(fields.policy.as_bytes()),
+    }))
+}
+
+/// The seal of a document row.
+pub fn seal_document(host: &KeyPair, fields: &DocumentFields<'_>) -> String {
+    host.sign(&document_message(fields))
+}
+
+/// The seal of an agent row.
+pub fn seal_agent(host: &KeyPair, fields: &AgentFields<'_>) -> String {
+    host.sign(&agent_message(fields))
+}
+
+/// Checks a document row's seal.
+pub fn check_document(
+    host: &PublicKey,
+    fields: &DocumentFields<'_>,
+    seal: &str,
+) -> Result<(), KeepError> {
+    host.verify(&document_message(fields), seal).map_err(|_| {
+        KeepError::Untrusted(format!(
+            "the stored {} of {:?} is not sealed by this host: it was edited in the database or \
+             never accepted",
+            fields.kind, fields.subject
+        ))
+    })
+}
+
+/// Checks an agent row's seal.
+pub fn check_agent(
+    host: &PublicKey,
+    fields: &AgentFields<'_>,
+    seal: &str,
+) -> Result<(), KeepError> {
+    host.verify(&agent_message(fields), seal).map_err(|_| {
+        KeepError::Untrusted(format!(
+            "the stored agent {}@{} is not sealed by this host: it was edited in the database or \
+             never accepted",
+            fields.name, fields.version
+        ))
+    })
+}
