@@ -348,24 +348,16 @@ impl TrustRoot {
 
 /// Users' names: 1 to 32 of `a-z`, `0-9`, `-` and `_`, starting with a letter.
 pub fn check_user(user: &str, field: &str) -> Result<(), KeepError> {
-    let valid = !user.is_empty()
-        && user.len() <= USER_CHARS_MAX
-        && user.starts_with(|c: char| c.is_ascii_lowercase())
-        && user.bytes().all(|byte| {
-            byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-' || byte == b'_'
-        });
-    if valid {
-        Ok(())
-    } else {
-        Err(KeepError::invalid(
-            field,
-            format!(
-                "{:?} is not 1 to {USER_CHARS_MAX} of `a-z`, `0-9`, `-` and `_`, starting with a \
-                 letter",
-                crate::manifest::cut(user)
-            ),
-        ))
-    }
+    crate::manifest::check_word(
+        user,
+        field,
+        &crate::manifest::Word {
+            chars_max: USER_CHARS_MAX,
+            underscore: true,
+            first: |byte| byte.is_ascii_lowercase(),
+            shape: "`a-z`, `0-9`, `-` and `_`, starting with a letter",
+        },
+    )
 }
 
 pub(crate) fn check_type(found: &str, want: &str, field: &str) -> Result<(), KeepError> {

@@ -352,26 +352,53 @@ pub fn host_of(text: &str) -> Option<Host> {
     normalize_host(text, HostAllowance::Operator, "host").ok()
 }
 
-/// Names of agents and tools.
+/// Names of agents and tools: 1 to 64 of `a-z`, `0-9` and `-`, starting with a letter or digit.
 pub fn check_name(name: &str, field: &str) -> Result<(), KeepError> {
-    let valid = !name.is_empty()
-        && name.len() <= NAME_CHARS_MAX
-        && name
-            .bytes()
-            .all(|byte| byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-')
-        && !name.starts_with('-');
+    check_word(
+        name,
+        field,
+        &Word {
+            chars_max: NAME_CHARS_MAX,
+            underscore: false,
+            first: |byte| byte.is_ascii_lowercase() || byte.is_ascii_digit(),
+            shape: "`a-z`, `0-9` and `-`, starting with a letter or digit",
+        },
+    )
+}
+
+/// The shape of a plain identifier: lower-case ASCII letters, digits, `-` (and `_` where
+/// allowed), with a rule for the first character.
+pub(crate) struct Word {
+    pub(crate) chars_max: usize,
+    pub(crate) underscore: bool,
+    pub(crate) first: fn(u8) -> bool,
+    /// How the shape reads in an error: "`a-z`, `0-9` and `-`".
+    pub(crate) shape: &'static str,
+}
+
+/// Checks `text` has the shape `word` describes; the error names `field` and the shape.
+pub(crate) fn check_word(text: &str, field: &str, word: &Word) -> Result<(), KeepError> {
+    let valid = !text.is_empty()
+        && text.len() <= word.chars_max
+        && text.bytes().next().is_some_and(word.first)
+        && text.bytes().all(|byte| {
+            byte.is_ascii_lowercase()
+                || byte.is_ascii_digit()
+                || byte == b'-'
+                || (word.underscore && byte == b'_')
+        });
     if valid {
-        Ok(())
-    } else {
-        Err(KeepError::invalid(
-            field,
-            format!(
-                "{:?} is not 1 to {NAME_CHARS_MAX} of `a-z`, `0-9` and `-`, starting with a \
-                 letter or digit",
-                cut(name)
-            ),
-        ))
+        return Ok(());
     }
+    Err(KeepError::invalid(
+        field,
+        format!(
+            "{:?} is not 1 to {} of {}",
+            cut(text),
+            word.chars_max,
+            word.shape
+        ),
+    ))
 }
 
 /// A positive version number.
@@ -409,24 +436,18 @@ pub fn is_hidden_control(character: char) -> bool {
         || ('\u{2066}'..='\u{2069}').contains(&character)
 }
 
-/// A vault entry's name.
+/// A vault entry's name: 1 to 64 of `a-z`, `0-9`, `-` and `_`.
 pub fn check_credential_name(name: &str, field: &str) -> Result<(), KeepError> {
-    let valid = !name.is_empty()
-        && name.len() <= CREDENTIAL_NAME_CHARS_MAX
-        && name.bytes().all(|byte| {
-            byte.is_ascii_lowercase() || byte.is_ascii_digit() || byte == b'-' || byte == b'_'
-        });
-    if valid {
-        Ok(())
-    } else {
-        Err(KeepError::invalid(
-            field,
-            format!(
-                "{:?} is not 1 to {CREDENTIAL_NAME_CHARS_MAX} of `a-z`, `0-9`, `-` and `_`",
-                cut(name)
-            ),
-        ))
-    }
+    check_word(
+        name,
+        field,
+        &Word {
+            chars_max: CREDENTIAL_NAME_CHARS_MAX,
+            underscore: true,
+            first: |_| true,
+            shape: "`a-z`, `0-9`, `-` and `_`",
+        },
+    )
 }
 
 fn check_port(port: u16, field: &str) -> Result<(), KeepError> {

@@ -2,42 +2,12 @@
 //! them; one entry by sequence number answers "not found" alike for another user's entry and
 //! for one that does not exist.
 
-use serde::Serialize;
-use serde_json::Value;
-
 use super::{Identity, KeepService, entry_from_row};
 use crate::KeepError;
 use crate::journal::{ChainCheck, ChainReport, Head, JournalEntry};
 
-/// A journal entry as the API shows it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct JournalView {
-    pub seq: i64,
-    pub at_ms: i64,
-    pub actor: String,
-    pub user: Option<String>,
-    pub kind: String,
-    pub subject: String,
-    pub detail: Value,
-    pub prev_hash: String,
-    pub hash: String,
-}
-
-impl From<JournalEntry> for JournalView {
-    fn from(entry: JournalEntry) -> Self {
-        JournalView {
-            seq: entry.seq,
-            at_ms: entry.at_ms,
-            actor: entry.actor,
-            user: entry.user,
-            kind: entry.kind,
-            subject: entry.subject,
-            detail: entry.detail,
-            prev_hash: entry.prev_hash,
-            hash: entry.hash,
-        }
-    }
-}
+/// A journal entry as the API shows it: the entry of the chain itself.
+pub type JournalView = JournalEntry;
 
 /// Entries `GET /v1/journal` returns at most, newest first.
 pub const JOURNAL_LIST_ENTRIES_MAX: i64 = 1_000;
@@ -53,9 +23,7 @@ impl KeepService {
             .store()
             .keep_journal_newest(caller.user(), JOURNAL_LIST_ENTRIES_MAX)
             .await?;
-        rows.iter()
-            .map(|row| entry_from_row(row).map(JournalView::from))
-            .collect()
+        rows.iter().map(entry_from_row).collect()
     }
 
     /// One entry the caller may read; another user's answers as one that does not exist.
@@ -73,7 +41,7 @@ impl KeepService {
                 Some(user) => row.user_name.as_deref() == Some(user),
             })
             .ok_or(KeepError::NotFound("journal entry"))?;
-        entry_from_row(&row).map(JournalView::from)
+        entry_from_row(&row)
     }
 
     /// Checks the whole chain against its recorded head (operator only), as one snapshot read
