@@ -5,7 +5,7 @@ use imurun_keep::KeepError;
 use imurun_keep::canonical::canonicalize;
 use imurun_keep::decision::{Decision, DecisionKind, Expected};
 use imurun_keep::documents::{
-    CEILING_TYPE, KeyRole, Signature, Signed, TRUST_ROOT_TYPE, TrustRoot, TrustedKey,
+    CEILING_TYPE, KeyRole, Signature, Signed, TRUST_ROOT_TYPE, TrustRoot,
 };
 use imurun_keep::journal::JournalEntry;
 use imurun_keep::keys::KeyPair;
@@ -13,25 +13,7 @@ use imurun_keep::service::EnrolProof;
 use serde_json::json;
 use std::collections::BTreeMap;
 
-use super::support::{Host, START, possession};
-
-async fn pool(host: &Host) -> sqlx::SqlitePool {
-    sqlx::SqlitePool::connect(&format!(
-        "sqlite://{}",
-        host.dir.path().join("imurun.sqlite").display()
-    ))
-    .await
-    .expect("pool")
-}
-
-fn listed(pair: &KeyPair, role: KeyRole, retired: bool) -> TrustedKey {
-    TrustedKey {
-        key_id: pair.key_id(),
-        public_key: pair.public().to_hex(),
-        role,
-        retired,
-    }
-}
+use super::support::{Host, START, listed, pool, possession};
 
 /// BREAK: a rotation whose new root does not list the key that signed it (a full hand-over to a
 /// new policy key, exactly what "recovery: a policy key leaked" asks for) is accepted, and from

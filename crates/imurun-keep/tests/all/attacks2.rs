@@ -13,25 +13,7 @@ use imurun_keep::service::EnrolProof;
 use imurun_store::Store;
 use serde_json::{Value, json};
 
-use super::support::{Host, START, possession};
-
-async fn pool(host: &Host) -> sqlx::SqlitePool {
-    sqlx::SqlitePool::connect(&format!(
-        "sqlite://{}",
-        host.dir.path().join("imurun.sqlite").display()
-    ))
-    .await
-    .expect("pool")
-}
-
-fn listed(pair: &KeyPair, role: KeyRole, retired: bool) -> TrustedKey {
-    TrustedKey {
-        key_id: pair.key_id(),
-        public_key: pair.public().to_hex(),
-        role,
-        retired,
-    }
-}
+use super::support::{Host, START, listed, pool, possession};
 
 /// Rotates to version `version` with `keys`, signed by `by`.
 async fn rotate(host: &Host, version: i64, keys: Vec<TrustedKey>, by: &KeyPair) {

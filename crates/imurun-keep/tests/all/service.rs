@@ -4,12 +4,12 @@ use std::collections::BTreeMap;
 
 use imurun_keep::KeepError;
 use imurun_keep::decision::{Decision, DecisionKind, Expected};
-use imurun_keep::documents::{KeyRole, Signed, TRUST_ROOT_TYPE, TrustRoot, TrustedKey};
+use imurun_keep::documents::{KeyRole, Signed, TRUST_ROOT_TYPE, TrustRoot};
 use imurun_keep::keys::KeyPair;
 use imurun_keep::service::EnrolProof;
 use serde_json::json;
 
-use super::support::{Host, START};
+use super::support::{Host, START, listed, pool};
 
 fn rule_of<T: std::fmt::Debug>(result: Result<T, KeepError>) -> &'static str {
     result.expect_err("refused").rule()
@@ -253,12 +253,6 @@ async fn ceilings_are_versioned_per_user_and_private() {
 async fn trust_rotation_retires_keys_and_a_restored_root_is_refused() {
     let host = Host::new().await;
     let new_policy = KeyPair::generate().expect("key");
-    let listed = |pair: &KeyPair, role, retired| TrustedKey {
-        key_id: pair.key_id(),
-        public_key: pair.public().to_hex(),
-        role,
-        retired,
-    };
     let root = TrustRoot {
         kind: TRUST_ROOT_TYPE.into(),
         version: 2,
@@ -652,13 +646,4 @@ async fn first_bad(host: &Host) -> Option<i64> {
         .expect("verify")
         .first_bad
         .map(|bad| bad.seq)
-}
-
-async fn pool(host: &Host) -> sqlx::SqlitePool {
-    sqlx::SqlitePool::connect(&format!(
-        "sqlite://{}",
-        host.dir.path().join("imurun.sqlite").display()
-    ))
-    .await
-    .expect("pool")
 }

@@ -157,3 +157,27 @@ pub(crate) fn possession(key: &KeyPair, user: &str) -> String {
         &key.public(),
     ))
 }
+
+/// A key as a trust root lists it.
+pub(crate) fn listed(
+    pair: &KeyPair,
+    role: imurun_keep::documents::KeyRole,
+    retired: bool,
+) -> imurun_keep::documents::TrustedKey {
+    imurun_keep::documents::TrustedKey {
+        key_id: pair.key_id(),
+        public_key: pair.public().to_hex(),
+        role,
+        retired,
+    }
+}
+
+/// A pool on the host's database file, to edit rows behind the service's back.
+pub(crate) async fn pool(host: &Host) -> sqlx::SqlitePool {
+    sqlx::SqlitePool::connect(&format!(
+        "sqlite://{}",
+        host.dir.path().join("imurun.sqlite").display()
+    ))
+    .await
+    .expect("pool")
+}

@@ -8,19 +8,12 @@ use imurun_keep::keys::{KeyPair, sha256_hex};
 use imurun_keep::trust::{Trust, sign_bundle};
 use serde_json::{Value, json};
 
+use super::support::listed;
+
 const NOW: i64 = 1_800_000_000;
 
 fn key(seed: u8) -> KeyPair {
     KeyPair::from_seed(&[seed; 32])
-}
-
-fn listed(pair: &KeyPair, role: KeyRole, retired: bool) -> TrustedKey {
-    TrustedKey {
-        key_id: pair.key_id(),
-        public_key: pair.public().to_hex(),
-        role,
-        retired,
-    }
 }
 
 fn root(version: i64, keys: Vec<TrustedKey>) -> TrustRoot {
