@@ -172,17 +172,25 @@ impl KeepService {
             .keep_agent(name)
             .await?
             .ok_or(KeepError::NotFound("agent"))?;
-        self.verified_agent(row).await
+        let trust = self.trust().await?;
+        self.verified_agent(row, &trust).await
     }
 
     /// Every agent, as the operator sees it: those in force, and those refused with why (one
     /// row that does not hold must not hide the others).
     pub async fn agents(&self, caller: &Identity) -> Result<Vec<AgentView>, KeepError> {
         caller.require_operator()?;
+        // The trust root is read once for the whole list; without one in force, every agent is
+        // listed as refused, with why.
+        let trust = self.trust().await;
         let mut views = Vec::new();
         for row in self.store().keep_agents().await? {
             let unverified = refused_view(&row);
-            match self.verified_agent(row).await {
+            let verified = match &trust {
+                Ok(trust) => self.verified_agent(row, trust).await,
+                Err(error) => Err(KeepError::Untrusted(error.to_string())),
+            };
+            match verified {
                 Ok(view) => views.push(view),
                 Err(KeepError::Store(error)) => return Err(KeepError::Store(error)),
                 Err(error) => views.push(AgentView {
@@ -196,10 +204,14 @@ impl KeepService {
 
     /// Every agent in force, as any identity may see it.
     pub async fn public_agents(&self) -> Result<Vec<PublicAgentView>, KeepError> {
+        // Without a trust root in force no agent is offered.
+        let Ok(trust) = self.trust().await else {
+            return Ok(Vec::new());
+        };
         let mut views = Vec::new();
         for row in self.store().keep_agents().await? {
             // An agent whose stored row does not hold is not offered to anyone.
-            let Ok(view) = self.verified_agent(row).await else {
+            let Ok(view) = self.verified_agent(row, &trust).await else {
                 continue;
             };
             let description = view.manifest["description"]
@@ -218,11 +230,12 @@ impl KeepService {
     /// A stored agent read back. It is in force only at its high-water version (when newer rows
     /// were deleted — an old database restored — the old version is refused rather than served),
     /// and only as its stored policy says: the policy's signature must hold under a policy key
-    /// the trust root lists, it must name this agent, version and bundle, and the manifest shown
+    /// the trust root in force (`trust`) lists, it must name this agent, version and bundle, and the manifest shown
     /// is the one inside it (a row edited in the database is refused).
     pub(crate) async fn verified_agent(
         &self,
         row: imurun_store::AgentRow,
+        trust: &crate::trust::Trust,
     ) -> Result<AgentView, KeepError> {
         let in_database = self.store().keep_high_water(AGENT_KIND, &row.name).await?;
         let highest = self.high_water(AGENT_KIND, &row.name, in_database)?;
@@ -247,9 +260,7 @@ impl KeepService {
             &row.seal,
         )?;
         let policy = Signed::from_text(row.policy.as_bytes())?;
-        self.trust()
-            .await?
-            .verify_stored(&policy, crate::documents::POLICY_TYPE)?;
+        trust.verify_stored(&policy, crate::documents::POLICY_TYPE)?;
         let (document, manifest) = crate::documents::Policy::from_document(&policy.signed)?;
         crate::trust::check_expiry(
             &format!("the policy for {}", document.agent),
