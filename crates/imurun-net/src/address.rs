@@ -236,3 +236,19 @@ fn classify_v6(ip: Ipv6Addr) -> AddressClass {
         AddressClass::Public
     }
 }
+
+/// This machine's own addresses, from its network interfaces (loopback included). Empty when
+/// the interfaces cannot be listed: the deny matrix still refuses every non-public address.
+pub fn own_addresses() -> Vec<IpAddr> {
+    let mut addresses: Vec<IpAddr> = if_addrs::get_if_addrs()
+        .map(|interfaces| {
+            interfaces
+                .into_iter()
+                .map(|interface| interface.ip())
+                .collect()
+        })
+        .unwrap_or_default();
+    addresses.sort();
+    addresses.dedup();
+    addresses
+}

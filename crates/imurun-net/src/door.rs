@@ -6,7 +6,9 @@
 //! connect wherever it likes), and every exchange ends after the door's timeout.
 
 use std::error::Error as StdError;
+use std::future::Future;
 use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -45,6 +47,34 @@ impl DoorConfig {
     }
 }
 
+/// How a door finds a host's addresses. The system's resolver unless a door is given
+/// another ([`Door::with_lookup`]): a test's, answering what it is told to.
+pub trait Lookup: Send + Sync + 'static {
+    /// Every address `host` has.
+    fn lookup<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send + 'a>>;
+}
+
+/// The system's resolver (`getaddrinfo`, on a blocking thread).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SystemLookup;
+
+impl Lookup for SystemLookup {
+    fn lookup<'a>(
+        &'a self,
+        host: &'a str,
+    ) -> Pin<Box<dyn Future<Output = std::io::Result<Vec<IpAddr>>> + Send + 'a>> {
+        Box::pin(async move {
+            Ok(tokio::net::lookup_host((host, 0))
+                .await?
+                .map(|address| address.ip())
+                .collect())
+        })
+    }
+}
+
 /// The one way out to the network. Cloning shares the client and its connection pool.
 #[derive(Debug, Clone)]
 pub struct Door {
@@ -55,8 +85,15 @@ pub struct Door {
 }
 
 impl Door {
-    /// A door with `config`. Fails only when the TLS stack cannot start.
+    /// A door with `config`, resolving names with the system's resolver. Fails only when the
+    /// TLS stack cannot start.
     pub fn new(config: DoorConfig) -> Result<Self, NetError> {
+        Self::with_lookup(config, Arc::new(SystemLookup))
+    }
+
+    /// A door that resolves names with `lookup`; every address it answers is checked as
+    /// always.
+    pub fn with_lookup(config: DoorConfig, lookup: Arc<dyn Lookup>) -> Result<Self, NetError> {
         let rule = Arc::new(config.rule);
         let redirects_max = config.redirects_max;
         let policy = {
@@ -97,6 +134,7 @@ impl Door {
             .no_proxy()
             .dns_resolver(CheckedResolver {
                 rule: Arc::clone(&rule),
+                lookup,
             })
             .build()
             .map_err(|error| NetError::Client {
@@ -226,19 +264,24 @@ fn unfollowed_redirect(response: &Response) -> Option<NetError> {
 /// does not allow, so the client only ever connects to checked addresses.
 struct CheckedResolver {
     rule: Arc<AddressRule>,
+    lookup: Arc<dyn Lookup>,
 }
 
 impl Resolve for CheckedResolver {
     fn resolve(&self, name: Name) -> Resolving {
         let rule = Arc::clone(&self.rule);
+        let lookup = Arc::clone(&self.lookup);
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let addresses: Vec<SocketAddr> = tokio::net::lookup_host((host.as_str(), 0))
+            let addresses: Vec<SocketAddr> = lookup
+                .lookup(&host)
                 .await
                 .map_err(|error| NetError::Resolve {
                     host: host.clone(),
                     message: error.to_string(),
                 })?
+                .into_iter()
+                .map(|ip| SocketAddr::new(ip, 0))
                 .collect();
             if addresses.is_empty() {
                 return Err(NetError::Resolve {

@@ -28,6 +28,9 @@ pub enum NetError {
         ip: IpAddr,
         class: AddressClass,
     },
+    /// The host (or what it resolved to) is this machine.
+    #[error("refused: {host} is {ip}, one of this machine's own addresses")]
+    OwnAddress { host: String, ip: IpAddr },
     /// The host has no address.
     #[error("could not find the address of {host}: {message}")]
     Resolve { host: String, message: String },

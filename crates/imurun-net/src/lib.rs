@@ -18,8 +18,11 @@ mod error;
 mod rule;
 mod url;
 
-pub use address::{AddressClass, classify, is_listed, is_public};
-pub use door::{Body, Door, DoorConfig, REDIRECTS_MAX_DEFAULT, USER_AGENT, error_chain, read_body};
+pub use address::{AddressClass, classify, is_listed, is_public, own_addresses};
+pub use door::{
+    Body, Door, DoorConfig, Lookup, REDIRECTS_MAX_DEFAULT, SystemLookup, USER_AGENT, error_chain,
+    read_body,
+};
 pub use error::{NetError, describe_duration};
 pub use rule::AddressRule;
 pub use url::{HOST_CHARS_MAX, URL_CHARS_MAX, check_http_url, normalise_host, parse_http_url};

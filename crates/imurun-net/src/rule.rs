@@ -3,7 +3,7 @@
 
 use std::net::IpAddr;
 
-use crate::address::{AddressClass, classify, is_listed};
+use crate::address::{AddressClass, classify, is_listed, own_addresses};
 use crate::error::NetError;
 use crate::url::normalise_host;
 
@@ -18,12 +18,19 @@ pub struct AddressRule {
     /// Hosts (normalised names or IP literals) a person configured as endpoints (a SearXNG
     /// on the local network, a self-hosted GitHub): whatever they resolve to is allowed.
     pub trusted_hosts: Vec<String>,
+    /// This machine's own addresses ([`crate::own_addresses`]): refused even when public, so
+    /// a name pointed at the host's public address cannot reach its services (unless
+    /// `allow_non_public`, an allowed address or a trusted host says otherwise).
+    pub own_addresses: Vec<IpAddr>,
 }
 
 impl AddressRule {
-    /// Public addresses only.
+    /// Public addresses only, and none of this machine's own.
     pub fn public_only() -> Self {
-        Self::default()
+        Self {
+            own_addresses: own_addresses(),
+            ..Self::default()
+        }
     }
 
     /// Public addresses, and whatever the hosts of `endpoints` (URLs a person configured)
@@ -36,25 +43,30 @@ impl AddressRule {
             .collect();
         Self {
             trusted_hosts,
-            ..Self::default()
+            ..Self::public_only()
         }
     }
 
     /// Whether `host` (as the URL names it) may be reached at `ip`; the refusal names both.
     pub fn check(&self, host: &str, ip: IpAddr) -> Result<(), NetError> {
-        let class = classify(ip);
-        if class.is_public()
-            || self.allow_non_public
-            || is_listed(&self.allowed_addresses, ip)
-            || self.trusts(host)
-        {
+        if self.allow_non_public || is_listed(&self.allowed_addresses, ip) || self.trusts(host) {
             return Ok(());
         }
-        Err(NetError::Refused {
-            host: host.to_owned(),
-            ip,
-            class,
-        })
+        let class = classify(ip);
+        if !class.is_public() {
+            return Err(NetError::Refused {
+                host: host.to_owned(),
+                ip,
+                class,
+            });
+        }
+        if is_listed(&self.own_addresses, ip) {
+            return Err(NetError::OwnAddress {
+                host: host.to_owned(),
+                ip,
+            });
+        }
+        Ok(())
     }
 
     /// The class `ip` would be refused for, if any (the same decision as [`Self::check`]

@@ -1,11 +1,12 @@
 //! Test helpers shared by imurun's test suites (a dev-dependency only): a scripted
 //! [`TestModel`], sinks that record events and audit records, fake tools, a temporary
 //! workspace laid out for confinement tests, a raw SSE client, a check that a process is
-//! gone, and llama.cpp's own `llama-server` started on a free port.
+//! gone, Keep mode's guest components built for `wasm32-wasip2`, and llama.cpp's own `llama-server` started on a free port.
 //!
 //! It depends on `imurun-core` and `imurun-policy` (the workspace) only, so any crate's tests
 //! may use it without pulling in an HTTP client, MCP or a model back-end.
 
+mod guests;
 mod llama_server;
 mod model;
 mod models;
@@ -15,6 +16,7 @@ mod sse;
 mod tools;
 mod workspace;
 
+pub use guests::{Guest, guests_dir};
 pub use llama_server::{LlamaServer, llama_server_binary};
 pub use model::{Reply, TestModel};
 pub use models::{DEFAULT_MODEL_FILE, default_model_path};

@@ -67,3 +67,24 @@ fn allowances_lift_the_rule_one_way_each() {
     assert!(endpoints.check("SEARX.home.", other).is_ok());
     assert!(endpoints.check("other.home", other).is_err());
 }
+
+#[test]
+fn this_machines_own_addresses_are_refused_even_when_public() {
+    let own: IpAddr = "8.8.4.4".parse().unwrap();
+    let rule = AddressRule {
+        own_addresses: vec![own],
+        ..AddressRule::default()
+    };
+    assert!(matches!(
+        rule.check("mine.example", own),
+        Err(NetError::OwnAddress { .. })
+    ));
+    assert!(
+        rule.check("other.example", "8.8.8.8".parse().unwrap())
+            .is_ok()
+    );
+    // Loopback is always one of them, and the system's list is what `public_only` refuses.
+    let listed = imurun_net::own_addresses();
+    assert!(listed.contains(&"127.0.0.1".parse().unwrap()), "{listed:?}");
+    assert_eq!(AddressRule::public_only().own_addresses, listed);
+}

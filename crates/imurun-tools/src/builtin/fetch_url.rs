@@ -4,8 +4,8 @@
 //! the URL, and only public addresses — the door resolves the host itself, checks every
 //! address it resolves to against the deny matrix (`docs/tools.md`), connects to exactly those
 //! addresses, uses no proxy, and checks every redirect (at most [`FETCH_REDIRECTS_MAX`]) the
-//! same way. So a page cannot steer the tool at the machine itself, the local network or a
-//! cloud metadata service (`169.254.169.254`). [`FetchConfig::allow_private_hosts`] lifts the
+//! same way. So a page cannot steer the tool at the machine itself (loopback, or any address
+//! of its own), the local network or a cloud metadata service (`169.254.169.254`). [`FetchConfig::allow_private_hosts`] lifts the
 //! address rule, for a person who wants the tool to read their own network; it is off by
 //! default.
 //!
@@ -70,6 +70,7 @@ impl FetchConfig {
             allow_non_public: self.allow_private_hosts,
             allowed_addresses: self.private_addresses_allowed.clone(),
             trusted_hosts: Vec::new(),
+            own_addresses: imurun_net::own_addresses(),
         }
     }
 }

@@ -1,0 +1,547 @@
+//! The egress broker's rules: whether a cell's request may leave, decided before anything
+//! resolves or connects ([`check_request`]), then for the addresses its host resolved to
+//! ([`check_addresses`]). The broker and `imurun keep egress check` both decide with these two
+//! functions, so the command says exactly what the broker would.
+
+use std::net::IpAddr;
+
+use imurun_net::http::Url;
+use imurun_net::{AddressRule, NetError, normalise_host, parse_http_url};
+
+use crate::host::Header;
+
+/// The methods a rule may name (case-sensitive: `get` is not `GET`).
+pub const METHODS: &[&str] = &["GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"];
+
+/// The methods a tainted session may still use without a person's approval.
+pub const TAINTED_METHODS: &[&str] = &["GET", "HEAD", "OPTIONS"];
+
+/// Headers a cell may never set: the destination, credentials and the message's framing are
+/// the host's.
+const REFUSED_HEADERS: &[&str] = &[
+    "host",
+    "authorization",
+    "cookie",
+    "connection",
+    "content-length",
+    "transfer-encoding",
+    "te",
+    "trailer",
+    "upgrade",
+    "keep-alive",
+    "forwarded",
+];
+
+/// One kind of request a cell may make.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressRule {
+    /// `https` or `http`.
+    pub scheme: String,
+    /// A host in normal form, or `*.` and a suffix (any name strictly below it).
+    pub host: String,
+    pub port: u16,
+    pub methods: Vec<String>,
+    /// Requests' paths start here, on a segment boundary unless it ends in `/`.
+    pub path_prefix: String,
+    /// While the session is tainted, a method other than `GET`, `HEAD` and `OPTIONS` is
+    /// refused, or (`true`) asks the person each time.
+    pub ask_when_tainted: bool,
+    /// Each use needs a decision signed on one of the person's devices.
+    pub device_signature: bool,
+}
+
+/// A credential the broker adds to the requests its binding covers (only over `https`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CredentialRule {
+    /// The vault entry.
+    pub name: String,
+    /// The header it is sent in.
+    pub header: String,
+    pub host: String,
+    pub port: u16,
+    pub methods: Vec<String>,
+    pub path_prefix: String,
+}
+
+/// How egress is granted (`deny` links no HTTP at all).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EgressMode {
+    /// Each use waits for the person.
+    Ask,
+    /// The rules decide.
+    Allow,
+}
+
+/// Everything the broker decides with for one cell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EgressGrant {
+    pub mode: EgressMode,
+    pub rules: Vec<EgressRule>,
+    pub credentials: Vec<CredentialRule>,
+    /// Loopback ports the operator opened for tests and local services (off by default):
+    /// a request to one of these ports may reach `127.0.0.1` or `::1`.
+    pub loopback_ports: Vec<u16>,
+}
+
+/// Who must approve a use before it leaves.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Approval {
+    /// Nobody: the rules allow it.
+    None,
+    /// The person, in the page or from the command line.
+    Person,
+    /// The person, with a decision signed on one of their devices.
+    Device,
+}
+
+/// A request that passed the rules.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Checked {
+    pub url: Url,
+    /// The URL's host in normal form.
+    pub host: String,
+    pub port: u16,
+    pub method: String,
+    /// The index of the rule that allowed it.
+    pub rule: usize,
+    /// Indexes of the credentials to add.
+    pub credentials: Vec<usize>,
+    pub approval: Approval,
+    /// Whether loopback addresses may be reached (the port is one the operator opened).
+    pub loopback: bool,
+}
+
+/// Why a request may not leave: the rule that fired (a stable word) and a sentence.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct Refusal {
+    /// `url`, `scheme`, `host`, `port`, `method`, `path`, `header`, `tainted` or `address`.
+    pub rule: &'static str,
+    pub reason: String,
+}
+
+impl Refusal {
+    fn new(rule: &'static str, reason: impl Into<String>) -> Self {
+        Self {
+            rule,
+            reason: reason.into(),
+        }
+    }
+}
+
+/// Whether `method url` with `headers` may leave under `grant`, before any lookup.
+pub fn check_request(
+    grant: &EgressGrant,
+    tainted: bool,
+    method: &str,
+    url: &str,
+    headers: &[Header],
+) -> Result<Checked, Refusal> {
+    let url = parse_http_url(url).map_err(|error| Refusal::new("url", error.to_string()))?;
+    let host = url
+        .host_str()
+        .and_then(|host| normalise_host(host).ok())
+        .ok_or_else(|| Refusal::new("url", format!("{url} has no usable host")))?;
+    let port = url
+        .port_or_known_default()
+        .ok_or_else(|| Refusal::new("url", format!("{url} has no port")))?;
+    check_path(url.path())?;
+    if !METHODS.contains(&method) {
+        return Err(Refusal::new(
+            "method",
+            format!(
+                "{method:?} is not one of {} (methods are case-sensitive)",
+                METHODS.join(", ")
+            ),
+        ));
+    }
+    check_headers(grant, headers)?;
+    let rule = matching_rule(grant, &url, &host, port, method)?;
+    let chosen = &grant.rules[rule];
+    let mut approval = match grant.mode {
+        EgressMode::Allow => Approval::None,
+        EgressMode::Ask => Approval::Person,
+    };
+    if tainted && !TAINTED_METHODS.contains(&method) {
+        if !chosen.ask_when_tainted {
+            return Err(Refusal::new(
+                "tainted",
+                format!(
+                    "the session is tainted (it read untrusted content), so only {} may be \
+                     sent; this rule does not let the person approve {method}",
+                    TAINTED_METHODS.join(", ")
+                ),
+            ));
+        }
+        approval = approval.max(Approval::Person);
+    }
+    if chosen.device_signature {
+        approval = Approval::Device;
+    }
+    let credentials = grant
+        .credentials
+        .iter()
+        .enumerate()
+        .filter(|(_, credential)| {
+            url.scheme() == "https"
+                && host_covers(&credential.host, &host)
+                && credential.port == port
+                && credential.methods.iter().any(|allowed| allowed == method)
+                && path_within(url.path(), &credential.path_prefix)
+        })
+        .map(|(index, _)| index)
+        .collect();
+    Ok(Checked {
+        loopback: grant.loopback_ports.contains(&port),
+        url,
+        host,
+        port,
+        method: method.to_owned(),
+        rule,
+        credentials,
+        approval,
+    })
+}
+
+/// Whether the addresses `checked`'s host resolved to (`resolved`; for an IP literal, the
+/// address itself) may be reached, given this machine's own addresses.
+pub fn check_addresses(
+    checked: &Checked,
+    own: &[IpAddr],
+    resolved: &[IpAddr],
+) -> Result<(), Refusal> {
+    let rule = address_rule(checked, own);
+    let literal = literal_ip(&checked.url);
+    let addresses: Vec<IpAddr> = match literal {
+        Some(ip) => vec![ip],
+        None => resolved.to_vec(),
+    };
+    if addresses.is_empty() {
+        return Err(Refusal::new(
+            "address",
+            format!("{} has no address", checked.host),
+        ));
+    }
+    for ip in addresses {
+        rule.check(&checked.host, ip)
+            .map_err(|error| Refusal::new("address", error.to_string()))?;
+    }
+    Ok(())
+}
+
+/// The address rule a request is connected under: public addresses that are not this
+/// machine's, and loopback only on a port the operator opened.
+pub fn address_rule(checked: &Checked, own: &[IpAddr]) -> AddressRule {
+    let loopback: Vec<IpAddr> = if checked.loopback {
+        vec![
+            IpAddr::from([127, 0, 0, 1]),
+            IpAddr::from([0, 0, 0, 0, 0, 0, 0, 1]),
+        ]
+    } else {
+        Vec::new()
+    };
+    AddressRule {
+        allow_non_public: false,
+        allowed_addresses: loopback,
+        trusted_hosts: Vec::new(),
+        own_addresses: own.to_vec(),
+    }
+}
+
+fn literal_ip(url: &Url) -> Option<IpAddr> {
+    match url.host()? {
+        url::Host::Ipv4(ip) => Some(IpAddr::V4(ip)),
+        url::Host::Ipv6(ip) => Some(IpAddr::V6(ip)),
+        url::Host::Domain(_) => None,
+    }
+}
+
+/// The rule that allows the request, or a refusal naming the first part no rule matched:
+/// scheme, then host, port, method and path.
+fn matching_rule(
+    grant: &EgressGrant,
+    url: &Url,
+    host: &str,
+    port: u16,
+    method: &str,
+) -> Result<usize, Refusal> {
+    let rules = &grant.rules;
+    let by_scheme: Vec<usize> = (0..rules.len())
+        .filter(|&index| rules[index].scheme == url.scheme())
+        .collect();
+    if by_scheme.is_empty() {
+        return Err(Refusal::new(
+            "scheme",
+            format!("no egress rule allows {} requests", url.scheme()),
+        ));
+    }
+    let by_host: Vec<usize> = by_scheme
+        .into_iter()
+        .filter(|&index| host_covers(&rules[index].host, host))
+        .collect();
+    if by_host.is_empty() {
+        return Err(Refusal::new(
+            "host",
+            format!("no egress rule allows the host {host}"),
+        ));
+    }
+    let by_port: Vec<usize> = by_host
+        .into_iter()
+        .filter(|&index| rules[index].port == port)
+        .collect();
+    if by_port.is_empty() {
+        return Err(Refusal::new(
+            "port",
+            format!("no egress rule allows {host} on port {port}"),
+        ));
+    }
+    let by_method: Vec<usize> = by_port
+        .into_iter()
+        .filter(|&index| rules[index].methods.iter().any(|allowed| allowed == method))
+        .collect();
+    if by_method.is_empty() {
+        return Err(Refusal::new(
+            "method",
+            format!("no egress rule allows {method} to {host}:{port}"),
+        ));
+    }
+    by_method
+        .into_iter()
+        .find(|&index| path_within(url.path(), &rules[index].path_prefix))
+        .ok_or_else(|| {
+            Refusal::new(
+                "path",
+                format!(
+                    "no egress rule allows the path {} on {host}:{port}",
+                    url.path()
+                ),
+            )
+        })
+}
+
+/// Whether `pattern` (a host in normal form, or `*.suffix`) covers `host`: a wildcard covers
+/// names strictly below its suffix, never the suffix itself.
+pub fn host_covers(pattern: &str, host: &str) -> bool {
+    match pattern.strip_prefix("*.") {
+        Some(suffix) => host
+            .strip_suffix(suffix)
+            .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
+        None => pattern == host,
+    }
+}
+
+/// Whether `path` is under `prefix`: on a segment boundary unless the prefix ends in `/`.
+pub fn path_within(path: &str, prefix: &str) -> bool {
+    if prefix.ends_with('/') || path == prefix {
+        return path.starts_with(prefix);
+    }
+    path.strip_prefix(prefix)
+        .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// A path the URL parser left alone but an upstream might read as leaving a prefix: an
+/// encoded slash or backslash, or a segment that decodes to `.` or `..` (with or without
+/// `;` parameters, which some servers drop).
+fn check_path(path: &str) -> Result<(), Refusal> {
+    let lower = path.to_ascii_lowercase();
+    if lower.contains("%2f") || lower.contains("%5c") {
+        return Err(Refusal::new(
+            "path",
+            format!("the path {path} has an encoded slash, which could leave a path prefix"),
+        ));
+    }
+    for segment in path.split('/') {
+        let plain = segment.to_ascii_lowercase().replace("%2e", ".");
+        let bare = plain.split(';').next().unwrap_or_default();
+        if bare == "." || bare == ".." {
+            return Err(Refusal::new(
+                "path",
+                format!(
+                    "the path {path} has a `{segment}` segment, which could leave a path prefix"
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+fn check_headers(grant: &EgressGrant, headers: &[Header]) -> Result<(), Refusal> {
+    for header in headers {
+        let name = header.name.to_ascii_lowercase();
+        let valid_name = !name.is_empty()
+            && name
+                .bytes()
+                .all(|byte| byte.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&byte));
+        if !valid_name {
+            return Err(Refusal::new(
+                "header",
+                format!("{:?} is not a header name", header.name),
+            ));
+        }
+        if header
+            .value
+            .bytes()
+            .any(|byte| matches!(byte, b'\r' | b'\n' | 0))
+        {
+            return Err(Refusal::new(
+                "header",
+                format!("the value of {} has a line break or NUL", header.name),
+            ));
+        }
+        let injected = grant
+            .credentials
+            .iter()
+            .any(|credential| credential.header.eq_ignore_ascii_case(&name));
+        if REFUSED_HEADERS.contains(&name.as_str()) || name.starts_with("proxy-") || injected {
+            return Err(Refusal::new(
+                "header",
+                format!(
+                    "a cell may not set {}: the destination, credentials and framing are the host's",
+                    header.name
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// The refusal for an error the door returned while connecting (an address refused at
+/// connection time, a redirect), in the broker's words.
+pub fn refusal_from_net(error: &NetError) -> Refusal {
+    let rule = match error {
+        NetError::Refused { .. } | NetError::OwnAddress { .. } => "address",
+        NetError::Redirect { .. } | NetError::TooManyRedirects { .. } => "redirect",
+        _ => "network",
+    };
+    Refusal::new(rule, error.to_string())
+}
+
+/// One question for [`decide`]: the JSON line `imurun keep egress check` reads.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Question {
+    pub rules: Vec<RuleLine>,
+    pub method: String,
+    pub url: String,
+    /// What DNS answered for the URL's host; empty for an IP literal.
+    #[serde(default)]
+    pub resolved: Vec<IpAddr>,
+    #[serde(default)]
+    pub headers: std::collections::BTreeMap<String, String>,
+    /// Whether the session is tainted.
+    #[serde(default)]
+    pub tainted: bool,
+    /// `allow` (the default) or `ask`.
+    #[serde(default)]
+    pub mode: Option<String>,
+    /// Loopback ports the operator opened.
+    #[serde(default)]
+    pub loopback_ports: Vec<u16>,
+}
+
+/// A rule as a question writes it: the manifest's fields.
+#[derive(Debug, Clone, serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RuleLine {
+    pub scheme: String,
+    pub host: String,
+    pub port: u16,
+    pub methods: Vec<String>,
+    pub path_prefix: String,
+    #[serde(default)]
+    pub ask_when_tainted: bool,
+    #[serde(default)]
+    pub device_signature: bool,
+}
+
+/// The broker's answer to a [`Question`], as `imurun keep egress check` prints it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Answer {
+    /// `allow` or `deny`.
+    pub decision: &'static str,
+    /// Why, in a sentence.
+    pub reason: String,
+    /// The rule that fired when denied (`host`, `address`, ...); for an allowed use, who must
+    /// approve it (`none`, `person`, `device`).
+    pub rule: String,
+}
+
+/// What the broker decides for `question` before connecting, with this machine's addresses
+/// `own`: the same two checks, [`check_request`] and [`check_addresses`].
+pub fn decide(question: &Question, own: &[IpAddr]) -> Answer {
+    let mode = match question.mode.as_deref() {
+        None | Some("allow") => EgressMode::Allow,
+        Some("ask") => EgressMode::Ask,
+        Some(other) => {
+            return Answer {
+                decision: "deny",
+                reason: format!("{other:?} is not an egress mode (`allow` or `ask`)"),
+                rule: "mode".to_owned(),
+            };
+        }
+    };
+    let grant = EgressGrant {
+        mode,
+        rules: question
+            .rules
+            .iter()
+            .map(|rule| EgressRule {
+                scheme: rule.scheme.clone(),
+                host: normalise_pattern(&rule.host),
+                port: rule.port,
+                methods: rule.methods.clone(),
+                path_prefix: rule.path_prefix.clone(),
+                ask_when_tainted: rule.ask_when_tainted,
+                device_signature: rule.device_signature,
+            })
+            .collect(),
+        credentials: Vec::new(),
+        loopback_ports: question.loopback_ports.clone(),
+    };
+    let headers: Vec<Header> = question
+        .headers
+        .iter()
+        .map(|(name, value)| Header {
+            name: name.clone(),
+            value: value.clone(),
+        })
+        .collect();
+    let outcome = check_request(
+        &grant,
+        question.tainted,
+        &question.method,
+        &question.url,
+        &headers,
+    )
+    .and_then(|checked| check_addresses(&checked, own, &question.resolved).map(|()| checked));
+    match outcome {
+        Ok(checked) => Answer {
+            decision: "allow",
+            reason: format!(
+                "egress rule {} allows {} {}",
+                checked.rule, checked.method, checked.url
+            ),
+            rule: match checked.approval {
+                Approval::None => "none",
+                Approval::Person => "person",
+                Approval::Device => "device",
+            }
+            .to_owned(),
+        },
+        Err(refusal) => Answer {
+            decision: "deny",
+            reason: refusal.reason,
+            rule: refusal.rule.to_owned(),
+        },
+    }
+}
+
+/// A rule's host in normal form, keeping a leading `*.`.
+fn normalise_pattern(host: &str) -> String {
+    match host.strip_prefix("*.") {
+        Some(suffix) => normalise_host(suffix)
+            .map(|suffix| format!("*.{suffix}"))
+            .unwrap_or_else(|_| host.to_owned()),
+        None => normalise_host(host).unwrap_or_else(|_| host.to_owned()),
+    }
+}

@@ -1,0 +1,135 @@
+//! Keep mode's guests (`examples/keep/`), built for `wasm32-wasip2` once per test process and
+//! shared by every suite that starts cells.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+/// A guest component for tests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Guest {
+    /// Replies `echo: <message>`; imports only WASI.
+    Echo,
+    /// Tries every door out of its cell; imports `http`.
+    Doors,
+    /// A tool that fetches a URL; imports `http`.
+    FetchTool,
+    /// The scripted agent with only `events`.
+    Scripted,
+    /// The scripted agent with `events` and `http`.
+    ScriptedHttp,
+    /// The scripted agent with every import: `events`, `http`, `model`, `memory`, `tools`.
+    ScriptedFull,
+}
+
+impl Guest {
+    pub fn file_name(self) -> &'static str {
+        match self {
+            Guest::Echo => "echo_agent.wasm",
+            Guest::Doors => "door_agent.wasm",
+            Guest::FetchTool => "fetch_tool.wasm",
+            Guest::Scripted => "scripted_agent.wasm",
+            Guest::ScriptedHttp => "scripted_agent_http.wasm",
+            Guest::ScriptedFull => "scripted_agent_full.wasm",
+        }
+    }
+
+    /// The component's bytes (built on first use).
+    pub fn bytes(self) -> Vec<u8> {
+        let path = guests_dir().join(self.file_name());
+        std::fs::read(&path).unwrap_or_else(|error| panic!("reading {}: {error}", path.display()))
+    }
+}
+
+/// The folder the built guests are in, building them first if this process has not.
+pub fn guests_dir() -> &'static Path {
+    static BUILT: OnceLock<PathBuf> = OnceLock::new();
+    BUILT.get_or_init(build_guests)
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn build_guests() -> PathBuf {
+    let target = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| repo_root().join("target"))
+        .join("keep-guests");
+    let out = target.join("out");
+    std::fs::create_dir_all(&out).expect("creating the guests' folder");
+    // Test processes run side by side: one builds and copies at a time.
+    let lock = std::fs::File::create(target.join(".lock")).expect("creating the guests' lock");
+    lock.lock().expect("locking the guests' folder");
+    let built = target.join("wasm32-wasip2/release");
+    let variants: [Variant; 3] = [
+        (
+            "the guests",
+            &[],
+            &[
+                ("echo_agent.wasm", "echo_agent.wasm"),
+                ("door_agent.wasm", "door_agent.wasm"),
+                ("fetch_tool.wasm", "fetch_tool.wasm"),
+                ("scripted_agent.wasm", "scripted_agent.wasm"),
+            ],
+        ),
+        (
+            "the scripted agent with http",
+            &["-p", "scripted-agent", "--features", "http"],
+            &[("scripted_agent.wasm", "scripted_agent_http.wasm")],
+        ),
+        (
+            "the scripted agent with every import",
+            &[
+                "-p",
+                "scripted-agent",
+                "--features",
+                "http,model,memory,tools",
+            ],
+            &[("scripted_agent.wasm", "scripted_agent_full.wasm")],
+        ),
+    ];
+    for (what, args, copies) in variants {
+        cargo_build(&target, args, what);
+        for (from, to) in copies {
+            std::fs::copy(built.join(from), out.join(to))
+                .unwrap_or_else(|error| panic!("copying {from}: {error}"));
+        }
+    }
+    drop(lock);
+    out
+}
+
+/// One build: what it is, its extra cargo arguments, and the files it yields (built name,
+/// name kept).
+type Variant = (
+    &'static str,
+    &'static [&'static str],
+    &'static [(&'static str, &'static str)],
+);
+
+fn cargo_build(target: &Path, args: &[&str], what: &str) {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .args(["build", "--release", "--quiet", "--target", "wasm32-wasip2"])
+        .arg("--manifest-path")
+        .arg(repo_root().join("examples/keep/Cargo.toml"))
+        .arg("--target-dir")
+        .arg(target)
+        .args(args)
+        // The suite's own build settings are not the guests'.
+        .env_remove("RUSTFLAGS")
+        .env_remove("CARGO_ENCODED_RUSTFLAGS")
+        .output()
+        .expect("running cargo to build Keep's guests");
+    if !output.status.success() {
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        if stderr.contains("wasm32-wasip2") && stderr.contains("target may not be installed") {
+            panic!(
+                "building {what} needs Rust's wasm32-wasip2 target, which is not installed: run \
+                 `rustup target add wasm32-wasip2` (scripts/setup does)\n{stderr}"
+            );
+        }
+        panic!("building {what} for wasm32-wasip2 failed:\n{stderr}");
+    }
+}
