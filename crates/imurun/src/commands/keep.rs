@@ -42,6 +42,16 @@ pub(crate) enum KeepCommand {
     /// The journal.
     #[command(subcommand)]
     Journal(JournalCommand),
+    /// The egress broker's rules.
+    #[command(subcommand)]
+    Egress(EgressCommand),
+}
+
+#[derive(Debug, clap::Subcommand)]
+pub(crate) enum EgressCommand {
+    /// Read JSON lines {"rules": [...], "method", "url", "resolved": [...], "headers": {...}}
+    /// on stdin and print the broker's decision for each, without the network.
+    Check,
 }
 
 #[derive(Debug, clap::Args)]
@@ -186,6 +196,7 @@ pub(crate) fn run(
             device_enrol(out, user, label)
         }
         KeepCommand::Decide(args) => decide(args),
+        KeepCommand::Egress(EgressCommand::Check) => egress_check(),
         KeepCommand::Init(args) => {
             at_host(config_flag, &args.flags, environment, |config, store| {
                 init(config, store, args.dir.clone())
@@ -362,6 +373,40 @@ fn sign(args: &SignArgs) -> Result<ExitCode> {
         );
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Decides each line of stdin as the egress broker does before connecting (the request
+/// against the rules, then the addresses given as `resolved`, with this machine's own
+/// addresses refused); nothing is sent. A line that is not a question prints an error and
+/// makes the exit status 1.
+fn egress_check() -> Result<ExitCode> {
+    use std::io::{BufRead, Write};
+    let own = imurun_net::own_addresses();
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut failures = 0usize;
+    for (number, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.context("reading stdin")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let printed = match serde_json::from_str::<imurun_cell::egress::Question>(&line) {
+            Ok(question) => serde_json::to_value(imurun_cell::egress::decide(&question, &own))?,
+            Err(error) => {
+                failures += 1;
+                json!({"error": format!(
+                    "line {}: expected {{\"rules\": [...], \"method\", \"url\", \"resolved\", \"headers\"}}: {error}",
+                    number + 1
+                )})
+            }
+        };
+        writeln!(out, "{printed}")?;
+    }
+    out.flush()?;
+    Ok(if failures > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
 
 fn verify(args: &VerifyArgs) -> Result<ExitCode> {

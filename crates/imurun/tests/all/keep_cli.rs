@@ -267,3 +267,84 @@ fn base64_of(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
+
+/// The egress broker's table of cases, as the command reads them (without `name` and
+/// `expect`).
+fn egress_table() -> Vec<Value> {
+    include_str!("../../../imurun-cell/testdata/egress.jsonl")
+        .lines()
+        .map(json_of)
+        .collect()
+}
+
+#[test]
+fn egress_check_answers_every_case_of_the_brokers_table_as_the_broker_does() {
+    let rows = egress_table();
+    let input: String = rows
+        .iter()
+        .map(|row| {
+            let mut question = row.clone();
+            let object = question.as_object_mut().unwrap();
+            object.remove("name");
+            object.remove("expect");
+            format!("{question}\n")
+        })
+        .collect();
+    let output = run_imurun(&["keep", "egress", "check"], &input, &[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let answers: Vec<Value> = stdout.lines().map(json_of).collect();
+    assert_eq!(answers.len(), rows.len());
+    let own = imurun_net::own_addresses();
+    for (row, answer) in rows.iter().zip(&answers) {
+        let expect = &row["expect"];
+        assert_eq!(
+            answer["decision"], expect["decision"],
+            "{}: {answer}",
+            row["name"]
+        );
+        if let Some(rule) = expect["rule"].as_str() {
+            assert_eq!(answer["rule"], rule, "{}: {answer}", row["name"]);
+        }
+        // The broker's own function, asked the same question, answers the same.
+        let mut question = row.clone();
+        question.as_object_mut().unwrap().remove("name");
+        question.as_object_mut().unwrap().remove("expect");
+        let asked: imurun_cell::egress::Question = serde_json::from_value(question).unwrap();
+        let broker = serde_json::to_value(imurun_cell::egress::decide(&asked, &own)).unwrap();
+        assert_eq!(answer, &broker, "{}", row["name"]);
+    }
+    assert!(
+        answers
+            .iter()
+            .all(|answer| answer["reason"].as_str().is_some_and(|r| !r.is_empty()))
+    );
+}
+
+#[test]
+fn egress_check_names_a_line_it_cannot_read_and_exits_1() {
+    let input = "{\"rules\": [], \"method\": \"GET\", \"url\": \"https://a.example/\", \"resolved\": [\"93.184.216.34\"]}\nnot json\n{\"rules\": [], \"auto_approve\": true}\n";
+    let output = run_imurun(&["keep", "egress", "check"], input, &[]);
+    assert_eq!(output.status.code(), Some(1));
+    let lines: Vec<Value> = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(json_of)
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[0]["decision"], "deny");
+    assert_eq!(lines[0]["rule"], "scheme");
+    assert!(
+        lines[1]["error"].as_str().unwrap().starts_with("line 2:"),
+        "{}",
+        lines[1]
+    );
+    assert!(
+        lines[2]["error"].as_str().unwrap().contains("auto_approve"),
+        "{}",
+        lines[2]
+    );
+}
