@@ -81,6 +81,9 @@ pub struct EgressGrant {
     /// Loopback ports the operator opened for tests and local services (off by default):
     /// a request to one of these ports may reach `127.0.0.1` or `::1`.
     pub loopback_ports: Vec<u16>,
+    /// How long a use waits for the person before it is refused (the manifest's
+    /// `approval_timeout_s`).
+    pub approval_timeout: std::time::Duration,
 }
 
 /// Who must approve a use before it leaves.
@@ -232,7 +235,12 @@ pub fn check_addresses(
 /// The address rule a request is connected under: public addresses that are not this
 /// machine's, and loopback only on a port the operator opened.
 pub fn address_rule(checked: &Checked, own: &[IpAddr]) -> AddressRule {
-    let loopback: Vec<IpAddr> = if checked.loopback {
+    address_rule_for(checked.loopback, own)
+}
+
+/// [`address_rule`] for a request that may (`loopback`) or may not reach loopback.
+pub fn address_rule_for(loopback: bool, own: &[IpAddr]) -> AddressRule {
+    let loopback: Vec<IpAddr> = if loopback {
         vec![
             IpAddr::from([127, 0, 0, 1]),
             IpAddr::from([0, 0, 0, 0, 0, 0, 0, 1]),
@@ -497,6 +505,7 @@ pub fn decide(question: &Question, own: &[IpAddr]) -> Answer {
             .collect(),
         credentials: Vec::new(),
         loopback_ports: question.loopback_ports.clone(),
+        approval_timeout: std::time::Duration::ZERO,
     };
     let headers: Vec<Header> = question
         .headers

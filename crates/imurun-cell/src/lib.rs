@@ -16,6 +16,7 @@
 //! there. `wasi:http` is not linked: a cell's outgoing HTTP is `imurun:cell/http`, which goes
 //! through the host's egress broker and nowhere else.
 
+pub mod broker;
 mod clock;
 pub mod egress;
 mod engine;

@@ -1,0 +1,444 @@
+//! The egress broker against a local upstream that counts what reaches it: allowed requests
+//! pass, everything else is refused before a byte is sent.
+
+use std::net::IpAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use imurun_cell::WallClock;
+use imurun_cell::broker::{Broker, BrokerConfig, EgressDecision, EgressHost, EgressUse};
+use imurun_cell::egress::{Approval, EgressGrant, EgressMode, EgressRule};
+use imurun_cell::{Header, HttpRequest};
+use imurun_core::BoxFuture;
+use serde_json::Value;
+
+use crate::upstream::{ScriptedLookup, Upstream, ok, redirect};
+
+/// How the test's person answers.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Person {
+    Approves,
+    Denies,
+    NeverAnswers,
+}
+
+struct Host {
+    person: Person,
+    asked: Mutex<Vec<(EgressUse, Approval)>>,
+    decisions: Mutex<Vec<EgressDecision>>,
+}
+
+impl Host {
+    fn new(person: Person) -> Self {
+        Self {
+            person,
+            asked: Mutex::new(Vec::new()),
+            decisions: Mutex::new(Vec::new()),
+        }
+    }
+
+    fn refusals(&self) -> Vec<&'static str> {
+        self.decisions
+            .lock()
+            .unwrap()
+            .iter()
+            .filter_map(|decision| decision.refusal.as_ref().map(|refusal| refusal.rule))
+            .collect()
+    }
+}
+
+impl EgressHost for Host {
+    fn approve<'a>(&'a self, used: &'a EgressUse, approval: Approval) -> BoxFuture<'a, bool> {
+        self.asked.lock().unwrap().push((used.clone(), approval));
+        let person = self.person;
+        Box::pin(async move {
+            match person {
+                Person::Approves => true,
+                Person::Denies => false,
+                Person::NeverAnswers => std::future::pending().await,
+            }
+        })
+    }
+
+    fn credential<'a>(&'a self, _name: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { None })
+    }
+
+    fn decided(&self, decision: &EgressDecision) {
+        self.decisions.lock().unwrap().push(decision.clone());
+    }
+}
+
+fn rule(port: u16) -> EgressRule {
+    EgressRule {
+        scheme: "http".to_owned(),
+        host: "upstream.test".to_owned(),
+        port,
+        methods: vec!["GET".to_owned(), "POST".to_owned()],
+        path_prefix: "/api".to_owned(),
+        ask_when_tainted: false,
+        device_signature: false,
+    }
+}
+
+fn grant(port: u16, mode: EgressMode) -> EgressGrant {
+    EgressGrant {
+        mode,
+        rules: vec![rule(port)],
+        credentials: Vec::new(),
+        loopback_ports: vec![port],
+        approval_timeout: Duration::from_secs(5),
+    }
+}
+
+fn request(method: &str, url: &str) -> HttpRequest {
+    HttpRequest {
+        method: method.to_owned(),
+        url: url.to_owned(),
+        headers: Vec::new(),
+        body: Vec::new(),
+    }
+}
+
+fn broker(lookup: Arc<ScriptedLookup>) -> Broker {
+    let config = BrokerConfig {
+        timeout: Duration::from_secs(3),
+        ..BrokerConfig::default()
+    };
+    Broker::with_lookup(config, &[], lookup).unwrap()
+}
+
+fn answer(head: &str) -> String {
+    let path = head.split_whitespace().nth(1).unwrap_or_default();
+    match path {
+        "/api/away" => redirect("http://169.254.169.254/latest/meta-data/"),
+        "/api/elsewhere" => redirect("http://evil.test/api/x"),
+        "/api/along" => redirect("/api/landed"),
+        _ => ok(&format!("you asked for {path}")),
+    }
+}
+
+fn clock() -> WallClock {
+    WallClock::starting(Duration::from_secs(60))
+}
+
+#[tokio::test]
+async fn an_allowed_request_passes_and_each_part_outside_the_rule_is_refused_before_sending() {
+    let upstream = Upstream::start(answer).await;
+    let port = upstream.port;
+    let lookup = ScriptedLookup::answering("upstream.test", &[&["127.0.0.1"]]);
+    let broker = broker(lookup);
+    let host = Host::new(Person::Approves);
+    let grant = grant(port, EgressMode::Allow);
+    let url = |path: &str| format!("http://upstream.test:{port}{path}");
+    let passed = broker
+        .send(
+            &grant,
+            false,
+            request("GET", &url("/api/items")),
+            &host,
+            &clock(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(passed.status, 200);
+    assert_eq!(
+        String::from_utf8_lossy(&passed.body),
+        "you asked for /api/items"
+    );
+    assert_eq!(upstream.hits(), 1);
+
+    let outside = [
+        (
+            "scheme",
+            "GET",
+            format!("https://upstream.test:{port}/api/items"),
+        ),
+        ("host", "GET", format!("http://other.test:{port}/api/items")),
+        (
+            "port",
+            "GET",
+            format!("http://upstream.test:{}/api/items", port.wrapping_add(1)),
+        ),
+        ("method", "DELETE", url("/api/items")),
+        ("method", "get", url("/api/items")),
+        ("path", "GET", url("/admin")),
+        ("path", "GET", url("/apix")),
+        ("path", "GET", url("/api/%2e%2e/admin")),
+    ];
+    for (rule, method, target) in &outside {
+        let refused = broker
+            .send(&grant, false, request(method, target), &host, &clock())
+            .await
+            .unwrap_err();
+        assert_eq!(refused.rule, *rule, "{method} {target}: {refused}");
+    }
+    assert_eq!(upstream.hits(), 1, "a refused request reached the upstream");
+    assert_eq!(host.refusals().len(), outside.len());
+}
+
+#[tokio::test]
+async fn every_address_of_the_deny_matrix_is_refused_before_any_byte_is_sent() {
+    let upstream = Upstream::start(answer).await;
+    let port = upstream.port;
+    // The ports stay closed: loopback is as refused as the rest.
+    let mut grant = grant(port, EgressMode::Allow);
+    grant.loopback_ports.clear();
+    let rows: Vec<Value> = include_str!("../../testdata/egress.jsonl")
+        .lines()
+        .map(|line| serde_json::from_str(line).unwrap())
+        .filter(|row: &Value| {
+            row["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("a name answering")
+        })
+        .collect();
+    assert!(rows.len() >= 25);
+    for row in &rows {
+        let address = row["resolved"][0].as_str().unwrap();
+        let lookup = ScriptedLookup::answering("upstream.test", &[&[address]]);
+        let broker = broker(Arc::clone(&lookup));
+        let host = Host::new(Person::Approves);
+        let refused = broker
+            .send(
+                &grant,
+                false,
+                request("GET", &format!("http://upstream.test:{port}/api/x")),
+                &host,
+                &clock(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(refused.rule, "address", "{address}: {refused}");
+        assert_eq!(lookup.lookups(), 1);
+    }
+    // Written in the URL itself, in the spellings parsers accept.
+    for literal in [
+        "127.0.0.1",
+        "2130706433",
+        "0177.0.0.1",
+        "0x7f.1",
+        "127.1",
+        "[::ffff:127.0.0.1]",
+    ] {
+        let mut literal_grant = grant.clone();
+        literal_grant.rules[0].host = imurun_net::normalise_host(literal).unwrap();
+        let lookup = ScriptedLookup::answering("unused.test", &[&["127.0.0.1"]]);
+        let refused = broker(lookup)
+            .send(
+                &literal_grant,
+                false,
+                request("GET", &format!("http://{literal}:{port}/api/x")),
+                &Host::new(Person::Approves),
+                &clock(),
+            )
+            .await
+            .unwrap_err();
+        assert_eq!(refused.rule, "address", "{literal}: {refused}");
+    }
+    assert_eq!(upstream.hits(), 0, "a refused address was connected to");
+}
+
+#[tokio::test]
+async fn a_name_answering_public_then_loopback_is_looked_up_once_and_never_reaches_loopback() {
+    let upstream = Upstream::start(answer).await;
+    let port = upstream.port;
+    let mut grant = grant(port, EgressMode::Allow);
+    grant.loopback_ports.clear();
+    let lookup = ScriptedLookup::answering("upstream.test", &[&["93.184.216.34"], &["127.0.0.1"]]);
+    let broker = broker(Arc::clone(&lookup));
+    let host = Host::new(Person::Approves);
+    // The checked public address is where the connection goes (and, with no network here,
+    // fails); a second lookup answering loopback is never made.
+    let outcome = broker
+        .send(
+            &grant,
+            false,
+            request("GET", &format!("http://upstream.test:{port}/api/x")),
+            &host,
+            &clock(),
+        )
+        .await;
+    assert!(outcome.is_err());
+    assert_eq!(
+        lookup.lookups(),
+        1,
+        "the name was looked up again after the check"
+    );
+    assert_eq!(upstream.hits(), 0);
+}
+
+#[tokio::test]
+async fn a_redirect_is_decided_again_as_a_new_request() {
+    let upstream = Upstream::start(answer).await;
+    let port = upstream.port;
+    let lookup = ScriptedLookup::answering("upstream.test", &[&["127.0.0.1"]]);
+    let broker = broker(lookup);
+    let grant = grant(port, EgressMode::Allow);
+    let host = Host::new(Person::Approves);
+    let url = |path: &str| format!("http://upstream.test:{port}{path}");
+    let refused = broker
+        .send(
+            &grant,
+            false,
+            request("GET", &url("/api/away")),
+            &host,
+            &clock(),
+        )
+        .await
+        .unwrap_err();
+    assert!(matches!(refused.rule, "host" | "address"), "{refused}");
+    let refused = broker
+        .send(
+            &grant,
+            false,
+            request("GET", &url("/api/elsewhere")),
+            &host,
+            &clock(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.rule, "host", "{refused}");
+    let landed = broker
+        .send(
+            &grant,
+            false,
+            request("GET", &url("/api/along")),
+            &host,
+            &clock(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&landed.body),
+        "you asked for /api/landed"
+    );
+    // Each redirecting answer reached the upstream; no refused target did.
+    let paths: Vec<String> = upstream
+        .requests()
+        .iter()
+        .map(|request| request.split_whitespace().nth(1).unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        paths,
+        ["/api/away", "/api/elsewhere", "/api/along", "/api/landed"]
+    );
+}
+
+#[tokio::test]
+async fn host_and_credential_headers_set_by_a_cell_are_refused() {
+    let upstream = Upstream::start(answer).await;
+    let port = upstream.port;
+    let broker = broker(ScriptedLookup::answering(
+        "upstream.test",
+        &[&["127.0.0.1"]],
+    ));
+    let grant = grant(port, EgressMode::Allow);
+    let host = Host::new(Person::Approves);
+    for (name, value) in [
+        ("Host", "127.0.0.1"),
+        ("host", "evil.test"),
+        ("Authorization", "Bearer stolen"),
+        ("Cookie", "session=1"),
+        ("Proxy-Authorization", "Basic x"),
+        ("X-Forwarded-For", "a\r\nHost: evil.test"),
+    ] {
+        let mut smuggled = request("GET", &format!("http://upstream.test:{port}/api/x"));
+        smuggled.headers.push(Header {
+            name: name.to_owned(),
+            value: value.to_owned(),
+        });
+        let refused = broker
+            .send(&grant, false, smuggled, &host, &clock())
+            .await
+            .unwrap_err();
+        assert_eq!(refused.rule, "header", "{name}: {refused}");
+    }
+    assert_eq!(upstream.hits(), 0);
+}
+
+#[tokio::test]
+async fn ask_mode_waits_for_the_person_and_refuses_on_deny_or_timeout() {
+    let upstream = Upstream::start(answer).await;
+    let port = upstream.port;
+    let broker = broker(ScriptedLookup::answering(
+        "upstream.test",
+        &[&["127.0.0.1"]],
+    ));
+    let mut grant = grant(port, EgressMode::Ask);
+    let target = format!("http://upstream.test:{port}/api/x");
+
+    let approving = Host::new(Person::Approves);
+    let passed = broker
+        .send(&grant, false, request("GET", &target), &approving, &clock())
+        .await
+        .unwrap();
+    assert_eq!(passed.status, 200);
+    assert_eq!(approving.asked.lock().unwrap()[0].1, Approval::Person);
+    assert_eq!(upstream.hits(), 1);
+
+    let denying = Host::new(Person::Denies);
+    let refused = broker
+        .send(&grant, false, request("GET", &target), &denying, &clock())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.rule, "approval");
+    assert!(refused.reason.contains("denied"), "{refused}");
+
+    grant.approval_timeout = Duration::from_millis(200);
+    let silent = Host::new(Person::NeverAnswers);
+    // The wait does not count against the cell's wall time.
+    let short = WallClock::starting(Duration::from_millis(100));
+    let refused = broker
+        .send(&grant, false, request("GET", &target), &silent, &short)
+        .await
+        .unwrap_err();
+    assert_eq!(refused.rule, "approval");
+    assert!(refused.reason.contains("within"), "{refused}");
+    assert_eq!(upstream.hits(), 1, "a use nobody approved was sent");
+
+    // A rule demanding a device signature asks for one.
+    grant.rules[0].device_signature = true;
+    let device = Host::new(Person::Approves);
+    broker
+        .send(&grant, false, request("GET", &target), &device, &clock())
+        .await
+        .unwrap();
+    assert_eq!(device.asked.lock().unwrap()[0].1, Approval::Device);
+}
+
+#[tokio::test]
+async fn a_tainted_session_may_read_but_its_post_is_refused() {
+    let upstream = Upstream::start(answer).await;
+    let port = upstream.port;
+    let broker = broker(ScriptedLookup::answering(
+        "upstream.test",
+        &[&["127.0.0.1"]],
+    ));
+    let grant = grant(port, EgressMode::Allow);
+    let host = Host::new(Person::Approves);
+    let target = format!("http://upstream.test:{port}/api/x");
+    broker
+        .send(&grant, true, request("GET", &target), &host, &clock())
+        .await
+        .unwrap();
+    let mut post = request("POST", &target);
+    post.body = b"exfiltrate".to_vec();
+    let refused = broker
+        .send(&grant, true, post, &host, &clock())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.rule, "tainted");
+    assert_eq!(upstream.hits(), 1);
+    assert!(!upstream.requests()[0].contains("exfiltrate"));
+}
+
+#[test]
+fn the_loopback_door_reaches_only_loopback() {
+    let addresses: Vec<IpAddr> = vec!["10.0.0.1".parse().unwrap()];
+    let rule = imurun_cell::egress::address_rule_for(true, &addresses);
+    assert!(rule.check("h", "127.0.0.1".parse().unwrap()).is_ok());
+    assert!(rule.check("h", "10.0.0.1".parse().unwrap()).is_err());
+    assert!(rule.check("h", "192.168.0.1".parse().unwrap()).is_err());
+}
