@@ -20,7 +20,7 @@ use crate::egress::{
 use crate::host::{Header, HttpRequest, HttpResponse};
 
 /// How the broker reaches the network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BrokerConfig {
     /// The longest one exchange (lookup, connection, answer) may take.
     pub timeout: Duration,
@@ -28,6 +28,8 @@ pub struct BrokerConfig {
     pub body_bytes_max: usize,
     /// Redirects followed, each decided as a new request.
     pub redirects_max: usize,
+    /// Certificate authorities trusted beside the usual ones (DER): an organisation's own.
+    pub extra_roots: Vec<Vec<u8>>,
 }
 
 impl Default for BrokerConfig {
@@ -36,6 +38,7 @@ impl Default for BrokerConfig {
             timeout: Duration::from_secs(30),
             body_bytes_max: 4 << 20,
             redirects_max: 5,
+            extra_roots: Vec::new(),
         }
     }
 }
@@ -101,7 +104,7 @@ impl Broker {
         lookup: Arc<dyn Lookup>,
     ) -> Result<Self, NetError> {
         let door = |loopback: bool| {
-            Door::with_lookup(
+            Door::with_lookup_and_roots(
                 DoorConfig {
                     rule: address_rule_for(loopback, own),
                     timeout: config.timeout,
@@ -109,6 +112,7 @@ impl Broker {
                     redirects_max: 0,
                 },
                 Arc::clone(&lookup),
+                &config.extra_roots,
             )
         };
         Ok(Self {

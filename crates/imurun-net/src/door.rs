@@ -94,6 +94,16 @@ impl Door {
     /// A door that resolves names with `lookup`; every address it answers is checked as
     /// always.
     pub fn with_lookup(config: DoorConfig, lookup: Arc<dyn Lookup>) -> Result<Self, NetError> {
+        Self::with_lookup_and_roots(config, lookup, &[])
+    }
+
+    /// A door that resolves names with `lookup` and also trusts the certificate authorities
+    /// `extra_roots` (DER), beside the usual ones: an organisation's own CA, or a test's.
+    pub fn with_lookup_and_roots(
+        config: DoorConfig,
+        lookup: Arc<dyn Lookup>,
+        extra_roots: &[Vec<u8>],
+    ) -> Result<Self, NetError> {
         let rule = Arc::new(config.rule);
         let redirects_max = config.redirects_max;
         let policy = {
@@ -123,7 +133,18 @@ impl Door {
                 }
             })
         };
-        let client = Client::builder()
+        let mut builder = Client::builder();
+        for der in extra_roots {
+            let certificate =
+                reqwest::Certificate::from_der(der).map_err(|error| NetError::Client {
+                    message: format!(
+                        "a trusted root is not a certificate: {}",
+                        error_chain(&error)
+                    ),
+                })?;
+            builder = builder.add_root_certificate(certificate);
+        }
+        let client = builder
             .timeout(config.timeout)
             .user_agent(USER_AGENT)
             .redirect(if redirects_max == 0 {

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use imurun_cell::WallClock;
 use imurun_cell::broker::{Broker, BrokerConfig, EgressDecision, EgressHost, EgressUse};
-use imurun_cell::egress::{Approval, EgressGrant, EgressMode, EgressRule};
+use imurun_cell::egress::{Approval, CredentialRule, EgressGrant, EgressMode, EgressRule};
 use imurun_cell::{Header, HttpRequest};
 use imurun_core::BoxFuture;
 use serde_json::Value;
@@ -441,4 +441,147 @@ fn the_loopback_door_reaches_only_loopback() {
     assert!(rule.check("h", "127.0.0.1".parse().unwrap()).is_ok());
     assert!(rule.check("h", "10.0.0.1".parse().unwrap()).is_err());
     assert!(rule.check("h", "192.168.0.1".parse().unwrap()).is_err());
+}
+
+/// The vault of the credential test.
+const SECRET: &str = "s3cret-api-key-4e1f";
+
+struct VaultHost(Host);
+
+impl EgressHost for VaultHost {
+    fn approve<'a>(&'a self, used: &'a EgressUse, approval: Approval) -> BoxFuture<'a, bool> {
+        self.0.approve(used, approval)
+    }
+
+    fn credential<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move { (name == "api-key").then(|| SECRET.to_owned()) })
+    }
+
+    fn decided(&self, decision: &EgressDecision) {
+        self.0.decided(decision);
+    }
+}
+
+/// Answers with the request head it got, as some services do.
+fn echo(head: &str) -> String {
+    ok(head)
+}
+
+#[tokio::test]
+async fn a_credential_is_added_only_where_its_binding_matches_and_the_cell_never_sees_it() {
+    let (upstream, der) = Upstream::start_tls(echo, "api.test").await;
+    let port = upstream.port;
+    let lookup = ScriptedLookup::answering("api.test", &[&["127.0.0.1"]]);
+    let config = BrokerConfig {
+        timeout: Duration::from_secs(3),
+        extra_roots: vec![der],
+        ..BrokerConfig::default()
+    };
+    let broker = Broker::with_lookup(config, &[], lookup).unwrap();
+    let grant = EgressGrant {
+        mode: EgressMode::Allow,
+        rules: vec![EgressRule {
+            scheme: "https".to_owned(),
+            host: "api.test".to_owned(),
+            port,
+            methods: vec!["GET".to_owned(), "POST".to_owned()],
+            path_prefix: "/".to_owned(),
+            ask_when_tainted: false,
+            device_signature: false,
+        }],
+        credentials: vec![CredentialRule {
+            name: "api-key".to_owned(),
+            header: "X-Api-Key".to_owned(),
+            host: "api.test".to_owned(),
+            port,
+            methods: vec!["GET".to_owned()],
+            path_prefix: "/private".to_owned(),
+        }],
+        loopback_ports: vec![port],
+        approval_timeout: Duration::from_secs(5),
+    };
+    let host = VaultHost(Host::new(Person::Approves));
+    let url = |path: &str| format!("https://api.test:{port}{path}");
+
+    let answer = broker
+        .send(
+            &grant,
+            false,
+            request("GET", &url("/private/data")),
+            &host,
+            &clock(),
+        )
+        .await
+        .unwrap();
+    let seen = String::from_utf8_lossy(&answer.body).into_owned();
+    assert!(
+        upstream.requests()[0]
+            .to_ascii_lowercase()
+            .contains(&format!("x-api-key: {SECRET}"))
+    );
+    assert!(
+        !seen.contains(SECRET),
+        "the cell saw the credential: {seen}"
+    );
+    assert!(
+        seen.to_ascii_lowercase()
+            .contains("x-api-key: [credential]"),
+        "{seen}"
+    );
+    assert!(
+        answer
+            .headers
+            .iter()
+            .all(|header| !header.value.contains(SECRET))
+    );
+
+    // Outside the binding: another path, another method.
+    broker
+        .send(
+            &grant,
+            false,
+            request("GET", &url("/public")),
+            &host,
+            &clock(),
+        )
+        .await
+        .unwrap();
+    broker
+        .send(
+            &grant,
+            false,
+            request("POST", &url("/private/data")),
+            &host,
+            &clock(),
+        )
+        .await
+        .unwrap();
+    for sent in &upstream.requests()[1..] {
+        assert!(!sent.to_ascii_lowercase().contains("x-api-key"), "{sent}");
+    }
+    // A cell may not set the credential's header itself.
+    let mut forged = request("GET", &url("/public"));
+    forged.headers.push(Header {
+        name: "x-api-key".to_owned(),
+        value: "guess".to_owned(),
+    });
+    let refused = broker
+        .send(&grant, false, forged, &host, &clock())
+        .await
+        .unwrap_err();
+    assert_eq!(refused.rule, "header");
+    // Over plain http to the same host the credential is never added (no rule allows it here
+    // either).
+    let refused = broker
+        .send(
+            &grant,
+            false,
+            request("GET", &format!("http://api.test:{port}/private/x")),
+            &host,
+            &clock(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.rule, "scheme");
+    assert_eq!(upstream.hits(), 3);
 }
