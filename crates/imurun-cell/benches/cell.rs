@@ -1,6 +1,7 @@
 //! What a Keep cell costs: starting one from a compiled component, cold (linking it to its
 //! grants first) and warm (linking cached: an instantiation in a pooled slot), a call into the
-//! cell with and without one host import, and how much fuel a millisecond of CPU burns.
+//! cell with and without one host import, how much fuel a millisecond of CPU burns, and the
+//! egress broker's cost over a direct request to a loopback upstream.
 //!
 //! `cargo bench --workspace --bench cell`
 
@@ -134,5 +135,127 @@ fn cells(c: &mut Criterion) {
     );
 }
 
-criterion_group!(benches, cells);
+/// A keep-alive HTTP/1.1 server on loopback answering every request with a short body.
+async fn loopback_upstream() -> u16 {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        .await
+        .expect("bind");
+    let port = listener.local_addr().expect("address").port();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            tokio::spawn(async move {
+                let mut buffer = vec![0u8; 8192];
+                let mut pending = Vec::new();
+                loop {
+                    let Ok(read) = stream.read(&mut buffer).await else {
+                        return;
+                    };
+                    if read == 0 {
+                        return;
+                    }
+                    pending.extend_from_slice(&buffer[..read]);
+                    while let Some(end) =
+                        pending.windows(4).position(|window| window == b"\r\n\r\n")
+                    {
+                        pending.drain(..end + 4);
+                        let reply = b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+                        if stream.write_all(reply).await.is_err() {
+                            return;
+                        }
+                    }
+                }
+            });
+        }
+    });
+    port
+}
+
+struct AllowAll;
+
+impl imurun_cell::broker::EgressHost for AllowAll {
+    fn approve<'a>(
+        &'a self,
+        _: &'a imurun_cell::broker::EgressUse,
+        _: imurun_cell::egress::Approval,
+    ) -> BoxFuture<'a, bool> {
+        Box::pin(async { true })
+    }
+    fn credential<'a>(&'a self, _: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async { None })
+    }
+    fn decided(&self, _: &imurun_cell::broker::EgressDecision) {}
+}
+
+/// The broker's cost over the same request sent directly: both over kept-alive connections to
+/// one loopback upstream, so the difference is the rules, the checked lookup and the answer's
+/// handling.
+fn broker(c: &mut Criterion) {
+    use imurun_cell::broker::{Broker, BrokerConfig};
+    use imurun_cell::egress::{EgressGrant, EgressMode, EgressRule};
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let port = runtime.block_on(loopback_upstream());
+    let url = format!("http://localhost:{port}/api/items");
+    let direct = reqwest_client();
+    let broker = Broker::new(BrokerConfig::default(), &[]).expect("broker");
+    let grant = EgressGrant {
+        mode: EgressMode::Allow,
+        rules: vec![EgressRule {
+            scheme: "http".to_owned(),
+            host: "localhost".to_owned(),
+            port,
+            methods: vec!["GET".to_owned()],
+            path_prefix: "/api".to_owned(),
+            ask_when_tainted: false,
+            device_signature: false,
+        }],
+        credentials: Vec::new(),
+        loopback_ports: vec![port],
+        approval_timeout: Duration::from_secs(1),
+    };
+    let clock = WallClock::starting(Duration::from_secs(3_600));
+    let request = || HttpRequest {
+        method: "GET".to_owned(),
+        url: url.clone(),
+        headers: Vec::new(),
+        body: Vec::new(),
+    };
+    let mut group = c.benchmark_group("egress");
+    group.bench_function("direct loopback request (baseline)", |b| {
+        b.iter(|| {
+            runtime.block_on(async {
+                let response = direct.client().get(&url).send().await.expect("direct");
+                response.bytes().await.expect("body")
+            })
+        });
+    });
+    group.bench_function("through the broker", |b| {
+        b.iter(|| {
+            runtime
+                .block_on(broker.send(&grant, false, request(), &AllowAll, &clock))
+                .expect("brokered")
+        });
+    });
+    group.finish();
+}
+
+/// The same HTTP client a direct request would use, without the broker: a door that may reach
+/// any address.
+fn reqwest_client() -> imurun_net::Door {
+    imurun_net::Door::new(imurun_net::DoorConfig {
+        rule: imurun_net::AddressRule {
+            allow_non_public: true,
+            ..imurun_net::AddressRule::default()
+        },
+        timeout: Duration::from_secs(30),
+        redirects_max: 0,
+    })
+    .expect("door")
+}
+
+criterion_group!(benches, cells, broker);
 criterion_main!(benches);

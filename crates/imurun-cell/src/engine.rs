@@ -22,14 +22,14 @@ use crate::state::CellState;
 /// Fuel per millisecond of a manifest's `cpu_ms`. Fuel counts WebAssembly instructions
 /// (most cost 1), so CPU is measured in work done, not in time: the same guest gets the same
 /// allowance whatever else the machine is doing, and time the cell spends waiting on the host
-/// (the model, the network, a person) costs it nothing. A million instructions is about a
-/// millisecond of compiled WebAssembly on current x86-64 and ARM cores (`benches/cell.rs`
-/// measures it).
-pub const FUEL_PER_CPU_MS: u64 = 1_000_000;
+/// (the model, the network, a person) costs it nothing. Five million instructions is about a
+/// millisecond of a tight compiled loop on a current x86-64 core (`benches/cell.rs` measures
+/// it); code that waits on memory gets more time from the same fuel, never less work.
+pub const FUEL_PER_CPU_MS: u64 = 5_000_000;
 
-/// How much fuel a cell burns between yields to the host's scheduler, so a busy cell never
-/// holds a thread and its wall clock can end it.
-const FUEL_YIELD_INTERVAL: u64 = FUEL_PER_CPU_MS;
+/// How much fuel a cell burns between yields to the host's scheduler (about 0.2 ms), so a busy
+/// cell never holds a thread and its wall clock can end it.
+const FUEL_YIELD_INTERVAL: u64 = 1_000_000;
 
 /// Memory the pool reserves per linear memory: the most any manifest may ask for (4 GiB).
 const POOL_MEMORY_BYTES_MAX: usize = 4 << 30;

@@ -30,6 +30,7 @@ pub mod init;
 pub mod journal;
 pub mod keys;
 pub mod manifest;
+pub mod proposals;
 mod random;
 pub mod seal;
 pub mod service;

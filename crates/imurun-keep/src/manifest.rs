@@ -126,6 +126,17 @@ pub struct EgressRule {
     pub methods: Vec<String>,
     /// The path every request must start with: `/` and printable ASCII, no `..`, `?` or `#`.
     pub path_prefix: String,
+    /// While the session is tainted, a method other than `GET`, `HEAD` and `OPTIONS` is
+    /// refused; with this, the person is asked each time instead.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub ask_when_tainted: bool,
+    /// Each use needs a decision signed on one of the person's devices.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub device_signature: bool,
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// A credential and the requests it may be injected into.

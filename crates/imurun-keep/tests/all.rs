@@ -7,6 +7,7 @@ mod all {
     mod decisions;
     mod manifests;
     mod properties;
+    mod proposals;
     mod service;
     mod support;
     mod trust;

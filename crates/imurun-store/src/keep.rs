@@ -1,5 +1,5 @@
 //! Keep mode's tables: tokens, signed documents and their high-water marks, agents, the vault,
-//! devices, enrolment codes, decision nonces and the journal.
+//! devices, enrolment codes, decision nonces, the journal, and sessions with their proposals.
 //!
 //! The store keeps what it is given; the rules (signatures, versions, ceilings, what a journal
 //! entry may hold, how its hash is made) are `imurun-keep`'s. Every write goes through a
@@ -795,5 +795,232 @@ impl KeepTx {
             .execute(&mut *self.tx)
             .await?;
         Ok(Ok(row))
+    }
+}
+
+/// A Keep session's row.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct SessionRow {
+    pub id: String,
+    pub user_name: String,
+    pub agent: String,
+    pub agent_version: i64,
+    pub created_at_ms: i64,
+    pub tainted_at_ms: Option<i64>,
+    pub taint_source: Option<String>,
+    pub ended_at_ms: Option<i64>,
+    pub end_reason: Option<String>,
+}
+
+/// A proposal's row: memory entry, suggestion, plan or card.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct ProposalRow {
+    pub id: String,
+    pub user_name: String,
+    pub session_id: String,
+    pub agent: String,
+    pub kind: String,
+    pub payload: String,
+    pub tainted: bool,
+    pub taint_source: Option<String>,
+    pub state: String,
+    pub created_at_ms: i64,
+    pub decided_at_ms: Option<i64>,
+}
+
+macro_rules! session_columns {
+    () => {
+        "id, user_name, agent, agent_version, created_at_ms, tainted_at_ms, taint_source, \
+         ended_at_ms, end_reason"
+    };
+}
+macro_rules! proposal_columns {
+    () => {
+        "id, user_name, session_id, agent, kind, payload, tainted, taint_source, state, \
+         created_at_ms, decided_at_ms"
+    };
+}
+
+impl Store {
+    /// The session with this id, whoever's it is.
+    pub async fn keep_session(&self, id: &str) -> Result<Option<SessionRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            session_columns!(),
+            " FROM keep_sessions WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
+    /// `user`'s sessions, newest first.
+    pub async fn keep_sessions(&self, user: &str) -> Result<Vec<SessionRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            session_columns!(),
+            " FROM keep_sessions WHERE user_name = $1 ORDER BY created_at_ms DESC, id LIMIT $2"
+        ))
+        .bind(user)
+        .bind(KEEP_LIST_ROWS_MAX)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// The proposal with this id, whoever's it is.
+    pub async fn keep_proposal(&self, id: &str) -> Result<Option<ProposalRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            proposal_columns!(),
+            " FROM keep_proposals WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
+    /// `user`'s proposals, newest first: all, or of one `kind`.
+    pub async fn keep_proposals(
+        &self,
+        user: &str,
+        kind: Option<&str>,
+    ) -> Result<Vec<ProposalRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            proposal_columns!(),
+            " FROM keep_proposals WHERE user_name = $1 AND ($2 IS NULL OR kind = $2) \
+             ORDER BY created_at_ms DESC, id LIMIT $3"
+        ))
+        .bind(user)
+        .bind(kind)
+        .bind(KEEP_LIST_ROWS_MAX)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// The memory entries `user` accepted from `agent`, oldest first (their payloads).
+    pub async fn keep_memory(&self, user: &str, agent: &str) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT payload FROM keep_proposals WHERE user_name = $1 AND agent = $2 \
+             AND kind = 'memory' AND state = 'accepted' ORDER BY decided_at_ms, id LIMIT $3",
+        )
+        .bind(user)
+        .bind(agent)
+        .bind(KEEP_LIST_ROWS_MAX)
+        .fetch_all(self.pool())
+        .await?)
+    }
+}
+
+impl KeepTx {
+    /// Records a new session.
+    pub async fn insert_session(
+        &mut self,
+        id: &str,
+        user: &str,
+        agent: &str,
+        agent_version: i64,
+    ) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO keep_sessions (id, user_name, agent, agent_version, created_at_ms) \
+             VALUES ($1, $2, $3, $4, $5)",
+        )
+        .bind(id)
+        .bind(user)
+        .bind(agent)
+        .bind(agent_version)
+        .bind(now_ms())
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Marks session `id` tainted by `source`, unless it already is; whether it was not.
+    pub async fn taint_session(&mut self, id: &str, source: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE keep_sessions SET tainted_at_ms = $2, taint_source = $3 \
+             WHERE id = $1 AND tainted_at_ms IS NULL",
+        )
+        .bind(id)
+        .bind(now_ms())
+        .bind(source)
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Ends session `id` with `reason`, unless it has ended; whether it had not.
+    pub async fn end_session(&mut self, id: &str, reason: &str) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE keep_sessions SET ended_at_ms = $2, end_reason = $3 \
+             WHERE id = $1 AND ended_at_ms IS NULL",
+        )
+        .bind(id)
+        .bind(now_ms())
+        .bind(reason)
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// How many of `user`'s proposals of `kind` wait for them.
+    pub async fn pending_proposals(&mut self, user: &str, kind: &str) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT COUNT(*) FROM keep_proposals WHERE user_name = $1 AND kind = $2 \
+             AND state = 'pending'",
+        )
+        .bind(user)
+        .bind(kind)
+        .fetch_one(&mut *self.tx)
+        .await?)
+    }
+
+    /// Stores a pending proposal.
+    pub async fn insert_proposal(&mut self, row: &ProposalRow) -> Result<(), StoreError> {
+        sqlx::query(concat!(
+            "INSERT INTO keep_proposals (",
+            proposal_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'pending', $9, NULL)"
+        ))
+        .bind(&row.id)
+        .bind(&row.user_name)
+        .bind(&row.session_id)
+        .bind(&row.agent)
+        .bind(&row.kind)
+        .bind(&row.payload)
+        .bind(row.tainted)
+        .bind(&row.taint_source)
+        .bind(now_ms())
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// Decides `user`'s pending proposal `id` (`accepted` or `rejected`); the row as it was,
+    /// or `None` when there is no such pending proposal of theirs.
+    pub async fn decide_proposal(
+        &mut self,
+        id: &str,
+        user: &str,
+        state: &str,
+    ) -> Result<Option<ProposalRow>, StoreError> {
+        let row: Option<ProposalRow> = sqlx::query_as(concat!(
+            "SELECT ",
+            proposal_columns!(),
+            " FROM keep_proposals WHERE id = $1 AND user_name = $2 AND state = 'pending'"
+        ))
+        .bind(id)
+        .bind(user)
+        .fetch_optional(&mut *self.tx)
+        .await?;
+        if row.is_some() {
+            sqlx::query("UPDATE keep_proposals SET state = $2, decided_at_ms = $3 WHERE id = $1")
+                .bind(id)
+                .bind(state)
+                .bind(now_ms())
+                .execute(&mut *self.tx)
+                .await?;
+        }
+        Ok(row)
     }
 }

@@ -5,6 +5,7 @@ mod backpressure;
 // Kills a child process with SIGKILL and checks how it died: Unix only, like imurun itself.
 #[cfg(unix)]
 mod durability;
+mod keep_sessions;
 mod limits;
 mod migrations;
 mod reopen;
