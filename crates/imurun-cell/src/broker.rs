@@ -49,6 +49,11 @@ impl Default for BrokerConfig {
 pub struct EgressUse {
     pub method: String,
     pub url: String,
+    /// The names of the headers the cell set (values are shown by the host as it likes).
+    pub headers: Vec<String>,
+    /// The body's size and SHA-256 (hex), so an approval is of this body and no other.
+    pub body_bytes: usize,
+    pub body_sha256: String,
     /// The grant's rule that allows it, if one does.
     pub rule: Option<usize>,
     /// The credentials the host would add, by name.
@@ -146,12 +151,12 @@ impl Broker {
                 Err(refusal) => {
                     return Err(refuse(
                         host,
-                        used_of(&method, &target, None, grant),
+                        used_of(&method, &target, None, grant, &headers, &body),
                         refusal,
                     ));
                 }
             };
-            let used = used_of(&method, &target, Some(&checked), grant);
+            let used = used_of(&method, &target, Some(&checked), grant, &headers, &body);
             if checked.approval != Approval::None {
                 let approved = {
                     let _paused = clock.pause();
@@ -185,7 +190,10 @@ impl Broker {
                 .await;
             let response = match sent {
                 Ok(response) => response,
-                Err(refusal) => return Err(refuse(host, used, refusal)),
+                Err(mut refusal) => {
+                    refusal.reason = redact(&refusal.reason, &secrets);
+                    return Err(refuse(host, used, refusal));
+                }
             };
             host.decided(&EgressDecision {
                 used: used.clone(),
@@ -203,11 +211,27 @@ impl Broker {
                 if hop == self.config.redirects_max {
                     break;
                 }
+                if carries_secret(&location, &secrets) {
+                    return Err(refuse(
+                        host,
+                        used,
+                        Refusal {
+                            rule: "redirect",
+                            reason: format!(
+                                "{} redirected to an address carrying a credential; not followed",
+                                checked.url
+                            ),
+                        },
+                    ));
+                }
                 let next = checked.url.join(&location).map_err(|error| Refusal {
                     rule: "redirect",
-                    reason: format!(
-                        "{} redirected to {location:?}, not an address: {error}",
-                        checked.url
+                    reason: redact(
+                        &format!(
+                            "{} redirected to {location:?}, not an address: {error}",
+                            checked.url
+                        ),
+                        &secrets,
                     ),
                 })?;
                 // As browsers do: a 303, and a 301 or 302 after a POST, become a GET.
@@ -222,7 +246,7 @@ impl Broker {
         }
         Err(refuse(
             host,
-            used_of(&method, &target, None, grant),
+            used_of(&method, &target, None, grant, &headers, &body),
             Refusal {
                 rule: "redirect",
                 reason: format!("more than {} redirects", self.config.redirects_max),
@@ -255,6 +279,8 @@ impl Broker {
         for header in headers {
             builder = builder.header(header.name.as_str(), header.value.as_str());
         }
+        // Unencoded answers only: what is taken out of an answer must be there to be found.
+        builder = builder.header(header::ACCEPT_ENCODING, "identity");
         for &index in &checked.credentials {
             let credential = &grant.credentials[index];
             let Some(value) = host.credential(&credential.name).await else {
@@ -264,8 +290,10 @@ impl Broker {
                 });
             };
             builder = builder.header(credential.header.as_str(), value.as_str());
-            if !secrets.contains(&value) {
-                secrets.push(value);
+            for variant in secret_forms(&value) {
+                if !secrets.contains(&variant) {
+                    secrets.push(variant);
+                }
             }
         }
         if !body.is_empty() {
@@ -289,11 +317,25 @@ impl Broker {
             &self.door
         };
         let status = response.status().as_u16();
+        let encoded = response
+            .headers()
+            .get(header::CONTENT_ENCODING)
+            .is_some_and(|value| !value.as_bytes().eq_ignore_ascii_case(b"identity"));
+        if encoded && !secrets.is_empty() {
+            return Err(Refusal {
+                rule: "encoding",
+                reason: format!(
+                    "{} answered an encoded body to a request carrying a credential; only \
+                     unencoded answers are handed over then",
+                    checked.url
+                ),
+            });
+        }
         let headers: Vec<Header> = response
             .headers()
             .iter()
             .map(|(name, value)| Header {
-                name: name.as_str().to_owned(),
+                name: redact(name.as_str(), secrets),
                 value: redact(&String::from_utf8_lossy(value.as_bytes()), secrets),
             })
             .collect();
@@ -327,10 +369,24 @@ impl Broker {
     }
 }
 
-fn used_of(method: &str, url: &str, checked: Option<&Checked>, grant: &EgressGrant) -> EgressUse {
+fn used_of(
+    method: &str,
+    url: &str,
+    checked: Option<&Checked>,
+    grant: &EgressGrant,
+    headers: &[Header],
+    body: &[u8],
+) -> EgressUse {
+    use sha2::Digest;
     EgressUse {
         method: method.to_owned(),
         url: checked.map_or_else(|| url.to_owned(), |checked| checked.url.to_string()),
+        headers: headers.iter().map(|header| header.name.clone()).collect(),
+        body_bytes: body.len(),
+        body_sha256: sha2::Sha256::digest(body)
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect(),
         rule: checked.map(|checked| checked.rule),
         credentials: checked
             .map(|checked| {
@@ -354,6 +410,42 @@ fn refuse(host: &dyn EgressHost, used: EgressUse, refusal: Refusal) -> Refusal {
 }
 
 const REDACTED: &str = "[credential]";
+
+/// The forms a credential's value may come back in: as sent, without an auth scheme
+/// (`Bearer x` → `x`), JSON-escaped, percent-encoded and base64. Forms shorter than 8
+/// characters are left out: they would blank ordinary text.
+fn secret_forms(value: &str) -> Vec<String> {
+    use base64::Engine;
+    let mut forms = vec![value.to_owned()];
+    if let Some((_, token)) = value.split_once(' ') {
+        forms.push(token.trim().to_owned());
+    }
+    for form in forms.clone() {
+        forms.push(form.replace('/', "\\/"));
+        forms.push(
+            form.bytes()
+                .map(|byte| {
+                    if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+                        (byte as char).to_string()
+                    } else {
+                        format!("%{byte:02X}")
+                    }
+                })
+                .collect(),
+        );
+        forms.push(base64::engine::general_purpose::STANDARD.encode(form.as_bytes()));
+    }
+    forms.retain(|form| form.len() >= 8);
+    forms.sort();
+    forms.dedup();
+    // Longest first, so a form inside another is not replaced first.
+    forms.sort_by_key(|form| std::cmp::Reverse(form.len()));
+    forms
+}
+
+fn carries_secret(text: &str, secrets: &[String]) -> bool {
+    secrets.iter().any(|secret| text.contains(secret.as_str()))
+}
 
 fn redact(text: &str, secrets: &[String]) -> String {
     secrets

@@ -1,7 +1,10 @@
 //! The egress broker's rules: whether a cell's request may leave, decided before anything
 //! resolves or connects ([`check_request`]), then for the addresses its host resolved to
-//! ([`check_addresses`]). The broker and `imurun keep egress check` both decide with these two
-//! functions, so the command says exactly what the broker would.
+//! ([`check_addresses`]). The broker decides the first with [`check_request`] itself and the
+//! second through its door, whose resolver checks every answer with [`address_rule`] — the
+//! rule `check_addresses` applies — so `imurun keep egress check` says what the broker would
+//! (one difference: a name with no address is `address` to the command and `network` to the
+//! broker, which cannot tell it from a failed lookup).
 
 use std::net::IpAddr;
 
@@ -30,6 +33,18 @@ const REFUSED_HEADERS: &[&str] = &[
     "upgrade",
     "keep-alive",
     "forwarded",
+    // The answer comes back as the broker asks for it: unencoded and whole, so what the host
+    // takes out of it (credentials) is there to be found.
+    "accept-encoding",
+    "range",
+    "if-range",
+    // Headers some servers read as another method, path or host than the one the rules saw.
+    "x-http-method-override",
+    "x-http-method",
+    "x-method-override",
+    "x-original-url",
+    "x-rewrite-url",
+    "x-original-method",
 ];
 
 /// One kind of request a cell may make.
@@ -149,6 +164,15 @@ pub fn check_request(
         .port_or_known_default()
         .ok_or_else(|| Refusal::new("url", format!("{url} has no port")))?;
     check_path(url.path())?;
+    if url
+        .query_pairs()
+        .any(|(name, _)| name.eq_ignore_ascii_case("_method"))
+    {
+        return Err(Refusal::new(
+            "method",
+            "a `_method` query parameter asks some servers for another method than the rules saw",
+        ));
+    }
     if !METHODS.contains(&method) {
         return Err(Refusal::new(
             "method",
@@ -358,6 +382,19 @@ fn check_path(path: &str) -> Result<(), Refusal> {
             format!("the path {path} has an encoded slash, which could leave a path prefix"),
         ));
     }
+    // A doubly encoded character (`%252e`), an encoded NUL or `;`, and overlong UTF-8 dots
+    // (`%c0%ae`) are what servers that decode twice, or leniently, turn into `..` or `/`.
+    for encoded in ["%25", "%00", "%3b", "%c0", "%c1"] {
+        if lower.contains(encoded) {
+            return Err(Refusal::new(
+                "path",
+                format!(
+                    "the path {path} has {encoded}, which a server decoding again could read \
+                     as leaving a path prefix"
+                ),
+            ));
+        }
+    }
     for segment in path.split('/') {
         let plain = segment.to_ascii_lowercase().replace("%2e", ".");
         let bare = plain.split(';').next().unwrap_or_default();
@@ -400,7 +437,11 @@ fn check_headers(grant: &EgressGrant, headers: &[Header]) -> Result<(), Refusal>
             .credentials
             .iter()
             .any(|credential| credential.header.eq_ignore_ascii_case(&name));
-        if REFUSED_HEADERS.contains(&name.as_str()) || name.starts_with("proxy-") || injected {
+        if REFUSED_HEADERS.contains(&name.as_str())
+            || name.starts_with("proxy-")
+            || name.starts_with("x-forwarded-")
+            || injected
+        {
             return Err(Refusal::new(
                 "header",
                 format!(

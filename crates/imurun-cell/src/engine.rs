@@ -290,7 +290,7 @@ impl CellEngine {
             limits,
             clock,
             ended: None,
-            _slot: permit,
+            slot: Some(permit),
         })
     }
 
@@ -446,7 +446,8 @@ pub struct Cell {
     limits: Limits,
     clock: Arc<WallClock>,
     ended: Option<CellError>,
-    _slot: OwnedSemaphorePermit,
+    /// Held while the instance lives; released when the cell ends or is dropped.
+    slot: Option<OwnedSemaphorePermit>,
 }
 
 impl std::fmt::Debug for Cell {
@@ -528,8 +529,12 @@ impl Cell {
         set_fuel(&mut store, limits)?;
         self.clock.restart(limits.timeout);
         let clock = Arc::clone(&self.clock);
-        let task = tokio::spawn(async move { run_on_clock(&clock, call(store)).await });
-        let outcome = match task.await {
+        // Aborted if this call is dropped: the guest stops at its next yield and its store
+        // (and so its slot's memory) goes with it.
+        let task = AbortOnDrop(tokio::spawn(async move {
+            run_on_clock(&clock, call(store)).await
+        }));
+        let outcome = match task.join().await {
             Err(join) => Err(CellError::Host {
                 message: if join.is_panic() {
                     "a host import panicked; the cell was stopped".to_owned()
@@ -551,8 +556,25 @@ impl Cell {
         {
             self.ended = Some(error.clone());
             self.store = None;
+            // The instance is gone: its slot is free for the next cell now.
+            self.slot = None;
         }
         outcome
+    }
+}
+
+/// A task aborted when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> AbortOnDrop<T> {
+    async fn join(mut self) -> Result<T, tokio::task::JoinError> {
+        (&mut self.0).await
+    }
+}
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 

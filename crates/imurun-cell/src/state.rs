@@ -33,6 +33,7 @@ impl CellState {
             table: ResourceTable::new(),
             limiter: CellLimiter {
                 memory_bytes,
+                memory_used: 0,
                 memory_refused: false,
             },
             host,
@@ -62,28 +63,36 @@ fn sealed_wasi() -> WasiCtx {
         .build()
 }
 
-/// The cell's memory limit. A refused growth traps at once (rather than letting the guest
+/// The cell's memory limit, over all its linear memories together. A refused growth traps at once (rather than letting the guest
 /// see a failed `memory.grow`), and is remembered so the call ends as a memory limit, not a
 /// generic trap.
 pub(crate) struct CellLimiter {
+    /// The limit for all of the cell's linear memories together.
     pub(crate) memory_bytes: usize,
+    /// What its memories hold now, together.
+    pub(crate) memory_used: usize,
     pub(crate) memory_refused: bool,
 }
 
 impl ResourceLimiter for CellLimiter {
     fn memory_growing(
         &mut self,
-        _current: usize,
+        current: usize,
         desired: usize,
         _maximum: Option<usize>,
     ) -> Result<bool> {
-        if desired > self.memory_bytes {
+        let total = self
+            .memory_used
+            .saturating_sub(current)
+            .saturating_add(desired);
+        if total > self.memory_bytes {
             self.memory_refused = true;
             wasmtime::bail!(
-                "the cell's memory limit is {} bytes; it asked for {desired}",
+                "the cell's memory limit is {} bytes; its memories would hold {total}",
                 self.memory_bytes
             );
         }
+        self.memory_used = total;
         Ok(true)
     }
 

@@ -343,6 +343,8 @@ async fn host_and_credential_headers_set_by_a_cell_are_refused() {
         ("Cookie", "session=1"),
         ("Proxy-Authorization", "Basic x"),
         ("X-Forwarded-For", "a\r\nHost: evil.test"),
+        ("Accept-Encoding", "gzip"),
+        ("X-HTTP-Method-Override", "DELETE"),
     ] {
         let mut smuggled = request("GET", &format!("http://upstream.test:{port}/api/x"));
         smuggled.headers.push(Header {
@@ -462,9 +464,28 @@ impl EgressHost for VaultHost {
     }
 }
 
-/// Answers with the request head it got, as some services do.
+/// Answers with the request head it got, as some services do; `/private/forms` answers the
+/// credential's value in other spellings, and `/private/leak` redirects with it in the URL.
 fn echo(head: &str) -> String {
-    ok(head)
+    use base64::Engine;
+    let path = head.split_whitespace().nth(1).unwrap_or_default();
+    let key = head
+        .lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            name.eq_ignore_ascii_case("x-api-key")
+                .then(|| value.trim().to_owned())
+        })
+        .unwrap_or_default();
+    match path {
+        "/private/forms" => ok(&format!(
+            "b64={} json=\"{}\"",
+            base64::engine::general_purpose::STANDARD.encode(&key),
+            key.replace('/', "\\/")
+        )),
+        "/private/leak" => redirect(&format!("/public?k={key}")),
+        _ => ok(head),
+    }
 }
 
 #[tokio::test]
@@ -535,6 +556,34 @@ async fn a_credential_is_added_only_where_its_binding_matches_and_the_cell_never
             .all(|header| !header.value.contains(SECRET))
     );
 
+    // Other spellings of the value are taken out too.
+    let forms = broker
+        .send(
+            &grant,
+            false,
+            request("GET", &url("/private/forms")),
+            &host,
+            &clock(),
+        )
+        .await
+        .unwrap();
+    let seen = String::from_utf8_lossy(&forms.body).into_owned();
+    assert_eq!(seen, "b64=[credential] json=\"[credential]\"");
+    // A redirect carrying the value is not followed, and the refusal does not quote it.
+    let refused = broker
+        .send(
+            &grant,
+            false,
+            request("GET", &url("/private/leak")),
+            &host,
+            &clock(),
+        )
+        .await
+        .unwrap_err();
+    assert_eq!(refused.rule, "redirect");
+    assert!(!refused.reason.contains(SECRET), "{refused}");
+    let before = upstream.hits();
+
     // Outside the binding: another path, another method.
     broker
         .send(
@@ -556,7 +605,7 @@ async fn a_credential_is_added_only_where_its_binding_matches_and_the_cell_never
         )
         .await
         .unwrap();
-    for sent in &upstream.requests()[1..] {
+    for sent in &upstream.requests()[before..] {
         assert!(!sent.to_ascii_lowercase().contains("x-api-key"), "{sent}");
     }
     // A cell may not set the credential's header itself.
@@ -583,5 +632,13 @@ async fn a_credential_is_added_only_where_its_binding_matches_and_the_cell_never
         .await
         .unwrap_err();
     assert_eq!(refused.rule, "scheme");
-    assert_eq!(upstream.hits(), 3);
+    assert_eq!(upstream.hits(), before + 2);
+    // Every request asked for an unencoded answer.
+    for sent in upstream.requests() {
+        assert!(
+            sent.to_ascii_lowercase()
+                .contains("accept-encoding: identity"),
+            "{sent}"
+        );
+    }
 }

@@ -81,6 +81,8 @@ async fn an_endless_loop_is_stopped_by_the_cpu_limit_and_the_host_stays_up() {
     let error = cell.handle("spin").await.unwrap_err();
     assert_eq!(error, CellError::CpuLimit { cpu_ms: 50 });
     assert_eq!(error.kind(), "cpu_limit");
+    // Its slot is free as soon as it ended, before the cell is dropped.
+    assert_eq!(engine.free_slots(), 2);
     // The cell has ended; its slot is held until it is dropped, and the engine goes on.
     assert!(matches!(
         cell.handle("again").await,
