@@ -380,33 +380,15 @@ fn sign(args: &SignArgs) -> Result<ExitCode> {
 /// addresses refused); nothing is sent. A line that is not a question prints an error and
 /// makes the exit status 1.
 fn egress_check() -> Result<ExitCode> {
-    use std::io::{BufRead, Write};
     let own = imurun_net::own_addresses();
-    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
-    let mut failures = 0usize;
-    for (number, line) in std::io::stdin().lock().lines().enumerate() {
-        let line = line.context("reading stdin")?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let printed = match serde_json::from_str::<imurun_cell::egress::Question>(&line) {
-            Ok(question) => serde_json::to_value(imurun_cell::egress::decide(&question, &own))?,
-            Err(error) => {
-                failures += 1;
-                json!({"error": format!(
-                    "line {}: expected {{\"rules\": [...], \"method\", \"url\", \"resolved\", \"headers\"}}: {error}",
-                    number + 1
-                )})
-            }
-        };
-        writeln!(out, "{printed}")?;
-    }
-    out.flush()?;
-    Ok(if failures > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
-    })
+    super::answer_json_lines(
+        r#"{"rules": [...], "method", "url", "resolved", "headers"}"#,
+        |question: imurun_cell::egress::Question| {
+            Ok(serde_json::to_value(imurun_cell::egress::decide(
+                &question, &own,
+            ))?)
+        },
+    )
 }
 
 fn verify(args: &VerifyArgs) -> Result<ExitCode> {

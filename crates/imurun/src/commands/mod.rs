@@ -98,3 +98,35 @@ pub(crate) fn describe_calling(config: &AgentConfig, grammar: bool) -> String {
 fn on_off(on: bool) -> &'static str {
     if on { "on" } else { "off" }
 }
+
+/// Answers each JSON line of stdin with one JSON line on stdout: `answer` for a line that
+/// reads as a `T`, `{"error": "line N: expected <shape>: ..."}` for one that does not. Blank
+/// lines are skipped. The exit status is 1 when any line could not be read.
+pub(crate) fn answer_json_lines<T: serde::de::DeserializeOwned>(
+    shape: &str,
+    mut answer: impl FnMut(T) -> Result<serde_json::Value>,
+) -> Result<std::process::ExitCode> {
+    use std::io::{BufRead, Write};
+    let mut out = std::io::BufWriter::new(std::io::stdout().lock());
+    let mut failures = 0usize;
+    for (number, line) in std::io::stdin().lock().lines().enumerate() {
+        let line = line.context("reading stdin")?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let printed = match serde_json::from_str::<T>(&line) {
+            Ok(question) => answer(question)?,
+            Err(error) => {
+                failures += 1;
+                serde_json::json!({"error": format!("line {}: expected {shape}: {error}", number + 1)})
+            }
+        };
+        writeln!(out, "{printed}")?;
+    }
+    out.flush()?;
+    Ok(if failures > 0 {
+        std::process::ExitCode::from(1)
+    } else {
+        std::process::ExitCode::SUCCESS
+    })
+}

@@ -5,7 +5,7 @@
 //! prints one `{"decision", "reason"}` per line; `imurun policy env NAME...` prints `strip`
 //! or `keep` for each environment variable name.
 
-use std::io::{self, BufRead, Write};
+use std::io::{self, Write};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -95,34 +95,14 @@ pub(crate) fn run(
 /// nothing is audited.
 fn check(executor: &ToolExecutor) -> Result<ExitCode> {
     let caller = Caller::user(None, OnAsk::Report);
-
-    let mut out = io::BufWriter::new(io::stdout().lock());
-    let mut failures = 0usize;
-    for (number, line) in io::stdin().lock().lines().enumerate() {
-        let line = line.context("reading stdin")?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let printed = match serde_json::from_str::<Line>(&line) {
-            Ok(Line { tool, args }) => match executor.check(&ToolCall::new(tool, args), &caller) {
-                Ok(checked) => {
-                    json!({"decision": checked.verdict.decision, "reason": checked.verdict.reason})
-                }
-                // Refused before the policy (unknown tool, invalid arguments): the executor
-                // denies these too.
-                Err(refusal) => json!({"decision": "deny", "reason": refusal.to_string()}),
-            },
-            Err(error) => {
-                failures += 1;
-                json!({"error": format!("line {}: expected {{\"tool\": NAME, \"args\": {{...}}}}: {error}", number + 1)})
+    super::answer_json_lines(r#"{"tool": NAME, "args": {...}}"#, |Line { tool, args }| {
+        Ok(match executor.check(&ToolCall::new(tool, args), &caller) {
+            Ok(checked) => {
+                json!({"decision": checked.verdict.decision, "reason": checked.verdict.reason})
             }
-        };
-        writeln!(out, "{printed}")?;
-    }
-    out.flush()?;
-    Ok(if failures > 0 {
-        ExitCode::from(1)
-    } else {
-        ExitCode::SUCCESS
+            // Refused before the policy (unknown tool, invalid arguments): the executor
+            // denies these too.
+            Err(refusal) => json!({"decision": "deny", "reason": refusal.to_string()}),
+        })
     })
 }
