@@ -40,15 +40,6 @@ impl CellHost for QuietHost {
     }
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let digest = <sha2::Sha256 as sha2::Digest>::digest(bytes);
-    digest.iter().fold(String::new(), |mut text, byte| {
-        let _ = write!(text, "{byte:02x}");
-        text
-    })
-}
-
 fn cells(c: &mut Criterion) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
@@ -63,7 +54,7 @@ fn cells(c: &mut Criterion) {
     let host: Arc<dyn CellHost> = Arc::new(QuietHost);
     let limits = Limits::from_resources(64, 1_000, 10_000);
     let bytes = Guest::Scripted.bytes();
-    let hash = sha256_hex(&bytes);
+    let hash = imurun_cell::sha256_hex(&bytes);
     let start = || {
         runtime
             .block_on(engine.start(

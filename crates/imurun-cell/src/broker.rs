@@ -377,16 +377,12 @@ fn used_of(
     headers: &[Header],
     body: &[u8],
 ) -> EgressUse {
-    use sha2::Digest;
     EgressUse {
         method: method.to_owned(),
         url: checked.map_or_else(|| url.to_owned(), |checked| checked.url.to_string()),
         headers: headers.iter().map(|header| header.name.clone()).collect(),
         body_bytes: body.len(),
-        body_sha256: sha2::Sha256::digest(body)
-            .iter()
-            .map(|byte| format!("{byte:02x}"))
-            .collect(),
+        body_sha256: crate::sha256_hex(body),
         rule: checked.map(|checked| checked.rule),
         credentials: checked
             .map(|checked| {

@@ -195,7 +195,7 @@ impl CellEngine {
         if self.is_cached(sha256) {
             return Ok(());
         }
-        let actual = hex_sha256(bytes);
+        let actual = sha256_hex(bytes);
         if actual != sha256 {
             return Err(CellError::Compile {
                 message: format!("the bundle's SHA-256 is {actual}, not {sha256}"),
@@ -633,7 +633,9 @@ fn first_line(error: &wasmtime::Error) -> String {
         .to_owned()
 }
 
-fn hex_sha256(bytes: &[u8]) -> String {
+/// The SHA-256 of `bytes` in lower-case hex: how bundles are named, and how an approval names
+/// a request's body.
+pub fn sha256_hex(bytes: &[u8]) -> String {
     let digest = Sha256::digest(bytes);
     digest.iter().map(|byte| format!("{byte:02x}")).collect()
 }

@@ -25,7 +25,7 @@ mod host;
 mod state;
 
 pub use clock::{PauseGuard, WallClock};
-pub use engine::{Cell, CellConfig, CellEngine, FUEL_PER_CPU_MS, Limits, World};
+pub use engine::{Cell, CellConfig, CellEngine, FUEL_PER_CPU_MS, Limits, World, sha256_hex};
 pub use error::CellError;
 pub use host::{CellHost, ChatMessage, Header, HttpRequest, HttpResponse, Imports};
 

@@ -80,12 +80,7 @@ pub(crate) fn limits() -> Limits {
 }
 
 pub(crate) fn hash(bytes: &[u8]) -> String {
-    use std::fmt::Write;
-    let digest = <sha2::Sha256 as sha2::Digest>::digest(bytes);
-    digest.iter().fold(String::new(), |mut text, byte| {
-        let _ = write!(text, "{byte:02x}");
-        text
-    })
+    imurun_cell::sha256_hex(bytes)
 }
 
 pub(crate) async fn start(
