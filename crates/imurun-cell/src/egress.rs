@@ -183,14 +183,19 @@ pub fn check_request(
         ));
     }
     check_headers(grant, headers)?;
-    let rule = matching_rule(grant, &url, &host, port, method)?;
-    let chosen = &grant.rules[rule];
+    // Where several rules match, the strictest applies: a device signature if any demands
+    // one, a tainted write asked about only if every one allows that.
+    let matching = matching_rules(grant, &url, &host, port, method)?;
+    let rule = matching[0];
     let mut approval = match grant.mode {
         EgressMode::Allow => Approval::None,
         EgressMode::Ask => Approval::Person,
     };
     if tainted && !TAINTED_METHODS.contains(&method) {
-        if !chosen.ask_when_tainted {
+        if !matching
+            .iter()
+            .all(|&index| grant.rules[index].ask_when_tainted)
+        {
             return Err(Refusal::new(
                 "tainted",
                 format!(
@@ -202,7 +207,10 @@ pub fn check_request(
         }
         approval = approval.max(Approval::Person);
     }
-    if chosen.device_signature {
+    if matching
+        .iter()
+        .any(|&index| grant.rules[index].device_signature)
+    {
         approval = Approval::Device;
     }
     let credentials = grant
@@ -288,15 +296,15 @@ fn literal_ip(url: &Url) -> Option<IpAddr> {
     }
 }
 
-/// The rule that allows the request, or a refusal naming the first part no rule matched:
-/// scheme, then host, port, method and path.
-fn matching_rule(
+/// The rules that allow the request, in the grant's order (never empty), or a refusal naming
+/// the first part no rule matched: scheme, then host, port, method and path.
+fn matching_rules(
     grant: &EgressGrant,
     url: &Url,
     host: &str,
     port: u16,
     method: &str,
-) -> Result<usize, Refusal> {
+) -> Result<Vec<usize>, Refusal> {
     let rules = &grant.rules;
     let by_scheme: Vec<usize> = (0..rules.len())
         .filter(|&index| rules[index].scheme == url.scheme())
@@ -337,18 +345,20 @@ fn matching_rule(
             format!("no egress rule allows {method} to {host}:{port}"),
         ));
     }
-    by_method
+    let by_path: Vec<usize> = by_method
         .into_iter()
-        .find(|&index| path_within(url.path(), &rules[index].path_prefix))
-        .ok_or_else(|| {
-            Refusal::new(
-                "path",
-                format!(
-                    "no egress rule allows the path {} on {host}:{port}",
-                    url.path()
-                ),
-            )
-        })
+        .filter(|&index| path_within(url.path(), &rules[index].path_prefix))
+        .collect();
+    if by_path.is_empty() {
+        return Err(Refusal::new(
+            "path",
+            format!(
+                "no egress rule allows the path {} on {host}:{port}",
+                url.path()
+            ),
+        ));
+    }
+    Ok(by_path)
 }
 
 /// Whether `pattern` (a host in normal form, or `*.suffix`) covers `host`: a wildcard covers

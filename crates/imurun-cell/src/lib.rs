@@ -28,6 +28,9 @@ pub use clock::{PauseGuard, WallClock};
 pub use engine::{Cell, CellConfig, CellEngine, FUEL_PER_CPU_MS, Limits, World, sha256_hex};
 pub use error::CellError;
 pub use host::{CellHost, ChatMessage, Header, HttpRequest, HttpResponse, Imports};
+/// What a broker is built with: this machine's own addresses (refused by every door) and the
+/// lookup seam, so that a host need not depend on the network crate itself.
+pub use imurun_net::{Lookup, NetError, own_addresses};
 
 /// The WIT package the cells' worlds come from (`wit/cell.wit`).
 pub const WIT: &str = include_str!("../wit/cell.wit");

@@ -65,6 +65,16 @@ pub enum KeepError {
     /// Keep mode has not been set up: no trust root.
     #[error("Keep mode is not set up on this host: run `imurun keep init`")]
     NotInitialised,
+    /// A cell could not start or ended: `kind` is the cell's own word (`cpu_limit`,
+    /// `memory_limit`, `timeout`, `trap`, `not_granted`, ...).
+    #[error("{message}")]
+    Cell { kind: &'static str, message: String },
+    /// Something the host needs for this is not running (cells, the model).
+    #[error("{0}")]
+    Unavailable(String),
+    /// Accepting something a tainted session proposed needs the person's explicit confirm.
+    #[error("{0}")]
+    ConfirmTainted(String),
     /// The store failed.
     #[error("the Keep store failed: {0}")]
     Store(#[from] imurun_store::StoreError),
@@ -90,6 +100,9 @@ impl KeepError {
             KeepError::MissingCredential { .. } => "missing_credential",
             KeepError::Conflict(_) => "conflict",
             KeepError::NotInitialised => "keep_not_initialised",
+            KeepError::Cell { kind, .. } => kind,
+            KeepError::Unavailable(_) => "unavailable",
+            KeepError::ConfirmTainted(_) => "confirm_tainted",
             KeepError::Store(_) => "store",
         }
     }

@@ -16,11 +16,14 @@
 //! - [`tokens`]: bearer tokens and enrolment codes, kept only as hashes;
 //! - [`high_water`]: the high-water marks kept outside the database too;
 //! - [`init`]: `keep init`'s folder, keys and first trust root, and opening the service;
-//! - [`service`]: the rules applied to the host's state in the store, one method per request.
+//! - [`service`]: the rules applied to the host's state in the store, one method per request;
+//! - [`cells`]: live sessions' cells, what the host does for each import, egress approvals
+//!   waiting for a person, taint, and the events sessions publish.
 //!
 //! This crate knows nothing of HTTP: the server maps its errors and results to the wire.
 
 pub mod canonical;
+pub mod cells;
 pub mod decision;
 pub mod documents;
 mod error;

@@ -1,5 +1,7 @@
 //! imurun-keep's integration tests: one binary, one module per area.
 
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
 mod all {
     mod attacks;
     mod attacks2;
@@ -9,6 +11,7 @@ mod all {
     mod properties;
     mod proposals;
     mod service;
+    mod sessions;
     mod support;
     mod trust;
 }

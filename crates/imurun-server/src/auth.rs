@@ -1,5 +1,5 @@
 //! The API token: when the server is given one (and in Keep mode, its tokens: `keep_auth.rs`), every route except `GET /api/health` needs
-//! `Authorization: Bearer <token>` (or `?access_token=<token>` on `GET /api/events`, for
+//! `Authorization: Bearer <token>` (or `?access_token=<token>` on `GET /api/events` and `GET /v1/events`, for
 //! browsers' `EventSource`, which cannot set headers). The binary requires a token for any
 //! bind address beyond loopback, because the API can run shell commands on this machine.
 //! The web page's static files are open too: they hold nothing secret, and the page must load
@@ -16,8 +16,8 @@ use crate::state::ServerState;
 /// Routes anyone may call: a health check says nothing about the machine.
 const OPEN_PATHS: &[&str] = &["/api/health"];
 
-/// The route whose token may come in the query string.
-const EVENTS_PATH: &str = "/api/events";
+/// The routes whose token may come in the query string: the event streams.
+const EVENTS_PATHS: &[&str] = &["/api/events", "/v1/events"];
 
 /// Refuses a request without the server's token, when it has one.
 pub(crate) async fn require_token(
@@ -43,7 +43,8 @@ pub(crate) async fn require_token(
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.strip_prefix("Bearer "))
         .map(str::trim);
-    let query = (request.uri().path() == EVENTS_PATH)
+    let query = EVENTS_PATHS
+        .contains(&request.uri().path())
         .then(|| request.uri().query())
         .flatten()
         .and_then(|query| {

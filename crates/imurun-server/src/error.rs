@@ -291,7 +291,16 @@ pub(crate) fn keep_error(error: imurun_keep::KeepError) -> ApiError {
         | KeepError::Forbidden(_) => StatusCode::FORBIDDEN,
         KeepError::NotFound(_) => StatusCode::NOT_FOUND,
         KeepError::RolledBack { .. } | KeepError::Conflict(_) => StatusCode::CONFLICT,
-        KeepError::NotInitialised => StatusCode::SERVICE_UNAVAILABLE,
+        KeepError::NotInitialised | KeepError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+        KeepError::ConfirmTainted(_) => StatusCode::CONFLICT,
+        // The agent answered with an error of its own: the session goes on.
+        KeepError::Cell { kind: "guest", .. } => StatusCode::UNPROCESSABLE_ENTITY,
+        KeepError::Cell {
+            kind: "no_slot", ..
+        } => StatusCode::SERVICE_UNAVAILABLE,
+        // The cell could not start (what it imports is not granted, it does not compile) or
+        // ended (a limit, a trap).
+        KeepError::Cell { .. } => StatusCode::CONFLICT,
         KeepError::Store(_)
         | KeepError::KeyFile { .. }
         | KeepError::Vault(_)

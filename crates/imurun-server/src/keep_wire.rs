@@ -238,3 +238,144 @@ pub struct JournalCheck {
     pub first_bad_seq: Option<i64>,
     pub reason: Option<String>,
 }
+
+/// `POST /v1/sessions`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SessionCreate {
+    /// The name of an agent in force (`GET /v1/agents`).
+    pub agent: String,
+}
+
+/// A Keep session, as its person sees it.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionInfo {
+    pub id: String,
+    pub agent: String,
+    pub agent_version: i64,
+    pub created_at_ms: i64,
+    /// Whether its cell runs on this host now.
+    pub live: bool,
+    /// Whether it received untrusted content, and what that was.
+    pub tainted: bool,
+    pub taint_source: Option<String>,
+    pub tainted_at_ms: Option<i64>,
+    pub ended_at_ms: Option<i64>,
+    /// `stopped`, or what ended its cell: `cpu_limit`, `memory_limit`, `timeout`, `trap`, `host`.
+    pub end_reason: Option<String>,
+}
+
+/// `GET /v1/sessions`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct SessionList {
+    /// Newest first.
+    pub sessions: Vec<SessionInfo>,
+}
+
+/// `POST /v1/sessions/{id}/messages`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MessageBody {
+    /// What the agent receives; at most 64 KiB.
+    pub text: String,
+}
+
+/// `POST /v1/sessions/{id}/files`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct FileBody {
+    /// The file's name: 1 to 200 characters, no control or bidi characters.
+    pub name: String,
+    /// Its text; at most 128 KiB.
+    pub text: String,
+}
+
+/// What the agent answered a message.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct Replies {
+    pub session_id: String,
+    pub replies: Vec<String>,
+}
+
+/// A proposal that is not a tool: a memory entry, a suggestion, a plan or a card.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProposalInfo {
+    pub id: String,
+    pub session_id: String,
+    pub agent: String,
+    /// `memory`, `suggestion`, `plan` or `card`.
+    pub kind: String,
+    /// The validated payload; plain text, with control and bidi characters escaped as
+    /// `\u{XXXX}`. See `docs/keep/proposals.md`.
+    #[schema(value_type = Object)]
+    pub payload: Value,
+    /// Whether its session was tainted when it was made, and by what.
+    pub tainted: bool,
+    pub taint_source: Option<String>,
+    /// `pending`, `accepted` or `rejected`.
+    pub state: String,
+    pub created_at_ms: i64,
+    pub decided_at_ms: Option<i64>,
+}
+
+/// `GET /v1/proposals`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ProposalList {
+    /// Newest first.
+    pub proposals: Vec<ProposalInfo>,
+}
+
+/// `POST /v1/proposals/{id}/accept`.
+#[derive(Debug, Default, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ProposalAccept {
+    /// Needed to accept a proposal made after its session was tainted.
+    #[serde(default)]
+    pub confirm_tainted: bool,
+}
+
+/// An egress use waiting for its person.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalInfo {
+    pub id: String,
+    pub session_id: String,
+    pub agent: String,
+    pub agent_version: i64,
+    pub method: String,
+    pub url: String,
+    /// The names of the headers the cell set.
+    pub headers: Vec<String>,
+    pub body_bytes: usize,
+    pub body_sha256: String,
+    /// The credentials the host would add, by name.
+    pub credentials: Vec<String>,
+    /// Only an `approve_egress` decision signed on one of the person's devices approves it.
+    pub device_signature: bool,
+    /// What such a decision names in `hashes`: `request` and `body`.
+    pub hashes: std::collections::BTreeMap<String, String>,
+    pub asked_at_ms: i64,
+}
+
+/// `GET /v1/approvals`.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalList {
+    /// Oldest first.
+    pub approvals: Vec<ApprovalInfo>,
+}
+
+/// `POST /v1/approvals/{id}`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ApprovalAnswer {
+    pub approve: bool,
+    /// An `approve_egress` decision signed on one of the caller's devices: needed to approve a
+    /// use whose rule demands a device signature, checked whenever it is given.
+    pub decision: Option<SignedDocument>,
+}
+
+/// The answer was handed to the waiting request.
+#[derive(Debug, Serialize, ToSchema)]
+pub struct ApprovalAnswered {
+    pub id: String,
+    pub approved: bool,
+}

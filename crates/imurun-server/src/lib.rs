@@ -27,6 +27,7 @@ mod error;
 mod events;
 pub mod hub;
 mod keep_auth;
+pub mod keep_hubs;
 pub mod keep_wire;
 pub mod openai_wire;
 pub mod openapi;
@@ -46,6 +47,7 @@ pub use hub::{
     BUFFER_EVENTS_MAX_DEFAULT, EventHub, EventRecord, HubConfig, HubError,
     QUEUE_EVENTS_MAX_DEFAULT, Subscription,
 };
+pub use keep_hubs::KeepHubs;
 pub use openapi::api_document;
 pub use routes::page::{CONTENT_SECURITY_POLICY, asset_names, asset_paths};
 pub use routes::{

@@ -158,6 +158,9 @@ pub struct ServerOptions {
     /// token, the assistant's routes need the operator's, and the Keep routes answer. When not
     /// set, the Keep routes answer exactly as a path that does not exist.
     pub keep: Option<imurun_keep::service::KeepService>,
+    /// Keep's live events, one hub per person (`GET /v1/events`); the Keep service's cells
+    /// must publish into a clone of it.
+    pub keep_events: crate::keep_hubs::KeepHubs,
 }
 
 impl Default for ServerOptions {
@@ -173,6 +176,7 @@ impl Default for ServerOptions {
                 reason: "no sandbox was reported to this server".to_owned(),
             },
             keep: None,
+            keep_events: crate::keep_hubs::KeepHubs::default(),
         }
     }
 }

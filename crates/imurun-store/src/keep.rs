@@ -230,6 +230,21 @@ impl Store {
             .await?)
     }
 
+    /// The bundle of agent `name` at `version`: the component's bytes.
+    pub async fn keep_agent_bundle(
+        &self,
+        name: &str,
+        version: i64,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT bundle FROM keep_agents WHERE name = $1 AND version = $2")
+                .bind(name)
+                .bind(version)
+                .fetch_optional(self.pool())
+                .await?,
+        )
+    }
+
     /// The names of `owner`'s vault entries.
     pub async fn keep_vault_entries(&self, owner: &str) -> Result<Vec<VaultEntryRow>, StoreError> {
         Ok(sqlx::query_as(

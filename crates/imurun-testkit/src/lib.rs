@@ -1,7 +1,8 @@
 //! Test helpers shared by imurun's test suites (a dev-dependency only): a scripted
 //! [`TestModel`], sinks that record events and audit records, fake tools, a temporary
 //! workspace laid out for confinement tests, a raw SSE client, a check that a process is
-//! gone, Keep mode's guest components built for `wasm32-wasip2`, and llama.cpp's own `llama-server` started on a free port.
+//! gone, Keep mode's guest components built for `wasm32-wasip2`, a local HTTP upstream that
+//! counts what reaches it, and llama.cpp's own `llama-server` started on a free port.
 //!
 //! It depends on `imurun-core` and `imurun-policy` (the workspace) only, so any crate's tests
 //! may use it without pulling in an HTTP client, MCP or a model back-end.
@@ -14,6 +15,7 @@ mod process;
 mod sinks;
 mod sse;
 mod tools;
+mod upstream;
 mod workspace;
 
 pub use guests::{Guest, guests_dir};
@@ -24,4 +26,5 @@ pub use process::is_gone;
 pub use sinks::{RecordingAudit, RecordingEvents, event_type};
 pub use sse::{SSE_WAIT_MAX, SseClient, SseMessage};
 pub use tools::{Behaviour, FakeGroup, FakeTool, call, context, object};
+pub use upstream::{Accept, Accepted, Upstream, UpstreamStream, ok, redirect};
 pub use workspace::TempWorkspace;

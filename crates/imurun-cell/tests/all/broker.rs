@@ -490,7 +490,7 @@ fn echo(head: &str) -> String {
 
 #[tokio::test]
 async fn a_credential_is_added_only_where_its_binding_matches_and_the_cell_never_sees_it() {
-    let (upstream, der) = Upstream::start_tls(echo, "api.test").await;
+    let (upstream, der) = crate::upstream::start_tls(echo, "api.test").await;
     let port = upstream.port;
     let lookup = ScriptedLookup::answering("api.test", &[&["127.0.0.1"]]);
     let config = BrokerConfig {

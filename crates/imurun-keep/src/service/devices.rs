@@ -298,7 +298,7 @@ pub fn possession_message(user: &str, key: &PublicKey) -> Vec<u8> {
 }
 
 /// A registered device's row as the decision verifier's key.
-fn device_key(row: imurun_store::DeviceRow) -> Result<DeviceKey, KeepError> {
+pub(crate) fn device_key(row: imurun_store::DeviceRow) -> Result<DeviceKey, KeepError> {
     Ok(DeviceKey {
         key_id: row.key_id,
         public_key: PublicKey::from_hex(&row.public_key)?,

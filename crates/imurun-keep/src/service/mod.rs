@@ -8,6 +8,8 @@ mod ceilings;
 mod deploy;
 mod devices;
 mod journal_access;
+mod proposal_access;
+mod sessions;
 mod vault_access;
 
 use std::sync::Arc;
@@ -31,6 +33,10 @@ pub use devices::{
     possession_message,
 };
 pub use journal_access::{JOURNAL_LIST_ENTRIES_MAX, JournalView};
+pub use proposal_access::ProposalView;
+pub use sessions::{
+    ApprovalView, FILE_NAME_CHARS_MAX, FILE_TEXT_BYTES_MAX, MESSAGE_BYTES_MAX, SessionView,
+};
 pub use vault_access::{VAULT_ENTRIES_MAX, VaultEntryView};
 
 /// The `kind` of the trust root's row and high-water mark.
@@ -109,6 +115,15 @@ pub struct NewToken {
 /// Seconds since the Unix epoch, from the host's clock or a test's.
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
+/// Milliseconds since the Unix epoch, from the system clock.
+pub(crate) fn now_ms() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+        })
+}
+
 /// The system clock in seconds.
 pub fn system_clock() -> Clock {
     Arc::new(|| {
@@ -129,6 +144,8 @@ pub struct KeepService {
     vault_key: Arc<VaultKey>,
     host_key: Arc<KeyPair>,
     clock: Clock,
+    /// The cells of live sessions (`None` where sessions are not served: the command line).
+    cells: Option<Arc<crate::cells::Cells>>,
 }
 
 impl std::fmt::Debug for KeepService {
@@ -149,7 +166,44 @@ impl KeepService {
             vault_key: Arc::new(vault_key),
             host_key: Arc::new(host_key),
             clock,
+            cells: None,
         }
+    }
+
+    /// Serves sessions with `cells`.
+    pub fn with_cells(mut self, cells: crate::cells::Cells) -> KeepService {
+        self.cells = Some(Arc::new(cells));
+        self
+    }
+
+    /// The cells of live sessions, when this service runs them.
+    pub fn cells(&self) -> Option<&Arc<crate::cells::Cells>> {
+        self.cells.as_ref()
+    }
+
+    /// This service without its cells: what a session's host holds, so that the cells do not
+    /// hold themselves.
+    pub(crate) fn without_cells(&self) -> KeepService {
+        KeepService {
+            cells: None,
+            ..self.clone()
+        }
+    }
+
+    /// Appends one journal entry in a write of its own, by `actor` (`agent:<name>` for what a
+    /// cell did).
+    pub(crate) async fn journal_as(
+        &self,
+        actor: &str,
+        user: Option<&str>,
+        kind: &str,
+        subject: &str,
+        detail: Value,
+    ) -> Result<(), KeepError> {
+        let mut tx = self.store.keep_begin().await?;
+        append_as(&mut tx, actor, user, kind, subject, detail).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// Keeps the high-water marks in `file` too, outside the database.
@@ -414,9 +468,21 @@ pub async fn append(
     subject: &str,
     detail: Value,
 ) -> Result<(), KeepError> {
+    append_as(tx, &caller.actor(), user, kind, subject, detail).await
+}
+
+/// [`append`] with the actor named as the journal names it.
+pub(crate) async fn append_as(
+    tx: &mut KeepTx,
+    actor: &str,
+    user: Option<&str>,
+    kind: &str,
+    subject: &str,
+    detail: Value,
+) -> Result<(), KeepError> {
     crate::canonical::check_document(&detail)?;
     let draft = JournalDraft {
-        actor: caller.actor(),
+        actor: actor.to_owned(),
         user_name: user.map(str::to_owned),
         kind: kind.to_owned(),
         subject: subject.to_owned(),

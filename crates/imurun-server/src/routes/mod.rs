@@ -36,6 +36,7 @@
 pub(crate) mod events;
 pub(crate) mod integrations;
 pub(crate) mod keep;
+pub(crate) mod keep_sessions;
 pub(crate) mod meta;
 pub(crate) mod openai;
 pub(crate) mod page;
@@ -209,6 +210,34 @@ fn table() -> Vec<Route> {
         route(keep::__path_journal, keep::journal),
         route(keep::__path_verify_journal, keep::verify_journal),
         route(keep::__path_journal_entry, keep::journal_entry),
+        route(
+            keep_sessions::__path_start_session,
+            keep_sessions::start_session,
+        ),
+        route(keep_sessions::__path_sessions, keep_sessions::sessions),
+        route(keep_sessions::__path_session, keep_sessions::session),
+        route(keep_sessions::__path_message, keep_sessions::message),
+        route(keep_sessions::__path_file, keep_sessions::file),
+        route(
+            keep_sessions::__path_stop_session,
+            keep_sessions::stop_session,
+        ),
+        route(keep_sessions::__path_events, keep_sessions::events),
+        route(keep_sessions::__path_proposals, keep_sessions::proposals),
+        route(keep_sessions::__path_proposal, keep_sessions::proposal),
+        route(
+            keep_sessions::__path_accept_proposal,
+            keep_sessions::accept_proposal,
+        ),
+        route(
+            keep_sessions::__path_reject_proposal,
+            keep_sessions::reject_proposal,
+        ),
+        route(keep_sessions::__path_approvals, keep_sessions::approvals),
+        route(
+            keep_sessions::__path_answer_approval,
+            keep_sessions::answer_approval,
+        ),
         page_route(page::INDEX_PATH, get(page::index)),
         page_route("/assets/{file}", get(page::asset)),
     ]

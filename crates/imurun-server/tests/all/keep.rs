@@ -17,18 +17,27 @@ use crate::openapi::{concrete_path, operations};
 
 const CANARY: &str = "canary-b7e1-4f0c-9d2a-keep-vault";
 
-struct Keep {
+pub(crate) struct Keep {
     dirs: Dirs,
-    server: TestServer,
-    operator: String,
-    alice: String,
-    bob: String,
+    pub(crate) server: TestServer,
+    pub(crate) operator: String,
+    pub(crate) alice: String,
+    pub(crate) bob: String,
     policy: KeyPair,
     signer: KeyPair,
 }
 
 impl Keep {
     async fn start() -> Keep {
+        Keep::start_serving(None).await
+    }
+
+    /// A Keep host whose sessions run in cells, reaching the loopback ports given.
+    pub(crate) async fn start_with_cells(loopback_ports: Vec<u16>) -> Keep {
+        Keep::start_serving(Some(loopback_ports)).await
+    }
+
+    async fn start_serving(cells: Option<Vec<u16>>) -> Keep {
         let dirs = Dirs::new();
         std::fs::create_dir_all(dirs.db.parent().expect("parent")).expect("data dir");
         let store = Store::open(&dirs.db).await.expect("store");
@@ -39,8 +48,32 @@ impl Keep {
         let service = imurun_keep::init::open(&keep_dir, store, system_clock())
             .await
             .expect("open keep");
+        let keep_events = imurun_server::KeepHubs::default();
+        let service = match cells {
+            None => service,
+            Some(loopback_ports) => {
+                let broker = imurun_cell::broker::Broker::new(
+                    imurun_cell::broker::BrokerConfig::default(),
+                    &imurun_cell::own_addresses(),
+                )
+                .expect("broker");
+                let config = imurun_keep::cells::CellsConfig {
+                    loopback_ports,
+                    ..imurun_keep::cells::CellsConfig::default()
+                };
+                let cells = imurun_keep::cells::Cells::new(
+                    &config,
+                    broker,
+                    std::sync::Arc::new(keep_events.clone()),
+                    std::sync::Arc::new(|| None),
+                )
+                .expect("cells");
+                service.with_cells(cells)
+            }
+        };
         let options = ServerOptions {
             keep: Some(service),
+            keep_events,
             ..ServerOptions::default()
         };
         let server = TestServer::start_with(&dirs, None, options).await;
@@ -72,7 +105,7 @@ impl Keep {
         body["token"].as_str().expect("token").to_owned()
     }
 
-    async fn call(
+    pub(crate) async fn call(
         &self,
         token: &str,
         method: &str,
@@ -102,6 +135,20 @@ impl Keep {
             "resources": {"memory_mb": 64, "cpu_ms": 100, "timeout_ms": 1000},
             "approval_timeout_s": 30
         });
+        self.deploy_bundle(bundle, manifest)
+    }
+
+    /// Deploys `bundle` with `manifest` over HTTP, as the operator.
+    pub(crate) async fn deploy(&self, bundle: Vec<u8>, manifest: Value) {
+        let body = self.deploy_bundle(bundle, manifest);
+        let (status, answer) = self
+            .call(&self.operator, "POST", "/v1/agents", Some(body))
+            .await;
+        assert_eq!(status, 201, "{answer}");
+    }
+
+    fn deploy_bundle(&self, bundle: Vec<u8>, manifest: Value) -> Value {
+        let (name, version) = (manifest["name"].clone(), manifest["version"].clone());
         let policy = json!({
             "type": POLICY_TYPE, "agent": name, "version": version,
             "expires_at": (system_clock())() + 3_600,

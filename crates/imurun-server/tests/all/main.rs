@@ -11,6 +11,7 @@ mod backpressure;
 mod filter;
 mod has_subscriber;
 mod keep;
+mod keep_sessions;
 mod load_small;
 mod openai_facade;
 mod openapi;

@@ -63,6 +63,7 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
     )
     .await?;
     let config = &wiring.config;
+    let keep_events = imurun_server::KeepHubs::default();
     let keep = if config.keep.enabled {
         let service = imurun_keep::init::open(
             &config.keep.dir,
@@ -76,6 +77,15 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
                 config.keep.dir.display()
             )
         })?;
+        let service = with_cells(service, config, &keep_events, &slot)?;
+        let ports = &config.keep.egress_loopback_ports;
+        if !ports.is_empty() {
+            service
+                .note_loopback_ports(ports)
+                .await
+                .context("journaling the opened loopback ports")?;
+            tracing::warn!(?ports, "cells may reach these loopback ports");
+        }
         Some(service)
     } else {
         None
@@ -97,6 +107,7 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
             pinned_settings: pinned_settings(config),
             sandbox: imurun_tools::sandbox_status(),
             keep,
+            keep_events,
             ..ServerOptions::default()
         },
     });
@@ -183,4 +194,34 @@ fn pinned_settings(config: &ResolvedConfig) -> Vec<String> {
         .filter(|(key, _)| !config.origin(key).yields_to_stored_settings())
         .map(|(_, setting)| (*setting).to_owned())
         .collect()
+}
+
+/// Keep sessions' cells for `service`: the engine, the egress broker (refusing this machine's
+/// own addresses), each person's events, and the model in `slot` for `model.generate`.
+fn with_cells(
+    service: imurun_keep::service::KeepService,
+    config: &ResolvedConfig,
+    events: &imurun_server::KeepHubs,
+    slot: &ModelSlot,
+) -> Result<imurun_keep::service::KeepService> {
+    let broker = imurun_cell::broker::Broker::new(
+        imurun_cell::broker::BrokerConfig::default(),
+        &imurun_cell::own_addresses(),
+    )
+    .context("starting the egress broker")?;
+    let model: imurun_keep::cells::ModelSource = {
+        let slot = slot.clone();
+        Arc::new(move || slot.model())
+    };
+    let cells = imurun_keep::cells::Cells::new(
+        &imurun_keep::cells::CellsConfig {
+            loopback_ports: config.keep.egress_loopback_ports.clone(),
+            ..imurun_keep::cells::CellsConfig::default()
+        },
+        broker,
+        Arc::new(events.clone()),
+        model,
+    )
+    .context("starting Keep's cells")?;
+    Ok(service.with_cells(cells))
 }

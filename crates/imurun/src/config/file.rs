@@ -35,6 +35,7 @@ pub(super) struct FileConfig {
 pub(super) struct FileKeep {
     pub(super) enabled: Option<bool>,
     pub(super) dir: Option<String>,
+    pub(super) egress_loopback_ports: Option<Vec<u16>>,
 }
 
 /// `[mcp]`: the MCP servers whose tools join the registry.

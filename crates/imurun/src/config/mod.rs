@@ -152,6 +152,9 @@ pub(crate) struct KeepConfig {
     /// The Keep folder: keys and the first trust root (`imurun keep init`). Default
     /// `<IMURUN_HOME>/keep`.
     pub(crate) dir: PathBuf,
+    /// Loopback ports cells' egress rules may reach (tests, local services); empty by default.
+    /// Journaled when the server starts.
+    pub(crate) egress_loopback_ports: Vec<u16>,
 }
 
 /// `[agent]`.
@@ -374,7 +377,18 @@ pub(crate) fn resolve_with_file(
             parsed.keep.dir.map(|dir| in_file(Path::new(&dir))),
             sources.paths.data_dir.join("keep"),
         )?,
+        egress_loopback_ports: pick.one(
+            "keep.egress_loopback_ports",
+            None,
+            "IMURUN_KEEP_EGRESS_LOOPBACK_PORTS",
+            parse_ports,
+            parsed.keep.egress_loopback_ports,
+            Vec::new(),
+        )?,
     };
+    if keep.egress_loopback_ports.contains(&0) {
+        bail!("keep.egress_loopback_ports: 0 is not a port (1 to 65535)");
+    }
     Ok(ResolvedConfig {
         paths: sources.paths.clone(),
         file: file.map(|(path, _)| path.to_path_buf()),
@@ -387,6 +401,18 @@ pub(crate) fn resolve_with_file(
         variables: Variables::read(sources.environment)?,
         origins: pick.origins,
     })
+}
+
+/// A comma-separated list of ports, 1 to 65535 (empty: none).
+fn parse_ports(text: &str) -> Result<Vec<u16>, String> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+        .map(|part| match part.parse::<u16>() {
+            Ok(port) if port > 0 => Ok(port),
+            _ => Err(format!("`{part}` is not a port (1 to 65535)")),
+        })
+        .collect()
 }
 
 fn resolve_agent(

@@ -80,10 +80,12 @@ network = false
 [keep]
 enabled = true
 dir = "~/keep-host"
+egress_loopback_ports = [8080, 9090]
 "#;
     let config = check(&[], Some(file), &ConfigFlags::default()).unwrap();
     assert!(config.keep.enabled);
     assert_eq!(config.keep.dir, Path::new("/home/ada/keep-host"));
+    assert_eq!(config.keep.egress_loopback_ports, [8080, 9090]);
     assert_eq!(config.model, "scripted:/etc/imurun/demo.json");
     assert_eq!(config.server.api_token, Some(ApiToken::new("file-token")));
     assert_eq!(
@@ -130,10 +132,12 @@ dir = "~/keep-host"
         ("IMURUN_NETWORK", "true"),
         ("IMURUN_KEEP", "false"),
         ("IMURUN_KEEP_DIR", "/srv/keep"),
+        ("IMURUN_KEEP_EGRESS_LOOPBACK_PORTS", "7000, 7001"),
     ];
     let config = check(&env, Some(file), &ConfigFlags::default()).unwrap();
     assert!(!config.keep.enabled);
     assert_eq!(config.keep.dir, Path::new("/srv/keep"));
+    assert_eq!(config.keep.egress_loopback_ports, [7000, 7001]);
     assert_eq!(config.model, "ollama:");
     assert_eq!(config.server.api_token, Some(ApiToken::new("env-token")));
     assert_eq!(config.agent.persona.as_deref(), Some("You are kind."));
@@ -391,4 +395,28 @@ fn the_docs_table_names_every_stored_setting() {
             .unwrap_or_else(|| panic!("no row for {key} in docs/configuration.md"));
         assert!(row.ends_with(&format!("| `{setting}` |")), "{row}");
     }
+}
+
+#[test]
+fn loopback_ports_are_ports_and_off_by_default() {
+    let none = ConfigFlags::default();
+    let config = check(&[], None, &none).unwrap();
+    assert!(config.keep.egress_loopback_ports.is_empty());
+    for bad in ["0", "65536", "8080,http"] {
+        let error = error_of(check(
+            &[("IMURUN_KEEP_EGRESS_LOOPBACK_PORTS", bad)],
+            None,
+            &none,
+        ));
+        assert!(
+            error.contains("IMURUN_KEEP_EGRESS_LOOPBACK_PORTS") && error.contains("not a port"),
+            "{bad}: {error}"
+        );
+    }
+    let error = error_of(check(
+        &[],
+        Some("[keep]\negress_loopback_ports = [0]\n"),
+        &none,
+    ));
+    assert!(error.contains("egress_loopback_ports"), "{error}");
 }

@@ -150,7 +150,9 @@ fn forbidden(name: &str) -> Vec<&'static str> {
             "imurun-policy",
             "imurun-server",
         ],
-        "imurun-keep" => vec!["axum", "hyper", "imurun-server", "imurun-agent"],
+        // Keep runs cells, whose requests leave through imurun-net's door inside imurun-cell;
+        // it never serves HTTP and never holds an HTTP client itself (see `DIRECT_ONLY`).
+        "imurun-keep" => vec!["axum", "imurun-server", "imurun-agent"],
         "imurun-server" => vec!["imurun-model"],
         // Any crate's tests may use it: it must not bring an HTTP client, MCP or a model.
         "imurun-testkit" => vec!["reqwest", "rmcp", "sqlx", "axum", "imurun-model"],
@@ -162,6 +164,10 @@ fn forbidden(name: &str) -> Vec<&'static str> {
     }
     list
 }
+
+/// What a crate may reach only through another workspace crate, never as its own direct
+/// dependency: Keep knows HTTP only as the egress broker's door.
+const DIRECT_ONLY: &[(&str, &[&str])] = &[("imurun-keep", &["hyper", "reqwest", "imurun-net"])];
 
 /// A dependency graph: each crate's direct normal and build dependencies, by name.
 type Graph = BTreeMap<String, BTreeSet<String>>;
@@ -179,6 +185,17 @@ fn violations(graph: &Graph) -> Vec<String> {
             if !allowed.contains(&dep.as_str()) {
                 broken.push(format!(
                     "{name} depends on {dep}, which the design does not allow"
+                ));
+            }
+        }
+        for (owner, list) in DIRECT_ONLY {
+            for dep in deps
+                .iter()
+                .filter(|dep| owner == name && list.contains(&dep.as_str()))
+            {
+                broken.push(format!(
+                    "{name} depends on {dep} directly; it may reach it only through the \
+                     workspace crate that owns it"
                 ));
             }
         }

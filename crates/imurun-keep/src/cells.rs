@@ -1,0 +1,745 @@
+//! The host side of Keep sessions: each live session's cell, what the host does for each of
+//! its imports, the egress approvals waiting for a person, and the events a session publishes.
+//!
+//! A session's authority comes from its agent's manifest and nothing else: the imports a cell
+//! is linked with ([`imports_for`]), its limits ([`limits_for`]) and the broker's grant
+//! ([`grant_for`]). What the cell hands back (replies, emitted proposals) is data: it is
+//! validated, stored for the session's person and shown to them, never acted on.
+//!
+//! Taint: a session is tainted from the moment it receives untrusted content — an egress
+//! answer, a tool result marked untrusted, a file the person uploaded. The mark is set in the
+//! store once (with its source), published as `session.tainted`, changes the broker's rules for
+//! the session (writes refused or asked about), and is copied onto every proposal made after.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
+use std::time::Duration;
+
+use imurun_cell::broker::{Broker, EgressDecision, EgressHost, EgressUse};
+use imurun_cell::egress::{self, Approval, CredentialRule, EgressGrant};
+use imurun_cell::{
+    Cell, CellConfig, CellEngine, CellError, CellHost, ChatMessage, HttpRequest, HttpResponse,
+    Imports, Limits, WallClock,
+};
+use imurun_core::{BoxFuture, GenerateRequest, Message, Model, Role};
+use serde_json::{Value, json};
+use tokio::sync::{oneshot, watch};
+
+use crate::KeepError;
+use crate::manifest::{EgressMode, Manifest, MemoryAccess};
+use crate::proposals::{self, EmitGrants};
+use crate::service::KeepService;
+
+/// Live sessions one person may have at once; the next start is refused until one stops.
+pub const SESSIONS_PER_USER_MAX: usize = 4;
+
+/// Refusals journaled per session; past this a refusal is still an event, and the journal
+/// holds one entry saying the rest were not written (a cell looping on a refused door must not
+/// flood the journal).
+pub const REFUSALS_JOURNALED_PER_SESSION_MAX: usize = 64;
+
+/// The longest reply a cell's `model.generate` asks the model for, in tokens.
+pub const GENERATE_TOKENS_MAX: usize = 512;
+
+/// Where Keep's live events go. The server gives each person's events to that person's
+/// streams only.
+pub trait KeepEvents: Send + Sync {
+    /// Hands `event` (a JSON object with a `type`) to `user`'s streams.
+    fn publish(&self, user: &str, event: Value);
+}
+
+/// Events go nowhere (the command line, tests that do not watch).
+#[derive(Debug, Default)]
+pub struct NoEvents;
+
+impl KeepEvents for NoEvents {
+    fn publish(&self, _user: &str, _event: Value) {}
+}
+
+/// The model cells call through `model.generate`, once it is loaded: the same `Model` seam the
+/// assistant uses.
+pub type ModelSource = Arc<dyn Fn() -> Option<Arc<dyn Model>> + Send + Sync>;
+
+/// What a tool answered a cell.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolAnswer {
+    pub text: String,
+    /// The result holds content from outside (a fetched page, a file): the session is tainted.
+    pub untrusted: bool,
+}
+
+/// The tools an agent has, for its cell's `tools.call`. The `tools` import is linked only for
+/// an agent this offers tools to.
+pub trait CellTools: Send + Sync {
+    /// Whether `agent` has any tools for `user`.
+    fn offers(&self, user: &str, agent: &str) -> bool;
+
+    /// Runs `name` for `agent` in `user`'s session; an unknown tool is an error result.
+    fn call<'a>(
+        &'a self,
+        user: &'a str,
+        agent: &'a str,
+        name: &'a str,
+        args_json: &'a str,
+    ) -> BoxFuture<'a, Result<ToolAnswer, String>>;
+}
+
+/// How the host runs cells.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct CellsConfig {
+    pub cell: CellConfig,
+    /// Loopback ports the operator opened for tests and local services: a rule naming
+    /// `127.0.0.1` or `::1` at one of these ports may reach it. Empty by default.
+    pub loopback_ports: Vec<u16>,
+}
+
+/// The cells of every live session on this host.
+pub struct Cells {
+    engine: CellEngine,
+    broker: Broker,
+    loopback_ports: Vec<u16>,
+    events: Arc<dyn KeepEvents>,
+    model: ModelSource,
+    tools: Option<Arc<dyn CellTools>>,
+    live: Mutex<HashMap<String, Arc<LiveSession>>>,
+    waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+impl std::fmt::Debug for Cells {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Cells")
+            .field("loopback_ports", &self.loopback_ports)
+            .field("free_slots", &self.engine.free_slots())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Cells {
+    /// Cells on a new engine, their requests through `broker`, their events to `events` and
+    /// their `model.generate` to `model`.
+    pub fn new(
+        config: &CellsConfig,
+        broker: Broker,
+        events: Arc<dyn KeepEvents>,
+        model: ModelSource,
+    ) -> Result<Cells, KeepError> {
+        let engine = CellEngine::new(config.cell).map_err(cell_error)?;
+        Ok(Cells {
+            engine,
+            broker,
+            loopback_ports: config.loopback_ports.clone(),
+            events,
+            model,
+            tools: None,
+            live: Mutex::new(HashMap::new()),
+            waiting: Mutex::new(HashMap::new()),
+        })
+    }
+
+    /// Gives agents the tools `tools` offers them.
+    pub fn with_tools(mut self, tools: Arc<dyn CellTools>) -> Cells {
+        self.tools = Some(tools);
+        self
+    }
+
+    /// The loopback ports the operator opened.
+    pub fn loopback_ports(&self) -> &[u16] {
+        &self.loopback_ports
+    }
+
+    /// Slots free for new cells.
+    pub fn free_slots(&self) -> usize {
+        self.engine.free_slots()
+    }
+
+    /// How many sessions are live.
+    pub fn live_count(&self) -> usize {
+        lock(&self.live).len()
+    }
+
+    pub(crate) fn publish(&self, user: &str, event: Value) {
+        self.events.publish(user, event);
+    }
+
+    pub(crate) fn engine(&self) -> &CellEngine {
+        &self.engine
+    }
+
+    pub(crate) fn offers_tools(&self, user: &str, agent: &str) -> bool {
+        self.tools
+            .as_ref()
+            .is_some_and(|tools| tools.offers(user, agent))
+    }
+
+    pub(crate) fn live_for(&self, user: &str) -> usize {
+        lock(&self.live)
+            .values()
+            .filter(|live| live.host.user == user)
+            .count()
+    }
+
+    /// Adds `live` unless its person has `max` live sessions already; whether it was added.
+    pub(crate) fn insert_within(&self, live: Arc<LiveSession>, max: usize) -> bool {
+        let mut sessions = lock(&self.live);
+        let user = &live.host.user;
+        if sessions
+            .values()
+            .filter(|other| &other.host.user == user)
+            .count()
+            >= max
+        {
+            return false;
+        }
+        sessions.insert(live.host.session_id.clone(), live);
+        true
+    }
+
+    /// `user`'s live session `id`.
+    pub(crate) fn get(&self, user: &str, id: &str) -> Option<Arc<LiveSession>> {
+        lock(&self.live)
+            .get(id)
+            .filter(|live| live.host.user == user)
+            .cloned()
+    }
+
+    pub(crate) fn remove(&self, id: &str) -> Option<Arc<LiveSession>> {
+        lock(&self.live).remove(id)
+    }
+
+    /// Takes `user`'s waiting approval `id`, if there is one.
+    pub(crate) fn take_waiting(&self, user: &str, id: &str) -> Option<Waiting> {
+        let mut waiting = lock(&self.waiting);
+        if waiting.get(id).is_some_and(|entry| entry.user == user) {
+            waiting.remove(id)
+        } else {
+            None
+        }
+    }
+
+    /// Puts a waiting approval back (a decision for it was refused).
+    pub(crate) fn put_back(&self, id: String, entry: Waiting) {
+        // A use that stopped waiting meanwhile is not put back.
+        if !entry.answer.is_closed() {
+            lock(&self.waiting).insert(id, entry);
+        }
+    }
+
+    /// `user`'s approvals waiting now, oldest first.
+    pub(crate) fn waiting_for(&self, user: &str) -> Vec<(String, WaitingView)> {
+        let mut list: Vec<(String, WaitingView)> = lock(&self.waiting)
+            .iter()
+            .filter(|(_, entry)| entry.user == user)
+            .map(|(id, entry)| (id.clone(), entry.view.clone()))
+            .collect();
+        list.sort_by(|a, b| a.1.asked_at_ms.cmp(&b.1.asked_at_ms).then(a.0.cmp(&b.0)));
+        list
+    }
+}
+
+/// One live session: its cell and the host around it.
+pub(crate) struct LiveSession {
+    /// `None` once the cell has ended or was stopped.
+    pub(crate) cell: tokio::sync::Mutex<Option<Cell>>,
+    /// Turned true by a stop: a call in flight is dropped (and with it the instance).
+    pub(crate) stopped: watch::Sender<bool>,
+    pub(crate) host: Arc<SessionHost>,
+}
+
+/// An egress use waiting for its person.
+pub(crate) struct Waiting {
+    pub(crate) user: String,
+    pub(crate) view: WaitingView,
+    pub(crate) answer: oneshot::Sender<bool>,
+}
+
+/// What a person is shown about a waiting use, and what a device decision must name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WaitingView {
+    pub session_id: String,
+    pub agent: String,
+    pub agent_version: i64,
+    pub method: String,
+    pub url: String,
+    /// The names of the headers the cell set.
+    pub headers: Vec<String>,
+    pub body_bytes: usize,
+    pub body_sha256: String,
+    /// The credentials the host would add, by name.
+    pub credentials: Vec<String>,
+    /// Only a decision signed on one of the person's devices approves it.
+    pub device_signature: bool,
+    /// The hashes a device decision names: `request` (the method, URL and body's hash) and
+    /// `body`.
+    pub hashes: BTreeMap<String, String>,
+    pub asked_at_ms: i64,
+}
+
+/// The hash a device decision about an egress use names as `request`: the SHA-256 of the
+/// canonical JSON `{"body_sha256", "method", "url"}`.
+pub fn egress_request_hash(method: &str, url: &str, body_sha256: &str) -> String {
+    let text = crate::canonical::canonicalize(&json!({
+        "body_sha256": body_sha256,
+        "method": method,
+        "url": url,
+    }));
+    imurun_cell::sha256_hex(&text)
+}
+
+/// What the host does for one session's cell.
+pub(crate) struct SessionHost {
+    /// The service without its cells (no cycle through them).
+    pub(crate) service: KeepService,
+    pub(crate) cells: Weak<Cells>,
+    pub(crate) session_id: String,
+    pub(crate) user: String,
+    pub(crate) agent: String,
+    pub(crate) agent_version: i64,
+    pub(crate) manifest: Manifest,
+    pub(crate) grant: Option<EgressGrant>,
+    /// The taint's source once the session is tainted.
+    pub(crate) taint: Mutex<Option<String>>,
+    refusals_journaled: AtomicUsize,
+    /// Refused egress uses of the request in flight, journaled when it returns.
+    refused: Mutex<Vec<EgressDecision>>,
+    /// The URL of the last use that was allowed and sent: where an answer came from.
+    last_sent: Mutex<Option<String>>,
+}
+
+impl SessionHost {
+    pub(crate) fn new(
+        service: KeepService,
+        cells: Weak<Cells>,
+        session_id: String,
+        user: String,
+        manifest: Manifest,
+        loopback_ports: &[u16],
+    ) -> SessionHost {
+        let grant = grant_for(&manifest, loopback_ports);
+        SessionHost {
+            service,
+            cells,
+            session_id,
+            user,
+            agent: manifest.name.clone(),
+            agent_version: manifest.version,
+            grant,
+            manifest,
+            taint: Mutex::new(None),
+            refusals_journaled: AtomicUsize::new(0),
+            refused: Mutex::new(Vec::new()),
+            last_sent: Mutex::new(None),
+        }
+    }
+
+    pub(crate) fn publish(&self, mut event: Value) {
+        if let Some(fields) = event.as_object_mut() {
+            fields.insert("session_id".into(), Value::from(self.session_id.clone()));
+        }
+        if let Some(cells) = self.cells.upgrade() {
+            cells.publish(&self.user, event);
+        }
+    }
+
+    pub(crate) fn tainted_by(&self) -> Option<String> {
+        lock(&self.taint).clone()
+    }
+
+    /// Marks the session tainted by `source` (once: the first source stays).
+    pub(crate) async fn taint(&self, source: &str) -> Result<(), KeepError> {
+        if lock(&self.taint).is_some() {
+            return Ok(());
+        }
+        let newly = self
+            .service
+            .taint_session(&self.user, &self.session_id, source)
+            .await?;
+        let mut taint = lock(&self.taint);
+        if taint.is_none() {
+            *taint = Some(source.to_owned());
+            drop(taint);
+            if newly {
+                self.publish(json!({"type": "session.tainted", "source": source}));
+            }
+        }
+        Ok(())
+    }
+
+    /// Journals a refusal, up to [`REFUSALS_JOURNALED_PER_SESSION_MAX`] per session.
+    async fn journal_refusal(&self, action: &str, rule: &str, reason: &str) {
+        let count = self.refusals_journaled.fetch_add(1, Ordering::Relaxed);
+        let detail = if count < REFUSALS_JOURNALED_PER_SESSION_MAX {
+            json!({"action": action, "rule": rule, "reason": cut_text(reason), "session": self.session_id})
+        } else if count == REFUSALS_JOURNALED_PER_SESSION_MAX {
+            json!({"action": action, "rule": "journal_bound", "session": self.session_id,
+                   "reason": "this session's further refusals are events only"})
+        } else {
+            return;
+        };
+        let subject = format!("session:{}", self.session_id);
+        if let Err(error) = self
+            .service
+            .journal_as(
+                &format!("agent:{}", self.agent),
+                Some(&self.user),
+                "refusal",
+                &subject,
+                detail,
+            )
+            .await
+        {
+            self.publish(json!({"type": "journal.failed", "reason": error.to_string()}));
+        }
+    }
+
+    async fn journal_refused_egress(&self) {
+        let refused = std::mem::take(&mut *lock(&self.refused));
+        for decision in refused {
+            if let Some(refusal) = &decision.refusal {
+                let reason = format!(
+                    "{} {}: {}",
+                    decision.used.method, decision.used.url, refusal.reason
+                );
+                self.journal_refusal("egress", refusal.rule, &reason).await;
+            }
+        }
+    }
+
+    async fn propose(&self, kind: String, payload_json: String) -> Result<(), String> {
+        let grants = EmitGrants {
+            memory: self.manifest.memory,
+            card: self.manifest.card,
+        };
+        let refused = match proposals::validate(&kind, &payload_json, grants) {
+            Ok(proposal) => {
+                let taint = self.tainted_by();
+                match self
+                    .service
+                    .store_proposal(self, &proposal, taint.as_deref())
+                    .await
+                {
+                    Ok(view) => {
+                        self.publish(json!({"type": "proposal.created", "proposal": view}));
+                        return Ok(());
+                    }
+                    Err(error) => error,
+                }
+            }
+            Err(error) => error,
+        };
+        let reason = refused.to_string();
+        self.publish(json!({
+            "type": "proposal.refused", "kind": cut_text(&kind), "rule": refused.rule(),
+            "reason": reason,
+        }));
+        self.journal_refusal("propose", refused.rule(), &reason)
+            .await;
+        Err(reason)
+    }
+}
+
+impl CellHost for SessionHost {
+    fn generate(&self, messages: Vec<ChatMessage>) -> BoxFuture<'_, Result<String, String>> {
+        Box::pin(async move {
+            let Some(cells) = self.cells.upgrade() else {
+                return Err("the host is stopping".to_owned());
+            };
+            let Some(model) = (cells.model)() else {
+                return Err("the model is not loaded on this host".to_owned());
+            };
+            let mut converted = Vec::with_capacity(messages.len());
+            for message in messages {
+                let role = match message.role.as_str() {
+                    "system" => Role::System,
+                    "user" => Role::User,
+                    "assistant" => Role::Assistant,
+                    other => {
+                        return Err(format!(
+                            "a message's role is system, user or assistant, not {:?}",
+                            cut_text(other)
+                        ));
+                    }
+                };
+                converted.push(Message::new(role, message.content));
+            }
+            let mut request = GenerateRequest::new(converted);
+            request.max_tokens = Some(GENERATE_TOKENS_MAX);
+            let mut ignore = |_: &str| {};
+            model
+                .generate(&request, &mut ignore)
+                .await
+                .map_err(|error| format!("the model failed: {error}"))
+        })
+    }
+
+    fn send<'a>(
+        &'a self,
+        request: HttpRequest,
+        clock: &'a WallClock,
+    ) -> BoxFuture<'a, Result<HttpResponse, String>> {
+        Box::pin(async move {
+            let (Some(grant), Some(cells)) = (&self.grant, self.cells.upgrade()) else {
+                return Err("this agent may not send requests".to_owned());
+            };
+            let tainted = self.tainted_by().is_some();
+            let sent = cells
+                .broker
+                .send(grant, tainted, request, self, clock)
+                .await;
+            self.journal_refused_egress().await;
+            match sent {
+                Ok(response) => {
+                    let from = lock(&self.last_sent)
+                        .clone()
+                        .unwrap_or_else(|| "an allowed request".to_owned());
+                    let source = format!("an egress answer from {}", cut_text(&from));
+                    if let Err(error) = self.taint(&source).await {
+                        // The answer is not handed over untainted.
+                        return Err(format!("the session could not be marked tainted: {error}"));
+                    }
+                    Ok(response)
+                }
+                Err(refusal) => Err(format!("refused ({}): {}", refusal.rule, refusal.reason)),
+            }
+        })
+    }
+
+    fn read_memory(&self) -> BoxFuture<'_, Result<Vec<String>, String>> {
+        Box::pin(async move {
+            if self.manifest.memory < MemoryAccess::Read {
+                return Err("this agent may not read memory".to_owned());
+            }
+            self.service
+                .memory_texts(&self.user, &self.agent)
+                .await
+                .map_err(|error| error.to_string())
+        })
+    }
+
+    fn call_tool(&self, name: String, args_json: String) -> BoxFuture<'_, Result<String, String>> {
+        Box::pin(async move {
+            let Some(tools) = self.cells.upgrade().and_then(|cells| cells.tools.clone()) else {
+                return Err("this agent has no tools".to_owned());
+            };
+            if !tools.offers(&self.user, &self.agent) {
+                return Err("this agent has no tools".to_owned());
+            }
+            let answer = tools
+                .call(&self.user, &self.agent, &name, &args_json)
+                .await?;
+            if answer.untrusted {
+                let source = format!("an untrusted result from tool {}", cut_text(&name));
+                self.taint(&source)
+                    .await
+                    .map_err(|error| format!("the session could not be marked tainted: {error}"))?;
+            }
+            Ok(answer.text)
+        })
+    }
+
+    fn emit(&self, kind: String, payload_json: String) -> BoxFuture<'_, Result<(), String>> {
+        Box::pin(self.propose(kind, payload_json))
+    }
+}
+
+impl EgressHost for SessionHost {
+    fn approve<'a>(&'a self, used: &'a EgressUse, approval: Approval) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let Some(cells) = self.cells.upgrade() else {
+                return false;
+            };
+            let Ok(id) = crate::random::hex_id("ea-") else {
+                return false;
+            };
+            let hashes = BTreeMap::from([
+                ("body".to_owned(), used.body_sha256.clone()),
+                (
+                    "request".to_owned(),
+                    egress_request_hash(&used.method, &used.url, &used.body_sha256),
+                ),
+            ]);
+            let view = WaitingView {
+                session_id: self.session_id.clone(),
+                agent: self.agent.clone(),
+                agent_version: self.agent_version,
+                method: used.method.clone(),
+                url: used.url.clone(),
+                headers: used.headers.clone(),
+                body_bytes: used.body_bytes,
+                body_sha256: used.body_sha256.clone(),
+                credentials: used.credentials.clone(),
+                device_signature: approval == Approval::Device,
+                hashes,
+                asked_at_ms: crate::service::now_ms(),
+            };
+            let (answer, answered) = oneshot::channel();
+            lock(&cells.waiting).insert(
+                id.clone(),
+                Waiting {
+                    user: self.user.clone(),
+                    view: view.clone(),
+                    answer,
+                },
+            );
+            // Whatever ends the wait (an answer, the timeout, a stop), the entry goes.
+            let _forget = Forget {
+                cells: &cells,
+                id: &id,
+            };
+            self.publish(json!({
+                "type": "egress.approval_needed",
+                "approval": waiting_json(&id, &view),
+            }));
+            answered.await.unwrap_or(false)
+        })
+    }
+
+    fn credential<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            // Credentials in an agent's manifest are the operator's, checked at deploy.
+            let secret = self.service.open_credential("operator", name).await.ok()?;
+            String::from_utf8(secret.expose().to_vec()).ok()
+        })
+    }
+
+    fn decided(&self, decision: &EgressDecision) {
+        let used = &decision.used;
+        let approval = match decision.approval {
+            Approval::None => "none",
+            Approval::Person => "person",
+            Approval::Device => "device",
+        };
+        let mut event = json!({
+            "type": "egress.decided",
+            "decision": if decision.refusal.is_none() { "allow" } else { "deny" },
+            "method": used.method,
+            "url": used.url,
+            "rule": used.rule,
+            "credentials": used.credentials,
+            "approval": approval,
+        });
+        if let (Some(refusal), Some(fields)) = (&decision.refusal, event.as_object_mut()) {
+            fields.insert("refused_by".into(), Value::from(refusal.rule));
+            fields.insert("reason".into(), Value::from(refusal.reason.clone()));
+            lock(&self.refused).push(decision.clone());
+        } else {
+            *lock(&self.last_sent) = Some(used.url.clone());
+        }
+        self.publish(event);
+    }
+}
+
+/// Removes a waiting approval when its wait ends.
+struct Forget<'a> {
+    cells: &'a Cells,
+    id: &'a str,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        lock(&self.cells.waiting).remove(self.id);
+    }
+}
+
+/// A waiting approval as events and the API show it.
+pub fn waiting_json(id: &str, view: &WaitingView) -> Value {
+    json!({
+        "id": id,
+        "session_id": view.session_id,
+        "agent": view.agent,
+        "agent_version": view.agent_version,
+        "method": view.method,
+        "url": view.url,
+        "headers": view.headers,
+        "body_bytes": view.body_bytes,
+        "body_sha256": view.body_sha256,
+        "credentials": view.credentials,
+        "device_signature": view.device_signature,
+        "hashes": view.hashes,
+        "asked_at_ms": view.asked_at_ms,
+    })
+}
+
+/// The imports a cell of `manifest` is linked with: the model with `model_socket`, HTTP unless
+/// egress is `deny`, memory from `read` up, tools when the host offers the agent any.
+pub fn imports_for(manifest: &Manifest, tools: bool) -> Imports {
+    Imports {
+        model: manifest.model_socket,
+        http: manifest.egress.mode != EgressMode::Deny,
+        memory: manifest.memory >= MemoryAccess::Read,
+        tools,
+    }
+}
+
+/// A cell's limits from its manifest's `resources`.
+pub fn limits_for(manifest: &Manifest) -> Limits {
+    let positive = |value: i64| u64::try_from(value).unwrap_or(0);
+    Limits::from_resources(
+        positive(manifest.resources.memory_mb),
+        positive(manifest.resources.cpu_ms),
+        positive(manifest.resources.timeout_ms),
+    )
+}
+
+/// The broker's grant from a manifest; `None` when egress is `deny`.
+pub fn grant_for(manifest: &Manifest, loopback_ports: &[u16]) -> Option<EgressGrant> {
+    let mode = match manifest.egress.mode {
+        EgressMode::Deny => return None,
+        EgressMode::Ask => egress::EgressMode::Ask,
+        EgressMode::Allow => egress::EgressMode::Allow,
+    };
+    let rules = manifest
+        .egress
+        .rules
+        .iter()
+        .map(|rule| egress::EgressRule {
+            scheme: rule.scheme.clone(),
+            host: rule.host.clone(),
+            port: rule.port,
+            methods: rule.methods.clone(),
+            path_prefix: rule.path_prefix.clone(),
+            ask_when_tainted: rule.ask_when_tainted,
+            device_signature: rule.device_signature,
+        })
+        .collect();
+    let credentials = manifest
+        .credentials
+        .iter()
+        .map(|credential| CredentialRule {
+            name: credential.name.clone(),
+            header: credential.header.clone(),
+            host: credential.bind.host.clone(),
+            port: credential.bind.port,
+            methods: credential.bind.methods.clone(),
+            path_prefix: credential.bind.path_prefix.clone(),
+        })
+        .collect();
+    Some(EgressGrant {
+        mode,
+        rules,
+        credentials,
+        loopback_ports: loopback_ports.to_vec(),
+        approval_timeout: Duration::from_secs(
+            u64::try_from(manifest.approval_timeout_s).unwrap_or(0),
+        ),
+    })
+}
+
+/// A cell's error as Keep's.
+pub(crate) fn cell_error(error: CellError) -> KeepError {
+    KeepError::Cell {
+        kind: error.kind(),
+        message: error.to_string(),
+    }
+}
+
+/// At most 200 characters of `text`, for events and the journal.
+pub(crate) fn cut_text(text: &str) -> String {
+    text.chars().take(200).collect()
+}
+
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section leaves the map whole, so a poisoned lock still holds a valid one.
+    mutex.lock().unwrap_or_else(PoisonError::into_inner)
+}

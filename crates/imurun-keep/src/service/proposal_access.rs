@@ -1,0 +1,208 @@
+//! Proposals other than tools — memory entries, suggestions, plans and cards — as their person
+//! lists, accepts and rejects them. A cell's emit is validated in [`crate::proposals`] and
+//! stored here with the session's taint; nothing a proposal says is ever acted on by the
+//! agent. An accepted memory entry is what the agent's `memory.read` returns later; a card is
+//! display only.
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::sessions::session_user;
+use super::{Identity, KeepService, append, append_as};
+use crate::KeepError;
+use crate::cells::SessionHost;
+use crate::proposals::{PENDING_PER_KIND_MAX, Proposal, ProposalKind};
+
+/// A proposal as its person sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ProposalView {
+    pub id: String,
+    pub session_id: String,
+    pub agent: String,
+    /// `memory`, `suggestion`, `plan` or `card`.
+    pub kind: String,
+    /// The validated payload: plain text with control and bidi characters escaped.
+    pub payload: Value,
+    /// Whether its session was tainted when it was made, and by what.
+    pub tainted: bool,
+    pub taint_source: Option<String>,
+    /// `pending`, `accepted` or `rejected`.
+    pub state: String,
+    pub created_at_ms: i64,
+    pub decided_at_ms: Option<i64>,
+}
+
+impl KeepService {
+    /// Stores a proposal `host`'s cell emitted, for the session's person; refused when that
+    /// person has [`PENDING_PER_KIND_MAX`] of its kind waiting.
+    pub(crate) async fn store_proposal(
+        &self,
+        host: &SessionHost,
+        proposal: &Proposal,
+        taint: Option<&str>,
+    ) -> Result<ProposalView, KeepError> {
+        let id = crate::random::hex_id("kp-")?;
+        let kind = proposal.kind.as_str();
+        let payload = proposal.payload.to_string();
+        let row = imurun_store::ProposalRow {
+            id: id.clone(),
+            user_name: host.user.clone(),
+            session_id: host.session_id.clone(),
+            agent: host.agent.clone(),
+            kind: kind.to_owned(),
+            payload: payload.clone(),
+            tainted: taint.is_some(),
+            taint_source: taint.map(str::to_owned),
+            state: "pending".to_owned(),
+            created_at_ms: super::now_ms(),
+            decided_at_ms: None,
+        };
+        let mut tx = self.store().keep_begin().await?;
+        if tx.pending_proposals(&host.user, kind).await? >= PENDING_PER_KIND_MAX {
+            return Err(KeepError::Conflict(format!(
+                "{PENDING_PER_KIND_MAX} {kind} proposals wait for their person already: one must be \
+                 decided first"
+            )));
+        }
+        tx.insert_proposal(&row).await?;
+        let detail = json!({
+            "action": "propose", "kind": kind, "session": host.session_id,
+            "tainted": taint.is_some(),
+            "payload_sha256": imurun_cell::sha256_hex(payload.as_bytes()),
+        });
+        append_as(
+            &mut tx,
+            &format!("agent:{}", host.agent),
+            Some(&host.user),
+            "proposal",
+            &format!("proposal:{id}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        proposal_view(row)
+    }
+
+    /// The calling person's proposals, newest first; only those of `kind` when it is given.
+    pub async fn proposals(
+        &self,
+        caller: &Identity,
+        kind: Option<&str>,
+    ) -> Result<Vec<ProposalView>, KeepError> {
+        let user = session_user(caller)?;
+        if let Some(kind) = kind
+            && ProposalKind::parse(kind).is_none()
+        {
+            return Err(KeepError::invalid(
+                "kind",
+                "one of memory, suggestion, plan or card",
+            ));
+        }
+        self.store()
+            .keep_proposals(user, kind)
+            .await?
+            .into_iter()
+            .map(proposal_view)
+            .collect()
+    }
+
+    /// One of the calling person's proposals.
+    pub async fn proposal(&self, caller: &Identity, id: &str) -> Result<ProposalView, KeepError> {
+        let user = session_user(caller)?;
+        match self.store().keep_proposal(id).await? {
+            Some(row) if row.user_name == user => proposal_view(row),
+            _ => Err(KeepError::NotFound("proposal")),
+        }
+    }
+
+    /// Accepts or rejects one of the calling person's pending proposals. Accepting one made in
+    /// a tainted session needs `confirm_tainted`.
+    pub async fn decide_proposal(
+        &self,
+        caller: &Identity,
+        id: &str,
+        accept: bool,
+        confirm_tainted: bool,
+    ) -> Result<ProposalView, KeepError> {
+        let user = session_user(caller)?;
+        let current = self.proposal(caller, id).await?;
+        if current.state != "pending" {
+            return Err(KeepError::Conflict(format!(
+                "the proposal was {} already",
+                current.state
+            )));
+        }
+        let subject = format!("proposal:{id}");
+        if accept && current.tainted && !confirm_tainted {
+            let error = KeepError::ConfirmTainted(format!(
+                "this {} was made after its session was tainted ({}): accept it with \
+                 `confirm_tainted: true` if you have read it",
+                current.kind,
+                current
+                    .taint_source
+                    .as_deref()
+                    .unwrap_or("untrusted content")
+            ));
+            return self
+                .refuse(caller, Some(user), "accept_proposal", &subject, error)
+                .await;
+        }
+        let state = if accept { "accepted" } else { "rejected" };
+        let mut tx = self.store().keep_begin().await?;
+        if tx.decide_proposal(id, user, state).await?.is_none() {
+            return Err(KeepError::Conflict(
+                "the proposal was decided already".into(),
+            ));
+        }
+        let detail = json!({
+            "action": if accept { "accept" } else { "reject" }, "kind": current.kind,
+            "tainted": current.tainted, "confirm_tainted": confirm_tainted,
+        });
+        append(&mut tx, caller, Some(user), "proposal", &subject, detail).await?;
+        tx.commit().await?;
+        let view = self.proposal(caller, id).await?;
+        if let Some(cells) = self.cells() {
+            cells.publish(
+                user,
+                json!({"type": "proposal.decided", "id": id, "state": view.state, "kind": view.kind}),
+            );
+        }
+        Ok(view)
+    }
+
+    /// The texts of the memory entries `user` accepted from `agent`, oldest first.
+    pub(crate) async fn memory_texts(
+        &self,
+        user: &str,
+        agent: &str,
+    ) -> Result<Vec<String>, KeepError> {
+        let payloads = self.store().keep_memory(user, agent).await?;
+        Ok(payloads
+            .iter()
+            .filter_map(|payload| serde_json::from_str::<Value>(payload).ok())
+            .filter_map(|payload| {
+                payload
+                    .get("text")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned)
+            })
+            .collect())
+    }
+}
+
+fn proposal_view(row: imurun_store::ProposalRow) -> Result<ProposalView, KeepError> {
+    let payload = serde_json::from_str(&row.payload)
+        .map_err(|error| KeepError::Canonical(format!("a stored proposal: {error}")))?;
+    Ok(ProposalView {
+        id: row.id,
+        session_id: row.session_id,
+        agent: row.agent,
+        kind: row.kind,
+        payload,
+        tainted: row.tainted,
+        taint_source: row.taint_source,
+        state: row.state,
+        created_at_ms: row.created_at_ms,
+        decided_at_ms: row.decided_at_ms,
+    })
+}

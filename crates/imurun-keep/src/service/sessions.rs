@@ -1,0 +1,529 @@
+//! Keep sessions: a person starts one of the agents in force, sends it messages and files,
+//! answers its egress approvals, and stops it. Each session is one cell (see
+//! [`crate::cells`]); sessions are a person's own, and every other token reads one as a session
+//! that does not exist.
+
+use std::sync::Arc;
+
+use imurun_cell::World;
+use serde::Serialize;
+use serde_json::json;
+use tokio::sync::watch;
+
+use super::devices::{device_key, use_nonce};
+use super::{Identity, KeepService, append, append_as};
+use crate::KeepError;
+use crate::cells::{
+    Cells, LiveSession, SESSIONS_PER_USER_MAX, SessionHost, WaitingView, cell_error, cut_text,
+    imports_for, limits_for,
+};
+use crate::decision::{DecisionKind, Expected, verify_decision};
+use crate::documents::Signed;
+use crate::manifest::{Manifest, is_hidden_control};
+
+/// The longest message to a session, in bytes.
+pub const MESSAGE_BYTES_MAX: usize = 64 << 10;
+/// The longest file a person may hand a session, in bytes of text.
+pub const FILE_TEXT_BYTES_MAX: usize = 128 << 10;
+/// The longest file name, in characters.
+pub const FILE_NAME_CHARS_MAX: usize = 200;
+
+/// A session as its person sees it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct SessionView {
+    pub id: String,
+    pub agent: String,
+    pub agent_version: i64,
+    pub created_at_ms: i64,
+    /// Whether its cell runs on this host now.
+    pub live: bool,
+    pub tainted: bool,
+    /// What tainted it.
+    pub taint_source: Option<String>,
+    pub tainted_at_ms: Option<i64>,
+    pub ended_at_ms: Option<i64>,
+    /// `stopped`, or the cell's error (`cpu_limit`, `memory_limit`, `timeout`, `trap`, ...).
+    pub end_reason: Option<String>,
+}
+
+/// An egress use waiting for its person.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ApprovalView {
+    pub id: String,
+    pub waiting: WaitingView,
+}
+
+impl KeepService {
+    /// Starts a session of `agent` for the calling person: the agent in force, in a cell with
+    /// what its manifest grants.
+    pub async fn start_session(
+        &self,
+        caller: &Identity,
+        agent: &str,
+    ) -> Result<SessionView, KeepError> {
+        let user = session_user(caller)?;
+        let cells = self.running_cells()?;
+        if cells.live_for(user) >= SESSIONS_PER_USER_MAX {
+            return Err(too_many_sessions());
+        }
+        let trust = self.trust().await?;
+        let row = self
+            .store()
+            .keep_agent(agent)
+            .await?
+            .ok_or(KeepError::NotFound("agent"))?;
+        let view = self.verified_agent(row, &trust).await?;
+        let manifest: Manifest = serde_json::from_value(view.manifest.clone())
+            .map_err(|error| KeepError::invalid("manifest", error.to_string()))?;
+        let bundle = self
+            .store()
+            .keep_agent_bundle(&view.name, view.version)
+            .await?
+            .ok_or(KeepError::NotFound("agent"))?;
+        let id = crate::random::hex_id("ks-")?;
+        let host = Arc::new(SessionHost::new(
+            self.without_cells(),
+            Arc::downgrade(cells),
+            id.clone(),
+            user.to_owned(),
+            manifest,
+            cells.loopback_ports(),
+        ));
+        let imports = imports_for(&host.manifest, cells.offers_tools(user, &view.name));
+        let limits = limits_for(&host.manifest);
+        let subject = format!("session:{id}");
+        let started = cells
+            .engine()
+            .start(
+                &view.bundle_sha256,
+                &bundle,
+                World::Agent,
+                imports,
+                limits,
+                Arc::clone(&host) as Arc<dyn imurun_cell::CellHost>,
+            )
+            .await;
+        let cell = match started {
+            Ok(cell) => cell,
+            Err(error) => {
+                return self
+                    .refuse(
+                        caller,
+                        Some(user),
+                        "start_session",
+                        &subject,
+                        cell_error(error),
+                    )
+                    .await;
+            }
+        };
+        let (stopped, _) = watch::channel(false);
+        let live = Arc::new(LiveSession {
+            cell: tokio::sync::Mutex::new(Some(cell)),
+            stopped,
+            host: Arc::clone(&host),
+        });
+        // Counted again with the insert, under one lock: two starts at once cannot both pass.
+        if !cells.insert_within(Arc::clone(&live), SESSIONS_PER_USER_MAX) {
+            return Err(too_many_sessions());
+        }
+        let written = async {
+            let mut tx = self.store().keep_begin().await?;
+            tx.insert_session(&id, user, &view.name, view.version)
+                .await?;
+            let detail = json!({
+                "action": "start", "agent": view.name, "version": view.version,
+                "bundle_sha256": view.bundle_sha256,
+            });
+            append(&mut tx, caller, Some(user), "session", &subject, detail).await?;
+            tx.commit().await?;
+            Ok::<(), KeepError>(())
+        }
+        .await;
+        if let Err(error) = written {
+            cells.remove(&id);
+            return Err(error);
+        }
+        host.publish(json!({
+            "type": "session.started", "agent": view.name, "agent_version": view.version,
+        }));
+        self.session(caller, &id).await
+    }
+
+    /// The calling person's sessions, newest first.
+    pub async fn sessions(&self, caller: &Identity) -> Result<Vec<SessionView>, KeepError> {
+        let user = session_user(caller)?;
+        let rows = self.store().keep_sessions(user).await?;
+        Ok(rows.into_iter().map(|row| self.session_view(row)).collect())
+    }
+
+    /// One of the calling person's sessions.
+    pub async fn session(&self, caller: &Identity, id: &str) -> Result<SessionView, KeepError> {
+        let user = session_user(caller)?;
+        match self.store().keep_session(id).await? {
+            Some(row) if row.user_name == user => Ok(self.session_view(row)),
+            _ => Err(KeepError::NotFound("session")),
+        }
+    }
+
+    /// Hands `text` to the session's agent and answers its replies. A limit, a trap or a stop
+    /// ends the session; the agent's own error answer does not.
+    pub async fn send_message(
+        &self,
+        caller: &Identity,
+        id: &str,
+        text: &str,
+    ) -> Result<Vec<String>, KeepError> {
+        let user = session_user(caller)?;
+        if text.len() > MESSAGE_BYTES_MAX {
+            return Err(KeepError::invalid(
+                "text",
+                format!("a message is at most {MESSAGE_BYTES_MAX} bytes"),
+            ));
+        }
+        let live = self.live_session(user, id).await?;
+        self.deliver(live, text.to_owned()).await
+    }
+
+    /// Hands a file the person chose to the session: the session is tainted first (its content
+    /// comes from outside), then the agent receives `{"file": {"name", "text"}}`.
+    pub async fn upload_file(
+        &self,
+        caller: &Identity,
+        id: &str,
+        name: &str,
+        text: &str,
+    ) -> Result<Vec<String>, KeepError> {
+        let user = session_user(caller)?;
+        let name_chars = name.chars().count();
+        if name_chars == 0 || name_chars > FILE_NAME_CHARS_MAX {
+            return Err(KeepError::invalid(
+                "name",
+                format!("a file name is 1 to {FILE_NAME_CHARS_MAX} characters"),
+            ));
+        }
+        if name.chars().any(|c| c.is_control() || is_hidden_control(c)) {
+            return Err(KeepError::invalid(
+                "name",
+                "a file name holds no control or bidi characters",
+            ));
+        }
+        if text.len() > FILE_TEXT_BYTES_MAX {
+            return Err(KeepError::invalid(
+                "text",
+                format!("a file is at most {FILE_TEXT_BYTES_MAX} bytes"),
+            ));
+        }
+        let live = self.live_session(user, id).await?;
+        live.host
+            .taint(&format!("a file the person uploaded: {}", cut_text(name)))
+            .await?;
+        let message = json!({"file": {"name": name, "text": text}}).to_string();
+        self.deliver(live, message).await
+    }
+
+    /// Stops one of the calling person's sessions: a call in flight is dropped, the cell ends
+    /// and its slot is free. Stopping an ended session answers it as it is.
+    pub async fn stop_session(
+        &self,
+        caller: &Identity,
+        id: &str,
+    ) -> Result<SessionView, KeepError> {
+        let user = session_user(caller)?;
+        let cells = self.running_cells()?;
+        if let Some(live) = cells.get(user, id) {
+            live.stopped.send_replace(true);
+            let cell = live.cell.lock().await.take();
+            drop(cell);
+            self.end_session(&live, "stopped", "the person stopped it")
+                .await?;
+        }
+        self.session(caller, id).await
+    }
+
+    /// The calling person's egress uses waiting for an answer, oldest first.
+    pub fn approvals(&self, caller: &Identity) -> Result<Vec<ApprovalView>, KeepError> {
+        let user = session_user(caller)?;
+        let cells = self.running_cells()?;
+        Ok(cells
+            .waiting_for(user)
+            .into_iter()
+            .map(|(id, waiting)| ApprovalView { id, waiting })
+            .collect())
+    }
+
+    /// Answers a waiting egress use. A use whose rule demands a device signature is approved
+    /// only by `decision`, an `approve_egress` decision signed on one of the person's devices
+    /// naming the use's id and hashes; denying needs no signature. A decision given is always
+    /// checked.
+    pub async fn answer_approval(
+        &self,
+        caller: &Identity,
+        id: &str,
+        approve: bool,
+        decision: Option<&Signed>,
+    ) -> Result<(), KeepError> {
+        let user = session_user(caller)?;
+        let cells = self.running_cells()?;
+        let entry = cells
+            .take_waiting(user, id)
+            .ok_or(KeepError::NotFound("approval"))?;
+        let subject = format!("approval:{id}");
+        let checked = match (decision, approve && entry.view.device_signature) {
+            (Some(envelope), _) => {
+                self.check_egress_decision(user, id, &entry.view, envelope, approve)
+                    .await
+            }
+            (None, true) => Err(KeepError::Decision(
+                "this use's rule demands a decision signed on one of your devices".into(),
+            )),
+            (None, false) => Ok(json!("person")),
+        };
+        let by = match checked {
+            Ok(by) => by,
+            Err(error) => {
+                cells.put_back(id.to_owned(), entry);
+                return self
+                    .refuse(caller, Some(user), "approve_egress", &subject, error)
+                    .await;
+            }
+        };
+        let view = &entry.view;
+        if entry.answer.send(approve).is_err() {
+            return Err(KeepError::Conflict(
+                "the request stopped waiting (its time ran out or its session ended)".into(),
+            ));
+        }
+        let detail = json!({
+            "action": if approve { "approve" } else { "deny" },
+            "method": view.method, "url": cut_text(&view.url), "session": view.session_id,
+            "body_sha256": view.body_sha256, "by": by,
+        });
+        let mut tx = self.store().keep_begin().await?;
+        append(&mut tx, caller, Some(user), "egress", &subject, detail).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Verifies a device decision about waiting use `id` and uses its nonce; who decided.
+    async fn check_egress_decision(
+        &self,
+        user: &str,
+        id: &str,
+        view: &WaitingView,
+        envelope: &Signed,
+        approve: bool,
+    ) -> Result<serde_json::Value, KeepError> {
+        if !approve {
+            return Err(KeepError::Decision(
+                "an approve_egress decision approves; deny without one".into(),
+            ));
+        }
+        let mut tx = self.store().keep_begin().await?;
+        let signer = match tx.device(&envelope.signature.key_id).await? {
+            Some(row) => Some(device_key(row)?),
+            None => None,
+        };
+        let expected = Expected {
+            kind: DecisionKind::ApproveEgress,
+            subject: id,
+            hashes: &view.hashes,
+            ceiling_version: 0,
+            policy_version: view.agent_version,
+            user,
+        };
+        let decision = verify_decision(envelope, &expected, |_| signer, self.now_s())?;
+        use_nonce(&mut tx, &decision, self.now_s()).await?;
+        tx.commit().await?;
+        Ok(json!({"device": decision.device_key_id, "nonce": decision.nonce}))
+    }
+
+    /// Journals the loopback ports the operator opened to cells' egress (at the host's start).
+    pub async fn note_loopback_ports(&self, ports: &[u16]) -> Result<(), KeepError> {
+        let detail = json!({"action": "egress_loopback_ports", "ports": ports});
+        let mut tx = self.store().keep_begin().await?;
+        append(
+            &mut tx,
+            &Identity::local_operator(),
+            None,
+            "config",
+            "egress",
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Marks session `id` of `user` tainted by `source` unless it is; whether it was not. The
+    /// mark is journaled.
+    pub(crate) async fn taint_session(
+        &self,
+        user: &str,
+        id: &str,
+        source: &str,
+    ) -> Result<bool, KeepError> {
+        let mut tx = self.store().keep_begin().await?;
+        let newly = tx.taint_session(id, source).await?;
+        if newly {
+            let detail = json!({"action": "taint", "source": source});
+            append_as(
+                &mut tx,
+                "host",
+                Some(user),
+                "session",
+                &format!("session:{id}"),
+                detail,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(newly)
+    }
+
+    fn running_cells(&self) -> Result<&Arc<Cells>, KeepError> {
+        self.cells().ok_or_else(|| {
+            KeepError::Unavailable(
+                "this host does not run Keep sessions: they are served by `imurun serve --keep`"
+                    .into(),
+            )
+        })
+    }
+
+    /// `user`'s live session `id`; an ended one is a conflict, anyone else's is not found.
+    async fn live_session(&self, user: &str, id: &str) -> Result<Arc<LiveSession>, KeepError> {
+        let cells = self.running_cells()?;
+        if let Some(live) = cells.get(user, id) {
+            return Ok(live);
+        }
+        match self.store().keep_session(id).await? {
+            Some(row) if row.user_name == user => Err(KeepError::Conflict(format!(
+                "the session has ended ({}): start a new one",
+                row.end_reason
+                    .as_deref()
+                    .unwrap_or("not running on this host")
+            ))),
+            _ => Err(KeepError::NotFound("session")),
+        }
+    }
+
+    /// Runs one message on a task of its own, so that a caller who stops waiting does not stop
+    /// the cell; its replies are also published.
+    async fn deliver(
+        &self,
+        live: Arc<LiveSession>,
+        message: String,
+    ) -> Result<Vec<String>, KeepError> {
+        let service = self.clone();
+        tokio::spawn(async move { service.run_message(live, message).await })
+            .await
+            .map_err(|_| KeepError::Unavailable("the session's task failed".into()))?
+    }
+
+    async fn run_message(
+        &self,
+        live: Arc<LiveSession>,
+        message: String,
+    ) -> Result<Vec<String>, KeepError> {
+        let mut stopped = live.stopped.subscribe();
+        let mut slot = live.cell.lock().await;
+        let Some(cell) = slot.as_mut() else {
+            return Err(KeepError::Conflict("the session has ended".into()));
+        };
+        let outcome = tokio::select! {
+            outcome = cell.handle(&message) => outcome,
+            _ = stopped.wait_for(|stopped| *stopped) => {
+                return Err(KeepError::Conflict("the session was stopped".into()));
+            }
+        };
+        match outcome {
+            Ok(replies) => {
+                live.host
+                    .publish(json!({"type": "session.reply", "replies": replies}));
+                Ok(replies)
+            }
+            Err(error) if error.ends_cell() => {
+                *slot = None;
+                drop(slot);
+                let message = error.to_string();
+                live.host.publish(json!({
+                    "type": "session.error", "kind": error.kind(), "message": message,
+                    "ended": true,
+                }));
+                self.end_session(&live, error.kind(), &message).await?;
+                Err(cell_error(error))
+            }
+            Err(error) => {
+                live.host.publish(json!({
+                    "type": "session.error", "kind": error.kind(), "message": error.to_string(),
+                    "ended": false,
+                }));
+                Err(cell_error(error))
+            }
+        }
+    }
+
+    /// Records that a live session ended (`reason`), journals it and says so.
+    async fn end_session(
+        &self,
+        live: &LiveSession,
+        reason: &str,
+        message: &str,
+    ) -> Result<(), KeepError> {
+        let host = &live.host;
+        if let Some(cells) = self.cells() {
+            cells.remove(&host.session_id);
+        }
+        let mut tx = self.store().keep_begin().await?;
+        if tx.end_session(&host.session_id, reason).await? {
+            let detail = json!({"action": "end", "reason": reason, "message": cut_text(message)});
+            let subject = format!("session:{}", host.session_id);
+            append_as(
+                &mut tx,
+                "host",
+                Some(&host.user),
+                "session",
+                &subject,
+                detail,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        host.publish(json!({"type": "session.ended", "reason": reason}));
+        Ok(())
+    }
+
+    fn session_view(&self, row: imurun_store::SessionRow) -> SessionView {
+        let live = self
+            .cells()
+            .is_some_and(|cells| cells.get(&row.user_name, &row.id).is_some());
+        SessionView {
+            live,
+            tainted: row.tainted_at_ms.is_some(),
+            id: row.id,
+            agent: row.agent,
+            agent_version: row.agent_version,
+            created_at_ms: row.created_at_ms,
+            taint_source: row.taint_source,
+            tainted_at_ms: row.tainted_at_ms,
+            ended_at_ms: row.ended_at_ms,
+            end_reason: row.end_reason,
+        }
+    }
+}
+
+/// The person a session belongs to: sessions, their proposals and approvals are a person's
+/// own, so the operator's token has none.
+pub(crate) fn session_user(caller: &Identity) -> Result<&str, KeepError> {
+    caller.user().ok_or_else(|| {
+        KeepError::Forbidden(
+            "sessions, proposals and approvals are a person's own: use a user token".into(),
+        )
+    })
+}
+
+fn too_many_sessions() -> KeepError {
+    KeepError::Conflict(format!(
+        "at most {SESSIONS_PER_USER_MAX} sessions may be live at once: stop one first"
+    ))
+}

@@ -1,0 +1,48 @@
+//! Keep's live events, one hub per person: a person's `GET /v1/events` subscribes to their own
+//! hub, so no event of another person (nor its id, nor a gap left by it) can reach them.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use imurun_keep::cells::KeepEvents;
+use serde_json::Value;
+
+use crate::hub::{EventHub, HubConfig, Subscription};
+
+/// Events kept per person for replay after a reconnect.
+pub const KEEP_BUFFER_EVENTS_MAX: usize = 512;
+/// Events that may wait for one of a person's streams before it is dropped as lagging.
+pub const KEEP_QUEUE_EVENTS_MAX: usize = 256;
+
+/// Every person's hub. Cloning shares them.
+#[derive(Debug, Clone, Default)]
+pub struct KeepHubs {
+    hubs: Arc<Mutex<HashMap<String, EventHub>>>,
+}
+
+impl KeepHubs {
+    /// `user`'s hub, made on first use.
+    pub fn hub(&self, user: &str) -> EventHub {
+        let mut hubs = self.hubs.lock().unwrap_or_else(PoisonError::into_inner);
+        hubs.entry(user.to_owned())
+            .or_insert_with(|| {
+                EventHub::new(HubConfig {
+                    buffer_events_max: KEEP_BUFFER_EVENTS_MAX,
+                    queue_events_max: KEEP_QUEUE_EVENTS_MAX,
+                })
+            })
+            .clone()
+    }
+
+    /// A subscription to `user`'s events, replaying those after `last_event_id`.
+    pub fn subscribe(&self, user: &str, last_event_id: Option<u64>) -> Subscription {
+        self.hub(user).subscribe(None, last_event_id)
+    }
+}
+
+impl KeepEvents for KeepHubs {
+    fn publish(&self, user: &str, event: Value) {
+        // Every Keep event is an object with a `type`; one that is not is dropped.
+        let _ = self.hub(user).publish_value(None, event);
+    }
+}
