@@ -39,6 +39,11 @@ pub const SESSIONS_PER_USER_MAX: usize = 4;
 /// flood the journal).
 pub const REFUSALS_JOURNALED_PER_SESSION_MAX: usize = 64;
 
+/// Egress uses one message may ask its person about; past this a use that needs the person is
+/// refused without asking (a cell must not hold its slot by asking in a loop while its clock
+/// is stopped).
+pub const APPROVALS_PER_MESSAGE_MAX: usize = 8;
+
 /// The longest reply a cell's `model.generate` asks the model for, in tokens.
 pub const GENERATE_TOKENS_MAX: usize = 512;
 
@@ -255,7 +260,7 @@ pub(crate) struct Waiting {
 }
 
 /// What a person is shown about a waiting use, and what a device decision must name.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct WaitingView {
     pub session_id: String,
     pub agent: String,
@@ -305,6 +310,8 @@ pub(crate) struct SessionHost {
     refused: Mutex<Vec<EgressDecision>>,
     /// The URL of the last use that was allowed and sent: where an answer came from.
     last_sent: Mutex<Option<String>>,
+    /// Uses the message in flight asked the person about.
+    approvals_asked: AtomicUsize,
 }
 
 impl SessionHost {
@@ -330,6 +337,7 @@ impl SessionHost {
             refusals_journaled: AtomicUsize::new(0),
             refused: Mutex::new(Vec::new()),
             last_sent: Mutex::new(None),
+            approvals_asked: AtomicUsize::new(0),
         }
     }
 
@@ -340,6 +348,11 @@ impl SessionHost {
         if let Some(cells) = self.cells.upgrade() {
             cells.publish(&self.user, event);
         }
+    }
+
+    /// A new message starts: its uses may ask the person again.
+    pub(crate) fn new_message(&self) {
+        self.approvals_asked.store(0, Ordering::Relaxed);
     }
 
     pub(crate) fn tainted_by(&self) -> Option<String> {
@@ -549,6 +562,16 @@ impl EgressHost for SessionHost {
             let Some(cells) = self.cells.upgrade() else {
                 return false;
             };
+            if self.approvals_asked.fetch_add(1, Ordering::Relaxed) >= APPROVALS_PER_MESSAGE_MAX {
+                self.publish(json!({
+                    "type": "egress.not_asked", "method": used.method, "url": used.url,
+                    "reason": format!(
+                        "this message asked about {APPROVALS_PER_MESSAGE_MAX} uses already; \
+                         the rest are refused without asking"
+                    ),
+                }));
+                return false;
+            }
             let Ok(id) = crate::random::hex_id("ea-") else {
                 return false;
             };
@@ -642,23 +665,13 @@ impl Drop for Forget<'_> {
     }
 }
 
-/// A waiting approval as events and the API show it.
+/// A waiting approval as events show it: its id and what the person is shown.
 pub fn waiting_json(id: &str, view: &WaitingView) -> Value {
-    json!({
-        "id": id,
-        "session_id": view.session_id,
-        "agent": view.agent,
-        "agent_version": view.agent_version,
-        "method": view.method,
-        "url": view.url,
-        "headers": view.headers,
-        "body_bytes": view.body_bytes,
-        "body_sha256": view.body_sha256,
-        "credentials": view.credentials,
-        "device_signature": view.device_signature,
-        "hashes": view.hashes,
-        "asked_at_ms": view.asked_at_ms,
-    })
+    let mut value = serde_json::to_value(view).unwrap_or_else(|_| json!({}));
+    if let Some(fields) = value.as_object_mut() {
+        fields.insert("id".into(), Value::from(id));
+    }
+    value
 }
 
 /// The imports a cell of `manifest` is linked with: the model with `model_socket`, HTTP unless

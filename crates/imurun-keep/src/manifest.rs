@@ -347,16 +347,10 @@ pub fn rule_covers(rule: &EgressRule, bind: &Binding) -> bool {
         && path_within(&bind.path_prefix, &rule.path_prefix)
 }
 
-/// Whether every path under `inner` is under `outer`. Prefixes compare by whole segments when
-/// `outer` does not end in `/`: `/api` covers `/api` and `/api/v1`, not `/apix`.
-pub fn path_within(inner: &str, outer: &str) -> bool {
-    if outer.ends_with('/') || inner == outer {
-        return inner.starts_with(outer);
-    }
-    inner
-        .strip_prefix(outer)
-        .is_some_and(|rest| rest.starts_with('/'))
-}
+/// Whether every path under `inner` is under `outer`: the egress broker's own rule (prefixes
+/// compare by whole segments when `outer` does not end in `/`: `/api` covers `/api` and
+/// `/api/v1`, not `/apix`).
+pub use imurun_cell::egress::path_within;
 
 /// A stored host (already in normal form) read back.
 pub fn host_of(text: &str) -> Option<Host> {

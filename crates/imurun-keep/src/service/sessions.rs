@@ -430,6 +430,7 @@ impl KeepService {
         let Some(cell) = slot.as_mut() else {
             return Err(KeepError::Conflict("the session has ended".into()));
         };
+        live.host.new_message();
         let outcome = tokio::select! {
             outcome = cell.handle(&message) => outcome,
             _ = stopped.wait_for(|stopped| *stopped) => {

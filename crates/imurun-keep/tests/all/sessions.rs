@@ -10,8 +10,8 @@ use imurun_cell::broker::{Broker, BrokerConfig};
 use imurun_core::BoxFuture;
 use imurun_keep::KeepError;
 use imurun_keep::cells::{
-    CellTools, Cells, CellsConfig, KeepEvents, ModelSource, SESSIONS_PER_USER_MAX, ToolAnswer,
-    egress_request_hash,
+    APPROVALS_PER_MESSAGE_MAX, CellTools, Cells, CellsConfig, KeepEvents, ModelSource,
+    SESSIONS_PER_USER_MAX, ToolAnswer, egress_request_hash,
 };
 use imurun_keep::decision::{Decision, DecisionKind, Expected};
 use imurun_keep::documents::Signed;
@@ -284,8 +284,13 @@ async fn the_door_agent_is_refused_at_every_door_through_a_session() {
 #[tokio::test]
 async fn bounds_hold_at_n_and_refuse_n_plus_one_and_cards_need_their_grant() {
     let s = Sessions::start(Vec::new()).await;
-    s.deploy(Guest::Scripted, manifest("scripted", json!({})))
-        .await;
+    // Fifty-one writes in one call: wall time to spare on a busy machine.
+    let roomy = json!({"memory_mb": 32, "cpu_ms": 2000, "timeout_ms": 60_000});
+    s.deploy(
+        Guest::Scripted,
+        manifest("scripted", json!({"resources": roomy})),
+    )
+    .await;
     let session = s.keep.start_session(&s.alice, "scripted").await.unwrap();
 
     let card = json!({"emit": {"type": "card.propose", "title": "Weather", "body": "Sunny"}});
@@ -322,6 +327,39 @@ async fn bounds_hold_at_n_and_refuse_n_plus_one_and_cards_need_their_grant() {
     );
     let said = s.say(&s.alice, &session.id, plan("too many")).await;
     assert!(said[0].starts_with("refused:"), "{said:?}");
+    // Every other kind holds its own count: N pending, N + 1 refused.
+    s.deploy(
+        Guest::Scripted,
+        manifest(
+            "everything",
+            json!({"card": true, "memory": "write", "resources": roomy}),
+        ),
+    )
+    .await;
+    let every = s.keep.start_session(&s.alice, "everything").await.unwrap();
+    for (kind, stored, payload) in [
+        ("memory.propose", "memory", json!({"text": "a fact"})),
+        (
+            "suggestion",
+            "suggestion",
+            json!({"title": "", "text": "try this"}),
+        ),
+        ("card.propose", "card", json!({"title": "A card"})),
+    ] {
+        let mut event = payload.clone();
+        event["type"] = json!(kind);
+        let steps: Vec<Value> = (0..=PENDING_PER_KIND_MAX)
+            .map(|_| json!({"emit": event}))
+            .collect();
+        let said = s.say(&s.alice, &every.id, json!({"steps": steps})).await;
+        assert!(
+            said[..n].iter().all(|line| line == "emitted"),
+            "{kind}: {said:?}"
+        );
+        assert!(said[n].starts_with("refused:"), "{kind}: {}", said[n]);
+        let listed = s.keep.proposals(&s.alice, Some(stored)).await.unwrap();
+        assert_eq!(listed.len(), n, "{kind}");
+    }
     // Bob sees none of them, and cannot decide them.
     assert!(s.keep.proposals(&s.bob, None).await.unwrap().is_empty());
     let error = s
@@ -335,14 +373,17 @@ async fn bounds_hold_at_n_and_refuse_n_plus_one_and_cards_need_their_grant() {
     let error = s.keep.sessions(&s.host.operator).await.unwrap_err();
     assert_eq!(error.rule(), "forbidden");
 
-    // A card with `card: true` is stored, escaped, and decides nothing.
-    s.deploy(Guest::Scripted, manifest("carded", json!({"card": true})))
-        .await;
-    let carded = s.keep.start_session(&s.alice, "carded").await.unwrap();
-    let bidi = json!({"emit": {"type": "card.propose", "title": "Pay \u{202e}now", "body": "\u{1b}[31mred"}});
-    assert_eq!(s.say(&s.alice, &carded.id, bidi).await, ["emitted"]);
+    // A card with `card: true` is stored, escaped, and decides nothing (one pending card is
+    // rejected first to make room).
     let cards = s.keep.proposals(&s.alice, Some("card")).await.unwrap();
-    assert_eq!(cards.len(), 1);
+    s.keep
+        .decide_proposal(&s.alice, &cards[0].id, false, false)
+        .await
+        .unwrap();
+    let bidi = json!({"emit": {"type": "card.propose", "title": "Pay \u{202e}now", "body": "\u{1b}[31mred"}});
+    assert_eq!(s.say(&s.alice, &every.id, bidi).await, ["emitted"]);
+    let cards = s.keep.proposals(&s.alice, Some("card")).await.unwrap();
+    assert_eq!(cards[0].state, "pending");
     let text = cards[0].payload.to_string();
     assert!(
         !text.contains('\u{202e}') && !text.contains('\u{1b}'),
@@ -700,6 +741,35 @@ async fn ask_mode_waits_for_the_person_and_a_device_rule_for_a_signed_decision()
             .iter()
             .any(|entry| entry.kind == "egress" && entry.detail["by"]["device"] == device.key_id())
     );
+
+    // One message asks about at most eight uses; the ninth is refused without asking, so a
+    // cell cannot hold its slot by asking in a loop while its clock is stopped.
+    let steps: Vec<Value> = (0..=APPROVALS_PER_MESSAGE_MAX)
+        .map(|n| {
+            json!({"fetch": {"method": "GET",
+                "url": format!("http://127.0.0.1:{}/api/loop/{n}", upstream.port)}})
+        })
+        .collect();
+    let keep = s.keep.clone();
+    let (alice, id) = (s.alice.clone(), session.id.clone());
+    let message = json!({ "steps": steps }).to_string();
+    let waiting = tokio::spawn(async move { keep.send_message(&alice, &id, &message).await });
+    for _ in 0..APPROVALS_PER_MESSAGE_MAX {
+        let asked = wait_for_approval(&s.keep, &s.alice).await;
+        s.keep
+            .answer_approval(&s.alice, &asked, false, None)
+            .await
+            .unwrap();
+    }
+    let said = waiting.await.unwrap().unwrap();
+    assert_eq!(said.len(), APPROVALS_PER_MESSAGE_MAX + 1);
+    assert!(s.keep.approvals(&s.alice).unwrap().is_empty());
+    assert!(
+        s.events
+            .types("alice")
+            .contains(&"egress.not_asked".to_owned())
+    );
+    assert_eq!(upstream.hits(), 2);
 }
 
 async fn wait_for_approval(keep: &KeepService, who: &Identity) -> String {

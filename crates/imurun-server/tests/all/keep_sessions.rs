@@ -26,12 +26,26 @@ async fn events_of(keep: &Keep, token: &str) -> SseClient {
     .await
 }
 
+/// Starts a session of `agent` for the holder of `token`; the session as answered.
+async fn start(keep: &Keep, token: &str, agent: &str) -> Value {
+    let (status, session) = keep
+        .call(token, "POST", "/v1/sessions", Some(json!({"agent": agent})))
+        .await;
+    assert_eq!(status, 201, "{session}");
+    session
+}
+
+/// Sends `message` to the session: a JSON string as its text, anything else as JSON.
 async fn say(keep: &Keep, token: &str, session: &str, message: Value) -> (u16, Value) {
+    let text = match message {
+        Value::String(text) => text,
+        other => other.to_string(),
+    };
     keep.call(
         token,
         "POST",
         &format!("/v1/sessions/{session}/messages"),
-        Some(json!({"text": message.to_string()})),
+        Some(json!({ "text": text })),
     )
     .await
 }
@@ -58,15 +72,7 @@ async fn a_persons_session_events_and_proposals_are_theirs_alone() {
     let mut alice_events = events_of(&keep, &keep.alice).await;
     let mut bob_events = events_of(&keep, &keep.bob).await;
 
-    let (status, session) = keep
-        .call(
-            &keep.alice,
-            "POST",
-            "/v1/sessions",
-            Some(json!({"agent": "scripted"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{session}");
+    let session = start(&keep, &keep.alice, "scripted").await;
     let id = session["id"].as_str().expect("id").to_owned();
     assert_eq!(session["live"], true);
     assert_eq!(session["tainted"], false);
@@ -166,15 +172,7 @@ async fn a_persons_session_events_and_proposals_are_theirs_alone() {
     );
 
     // Bob's stream has carried nothing of alice's: the first event he sees is his own.
-    let (status, his) = keep
-        .call(
-            &keep.bob,
-            "POST",
-            "/v1/sessions",
-            Some(json!({"agent": "scripted"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{his}");
+    let his = start(&keep, &keep.bob, "scripted").await;
     let first = bob_events.next_event().await.expect("an event").data();
     assert_eq!(first["type"], "session.started");
     assert_eq!(first["session_id"], his["id"]);
@@ -211,26 +209,11 @@ async fn the_door_agent_through_the_api_is_refused_everywhere_and_the_host_stays
         ]}})),
     )
     .await;
-    let (status, session) = keep
-        .call(
-            &keep.alice,
-            "POST",
-            "/v1/sessions",
-            Some(json!({"agent": "doors"})),
-        )
-        .await;
-    assert_eq!(status, 201, "{session}");
+    let session = start(&keep, &keep.alice, "doors").await;
     let id = session["id"].as_str().expect("id").to_owned();
     let base = format!("http://{}", keep.server.addr);
     let doors = json!({"deploy_url": format!("{base}/v1/agents"), "manifest_url": format!("{base}/v1/agents/doors")});
-    let (status, replies) = keep
-        .call(
-            &keep.alice,
-            "POST",
-            &format!("/v1/sessions/{id}/messages"),
-            Some(json!({"text": doors.to_string()})),
-        )
-        .await;
+    let (status, replies) = say(&keep, &keep.alice, &id, doors).await;
     assert_eq!(status, 200, "{replies}");
     let lines = replies["replies"].as_array().expect("lines");
     assert_eq!(lines.len(), 11, "{replies}");
@@ -243,24 +226,9 @@ async fn the_door_agent_through_the_api_is_refused_everywhere_and_the_host_stays
         ("bomb", "memory_limit"),
         ("sleep", "timeout"),
     ] {
-        let (status, session) = keep
-            .call(
-                &keep.alice,
-                "POST",
-                "/v1/sessions",
-                Some(json!({"agent": "doors"})),
-            )
-            .await;
-        assert_eq!(status, 201, "{session}");
+        let session = start(&keep, &keep.alice, "doors").await;
         let id = session["id"].as_str().expect("id");
-        let (status, body) = keep
-            .call(
-                &keep.alice,
-                "POST",
-                &format!("/v1/sessions/{id}/messages"),
-                Some(json!({"text": text})),
-            )
-            .await;
+        let (status, body) = say(&keep, &keep.alice, id, json!(text)).await;
         assert_eq!(
             (status, body["error"]["code"].as_str()),
             (409, Some(code)),
