@@ -49,8 +49,9 @@ impl Default for BrokerConfig {
 pub struct EgressUse {
     pub method: String,
     pub url: String,
-    /// The names of the headers the cell set (values are shown by the host as it likes).
-    pub headers: Vec<String>,
+    /// The headers the cell set, values included (never a credential: the host adds those
+    /// after).
+    pub headers: Vec<Header>,
     /// The body's size and SHA-256 (hex), so an approval is of this body and no other.
     pub body_bytes: usize,
     pub body_sha256: String,
@@ -148,7 +149,9 @@ impl Broker {
         for hop in 0..=self.config.redirects_max {
             let checked = match check_request(grant, tainted, &method, &target, &headers) {
                 Ok(checked) => checked,
-                Err(refusal) => {
+                Err(mut refusal) => {
+                    // A later hop's address came from upstream: no credential in its refusal.
+                    refusal.reason = redact(&refusal.reason, &secrets);
                     return Err(refuse(
                         host,
                         used_of(&method, &target, None, grant, &headers, &body),
@@ -157,6 +160,20 @@ impl Broker {
                 }
             };
             let used = used_of(&method, &target, Some(&checked), grant, &headers, &body);
+            if tainted
+                && !body.is_empty()
+                && crate::egress::TAINTED_METHODS.contains(&method.as_str())
+            {
+                // The methods a tainted session keeps are for reading: a body would be a way
+                // to send what it read.
+                let refusal = Refusal {
+                    rule: "tainted",
+                    reason: format!(
+                        "the session is tainted, so its {method} requests carry no body"
+                    ),
+                };
+                return Err(refuse(host, used, refusal));
+            }
             if checked.approval != Approval::None {
                 let approved = {
                     let _paused = clock.pause();
@@ -211,7 +228,30 @@ impl Broker {
                 if hop == self.config.redirects_max {
                     break;
                 }
-                if carries_secret(&location, &secrets) {
+                let next = match checked.url.join(&location) {
+                    Ok(next) => next,
+                    Err(error) => {
+                        let refusal = Refusal {
+                            rule: "redirect",
+                            reason: redact(
+                                &format!(
+                                    "{} redirected to {location:?}, not an address: {error}",
+                                    checked.url
+                                ),
+                                &secrets,
+                            ),
+                        };
+                        return Err(refuse(host, used, refusal));
+                    }
+                };
+                // The raw header, the address as the parser joined it (tabs and newlines
+                // dropped) and its decoded form are all checked.
+                let joined = next.as_str();
+                let decoded = percent_decoded(joined);
+                if [location.as_str(), joined, decoded.as_str()]
+                    .iter()
+                    .any(|text| carries_secret(text, &secrets))
+                {
                     return Err(refuse(
                         host,
                         used,
@@ -224,16 +264,6 @@ impl Broker {
                         },
                     ));
                 }
-                let next = checked.url.join(&location).map_err(|error| Refusal {
-                    rule: "redirect",
-                    reason: redact(
-                        &format!(
-                            "{} redirected to {location:?}, not an address: {error}",
-                            checked.url
-                        ),
-                        &secrets,
-                    ),
-                })?;
                 // As browsers do: a 303, and a 301 or 302 after a POST, become a GET.
                 if status == 303 || (matches!(status, 301 | 302) && method == "POST") {
                     method = "GET".to_owned();
@@ -335,7 +365,7 @@ impl Broker {
             .headers()
             .iter()
             .map(|(name, value)| Header {
-                name: redact(name.as_str(), secrets),
+                name: redact_name(name.as_str(), secrets),
                 value: redact(&String::from_utf8_lossy(value.as_bytes()), secrets),
             })
             .collect();
@@ -380,7 +410,7 @@ fn used_of(
     EgressUse {
         method: method.to_owned(),
         url: checked.map_or_else(|| url.to_owned(), |checked| checked.url.to_string()),
-        headers: headers.iter().map(|header| header.name.clone()).collect(),
+        headers: headers.to_vec(),
         body_bytes: body.len(),
         body_sha256: crate::sha256_hex(body),
         rule: checked.map(|checked| checked.rule),
@@ -429,7 +459,26 @@ fn secret_forms(value: &str) -> Vec<String> {
                 })
                 .collect(),
         );
-        forms.push(base64::engine::general_purpose::STANDARD.encode(form.as_bytes()));
+        forms.push(
+            form.bytes()
+                .map(|byte| {
+                    if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+                        (byte as char).to_string()
+                    } else {
+                        format!("%{byte:02x}")
+                    }
+                })
+                .collect(),
+        );
+        let engines = [
+            &base64::engine::general_purpose::STANDARD,
+            &base64::engine::general_purpose::STANDARD_NO_PAD,
+            &base64::engine::general_purpose::URL_SAFE,
+            &base64::engine::general_purpose::URL_SAFE_NO_PAD,
+        ];
+        for engine in engines {
+            forms.push(engine.encode(form.as_bytes()));
+        }
     }
     forms.retain(|form| form.len() >= 8);
     forms.sort();
@@ -440,7 +489,10 @@ fn secret_forms(value: &str) -> Vec<String> {
 }
 
 fn carries_secret(text: &str, secrets: &[String]) -> bool {
-    secrets.iter().any(|secret| text.contains(secret.as_str()))
+    let lower = text.to_ascii_lowercase();
+    secrets.iter().any(|secret| {
+        text.contains(secret.as_str()) || lower.contains(&secret.to_ascii_lowercase())
+    })
 }
 
 fn redact(text: &str, secrets: &[String]) -> String {
@@ -450,6 +502,40 @@ fn redact(text: &str, secrets: &[String]) -> String {
         .fold(text.to_owned(), |text, secret| {
             text.replace(secret.as_str(), REDACTED)
         })
+}
+
+/// A header name with a credential in it, in any case (names arrive lower-cased), is taken out
+/// whole.
+fn redact_name(name: &str, secrets: &[String]) -> String {
+    if carries_secret(name, secrets) {
+        REDACTED.to_owned()
+    } else {
+        name.to_owned()
+    }
+}
+
+/// `text` with every `%XX` escape decoded (invalid UTF-8 replaced).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let escaped = (bytes[index] == b'%')
+            .then(|| text.get(index + 1..index + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                index += 3;
+            }
+            None => {
+                out.push(bytes[index]);
+                index += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn redact_bytes(bytes: &[u8], secrets: &[String]) -> Vec<u8> {

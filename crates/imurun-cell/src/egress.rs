@@ -164,6 +164,9 @@ pub fn check_request(
         .port_or_known_default()
         .ok_or_else(|| Refusal::new("url", format!("{url} has no port")))?;
     check_path(url.path())?;
+    // Rules and credentials match the path as an upstream reads it, so that no spelling of a
+    // path escapes a narrower rule written to protect it.
+    let path = matching_path(url.path());
     if url
         .query_pairs()
         .any(|(name, _)| name.eq_ignore_ascii_case("_method"))
@@ -185,7 +188,7 @@ pub fn check_request(
     check_headers(grant, headers)?;
     // Where several rules match, the strictest applies: a device signature if any demands
     // one, a tainted write asked about only if every one allows that.
-    let matching = matching_rules(grant, &url, &host, port, method)?;
+    let matching = matching_rules(grant, &url, &host, &path, port, method)?;
     let rule = matching[0];
     let mut approval = match grant.mode {
         EgressMode::Allow => Approval::None,
@@ -222,7 +225,7 @@ pub fn check_request(
                 && host_covers(&credential.host, &host)
                 && credential.port == port
                 && credential.methods.iter().any(|allowed| allowed == method)
-                && path_within(url.path(), &credential.path_prefix)
+                && path_within(&path, &credential.path_prefix)
         })
         .map(|(index, _)| index)
         .collect();
@@ -302,6 +305,7 @@ fn matching_rules(
     grant: &EgressGrant,
     url: &Url,
     host: &str,
+    path: &str,
     port: u16,
     method: &str,
 ) -> Result<Vec<usize>, Refusal> {
@@ -347,7 +351,7 @@ fn matching_rules(
     }
     let by_path: Vec<usize> = by_method
         .into_iter()
-        .filter(|&index| path_within(url.path(), &rules[index].path_prefix))
+        .filter(|&index| path_within(path, &rules[index].path_prefix))
         .collect();
     if by_path.is_empty() {
         return Err(Refusal::new(
@@ -379,6 +383,54 @@ pub fn path_within(path: &str, prefix: &str) -> bool {
     }
     path.strip_prefix(prefix)
         .is_some_and(|rest| rest.starts_with('/'))
+}
+
+/// `path` as servers commonly read it, for matching rules and credential bindings: escapes of
+/// characters that never need one (letters, digits, `-`, `.`, `_`, `~`) decoded, `;`
+/// parameters dropped from each segment, and runs of slashes merged. The request is sent as
+/// written.
+pub fn matching_path(path: &str) -> String {
+    let mut decoded = String::with_capacity(path.len());
+    let mut rest = path;
+    while let Some(at) = rest.find('%') {
+        decoded.push_str(&rest[..at]);
+        let escape = &rest[at..];
+        let plain = escape
+            .get(1..3)
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok())
+            .filter(|byte| byte.is_ascii_alphanumeric() || b"-._~".contains(byte));
+        match plain {
+            Some(byte) => {
+                decoded.push(char::from(byte));
+                rest = &escape[3..];
+            }
+            None => {
+                decoded.push('%');
+                rest = &escape[1..];
+            }
+        }
+    }
+    decoded.push_str(rest);
+    let segments: Vec<&str> = decoded.split('/').collect();
+    let last = segments.len().saturating_sub(1);
+    let mut matched = String::with_capacity(decoded.len());
+    for (index, segment) in segments.iter().enumerate() {
+        let bare = segment.split(';').next().unwrap_or_default();
+        if index == 0 {
+            matched.push_str(bare);
+            continue;
+        }
+        // An empty segment inside the path is a doubled slash; at the end, a trailing one.
+        if bare.is_empty() && (index != last || matched.ends_with('/')) {
+            continue;
+        }
+        matched.push('/');
+        matched.push_str(bare);
+    }
+    if matched.is_empty() {
+        matched.push('/');
+    }
+    matched
 }
 
 /// A path the URL parser left alone but an upstream might read as leaving a prefix: an
@@ -603,5 +655,31 @@ fn normalise_pattern(host: &str) -> String {
             .map(|suffix| format!("*.{suffix}"))
             .unwrap_or_else(|_| host.to_owned()),
         None => normalise_host(host).unwrap_or_else(|_| host.to_owned()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::matching_path;
+
+    #[test]
+    fn a_path_is_matched_as_servers_read_it() {
+        for (path, matched) in [
+            ("/", "/"),
+            ("/api/pay/x", "/api/pay/x"),
+            ("/api/pay/", "/api/pay/"),
+            ("/api//pay/x", "/api/pay/x"),
+            ("//", "/"),
+            ("/api/%70ay/x", "/api/pay/x"),
+            ("/api/p%61y/x", "/api/pay/x"),
+            ("/api/pay;v=1/x", "/api/pay/x"),
+            ("/api/pay%20now", "/api/pay%20now"),
+            ("/api/%e2%82%ac", "/api/%e2%82%ac"),
+            ("/api/%7e/%2d%5f", "/api/~/-_"),
+            ("/100%", "/100%"),
+            ("/api/%4", "/api/%4"),
+        ] {
+            assert_eq!(matching_path(path), matched, "{path}");
+        }
     }
 }

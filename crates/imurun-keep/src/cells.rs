@@ -39,6 +39,12 @@ pub const SESSIONS_PER_USER_MAX: usize = 4;
 /// flood the journal).
 pub const REFUSALS_JOURNALED_PER_SESSION_MAX: usize = 64;
 
+/// The broker's refusals made before anything is sent: every other refusal (a redirect, an
+/// encoding, a size, the network) may come after upstream answered, so it taints.
+const REFUSED_BEFORE_SENDING: &[&str] = &[
+    "url", "scheme", "host", "port", "method", "path", "header", "tainted", "approval", "address",
+];
+
 /// Egress uses one message may ask its person about; past this a use that needs the person is
 /// refused without asking (a cell must not hold its slot by asking in a loop while its clock
 /// is stopped).
@@ -225,9 +231,11 @@ impl Cells {
 
     /// Puts a waiting approval back (a decision for it was refused).
     pub(crate) fn put_back(&self, id: String, entry: Waiting) {
-        // A use that stopped waiting meanwhile is not put back.
+        // A use that stopped waiting meanwhile is not put back; its wait ends under the same
+        // lock, so the check and the insert cannot straddle it.
+        let mut waiting = lock(&self.waiting);
         if !entry.answer.is_closed() {
-            lock(&self.waiting).insert(id, entry);
+            waiting.insert(id, entry);
         }
     }
 
@@ -267,8 +275,11 @@ pub struct WaitingView {
     pub agent_version: i64,
     pub method: String,
     pub url: String,
-    /// The names of the headers the cell set.
-    pub headers: Vec<String>,
+    /// The headers the cell set, as `[name, value]` (values cut at 1 000 characters and
+    /// escaped for showing; the `request` hash covers them whole).
+    pub headers: Vec<[String; 2]>,
+    /// Whether the session is tainted (the person should know what may be steering it).
+    pub tainted: bool,
     pub body_bytes: usize,
     pub body_sha256: String,
     /// The credentials the host would add, by name.
@@ -282,10 +293,17 @@ pub struct WaitingView {
 }
 
 /// The hash a device decision about an egress use names as `request`: the SHA-256 of the
-/// canonical JSON `{"body_sha256", "method", "url"}`.
-pub fn egress_request_hash(method: &str, url: &str, body_sha256: &str) -> String {
+/// canonical JSON `{"body_sha256", "headers": [[name, value], ...], "method", "url"}`, with
+/// the headers the cell set, whole and in the order it set them.
+pub fn egress_request_hash(
+    method: &str,
+    url: &str,
+    headers: &[[String; 2]],
+    body_sha256: &str,
+) -> String {
     let text = crate::canonical::canonicalize(&json!({
         "body_sha256": body_sha256,
+        "headers": headers,
         "method": method,
         "url": url,
     }));
@@ -308,7 +326,9 @@ pub(crate) struct SessionHost {
     refusals_journaled: AtomicUsize,
     /// Refused egress uses of the request in flight, journaled when it returns.
     refused: Mutex<Vec<EgressDecision>>,
-    /// The URL of the last use that was allowed and sent: where an answer came from.
+    /// The URL of the last use of the request in flight that reached upstream, or may have
+    /// (allowed and sent, or refused only after it was sent): where untrusted content came
+    /// from.
     last_sent: Mutex<Option<String>>,
     /// Uses the message in flight asked the person about.
     approvals_asked: AtomicUsize,
@@ -364,17 +384,14 @@ impl SessionHost {
         if lock(&self.taint).is_some() {
             return Ok(());
         }
-        let newly = self
+        // The store decides which source was first; the session carries that one.
+        let (newly, stored) = self
             .service
             .taint_session(&self.user, &self.session_id, source)
             .await?;
-        let mut taint = lock(&self.taint);
-        if taint.is_none() {
-            *taint = Some(source.to_owned());
-            drop(taint);
-            if newly {
-                self.publish(json!({"type": "session.tainted", "source": source}));
-            }
+        *lock(&self.taint) = Some(stored.clone());
+        if newly {
+            self.publish(json!({"type": "session.tainted", "source": stored}));
         }
         Ok(())
     }
@@ -444,7 +461,7 @@ impl SessionHost {
         let reason = refused.to_string();
         self.publish(json!({
             "type": "proposal.refused", "kind": cut_text(&kind), "rule": refused.rule(),
-            "reason": reason,
+            "reason": proposals::escape(&reason),
         }));
         self.journal_refusal("propose", refused.rule(), &reason)
             .await;
@@ -496,25 +513,23 @@ impl CellHost for SessionHost {
                 return Err("this agent may not send requests".to_owned());
             };
             let tainted = self.tainted_by().is_some();
+            *lock(&self.last_sent) = None;
             let sent = cells
                 .broker
                 .send(grant, tainted, request, self, clock)
                 .await;
             self.journal_refused_egress().await;
-            match sent {
-                Ok(response) => {
-                    let from = lock(&self.last_sent)
-                        .clone()
-                        .unwrap_or_else(|| "an allowed request".to_owned());
-                    let source = format!("an egress answer from {}", cut_text(&from));
-                    if let Err(error) = self.taint(&source).await {
-                        // The answer is not handed over untainted.
-                        return Err(format!("the session could not be marked tainted: {error}"));
-                    }
-                    Ok(response)
+            // Whatever came back from upstream — an answer, or a refusal made after a byte was
+            // sent (a redirect refused, an answer too big) — taints the session before the
+            // cell sees any of it.
+            let contacted = lock(&self.last_sent).clone();
+            if let Some(from) = contacted {
+                let source = format!("an egress answer from {}", cut_text(&from));
+                if let Err(error) = self.taint(&source).await {
+                    return Err(format!("the session could not be marked tainted: {error}"));
                 }
-                Err(refusal) => Err(format!("refused ({}): {}", refusal.rule, refusal.reason)),
             }
+            sent.map_err(|refusal| format!("refused ({}): {}", refusal.rule, refusal.reason))
         })
     }
 
@@ -523,10 +538,18 @@ impl CellHost for SessionHost {
             if self.manifest.memory < MemoryAccess::Read {
                 return Err("this agent may not read memory".to_owned());
             }
-            self.service
+            let (texts, tainted) = self
+                .service
                 .memory_texts(&self.user, &self.agent)
                 .await
-                .map_err(|error| error.to_string())
+                .map_err(|error| error.to_string())?;
+            // An entry accepted from a tainted session carries what tainted it.
+            if tainted {
+                self.taint("a memory entry accepted from a tainted session")
+                    .await
+                    .map_err(|error| format!("the session could not be marked tainted: {error}"))?;
+            }
+            Ok(texts)
         })
     }
 
@@ -564,7 +587,8 @@ impl EgressHost for SessionHost {
             };
             if self.approvals_asked.fetch_add(1, Ordering::Relaxed) >= APPROVALS_PER_MESSAGE_MAX {
                 self.publish(json!({
-                    "type": "egress.not_asked", "method": used.method, "url": used.url,
+                    "type": "egress.not_asked", "method": cut_chars(&used.method, 16),
+                    "url": cut_chars(&used.url, URL_CHARS_SHOWN),
                     "reason": format!(
                         "this message asked about {APPROVALS_PER_MESSAGE_MAX} uses already; \
                          the rest are refused without asking"
@@ -575,26 +599,46 @@ impl EgressHost for SessionHost {
             let Ok(id) = crate::random::hex_id("ea-") else {
                 return false;
             };
+            let whole: Vec<[String; 2]> = used
+                .headers
+                .iter()
+                .map(|header| [header.name.clone(), header.value.clone()])
+                .collect();
             let hashes = BTreeMap::from([
                 ("body".to_owned(), used.body_sha256.clone()),
                 (
                     "request".to_owned(),
-                    egress_request_hash(&used.method, &used.url, &used.body_sha256),
+                    egress_request_hash(&used.method, &used.url, &whole, &used.body_sha256),
                 ),
             ]);
+            let shown = whole
+                .iter()
+                .map(|[name, value]| {
+                    let cut: String = value.chars().take(1_000).collect();
+                    [name.clone(), proposals::escape(&cut)]
+                })
+                .collect();
             let view = WaitingView {
                 session_id: self.session_id.clone(),
                 agent: self.agent.clone(),
                 agent_version: self.agent_version,
                 method: used.method.clone(),
                 url: used.url.clone(),
-                headers: used.headers.clone(),
+                headers: shown,
+                tainted: self.tainted_by().is_some(),
                 body_bytes: used.body_bytes,
                 body_sha256: used.body_sha256.clone(),
                 credentials: used.credentials.clone(),
                 device_signature: approval == Approval::Device,
                 hashes,
                 asked_at_ms: crate::service::now_ms(),
+            };
+            // Whatever ends the wait (an answer, the timeout, a stop), the entry goes. Made
+            // before the channel so that it is dropped after the receiver: once it removes the
+            // entry, an answer being put back sees the wait closed.
+            let _forget = Forget {
+                cells: &cells,
+                id: &id,
             };
             let (answer, answered) = oneshot::channel();
             lock(&cells.waiting).insert(
@@ -605,11 +649,6 @@ impl EgressHost for SessionHost {
                     answer,
                 },
             );
-            // Whatever ends the wait (an answer, the timeout, a stop), the entry goes.
-            let _forget = Forget {
-                cells: &cells,
-                id: &id,
-            };
             self.publish(json!({
                 "type": "egress.approval_needed",
                 "approval": waiting_json(&id, &view),
@@ -636,18 +675,23 @@ impl EgressHost for SessionHost {
         let mut event = json!({
             "type": "egress.decided",
             "decision": if decision.refusal.is_none() { "allow" } else { "deny" },
-            "method": used.method,
-            "url": used.url,
+            "method": cut_chars(&used.method, 16),
+            "url": cut_chars(&used.url, URL_CHARS_SHOWN),
             "rule": used.rule,
             "credentials": used.credentials,
             "approval": approval,
         });
+        let reached_upstream = decision
+            .refusal
+            .as_ref()
+            .is_none_or(|refusal| !REFUSED_BEFORE_SENDING.contains(&refusal.rule));
+        if reached_upstream {
+            *lock(&self.last_sent) = Some(used.url.clone());
+        }
         if let (Some(refusal), Some(fields)) = (&decision.refusal, event.as_object_mut()) {
             fields.insert("refused_by".into(), Value::from(refusal.rule));
-            fields.insert("reason".into(), Value::from(refusal.reason.clone()));
+            fields.insert("reason".into(), Value::from(cut_text(&refusal.reason)));
             lock(&self.refused).push(decision.clone());
-        } else {
-            *lock(&self.last_sent) = Some(used.url.clone());
         }
         self.publish(event);
     }
@@ -747,10 +791,19 @@ pub(crate) fn cell_error(error: CellError) -> KeepError {
     }
 }
 
-/// At most 200 characters of `text`, for events and the journal.
+/// At most 200 characters of `text`, escaped as plain text, for events and the journal: what
+/// a cell wrote never reaches them with a control or bidi character in it.
 pub(crate) fn cut_text(text: &str) -> String {
-    text.chars().take(200).collect()
+    cut_chars(text, 200)
 }
+
+/// At most `max` characters of `text`, escaped as plain text.
+pub(crate) fn cut_chars(text: &str, max: usize) -> String {
+    proposals::escape(&text.chars().take(max).collect::<String>())
+}
+
+/// The longest URL an event shows (the broker refuses longer ones anyway).
+const URL_CHARS_SHOWN: usize = 2_100;
 
 pub(crate) fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     // Every critical section leaves the map whole, so a poisoned lock still holds a valid one.

@@ -425,7 +425,8 @@ pub fn check_description(text: &str, field: &str) -> Result<(), KeepError> {
         return Err(KeepError::invalid(
             field,
             format!(
-                "U+{:04X} is a control or bidi character; descriptions are plain text",
+                "U+{:04X} is a control, bidi or invisible formatting character; descriptions \
+                 are plain text",
                 found as u32
             ),
         ));
@@ -433,12 +434,20 @@ pub fn check_description(text: &str, field: &str) -> Result<(), KeepError> {
     Ok(())
 }
 
-/// Control characters (but newline and tab) and the bidi controls.
+/// Characters that act rather than show: controls (but newline and tab), Unicode's invisible
+/// formatting characters (`Cf`: the bidi controls, zero-width characters, tags) and the line
+/// and paragraph separators.
 pub fn is_hidden_control(character: char) -> bool {
+    use unicode_general_category::{GeneralCategory, get_general_category};
     (character.is_control() && !matches!(character, '\n' | '\t'))
-        || matches!(character, '\u{200e}' | '\u{200f}' | '\u{061c}')
-        || ('\u{202a}'..='\u{202e}').contains(&character)
-        || ('\u{2066}'..='\u{2069}').contains(&character)
+        || matches!(
+            get_general_category(character),
+            // Invisible formatting (bidi controls and isolates, zero-width characters, the
+            // soft hyphen, tag characters), and the line and paragraph separators.
+            GeneralCategory::Format
+                | GeneralCategory::LineSeparator
+                | GeneralCategory::ParagraphSeparator
+        )
 }
 
 /// A vault entry's name: 1 to 64 of `a-z`, `0-9`, `-` and `_`.

@@ -168,6 +168,9 @@ pub fn validate(kind: &str, payload_json: &str, grants: EmitGrants) -> Result<Pr
     }
     let value = parse_strict(payload_json.as_bytes(), PAYLOAD_BYTES_MAX)
         .map_err(|error| KeepError::invalid("payload", error.to_string()))?;
+    if !value.is_object() {
+        return Err(KeepError::invalid("payload", "a JSON object is expected"));
+    }
     let payload = match kind {
         ProposalKind::Memory => {
             let memory: MemoryPayload = from_value(&value, "payload")?;

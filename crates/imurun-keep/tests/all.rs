@@ -5,6 +5,7 @@
 mod all {
     mod attacks;
     mod attacks2;
+    mod attacks_sessions;
     mod canonical;
     mod decisions;
     mod manifests;

@@ -343,12 +343,15 @@ pub struct ApprovalInfo {
     pub agent_version: i64,
     pub method: String,
     pub url: String,
-    /// The names of the headers the cell set.
-    pub headers: Vec<String>,
+    /// The headers the cell set, as `[name, value]` (values cut at 1 000 characters and
+    /// escaped; the `request` hash covers them whole).
+    pub headers: Vec<Vec<String>>,
     pub body_bytes: usize,
     pub body_sha256: String,
     /// The credentials the host would add, by name.
     pub credentials: Vec<String>,
+    /// Whether the session is tainted: what it read may be steering this request.
+    pub tainted: bool,
     /// Only an `approve_egress` decision signed on one of the person's devices approves it.
     pub device_signature: bool,
     /// What such a decision names in `hashes`: `request` and `body`.

@@ -913,10 +913,28 @@ impl Store {
         .await?)
     }
 
-    /// The memory entries `user` accepted from `agent`, oldest first (their payloads).
-    pub async fn keep_memory(&self, user: &str, agent: &str) -> Result<Vec<String>, StoreError> {
+    /// How many of `user`'s proposals of `kind` wait for them (read outside any write; the
+    /// write counts again under its lock).
+    pub async fn keep_pending_proposals(&self, user: &str, kind: &str) -> Result<i64, StoreError> {
         Ok(sqlx::query_scalar(
-            "SELECT payload FROM keep_proposals WHERE user_name = $1 AND agent = $2 \
+            "SELECT COUNT(*) FROM keep_proposals WHERE user_name = $1 AND kind = $2 \
+             AND state = 'pending'",
+        )
+        .bind(user)
+        .bind(kind)
+        .fetch_one(self.pool())
+        .await?)
+    }
+
+    /// The memory entries `user` accepted from `agent`, oldest first: each payload, and whether
+    /// the session that proposed it was tainted.
+    pub async fn keep_memory(
+        &self,
+        user: &str,
+        agent: &str,
+    ) -> Result<Vec<(String, bool)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT payload, tainted FROM keep_proposals WHERE user_name = $1 AND agent = $2 \
              AND kind = 'memory' AND state = 'accepted' ORDER BY decided_at_ms, id LIMIT $3",
         )
         .bind(user)

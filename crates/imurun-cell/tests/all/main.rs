@@ -3,6 +3,7 @@
 // Helpers shared by the tests may unwrap: a panic there is a failed assertion too.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+mod attacks_broker;
 mod broker;
 mod cells;
 mod egress;

@@ -35,7 +35,8 @@ pub use devices::{
 pub use journal_access::{JOURNAL_LIST_ENTRIES_MAX, JournalView};
 pub use proposal_access::ProposalView;
 pub use sessions::{
-    ApprovalView, FILE_NAME_CHARS_MAX, FILE_TEXT_BYTES_MAX, MESSAGE_BYTES_MAX, SessionView,
+    ApprovalView, FILE_NAME_CHARS_MAX, FILE_TEXT_BYTES_MAX, MESSAGE_BYTES_MAX, REPLIES_BYTES_MAX,
+    REPLY_EVENT_BYTES_MAX, SessionView,
 };
 pub use vault_access::{VAULT_ENTRIES_MAX, VaultEntryView};
 

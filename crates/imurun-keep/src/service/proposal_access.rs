@@ -57,12 +57,25 @@ impl KeepService {
             created_at_ms: super::now_ms(),
             decided_at_ms: None,
         };
-        let mut tx = self.store().keep_begin().await?;
-        if tx.pending_proposals(&host.user, kind).await? >= PENDING_PER_KIND_MAX {
-            return Err(KeepError::Conflict(format!(
+        let full = || {
+            KeepError::Conflict(format!(
                 "{PENDING_PER_KIND_MAX} {kind} proposals wait for their person already: one must be \
                  decided first"
-            )));
+            ))
+        };
+        // Counted first without the write lock, so that a cell emitting in a loop past the
+        // bound does not hold every Keep write up; counted again under the lock.
+        if self
+            .store()
+            .keep_pending_proposals(&host.user, kind)
+            .await?
+            >= PENDING_PER_KIND_MAX
+        {
+            return Err(full());
+        }
+        let mut tx = self.store().keep_begin().await?;
+        if tx.pending_proposals(&host.user, kind).await? >= PENDING_PER_KIND_MAX {
+            return Err(full());
         }
         tx.insert_proposal(&row).await?;
         let detail = json!({
@@ -164,29 +177,35 @@ impl KeepService {
         if let Some(cells) = self.cells() {
             cells.publish(
                 user,
-                json!({"type": "proposal.decided", "id": id, "state": view.state, "kind": view.kind}),
+                json!({
+                    "type": "proposal.decided", "id": id, "session_id": view.session_id,
+                    "state": view.state, "kind": view.kind,
+                }),
             );
         }
         Ok(view)
     }
 
-    /// The texts of the memory entries `user` accepted from `agent`, oldest first.
+    /// The texts of the memory entries `user` accepted from `agent`, oldest first, and
+    /// whether any of them came from a tainted session.
     pub(crate) async fn memory_texts(
         &self,
         user: &str,
         agent: &str,
-    ) -> Result<Vec<String>, KeepError> {
-        let payloads = self.store().keep_memory(user, agent).await?;
-        Ok(payloads
+    ) -> Result<(Vec<String>, bool), KeepError> {
+        let entries = self.store().keep_memory(user, agent).await?;
+        let tainted = entries.iter().any(|(_, tainted)| *tainted);
+        let texts = entries
             .iter()
-            .filter_map(|payload| serde_json::from_str::<Value>(payload).ok())
+            .filter_map(|(payload, _)| serde_json::from_str::<Value>(payload).ok())
             .filter_map(|payload| {
                 payload
                     .get("text")
                     .and_then(Value::as_str)
                     .map(str::to_owned)
             })
-            .collect())
+            .collect();
+        Ok((texts, tainted))
     }
 }
 

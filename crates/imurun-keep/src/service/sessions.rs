@@ -14,8 +14,8 @@ use super::devices::{device_key, use_nonce};
 use super::{Identity, KeepService, append, append_as};
 use crate::KeepError;
 use crate::cells::{
-    Cells, LiveSession, SESSIONS_PER_USER_MAX, SessionHost, WaitingView, cell_error, cut_text,
-    imports_for, limits_for,
+    Cells, LiveSession, SESSIONS_PER_USER_MAX, SessionHost, WaitingView, cell_error, cut_chars,
+    cut_text, imports_for, limits_for,
 };
 use crate::decision::{DecisionKind, Expected, verify_decision};
 use crate::documents::Signed;
@@ -27,6 +27,12 @@ pub const MESSAGE_BYTES_MAX: usize = 64 << 10;
 pub const FILE_TEXT_BYTES_MAX: usize = 128 << 10;
 /// The longest file name, in characters.
 pub const FILE_NAME_CHARS_MAX: usize = 200;
+/// The most of an agent's replies a `session.reply` event carries, in bytes; a longer answer's
+/// event says how long it was instead.
+pub const REPLY_EVENT_BYTES_MAX: usize = 64 << 10;
+/// The most an agent may answer one message, in bytes of all its replies together; more is
+/// refused as the agent's error (the session goes on).
+pub const REPLIES_BYTES_MAX: usize = 1 << 20;
 
 /// A session as its person sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -355,14 +361,14 @@ impl KeepService {
         Ok(())
     }
 
-    /// Marks session `id` of `user` tainted by `source` unless it is; whether it was not. The
-    /// mark is journaled.
+    /// Marks session `id` of `user` tainted by `source` unless it is: whether it was not, and
+    /// the source the store holds (the first one). The mark is journaled.
     pub(crate) async fn taint_session(
         &self,
         user: &str,
         id: &str,
         source: &str,
-    ) -> Result<bool, KeepError> {
+    ) -> Result<(bool, String), KeepError> {
         let mut tx = self.store().keep_begin().await?;
         let newly = tx.taint_session(id, source).await?;
         if newly {
@@ -378,7 +384,15 @@ impl KeepService {
             .await?;
         }
         tx.commit().await?;
-        Ok(newly)
+        let stored = if newly {
+            None
+        } else {
+            self.store()
+                .keep_session(id)
+                .await?
+                .and_then(|row| row.taint_source)
+        };
+        Ok((newly, stored.unwrap_or_else(|| source.to_owned())))
     }
 
     fn running_cells(&self) -> Result<&Arc<Cells>, KeepError> {
@@ -437,10 +451,28 @@ impl KeepService {
                 return Err(KeepError::Conflict("the session was stopped".into()));
             }
         };
+        let outcome = outcome.and_then(|replies| {
+            let bytes: usize = replies.iter().map(String::len).sum();
+            if bytes > REPLIES_BYTES_MAX {
+                return Err(imurun_cell::CellError::Guest {
+                    message: format!(
+                        "the agent answered {bytes} bytes; a message's replies are at most \
+                         {REPLIES_BYTES_MAX}"
+                    ),
+                });
+            }
+            Ok(replies)
+        });
         match outcome {
             Ok(replies) => {
-                live.host
-                    .publish(json!({"type": "session.reply", "replies": replies}));
+                let bytes: usize = replies.iter().map(String::len).sum();
+                // Events are kept for replay: a long answer is in the response, not the event.
+                let event = if bytes <= REPLY_EVENT_BYTES_MAX {
+                    json!({"type": "session.reply", "replies": replies})
+                } else {
+                    json!({"type": "session.reply", "replies_bytes": bytes, "truncated": true})
+                };
+                live.host.publish(event);
                 Ok(replies)
             }
             Err(error) if error.ends_cell() => {
@@ -448,16 +480,16 @@ impl KeepService {
                 drop(slot);
                 let message = error.to_string();
                 live.host.publish(json!({
-                    "type": "session.error", "kind": error.kind(), "message": message,
-                    "ended": true,
+                    "type": "session.error", "kind": error.kind(),
+                    "message": cut_chars(&message, 2_000), "ended": true,
                 }));
                 self.end_session(&live, error.kind(), &message).await?;
                 Err(cell_error(error))
             }
             Err(error) => {
                 live.host.publish(json!({
-                    "type": "session.error", "kind": error.kind(), "message": error.to_string(),
-                    "ended": false,
+                    "type": "session.error", "kind": error.kind(),
+                    "message": cut_chars(&error.to_string(), 2_000), "ended": false,
                 }));
                 Err(cell_error(error))
             }

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use imurun_cell::CellConfig;
 use imurun_cell::broker::{Broker, BrokerConfig};
 use imurun_core::BoxFuture;
 use imurun_keep::KeepError;
@@ -26,7 +27,7 @@ use super::support::{Host, START};
 
 /// Every event, with the person it went to.
 #[derive(Default)]
-struct Recorded(Mutex<Vec<(String, Value)>>);
+pub(crate) struct Recorded(Mutex<Vec<(String, Value)>>);
 
 impl KeepEvents for Recorded {
     fn publish(&self, user: &str, event: Value) {
@@ -35,7 +36,7 @@ impl KeepEvents for Recorded {
 }
 
 impl Recorded {
-    fn of(&self, user: &str) -> Vec<Value> {
+    pub(crate) fn of(&self, user: &str) -> Vec<Value> {
         let events = self.0.lock().unwrap();
         events
             .iter()
@@ -44,7 +45,7 @@ impl Recorded {
             .collect()
     }
 
-    fn types(&self, user: &str) -> Vec<String> {
+    pub(crate) fn types(&self, user: &str) -> Vec<String> {
         self.of(user)
             .iter()
             .map(|event| event["type"].as_str().unwrap_or_default().to_owned())
@@ -83,16 +84,21 @@ impl CellTools for Tools {
     }
 }
 
-struct Sessions {
-    host: Host,
-    keep: KeepService,
-    events: Arc<Recorded>,
-    alice: Identity,
-    bob: Identity,
+pub(crate) struct Sessions {
+    pub(crate) host: Host,
+    pub(crate) keep: KeepService,
+    pub(crate) events: Arc<Recorded>,
+    pub(crate) alice: Identity,
+    pub(crate) bob: Identity,
 }
 
 impl Sessions {
-    async fn start(loopback_ports: Vec<u16>) -> Sessions {
+    pub(crate) async fn start(loopback_ports: Vec<u16>) -> Sessions {
+        Self::with_slots(loopback_ports, CellConfig::default().slots).await
+    }
+
+    /// A host whose engine has `slots` cell slots.
+    pub(crate) async fn with_slots(loopback_ports: Vec<u16>, slots: u32) -> Sessions {
         let host = Host::new().await;
         let events = Arc::new(Recorded::default());
         let broker = Broker::new(
@@ -108,7 +114,10 @@ impl Sessions {
             Arc::new(move || Some(model.clone() as Arc<dyn imurun_core::Model>));
         let config = CellsConfig {
             loopback_ports,
-            ..CellsConfig::default()
+            cell: CellConfig {
+                slots,
+                ..CellConfig::default()
+            },
         };
         let cells = Cells::new(&config, broker, events.clone(), source)
             .unwrap()
@@ -126,7 +135,7 @@ impl Sessions {
     }
 
     /// Deploys `guest` as agent `manifest["name"]`.
-    async fn deploy(&self, guest: Guest, manifest: Value) {
+    pub(crate) async fn deploy(&self, guest: Guest, manifest: Value) {
         let bundle = guest.bytes();
         let request = DeployRequest {
             bundle_signature: sign_bundle(&bundle, &self.host.signer),
@@ -139,19 +148,31 @@ impl Sessions {
             .expect("deploy");
     }
 
-    async fn say(&self, who: &Identity, session: &str, message: Value) -> Vec<String> {
+    pub(crate) async fn say(&self, who: &Identity, session: &str, message: Value) -> Vec<String> {
         self.keep
             .send_message(who, session, &message.to_string())
             .await
             .expect("message")
     }
 
-    fn free_slots(&self) -> usize {
+    pub(crate) fn free_slots(&self) -> usize {
         self.keep.cells().unwrap().free_slots()
+    }
+
+    /// Sends `message` on a task of its own (it may wait for an approval).
+    pub(crate) fn spawn_say(
+        &self,
+        who: &Identity,
+        session: &str,
+        message: Value,
+    ) -> tokio::task::JoinHandle<Result<Vec<String>, KeepError>> {
+        let keep = self.keep.clone();
+        let (who, id) = (who.clone(), session.to_owned());
+        tokio::spawn(async move { keep.send_message(&who, &id, &message.to_string()).await })
     }
 }
 
-fn manifest(name: &str, extra: Value) -> Value {
+pub(crate) fn manifest(name: &str, extra: Value) -> Value {
     let mut manifest = json!({
         "name": name, "version": 1, "description": "A test agent.",
         "resources": {"memory_mb": 32, "cpu_ms": 200, "timeout_ms": 3000},
@@ -163,17 +184,27 @@ fn manifest(name: &str, extra: Value) -> Value {
     manifest
 }
 
-fn rule(port: u16, methods: &[&str]) -> Value {
+pub(crate) fn rule(port: u16, methods: &[&str]) -> Value {
     json!({"scheme": "http", "host": "127.0.0.1", "port": port, "methods": methods, "path_prefix": "/api"})
 }
 
-fn plan(title: &str) -> Value {
+pub(crate) fn fetch(method: &str, url: &str, body: &str) -> Value {
+    json!({"fetch": {"method": method, "url": url, "body": body}})
+}
+
+pub(crate) fn plan(title: &str) -> Value {
     json!({"emit": {"type": "plan", "title": title, "steps": ["look", "tell"]}})
 }
 
-fn answer(head: &str) -> String {
-    let path = head.split_whitespace().nth(1).unwrap_or_default();
-    ok(&format!("you asked for {path}"))
+pub(crate) fn path_of(head: &str) -> String {
+    head.split_whitespace()
+        .nth(1)
+        .unwrap_or_default()
+        .to_owned()
+}
+
+pub(crate) fn answer(head: &str) -> String {
+    ok(&format!("you asked for {}", path_of(head)))
 }
 
 #[tokio::test]
@@ -694,7 +725,7 @@ async fn ask_mode_waits_for_the_person_and_a_device_rule_for_a_signed_decision()
     assert!(view.device_signature);
     assert_eq!(
         view.hashes["request"],
-        egress_request_hash("GET", &view.url, &view.body_sha256)
+        egress_request_hash("GET", &view.url, &[], &view.body_sha256)
     );
     let error = s
         .keep
@@ -702,14 +733,14 @@ async fn ask_mode_waits_for_the_person_and_a_device_rule_for_a_signed_decision()
         .await
         .unwrap_err();
     assert_eq!(error.rule(), "decision_refused");
-    let wrong = decision(&device, &approval, &BTreeMap::new(), 1, &s.host);
+    let wrong = egress_decision(&device, "alice", &approval, &BTreeMap::new());
     let error = s
         .keep
         .answer_approval(&s.alice, &approval, true, Some(&wrong))
         .await
         .unwrap_err();
     assert_eq!(error.rule(), "decision_refused", "{error}");
-    let signed = decision(&device, &approval, &view.hashes, 1, &s.host);
+    let signed = egress_decision(&device, "alice", &approval, &view.hashes);
     s.keep
         .answer_approval(&s.alice, &approval, true, Some(&signed))
         .await
@@ -773,31 +804,41 @@ async fn ask_mode_waits_for_the_person_and_a_device_rule_for_a_signed_decision()
 }
 
 async fn wait_for_approval(keep: &KeepService, who: &Identity) -> String {
+    wait_for_approvals(keep, who, 1).await.remove(0)
+}
+
+/// The ids of `who`'s waiting approvals, once there are at least `n`.
+pub(crate) async fn wait_for_approvals(
+    keep: &KeepService,
+    who: &Identity,
+    n: usize,
+) -> Vec<String> {
     for _ in 0..500 {
-        if let Some(first) = keep.approvals(who).unwrap().into_iter().next() {
-            return first.id;
+        let listed = keep.approvals(who).unwrap();
+        if listed.len() >= n {
+            return listed.into_iter().map(|approval| approval.id).collect();
         }
         tokio::time::sleep(Duration::from_millis(10)).await;
     }
     panic!("no approval was asked for");
 }
 
-fn decision(
+/// `user`'s `approve_egress` decision about `subject` with `hashes`, signed by `device`, for
+/// an agent at version 1.
+pub(crate) fn egress_decision(
     device: &KeyPair,
+    user: &str,
     subject: &str,
     hashes: &BTreeMap<String, String>,
-    policy_version: i64,
-    host: &Host,
 ) -> Signed {
     let expected = Expected {
         kind: DecisionKind::ApproveEgress,
         subject,
         hashes,
         ceiling_version: 0,
-        policy_version,
-        user: "alice",
+        policy_version: 1,
+        user,
     };
-    let _ = host;
     let made = Decision::new(&expected, device, START, 600, false).unwrap();
     Signed::sign(&serde_json::to_value(&made).unwrap(), device).unwrap()
 }

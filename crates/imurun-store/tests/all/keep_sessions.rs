@@ -76,7 +76,7 @@ async fn sessions_taint_once_and_proposals_are_decided_only_by_their_person() {
     assert_eq!(session.end_reason.as_deref(), Some("stopped"));
     assert_eq!(
         store.keep_memory("alice", "helper").await.unwrap(),
-        ["{\"text\":\"p1\"}"]
+        [("{\"text\":\"p1\"}".to_owned(), false)]
     );
     assert!(store.keep_memory("bob", "helper").await.unwrap().is_empty());
     assert_eq!(
