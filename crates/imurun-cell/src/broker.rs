@@ -145,8 +145,18 @@ impl Broker {
             mut body,
         } = request;
         let mut target = url;
+        // Every credential of the grant is taken out of every answer, whichever request
+        // carried it: an upstream may hand back later what an earlier request sent.
         let mut secrets: Vec<String> = Vec::new();
+        for credential in &grant.credentials {
+            if let Some(value) = host.credential(&credential.name).await {
+                add_secret_forms(&mut secrets, &value);
+            }
+        }
         for hop in 0..=self.config.redirects_max {
+            // A redirect's target is the upstream's choice: every later hop is decided as a
+            // tainted session's request (no write follows one unasked).
+            let tainted = tainted || hop > 0;
             let checked = match check_request(grant, tainted, &method, &target, &headers) {
                 Ok(checked) => checked,
                 Err(mut refusal) => {
@@ -160,6 +170,19 @@ impl Broker {
                 }
             };
             let used = used_of(&method, &target, Some(&checked), grant, &headers, &body);
+            if body
+                .windows(b"_method".len())
+                .any(|window| window.eq_ignore_ascii_case(b"_method"))
+            {
+                // Rails, Laravel and Symfony read a `_method` field of a body as the method.
+                let refusal = Refusal {
+                    rule: "method",
+                    reason: "a body naming `_method` asks some servers for another method than \
+                             the rules saw"
+                        .to_owned(),
+                };
+                return Err(refuse(host, used, refusal));
+            }
             if tainted
                 && !body.is_empty()
                 && crate::egress::TAINTED_METHODS.contains(&method.as_str())
@@ -231,14 +254,12 @@ impl Broker {
                 let next = match checked.url.join(&location) {
                     Ok(next) => next,
                     Err(error) => {
+                        // The target is not quoted: it is the upstream's text.
                         let refusal = Refusal {
                             rule: "redirect",
-                            reason: redact(
-                                &format!(
-                                    "{} redirected to {location:?}, not an address: {error}",
-                                    checked.url
-                                ),
-                                &secrets,
+                            reason: format!(
+                                "{} redirected to something that is not an address: {error}",
+                                checked.url
                             ),
                         };
                         return Err(refuse(host, used, refusal));
@@ -320,11 +341,7 @@ impl Broker {
                 });
             };
             builder = builder.header(credential.header.as_str(), value.as_str());
-            for variant in secret_forms(&value) {
-                if !secrets.contains(&variant) {
-                    secrets.push(variant);
-                }
-            }
+            add_secret_forms(secrets, &value);
         }
         if !body.is_empty() {
             builder = builder.body(body.to_vec());
@@ -349,8 +366,9 @@ impl Broker {
         let status = response.status().as_u16();
         let encoded = response
             .headers()
-            .get(header::CONTENT_ENCODING)
-            .is_some_and(|value| !value.as_bytes().eq_ignore_ascii_case(b"identity"));
+            .get_all(header::CONTENT_ENCODING)
+            .iter()
+            .any(|value| !value.as_bytes().eq_ignore_ascii_case(b"identity"));
         if encoded && !secrets.is_empty() {
             return Err(Refusal {
                 rule: "encoding",
@@ -516,26 +534,17 @@ fn redact_name(name: &str, secrets: &[String]) -> String {
 
 /// `text` with every `%XX` escape decoded (invalid UTF-8 replaced).
 fn percent_decoded(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        let escaped = (bytes[index] == b'%')
-            .then(|| text.get(index + 1..index + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(byte) => {
-                out.push(byte);
-                index += 3;
-            }
-            None => {
-                out.push(bytes[index]);
-                index += 1;
-            }
+    String::from_utf8_lossy(&crate::egress::percent_decoded_bytes(text)).into_owned()
+}
+
+/// Adds the forms of credential `value` to `secrets`, longest first.
+fn add_secret_forms(secrets: &mut Vec<String>, value: &str) {
+    for variant in secret_forms(value) {
+        if !secrets.contains(&variant) {
+            secrets.push(variant);
         }
     }
-    String::from_utf8_lossy(&out).into_owned()
+    secrets.sort_by_key(|form| std::cmp::Reverse(form.len()));
 }
 
 fn redact_bytes(bytes: &[u8], secrets: &[String]) -> Vec<u8> {

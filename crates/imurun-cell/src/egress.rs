@@ -163,13 +163,19 @@ pub fn check_request(
     let port = url
         .port_or_known_default()
         .ok_or_else(|| Refusal::new("url", format!("{url} has no port")))?;
+    if url.fragment().is_some() {
+        return Err(Refusal::new(
+            "url",
+            "a URL's fragment is never sent; leave it out so that what is approved is what leaves",
+        ));
+    }
     check_path(url.path())?;
-    // Rules and credentials match the path as an upstream reads it, so that no spelling of a
-    // path escapes a narrower rule written to protect it.
-    let path = matching_path(url.path());
+    // A path in normal form (checked above) is what every upstream reads; rules and
+    // credentials match it as written.
+    let path = url.path().to_owned();
     if url
-        .query_pairs()
-        .any(|(name, _)| name.eq_ignore_ascii_case("_method"))
+        .query()
+        .is_some_and(|query| query.to_ascii_lowercase().contains("_method"))
     {
         return Err(Refusal::new(
             "method",
@@ -188,8 +194,21 @@ pub fn check_request(
     check_headers(grant, headers)?;
     // Where several rules match, the strictest applies: a device signature if any demands
     // one, a tainted write asked about only if every one allows that.
-    let matching = matching_rules(grant, &url, &host, &path, port, method)?;
-    let rule = matching[0];
+    let allowing = matching_rules(grant, &url, &host, &path, port, method)?;
+    let rule = allowing[0];
+    // Stricter rules apply also where the path differs only in case: some servers route
+    // without it.
+    let folded = path.to_ascii_lowercase();
+    let matching: Vec<usize> = (0..grant.rules.len())
+        .filter(|&index| {
+            let candidate = &grant.rules[index];
+            candidate.scheme == url.scheme()
+                && host_covers(&candidate.host, &host)
+                && candidate.port == port
+                && candidate.methods.iter().any(|allowed| allowed == method)
+                && path_within(&folded, &candidate.path_prefix.to_ascii_lowercase())
+        })
+        .collect();
     let mut approval = match grant.mode {
         EgressMode::Allow => Approval::None,
         EgressMode::Ask => Approval::Person,
@@ -385,10 +404,33 @@ pub fn path_within(path: &str, prefix: &str) -> bool {
         .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// `path` as servers commonly read it, for matching rules and credential bindings: escapes of
-/// characters that never need one (letters, digits, `-`, `.`, `_`, `~`) decoded, `;`
-/// parameters dropped from each segment, and runs of slashes merged. The request is sent as
-/// written.
+/// `path` with every `%XX` escape decoded.
+pub(crate) fn percent_decoded_bytes(path: &str) -> Vec<u8> {
+    let bytes = path.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        let escaped = (bytes[index] == b'%')
+            .then(|| path.get(index + 1..index + 3))
+            .flatten()
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                index += 3;
+            }
+            None => {
+                out.push(bytes[index]);
+                index += 1;
+            }
+        }
+    }
+    out
+}
+
+/// `path` in normal form, as servers commonly read it: escapes of characters that never need
+/// one (letters, digits, `-`, `.`, `_`, `~`) decoded, `;` parameters dropped from each
+/// segment, and runs of slashes merged. A path that differs from its normal form is refused.
 pub fn matching_path(path: &str) -> String {
     let mut decoded = String::with_capacity(path.len());
     let mut rest = path;
@@ -438,6 +480,36 @@ pub fn matching_path(path: &str) -> String {
 /// `;` parameters, which some servers drop).
 fn check_path(path: &str) -> Result<(), Refusal> {
     let lower = path.to_ascii_lowercase();
+    let bytes = path.as_bytes();
+    for (index, byte) in bytes.iter().enumerate() {
+        let escaped = bytes.get(index + 1..index + 3);
+        if *byte == b'%' && !escaped.is_some_and(|hex| hex.iter().all(u8::is_ascii_hexdigit)) {
+            return Err(Refusal::new(
+                "path",
+                format!(
+                    "the path {path} has a `%` that is not an escape, which a server decoding \
+                     again could read as one"
+                ),
+            ));
+        }
+    }
+    if std::str::from_utf8(&percent_decoded_bytes(path)).is_err() {
+        return Err(Refusal::new(
+            "path",
+            format!("the path {path} does not decode to UTF-8 (an overlong or broken escape)"),
+        ));
+    }
+    if matching_path(path) != path {
+        return Err(Refusal::new(
+            "path",
+            format!(
+                "the path {path} is not in normal form (an escaped letter, digit or `-._~`, a \
+                 `;` parameter or a doubled slash): servers read such paths differently, so \
+                 write it as {}",
+                matching_path(path)
+            ),
+        ));
+    }
     if lower.contains("%2f") || lower.contains("%5c") {
         return Err(Refusal::new(
             "path",
@@ -472,7 +544,25 @@ fn check_path(path: &str) -> Result<(), Refusal> {
     Ok(())
 }
 
+/// The most headers a cell may set on one request, and their names and values together.
+pub const HEADERS_MAX: usize = 64;
+pub const HEADER_BYTES_MAX: usize = 16 << 10;
+
 fn check_headers(grant: &EgressGrant, headers: &[Header]) -> Result<(), Refusal> {
+    let bytes: usize = headers
+        .iter()
+        .map(|header| header.name.len() + header.value.len())
+        .sum();
+    if headers.len() > HEADERS_MAX || bytes > HEADER_BYTES_MAX {
+        return Err(Refusal::new(
+            "header",
+            format!(
+                "{} headers of {bytes} bytes; a request carries at most {HEADERS_MAX} headers of \
+                 {HEADER_BYTES_MAX} bytes together",
+                headers.len()
+            ),
+        ));
+    }
     for header in headers {
         let name = header.name.to_ascii_lowercase();
         let valid_name = !name.is_empty()

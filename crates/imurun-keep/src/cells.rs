@@ -39,10 +39,20 @@ pub const SESSIONS_PER_USER_MAX: usize = 4;
 /// flood the journal).
 pub const REFUSALS_JOURNALED_PER_SESSION_MAX: usize = 64;
 
-/// The broker's refusals made before anything is sent: every other refusal (a redirect, an
-/// encoding, a size, the network) may come after upstream answered, so it taints.
+/// The broker's refusals made before anything is sent and without any outside word in them:
+/// every other refusal (a redirect, an encoding, a size, the network, and an address, which
+/// quotes what a name server answered) may carry what upstream said, so it taints.
 const REFUSED_BEFORE_SENDING: &[&str] = &[
-    "url", "scheme", "host", "port", "method", "path", "header", "tainted", "approval", "address",
+    "url",
+    "scheme",
+    "host",
+    "port",
+    "method",
+    "path",
+    "header",
+    "tainted",
+    "approval",
+    "credential",
 ];
 
 /// Egress uses one message may ask its person about; past this a use that needs the person is
@@ -114,6 +124,9 @@ pub struct Cells {
     model: ModelSource,
     tools: Option<Arc<dyn CellTools>>,
     live: Mutex<HashMap<String, Arc<LiveSession>>>,
+    /// Sessions being started, per person: counted with the live ones, so that parallel
+    /// starts cannot take more slots than a person may hold.
+    starting: Mutex<HashMap<String, usize>>,
     waiting: Mutex<HashMap<String, Waiting>>,
 }
 
@@ -145,6 +158,7 @@ impl Cells {
             model,
             tools: None,
             live: Mutex::new(HashMap::new()),
+            starting: Mutex::new(HashMap::new()),
             waiting: Mutex::new(HashMap::new()),
         })
     }
@@ -184,27 +198,29 @@ impl Cells {
             .is_some_and(|tools| tools.offers(user, agent))
     }
 
-    pub(crate) fn live_for(&self, user: &str) -> usize {
-        lock(&self.live)
+    /// A place for one more of `user`'s sessions, unless they have `max` live or starting
+    /// already. Held while the cell starts; the session is inserted before it is let go.
+    pub(crate) fn reserve(&self, user: &str, max: usize) -> Option<Reservation<'_>> {
+        let sessions = lock(&self.live);
+        let mut starting = lock(&self.starting);
+        let live = sessions
             .values()
-            .filter(|live| live.host.user == user)
-            .count()
+            .filter(|other| other.host.user == user)
+            .count();
+        let pending = starting.entry(user.to_owned()).or_insert(0);
+        if live + *pending >= max {
+            return None;
+        }
+        *pending += 1;
+        Some(Reservation {
+            cells: self,
+            user: user.to_owned(),
+        })
     }
 
-    /// Adds `live` unless its person has `max` live sessions already; whether it was added.
-    pub(crate) fn insert_within(&self, live: Arc<LiveSession>, max: usize) -> bool {
-        let mut sessions = lock(&self.live);
-        let user = &live.host.user;
-        if sessions
-            .values()
-            .filter(|other| &other.host.user == user)
-            .count()
-            >= max
-        {
-            return false;
-        }
-        sessions.insert(live.host.session_id.clone(), live);
-        true
+    /// Adds a started session (its place was reserved).
+    pub(crate) fn insert(&self, live: Arc<LiveSession>) {
+        lock(&self.live).insert(live.host.session_id.clone(), live);
     }
 
     /// `user`'s live session `id`.
@@ -251,10 +267,28 @@ impl Cells {
     }
 }
 
+/// A place reserved for a session being started; let go when dropped.
+pub(crate) struct Reservation<'a> {
+    cells: &'a Cells,
+    user: String,
+}
+
+impl Drop for Reservation<'_> {
+    fn drop(&mut self) {
+        let mut starting = lock(&self.cells.starting);
+        if let Some(pending) = starting.get_mut(&self.user) {
+            *pending = pending.saturating_sub(1);
+            if *pending == 0 {
+                starting.remove(&self.user);
+            }
+        }
+    }
+}
+
 /// One live session: its cell and the host around it.
 pub(crate) struct LiveSession {
     /// `None` once the cell has ended or was stopped.
-    pub(crate) cell: tokio::sync::Mutex<Option<Cell>>,
+    pub(crate) cell: Arc<tokio::sync::Mutex<Option<Cell>>>,
     /// Turned true by a stop: a call in flight is dropped (and with it the instance).
     pub(crate) stopped: watch::Sender<bool>,
     pub(crate) host: Arc<SessionHost>,
@@ -614,8 +648,12 @@ impl EgressHost for SessionHost {
             let shown = whole
                 .iter()
                 .map(|[name, value]| {
-                    let cut: String = value.chars().take(1_000).collect();
-                    [name.clone(), proposals::escape(&cut)]
+                    let count = value.chars().count();
+                    let mut shown = cut_chars(value, HEADER_VALUE_CHARS_SHOWN);
+                    if count > HEADER_VALUE_CHARS_SHOWN {
+                        shown.push_str(&format!("… ({count} characters)"));
+                    }
+                    [name.clone(), shown]
                 })
                 .collect();
             let view = WaitingView {
@@ -801,6 +839,9 @@ pub(crate) fn cut_text(text: &str) -> String {
 pub(crate) fn cut_chars(text: &str, max: usize) -> String {
     proposals::escape(&text.chars().take(max).collect::<String>())
 }
+
+/// The most of a header value an approval shows; a longer one says how long it is.
+const HEADER_VALUE_CHARS_SHOWN: usize = 1_000;
 
 /// The longest URL an event shows (the broker refuses longer ones anyway).
 const URL_CHARS_SHOWN: usize = 2_100;

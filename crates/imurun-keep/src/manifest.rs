@@ -509,15 +509,20 @@ fn check_path_prefix(prefix: &str, field: &str) -> Result<(), KeepError> {
     if !prefix.starts_with('/') {
         return Err(KeepError::invalid(field, "a path prefix starts with `/`"));
     }
-    if let Some(found) = prefix
-        .chars()
-        .find(|c| !c.is_ascii_graphic() || matches!(c, '?' | '#' | '\\' | '%' | ';'))
-    {
+    if let Some(found) = prefix.chars().find(|c| {
+        !c.is_ascii_graphic()
+            || matches!(
+                c,
+                '?' | '#' | '\\' | '%' | ';' | '"' | '<' | '>' | '`' | '{' | '}'
+            )
+    }) {
         return Err(KeepError::invalid(
             field,
             format!(
                 "{found:?} is not allowed in a path prefix (printable ASCII without `?`, `#`, \
-                 `\\`, `%` and `;`: some servers read `..;` as `..`)"
+                 `\\`, `%` and `;`, which some servers read as `..` or a parameter, and \
+                 without `\"`, `<`, `>`, `` ` ``, `{{` and `}}`, which a URL always escapes, so \
+                 such a rule would match nothing)"
             ),
         ));
     }

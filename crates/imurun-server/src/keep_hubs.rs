@@ -40,8 +40,22 @@ impl KeepHubs {
     }
 }
 
+/// The largest event kept for a person, as JSON; a larger one is replaced by a notice that
+/// says how large it was (the hub keeps 512 events for replay).
+pub const KEEP_EVENT_BYTES_MAX: usize = 128 << 10;
+
 impl KeepEvents for KeepHubs {
     fn publish(&self, user: &str, event: Value) {
+        let bytes = event.to_string().len();
+        let event = if bytes > KEEP_EVENT_BYTES_MAX {
+            serde_json::json!({
+                "type": event.get("type").cloned().unwrap_or(Value::Null),
+                "session_id": event.get("session_id").cloned().unwrap_or(Value::Null),
+                "omitted_bytes": bytes,
+            })
+        } else {
+            event
+        };
         // Every Keep event is an object with a `type`; one that is not is dropped.
         let _ = self.hub(user).publish_value(None, event);
     }

@@ -69,9 +69,10 @@ impl KeepService {
     ) -> Result<SessionView, KeepError> {
         let user = session_user(caller)?;
         let cells = self.running_cells()?;
-        if cells.live_for(user) >= SESSIONS_PER_USER_MAX {
-            return Err(too_many_sessions());
-        }
+        // Counted with the ones being started, before a slot is taken.
+        let reservation = cells
+            .reserve(user, SESSIONS_PER_USER_MAX)
+            .ok_or_else(too_many_sessions)?;
         let trust = self.trust().await?;
         let row = self
             .store()
@@ -125,14 +126,12 @@ impl KeepService {
         };
         let (stopped, _) = watch::channel(false);
         let live = Arc::new(LiveSession {
-            cell: tokio::sync::Mutex::new(Some(cell)),
+            cell: Arc::new(tokio::sync::Mutex::new(Some(cell))),
             stopped,
             host: Arc::clone(&host),
         });
-        // Counted again with the insert, under one lock: two starts at once cannot both pass.
-        if !cells.insert_within(Arc::clone(&live), SESSIONS_PER_USER_MAX) {
-            return Err(too_many_sessions());
-        }
+        cells.insert(Arc::clone(&live));
+        drop(reservation);
         let written = async {
             let mut tx = self.store().keep_begin().await?;
             tx.insert_session(&id, user, &view.name, view.version)
