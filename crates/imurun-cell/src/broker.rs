@@ -466,28 +466,9 @@ fn secret_forms(value: &str) -> Vec<String> {
     }
     for form in forms.clone() {
         forms.push(form.replace('/', "\\/"));
-        forms.push(
-            form.bytes()
-                .map(|byte| {
-                    if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-                        (byte as char).to_string()
-                    } else {
-                        format!("%{byte:02X}")
-                    }
-                })
-                .collect(),
-        );
-        forms.push(
-            form.bytes()
-                .map(|byte| {
-                    if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-                        (byte as char).to_string()
-                    } else {
-                        format!("%{byte:02x}")
-                    }
-                })
-                .collect(),
-        );
+        let encoded = percent_encoded(&form);
+        forms.push(encoded.to_ascii_lowercase());
+        forms.push(encoded);
         let engines = [
             &base64::engine::general_purpose::STANDARD,
             &base64::engine::general_purpose::STANDARD_NO_PAD,
@@ -530,6 +511,19 @@ fn redact_name(name: &str, secrets: &[String]) -> String {
     } else {
         name.to_owned()
     }
+}
+
+/// `text` with every byte but letters, digits and `-._~` escaped as `%XX` (upper case).
+fn percent_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+                char::from(byte).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect()
 }
 
 /// `text` with every `%XX` escape decoded (invalid UTF-8 replaced).

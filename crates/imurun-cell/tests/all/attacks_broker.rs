@@ -5,11 +5,9 @@ use std::time::Duration;
 
 use imurun_cell::HttpRequest;
 use imurun_cell::WallClock;
-use imurun_cell::broker::{Broker, BrokerConfig, EgressDecision, EgressHost, EgressUse};
-use imurun_cell::egress::{Approval, CredentialRule, EgressGrant, EgressMode, EgressRule};
+use imurun_cell::broker::{EgressDecision, EgressHost, EgressUse};
+use imurun_cell::egress::Approval;
 use imurun_core::BoxFuture;
-
-use crate::upstream::ScriptedLookup;
 
 /// A credential with capitals, as most API keys have.
 const SECRET: &str = "AbCdEfGh12345678XyZq";
@@ -43,37 +41,9 @@ fn echo_as_header_name(head: &str) -> String {
 
 #[tokio::test]
 async fn attack_a_credential_echoed_as_a_header_name_reaches_the_cell_lower_cased() {
-    let (upstream, der) = crate::upstream::start_tls(echo_as_header_name, "api.test").await;
+    let (upstream, broker, grant) =
+        crate::upstream::tls_api(echo_as_header_name, &["GET"], "/", "/").await;
     let port = upstream.port;
-    let lookup = ScriptedLookup::answering("api.test", &[&["127.0.0.1"]]);
-    let config = BrokerConfig {
-        timeout: Duration::from_secs(3),
-        extra_roots: vec![der],
-        ..BrokerConfig::default()
-    };
-    let broker = Broker::with_lookup(config, &[], lookup).unwrap();
-    let grant = EgressGrant {
-        mode: EgressMode::Allow,
-        rules: vec![EgressRule {
-            scheme: "https".into(),
-            host: "api.test".into(),
-            port,
-            methods: vec!["GET".into()],
-            path_prefix: "/".into(),
-            ask_when_tainted: false,
-            device_signature: false,
-        }],
-        credentials: vec![CredentialRule {
-            name: "api-key".into(),
-            header: "X-Api-Key".into(),
-            host: "api.test".into(),
-            port,
-            methods: vec!["GET".into()],
-            path_prefix: "/".into(),
-        }],
-        loopback_ports: vec![port],
-        approval_timeout: Duration::from_secs(1),
-    };
     let request = HttpRequest {
         method: "GET".into(),
         url: format!("https://api.test:{port}/private"),
@@ -123,37 +93,9 @@ fn split_by_tab(head: &str) -> String {
 
 #[tokio::test]
 async fn attack_a_credential_split_by_a_tab_in_a_redirect_is_rejoined_and_leaks() {
-    let (upstream, der) = crate::upstream::start_tls(split_by_tab, "api.test").await;
+    let (upstream, broker, grant) =
+        crate::upstream::tls_api(split_by_tab, &["GET"], "/private", "/private").await;
     let port = upstream.port;
-    let lookup = ScriptedLookup::answering("api.test", &[&["127.0.0.1"]]);
-    let config = BrokerConfig {
-        timeout: Duration::from_secs(3),
-        extra_roots: vec![der],
-        ..BrokerConfig::default()
-    };
-    let broker = Broker::with_lookup(config, &[], lookup).unwrap();
-    let grant = EgressGrant {
-        mode: EgressMode::Allow,
-        rules: vec![EgressRule {
-            scheme: "https".into(),
-            host: "api.test".into(),
-            port,
-            methods: vec!["GET".into()],
-            path_prefix: "/private".into(),
-            ask_when_tainted: false,
-            device_signature: false,
-        }],
-        credentials: vec![CredentialRule {
-            name: "api-key".into(),
-            header: "X-Api-Key".into(),
-            host: "api.test".into(),
-            port,
-            methods: vec!["GET".into()],
-            path_prefix: "/private".into(),
-        }],
-        loopback_ports: vec![port],
-        approval_timeout: Duration::from_secs(1),
-    };
     let request = |path: &str| HttpRequest {
         method: "GET".into(),
         url: format!("https://api.test:{port}{path}"),

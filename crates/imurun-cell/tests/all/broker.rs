@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use imurun_cell::WallClock;
 use imurun_cell::broker::{Broker, BrokerConfig, EgressDecision, EgressHost, EgressUse};
-use imurun_cell::egress::{Approval, CredentialRule, EgressGrant, EgressMode, EgressRule};
+use imurun_cell::egress::{Approval, EgressGrant, EgressMode, EgressRule};
 use imurun_cell::{Header, HttpRequest};
 use imurun_core::BoxFuture;
 use serde_json::Value;
@@ -490,37 +490,9 @@ fn echo(head: &str) -> String {
 
 #[tokio::test]
 async fn a_credential_is_added_only_where_its_binding_matches_and_the_cell_never_sees_it() {
-    let (upstream, der) = crate::upstream::start_tls(echo, "api.test").await;
+    let (upstream, broker, grant) =
+        crate::upstream::tls_api(echo, &["GET", "POST"], "/", "/private").await;
     let port = upstream.port;
-    let lookup = ScriptedLookup::answering("api.test", &[&["127.0.0.1"]]);
-    let config = BrokerConfig {
-        timeout: Duration::from_secs(3),
-        extra_roots: vec![der],
-        ..BrokerConfig::default()
-    };
-    let broker = Broker::with_lookup(config, &[], lookup).unwrap();
-    let grant = EgressGrant {
-        mode: EgressMode::Allow,
-        rules: vec![EgressRule {
-            scheme: "https".to_owned(),
-            host: "api.test".to_owned(),
-            port,
-            methods: vec!["GET".to_owned(), "POST".to_owned()],
-            path_prefix: "/".to_owned(),
-            ask_when_tainted: false,
-            device_signature: false,
-        }],
-        credentials: vec![CredentialRule {
-            name: "api-key".to_owned(),
-            header: "X-Api-Key".to_owned(),
-            host: "api.test".to_owned(),
-            port,
-            methods: vec!["GET".to_owned()],
-            path_prefix: "/private".to_owned(),
-        }],
-        loopback_ports: vec![port],
-        approval_timeout: Duration::from_secs(5),
-    };
     let host = VaultHost(Host::new(Person::Approves));
     let url = |path: &str| format!("https://api.test:{port}{path}");
 

@@ -87,3 +87,51 @@ impl Lookup for ScriptedLookup {
         Box::pin(async move { answer.ok_or_else(|| std::io::Error::other("no such name")) })
     }
 }
+
+/// A TLS upstream answering `answer` at `api.test` (which resolves to loopback), a broker that
+/// trusts its certificate, and a grant allowing `methods` under `rule_prefix` with the
+/// `api-key` credential (header `X-Api-Key`) bound to `GET` under `credential_prefix`.
+pub(crate) async fn tls_api(
+    answer: fn(&str) -> String,
+    methods: &[&str],
+    rule_prefix: &str,
+    credential_prefix: &str,
+) -> (
+    Upstream,
+    imurun_cell::broker::Broker,
+    imurun_cell::egress::EgressGrant,
+) {
+    use imurun_cell::egress::{CredentialRule, EgressGrant, EgressMode, EgressRule};
+    let (upstream, der) = start_tls(answer, "api.test").await;
+    let port = upstream.port;
+    let lookup = ScriptedLookup::answering("api.test", &[&["127.0.0.1"]]);
+    let config = imurun_cell::broker::BrokerConfig {
+        timeout: std::time::Duration::from_secs(3),
+        extra_roots: vec![der],
+        ..imurun_cell::broker::BrokerConfig::default()
+    };
+    let broker = imurun_cell::broker::Broker::with_lookup(config, &[], lookup).unwrap();
+    let grant = EgressGrant {
+        mode: EgressMode::Allow,
+        rules: vec![EgressRule {
+            scheme: "https".to_owned(),
+            host: "api.test".to_owned(),
+            port,
+            methods: methods.iter().map(|&method| method.to_owned()).collect(),
+            path_prefix: rule_prefix.to_owned(),
+            ask_when_tainted: false,
+            device_signature: false,
+        }],
+        credentials: vec![CredentialRule {
+            name: "api-key".to_owned(),
+            header: "X-Api-Key".to_owned(),
+            host: "api.test".to_owned(),
+            port,
+            methods: vec!["GET".to_owned()],
+            path_prefix: credential_prefix.to_owned(),
+        }],
+        loopback_ports: vec![port],
+        approval_timeout: std::time::Duration::from_secs(5),
+    };
+    (upstream, broker, grant)
+}

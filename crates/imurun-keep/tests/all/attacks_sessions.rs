@@ -676,39 +676,27 @@ async fn holds_a_device_decision_approves_only_its_own_use_for_its_own_person() 
     // A's decision for B; B's subject with A's hashes; Bob's device for Alice; Bob's own
     // decision; Bob answering Alice's approval with his own valid decision.
     let for_a = egress_decision(&alice_device, "alice", &a.id, &a.waiting.hashes);
-    refused(
-        s.keep
-            .answer_approval(&s.alice, &b.id, true, Some(&for_a))
-            .await
-            .unwrap_err(),
-    );
-    let mixed = egress_decision(&alice_device, "alice", &b.id, &a.waiting.hashes);
-    refused(
-        s.keep
-            .answer_approval(&s.alice, &b.id, true, Some(&mixed))
-            .await
-            .unwrap_err(),
-    );
-    let bobs_key = egress_decision(&bob_device, "alice", &b.id, &b.waiting.hashes);
-    refused(
-        s.keep
-            .answer_approval(&s.alice, &b.id, true, Some(&bobs_key))
-            .await
-            .unwrap_err(),
-    );
     let bobs = egress_decision(&bob_device, "bob", &b.id, &b.waiting.hashes);
-    refused(
-        s.keep
-            .answer_approval(&s.alice, &b.id, true, Some(&bobs))
-            .await
-            .unwrap_err(),
-    );
-    refused(
-        s.keep
-            .answer_approval(&s.bob, &b.id, true, Some(&bobs))
-            .await
-            .unwrap_err(),
-    );
+    for (who, decision) in [
+        (&s.alice, for_a.clone()),
+        (
+            &s.alice,
+            egress_decision(&alice_device, "alice", &b.id, &a.waiting.hashes),
+        ),
+        (
+            &s.alice,
+            egress_decision(&bob_device, "alice", &b.id, &b.waiting.hashes),
+        ),
+        (&s.alice, bobs.clone()),
+        (&s.bob, bobs),
+    ] {
+        refused(
+            s.keep
+                .answer_approval(who, &b.id, true, Some(&decision))
+                .await
+                .unwrap_err(),
+        );
+    }
     // A decision of another kind (flipped) naming B exactly.
     let flipped = {
         let expected = Expected {
