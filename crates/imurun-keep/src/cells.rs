@@ -70,14 +70,6 @@ pub trait KeepEvents: Send + Sync {
     fn publish(&self, user: &str, event: Value);
 }
 
-/// Events go nowhere (the command line, tests that do not watch).
-#[derive(Debug, Default)]
-pub struct NoEvents;
-
-impl KeepEvents for NoEvents {
-    fn publish(&self, _user: &str, _event: Value) {}
-}
-
 /// The model cells call through `model.generate`, once it is loaded: the same `Model` seam the
 /// assistant uses.
 pub type ModelSource = Arc<dyn Fn() -> Option<Arc<dyn Model>> + Send + Sync>;
@@ -90,8 +82,8 @@ pub struct ToolAnswer {
     pub untrusted: bool,
 }
 
-/// The tools an agent has, for its cell's `tools.call`. The `tools` import is linked only for
-/// an agent this offers tools to.
+/// Tools the host itself gives agents, for their cells' `tools.call`, beside the person's own
+/// deployed tools (a name the person has a tool by, or `u/<user>/<name>`, is theirs).
 pub trait CellTools: Send + Sync {
     /// Whether `agent` has any tools for `user`.
     fn offers(&self, user: &str, agent: &str) -> bool;
@@ -113,6 +105,9 @@ pub struct CellsConfig {
     /// Loopback ports the operator opened for tests and local services: a rule naming
     /// `127.0.0.1` or `::1` at one of these ports may reach it. Empty by default.
     pub loopback_ports: Vec<u16>,
+    /// The port the host's own API listens on: no tool's egress may name it on a local
+    /// address, whatever ports the operator opened.
+    pub api_port: Option<u16>,
 }
 
 /// The cells of every live session on this host.
@@ -120,6 +115,7 @@ pub struct Cells {
     engine: CellEngine,
     broker: Broker,
     loopback_ports: Vec<u16>,
+    api_port: Option<u16>,
     events: Arc<dyn KeepEvents>,
     model: ModelSource,
     tools: Option<Arc<dyn CellTools>>,
@@ -154,6 +150,7 @@ impl Cells {
             engine,
             broker,
             loopback_ports: config.loopback_ports.clone(),
+            api_port: config.api_port,
             events,
             model,
             tools: None,
@@ -174,14 +171,14 @@ impl Cells {
         &self.loopback_ports
     }
 
+    /// The port of the host's own API, when it was given.
+    pub fn api_port(&self) -> Option<u16> {
+        self.api_port
+    }
+
     /// Slots free for new cells.
     pub fn free_slots(&self) -> usize {
         self.engine.free_slots()
-    }
-
-    /// How many sessions are live.
-    pub fn live_count(&self) -> usize {
-        lock(&self.live).len()
     }
 
     pub(crate) fn publish(&self, user: &str, event: Value) {
@@ -190,12 +187,6 @@ impl Cells {
 
     pub(crate) fn engine(&self) -> &CellEngine {
         &self.engine
-    }
-
-    pub(crate) fn offers_tools(&self, user: &str, agent: &str) -> bool {
-        self.tools
-            .as_ref()
-            .is_some_and(|tools| tools.offers(user, agent))
     }
 
     /// A place for one more of `user`'s sessions, unless they have `max` live or starting
@@ -355,6 +346,11 @@ pub(crate) struct SessionHost {
     pub(crate) agent_version: i64,
     pub(crate) manifest: Manifest,
     pub(crate) grant: Option<EgressGrant>,
+    /// Whose vault the grant's credentials come from: `operator` for an agent, `user:<name>`
+    /// for a tool in the person's namespace.
+    credential_owner: String,
+    /// A deployed tool's cell: it hands back a result and proposes nothing.
+    tool: bool,
     /// The taint's source once the session is tainted.
     pub(crate) taint: Mutex<Option<String>>,
     refusals_journaled: AtomicUsize,
@@ -364,8 +360,9 @@ pub(crate) struct SessionHost {
     /// (allowed and sent, or refused only after it was sent): where untrusted content came
     /// from.
     last_sent: Mutex<Option<String>>,
-    /// Uses the message in flight asked the person about.
-    approvals_asked: AtomicUsize,
+    /// Uses the message in flight asked the person about (shared with the cells of the tools
+    /// it calls).
+    approvals_asked: Arc<AtomicUsize>,
 }
 
 impl SessionHost {
@@ -387,11 +384,46 @@ impl SessionHost {
             agent_version: manifest.version,
             grant,
             manifest,
+            credential_owner: "operator".to_owned(),
+            tool: false,
             taint: Mutex::new(None),
             refusals_journaled: AtomicUsize::new(0),
             refused: Mutex::new(Vec::new()),
             last_sent: Mutex::new(None),
-            approvals_asked: AtomicUsize::new(0),
+            approvals_asked: Arc::new(AtomicUsize::new(0)),
+        }
+    }
+
+    /// The host of a cell running the person's deployed tool `qualified` (`u/<user>/<name>`)
+    /// for this session: the tool's own clamped manifest, the person's own connections, the
+    /// session's taint, and egress in `ask` mode while the tool's taint is not cleared.
+    pub(crate) fn for_tool(
+        &self,
+        qualified: String,
+        manifest: Manifest,
+        ask: bool,
+        loopback_ports: &[u16],
+    ) -> SessionHost {
+        let mut grant = grant_for(&manifest, loopback_ports);
+        if ask && let Some(grant) = grant.as_mut() {
+            grant.mode = egress::EgressMode::Ask;
+        }
+        SessionHost {
+            service: self.service.clone(),
+            cells: self.cells.clone(),
+            session_id: self.session_id.clone(),
+            user: self.user.clone(),
+            agent: qualified,
+            agent_version: manifest.version,
+            grant,
+            manifest,
+            credential_owner: format!("user:{}", self.user),
+            tool: true,
+            taint: Mutex::new(self.tainted_by()),
+            refusals_journaled: AtomicUsize::new(self.refusals_journaled.load(Ordering::Relaxed)),
+            refused: Mutex::new(Vec::new()),
+            last_sent: Mutex::new(None),
+            approvals_asked: Arc::clone(&self.approvals_asked),
         }
     }
 
@@ -471,6 +503,12 @@ impl SessionHost {
     }
 
     async fn propose(&self, kind: String, payload_json: String) -> Result<(), String> {
+        if self.tool {
+            return Err("a tool hands back its result; it proposes nothing".to_owned());
+        }
+        if kind == "tool.propose" {
+            return self.propose_tool(&payload_json).await;
+        }
         let grants = EmitGrants {
             memory: self.manifest.memory,
             card: self.manifest.card,
@@ -498,6 +536,42 @@ impl SessionHost {
             "reason": proposals::escape(&reason),
         }));
         self.journal_refusal("propose", refused.rule(), &reason)
+            .await;
+        Err(reason)
+    }
+}
+
+impl SessionHost {
+    async fn propose_tool(&self, payload_json: &str) -> Result<(), String> {
+        let (loopback_ports, api_port) = self
+            .cells
+            .upgrade()
+            .map(|cells| (cells.loopback_ports.clone(), cells.api_port))
+            .unwrap_or_default();
+        let taint = self.tainted_by();
+        let refused = match self
+            .service
+            .store_tool_proposal(
+                self,
+                payload_json,
+                taint.as_deref(),
+                &loopback_ports,
+                api_port,
+            )
+            .await
+        {
+            Ok(review) => {
+                self.publish(json!({"type": "proposal.created", "proposal": review}));
+                return Ok(());
+            }
+            Err(error) => error,
+        };
+        let reason = refused.to_string();
+        self.publish(json!({
+            "type": "proposal.refused", "kind": "tool.propose", "rule": refused.rule(),
+            "reason": proposals::escape(&cut_chars(&reason, 500)),
+        }));
+        self.journal_refusal("review", refused.rule(), &reason)
             .await;
         Err(reason)
     }
@@ -589,15 +663,25 @@ impl CellHost for SessionHost {
 
     fn call_tool(&self, name: String, args_json: String) -> BoxFuture<'_, Result<String, String>> {
         Box::pin(async move {
-            let Some(tools) = self.cells.upgrade().and_then(|cells| cells.tools.clone()) else {
-                return Err("this agent has no tools".to_owned());
-            };
-            if !tools.offers(&self.user, &self.agent) {
-                return Err("this agent has no tools".to_owned());
+            if self.tool {
+                return Err("a tool calls no other tools".to_owned());
             }
-            let answer = tools
-                .call(&self.user, &self.agent, &name, &args_json)
-                .await?;
+            let offered = self
+                .cells
+                .upgrade()
+                .and_then(|cells| cells.tools.clone())
+                .filter(|tools| tools.offers(&self.user, &self.agent));
+            let answer = match offered {
+                Some(tools)
+                    if !name.starts_with("u/")
+                        && !self.service.owns_tool(&self.user, &name).await =>
+                {
+                    tools
+                        .call(&self.user, &self.agent, &name, &args_json)
+                        .await?
+                }
+                _ => self.service.call_user_tool(self, &name, &args_json).await?,
+            };
             if answer.untrusted {
                 let source = format!("an untrusted result from tool {}", cut_text(&name));
                 self.taint(&source)
@@ -697,8 +781,13 @@ impl EgressHost for SessionHost {
 
     fn credential<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<String>> {
         Box::pin(async move {
-            // Credentials in an agent's manifest are the operator's, checked at deploy.
-            let secret = self.service.open_credential("operator", name).await.ok()?;
+            // An agent's credentials are the operator's, checked at deploy; a tool's are its
+            // person's own connections.
+            let secret = self
+                .service
+                .open_credential(&self.credential_owner, name)
+                .await
+                .ok()?;
             String::from_utf8(secret.expose().to_vec()).ok()
         })
     }

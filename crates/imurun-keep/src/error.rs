@@ -75,6 +75,10 @@ pub enum KeepError {
     /// Accepting something a tainted session proposed needs the person's explicit confirm.
     #[error("{0}")]
     ConfirmTainted(String),
+
+    /// A tool asked for authority no tool may have, whatever a ceiling says.
+    #[error("forbidden authority: {0}")]
+    ForbiddenAuthority(String),
     /// The store failed.
     #[error("the Keep store failed: {0}")]
     Store(#[from] imurun_store::StoreError),
@@ -103,6 +107,7 @@ impl KeepError {
             KeepError::Cell { kind, .. } => kind,
             KeepError::Unavailable(_) => "unavailable",
             KeepError::ConfirmTainted(_) => "confirm_tainted",
+            KeepError::ForbiddenAuthority(_) => "forbidden_authority",
             KeepError::Store(_) => "store",
         }
     }

@@ -17,11 +17,16 @@
 //! - [`high_water`]: the high-water marks kept outside the database too;
 //! - [`init`]: `keep init`'s folder, keys and first trust root, and opening the service;
 //! - [`service`]: the rules applied to the host's state in the store, one method per request;
+//! - [`tool_intake`]: reading a cell's `tool.propose`, bounded, and the look-alike check of
+//!   tool names;
+//! - [`authority`]: a proposed tool's authority diff against its agent, and its manifest
+//!   clamped by the person's ceiling;
 //! - [`cells`]: live sessions' cells, what the host does for each import, egress approvals
 //!   waiting for a person, taint, and the events sessions publish.
 //!
 //! This crate knows nothing of HTTP: the server maps its errors and results to the wire.
 
+pub mod authority;
 pub mod canonical;
 pub mod cells;
 pub mod decision;
@@ -38,6 +43,7 @@ mod random;
 pub mod seal;
 pub mod service;
 pub mod tokens;
+pub mod tool_intake;
 pub mod trust;
 pub mod vault;
 

@@ -98,3 +98,48 @@ pub fn check_agent(
         ))
     })
 }
+
+/// What a seal of a `keep_tools` row covers: the host's signature over the approved bundle's
+/// hash, the clamped manifest, the person's decision beside it, and the taint state.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolFields<'a> {
+    pub user: &'a str,
+    pub name: &'a str,
+    pub version: i64,
+    pub bundle_sha256: &'a str,
+    pub manifest: &'a str,
+    pub decision: &'a str,
+    pub tainted: bool,
+    pub taint_cleared: Option<&'a str>,
+}
+
+fn tool_message(fields: &ToolFields<'_>) -> Vec<u8> {
+    canonicalize(&json!({
+        "type": "imurun.row_seal",
+        "table": "keep_tools",
+        "user": fields.user,
+        "name": fields.name,
+        "version": fields.version,
+        "bundle_sha256": fields.bundle_sha256,
+        "manifest_sha256": sha256_hex(fields.manifest.as_bytes()),
+        "decision_sha256": sha256_hex(fields.decision.as_bytes()),
+        "tainted": fields.tainted,
+        "taint_cleared_sha256": fields.taint_cleared.map(|text| sha256_hex(text.as_bytes())),
+    }))
+}
+
+/// The seal of a tool row.
+pub fn seal_tool(host: &KeyPair, fields: &ToolFields<'_>) -> String {
+    host.sign(&tool_message(fields))
+}
+
+/// Checks a tool row's seal.
+pub fn check_tool(host: &PublicKey, fields: &ToolFields<'_>, seal: &str) -> Result<(), KeepError> {
+    host.verify(&tool_message(fields), seal).map_err(|_| {
+        KeepError::Untrusted(format!(
+            "the stored tool u/{}/{}@{} is not sealed by this host: it was edited in the \
+             database or never approved",
+            fields.user, fields.name, fields.version
+        ))
+    })
+}

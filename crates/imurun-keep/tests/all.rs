@@ -6,6 +6,7 @@ mod all {
     mod attacks;
     mod attacks2;
     mod attacks_sessions;
+    mod authority;
     mod canonical;
     mod decisions;
     mod manifests;
@@ -14,5 +15,6 @@ mod all {
     mod service;
     mod sessions;
     mod support;
+    mod tools;
     mod trust;
 }

@@ -288,7 +288,8 @@ pub(crate) fn keep_error(error: imurun_keep::KeepError) -> ApiError {
         | KeepError::Untrusted(_)
         | KeepError::Expired { .. }
         | KeepError::Decision(_)
-        | KeepError::Forbidden(_) => StatusCode::FORBIDDEN,
+        | KeepError::Forbidden(_)
+        | KeepError::ForbiddenAuthority(_) => StatusCode::FORBIDDEN,
         KeepError::NotFound(_) => StatusCode::NOT_FOUND,
         KeepError::RolledBack { .. } | KeepError::Conflict(_) => StatusCode::CONFLICT,
         KeepError::NotInitialised | KeepError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,

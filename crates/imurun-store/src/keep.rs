@@ -1057,3 +1057,380 @@ impl KeepTx {
         Ok(row)
     }
 }
+
+/// A tool proposal's row.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct ToolProposalRow {
+    pub id: String,
+    pub user_name: String,
+    pub session_id: String,
+    pub agent: String,
+    pub agent_version: i64,
+    pub signer_key_id: String,
+    pub name: String,
+    pub version: i64,
+    pub description: String,
+    pub manifest: String,
+    pub bundle_sha256: String,
+    pub bundle_size: i64,
+    pub tainted: bool,
+    pub taint_source: Option<String>,
+    pub state: String,
+    pub created_at_ms: i64,
+    pub decided_at_ms: Option<i64>,
+}
+
+/// A deployed tool version's row (without its bundle).
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct ToolRow {
+    pub user_name: String,
+    pub name: String,
+    pub version: i64,
+    pub proposal_id: String,
+    pub bundle_sha256: String,
+    pub manifest: String,
+    pub decision: String,
+    pub tainted: bool,
+    pub taint_source: Option<String>,
+    pub taint_cleared: Option<String>,
+    pub seal: String,
+    pub deployed_at_ms: i64,
+    pub revoked_at_ms: Option<i64>,
+}
+
+macro_rules! tool_proposal_columns {
+    () => {
+        "id, user_name, session_id, agent, agent_version, signer_key_id, name, version, \
+         description, manifest, bundle_sha256, bundle_size, tainted, taint_source, state, \
+         created_at_ms, decided_at_ms"
+    };
+}
+macro_rules! tool_columns {
+    () => {
+        "user_name, name, version, proposal_id, bundle_sha256, manifest, decision, tainted, \
+         taint_source, taint_cleared, seal, deployed_at_ms, revoked_at_ms"
+    };
+}
+
+impl Store {
+    /// The tool proposal with this id, whoever's it is.
+    pub async fn keep_tool_proposal(
+        &self,
+        id: &str,
+    ) -> Result<Option<ToolProposalRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            tool_proposal_columns!(),
+            " FROM keep_tool_proposals WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
+    /// `user`'s tool proposals, newest first.
+    pub async fn keep_tool_proposals(
+        &self,
+        user: &str,
+    ) -> Result<Vec<ToolProposalRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            tool_proposal_columns!(),
+            " FROM keep_tool_proposals WHERE user_name = $1 \
+             ORDER BY created_at_ms DESC, id LIMIT $2"
+        ))
+        .bind(user)
+        .bind(KEEP_LIST_ROWS_MAX)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// How many of `user`'s tool proposals wait for them (read outside any write; the write
+    /// counts again under its lock).
+    pub async fn keep_pending_tool_proposals(&self, user: &str) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT COUNT(*) FROM keep_tool_proposals WHERE user_name = $1 AND state = 'pending'",
+        )
+        .bind(user)
+        .fetch_one(self.pool())
+        .await?)
+    }
+
+    /// The bundle a tool proposal carries.
+    pub async fn keep_tool_proposal_bundle(&self, id: &str) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(
+            sqlx::query_scalar("SELECT bundle FROM keep_tool_proposals WHERE id = $1")
+                .bind(id)
+                .fetch_optional(self.pool())
+                .await?,
+        )
+    }
+
+    /// The names `user`'s tools and pending tool proposals use, and every agent's name: what a
+    /// new tool's name must not look like.
+    pub async fn keep_names_in_use(&self, user: &str) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT DISTINCT name FROM keep_agents \
+             UNION SELECT name FROM keep_tools WHERE user_name = $1 \
+             UNION SELECT name FROM keep_tool_proposals WHERE user_name = $1 AND state = 'pending' \
+             LIMIT $2",
+        )
+        .bind(user)
+        .bind(KEEP_LIST_ROWS_MAX)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// `user`'s tool `name` in force: its highest version (revoked or not: a revoked one is in
+    /// force for nothing).
+    pub async fn keep_tool(&self, user: &str, name: &str) -> Result<Option<ToolRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            tool_columns!(),
+            " FROM keep_tools WHERE user_name = $1 AND name = $2 ORDER BY version DESC LIMIT 1"
+        ))
+        .bind(user)
+        .bind(name)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+
+    /// Each of `user`'s tools at its highest version, by name.
+    pub async fn keep_tools(&self, user: &str) -> Result<Vec<ToolRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            tool_columns!(),
+            " FROM keep_tools AS t WHERE user_name = $1 AND version = \
+             (SELECT MAX(version) FROM keep_tools WHERE user_name = t.user_name AND name = t.name) \
+             ORDER BY name LIMIT $2"
+        ))
+        .bind(user)
+        .bind(KEEP_LIST_ROWS_MAX)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// A deployed tool version's bundle.
+    pub async fn keep_tool_bundle(
+        &self,
+        user: &str,
+        name: &str,
+        version: i64,
+    ) -> Result<Option<Vec<u8>>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT bundle FROM keep_tools WHERE user_name = $1 AND name = $2 AND version = $3",
+        )
+        .bind(user)
+        .bind(name)
+        .bind(version)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+}
+
+/// A new tool proposal, with its bundle.
+#[derive(Debug, Clone)]
+pub struct NewToolProposal<'a> {
+    pub row: &'a ToolProposalRow,
+    pub bundle: &'a [u8],
+}
+
+/// A tool version to deploy.
+#[derive(Debug, Clone)]
+pub struct NewTool<'a> {
+    pub user_name: &'a str,
+    pub name: &'a str,
+    pub version: i64,
+    pub proposal_id: &'a str,
+    pub bundle_sha256: &'a str,
+    pub bundle: &'a [u8],
+    pub manifest: &'a str,
+    pub decision: &'a str,
+    pub tainted: bool,
+    pub taint_source: Option<&'a str>,
+    pub seal: &'a str,
+}
+
+impl KeepTx {
+    /// How many of `user`'s tool proposals wait for them.
+    pub async fn pending_tool_proposals(&mut self, user: &str) -> Result<i64, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT COUNT(*) FROM keep_tool_proposals WHERE user_name = $1 AND state = 'pending'",
+        )
+        .bind(user)
+        .fetch_one(&mut *self.tx)
+        .await?)
+    }
+
+    /// Stores a pending tool proposal.
+    pub async fn insert_tool_proposal(
+        &mut self,
+        new: &NewToolProposal<'_>,
+    ) -> Result<(), StoreError> {
+        let row = new.row;
+        sqlx::query(
+            "INSERT INTO keep_tool_proposals (id, user_name, session_id, agent, agent_version, \
+             signer_key_id, name, version, description, manifest, bundle_sha256, bundle_size, \
+             bundle, tainted, taint_source, state, created_at_ms, decided_at_ms) \
+             VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'pending', \
+             $16, NULL)",
+        )
+        .bind(&row.id)
+        .bind(&row.user_name)
+        .bind(&row.session_id)
+        .bind(&row.agent)
+        .bind(row.agent_version)
+        .bind(&row.signer_key_id)
+        .bind(&row.name)
+        .bind(row.version)
+        .bind(&row.description)
+        .bind(&row.manifest)
+        .bind(&row.bundle_sha256)
+        .bind(row.bundle_size)
+        .bind(new.bundle)
+        .bind(row.tainted)
+        .bind(&row.taint_source)
+        .bind(row.created_at_ms)
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(())
+    }
+
+    /// `user`'s pending tool proposal `id`, read under the write lock.
+    pub async fn pending_tool_proposal(
+        &mut self,
+        id: &str,
+        user: &str,
+    ) -> Result<Option<ToolProposalRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            tool_proposal_columns!(),
+            " FROM keep_tool_proposals WHERE id = $1 AND user_name = $2 AND state = 'pending'"
+        ))
+        .bind(id)
+        .bind(user)
+        .fetch_optional(&mut *self.tx)
+        .await?)
+    }
+
+    /// Marks pending tool proposal `id` `approved` or `denied`; whether it was pending.
+    pub async fn decide_tool_proposal(
+        &mut self,
+        id: &str,
+        state: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE keep_tool_proposals SET state = $2, decided_at_ms = $3 \
+             WHERE id = $1 AND state = 'pending'",
+        )
+        .bind(id)
+        .bind(state)
+        .bind(now_ms())
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// The bundle SHA-256 of `user`'s tool `name` at `version`, if it was deployed.
+    pub async fn tool_version_sha256(
+        &mut self,
+        user: &str,
+        name: &str,
+        version: i64,
+    ) -> Result<Option<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT bundle_sha256 FROM keep_tools WHERE user_name = $1 AND name = $2 \
+             AND version = $3",
+        )
+        .bind(user)
+        .bind(name)
+        .bind(version)
+        .fetch_optional(&mut *self.tx)
+        .await?)
+    }
+
+    /// `user`'s tool `name` in force, read under the write lock.
+    pub async fn tool(&mut self, user: &str, name: &str) -> Result<Option<ToolRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            tool_columns!(),
+            " FROM keep_tools WHERE user_name = $1 AND name = $2 ORDER BY version DESC LIMIT 1"
+        ))
+        .bind(user)
+        .bind(name)
+        .fetch_optional(&mut *self.tx)
+        .await?)
+    }
+
+    /// Deploys a tool version.
+    pub async fn insert_tool(&mut self, tool: &NewTool<'_>) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO keep_tools (user_name, name, version, proposal_id, bundle_sha256, bundle, \
+             manifest, decision, tainted, taint_source, taint_cleared, seal, deployed_at_ms, \
+             revoked_at_ms) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL, $11, $12, NULL)",
+        )
+        .bind(tool.user_name)
+        .bind(tool.name)
+        .bind(tool.version)
+        .bind(tool.proposal_id)
+        .bind(tool.bundle_sha256)
+        .bind(tool.bundle)
+        .bind(tool.manifest)
+        .bind(tool.decision)
+        .bind(tool.tainted)
+        .bind(tool.taint_source)
+        .bind(tool.seal)
+        .bind(now_ms())
+        .execute(&mut *self.tx)
+        .await
+        .map_err(|error| {
+            if crate::bounds::is_unique_violation(&error) {
+                StoreError::AlreadyExists {
+                    what: "tool version",
+                    id: format!("{}@{}", tool.name, tool.version),
+                }
+            } else {
+                error.into()
+            }
+        })?;
+        Ok(())
+    }
+
+    /// Records the person's clear-taint decision on a tool version, with its new seal.
+    pub async fn clear_tool_taint(
+        &mut self,
+        user: &str,
+        name: &str,
+        version: i64,
+        decision: &str,
+        seal: &str,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE keep_tools SET taint_cleared = $4, seal = $5 WHERE user_name = $1 \
+             AND name = $2 AND version = $3 AND tainted = 1 AND taint_cleared IS NULL \
+             AND revoked_at_ms IS NULL",
+        )
+        .bind(user)
+        .bind(name)
+        .bind(version)
+        .bind(decision)
+        .bind(seal)
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    /// Revokes every version of `user`'s tool `name`; how many were in force.
+    pub async fn revoke_tool(&mut self, user: &str, name: &str) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE keep_tools SET revoked_at_ms = $3 WHERE user_name = $1 AND name = $2 \
+             AND revoked_at_ms IS NULL",
+        )
+        .bind(user)
+        .bind(name)
+        .bind(now_ms())
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected())
+    }
+}

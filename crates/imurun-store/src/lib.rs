@@ -43,8 +43,8 @@ pub use bounds::ID_CHARS_MAX;
 pub use error::StoreError;
 pub use keep::{
     AgentRow, DeviceRow, DocumentRow, JournalDraft, JournalRow, JournalSnapshot,
-    KEEP_JOURNAL_READ_ROWS_MAX, KEEP_LIST_ROWS_MAX, KeepTx, NewAgent, ProposalRow, SessionRow,
-    TokenRow, VaultEntryRow,
+    KEEP_JOURNAL_READ_ROWS_MAX, KEEP_LIST_ROWS_MAX, KeepTx, NewAgent, NewTool, NewToolProposal,
+    ProposalRow, SessionRow, TokenRow, ToolProposalRow, ToolRow, VaultEntryRow,
 };
 pub use sessions::{SESSION_LIST_ROWS_MAX, SESSION_TITLE_CHARS_MAX, Session};
 pub use settings::{SETTING_VALUE_BYTES_MAX, SETTINGS_MAX, SETTINGS_WRITE_ENTRIES_MAX};

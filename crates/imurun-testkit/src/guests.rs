@@ -14,6 +14,10 @@ pub enum Guest {
     Doors,
     /// A tool that fetches a URL; imports `http`.
     FetchTool,
+    /// A tool with no authority: echoes its arguments, sleeps on request, tries to propose.
+    PureTool,
+    /// A tool importing signing and token-minting interfaces no host offers.
+    KeyTool,
     /// The scripted agent with only `events`.
     Scripted,
     /// The scripted agent with `events` and `http`.
@@ -28,6 +32,8 @@ impl Guest {
             Guest::Echo => "echo_agent.wasm",
             Guest::Doors => "door_agent.wasm",
             Guest::FetchTool => "fetch_tool.wasm",
+            Guest::PureTool => "pure_tool.wasm",
+            Guest::KeyTool => "key_tool.wasm",
             Guest::Scripted => "scripted_agent.wasm",
             Guest::ScriptedHttp => "scripted_agent_http.wasm",
             Guest::ScriptedFull => "scripted_agent_full.wasm",
@@ -70,6 +76,8 @@ fn build_guests() -> PathBuf {
                 ("echo_agent.wasm", "echo_agent.wasm"),
                 ("door_agent.wasm", "door_agent.wasm"),
                 ("fetch_tool.wasm", "fetch_tool.wasm"),
+                ("pure_tool.wasm", "pure_tool.wasm"),
+                ("key_tool.wasm", "key_tool.wasm"),
                 ("scripted_agent.wasm", "scripted_agent.wasm"),
             ],
         ),

@@ -304,9 +304,14 @@ fn check_bundle(bundle: &[u8]) -> Result<(), KeepError> {
             ),
         ));
     }
+    check_component(bundle, "bundle")
+}
+
+/// Refuses bytes that are not a WebAssembly component; `field` names them in the error.
+pub(crate) fn check_component(bundle: &[u8], field: &str) -> Result<(), KeepError> {
     if !bundle.starts_with(&COMPONENT_HEADER) {
         return Err(KeepError::invalid(
-            "bundle",
+            field,
             "not a WebAssembly component (it must start with `\\0asm` and the component layer's \
              version)",
         ));

@@ -10,6 +10,8 @@ mod devices;
 mod journal_access;
 mod proposal_access;
 mod sessions;
+mod tool_access;
+mod tool_calls;
 mod vault_access;
 
 use std::sync::Arc;
@@ -27,6 +29,7 @@ use crate::trust::Trust;
 use crate::vault::VaultKey;
 
 pub use ceilings::CeilingView;
+pub(crate) use deploy::check_component;
 pub use deploy::{AgentView, BUNDLE_BYTES_MAX, DeployRequest, PublicAgentView};
 pub use devices::{
     DEVICE_LABEL_CHARS_MAX, DeviceView, ENROL_CODE_TTL_S_DEFAULT, ENROL_CODE_TTL_S_MAX, EnrolProof,
@@ -38,6 +41,7 @@ pub use sessions::{
     ApprovalView, FILE_NAME_CHARS_MAX, FILE_TEXT_BYTES_MAX, MESSAGE_BYTES_MAX, REPLIES_BYTES_MAX,
     REPLY_EVENT_BYTES_MAX, SessionView,
 };
+pub use tool_access::{DecisionBasis, TOOL_PROPOSAL_ID_PREFIX, ToolOrigin, ToolReview, ToolView};
 pub use vault_access::{VAULT_ENTRIES_MAX, VaultEntryView};
 
 /// The `kind` of the trust root's row and high-water mark.

@@ -96,7 +96,8 @@ impl KeepService {
             manifest,
             cells.loopback_ports(),
         ));
-        let imports = imports_for(&host.manifest, cells.offers_tools(user, &view.name));
+        // Every session may call its person's deployed tools, so `tools` is always linked.
+        let imports = imports_for(&host.manifest, true);
         let limits = limits_for(&host.manifest);
         let subject = format!("session:{id}");
         let started = cells

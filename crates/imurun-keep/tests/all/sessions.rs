@@ -99,6 +99,22 @@ impl Sessions {
 
     /// A host whose engine has `slots` cell slots.
     pub(crate) async fn with_slots(loopback_ports: Vec<u16>, slots: u32) -> Sessions {
+        Self::build(
+            CellsConfig {
+                loopback_ports,
+                cell: CellConfig {
+                    slots,
+                    ..CellConfig::default()
+                },
+                api_port: None,
+            },
+            &["the model's reply"],
+        )
+        .await
+    }
+
+    /// A host with cells as `config` says, whose model answers `replies` in turn.
+    pub(crate) async fn build(config: CellsConfig, replies: &[&str]) -> Sessions {
         let host = Host::new().await;
         let events = Arc::new(Recorded::default());
         let broker = Broker::new(
@@ -109,16 +125,9 @@ impl Sessions {
             &imurun_cell::own_addresses(),
         )
         .unwrap();
-        let model = Arc::new(TestModel::texts(&["the model's reply"]));
+        let model = Arc::new(TestModel::texts(replies));
         let source: ModelSource =
             Arc::new(move || Some(model.clone() as Arc<dyn imurun_core::Model>));
-        let config = CellsConfig {
-            loopback_ports,
-            cell: CellConfig {
-                slots,
-                ..CellConfig::default()
-            },
-        };
         let cells = Cells::new(&config, broker, events.clone(), source)
             .unwrap()
             .with_tools(Arc::new(Tools));

@@ -15,8 +15,9 @@ use serde::Deserialize;
 use crate::error::{ApiError, StrictJson};
 use crate::keep_auth::KeepCaller;
 use crate::keep_wire::{
-    ApprovalAnswer, ApprovalAnswered, ApprovalInfo, ApprovalList, FileBody, MessageBody,
-    ProposalAccept, ProposalInfo, ProposalList, Replies, SessionCreate, SessionInfo, SessionList,
+    AnyProposal, ApprovalAnswer, ApprovalAnswered, ApprovalInfo, ApprovalList, FileBody,
+    MessageBody, ProposalAccept, ProposalInfo, ProposalList, Replies, SessionCreate, SessionInfo,
+    SessionList, ToolReviewInfo,
 };
 use crate::openapi::ErrorBody;
 use crate::sse::{HEARTBEAT_TEXT, last_event_id, sse_message};
@@ -213,13 +214,13 @@ pub(crate) async fn events(
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
 #[serde(deny_unknown_fields)]
 pub(crate) struct ProposalQuery {
-    /// Only proposals of this kind: `memory`, `suggestion`, `plan` or `card`.
+    /// Only proposals of this kind: `memory`, `suggestion`, `plan`, `card` or `tool`.
     kind: Option<String>,
 }
 
 /// `GET /v1/proposals`.
 #[utoipa::path(get, path = "/v1/proposals", tag = "keep", operation_id = "keep_proposals",
-    summary = "The caller's proposals (memory entries, suggestions, plans, cards), newest first",
+    summary = "The caller's proposals (memory entries, suggestions, plans, cards, and tools with their reviews), newest first",
     params(ProposalQuery),
     responses(
         (status = 200, description = "The proposals.", body = ProposalList),
@@ -233,12 +234,18 @@ pub(crate) async fn proposals(
     query: Result<Query<ProposalQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<ProposalList>, ApiError> {
     let Query(query) = query.map_err(|error| ApiError::bad_request(error.body_text()))?;
-    let views = caller
-        .keep
-        .proposals(&caller.identity, query.kind.as_deref())
-        .await?;
+    let kind = query.kind.as_deref();
+    let proposals = match kind {
+        Some("tool") => Vec::new(),
+        _ => caller.keep.proposals(&caller.identity, kind).await?,
+    };
+    let tools = match kind {
+        None | Some("tool") => caller.keep.tool_proposals(&caller.identity).await?,
+        Some(_) => Vec::new(),
+    };
     Ok(Json(ProposalList {
-        proposals: views.into_iter().map(proposal_info).collect(),
+        proposals: proposals.into_iter().map(proposal_info).collect(),
+        tools: tools.into_iter().map(ToolReviewInfo::from).collect(),
     }))
 }
 
@@ -247,7 +254,7 @@ pub(crate) async fn proposals(
     summary = "One of the caller's proposals",
     params(("id" = String, Path, description = "The proposal's id.")),
     responses(
-        (status = 200, description = "The proposal.", body = ProposalInfo),
+        (status = 200, description = "The proposal: a tool's review (ids `kt-...`), or another kind.", body = AnyProposal),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "Another person's proposal reads as one that does not exist; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
@@ -255,9 +262,13 @@ pub(crate) async fn proposals(
 pub(crate) async fn proposal(
     caller: KeepCaller,
     Path(id): Path<String>,
-) -> Result<Json<ProposalInfo>, ApiError> {
+) -> Result<Json<AnyProposal>, ApiError> {
+    if id.starts_with(imurun_keep::service::TOOL_PROPOSAL_ID_PREFIX) {
+        let review = caller.keep.tool_proposal(&caller.identity, &id).await?;
+        return Ok(Json(AnyProposal::Tool(Box::new(review.into()))));
+    }
     let view = caller.keep.proposal(&caller.identity, &id).await?;
-    Ok(Json(proposal_info(view)))
+    Ok(Json(AnyProposal::Other(Box::new(proposal_info(view)))))
 }
 
 /// `POST /v1/proposals/{id}/accept`.

@@ -37,6 +37,7 @@ pub(crate) mod events;
 pub(crate) mod integrations;
 pub(crate) mod keep;
 pub(crate) mod keep_sessions;
+pub(crate) mod keep_tools;
 pub(crate) mod meta;
 pub(crate) mod openai;
 pub(crate) mod page;
@@ -233,6 +234,11 @@ fn table() -> Vec<Route> {
             keep_sessions::__path_reject_proposal,
             keep_sessions::reject_proposal,
         ),
+        route(keep_tools::__path_decide, keep_tools::decide),
+        route(keep_tools::__path_tools, keep_tools::tools),
+        route(keep_tools::__path_tool, keep_tools::tool),
+        route(keep_tools::__path_revoke, keep_tools::revoke),
+        route(keep_tools::__path_clear_taint, keep_tools::clear_taint),
         route(keep_sessions::__path_approvals, keep_sessions::approvals),
         route(
             keep_sessions::__path_answer_approval,

@@ -138,8 +138,14 @@ async fn a_persons_session_events_and_proposals_are_theirs_alone() {
     assert_eq!(plans.len(), 2, "{listed}");
     let (_, bobs) = keep.call(&keep.bob, "GET", "/v1/proposals", None).await;
     assert_eq!(bobs["proposals"], json!([]));
-    let (status, _) = keep
+    assert_eq!(bobs["tools"], json!([]));
+    let (status, tools) = keep
         .call(&keep.alice, "GET", "/v1/proposals?kind=tool", None)
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(tools, json!({"proposals": [], "tools": []}));
+    let (status, _) = keep
+        .call(&keep.alice, "GET", "/v1/proposals?kind=tools", None)
         .await;
     assert_eq!(status, 400);
     let newest = &plans[0];

@@ -63,6 +63,11 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
     )
     .await?;
     let config = &wiring.config;
+    // Bound first: Keep refuses its own API's port as any tool's egress target.
+    let listener = TcpListener::bind(config.server.addr)
+        .await
+        .with_context(|| format!("binding {}", config.server.addr))?;
+    let addr = listener.local_addr().context("reading the bound address")?;
     let keep_events = imurun_server::KeepHubs::default();
     let keep = if config.keep.enabled {
         let service = imurun_keep::init::open(
@@ -77,7 +82,7 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
                 config.keep.dir.display()
             )
         })?;
-        let service = with_cells(service, config, &keep_events, &slot)?;
+        let service = with_cells(service, config, &keep_events, &slot, addr.port())?;
         let ports = &config.keep.egress_loopback_ports;
         if !ports.is_empty() {
             service
@@ -111,10 +116,6 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
             ..ServerOptions::default()
         },
     });
-    let listener = TcpListener::bind(config.server.addr)
-        .await
-        .with_context(|| format!("binding {}", config.server.addr))?;
-    let addr = listener.local_addr().context("reading the bound address")?;
     // One write, whose failure is ignored: a reader that takes the first line and closes the
     // pipe (`imurun serve | head -1`, a supervisor) must not bring the server down.
     let keep_line = if config.keep.enabled {
@@ -203,6 +204,7 @@ fn with_cells(
     config: &ResolvedConfig,
     events: &imurun_server::KeepHubs,
     slot: &ModelSlot,
+    api_port: u16,
 ) -> Result<imurun_keep::service::KeepService> {
     let broker = imurun_cell::broker::Broker::new(
         imurun_cell::broker::BrokerConfig::default(),
@@ -216,6 +218,7 @@ fn with_cells(
     let cells = imurun_keep::cells::Cells::new(
         &imurun_keep::cells::CellsConfig {
             loopback_ports: config.keep.egress_loopback_ports.clone(),
+            api_port: Some(api_port),
             ..imurun_keep::cells::CellsConfig::default()
         },
         broker,

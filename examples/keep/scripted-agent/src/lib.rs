@@ -6,7 +6,10 @@
 //!
 //! - `{"reply": "text"}`: says `text`;
 //! - `{"emit": {"type": "plan", ...}}`: emits the event (`type` is the kind, the rest the
-//!   payload) and says `emitted` or the host's refusal;
+//!   payload) and says `emitted` or the host's refusal; a payload field whose value is the
+//!   text `$buffer` gets the buffer's text instead, and the buffer is emptied;
+//! - `{"buffer": "text"}`: appends text to a buffer kept across the session's messages (a
+//!   tool's bundle is bigger than one message) and says its length;
 //! - `{"fetch": {"method": "GET", "url": "...", "headers": {...}, "body": "..."}}` (feature
 //!   `http`): says `{"status", "headers", "body"}` or `{"error"}`;
 //! - `{"generate": [{"role", "content"}, ...]}` (feature `model`): the model's reply;
@@ -27,6 +30,11 @@ use imurun::cell::{events, http, memory, model, tools, types};
 /// A buffer in the module's data, for the slot-reuse test.
 static mut CANARY: [u8; 64] = [0; 64];
 
+thread_local! {
+    /// Text gathered over several messages, for an emit bigger than one message.
+    static BUFFER: std::cell::RefCell<String> = const { std::cell::RefCell::new(String::new()) };
+}
+
 struct Scripted;
 
 impl Guest for Scripted {
@@ -46,6 +54,14 @@ fn step(step: &Value) -> String {
     if let Some(text) = step.get("reply") {
         return text.as_str().unwrap_or_default().to_owned();
     }
+    if let Some(text) = step.get("buffer").and_then(Value::as_str) {
+        let length = BUFFER.with(|buffer| {
+            let mut buffer = buffer.borrow_mut();
+            buffer.push_str(text);
+            buffer.len()
+        });
+        return format!("buffered {length}");
+    }
     if let Some(event) = step.get("emit") {
         let mut payload = event.clone();
         let kind = payload
@@ -53,6 +69,13 @@ fn step(step: &Value) -> String {
             .and_then(|object| object.remove("type"))
             .and_then(|kind| kind.as_str().map(str::to_owned))
             .unwrap_or_default();
+        if let Some(object) = payload.as_object_mut() {
+            for value in object.values_mut() {
+                if value.as_str() == Some("$buffer") {
+                    *value = Value::String(BUFFER.with(|buffer| buffer.take()));
+                }
+            }
+        }
         return match events::emit(&kind, &payload.to_string()) {
             Ok(()) => "emitted".to_owned(),
             Err(error) => format!("refused: {error}"),

@@ -1,0 +1,441 @@
+//! Authority: what a pack may reach, compared and bounded. A proposed tool's review shows its
+//! **diff** against the proposing agent ([`diff`]) and its manifest **clamped** by the person's
+//! ceiling ([`clamp`]); the person approves the clamped manifest, and only it deploys.
+//!
+//! Both are computed from the manifests alone, never from anything the agent wrote about them:
+//! "no new authority" is an empty diff, nothing else.
+//!
+//! One egress rule is within another ([`rule_within`]) when every request it allows the other
+//! allows too, with at least the other's friction: the same scheme and port, a host the other
+//! covers, a subset of its methods, a path under its prefix, a device signature wherever the
+//! other needs one, and asking when tainted only where the other asks too (without it a tainted
+//! session's writes are refused outright, which is less authority).
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use crate::documents::Ceiling;
+use crate::manifest::{EgressMode, EgressRule, Manifest, MemoryAccess, host_of, path_within};
+
+/// What kind of authority a change adds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ChangeClass {
+    /// Requests to a host the agent cannot reach at all.
+    NewHost,
+    /// More requests to a host the agent reaches: another port, method or path, or without
+    /// the friction the agent's rule has.
+    Egress,
+    /// A credential sent with requests.
+    CredentialReach,
+    /// More memory access (none → read → write).
+    Memory,
+    /// The model socket.
+    Model,
+    /// A higher memory or CPU limit.
+    Resources,
+    /// A longer wall-time limit or approval wait.
+    Timeouts,
+}
+
+/// One change in authority.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Change {
+    pub class: ChangeClass,
+    /// Where in the tool's manifest: `egress.rules[0]`, `credentials[1]`, `memory`, ...
+    pub field: String,
+    /// What the agent has (`null` where it has nothing comparable).
+    pub from: Value,
+    /// What the tool would have.
+    pub to: Value,
+    /// The change in one line.
+    pub summary: String,
+}
+
+/// An entry of a proposed manifest the ceiling does not let through, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Dropped {
+    /// Where in the proposed manifest.
+    pub field: String,
+    /// What was asked for.
+    pub entry: Value,
+    pub reason: String,
+}
+
+/// A proposed manifest clamped by a ceiling.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Clamped {
+    /// What deploys: never beyond the ceiling, never beyond what was proposed.
+    pub manifest: Manifest,
+    /// What the ceiling dropped or lowered.
+    pub dropped: Vec<Dropped>,
+}
+
+/// Whether every request `inner` allows, `outer` allows too, with at least its friction.
+pub fn rule_within(inner: &EgressRule, outer: &EgressRule) -> bool {
+    same_target(inner, outer)
+        && inner
+            .methods
+            .iter()
+            .all(|method| outer.methods.contains(method))
+        && (!inner.ask_when_tainted || outer.ask_when_tainted)
+        && (!outer.device_signature || inner.device_signature)
+}
+
+/// Whether `outer` reaches the scheme, port, host and path of `inner` (methods and friction
+/// aside).
+fn same_target(inner: &EgressRule, outer: &EgressRule) -> bool {
+    inner.scheme == outer.scheme
+        && inner.port == outer.port
+        && hosts_cover(&outer.host, &inner.host)
+        && path_within(&inner.path_prefix, &outer.path_prefix)
+}
+
+fn hosts_cover(outer: &str, inner: &str) -> bool {
+    match (host_of(outer), host_of(inner)) {
+        (Some(outer), Some(inner)) => outer.covers(&inner),
+        _ => false,
+    }
+}
+
+/// The rules a manifest's egress actually grants: none under `deny`.
+fn granted_rules(manifest: &Manifest) -> &[EgressRule] {
+    if manifest.egress.mode == EgressMode::Deny {
+        &[]
+    } else {
+        &manifest.egress.rules
+    }
+}
+
+/// The authority `tool` has beyond `agent`, at the finest grain: each egress rule the agent's
+/// rules do not hold, each credential (a tool's credentials are the person's own connections,
+/// never the operator's the agent holds, so each one is new reach), more memory access, the
+/// model socket, each higher limit and each longer timeout.
+pub fn diff(agent: &Manifest, tool: &Manifest) -> Vec<Change> {
+    let mut changes = Vec::new();
+    let agent_rules = granted_rules(agent);
+    for (index, rule) in granted_rules(tool).iter().enumerate() {
+        let field = format!("egress.rules[{index}]");
+        let held = agent_rules.iter().find(|outer| rule_within(rule, outer));
+        let to = rule_json(rule);
+        match held {
+            Some(outer)
+                if tool.egress.mode == EgressMode::Allow
+                    && agent.egress.mode == EgressMode::Ask =>
+            {
+                changes.push(Change {
+                    class: ChangeClass::Egress,
+                    field,
+                    from: rule_json(outer),
+                    to,
+                    summary: format!("{} without asking each time", rule_summary(rule)),
+                });
+            }
+            Some(_) => {}
+            None => {
+                let known_host = agent_rules
+                    .iter()
+                    .any(|outer| hosts_cover(&outer.host, &rule.host));
+                let (class, what) = if known_host {
+                    (
+                        ChangeClass::Egress,
+                        "more requests to a host the agent reaches",
+                    )
+                } else {
+                    (ChangeClass::NewHost, "a host the agent cannot reach")
+                };
+                changes.push(Change {
+                    class,
+                    field,
+                    from: Value::Null,
+                    to,
+                    summary: format!("{} ({what})", rule_summary(rule)),
+                });
+            }
+        }
+    }
+    for (index, credential) in tool.credentials.iter().enumerate() {
+        let bind = &credential.bind;
+        changes.push(Change {
+            class: ChangeClass::CredentialReach,
+            field: format!("credentials[{index}]"),
+            from: Value::Null,
+            to: serde_json::to_value(credential).unwrap_or(Value::Null),
+            summary: format!(
+                "your connection {} sent in {} with {} to https://{}:{}{}",
+                credential.name,
+                credential.header,
+                bind.methods.join(", "),
+                bind.host,
+                bind.port,
+                bind.path_prefix
+            ),
+        });
+    }
+    if tool.memory > agent.memory {
+        changes.push(Change {
+            class: ChangeClass::Memory,
+            field: "memory".into(),
+            from: json!(agent.memory),
+            to: json!(tool.memory),
+            summary: format!(
+                "memory access {} → {}",
+                memory_name(agent.memory),
+                memory_name(tool.memory)
+            ),
+        });
+    }
+    if tool.model_socket && !agent.model_socket {
+        changes.push(Change {
+            class: ChangeClass::Model,
+            field: "model_socket".into(),
+            from: json!(false),
+            to: json!(true),
+            summary: "the model socket".into(),
+        });
+    }
+    let raised = [
+        (
+            "resources.memory_mb",
+            ChangeClass::Resources,
+            agent.resources.memory_mb,
+            tool.resources.memory_mb,
+            "MiB of memory",
+        ),
+        (
+            "resources.cpu_ms",
+            ChangeClass::Resources,
+            agent.resources.cpu_ms,
+            tool.resources.cpu_ms,
+            "ms of CPU",
+        ),
+        (
+            "resources.timeout_ms",
+            ChangeClass::Timeouts,
+            agent.resources.timeout_ms,
+            tool.resources.timeout_ms,
+            "ms of wall time",
+        ),
+        (
+            "approval_timeout_s",
+            ChangeClass::Timeouts,
+            agent.approval_timeout_s,
+            tool.approval_timeout_s,
+            "s of waiting for an approval",
+        ),
+    ];
+    for (field, class, from, to, unit) in raised {
+        if to > from {
+            changes.push(Change {
+                class,
+                field: field.into(),
+                from: json!(from),
+                to: json!(to),
+                summary: format!("{from} → {to} {unit}"),
+            });
+        }
+    }
+    changes
+}
+
+/// `proposed` bounded by `ceiling`: each egress rule keeps only the methods some ceiling rule
+/// reaching its target allows, with the strictest friction of those rules; each credential
+/// only when the ceiling names it and a kept `https` rule still reaches its binding; memory,
+/// the model socket and each limit at the lower of the two; no cards (a tool hands back a
+/// result). The result is within both.
+pub fn clamp(proposed: &Manifest, ceiling: &Ceiling) -> Clamped {
+    let mut manifest = proposed.clone();
+    let mut dropped = Vec::new();
+    manifest.card = false;
+    if proposed.card {
+        dropped.push(Dropped {
+            field: "card".into(),
+            entry: json!(true),
+            reason: "a tool hands back its result; cards are an agent's".into(),
+        });
+    }
+    let mut rules = Vec::new();
+    for (index, rule) in proposed.egress.rules.iter().enumerate() {
+        let field = format!("egress.rules[{index}]");
+        let reaching: Vec<&EgressRule> = ceiling
+            .egress
+            .iter()
+            .filter(|outer| same_target(rule, outer))
+            .collect();
+        let methods: Vec<String> = rule
+            .methods
+            .iter()
+            .filter(|method| reaching.iter().any(|outer| outer.methods.contains(method)))
+            .cloned()
+            .collect();
+        if methods.is_empty() {
+            dropped.push(Dropped {
+                field,
+                entry: rule_json(rule),
+                reason: if reaching.is_empty() {
+                    "your ceiling allows no requests to this scheme, host, port and path".into()
+                } else {
+                    "your ceiling allows none of these methods here".into()
+                },
+            });
+            continue;
+        }
+        // Only the rules that allow a kept method bear on its friction; the strictest of them
+        // applies, so the rule is within each of them.
+        let bearing: Vec<&&EgressRule> = reaching
+            .iter()
+            .filter(|outer| outer.methods.iter().any(|method| methods.contains(method)))
+            .collect();
+        let device_signature =
+            rule.device_signature || bearing.iter().any(|outer| outer.device_signature);
+        let ask_when_tainted =
+            rule.ask_when_tainted && bearing.iter().all(|outer| outer.ask_when_tainted);
+        let removed: Vec<&String> = rule
+            .methods
+            .iter()
+            .filter(|method| !methods.contains(method))
+            .collect();
+        if !removed.is_empty() {
+            dropped.push(Dropped {
+                field: format!("{field}.methods"),
+                entry: json!(removed),
+                reason: "your ceiling does not allow these methods here".into(),
+            });
+        }
+        if device_signature && !rule.device_signature {
+            dropped.push(Dropped {
+                field: format!("{field}.device_signature"),
+                entry: json!(false),
+                reason: "your ceiling needs a device signature for each use".into(),
+            });
+        }
+        if rule.ask_when_tainted && !ask_when_tainted {
+            dropped.push(Dropped {
+                field: format!("{field}.ask_when_tainted"),
+                entry: json!(true),
+                reason: "your ceiling refuses a tainted session's writes here rather than asking"
+                    .into(),
+            });
+        }
+        let kept = EgressRule {
+            methods,
+            device_signature,
+            ask_when_tainted,
+            ..rule.clone()
+        };
+        if !rules.contains(&kept) {
+            rules.push(kept);
+        }
+    }
+    manifest.egress.rules = rules;
+    let allowed: BTreeSet<&str> = ceiling.credentials.iter().map(String::as_str).collect();
+    let mut credentials = Vec::new();
+    for (index, credential) in proposed.credentials.iter().enumerate() {
+        let reason = if !allowed.contains(credential.name.as_str()) {
+            Some("your ceiling does not let a tool use this connection")
+        } else if !manifest
+            .egress
+            .rules
+            .iter()
+            .any(|rule| crate::manifest::rule_covers(rule, &credential.bind))
+        {
+            Some("no request it is bound to is left after the ceiling")
+        } else {
+            None
+        };
+        match reason {
+            Some(reason) => dropped.push(Dropped {
+                field: format!("credentials[{index}]"),
+                entry: serde_json::to_value(credential).unwrap_or(Value::Null),
+                reason: reason.into(),
+            }),
+            None => credentials.push(credential.clone()),
+        }
+    }
+    manifest.credentials = credentials;
+    if proposed.memory > ceiling.memory {
+        manifest.memory = ceiling.memory;
+        dropped.push(Dropped {
+            field: "memory".into(),
+            entry: json!(proposed.memory),
+            reason: format!(
+                "your ceiling allows memory access up to {}",
+                memory_name(ceiling.memory)
+            ),
+        });
+    }
+    if proposed.model_socket && !ceiling.model_socket {
+        manifest.model_socket = false;
+        dropped.push(Dropped {
+            field: "model_socket".into(),
+            entry: json!(true),
+            reason: "your ceiling gives tools no model socket".into(),
+        });
+    }
+    let limits = [
+        (
+            "resources.memory_mb",
+            &mut manifest.resources.memory_mb,
+            ceiling.resources.memory_mb,
+        ),
+        (
+            "resources.cpu_ms",
+            &mut manifest.resources.cpu_ms,
+            ceiling.resources.cpu_ms,
+        ),
+        (
+            "resources.timeout_ms",
+            &mut manifest.resources.timeout_ms,
+            ceiling.resources.timeout_ms,
+        ),
+    ];
+    for (field, value, most) in limits {
+        if *value > most {
+            dropped.push(Dropped {
+                field: field.into(),
+                entry: json!(*value),
+                reason: format!("your ceiling's limit is {most}"),
+            });
+            *value = most;
+        }
+    }
+    Clamped { manifest, dropped }
+}
+
+/// The SHA-256 of a manifest's canonical JSON: what a decision names as `manifest`.
+pub fn manifest_sha256(manifest: &Manifest) -> String {
+    let value = serde_json::to_value(manifest).unwrap_or(Value::Null);
+    crate::keys::sha256_hex(&crate::canonical::canonicalize(&value))
+}
+
+fn rule_json(rule: &EgressRule) -> Value {
+    serde_json::to_value(rule).unwrap_or(Value::Null)
+}
+
+fn rule_summary(rule: &EgressRule) -> String {
+    let mut text = format!(
+        "{} {}://{}:{}{}",
+        rule.methods.join(", "),
+        rule.scheme,
+        rule.host,
+        rule.port,
+        rule.path_prefix
+    );
+    if rule.device_signature {
+        text.push_str(", each use signed on a device");
+    }
+    if rule.ask_when_tainted {
+        text.push_str(", asking when tainted");
+    }
+    text
+}
+
+fn memory_name(access: MemoryAccess) -> &'static str {
+    match access {
+        MemoryAccess::None => "none",
+        MemoryAccess::Read => "read",
+        MemoryAccess::Write => "write",
+    }
+}

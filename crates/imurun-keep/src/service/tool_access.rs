@@ -1,0 +1,1033 @@
+//! Agent-proposed tools: a cell's `tool.propose` stored for its person, the review (the
+//! authority diff against the proposing agent and the manifest clamped by the person's
+//! ceiling), the device-signed decision that approves or denies it, the deploy into the
+//! person's namespace (`u/<user>/<name>@<version>`), clearing a deployed tool's taint, and
+//! revoking it.
+//!
+//! Nothing an agent does reaches past the proposal: no route or host function lets it approve,
+//! deploy, sign, widen a manifest or clear a taint. Every decision is the person's, signed on
+//! one of their devices, and the host re-checks everything it depends on under the write lock
+//! that applies it: the proposal still pending, the ceiling and the agent's version unchanged,
+//! the clamped manifest's hash the same, the nonce unused.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::IpAddr;
+
+use serde::Serialize;
+use serde_json::{Value, json};
+
+use super::devices::{device_key, use_nonce};
+use super::sessions::session_user;
+use super::{AGENT_KIND, CEILING_KIND, Identity, KeepService, append, append_as};
+use crate::KeepError;
+use crate::authority::{self, Change, Clamped, Dropped};
+use crate::cells::SessionHost;
+use crate::decision::{DecisionKind, Expected, verify_decision};
+use crate::documents::{Ceiling, Signed};
+use crate::host::Host;
+use crate::manifest::{Egress, EgressMode, Manifest, MemoryAccess, Resources, host_of};
+use crate::tool_intake::{self, NamesInUse, PENDING_TOOL_PROPOSALS_MAX, ToolIntake};
+
+/// How tool proposals' ids start (other proposals' start `kp-`).
+pub const TOOL_PROPOSAL_ID_PREFIX: &str = "kt-";
+
+/// The `kind` of tools' high-water marks (subject `<user>/<name>`).
+pub(crate) const TOOL_KIND: &str = "tool";
+
+/// Where a proposed tool came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolOrigin {
+    /// The proposing agent, the version that proposed it, and the key that signed its bundle.
+    pub agent: String,
+    pub agent_version: i64,
+    pub signer_key_id: String,
+    pub session_id: String,
+    pub created_at_ms: i64,
+    /// What had tainted the session when it proposed the tool.
+    pub taint_source: Option<String>,
+}
+
+/// A tool proposal as its person reviews it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolReview {
+    pub id: String,
+    /// Always `tool`.
+    pub kind: &'static str,
+    pub name: String,
+    /// `u/<user>/<name>`: where it deploys.
+    pub qualified_name: String,
+    pub version: i64,
+    /// Plain text; control and bidi characters are shown as `\u{XXXX}` escapes.
+    pub description: String,
+    pub bundle_sha256: String,
+    pub bundle_size: i64,
+    pub origin: ToolOrigin,
+    pub tainted: bool,
+    /// `pending`, `approved` or `denied`.
+    pub state: String,
+    pub decided_at_ms: Option<i64>,
+    /// The manifest as proposed (hosts in normal form).
+    pub proposed_manifest: Value,
+    /// The authority the proposed manifest has beyond the proposing agent in force.
+    pub authority_diff: Vec<Change>,
+    /// True exactly when `authority_diff` is empty.
+    pub no_new_authority: bool,
+    /// What deploys if approved now: the proposed manifest clamped by the ceiling in force.
+    pub clamped_manifest: Value,
+    /// What the ceiling (and the person's connections) dropped or lowered, and why.
+    pub dropped: Vec<Dropped>,
+    /// The authority the clamped manifest has beyond the agent.
+    pub granted_diff: Vec<Change>,
+    /// What a decision must name: `bundle`, `manifest` (the clamped one) and `description`.
+    pub hashes: BTreeMap<String, String>,
+    /// The versions a decision must have been made against: the person's ceiling, and the
+    /// proposing agent in force (0 when none is: then the diff is against no authority at all).
+    pub ceiling_version: i64,
+    pub policy_version: i64,
+    /// An approval needs `confirm_tainted: true` in the signed decision.
+    pub needs_confirm_tainted: bool,
+    /// Why the review cannot be approved as it stands (a stored row that does not hold), if so.
+    pub refused: Option<String>,
+}
+
+/// A deployed tool as its person sees it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct ToolView {
+    pub name: String,
+    pub qualified_name: String,
+    pub version: i64,
+    pub bundle_sha256: String,
+    /// The clamped manifest the person approved.
+    pub manifest: Value,
+    /// The egress mode in force: `ask` while a tainted tool's taint is not cleared.
+    pub egress_mode: EgressMode,
+    pub tainted: bool,
+    pub taint_source: Option<String>,
+    pub taint_cleared: bool,
+    /// The device key that approved it.
+    pub approved_by: String,
+    pub proposal_id: String,
+    /// The host key's signature over the row (bundle hash, manifest, decision, taint).
+    pub host_signature: String,
+    pub deployed_at_ms: i64,
+    pub revoked_at_ms: Option<i64>,
+    /// What a `clear_taint` decision must name, while the taint is not cleared.
+    pub clear_taint: Option<DecisionBasis>,
+}
+
+/// What a device decision must name to be accepted now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct DecisionBasis {
+    pub kind: DecisionKind,
+    pub subject: String,
+    pub hashes: BTreeMap<String, String>,
+    pub ceiling_version: i64,
+    pub policy_version: i64,
+}
+
+/// What a decision about a proposal is checked against, computed from the host's state.
+struct Basis {
+    review: ToolReview,
+    clamped: Manifest,
+    bundle_sha256: String,
+}
+
+impl KeepService {
+    /// Stores a tool a session's cell proposed, for the session's person: read and bounded
+    /// ([`tool_intake::read`]), refused when it asks for forbidden authority, and otherwise
+    /// only stored. Journaled with its hashes and authority diff; never its code.
+    pub(crate) async fn store_tool_proposal(
+        &self,
+        host: &SessionHost,
+        payload_json: &str,
+        taint: Option<&str>,
+        loopback_ports: &[u16],
+        api_port: Option<u16>,
+    ) -> Result<ToolReview, KeepError> {
+        let user = host.user.as_str();
+        let in_use = self.store().keep_names_in_use(user).await?;
+        let tools: BTreeSet<String> = self
+            .store()
+            .keep_tools(user)
+            .await?
+            .into_iter()
+            .map(|row| row.name)
+            .chain(
+                self.store()
+                    .keep_tool_proposals(user)
+                    .await?
+                    .into_iter()
+                    .filter(|row| row.state == "pending")
+                    .map(|row| row.name),
+            )
+            .collect();
+        let names = NamesInUse {
+            proposer: host.agent.clone(),
+            reserved: in_use
+                .into_iter()
+                .filter(|name| !tools.contains(name))
+                .collect(),
+            tools: tools.into_iter().collect(),
+        };
+        let intake = tool_intake::read(payload_json, &names)?;
+        self.check_forbidden(user, &intake.manifest, loopback_ports, api_port)
+            .await?;
+        let full = || {
+            KeepError::Conflict(format!(
+                "{PENDING_TOOL_PROPOSALS_MAX} tool proposals wait for their person already: one \
+                 must be decided first"
+            ))
+        };
+        if self.store().keep_pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
+            return Err(full());
+        }
+        let agent = self.agent_in_force(&host.agent).await;
+        let signer_key_id = agent
+            .as_ref()
+            .map(|(_, _, signer)| signer.clone())
+            .unwrap_or_default();
+        let id = crate::random::hex_id(TOOL_PROPOSAL_ID_PREFIX)?;
+        let manifest_text = serde_json::to_string(&intake.manifest)
+            .map_err(|error| KeepError::Canonical(error.to_string()))?;
+        let row = imurun_store::ToolProposalRow {
+            id: id.clone(),
+            user_name: user.to_owned(),
+            session_id: host.session_id.clone(),
+            agent: host.agent.clone(),
+            agent_version: host.agent_version,
+            signer_key_id,
+            name: intake.name.clone(),
+            version: intake.manifest.version,
+            description: intake.description.clone(),
+            manifest: manifest_text,
+            bundle_sha256: intake.bundle_sha256.clone(),
+            bundle_size: i64::try_from(intake.bundle.len()).unwrap_or(i64::MAX),
+            tainted: taint.is_some(),
+            taint_source: taint.map(str::to_owned),
+            state: "pending".to_owned(),
+            created_at_ms: super::now_ms(),
+            decided_at_ms: None,
+        };
+        let base = agent.map(|(manifest, _, _)| manifest);
+        let diff = authority::diff(&base.unwrap_or_else(no_authority), &intake.manifest);
+        let mut tx = self.store().keep_begin().await?;
+        if tx.pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
+            return Err(full());
+        }
+        self.check_version_free(&mut tx, user, &intake).await?;
+        tx.insert_tool_proposal(&imurun_store::NewToolProposal {
+            row: &row,
+            bundle: &intake.bundle,
+        })
+        .await?;
+        let detail = json!({
+            "action": "propose", "kind": "tool", "session": host.session_id,
+            "name": intake.name, "version": intake.manifest.version,
+            "bundle_sha256": intake.bundle_sha256, "bundle_size": intake.bundle.len(),
+            "manifest_sha256": authority::manifest_sha256(&intake.manifest),
+            "description_sha256": crate::keys::sha256_hex(intake.description.as_bytes()),
+            "tainted": taint.is_some(),
+            "authority_diff": diff,
+        });
+        append_as(
+            &mut tx,
+            &format!("agent:{}", host.agent),
+            Some(user),
+            "proposal",
+            &format!("proposal:{id}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        let stored = self
+            .store()
+            .keep_tool_proposal(&id)
+            .await?
+            .ok_or(KeepError::NotFound("proposal"))?;
+        Ok(self.basis(stored).await?.review)
+    }
+
+    /// Refuses a manifest asking for what no tool may have, whatever a ceiling allows: the
+    /// operator's credentials, and the host's own addresses (its API, and so its deploy route).
+    async fn check_forbidden(
+        &self,
+        user: &str,
+        manifest: &Manifest,
+        loopback_ports: &[u16],
+        api_port: Option<u16>,
+    ) -> Result<(), KeepError> {
+        let own = imurun_cell::own_addresses();
+        for (index, rule) in manifest.egress.rules.iter().enumerate() {
+            if targets_host_itself(&rule.host, rule.port, &own, loopback_ports, api_port) {
+                return Err(KeepError::ForbiddenAuthority(format!(
+                    "egress.rules[{index}] names {}:{}, one of this host's own addresses: its \
+                     API, and with it the deploy route, is never a tool's egress target",
+                    rule.host, rule.port
+                )));
+            }
+        }
+        for (index, credential) in manifest.credentials.iter().enumerate() {
+            if targets_host_itself(
+                &credential.bind.host,
+                credential.bind.port,
+                &own,
+                loopback_ports,
+                api_port,
+            ) {
+                return Err(KeepError::ForbiddenAuthority(format!(
+                    "credentials[{index}] is bound to one of this host's own addresses"
+                )));
+            }
+            let owner = format!("user:{user}");
+            let users = self
+                .store()
+                .keep_vault_sealed(&owner, &credential.name)
+                .await?
+                .is_some();
+            let operators = self
+                .store()
+                .keep_vault_sealed("operator", &credential.name)
+                .await?
+                .is_some();
+            if operators && !users {
+                return Err(KeepError::ForbiddenAuthority(format!(
+                    "credentials[{index}] names {}, a credential of the operator's: a tool \
+                     reaches only its person's own connections",
+                    credential.name
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The proposing agent in force: its manifest, version and bundle signer; `None` when none
+    /// is (then a review compares against no authority at all).
+    async fn agent_in_force(&self, name: &str) -> Option<(Manifest, i64, String)> {
+        let trust = self.trust().await.ok()?;
+        let row = self.store().keep_agent(name).await.ok()??;
+        let view = self.verified_agent(row, &trust).await.ok()?;
+        let manifest: Manifest = serde_json::from_value(view.manifest).ok()?;
+        Some((manifest, view.version, view.signer_key_id))
+    }
+
+    /// A stored proposal's review against the host's state now.
+    async fn basis(&self, row: imurun_store::ToolProposalRow) -> Result<Basis, KeepError> {
+        let user = row.user_name.clone();
+        let ceiling = self.ceiling_in_force(&user).await?.ceiling;
+        let connections: BTreeSet<String> = self
+            .store()
+            .keep_vault_entries(&format!("user:{user}"))
+            .await?
+            .into_iter()
+            .map(|entry| entry.name)
+            .collect();
+        let agent = self.agent_in_force(&row.agent).await;
+        Ok(review_of(row, agent, &ceiling, &connections))
+    }
+
+    /// The calling person's tool proposals, newest first.
+    pub async fn tool_proposals(&self, caller: &Identity) -> Result<Vec<ToolReview>, KeepError> {
+        let user = session_user(caller)?;
+        let mut reviews = Vec::new();
+        for row in self.store().keep_tool_proposals(user).await? {
+            reviews.push(self.basis(row).await?.review);
+        }
+        Ok(reviews)
+    }
+
+    /// One of the calling person's tool proposals; another person's reads as one that does not
+    /// exist.
+    pub async fn tool_proposal(
+        &self,
+        caller: &Identity,
+        id: &str,
+    ) -> Result<ToolReview, KeepError> {
+        let user = session_user(caller)?;
+        match self.store().keep_tool_proposal(id).await? {
+            Some(row) if row.user_name == user => Ok(self.basis(row).await?.review),
+            _ => Err(KeepError::NotFound("proposal")),
+        }
+    }
+
+    /// Applies the person's device-signed decision on tool proposal `id`: `approve_proposal`
+    /// deploys the clamped manifest as `u/<user>/<name>@<version>`; `deny_proposal` refuses it.
+    /// Refusals are journaled with their reason.
+    pub async fn decide_tool_proposal(
+        &self,
+        caller: &Identity,
+        id: &str,
+        envelope: &Signed,
+    ) -> Result<ToolReview, KeepError> {
+        let user = session_user(caller)?;
+        let row = match self.store().keep_tool_proposal(id).await? {
+            Some(row) if row.user_name == user => row,
+            _ => return Err(KeepError::NotFound("proposal")),
+        };
+        let subject = format!("proposal:{id}");
+        match self.try_decide_tool(caller, user, row, envelope).await {
+            Ok(review) => Ok(review),
+            Err(error) => {
+                self.refuse(caller, Some(user), "decide_tool", &subject, error)
+                    .await
+            }
+        }
+    }
+
+    async fn try_decide_tool(
+        &self,
+        caller: &Identity,
+        user: &str,
+        row: imurun_store::ToolProposalRow,
+        envelope: &Signed,
+    ) -> Result<ToolReview, KeepError> {
+        let id = row.id.clone();
+        if row.state != "pending" {
+            return Err(KeepError::Conflict(format!(
+                "the proposal was {} already",
+                row.state
+            )));
+        }
+        let basis = self.basis(row).await?;
+        if let Some(refused) = &basis.review.refused {
+            return Err(KeepError::Untrusted(refused.clone()));
+        }
+        let review = &basis.review;
+        let trust = self.trust().await.ok();
+        let approve = envelope.signed.get("kind").and_then(Value::as_str)
+            == Some(DecisionKind::ApproveProposal.as_str());
+        let kind = if approve {
+            DecisionKind::ApproveProposal
+        } else {
+            DecisionKind::DenyProposal
+        };
+        let mut tx = self.store().keep_begin().await?;
+        // Everything the decision depends on, again under the write lock.
+        let Some(locked) = tx.pending_tool_proposal(&id, user).await? else {
+            return Err(KeepError::Conflict(
+                "the proposal was decided already".into(),
+            ));
+        };
+        let ceiling_row = tx.document(CEILING_KIND, user).await?;
+        let highest =
+            self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
+        let ceiling_now = self
+            .ceiling_from_row(user, ceiling_row, highest, trust.as_ref())?
+            .ceiling
+            .version;
+        if ceiling_now != review.ceiling_version {
+            return Err(KeepError::Decision(format!(
+                "the ceiling changed to version {ceiling_now} while the decision was checked; \
+                 review the proposal again"
+            )));
+        }
+        if review.policy_version != 0 {
+            let agent_now = self.high_water(
+                AGENT_KIND,
+                &locked.agent,
+                tx.high_water(AGENT_KIND, &locked.agent).await?,
+            )?;
+            if agent_now != review.policy_version {
+                return Err(KeepError::Decision(format!(
+                    "the agent {} is at version {agent_now} now, not the {} the review compared \
+                     against; review the proposal again",
+                    locked.agent, review.policy_version
+                )));
+            }
+        }
+        let signer = match tx.device(&envelope.signature.key_id).await? {
+            Some(device) => Some(device_key(device)?),
+            None => None,
+        };
+        let expected = Expected {
+            kind,
+            subject: &id,
+            hashes: &review.hashes,
+            ceiling_version: review.ceiling_version,
+            policy_version: review.policy_version,
+            user,
+        };
+        let decision = verify_decision(envelope, &expected, |_| signer, self.now_s())?;
+        if approve && review.tainted && !decision.confirm_tainted {
+            return Err(KeepError::ConfirmTainted(format!(
+                "this tool was proposed after its session was tainted ({}): the signed decision \
+                 must say `confirm_tainted: true`",
+                review
+                    .origin
+                    .taint_source
+                    .as_deref()
+                    .unwrap_or("untrusted content")
+            )));
+        }
+        let intake_like = ToolIntake {
+            name: locked.name.clone(),
+            description: locked.description.clone(),
+            bundle: Vec::new(),
+            bundle_sha256: locked.bundle_sha256.clone(),
+            manifest: basis.clamped.clone(),
+        };
+        if approve {
+            self.check_version_free(&mut tx, user, &intake_like).await?;
+        }
+        use_nonce(&mut tx, &decision, self.now_s()).await?;
+        let state = if approve { "approved" } else { "denied" };
+        if !tx.decide_tool_proposal(&id, state).await? {
+            return Err(KeepError::Conflict(
+                "the proposal was decided already".into(),
+            ));
+        }
+        let subject = format!("proposal:{id}");
+        let detail = json!({
+            "action": if approve { "approve" } else { "deny" }, "kind": "tool",
+            "name": locked.name, "version": locked.version,
+            "bundle_sha256": basis.bundle_sha256,
+            "manifest_sha256": review.hashes.get("manifest"),
+            "ceiling_version": review.ceiling_version,
+            "policy_version": review.policy_version,
+            "decided_by": decision.device_key_id, "nonce": decision.nonce,
+            "tainted": review.tainted, "confirm_tainted": decision.confirm_tainted,
+            "dropped": review.dropped,
+            "granted_diff": review.granted_diff,
+        });
+        append(&mut tx, caller, Some(user), "proposal", &subject, detail).await?;
+        if approve {
+            let bundle = self
+                .store()
+                .keep_tool_proposal_bundle(&id)
+                .await?
+                .ok_or(KeepError::NotFound("proposal"))?;
+            if crate::keys::sha256_hex(&bundle) != basis.bundle_sha256 {
+                return Err(KeepError::Untrusted(
+                    "the stored bundle is not the one proposed".into(),
+                ));
+            }
+            let manifest_text = serde_json::to_string(&basis.clamped)
+                .map_err(|error| KeepError::Canonical(error.to_string()))?;
+            let decision_text = super::envelope_text(envelope)?;
+            let seal = crate::seal::seal_tool(
+                self.host_key(),
+                &crate::seal::ToolFields {
+                    user,
+                    name: &locked.name,
+                    version: locked.version,
+                    bundle_sha256: &basis.bundle_sha256,
+                    manifest: &manifest_text,
+                    decision: &decision_text,
+                    tainted: locked.tainted,
+                    taint_cleared: None,
+                },
+            );
+            tx.insert_tool(&imurun_store::NewTool {
+                user_name: user,
+                name: &locked.name,
+                version: locked.version,
+                proposal_id: &id,
+                bundle_sha256: &basis.bundle_sha256,
+                bundle: &bundle,
+                manifest: &manifest_text,
+                decision: &decision_text,
+                tainted: locked.tainted,
+                taint_source: locked.taint_source.as_deref(),
+                seal: &seal,
+            })
+            .await
+            .map_err(|error| match error {
+                imurun_store::StoreError::AlreadyExists { .. } => KeepError::Conflict(format!(
+                    "u/{user}/{}@{} is deployed already; versions are immutable",
+                    locked.name, locked.version
+                )),
+                other => other.into(),
+            })?;
+            let high_water_subject = format!("{user}/{}", locked.name);
+            tx.raise_high_water(TOOL_KIND, &high_water_subject, locked.version)
+                .await?;
+            let detail = json!({
+                "action": "deploy", "tool": format!("u/{user}/{}", locked.name),
+                "version": locked.version, "bundle_sha256": basis.bundle_sha256,
+                "manifest_sha256": review.hashes.get("manifest"),
+                "egress_mode": if locked.tainted { EgressMode::Ask } else { basis.clamped.egress.mode },
+                "tainted": locked.tainted,
+                "host_key_id": self.host_key_id(),
+            });
+            append(
+                &mut tx,
+                caller,
+                Some(user),
+                "tool",
+                &format!("tool:u/{user}/{}@{}", locked.name, locked.version),
+                detail,
+            )
+            .await?;
+        }
+        tx.commit().await?;
+        if approve {
+            self.raise_high_water_file(
+                TOOL_KIND,
+                &format!("{user}/{}", locked.name),
+                locked.version,
+            )?;
+        }
+        let review = self.tool_proposal(caller, &id).await?;
+        if let Some(cells) = self.cells() {
+            cells.publish(
+                user,
+                json!({"type": "proposal.decided", "id": id, "kind": "tool", "state": review.state,
+                       "name": review.qualified_name, "version": review.version}),
+            );
+            if approve {
+                cells.publish(
+                    user,
+                    json!({"type": "tool.deployed", "name": review.qualified_name,
+                           "version": review.version, "tainted": review.tainted}),
+                );
+            }
+        }
+        Ok(review)
+    }
+
+    /// The calling person's tools, each at its highest version.
+    pub async fn tools(&self, caller: &Identity) -> Result<Vec<ToolView>, KeepError> {
+        let user = session_user(caller)?;
+        let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
+        self.store()
+            .keep_tools(user)
+            .await?
+            .into_iter()
+            .map(|row| tool_view(row, ceiling_version))
+            .collect()
+    }
+
+    /// One of the calling person's tools, by name (`name` or `u/<user>/<name>`).
+    pub async fn tool(&self, caller: &Identity, name: &str) -> Result<ToolView, KeepError> {
+        let user = session_user(caller)?;
+        let name = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
+        let row = self
+            .store()
+            .keep_tool(user, name)
+            .await?
+            .ok_or(KeepError::NotFound("tool"))?;
+        let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
+        tool_view(row, ceiling_version)
+    }
+
+    /// Revokes the calling person's tool `name`, every version: from this write on, no call
+    /// starts it. Taking authority away needs no device.
+    pub async fn revoke_tool(&self, caller: &Identity, name: &str) -> Result<ToolView, KeepError> {
+        let user = session_user(caller)?;
+        let name = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
+        let mut tx = self.store().keep_begin().await?;
+        let Some(row) = tx.tool(user, name).await? else {
+            return Err(KeepError::NotFound("tool"));
+        };
+        if tx.revoke_tool(user, name).await? == 0 {
+            return Err(KeepError::Conflict(format!(
+                "u/{user}/{name} was revoked already"
+            )));
+        }
+        let detail = json!({
+            "action": "revoke", "tool": format!("u/{user}/{name}"), "version": row.version,
+            "bundle_sha256": row.bundle_sha256,
+        });
+        append(
+            &mut tx,
+            caller,
+            Some(user),
+            "tool",
+            &format!("tool:u/{user}/{name}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        if let Some(cells) = self.cells() {
+            cells.publish(
+                user,
+                json!({"type": "tool.revoked", "name": format!("u/{user}/{name}"), "version": row.version}),
+            );
+        }
+        self.tool(caller, name).await
+    }
+
+    /// Lifts the taint mark of the calling person's tool `name` with their device-signed
+    /// `clear_taint` decision: its egress leaves ask mode. Nothing a cell does reaches this.
+    pub async fn clear_tool_taint(
+        &self,
+        caller: &Identity,
+        name: &str,
+        envelope: &Signed,
+    ) -> Result<ToolView, KeepError> {
+        let user = session_user(caller)?;
+        let subject = format!("tool:u/{user}/{}", crate::manifest::cut(name));
+        match self.try_clear_taint(caller, user, name, envelope).await {
+            Ok(view) => Ok(view),
+            Err(error) => {
+                self.refuse(caller, Some(user), "clear_taint", &subject, error)
+                    .await
+            }
+        }
+    }
+
+    async fn try_clear_taint(
+        &self,
+        caller: &Identity,
+        user: &str,
+        name: &str,
+        envelope: &Signed,
+    ) -> Result<ToolView, KeepError> {
+        let Some(basis) = self.tool(caller, name).await?.clear_taint else {
+            return Err(KeepError::Conflict(format!(
+                "{} carries no taint to clear",
+                crate::manifest::cut(name)
+            )));
+        };
+        let (subject, hashes, ceiling_version) =
+            (basis.subject, basis.hashes, basis.ceiling_version);
+        let name = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
+        let trust = self.trust().await.ok();
+        let mut tx = self.store().keep_begin().await?;
+        let Some(row) = tx.tool(user, name).await? else {
+            return Err(KeepError::NotFound("tool"));
+        };
+        if row.revoked_at_ms.is_some() {
+            return Err(KeepError::Conflict(format!("u/{user}/{name} is revoked")));
+        }
+        if !row.tainted || row.taint_cleared.is_some() {
+            return Err(KeepError::Conflict(format!(
+                "u/{user}/{name} carries no taint to clear"
+            )));
+        }
+        if format!("u/{user}/{name}@{}", row.version) != subject {
+            return Err(KeepError::Conflict(
+                "a newer version was deployed while the decision was checked".into(),
+            ));
+        }
+        let ceiling_row = tx.document(CEILING_KIND, user).await?;
+        let highest =
+            self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
+        let ceiling_now = self
+            .ceiling_from_row(user, ceiling_row, highest, trust.as_ref())?
+            .ceiling
+            .version;
+        if ceiling_now != ceiling_version {
+            return Err(KeepError::Decision(
+                "the ceiling changed while the decision was checked".into(),
+            ));
+        }
+        let signer = match tx.device(&envelope.signature.key_id).await? {
+            Some(device) => Some(device_key(device)?),
+            None => None,
+        };
+        let expected = Expected {
+            kind: DecisionKind::ClearTaint,
+            subject: &subject,
+            hashes: &hashes,
+            ceiling_version,
+            policy_version: 0,
+            user,
+        };
+        let decision = verify_decision(envelope, &expected, |_| signer, self.now_s())?;
+        use_nonce(&mut tx, &decision, self.now_s()).await?;
+        let cleared = super::envelope_text(envelope)?;
+        let seal = crate::seal::seal_tool(
+            self.host_key(),
+            &crate::seal::ToolFields {
+                user,
+                name,
+                version: row.version,
+                bundle_sha256: &row.bundle_sha256,
+                manifest: &row.manifest,
+                decision: &row.decision,
+                tainted: row.tainted,
+                taint_cleared: Some(&cleared),
+            },
+        );
+        if !tx
+            .clear_tool_taint(user, name, row.version, &cleared, &seal)
+            .await?
+        {
+            return Err(KeepError::Conflict("the tool changed meanwhile".into()));
+        }
+        let detail = json!({
+            "action": "clear_taint", "tool": format!("u/{user}/{name}"), "version": row.version,
+            "decided_by": decision.device_key_id, "nonce": decision.nonce,
+        });
+        append(
+            &mut tx,
+            caller,
+            Some(user),
+            "tool",
+            &format!("tool:u/{user}/{name}@{}", row.version),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        if let Some(cells) = self.cells() {
+            cells.publish(
+                user,
+                json!({"type": "tool.taint_cleared", "name": format!("u/{user}/{name}"), "version": row.version}),
+            );
+        }
+        self.tool(caller, name).await
+    }
+
+    /// `user`'s tool `name` in force for a call: not revoked, sealed by this host, its
+    /// manifest valid. `None` for a tool that does not exist or was revoked (one answer for
+    /// both, and for another person's).
+    pub(crate) async fn tool_for_call(
+        &self,
+        user: &str,
+        name: &str,
+    ) -> Result<Option<(imurun_store::ToolRow, Manifest)>, KeepError> {
+        let Some(row) = self.store().keep_tool(user, name).await? else {
+            return Ok(None);
+        };
+        if row.revoked_at_ms.is_some() {
+            return Ok(None);
+        }
+        crate::seal::check_tool(
+            &self.host_key().public(),
+            &crate::seal::ToolFields {
+                user,
+                name,
+                version: row.version,
+                bundle_sha256: &row.bundle_sha256,
+                manifest: &row.manifest,
+                decision: &row.decision,
+                tainted: row.tainted,
+                taint_cleared: row.taint_cleared.as_deref(),
+            },
+            &row.seal,
+        )?;
+        let mut manifest: Manifest = serde_json::from_str(&row.manifest)
+            .map_err(|error| KeepError::Canonical(error.to_string()))?;
+        manifest.validate(crate::host::HostAllowance::Operator)?;
+        Ok(Some((row, manifest)))
+    }
+
+    /// Refuses a proposal whose name and version were deployed already (or a lower version):
+    /// versions are immutable, and a new version is a new proposal.
+    async fn check_version_free(
+        &self,
+        tx: &mut imurun_store::KeepTx,
+        user: &str,
+        intake: &ToolIntake,
+    ) -> Result<(), KeepError> {
+        let version = intake.manifest.version;
+        if let Some(existing) = tx.tool_version_sha256(user, &intake.name, version).await? {
+            let what = if existing == intake.bundle_sha256 {
+                "with these bytes"
+            } else {
+                "with other bytes; versions are immutable"
+            };
+            return Err(KeepError::Conflict(format!(
+                "u/{user}/{}@{version} is deployed already {what}: propose a higher version",
+                intake.name
+            )));
+        }
+        let subject = format!("{user}/{}", intake.name);
+        let highest = self.high_water(
+            TOOL_KIND,
+            &subject,
+            tx.high_water(TOOL_KIND, &subject).await?,
+        )?;
+        crate::trust::check_increases(&format!("tool u/{user}/{}", intake.name), version, highest)
+    }
+}
+
+/// The review of a stored proposal, from the agent in force (`agent`: manifest, version), the
+/// ceiling in force and the person's connections.
+fn review_of(
+    row: imurun_store::ToolProposalRow,
+    agent: Option<(Manifest, i64, String)>,
+    ceiling: &Ceiling,
+    connections: &BTreeSet<String>,
+) -> Basis {
+    let (base, policy_version) = match agent {
+        Some((manifest, version, _)) => (manifest, version),
+        None => (no_authority(), 0),
+    };
+    let proposed: Result<Manifest, String> = serde_json::from_str::<Manifest>(&row.manifest)
+        .map_err(|error| error.to_string())
+        .and_then(|mut manifest| {
+            manifest
+                .validate(crate::host::HostAllowance::Operator)
+                .map(|()| manifest)
+                .map_err(|error| error.to_string())
+        });
+    let (proposed, refused) = match proposed {
+        Ok(manifest) => (manifest, None),
+        Err(error) => (
+            no_authority(),
+            Some(format!("the stored proposal does not hold: {error}")),
+        ),
+    };
+    let Clamped {
+        manifest: mut clamped,
+        mut dropped,
+    } = authority::clamp(&proposed, ceiling);
+    let mut kept = Vec::new();
+    for (index, credential) in clamped.credentials.iter().enumerate() {
+        if connections.contains(&credential.name) {
+            kept.push(credential.clone());
+        } else {
+            dropped.push(Dropped {
+                field: format!("credentials[{index}]"),
+                entry: serde_json::to_value(credential).unwrap_or(Value::Null),
+                reason: "it is not one of your connections (your vault holds no entry by this \
+                         name)"
+                    .into(),
+            });
+        }
+    }
+    clamped.credentials = kept;
+    let authority_diff = authority::diff(&base, &proposed);
+    let granted_diff = authority::diff(&base, &clamped);
+    let hashes = BTreeMap::from([
+        ("bundle".to_owned(), row.bundle_sha256.clone()),
+        ("manifest".to_owned(), authority::manifest_sha256(&clamped)),
+        (
+            "description".to_owned(),
+            crate::keys::sha256_hex(row.description.as_bytes()),
+        ),
+    ]);
+    let review = ToolReview {
+        kind: "tool",
+        qualified_name: format!("u/{}/{}", row.user_name, row.name),
+        name: row.name,
+        version: row.version,
+        description: row.description,
+        bundle_sha256: row.bundle_sha256.clone(),
+        bundle_size: row.bundle_size,
+        origin: ToolOrigin {
+            agent: row.agent,
+            agent_version: row.agent_version,
+            signer_key_id: row.signer_key_id,
+            session_id: row.session_id,
+            created_at_ms: row.created_at_ms,
+            taint_source: row.taint_source,
+        },
+        tainted: row.tainted,
+        state: row.state,
+        decided_at_ms: row.decided_at_ms,
+        proposed_manifest: serde_json::to_value(&proposed).unwrap_or(Value::Null),
+        no_new_authority: authority_diff.is_empty(),
+        authority_diff,
+        clamped_manifest: serde_json::to_value(&clamped).unwrap_or(Value::Null),
+        dropped,
+        granted_diff,
+        hashes,
+        ceiling_version: ceiling.version,
+        policy_version,
+        needs_confirm_tainted: row.tainted,
+        refused,
+        id: row.id,
+    };
+    Basis {
+        review,
+        clamped,
+        bundle_sha256: row.bundle_sha256,
+    }
+}
+
+/// A manifest with no authority at all: what a review compares against when the proposing
+/// agent is not in force.
+fn no_authority() -> Manifest {
+    Manifest {
+        name: "none".into(),
+        version: 1,
+        description: String::new(),
+        egress: Egress::default(),
+        credentials: Vec::new(),
+        memory: MemoryAccess::None,
+        model_socket: false,
+        card: false,
+        resources: Resources {
+            memory_mb: 1,
+            cpu_ms: 1,
+            timeout_ms: 1,
+        },
+        approval_timeout_s: 1,
+    }
+}
+
+/// A tool name as its person may write it: `name` or `u/<user>/<name>`; `None` for another
+/// person's namespace.
+pub(crate) fn own_tool_name<'a>(user: &str, name: &'a str) -> Option<&'a str> {
+    match name.strip_prefix("u/") {
+        Some(rest) => {
+            let (owner, name) = rest.split_once('/')?;
+            (owner == user).then_some(name)
+        }
+        None => Some(name),
+    }
+}
+
+/// Whether `host:port` is this host itself: a loopback, unspecified or own address (or a
+/// `localhost` name) at the API's port or at a port the operator did not open.
+fn targets_host_itself(
+    host: &str,
+    port: u16,
+    own: &[IpAddr],
+    loopback_ports: &[u16],
+    api_port: Option<u16>,
+) -> bool {
+    let local = match host_of(host) {
+        Some(Host::Ipv4(address)) => {
+            let ip = IpAddr::V4(address);
+            address.is_loopback() || address.is_unspecified() || own.contains(&ip)
+        }
+        Some(Host::Ipv6(address)) => {
+            let mapped = address.to_ipv4_mapped();
+            address.is_loopback()
+                || address.is_unspecified()
+                || own.contains(&IpAddr::V6(address))
+                || mapped.is_some_and(|v4| {
+                    v4.is_loopback() || v4.is_unspecified() || own.contains(&IpAddr::V4(v4))
+                })
+        }
+        Some(Host::Name(name)) => name == "localhost" || name.ends_with(".localhost"),
+        Some(Host::Wildcard(suffix)) => suffix == "localhost" || suffix.ends_with(".localhost"),
+        None => true,
+    };
+    local && (Some(port) == api_port || !loopback_ports.contains(&port))
+}
+
+fn tool_view(row: imurun_store::ToolRow, ceiling_version: i64) -> Result<ToolView, KeepError> {
+    let manifest: Manifest = serde_json::from_str(&row.manifest)
+        .map_err(|error| KeepError::Canonical(format!("a stored tool: {error}")))?;
+    let taint_cleared = row.taint_cleared.is_some();
+    let egress_mode = if row.tainted && !taint_cleared && manifest.egress.mode != EgressMode::Deny {
+        EgressMode::Ask
+    } else {
+        manifest.egress.mode
+    };
+    let clear_taint =
+        (row.tainted && !taint_cleared && row.revoked_at_ms.is_none()).then(|| DecisionBasis {
+            kind: DecisionKind::ClearTaint,
+            subject: format!("u/{}/{}@{}", row.user_name, row.name, row.version),
+            hashes: BTreeMap::from([
+                ("bundle".to_owned(), row.bundle_sha256.clone()),
+                ("manifest".to_owned(), authority::manifest_sha256(&manifest)),
+            ]),
+            ceiling_version,
+            policy_version: 0,
+        });
+    let approved_by = Signed::from_text(row.decision.as_bytes())
+        .map(|envelope| envelope.signature.key_id)
+        .unwrap_or_default();
+    Ok(ToolView {
+        qualified_name: format!("u/{}/{}", row.user_name, row.name),
+        name: row.name,
+        version: row.version,
+        bundle_sha256: row.bundle_sha256,
+        manifest: serde_json::to_value(&manifest).unwrap_or(Value::Null),
+        egress_mode,
+        tainted: row.tainted,
+        taint_source: row.taint_source,
+        taint_cleared,
+        approved_by,
+        proposal_id: row.proposal_id,
+        host_signature: row.seal,
+        deployed_at_ms: row.deployed_at_ms,
+        revoked_at_ms: row.revoked_at_ms,
+        clear_taint,
+    })
+}

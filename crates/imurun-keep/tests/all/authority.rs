@@ -1,0 +1,234 @@
+//! The authority diff, case by case, and the clamp's promise over generated manifests and
+//! ceilings: what deploys is within the ceiling and within what was proposed.
+
+use imurun_keep::authority::{ChangeClass, clamp, diff, rule_within};
+use imurun_keep::documents::Ceiling;
+use imurun_keep::host::HostAllowance;
+use imurun_keep::manifest::{Manifest, rule_covers};
+use proptest::prelude::*;
+use serde_json::{Value, json};
+
+fn manifest(extra: Value) -> Manifest {
+    let mut value = json!({
+        "name": "m", "version": 1,
+        "resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 5000},
+        "approval_timeout_s": 30
+    });
+    if let (Some(target), Some(source)) = (value.as_object_mut(), extra.as_object()) {
+        target.extend(source.clone());
+    }
+    Manifest::from_json(&value, HostAllowance::Operator).unwrap()
+}
+
+fn rule(host: &str, methods: &[&str], path: &str) -> Value {
+    json!({"scheme": "https", "host": host, "port": 443, "methods": methods, "path_prefix": path})
+}
+
+fn allow(rules: Vec<Value>) -> Value {
+    json!({"mode": "allow", "rules": rules})
+}
+
+fn credential(name: &str, host: &str) -> Value {
+    json!({"name": name, "header": "Authorization",
+           "bind": {"host": host, "port": 443, "methods": ["GET"], "path_prefix": "/"}})
+}
+
+#[test]
+fn the_diff_names_each_new_authority_with_its_class() {
+    let agent = manifest(json!({
+        "egress": allow(vec![rule("api.example.com", &["GET"], "/v1")]),
+        "memory": "read",
+    }));
+    let cases: Vec<(&str, Value, Vec<ChangeClass>)> = vec![
+        ("nothing", json!({}), vec![]),
+        (
+            "the same host, methods and path",
+            json!({"egress": allow(vec![rule("api.example.com", &["GET"], "/v1/items")])}),
+            vec![],
+        ),
+        (
+            "an added host",
+            json!({"egress": allow(vec![rule("other.example.com", &["GET"], "/")])}),
+            vec![ChangeClass::NewHost],
+        ),
+        (
+            "a host under a name the agent has, not the name",
+            json!({"egress": allow(vec![rule("x.api.example.com", &["GET"], "/v1")])}),
+            vec![ChangeClass::NewHost],
+        ),
+        (
+            "another method on the agent's host",
+            json!({"egress": allow(vec![rule("api.example.com", &["GET", "POST"], "/v1")])}),
+            vec![ChangeClass::Egress],
+        ),
+        (
+            "a wider path on the agent's host",
+            json!({"egress": allow(vec![rule("api.example.com", &["GET"], "/")])}),
+            vec![ChangeClass::Egress],
+        ),
+        (
+            "another port",
+            json!({"egress": allow(vec![json!({"scheme": "https", "host": "api.example.com", "port": 8443, "methods": ["GET"], "path_prefix": "/v1"})])}),
+            vec![ChangeClass::Egress],
+        ),
+        (
+            "a credential",
+            json!({"egress": allow(vec![rule("api.example.com", &["GET"], "/")]),
+                   "credentials": [credential("github", "api.example.com")]}),
+            vec![ChangeClass::Egress, ChangeClass::CredentialReach],
+        ),
+        (
+            "memory read to write",
+            json!({"memory": "write"}),
+            vec![ChangeClass::Memory],
+        ),
+        (
+            "memory read, as the agent",
+            json!({"memory": "read"}),
+            vec![],
+        ),
+        (
+            "the model socket",
+            json!({"model_socket": true}),
+            vec![ChangeClass::Model],
+        ),
+        (
+            "more memory and CPU",
+            json!({"resources": {"memory_mb": 64, "cpu_ms": 600, "timeout_ms": 5000}}),
+            vec![ChangeClass::Resources, ChangeClass::Resources],
+        ),
+        (
+            "longer timeouts",
+            json!({"resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 9000},
+                   "approval_timeout_s": 60}),
+            vec![ChangeClass::Timeouts, ChangeClass::Timeouts],
+        ),
+        (
+            "asking when tainted where the agent is refused",
+            json!({"egress": allow(vec![json!({"scheme": "https", "host": "api.example.com", "port": 443, "methods": ["GET"], "path_prefix": "/v1", "ask_when_tainted": true})])}),
+            vec![ChangeClass::Egress],
+        ),
+    ];
+    for (what, extra, wanted) in cases {
+        let tool = manifest(extra);
+        let classes: Vec<ChangeClass> = diff(&agent, &tool)
+            .into_iter()
+            .map(|change| change.class)
+            .collect();
+        assert_eq!(classes, wanted, "{what}");
+    }
+    // An agent that asks: the same rule without asking is more authority.
+    let asking = manifest(
+        json!({"egress": {"mode": "ask", "rules": [rule("api.example.com", &["GET"], "/")]}}),
+    );
+    let tool = manifest(json!({"egress": allow(vec![rule("api.example.com", &["GET"], "/")])}));
+    let classes: Vec<ChangeClass> = diff(&asking, &tool).into_iter().map(|c| c.class).collect();
+    assert_eq!(classes, [ChangeClass::Egress]);
+    // A device signature the agent needs and the tool does not: more authority.
+    let signed = manifest(
+        json!({"egress": allow(vec![json!({"scheme": "https", "host": "api.example.com", "port": 443, "methods": ["GET"], "path_prefix": "/", "device_signature": true})])}),
+    );
+    let classes: Vec<ChangeClass> = diff(&signed, &tool).into_iter().map(|c| c.class).collect();
+    assert_eq!(classes, [ChangeClass::Egress]);
+}
+
+fn arb_rule() -> impl Strategy<Value = Value> {
+    (
+        prop::sample::select(vec!["https", "http"]),
+        prop::sample::select(vec!["a.example", "b.example", "*.a.example", "x.a.example"]),
+        prop::sample::select(vec![443_u16, 8443]),
+        prop::sample::subsequence(vec!["GET", "HEAD", "POST", "PUT", "DELETE"], 1..=5),
+        prop::sample::select(vec!["/", "/api", "/api/v1", "/other"]),
+        any::<bool>(),
+        any::<bool>(),
+    )
+        .prop_map(|(scheme, host, port, methods, path, ask, device)| {
+            json!({"scheme": scheme, "host": host, "port": port, "methods": methods,
+                   "path_prefix": path, "ask_when_tainted": ask, "device_signature": device})
+        })
+}
+
+fn arb_manifest() -> impl Strategy<Value = Value> {
+    (
+        prop::collection::vec(arb_rule(), 0..6),
+        prop::sample::subsequence(vec!["one", "two", "three"], 0..=3),
+        prop::sample::select(vec!["none", "read", "write"]),
+        any::<bool>(),
+        (1_i64..100, 1_i64..1000, 1_i64..10_000),
+    )
+        .prop_map(|(rules, credentials, memory, model, (mb, cpu, wall))| {
+            let host = "a.example";
+            let binds: Vec<Value> = credentials
+                .iter()
+                .map(|name| credential(name, host))
+                .collect();
+            let mut rules = rules;
+            if !binds.is_empty() {
+                rules.push(rule(host, &["GET"], "/"));
+            }
+            json!({"egress": allow(rules), "credentials": binds, "memory": memory,
+                   "model_socket": model,
+                   "resources": {"memory_mb": mb, "cpu_ms": cpu, "timeout_ms": wall}})
+        })
+}
+
+fn arb_ceiling() -> impl Strategy<Value = Value> {
+    (
+        prop::collection::vec(arb_rule(), 0..6),
+        prop::sample::subsequence(vec!["one", "two", "four"], 0..=3),
+        prop::sample::select(vec!["none", "read", "write"]),
+        any::<bool>(),
+        (1_i64..100, 1_i64..1000, 1_i64..10_000),
+    )
+        .prop_map(|(rules, credentials, memory, model, (mb, cpu, wall))| {
+            json!({"type": "imurun.ceiling", "user": "alice", "version": 1, "expires_at": 1,
+                   "egress": rules, "credentials": credentials, "memory": memory,
+                   "model_socket": model,
+                   "resources": {"memory_mb": mb, "cpu_ms": cpu, "timeout_ms": wall}})
+        })
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(512))]
+
+    /// deployed ⊆ ceiling ∩ proposed, and it is a valid manifest.
+    #[test]
+    fn what_deploys_is_within_the_ceiling_and_the_proposal(
+        proposed in arb_manifest(),
+        ceiling in arb_ceiling(),
+    ) {
+        let proposed = manifest(proposed);
+        let ceiling = Ceiling::from_document(&ceiling).unwrap();
+        let clamped = clamp(&proposed, &ceiling).manifest;
+        let mut valid = clamped.clone();
+        prop_assert!(valid.validate(HostAllowance::Operator).is_ok());
+        for kept in &clamped.egress.rules {
+            // Each method it allows, one ceiling rule allows, with at most its friction.
+            for method in &kept.methods {
+                let mut single = kept.clone();
+                single.methods = vec![method.clone()];
+                prop_assert!(
+                    ceiling.egress.iter().any(|outer| rule_within(&single, outer)),
+                    "{single:?} is beyond the ceiling"
+                );
+            }
+            prop_assert!(
+                proposed.egress.rules.iter().any(|outer| rule_within(kept, outer)),
+                "{kept:?} was not proposed"
+            );
+        }
+        for credential in &clamped.credentials {
+            prop_assert!(ceiling.credentials.contains(&credential.name));
+            prop_assert!(proposed.credentials.contains(credential));
+            prop_assert!(clamped.egress.rules.iter().any(|rule| rule_covers(rule, &credential.bind)));
+        }
+        prop_assert!(clamped.memory <= ceiling.memory && clamped.memory <= proposed.memory);
+        prop_assert!(!clamped.model_socket || (ceiling.model_socket && proposed.model_socket));
+        prop_assert!(clamped.resources.memory_mb <= ceiling.resources.memory_mb.min(proposed.resources.memory_mb));
+        prop_assert!(clamped.resources.cpu_ms <= ceiling.resources.cpu_ms.min(proposed.resources.cpu_ms));
+        prop_assert!(clamped.resources.timeout_ms <= ceiling.resources.timeout_ms.min(proposed.resources.timeout_ms));
+        prop_assert!(!clamped.card);
+        // Clamping again changes nothing.
+        prop_assert_eq!(clamp(&clamped, &ceiling).manifest, clamped);
+    }
+}

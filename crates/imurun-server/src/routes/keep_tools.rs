@@ -1,0 +1,130 @@
+//! Agent-proposed tools under `/v1`: a person's device-signed decision on a tool proposal, their
+//! deployed tools, clearing a tool's taint (device-signed) and revoking a tool (no device:
+//! taking authority away needs none). Every route is a person's: the operator's token gets 403,
+//! and another person's proposal or tool reads as one that does not exist (404).
+
+use axum::Json;
+use axum::extract::Path;
+
+use crate::error::{ApiError, StrictJson};
+use crate::keep_auth::KeepCaller;
+use crate::keep_wire::{ClearTaintBody, ToolDecisionBody, ToolInfo, ToolList, ToolReviewInfo};
+use crate::openapi::ErrorBody;
+
+/// The largest body of these routes: one signed decision.
+const DECISION_BODY_BYTES_MAX: usize = 64 << 10;
+
+type Strict<T> = StrictJson<T, DECISION_BODY_BYTES_MAX>;
+
+/// `POST /v1/proposals/{id}/decision`.
+#[utoipa::path(post, path = "/v1/proposals/{id}/decision", tag = "keep", operation_id = "keep_decide_tool",
+    summary = "Approve or deny one of the caller's tool proposals with a decision signed on one of their devices; an approval deploys the clamped manifest as u/<user>/<name>@<version>",
+    params(("id" = String, Path, description = "The tool proposal's id (`kt-...`).")),
+    request_body = ToolDecisionBody,
+    responses(
+        (status = 200, description = "Decided: the review, now `approved` (deployed) or `denied`.", body = ToolReviewInfo),
+        (status = 400, description = "Not a `ToolDecisionBody`; `bad_request`, `invalid`, `not_canonical`.", body = ErrorBody),
+        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
+        (status = 403, description = "The operator's token (`forbidden`); the decision refused: unsigned, another key's or user's, a changed field or hash, expired, its nonce used, made against another ceiling or agent version (`decision_refused`, `bad_signature`, `untrusted_key`, `expired`).", body = ErrorBody),
+        (status = 404, description = "No such proposal of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
+        (status = 409, description = "Decided already, the version deployed already (`conflict`); a tainted proposal approved without `confirm_tainted` (`confirm_tainted`); a version not above the last (`rolled_back`).", body = ErrorBody),
+        (status = 413, description = "The body is over its limit; `too_large`.", body = ErrorBody),
+        (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
+    ))]
+pub(crate) async fn decide(
+    caller: KeepCaller,
+    Path(id): Path<String>,
+    StrictJson(body): Strict<ToolDecisionBody>,
+) -> Result<Json<ToolReviewInfo>, ApiError> {
+    let review = caller
+        .keep
+        .decide_tool_proposal(&caller.identity, &id, &body.decision.into_signed())
+        .await?;
+    Ok(Json(review.into()))
+}
+
+/// `GET /v1/tools`.
+#[utoipa::path(get, path = "/v1/tools", tag = "keep", operation_id = "keep_tools",
+    summary = "The caller's deployed tools, each at its highest version",
+    responses(
+        (status = 200, description = "The tools.", body = ToolList),
+        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
+        (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
+        (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
+    ))]
+pub(crate) async fn tools(caller: KeepCaller) -> Result<Json<ToolList>, ApiError> {
+    let tools = caller.keep.tools(&caller.identity).await?;
+    Ok(Json(ToolList {
+        tools: tools.into_iter().map(ToolInfo::from).collect(),
+    }))
+}
+
+/// `GET /v1/tools/{name}`.
+#[utoipa::path(get, path = "/v1/tools/{name}", tag = "keep", operation_id = "keep_tool",
+    summary = "One of the caller's tools",
+    params(("name" = String, Path, description = "The tool's name (without `u/<user>/`).")),
+    responses(
+        (status = 200, description = "The tool at its highest version.", body = ToolInfo),
+        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
+        (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such tool of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
+    ))]
+pub(crate) async fn tool(
+    caller: KeepCaller,
+    Path(name): Path<String>,
+) -> Result<Json<ToolInfo>, ApiError> {
+    Ok(Json(
+        caller.keep.tool(&caller.identity, &name).await?.into(),
+    ))
+}
+
+/// `POST /v1/tools/{name}/revoke`.
+#[utoipa::path(post, path = "/v1/tools/{name}/revoke", tag = "keep", operation_id = "keep_revoke_tool",
+    summary = "Revoke one of the caller's tools, every version, at once: from this write on no call starts it",
+    params(("name" = String, Path, description = "The tool's name (without `u/<user>/`).")),
+    responses(
+        (status = 200, description = "Revoked.", body = ToolInfo),
+        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
+        (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such tool of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
+        (status = 409, description = "Revoked already; `conflict`.", body = ErrorBody),
+    ))]
+pub(crate) async fn revoke(
+    caller: KeepCaller,
+    Path(name): Path<String>,
+) -> Result<Json<ToolInfo>, ApiError> {
+    Ok(Json(
+        caller
+            .keep
+            .revoke_tool(&caller.identity, &name)
+            .await?
+            .into(),
+    ))
+}
+
+/// `POST /v1/tools/{name}/clear-taint`.
+#[utoipa::path(post, path = "/v1/tools/{name}/clear-taint", tag = "keep", operation_id = "keep_clear_tool_taint",
+    summary = "Clear a tainted tool's mark with a decision signed on one of the caller's devices: its egress leaves ask mode",
+    params(("name" = String, Path, description = "The tool's name (without `u/<user>/`).")),
+    request_body = ClearTaintBody,
+    responses(
+        (status = 200, description = "Cleared.", body = ToolInfo),
+        (status = 400, description = "Not a `ClearTaintBody`; `bad_request`, `invalid`, `not_canonical`.", body = ErrorBody),
+        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
+        (status = 403, description = "The operator's token (`forbidden`); the decision refused (`decision_refused`, `bad_signature`, `untrusted_key`, `expired`).", body = ErrorBody),
+        (status = 404, description = "No such tool of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
+        (status = 409, description = "No taint to clear, revoked, or a newer version meanwhile; `conflict`.", body = ErrorBody),
+        (status = 413, description = "The body is over its limit; `too_large`.", body = ErrorBody),
+        (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
+    ))]
+pub(crate) async fn clear_taint(
+    caller: KeepCaller,
+    Path(name): Path<String>,
+    StrictJson(body): Strict<ClearTaintBody>,
+) -> Result<Json<ToolInfo>, ApiError> {
+    let view = caller
+        .keep
+        .clear_tool_taint(&caller.identity, &name, &body.decision.into_signed())
+        .await?;
+    Ok(Json(view.into()))
+}
