@@ -23,7 +23,7 @@ pub(crate) struct Keep {
     pub(crate) operator: String,
     pub(crate) alice: String,
     pub(crate) bob: String,
-    policy: KeyPair,
+    pub(crate) policy: KeyPair,
     signer: KeyPair,
 }
 
@@ -632,7 +632,7 @@ async fn every_keep_operation_answers_as_documented() {
 }
 
 /// The new key's proof that it is held, for `user`.
-fn possession(key: &KeyPair, user: &str) -> String {
+pub(crate) fn possession(key: &KeyPair, user: &str) -> String {
     key.sign(&imurun_keep::service::possession_message(
         user,
         &key.public(),

@@ -12,6 +12,7 @@ mod filter;
 mod has_subscriber;
 mod keep;
 mod keep_sessions;
+mod keep_tools;
 mod load_small;
 mod openai_facade;
 mod openapi;

@@ -1,0 +1,312 @@
+//! Agent-proposed tools against the real router: an operator and two people over HTTP, a real
+//! cell proposing a tool, the review, device-signed decisions, calls, revocation.
+
+use base64::Engine;
+use imurun_keep::decision::{Decision, DecisionKind, Expected};
+use imurun_keep::documents::{CEILING_TYPE, Signed};
+use imurun_keep::keys::KeyPair;
+use imurun_keep::service::system_clock;
+use imurun_testkit::{Guest, Upstream, ok};
+use serde_json::{Value, json};
+
+use crate::keep::{Keep, possession};
+
+fn answer(head: &str) -> String {
+    let path = head.split_whitespace().nth(1).unwrap_or_default();
+    ok(&format!("you asked for {path}"))
+}
+
+fn local(port: u16, methods: &[&str]) -> Value {
+    json!({"scheme": "http", "host": "127.0.0.1", "port": port, "methods": methods, "path_prefix": "/api"})
+}
+
+async fn say(keep: &Keep, token: &str, session: &str, message: Value) -> Value {
+    let (status, said) = keep
+        .call(
+            token,
+            "POST",
+            &format!("/v1/sessions/{session}/messages"),
+            Some(json!({"text": message.to_string()})),
+        )
+        .await;
+    assert_eq!(status, 200, "{said}");
+    said["replies"][0].clone()
+}
+
+async fn enrol(keep: &Keep, token: &str, user: &str) -> KeyPair {
+    let (_, code) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/enrol-codes",
+            Some(json!({"user": user})),
+        )
+        .await;
+    let device = KeyPair::generate().expect("key");
+    let body = json!({"public_key": device.public().to_hex(), "label": "phone",
+                      "possession": possession(&device, user), "enrol_code": code["code"]});
+    let (status, enrolled) = keep.call(token, "POST", "/v1/devices", Some(body)).await;
+    assert_eq!(status, 201, "{enrolled}");
+    device
+}
+
+/// `user`'s decision of `kind` on the review `review` (as the API shows it), by `device`.
+fn decide(device: &KeyPair, user: &str, review: &Value, kind: DecisionKind) -> Value {
+    let hashes = serde_json::from_value(review["hashes"].clone()).expect("hashes");
+    let expected = Expected {
+        kind,
+        subject: review["id"].as_str().expect("id"),
+        hashes: &hashes,
+        ceiling_version: review["ceiling_version"].as_i64().expect("ceiling"),
+        policy_version: review["policy_version"].as_i64().expect("policy"),
+        user,
+    };
+    let made = Decision::new(&expected, device, (system_clock())(), 600, false).expect("made");
+    let signed = Signed::sign(&serde_json::to_value(&made).expect("json"), device).expect("sign");
+    json!({"decision": signed})
+}
+
+#[tokio::test]
+async fn two_people_and_an_operator_propose_review_decide_call_and_revoke_over_http() {
+    let upstream = Upstream::start(answer).await;
+    let keep = Keep::start_with_cells(vec![upstream.port]).await;
+    keep.deploy(
+        Guest::ScriptedFull.bytes(),
+        json!({"name": "maker", "version": 1, "description": "Makes tools.",
+               "egress": {"mode": "allow", "rules": [local(upstream.port, &["GET"])]},
+               "memory": "read", "model_socket": true,
+               "resources": {"memory_mb": 64, "cpu_ms": 2000, "timeout_ms": 20_000},
+               "approval_timeout_s": 30}),
+    )
+    .await;
+    let alice_device = enrol(&keep, &keep.alice, "alice").await;
+    let bob_device = enrol(&keep, &keep.bob, "bob").await;
+    let ceiling = json!({
+        "type": CEILING_TYPE, "user": "alice", "version": 1,
+        "expires_at": (system_clock())() + 3_600,
+        "egress": [local(upstream.port, &["GET", "POST"])], "credentials": [],
+        "memory": "none", "model_socket": false,
+        "resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 5000}
+    });
+    let signed = Signed::sign(&ceiling, &keep.policy).expect("sign");
+    let (status, body) = keep
+        .call(
+            &keep.operator,
+            "PUT",
+            "/v1/ceilings/alice",
+            Some(serde_json::to_value(&signed).expect("json")),
+        )
+        .await;
+    assert_eq!(status, 200, "{body}");
+
+    // Alice's session's cell proposes a fetch tool wanting GET and DELETE on the upstream.
+    let (_, session) = keep
+        .call(
+            &keep.alice,
+            "POST",
+            "/v1/sessions",
+            Some(json!({"agent": "maker"})),
+        )
+        .await;
+    let session = session["id"].as_str().expect("id").to_owned();
+    let bundle = base64::engine::general_purpose::STANDARD.encode(Guest::FetchTool.bytes());
+    for chunk in bundle.as_bytes().chunks(40_000) {
+        let text = std::str::from_utf8(chunk).expect("ascii");
+        say(&keep, &keep.alice, &session, json!({"buffer": text})).await;
+    }
+    let proposal = json!({"emit": {"type": "tool.propose", "name": "fetcher", "bundle": "$buffer",
+        "description": "Fetches things.",
+        "manifest": {"name": "fetcher", "version": 1,
+                     "egress": {"mode": "allow", "rules": [local(upstream.port, &["GET", "DELETE"])]},
+                     "resources": {"memory_mb": 16, "cpu_ms": 500, "timeout_ms": 5000},
+                     "approval_timeout_s": 30}}});
+    assert_eq!(say(&keep, &keep.alice, &session, proposal).await, "emitted");
+
+    // The review is alice's alone; bob's answer is a random id's, byte for byte.
+    let (status, listed) = keep
+        .call(&keep.alice, "GET", "/v1/proposals?kind=tool", None)
+        .await;
+    assert_eq!(status, 200);
+    let review = listed["tools"][0].clone();
+    let id = review["id"].as_str().expect("id").to_owned();
+    assert_eq!(review["qualified_name"], "u/alice/fetcher");
+    assert_eq!(review["no_new_authority"], false);
+    assert_eq!(review["authority_diff"][0]["class"], "egress");
+    assert_eq!(
+        review["clamped_manifest"]["egress"]["rules"],
+        json!([local(upstream.port, &["GET"])])
+    );
+    assert_eq!(review["dropped"][0]["field"], "egress.rules[0].methods");
+    let (status, one) = keep
+        .call(&keep.alice, "GET", &format!("/v1/proposals/{id}"), None)
+        .await;
+    assert_eq!((status, &one), (200, &review));
+    let (_, bobs) = keep.call(&keep.bob, "GET", "/v1/proposals", None).await;
+    assert_eq!(bobs["tools"], json!([]));
+    let theirs = keep
+        .server
+        .request_as(Some(&keep.bob), "GET", &format!("/v1/proposals/{id}"), None)
+        .await;
+    let random = keep
+        .server
+        .request_as(
+            Some(&keep.bob),
+            "GET",
+            "/v1/proposals/kt-0123456789abcdef",
+            None,
+        )
+        .await;
+    assert_eq!((theirs.0, theirs.2.clone()), (random.0, random.2.clone()));
+    assert_eq!(theirs.0, 404);
+    // The operator's token is not a person's.
+    let (status, _) = keep.call(&keep.operator, "GET", "/v1/tools", None).await;
+    assert_eq!(status, 403);
+
+    // Bob cannot approve it; an unsigned or flipped approval is refused.
+    let bobs = decide(&bob_device, "bob", &review, DecisionKind::ApproveProposal);
+    let (status, _) = keep
+        .call(
+            &keep.bob,
+            "POST",
+            &format!("/v1/proposals/{id}/decision"),
+            Some(bobs),
+        )
+        .await;
+    assert_eq!(status, 404);
+    let mut flipped = decide(
+        &alice_device,
+        "alice",
+        &review,
+        DecisionKind::ApproveProposal,
+    );
+    flipped["decision"]["signed"]["kind"] = json!("deny_proposal");
+    let (status, body) = keep
+        .call(
+            &keep.alice,
+            "POST",
+            &format!("/v1/proposals/{id}/decision"),
+            Some(flipped),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("bad_signature"))
+    );
+    let mut unsigned = decide(
+        &alice_device,
+        "alice",
+        &review,
+        DecisionKind::ApproveProposal,
+    );
+    unsigned["decision"]["signature"]["sig"] = json!("00".repeat(64));
+    let (status, _) = keep
+        .call(
+            &keep.alice,
+            "POST",
+            &format!("/v1/proposals/{id}/decision"),
+            Some(unsigned),
+        )
+        .await;
+    assert_eq!(status, 403);
+    assert_eq!(upstream.hits(), 0);
+
+    // Alice approves on her device: deployed with the clamped manifest, callable.
+    let good = decide(
+        &alice_device,
+        "alice",
+        &review,
+        DecisionKind::ApproveProposal,
+    );
+    let (status, decided) = keep
+        .call(
+            &keep.alice,
+            "POST",
+            &format!("/v1/proposals/{id}/decision"),
+            Some(good.clone()),
+        )
+        .await;
+    assert_eq!(status, 200, "{decided}");
+    assert_eq!(decided["state"], "approved");
+    let (status, replayed) = keep
+        .call(
+            &keep.alice,
+            "POST",
+            &format!("/v1/proposals/{id}/decision"),
+            Some(good),
+        )
+        .await;
+    assert_eq!(status, 409, "{replayed}");
+    let (_, tools) = keep.call(&keep.alice, "GET", "/v1/tools", None).await;
+    assert_eq!(tools["tools"][0]["manifest"], review["clamped_manifest"]);
+    assert_eq!(tools["tools"][0]["egress_mode"], "allow");
+    let (_, none) = keep.call(&keep.bob, "GET", "/v1/tools", None).await;
+    assert_eq!(none["tools"], json!([]));
+    let url = format!("http://127.0.0.1:{}/api/x", upstream.port);
+    let call = json!({"tool": {"name": "fetcher", "args": {"url": url}}});
+    let said = say(&keep, &keep.alice, &session, call.clone()).await;
+    assert!(
+        said.as_str().expect("text").contains("\"status\":200"),
+        "{said}"
+    );
+    let delete = json!({"tool": {"name": "fetcher", "args": {"url": url, "method": "DELETE"}}});
+    let said = say(&keep, &keep.alice, &session, delete).await;
+    assert!(said.as_str().expect("text").contains("refused"), "{said}");
+    assert_eq!(upstream.hits(), 1);
+    // Bob can neither call nor revoke it.
+    let (_, bob_session) = keep
+        .call(
+            &keep.bob,
+            "POST",
+            "/v1/sessions",
+            Some(json!({"agent": "maker"})),
+        )
+        .await;
+    let bob_session = bob_session["id"].as_str().expect("id").to_owned();
+    let bob_call = json!({"tool": {"name": "u/alice/fetcher", "args": {"url": url}}});
+    let said = say(&keep, &keep.bob, &bob_session, bob_call).await;
+    assert!(
+        said.as_str()
+            .expect("text")
+            .starts_with("refused: no tool named"),
+        "{said}"
+    );
+    let (status, _) = keep
+        .call(&keep.bob, "POST", "/v1/tools/fetcher/revoke", None)
+        .await;
+    assert_eq!(status, 404);
+    assert_eq!(upstream.hits(), 1);
+
+    // Revoked: at once, journaled, the next call refused.
+    let (status, revoked) = keep
+        .call(&keep.alice, "POST", "/v1/tools/fetcher/revoke", None)
+        .await;
+    assert_eq!(status, 200, "{revoked}");
+    assert!(revoked["revoked_at_ms"].is_i64());
+    let said = say(&keep, &keep.alice, &session, call).await;
+    assert!(
+        said.as_str()
+            .expect("text")
+            .starts_with("refused: no tool named"),
+        "{said}"
+    );
+    assert_eq!(upstream.hits(), 1);
+    let (_, journal) = keep.call(&keep.alice, "GET", "/v1/journal", None).await;
+    let actions: Vec<String> = journal["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|entry| {
+            entry["detail"]["action"]
+                .as_str()
+                .unwrap_or_default()
+                .to_owned()
+        })
+        .collect();
+    for action in ["propose", "approve", "deploy", "revoke"] {
+        assert!(
+            actions.contains(&action.to_owned()),
+            "{action} in {actions:?}"
+        );
+    }
+    keep.server.stop().await;
+}
