@@ -88,6 +88,10 @@ pub trait CellTools: Send + Sync {
     /// Whether `agent` has any tools for `user`.
     fn offers(&self, user: &str, agent: &str) -> bool;
 
+    /// The names of every tool the host gives any agent: a person's tool may not take one or
+    /// look like one, and a call by one of these names goes to the host's tool.
+    fn names(&self) -> Vec<String>;
+
     /// Runs `name` for `agent` in `user`'s session; an unknown tool is an error result.
     fn call<'a>(
         &'a self,
@@ -353,7 +357,8 @@ pub(crate) struct SessionHost {
     tool: bool,
     /// The taint's source once the session is tainted.
     pub(crate) taint: Mutex<Option<String>>,
-    refusals_journaled: AtomicUsize,
+    /// Refusals journaled for the session (shared with the cells of the tools it calls).
+    refusals_journaled: Arc<AtomicUsize>,
     /// Refused egress uses of the request in flight, journaled when it returns.
     refused: Mutex<Vec<EgressDecision>>,
     /// The URL of the last use of the request in flight that reached upstream, or may have
@@ -387,7 +392,7 @@ impl SessionHost {
             credential_owner: "operator".to_owned(),
             tool: false,
             taint: Mutex::new(None),
-            refusals_journaled: AtomicUsize::new(0),
+            refusals_journaled: Arc::new(AtomicUsize::new(0)),
             refused: Mutex::new(Vec::new()),
             last_sent: Mutex::new(None),
             approvals_asked: Arc::new(AtomicUsize::new(0)),
@@ -420,7 +425,7 @@ impl SessionHost {
             credential_owner: format!("user:{}", self.user),
             tool: true,
             taint: Mutex::new(self.tainted_by()),
-            refusals_journaled: AtomicUsize::new(self.refusals_journaled.load(Ordering::Relaxed)),
+            refusals_journaled: Arc::clone(&self.refusals_journaled),
             refused: Mutex::new(Vec::new()),
             last_sent: Mutex::new(None),
             approvals_asked: Arc::clone(&self.approvals_asked),
@@ -543,21 +548,23 @@ impl SessionHost {
 
 impl SessionHost {
     async fn propose_tool(&self, payload_json: &str) -> Result<(), String> {
-        let (loopback_ports, api_port) = self
+        let context = self
             .cells
             .upgrade()
-            .map(|cells| (cells.loopback_ports.clone(), cells.api_port))
+            .map(|cells| crate::service::IntakeContext {
+                loopback_ports: cells.loopback_ports.clone(),
+                api_port: cells.api_port,
+                host_tools: cells
+                    .tools
+                    .as_ref()
+                    .map(|tools| tools.names())
+                    .unwrap_or_default(),
+            })
             .unwrap_or_default();
         let taint = self.tainted_by();
         let refused = match self
             .service
-            .store_tool_proposal(
-                self,
-                payload_json,
-                taint.as_deref(),
-                &loopback_ports,
-                api_port,
-            )
+            .store_tool_proposal(self, payload_json, taint.as_deref(), &context)
             .await
         {
             Ok(review) => {
@@ -671,11 +678,10 @@ impl CellHost for SessionHost {
                 .upgrade()
                 .and_then(|cells| cells.tools.clone())
                 .filter(|tools| tools.offers(&self.user, &self.agent));
+            // A name the host gives agents is the host's tool; `u/<user>/<name>` and any
+            // other name is the person's.
             let answer = match offered {
-                Some(tools)
-                    if !name.starts_with("u/")
-                        && !self.service.owns_tool(&self.user, &name).await =>
-                {
+                Some(tools) if tools.names().contains(&name) => {
                     tools
                         .call(&self.user, &self.agent, &name, &args_json)
                         .await?

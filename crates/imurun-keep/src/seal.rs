@@ -143,3 +143,45 @@ pub fn check_tool(host: &PublicKey, fields: &ToolFields<'_>, seal: &str) -> Resu
         ))
     })
 }
+
+/// The seal of a `keep_tool_proposals` row: every column but its state and decision time.
+pub fn seal_tool_proposal(host: &KeyPair, row: &imurun_store::ToolProposalRow) -> String {
+    host.sign(&tool_proposal_message(row))
+}
+
+/// Checks a tool proposal row's seal.
+pub fn check_tool_proposal(
+    host: &PublicKey,
+    row: &imurun_store::ToolProposalRow,
+) -> Result<(), KeepError> {
+    host.verify(&tool_proposal_message(row), &row.seal)
+        .map_err(|_| {
+            KeepError::Untrusted(format!(
+                "the stored tool proposal {} is not sealed by this host: it was edited in the \
+                 database",
+                row.id
+            ))
+        })
+}
+
+fn tool_proposal_message(row: &imurun_store::ToolProposalRow) -> Vec<u8> {
+    canonicalize(&json!({
+        "type": "imurun.row_seal",
+        "table": "keep_tool_proposals",
+        "id": row.id,
+        "user": row.user_name,
+        "session_id": row.session_id,
+        "agent": row.agent,
+        "agent_version": row.agent_version,
+        "signer_key_id": row.signer_key_id,
+        "name": row.name,
+        "version": row.version,
+        "description_sha256": sha256_hex(row.description.as_bytes()),
+        "manifest_sha256": sha256_hex(row.manifest.as_bytes()),
+        "bundle_sha256": row.bundle_sha256,
+        "bundle_size": row.bundle_size,
+        "tainted": row.tainted,
+        "taint_source": row.taint_source,
+        "created_at_ms": row.created_at_ms,
+    }))
+}

@@ -6,6 +6,7 @@ mod all {
     mod attacks;
     mod attacks2;
     mod attacks_sessions;
+    mod attacks_tools;
     mod authority;
     mod canonical;
     mod decisions;

@@ -1078,6 +1078,7 @@ pub struct ToolProposalRow {
     pub state: String,
     pub created_at_ms: i64,
     pub decided_at_ms: Option<i64>,
+    pub seal: String,
 }
 
 /// A deployed tool version's row (without its bundle).
@@ -1102,7 +1103,7 @@ macro_rules! tool_proposal_columns {
     () => {
         "id, user_name, session_id, agent, agent_version, signer_key_id, name, version, \
          description, manifest, bundle_sha256, bundle_size, tainted, taint_source, state, \
-         created_at_ms, decided_at_ms"
+         created_at_ms, decided_at_ms, seal"
     };
 }
 macro_rules! tool_columns {
@@ -1271,9 +1272,9 @@ impl KeepTx {
         sqlx::query(
             "INSERT INTO keep_tool_proposals (id, user_name, session_id, agent, agent_version, \
              signer_key_id, name, version, description, manifest, bundle_sha256, bundle_size, \
-             bundle, tainted, taint_source, state, created_at_ms, decided_at_ms) \
+             bundle, tainted, taint_source, state, created_at_ms, decided_at_ms, seal) \
              VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, 'pending', \
-             $16, NULL)",
+             $16, NULL, $17)",
         )
         .bind(&row.id)
         .bind(&row.user_name)
@@ -1291,6 +1292,7 @@ impl KeepTx {
         .bind(row.tainted)
         .bind(&row.taint_source)
         .bind(row.created_at_ms)
+        .bind(&row.seal)
         .execute(&mut *self.tx)
         .await?;
         Ok(())

@@ -41,7 +41,9 @@ pub use sessions::{
     ApprovalView, FILE_NAME_CHARS_MAX, FILE_TEXT_BYTES_MAX, MESSAGE_BYTES_MAX, REPLIES_BYTES_MAX,
     REPLY_EVENT_BYTES_MAX, SessionView,
 };
-pub use tool_access::{DecisionBasis, TOOL_PROPOSAL_ID_PREFIX, ToolOrigin, ToolReview, ToolView};
+pub use tool_access::{
+    DecisionBasis, IntakeContext, TOOL_PROPOSAL_ID_PREFIX, ToolOrigin, ToolReview, ToolView,
+};
 pub use vault_access::{VAULT_ENTRIES_MAX, VaultEntryView};
 
 /// The `kind` of the trust root's row and high-water mark.

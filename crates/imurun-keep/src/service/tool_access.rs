@@ -33,6 +33,9 @@ pub const TOOL_PROPOSAL_ID_PREFIX: &str = "kt-";
 
 /// The `kind` of tools' high-water marks (subject `<user>/<name>`).
 pub(crate) const TOOL_KIND: &str = "tool";
+/// The `kind` of revocations' high-water marks (subject `<user>/<name>`, the highest version
+/// revoked): kept outside the database too, so a revoke undone in the database does not hold.
+pub(crate) const TOOL_REVOKED_KIND: &str = "tool_revoked";
 
 /// Where a proposed tool came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -125,6 +128,15 @@ pub struct DecisionBasis {
     pub policy_version: i64,
 }
 
+/// What the host knows at intake beyond the store: the loopback ports the operator opened,
+/// its API's port, and the names of the tools it gives agents itself.
+#[derive(Debug, Clone, Default)]
+pub struct IntakeContext {
+    pub loopback_ports: Vec<u16>,
+    pub api_port: Option<u16>,
+    pub host_tools: Vec<String>,
+}
+
 /// What a decision about a proposal is checked against, computed from the host's state.
 struct Basis {
     review: ToolReview,
@@ -141,8 +153,7 @@ impl KeepService {
         host: &SessionHost,
         payload_json: &str,
         taint: Option<&str>,
-        loopback_ports: &[u16],
-        api_port: Option<u16>,
+        context: &IntakeContext,
     ) -> Result<ToolReview, KeepError> {
         let user = host.user.as_str();
         let in_use = self.store().keep_names_in_use(user).await?;
@@ -166,12 +177,18 @@ impl KeepService {
             reserved: in_use
                 .into_iter()
                 .filter(|name| !tools.contains(name))
+                .chain(context.host_tools.iter().cloned())
                 .collect(),
             tools: tools.into_iter().collect(),
         };
         let intake = tool_intake::read(payload_json, &names)?;
-        self.check_forbidden(user, &intake.manifest, loopback_ports, api_port)
-            .await?;
+        self.check_forbidden(
+            user,
+            &intake.manifest,
+            &context.loopback_ports,
+            context.api_port,
+        )
+        .await?;
         let full = || {
             KeepError::Conflict(format!(
                 "{PENDING_TOOL_PROPOSALS_MAX} tool proposals wait for their person already: one \
@@ -189,7 +206,7 @@ impl KeepService {
         let id = crate::random::hex_id(TOOL_PROPOSAL_ID_PREFIX)?;
         let manifest_text = serde_json::to_string(&intake.manifest)
             .map_err(|error| KeepError::Canonical(error.to_string()))?;
-        let row = imurun_store::ToolProposalRow {
+        let mut row = imurun_store::ToolProposalRow {
             id: id.clone(),
             user_name: user.to_owned(),
             session_id: host.session_id.clone(),
@@ -207,7 +224,9 @@ impl KeepService {
             state: "pending".to_owned(),
             created_at_ms: super::now_ms(),
             decided_at_ms: None,
+            seal: String::new(),
         };
+        row.seal = crate::seal::seal_tool_proposal(self.host_key(), &row);
         let base = agent.map(|(manifest, _, _)| manifest);
         let diff = authority::diff(&base.unwrap_or_else(no_authority), &intake.manifest);
         let mut tx = self.store().keep_begin().await?;
@@ -322,7 +341,12 @@ impl KeepService {
             .map(|entry| entry.name)
             .collect();
         let agent = self.agent_in_force(&row.agent).await;
-        Ok(review_of(row, agent, &ceiling, &connections))
+        let sealed = crate::seal::check_tool_proposal(&self.host_key().public(), &row);
+        let mut basis = review_of(row, agent, &ceiling, &connections);
+        if let Err(error) = sealed {
+            basis.review.refused = Some(error.to_string());
+        }
+        Ok(basis)
     }
 
     /// The calling person's tool proposals, newest first.
@@ -623,6 +647,9 @@ impl KeepService {
                 "u/{user}/{name} was revoked already"
             )));
         }
+        let revoked_subject = format!("{user}/{name}");
+        tx.raise_high_water(TOOL_REVOKED_KIND, &revoked_subject, row.version)
+            .await?;
         let detail = json!({
             "action": "revoke", "tool": format!("u/{user}/{name}"), "version": row.version,
             "bundle_sha256": row.bundle_sha256,
@@ -637,6 +664,7 @@ impl KeepService {
         )
         .await?;
         tx.commit().await?;
+        self.raise_high_water_file(TOOL_REVOKED_KIND, &revoked_subject, row.version)?;
         if let Some(cells) = self.cells() {
             cells.publish(
                 user,
@@ -782,6 +810,18 @@ impl KeepService {
         if row.revoked_at_ms.is_some() {
             return Ok(None);
         }
+        // A revoke undone in the database: the mark kept outside it still says revoked.
+        let subject = format!("{user}/{name}");
+        let revoked = self.high_water(
+            TOOL_REVOKED_KIND,
+            &subject,
+            self.store()
+                .keep_high_water(TOOL_REVOKED_KIND, &subject)
+                .await?,
+        )?;
+        if revoked >= row.version {
+            return Ok(None);
+        }
         crate::seal::check_tool(
             &self.host_key().public(),
             &crate::seal::ToolFields {
@@ -799,6 +839,10 @@ impl KeepService {
         let mut manifest: Manifest = serde_json::from_str(&row.manifest)
             .map_err(|error| KeepError::Canonical(error.to_string()))?;
         manifest.validate(crate::host::HostAllowance::Operator)?;
+        // The ceiling in force bounds every call, not only the approval: a ceiling lowered or
+        // expired since takes its authority away from tools deployed under the old one.
+        let ceiling = self.ceiling_in_force(user).await?.ceiling;
+        let manifest = authority::clamp(&manifest, &ceiling).manifest;
         Ok(Some((row, manifest)))
     }
 
@@ -975,7 +1019,8 @@ fn targets_host_itself(
             address.is_loopback() || address.is_unspecified() || own.contains(&ip)
         }
         Some(Host::Ipv6(address)) => {
-            let mapped = address.to_ipv4_mapped();
+            // Both the mapped (`::ffff:a.b.c.d`) and the compatible (`::a.b.c.d`) forms.
+            let mapped = address.to_ipv4();
             address.is_loopback()
                 || address.is_unspecified()
                 || own.contains(&IpAddr::V6(address))

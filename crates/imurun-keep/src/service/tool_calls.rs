@@ -16,12 +16,6 @@ use super::tool_access::own_tool_name;
 use crate::cells::{SessionHost, ToolAnswer, cell_error, cut_text, imports_for, limits_for};
 
 impl KeepService {
-    /// Whether `user` has a tool in force named `name` (for choosing between the host's own
-    /// tools and the person's).
-    pub(crate) async fn owns_tool(&self, user: &str, name: &str) -> bool {
-        matches!(self.tool_for_call(user, name).await, Ok(Some(_)))
-    }
-
     /// Runs `user`'s tool `name` (`name` or `u/<user>/<name>`) for `parent`'s cell. A tool that
     /// does not exist, was revoked or is another person's gets one answer.
     pub(crate) async fn call_user_tool(

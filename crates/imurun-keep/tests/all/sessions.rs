@@ -61,6 +61,10 @@ impl CellTools for Tools {
         agent == "full"
     }
 
+    fn names(&self) -> Vec<String> {
+        vec!["search".to_owned(), "add".to_owned()]
+    }
+
     fn call<'a>(
         &'a self,
         _user: &'a str,

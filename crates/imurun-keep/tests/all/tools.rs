@@ -19,25 +19,25 @@ use super::sessions::{Sessions, answer, manifest};
 use super::support::START;
 
 /// The most of a bundle's base64 one message carries.
-const CHUNK: usize = 40_000;
+pub(crate) const CHUNK: usize = 40_000;
 
-struct Bench {
-    s: Sessions,
-    upstream: Upstream,
-    alice_device: KeyPair,
-    bob_device: KeyPair,
-    session: String,
+pub(crate) struct Bench {
+    pub(crate) s: Sessions,
+    pub(crate) upstream: Upstream,
+    pub(crate) alice_device: KeyPair,
+    pub(crate) bob_device: KeyPair,
+    pub(crate) session: String,
 }
 
 impl Bench {
     /// A host with an agent `maker` (the scripted agent with every import), alice's ceiling
     /// allowing GET and POST to the local upstream, a device each for alice and bob, and a
     /// session of alice's.
-    async fn start() -> Bench {
+    pub(crate) async fn start() -> Bench {
         Self::with_model(&["the model's reply"]).await
     }
 
-    async fn with_model(replies: &[&str]) -> Bench {
+    pub(crate) async fn with_model(replies: &[&str]) -> Bench {
         let upstream = Upstream::start(answer).await;
         let config = CellsConfig {
             loopback_ports: vec![upstream.port],
@@ -79,7 +79,7 @@ impl Bench {
 
     /// Puts alice's ceiling at `version`: the local upstream with `methods` under `/api`,
     /// `credentials`, memory read, no model socket, small resources.
-    async fn ceiling(&self, version: i64, methods: &[&str], credentials: &[&str]) {
+    pub(crate) async fn ceiling(&self, version: i64, methods: &[&str], credentials: &[&str]) {
         let document = json!({
             "type": CEILING_TYPE, "user": "alice", "version": version,
             "expires_at": START + 86_400,
@@ -98,12 +98,12 @@ impl Bench {
     /// Has alice's session's cell propose `payload` (its `bundle` is `guest`'s, in base64),
     /// sending the bundle over several messages. The cell's last answer: `emitted` or the
     /// refusal.
-    async fn propose_in(&self, session: &str, guest: Guest, payload: Value) -> String {
+    pub(crate) async fn propose_in(&self, session: &str, guest: Guest, payload: Value) -> String {
         let bundle = base64::engine::general_purpose::STANDARD.encode(guest.bytes());
         self.propose_raw(session, &bundle, payload).await
     }
 
-    async fn propose_raw(&self, session: &str, bundle: &str, payload: Value) -> String {
+    pub(crate) async fn propose_raw(&self, session: &str, bundle: &str, payload: Value) -> String {
         let mut rest = bundle;
         while !rest.is_empty() {
             let (head, tail) = rest.split_at(rest.len().min(CHUNK));
@@ -122,18 +122,18 @@ impl Bench {
         said[0].clone()
     }
 
-    async fn propose(&self, guest: Guest, payload: Value) -> String {
+    pub(crate) async fn propose(&self, guest: Guest, payload: Value) -> String {
         self.propose_in(&self.session, guest, payload).await
     }
 
-    async fn only_review(&self) -> ToolReview {
+    pub(crate) async fn only_review(&self) -> ToolReview {
         let reviews = self.s.keep.tool_proposals(&self.s.alice).await.unwrap();
         assert_eq!(reviews.len(), 1, "{reviews:?}");
         reviews.into_iter().next().unwrap()
     }
 
     /// Approves (or denies) `review` with `device`.
-    async fn decide(
+    pub(crate) async fn decide(
         &self,
         review: &ToolReview,
         kind: DecisionKind,
@@ -146,7 +146,7 @@ impl Bench {
             .await
     }
 
-    async fn call(&self, session: &str, name: &str, args: Value) -> String {
+    pub(crate) async fn call(&self, session: &str, name: &str, args: Value) -> String {
         self.s
             .say(
                 &self.s.alice,
@@ -158,12 +158,12 @@ impl Bench {
     }
 }
 
-fn local(port: u16, methods: &[&str], path: &str) -> Value {
+pub(crate) fn local(port: u16, methods: &[&str], path: &str) -> Value {
     json!({"scheme": "http", "host": "127.0.0.1", "port": port, "methods": methods, "path_prefix": path})
 }
 
 /// A tool's payload: `name`, a description and a manifest with `extra`.
-fn tool(name: &str, version: i64, extra: Value) -> Value {
+pub(crate) fn tool(name: &str, version: i64, extra: Value) -> Value {
     let mut manifest = json!({
         "name": name, "version": version,
         "resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 5000},
@@ -175,7 +175,7 @@ fn tool(name: &str, version: i64, extra: Value) -> Value {
     json!({"name": name, "description": format!("The {name} tool."), "manifest": manifest})
 }
 
-async fn enrol(s: &Sessions, who: &Identity, user: &str) -> KeyPair {
+pub(crate) async fn enrol(s: &Sessions, who: &Identity, user: &str) -> KeyPair {
     let device = KeyPair::generate().unwrap();
     let code = s
         .keep
@@ -190,7 +190,7 @@ async fn enrol(s: &Sessions, who: &Identity, user: &str) -> KeyPair {
 }
 
 /// `user`'s decision of `kind` on `review`, signed by `device`, naming what the review says.
-fn decision(
+pub(crate) fn decision(
     device: &KeyPair,
     user: &str,
     review: &ToolReview,
@@ -209,7 +209,7 @@ fn decision(
     Signed::sign(&serde_json::to_value(&made).unwrap(), device).unwrap()
 }
 
-fn events_of(s: &Sessions, user: &str, kind: &str) -> Vec<Value> {
+pub(crate) fn events_of(s: &Sessions, user: &str, kind: &str) -> Vec<Value> {
     s.events
         .of(user)
         .into_iter()

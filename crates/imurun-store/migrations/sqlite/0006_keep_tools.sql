@@ -23,7 +23,10 @@ CREATE TABLE keep_tool_proposals (
     taint_source TEXT,
     state TEXT NOT NULL CHECK (state IN ('pending', 'approved', 'denied')),
     created_at_ms BIGINT NOT NULL,
-    decided_at_ms BIGINT
+    decided_at_ms BIGINT,
+    -- The host key's signature over the row as stored (all but its state): a proposal edited
+    -- in the database (its taint lifted, its manifest changed) cannot be approved.
+    seal TEXT NOT NULL
 );
 
 CREATE INDEX keep_tool_proposals_by_user ON keep_tool_proposals (user_name, state, created_at_ms);

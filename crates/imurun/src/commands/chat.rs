@@ -112,7 +112,7 @@ pub(crate) fn run(
 
 /// The URL of a server bound to `addr`. A server on every interface (0.0.0.0) is reached here
 /// on loopback.
-fn url_of(addr: SocketAddr) -> String {
+pub(crate) fn url_of(addr: SocketAddr) -> String {
     let ip = match addr.ip() {
         ip if ip.is_unspecified() && ip.is_ipv4() => "127.0.0.1".to_owned(),
         ip if ip.is_unspecified() => "[::1]".to_owned(),

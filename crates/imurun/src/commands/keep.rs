@@ -16,6 +16,7 @@ use imurun_keep::service::{
 use imurun_store::Store;
 use serde_json::{Value, json};
 
+use super::keep_client::{self, ClientArgs, ClientCommand};
 use crate::config::{ConfigFlags, Environment, ResolvedConfig};
 
 #[derive(Debug, clap::Subcommand)]
@@ -45,6 +46,57 @@ pub(crate) enum KeepCommand {
     /// The egress broker's rules.
     #[command(subcommand)]
     Egress(EgressCommand),
+    /// Your tool proposals on the host (a person's token).
+    Proposals {
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// One tool proposal's review: origin, authority diff (new authority marked), what your
+    /// ceiling drops, and the clamped manifest an approval deploys.
+    Show {
+        id: String,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Approve a tool proposal with a decision signed by your device key on this machine.
+    Approve {
+        id: String,
+        /// Your device key file.
+        #[arg(long, value_name = "KEYFILE")]
+        device: PathBuf,
+        /// Approve a tool proposed by a tainted session.
+        #[arg(long)]
+        confirm_tainted: bool,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Deny a tool proposal with a decision signed by your device key.
+    Deny {
+        id: String,
+        #[arg(long, value_name = "KEYFILE")]
+        device: PathBuf,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Clear a deployed tool's taint (its egress leaves ask mode), signed by your device key.
+    ClearTaint {
+        name: String,
+        #[arg(long, value_name = "KEYFILE")]
+        device: PathBuf,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Revoke one of your tools, every version, at once.
+    Revoke {
+        name: String,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
+    /// Your deployed tools.
+    Tools {
+        #[command(flatten)]
+        client: ClientArgs,
+    },
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -197,6 +249,64 @@ pub(crate) fn run(
         }
         KeepCommand::Decide(args) => decide(args),
         KeepCommand::Egress(EgressCommand::Check) => egress_check(),
+        KeepCommand::Proposals { client } => {
+            keep_client::run(ClientCommand::Proposals, client, config_flag, environment)
+        }
+        KeepCommand::Show { id, client } => keep_client::run(
+            ClientCommand::Show { id: id.clone() },
+            client,
+            config_flag,
+            environment,
+        ),
+        KeepCommand::Approve {
+            id,
+            device,
+            confirm_tainted,
+            client,
+        } => keep_client::run(
+            ClientCommand::Decide {
+                id: id.clone(),
+                device: device.clone(),
+                approve: true,
+                confirm_tainted: *confirm_tainted,
+            },
+            client,
+            config_flag,
+            environment,
+        ),
+        KeepCommand::Deny { id, device, client } => keep_client::run(
+            ClientCommand::Decide {
+                id: id.clone(),
+                device: device.clone(),
+                approve: false,
+                confirm_tainted: false,
+            },
+            client,
+            config_flag,
+            environment,
+        ),
+        KeepCommand::ClearTaint {
+            name,
+            device,
+            client,
+        } => keep_client::run(
+            ClientCommand::ClearTaint {
+                name: name.clone(),
+                device: device.clone(),
+            },
+            client,
+            config_flag,
+            environment,
+        ),
+        KeepCommand::Revoke { name, client } => keep_client::run(
+            ClientCommand::Revoke { name: name.clone() },
+            client,
+            config_flag,
+            environment,
+        ),
+        KeepCommand::Tools { client } => {
+            keep_client::run(ClientCommand::Tools, client, config_flag, environment)
+        }
         KeepCommand::Init(args) => {
             at_host(config_flag, &args.flags, environment, |config, store| {
                 init(config, store, args.dir.clone())

@@ -13,6 +13,7 @@ pub(crate) mod chat;
 pub(crate) mod config;
 pub(crate) mod eval;
 pub(crate) mod keep;
+pub(crate) mod keep_client;
 pub(crate) mod model;
 pub(crate) mod parse;
 pub(crate) mod policy;

@@ -1,0 +1,385 @@
+//! A person's Keep commands against a running host: their tool proposals and the review in a
+//! terminal (new authority marked, escapes visible), decisions signed with their device key
+//! file on this machine, clearing a tool's taint, revoking a tool. The key never leaves the
+//! machine: only the signed decision is sent.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, anyhow, bail};
+use imurun_keep::decision::{Decision, DecisionKind, Expected};
+use imurun_keep::documents::Signed;
+use imurun_keep::keys::KeyPair;
+use imurun_keep::proposals::escape;
+use imurun_keep::service::system_clock;
+use serde_json::{Value, json};
+
+use crate::config::{ConfigFlags, Environment, ResolvedConfig};
+
+/// How long a decision the command line signs is valid, in seconds.
+const DECISION_TTL_S: i64 = 300;
+
+/// Where the host is and whose token speaks to it.
+#[derive(Debug, Clone, clap::Args)]
+pub(crate) struct ClientArgs {
+    /// The host (default: http://<server.addr> from the configuration).
+    #[arg(long, value_name = "URL")]
+    url: Option<String>,
+    /// The person's Keep token (default: IMURUN_KEEP_TOKEN).
+    #[arg(long, value_name = "TOKEN")]
+    token: Option<String>,
+}
+
+/// A person's command.
+#[derive(Debug, Clone)]
+pub(crate) enum ClientCommand {
+    Proposals,
+    Show {
+        id: String,
+    },
+    Decide {
+        id: String,
+        device: PathBuf,
+        approve: bool,
+        confirm_tainted: bool,
+    },
+    ClearTaint {
+        name: String,
+        device: PathBuf,
+    },
+    Revoke {
+        name: String,
+    },
+    Tools,
+}
+
+pub(crate) fn run(
+    command: ClientCommand,
+    args: &ClientArgs,
+    config_flag: Option<&Path>,
+    environment: &Environment,
+) -> Result<ExitCode> {
+    let config = ResolvedConfig::load(config_flag, &ConfigFlags::default(), environment)?;
+    let base = args
+        .url
+        .clone()
+        .unwrap_or_else(|| super::chat::url_of(config.server.addr))
+        .trim_end_matches('/')
+        .to_owned();
+    let token = args
+        .token
+        .clone()
+        .or_else(|| environment.get("IMURUN_KEEP_TOKEN"))
+        .ok_or_else(|| anyhow!("a Keep token is needed: --token TOKEN or IMURUN_KEEP_TOKEN"))?;
+    let colour = environment.get("NO_COLOR").is_none()
+        && std::io::IsTerminal::is_terminal(&std::io::stdout());
+    let client = Client {
+        base,
+        token,
+        http: reqwest::Client::new(),
+    };
+    super::runtime()?.block_on(client.run(command, colour))
+}
+
+struct Client {
+    base: String,
+    token: String,
+    http: reqwest::Client,
+}
+
+impl Client {
+    async fn run(&self, command: ClientCommand, colour: bool) -> Result<ExitCode> {
+        match command {
+            ClientCommand::Proposals => {
+                let listed = self.call("GET", "/v1/proposals?kind=tool", None).await?;
+                let reviews = listed["tools"].as_array().cloned().unwrap_or_default();
+                if reviews.is_empty() {
+                    println!("no tool proposals");
+                }
+                for review in reviews {
+                    let authority = if review["no_new_authority"] == true {
+                        "no new authority".to_owned()
+                    } else {
+                        format!(
+                            "{} new authority",
+                            review["authority_diff"].as_array().map_or(0, Vec::len)
+                        )
+                    };
+                    println!(
+                        "{}  {:<8}  {}@{}  {}{}",
+                        text(&review["id"]),
+                        text(&review["state"]),
+                        text(&review["qualified_name"]),
+                        review["version"],
+                        authority,
+                        if review["tainted"] == true {
+                            "  TAINTED"
+                        } else {
+                            ""
+                        }
+                    );
+                }
+            }
+            ClientCommand::Show { id } => {
+                let review = self
+                    .call("GET", &format!("/v1/proposals/{id}"), None)
+                    .await?;
+                print!("{}", show(&review, colour));
+            }
+            ClientCommand::Decide {
+                id,
+                device,
+                approve,
+                confirm_tainted,
+            } => {
+                let device = KeyPair::read_file(&device)?;
+                let review = self
+                    .call("GET", &format!("/v1/proposals/{id}"), None)
+                    .await?;
+                let user = self.user().await?;
+                let kind = if approve {
+                    DecisionKind::ApproveProposal
+                } else {
+                    DecisionKind::DenyProposal
+                };
+                let hashes = serde_json::from_value(review["hashes"].clone())
+                    .context("the review's hashes")?;
+                let decision = sign(
+                    &device,
+                    &Expected {
+                        kind,
+                        subject: &id,
+                        hashes: &hashes,
+                        ceiling_version: review["ceiling_version"].as_i64().unwrap_or(0),
+                        policy_version: review["policy_version"].as_i64().unwrap_or(0),
+                        user: &user,
+                    },
+                    confirm_tainted,
+                )?;
+                let decided = self
+                    .call(
+                        "POST",
+                        &format!("/v1/proposals/{id}/decision"),
+                        Some(json!({ "decision": decision })),
+                    )
+                    .await?;
+                println!(
+                    "{} {}@{}: {}",
+                    text(&decided["id"]),
+                    text(&decided["qualified_name"]),
+                    decided["version"],
+                    text(&decided["state"])
+                );
+            }
+            ClientCommand::ClearTaint { name, device } => {
+                let device = KeyPair::read_file(&device)?;
+                let tool = self.call("GET", &format!("/v1/tools/{name}"), None).await?;
+                let basis = &tool["clear_taint"];
+                if basis.is_null() {
+                    bail!("{name} carries no taint to clear");
+                }
+                let user = self.user().await?;
+                let hashes =
+                    serde_json::from_value(basis["hashes"].clone()).context("the hashes")?;
+                let decision = sign(
+                    &device,
+                    &Expected {
+                        kind: DecisionKind::ClearTaint,
+                        subject: basis["subject"].as_str().unwrap_or_default(),
+                        hashes: &hashes,
+                        ceiling_version: basis["ceiling_version"].as_i64().unwrap_or(0),
+                        policy_version: basis["policy_version"].as_i64().unwrap_or(0),
+                        user: &user,
+                    },
+                    false,
+                )?;
+                let cleared = self
+                    .call(
+                        "POST",
+                        &format!("/v1/tools/{name}/clear-taint"),
+                        Some(json!({ "decision": decision })),
+                    )
+                    .await?;
+                println!(
+                    "{}: taint cleared, egress {}",
+                    text(&cleared["qualified_name"]),
+                    text(&cleared["egress_mode"])
+                );
+            }
+            ClientCommand::Revoke { name } => {
+                let revoked = self
+                    .call("POST", &format!("/v1/tools/{name}/revoke"), None)
+                    .await?;
+                println!("{}: revoked", text(&revoked["qualified_name"]));
+            }
+            ClientCommand::Tools => {
+                let listed = self.call("GET", "/v1/tools", None).await?;
+                for tool in listed["tools"].as_array().cloned().unwrap_or_default() {
+                    let state = if tool["revoked_at_ms"].is_null() {
+                        "in force"
+                    } else {
+                        "revoked"
+                    };
+                    println!(
+                        "{}@{}  {}  egress {}{}",
+                        text(&tool["qualified_name"]),
+                        tool["version"],
+                        state,
+                        text(&tool["egress_mode"]),
+                        if tool["clear_taint"].is_null() {
+                            ""
+                        } else {
+                            "  TAINTED"
+                        }
+                    );
+                }
+            }
+        }
+        Ok(ExitCode::SUCCESS)
+    }
+
+    async fn user(&self) -> Result<String> {
+        let who = self.call("GET", "/v1/whoami", None).await?;
+        who["user"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| anyhow!("this token is not a person's: decisions are a person's"))
+    }
+
+    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
+        let method = reqwest::Method::from_bytes(method.as_bytes())?;
+        let mut request = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            request = request.json(&body);
+        }
+        let response = request
+            .send()
+            .await
+            .with_context(|| format!("reaching the host at {}", self.base))?;
+        let status = response.status();
+        let value: Value = response.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            bail!(
+                "the host refused ({status}, {}): {}",
+                text(&value["error"]["code"]),
+                text(&value["error"]["message"])
+            );
+        }
+        Ok(value)
+    }
+}
+
+fn sign(device: &KeyPair, expected: &Expected<'_>, confirm_tainted: bool) -> Result<Signed> {
+    let now = (system_clock())();
+    let decision = Decision::new(expected, device, now, DECISION_TTL_S, confirm_tainted)?;
+    Ok(Signed::sign(&decision, device)?)
+}
+
+/// A JSON value as plain text with every control and bidi character a visible escape.
+fn text(value: &Value) -> String {
+    match value {
+        Value::String(text) => escape(text),
+        other => escape(&other.to_string()),
+    }
+}
+
+/// The review as a person reads it in a terminal: new authority marked (`+`, bold red on a
+/// terminal), what the ceiling dropped marked `-`.
+pub(crate) fn show(review: &Value, colour: bool) -> String {
+    let (on, off) = if colour {
+        ("\u{1b}[1;31m", "\u{1b}[0m")
+    } else {
+        ("", "")
+    };
+    let origin = &review["origin"];
+    let mut out = format!(
+        "{} {}@{}  ({})\n",
+        text(&review["id"]),
+        text(&review["qualified_name"]),
+        review["version"],
+        text(&review["state"])
+    );
+    out.push_str(&format!("description: {}\n", text(&review["description"])));
+    out.push_str(&format!(
+        "bundle: sha256 {}, {} bytes (code is shown as its hash: review the authority)\n",
+        text(&review["bundle_sha256"]),
+        review["bundle_size"]
+    ));
+    out.push_str(&format!(
+        "from: agent {}@{} signed by {}, session {}\n",
+        text(&origin["agent"]),
+        origin["agent_version"],
+        text(&origin["signer_key_id"]),
+        text(&origin["session_id"])
+    ));
+    if review["tainted"] == true {
+        out.push_str(&format!(
+            "{on}TAINTED{off}: its session had read {}; approving needs --confirm-tainted, and \
+             it deploys asking for each request until its taint is cleared\n",
+            text(&origin["taint_source"])
+        ));
+    }
+    let changes = review["authority_diff"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    if changes.is_empty() {
+        out.push_str("authority: no new authority\n");
+    } else {
+        out.push_str("authority it asks for beyond its agent:\n");
+        for change in changes {
+            out.push_str(&format!(
+                "  {on}+ [{}] {}{off}\n",
+                text(&change["class"]),
+                text(&change["summary"])
+            ));
+        }
+    }
+    let dropped = review["dropped"].as_array().cloned().unwrap_or_default();
+    if !dropped.is_empty() {
+        out.push_str("your ceiling drops:\n");
+        for entry in dropped {
+            out.push_str(&format!(
+                "  - {} {}: {}\n",
+                text(&entry["field"]),
+                text(&entry["entry"]),
+                text(&entry["reason"])
+            ));
+        }
+    }
+    out.push_str(&format!(
+        "approving deploys (ceiling version {}, agent version {}):\n{}\n",
+        review["ceiling_version"],
+        review["policy_version"],
+        escape(&serde_json::to_string_pretty(&review["clamped_manifest"]).unwrap_or_default())
+    ));
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_review_marks_new_authority_and_shows_escapes_without_acting() {
+        let review = json!({
+            "id": "kt-1", "qualified_name": "u/alice/x", "version": 1, "state": "pending",
+            "description": "No new authority ✓\u{1b}[0m \u{202e}", "bundle_sha256": "ab",
+            "bundle_size": 3, "tainted": true,
+            "origin": {"agent": "maker", "agent_version": 1, "signer_key_id": "k",
+                       "session_id": "s", "taint_source": "an egress answer"},
+            "authority_diff": [{"class": "new_host", "summary": "GET https://x:443/"}],
+            "dropped": [], "clamped_manifest": {}, "ceiling_version": 1, "policy_version": 1,
+        });
+        let shown = show(&review, false);
+        assert!(shown.contains("+ [new_host] GET https://x:443/"), "{shown}");
+        assert!(shown.contains("\\u{001B}[0m \\u{202E}"), "{shown}");
+        assert!(!shown.contains('\u{1b}') && !shown.contains('\u{202e}'));
+        assert!(shown.contains("TAINTED"));
+        assert!(!shown.contains("authority: no new authority"));
+        assert!(show(&review, true).contains("\u{1b}[1;31m+ [new_host]"));
+    }
+}
