@@ -160,6 +160,35 @@ case "$answer" in
   *) fail "the revoked tool still answered" ;;
 esac
 
+step "a tainted session proposes a tool: the approval needs the confirm, and a device clears its taint"
+tainted="$(new_session)"
+echo '{"name": "notes.txt", "text": "a file from outside"}' >"$work/file.json"
+api POST "/v1/sessions/$tainted/files" "$alice" "$work/file.json" >/dev/null
+while IFS= read -r chunk || [ -n "$chunk" ]; do
+  say "$tainted" "{\"buffer\": \"$chunk\"}" >/dev/null
+done <"$work/bundle.chunks"
+proposed="$(say "$tainted" '{"emit": {"type": "tool.propose", "name": "echo", "description": "Echoes, again.", "bundle": "$buffer", "manifest": {"name": "echo", "version": 2, "resources": {"memory_mb": 16, "cpu_ms": 200, "timeout_ms": 2000}, "approval_timeout_s": 30}}}')"
+[ "$proposed" = "emitted" ] || fail "the second proposal was refused: $proposed"
+id2="$(api GET '/v1/proposals?kind=tool' "$alice" | field '[t for t in d["tools"] if t["state"] == "pending"][0]["id"]')"
+"$imurun" keep show "$id2" --url "$base"
+if "$imurun" keep approve "$id2" --device "$work/alice.key" --url "$base"; then
+  fail "a tainted proposal was approved without --confirm-tainted"
+fi
+"$imurun" keep approve "$id2" --device "$work/alice.key" --confirm-tainted --url "$base"
+"$imurun" keep tools --url "$base"
+"$imurun" keep clear-taint echo --device "$work/alice.key" --url "$base"
+"$imurun" keep tools --url "$base"
+
+step "a third proposal, denied on the device"
+while IFS= read -r chunk || [ -n "$chunk" ]; do
+  say "$tainted" "{\"buffer\": \"$chunk\"}" >/dev/null
+done <"$work/bundle.chunks"
+proposed="$(say "$tainted" '{"emit": {"type": "tool.propose", "name": "other", "description": "Not wanted.", "bundle": "$buffer", "manifest": {"name": "other", "version": 1, "resources": {"memory_mb": 16, "cpu_ms": 200, "timeout_ms": 2000}, "approval_timeout_s": 30}}}')"
+[ "$proposed" = "emitted" ] || fail "the third proposal was refused: $proposed"
+id3="$(api GET '/v1/proposals?kind=tool' "$alice" | field '[t for t in d["tools"] if t["state"] == "pending"][0]["id"]')"
+"$imurun" keep deny "$id3" --device "$work/alice.key" --url "$base"
+"$imurun" keep proposals --url "$base"
+
 step "imurun keep journal verify"
 "$imurun" keep journal verify
 api GET /v1/journal "$alice" | field '"\n".join(e["kind"] + " " + str(e["detail"].get("action", "")) + " " + e["subject"] for e in reversed(d["entries"]))'

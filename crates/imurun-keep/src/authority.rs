@@ -133,7 +133,36 @@ pub fn diff(agent: &Manifest, tool: &Manifest) -> Vec<Change> {
                     summary: format!("{} without asking each time", rule_summary(rule)),
                 });
             }
-            Some(_) => {}
+            Some(_) => {
+                // The agent's narrower, stricter rule binds the tool too when the tool carries
+                // that friction in a rule of its own over the same requests.
+                let carried = |strict: &EgressRule| {
+                    let narrow = narrowed(rule, strict);
+                    granted_rules(tool).iter().any(|own| {
+                        !stricter(strict, own)
+                            && same_target(&narrow, own)
+                            && narrow
+                                .methods
+                                .iter()
+                                .all(|method| own.methods.contains(method))
+                    })
+                };
+                if let Some(strict) = agent_rules.iter().find(|strict| {
+                    overlap(rule, strict) && stricter(strict, rule) && !carried(strict)
+                }) {
+                    changes.push(Change {
+                        class: ChangeClass::Egress,
+                        field,
+                        from: rule_json(strict),
+                        to,
+                        summary: format!(
+                            "{} without the friction the agent's narrower rule has ({})",
+                            rule_summary(rule),
+                            rule_summary(strict)
+                        ),
+                    });
+                }
+            }
             None => {
                 let known_host = agent_rules
                     .iter()
@@ -329,7 +358,7 @@ pub fn clamp(proposed: &Manifest, ceiling: &Ceiling) -> Clamped {
             rules.push(kept);
         }
     }
-    manifest.egress.rules = rules;
+    manifest.egress.rules = with_friction(rules, &ceiling.egress);
     let allowed: BTreeSet<&str> = ceiling.credentials.iter().map(String::as_str).collect();
     let mut credentials = Vec::new();
     for (index, credential) in proposed.credentials.iter().enumerate() {
@@ -402,6 +431,95 @@ pub fn clamp(proposed: &Manifest, ceiling: &Ceiling) -> Clamped {
         }
     }
     Clamped { manifest, dropped }
+}
+
+/// Whether one request can match both rules: the same scheme and port, one host covering the
+/// other, one path prefix within the other compared without case (as the broker compares the
+/// rules whose friction applies), and a method in common.
+fn overlap(a: &EgressRule, b: &EgressRule) -> bool {
+    let (a_path, b_path) = (
+        a.path_prefix.to_ascii_lowercase(),
+        b.path_prefix.to_ascii_lowercase(),
+    );
+    a.scheme == b.scheme
+        && a.port == b.port
+        && (hosts_cover(&a.host, &b.host) || hosts_cover(&b.host, &a.host))
+        && (path_within(&a_path, &b_path) || path_within(&b_path, &a_path))
+        && a.methods.iter().any(|method| b.methods.contains(method))
+}
+
+/// Whether `strict` demands friction `rule` lacks: a device signature, or refusing a tainted
+/// write where `rule` would ask.
+fn stricter(strict: &EgressRule, rule: &EgressRule) -> bool {
+    (strict.device_signature && !rule.device_signature)
+        || (!strict.ask_when_tainted && rule.ask_when_tainted)
+}
+
+/// `rule` narrowed to where `strict` also matches, with both frictions: never wider than
+/// `rule` (its host and path are `rule`'s or narrower ones, its methods a subset).
+fn narrowed(rule: &EgressRule, strict: &EgressRule) -> EgressRule {
+    let host = if hosts_cover(&strict.host, &rule.host) {
+        rule.host.clone()
+    } else {
+        strict.host.clone()
+    };
+    let path_prefix = if path_within(&strict.path_prefix, &rule.path_prefix)
+        && !path_within(&rule.path_prefix, &strict.path_prefix)
+    {
+        strict.path_prefix.clone()
+    } else {
+        rule.path_prefix.clone()
+    };
+    EgressRule {
+        scheme: rule.scheme.clone(),
+        host,
+        port: rule.port,
+        methods: rule
+            .methods
+            .iter()
+            .filter(|method| strict.methods.contains(method))
+            .cloned()
+            .collect(),
+        path_prefix,
+        ask_when_tainted: rule.ask_when_tainted && strict.ask_when_tainted,
+        device_signature: rule.device_signature || strict.device_signature,
+    }
+}
+
+/// `rules` with the friction of every stricter ceiling rule that can match the same requests
+/// (a narrower rule needing a device signature, say): the broker applies the strictest of the
+/// rules that match, so each such friction is carried as a narrowed rule of its own. Past the
+/// rule bound, a rule takes the friction itself instead (stricter than needed, never looser).
+fn with_friction(rules: Vec<EgressRule>, ceiling: &[EgressRule]) -> Vec<EgressRule> {
+    let mut extra: Vec<EgressRule> = Vec::new();
+    for rule in &rules {
+        for strict in ceiling {
+            if overlap(rule, strict) && stricter(strict, rule) {
+                let narrow = narrowed(rule, strict);
+                if !narrow.methods.is_empty()
+                    && !rules.contains(&narrow)
+                    && !extra.contains(&narrow)
+                {
+                    extra.push(narrow);
+                }
+            }
+        }
+    }
+    if rules.len() + extra.len() <= crate::manifest::EGRESS_RULES_MAX {
+        return rules.into_iter().chain(extra).collect();
+    }
+    rules
+        .into_iter()
+        .map(|mut rule| {
+            for strict in ceiling {
+                if overlap(&rule, strict) {
+                    rule.device_signature |= strict.device_signature;
+                    rule.ask_when_tainted &= strict.ask_when_tainted;
+                }
+            }
+            rule
+        })
+        .collect()
 }
 
 /// The SHA-256 of a manifest's canonical JSON: what a decision names as `manifest`.

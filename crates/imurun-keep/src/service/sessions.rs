@@ -275,6 +275,28 @@ impl KeepService {
             .take_waiting(user, id)
             .ok_or(KeepError::NotFound("approval"))?;
         let subject = format!("approval:{id}");
+        // A use a person's tool asked for before it was revoked: refused, whatever the answer.
+        if approve
+            && let Some(name) = entry
+                .view
+                .agent
+                .strip_prefix(&format!("u/{user}/"))
+                .map(str::to_owned)
+            && self.tool_for_call(user, &name).await?.is_none()
+        {
+            let _refused = entry.answer.send(false);
+            return self
+                .refuse(
+                    caller,
+                    Some(user),
+                    "approve_egress",
+                    &subject,
+                    KeepError::Conflict(format!(
+                        "u/{user}/{name} was revoked: its uses are refused"
+                    )),
+                )
+                .await;
+        }
         let checked = match (decision, approve && entry.view.device_signature) {
             (Some(envelope), _) => {
                 self.check_egress_decision(user, id, &entry.view, envelope, approve)

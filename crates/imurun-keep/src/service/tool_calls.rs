@@ -4,7 +4,8 @@
 //!
 //! Revocation: each call reads the tool's row first, so from the revoke's write on no call
 //! starts it. A call that read the row before the revoke committed runs to its end (bounded by
-//! the tool's own wall-time limit); the session's next call is refused. See
+//! the calling session's wall-time limit; an approval it asks for after the revoke is refused);
+//! the session's next call is refused. See
 //! `docs/keep/tools.md`.
 
 use std::sync::Arc;
@@ -61,8 +62,9 @@ impl KeepService {
             .map_err(|error| format!("the tool did not start: {}", cell_error(error)))?;
         let result = cell.call(args_json).await;
         drop(cell);
-        // What the tool's cell read from outside taints the session that called it.
-        let untrusted = host.tainted_by().is_some() && parent.tainted_by().is_none();
+        // What the tool's cell read from outside taints the session that called it, and so
+        // does anything a tool proposed by a tainted session answers until its taint is cleared.
+        let untrusted = (host.tainted_by().is_some() || ask) && parent.tainted_by().is_none();
         match result {
             Ok(text) => Ok(ToolAnswer { text, untrusted }),
             Err(error) => {

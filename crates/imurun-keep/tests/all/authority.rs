@@ -132,6 +132,44 @@ fn the_diff_names_each_new_authority_with_its_class() {
     assert_eq!(classes, [ChangeClass::Egress]);
 }
 
+#[test]
+fn a_narrower_stricter_rule_keeps_its_friction_through_the_clamp_and_shows_in_the_diff() {
+    let strict = json!({"scheme": "https", "host": "api.bank.example", "port": 443,
+        "methods": ["POST"], "path_prefix": "/transfers", "device_signature": true});
+    let ceiling = Ceiling::from_document(&json!({
+        "type": "imurun.ceiling", "user": "alice", "version": 1, "expires_at": 1,
+        "egress": [rule("api.bank.example", &["GET", "POST"], "/"), strict.clone()],
+        "credentials": [], "memory": "none", "model_socket": false,
+        "resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 5000}
+    }))
+    .unwrap();
+    let proposed =
+        manifest(json!({"egress": allow(vec![rule("api.bank.example", &["GET", "POST"], "/")])}));
+    let clamped = clamp(&proposed, &ceiling).manifest;
+    let guarded = clamped
+        .egress
+        .rules
+        .iter()
+        .find(|rule| rule.path_prefix == "/transfers")
+        .expect("the stricter rule's friction is kept");
+    assert!(guarded.device_signature);
+    assert_eq!(guarded.methods, ["POST"]);
+    // The same two rules in the agent: the tool's broad rule alone is new authority.
+    let agent = manifest(
+        json!({"egress": allow(vec![rule("api.bank.example", &["GET", "POST"], "/"), strict])}),
+    );
+    let classes: Vec<ChangeClass> = diff(&agent, &proposed)
+        .into_iter()
+        .map(|c| c.class)
+        .collect();
+    assert_eq!(classes, [ChangeClass::Egress]);
+    assert!(
+        diff(&agent, &clamped).is_empty(),
+        "{:?}",
+        diff(&agent, &clamped)
+    );
+}
+
 fn arb_rule() -> impl Strategy<Value = Value> {
     (
         prop::sample::select(vec!["https", "http"]),

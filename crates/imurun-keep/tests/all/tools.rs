@@ -38,11 +38,17 @@ impl Bench {
     }
 
     pub(crate) async fn with_model(replies: &[&str]) -> Bench {
+        Self::with_api(replies, None).await
+    }
+
+    /// A bench whose host's own API is `api` (its port opened to cells too, as an operator
+    /// might by mistake).
+    pub(crate) async fn with_api(replies: &[&str], api: Option<u16>) -> Bench {
         let upstream = Upstream::start(answer).await;
         let config = CellsConfig {
-            loopback_ports: vec![upstream.port],
+            loopback_ports: [Some(upstream.port), api].into_iter().flatten().collect(),
             cell: CellConfig::default(),
-            api_port: None,
+            api_port: api,
         };
         let s = Sessions::build(config, replies).await;
         s.deploy(
@@ -1108,4 +1114,47 @@ async fn a_model_reply_holding_a_tool_call_creates_no_proposal_and_no_tool() {
     assert!(s.keep.tool_proposals(&s.alice).await.unwrap().is_empty());
     assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
     assert!(events_of(s, "alice", "proposal.created").is_empty());
+}
+
+#[tokio::test]
+async fn a_deployed_tool_cannot_reach_the_hosts_api_in_any_address_form() {
+    let api = Upstream::start(answer).await;
+    let b = Bench::with_api(&["x"], Some(api.port)).await;
+    let s = &b.s;
+    let asked = tool(
+        "fetcher",
+        1,
+        json!({"egress": {"mode": "allow", "rules": [local(b.upstream.port, &["GET", "POST"], "/api")]}}),
+    );
+    assert_eq!(b.propose(Guest::FetchTool, asked).await, "emitted");
+    let review = b.only_review().await;
+    b.decide(&review, DecisionKind::ApproveProposal, false)
+        .await
+        .unwrap();
+    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let port = api.port;
+    for url in [
+        format!("http://127.0.0.1:{port}/v1/agents"),
+        format!("http://localhost:{port}/v1/agents"),
+        format!("http://[::1]:{port}/v1/agents"),
+        format!("http://[::ffff:127.0.0.1]:{port}/v1/agents"),
+        format!("http://2130706433:{port}/v1/agents"),
+        format!("http://0x7f.1:{port}/v1/agents"),
+        format!("http://127.1:{port}/v1/agents"),
+        format!("http://0.0.0.0:{port}/v1/agents"),
+        format!("http://127.0.0.1:{port}/api/../v1/agents"),
+    ] {
+        for method in ["GET", "POST"] {
+            let said = b
+                .call(
+                    &session.id,
+                    "fetcher",
+                    json!({"url": url, "method": method}),
+                )
+                .await;
+            assert!(said.contains("refused"), "{method} {url}: {said}");
+        }
+    }
+    assert_eq!(api.hits(), 0, "the host's own API was reached");
+    assert_eq!(b.upstream.hits(), 0);
 }

@@ -136,6 +136,9 @@ impl Client {
                 let review = self
                     .call("GET", &format!("/v1/proposals/{id}"), None)
                     .await?;
+                check_review(&review)?;
+                // What is signed is what is shown, here, now.
+                print!("{}", show(&review, colour));
                 let user = self.user().await?;
                 let kind = if approve {
                     DecisionKind::ApproveProposal
@@ -272,6 +275,26 @@ impl Client {
     }
 }
 
+/// Refuses to sign a review whose hashes are not those of what it shows: the clamped
+/// manifest and the description, hashed here.
+fn check_review(review: &Value) -> Result<()> {
+    let manifest: imurun_keep::manifest::Manifest =
+        serde_json::from_value(review["clamped_manifest"].clone())
+            .context("the review's clamped manifest")?;
+    let manifest_sha256 = imurun_keep::authority::manifest_sha256(&manifest);
+    let description = review["description"].as_str().unwrap_or_default();
+    let description_sha256 = imurun_keep::keys::sha256_hex(description.as_bytes());
+    if review["hashes"]["manifest"].as_str() != Some(manifest_sha256.as_str())
+        || review["hashes"]["description"].as_str() != Some(description_sha256.as_str())
+    {
+        bail!(
+            "the host's review names other hashes than the manifest and description it shows: \
+             nothing was signed"
+        );
+    }
+    Ok(())
+}
+
 fn sign(device: &KeyPair, expected: &Expected<'_>, confirm_tainted: bool) -> Result<Signed> {
     let now = (system_clock())();
     let decision = Decision::new(expected, device, now, DECISION_TTL_S, confirm_tainted)?;
@@ -302,7 +325,11 @@ pub(crate) fn show(review: &Value, colour: bool) -> String {
         review["version"],
         text(&review["state"])
     );
-    out.push_str(&format!("description: {}\n", text(&review["description"])));
+    // Each line of the description indented and marked, so none can pass for the review's own.
+    out.push_str(&format!(
+        "description:\n  | {}\n",
+        text(&review["description"]).replace('\n', "\n  | ")
+    ));
     out.push_str(&format!(
         "bundle: sha256 {}, {} bytes (code is shown as its hash: review the authority)\n",
         text(&review["bundle_sha256"]),
