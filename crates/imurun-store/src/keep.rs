@@ -494,14 +494,11 @@ impl KeepTx {
         .execute(&mut *self.tx)
         .await
         .map_err(|error| {
-            if crate::bounds::is_unique_violation(&error) {
-                StoreError::AlreadyExists {
-                    what: "agent version",
-                    id: format!("{}@{}", agent.name, agent.version),
-                }
-            } else {
-                error.into()
-            }
+            already_exists(
+                error,
+                "agent version",
+                format!("{}@{}", agent.name, agent.version),
+            )
         })?;
         Ok(())
     }
@@ -705,16 +702,7 @@ impl KeepTx {
         .bind(now_ms())
         .execute(&mut *self.tx)
         .await
-        .map_err(|error| {
-            if crate::bounds::is_unique_violation(&error) {
-                StoreError::AlreadyExists {
-                    what: "device key",
-                    id: key_id.to_owned(),
-                }
-            } else {
-                error.into()
-            }
-        })?;
+        .map_err(|error| already_exists(error, "device key", key_id.to_owned()))?;
         Ok(())
     }
 
@@ -1386,14 +1374,11 @@ impl KeepTx {
         .execute(&mut *self.tx)
         .await
         .map_err(|error| {
-            if crate::bounds::is_unique_violation(&error) {
-                StoreError::AlreadyExists {
-                    what: "tool version",
-                    id: format!("{}@{}", tool.name, tool.version),
-                }
-            } else {
-                error.into()
-            }
+            already_exists(
+                error,
+                "tool version",
+                format!("{}@{}", tool.name, tool.version),
+            )
         })?;
         Ok(())
     }
@@ -1434,5 +1419,14 @@ impl KeepTx {
         .execute(&mut *self.tx)
         .await?;
         Ok(done.rows_affected())
+    }
+}
+
+/// An insert's error: a unique violation read as `what` `id` existing already.
+fn already_exists(error: sqlx::Error, what: &'static str, id: String) -> StoreError {
+    if crate::bounds::is_unique_violation(&error) {
+        StoreError::AlreadyExists { what, id }
+    } else {
+        error.into()
     }
 }
