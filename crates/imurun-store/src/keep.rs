@@ -1155,19 +1155,27 @@ impl Store {
         )
     }
 
-    /// The names `user`'s tools and pending tool proposals use, and every agent's name: what a
-    /// new tool's name must not look like.
-    pub async fn keep_names_in_use(&self, user: &str) -> Result<Vec<String>, StoreError> {
-        Ok(sqlx::query_scalar(
-            "SELECT DISTINCT name FROM keep_agents \
-             UNION SELECT name FROM keep_tools WHERE user_name = $1 \
+    /// The names a new tool of `user`'s is compared with: every agent's, and those of `user`'s
+    /// own tools and pending tool proposals.
+    pub async fn keep_names_in_use(
+        &self,
+        user: &str,
+    ) -> Result<(Vec<String>, Vec<String>), StoreError> {
+        let agents =
+            sqlx::query_scalar("SELECT DISTINCT name FROM keep_agents ORDER BY name LIMIT $1")
+                .bind(KEEP_LIST_ROWS_MAX)
+                .fetch_all(self.pool())
+                .await?;
+        let own = sqlx::query_scalar(
+            "SELECT name FROM keep_tools WHERE user_name = $1 \
              UNION SELECT name FROM keep_tool_proposals WHERE user_name = $1 AND state = 'pending' \
-             LIMIT $2",
+             ORDER BY name LIMIT $2",
         )
         .bind(user)
         .bind(KEEP_LIST_ROWS_MAX)
         .fetch_all(self.pool())
-        .await?)
+        .await?;
+        Ok((agents, own))
     }
 
     /// `user`'s tool `name` in force: its highest version (revoked or not: a revoked one is in

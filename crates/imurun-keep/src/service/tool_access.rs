@@ -26,7 +26,7 @@ use crate::decision::{DecisionKind, Expected, verify_decision};
 use crate::documents::{Ceiling, Signed};
 use crate::host::Host;
 use crate::manifest::{Egress, EgressMode, Manifest, MemoryAccess, Resources, host_of};
-use crate::tool_intake::{self, NamesInUse, PENDING_TOOL_PROPOSALS_MAX, ToolIntake};
+use crate::tool_intake::{self, NamesInUse, PENDING_TOOL_PROPOSALS_MAX};
 
 /// How tool proposals' ids start (other proposals' start `kp-`).
 pub const TOOL_PROPOSAL_ID_PREFIX: &str = "kt-";
@@ -156,30 +156,26 @@ impl KeepService {
         context: &IntakeContext,
     ) -> Result<ToolReview, KeepError> {
         let user = host.user.as_str();
-        let in_use = self.store().keep_names_in_use(user).await?;
-        let tools: BTreeSet<String> = self
-            .store()
-            .keep_tools(user)
-            .await?
-            .into_iter()
-            .map(|row| row.name)
-            .chain(
-                self.store()
-                    .keep_tool_proposals(user)
-                    .await?
-                    .into_iter()
-                    .filter(|row| row.state == "pending")
-                    .map(|row| row.name),
-            )
-            .collect();
+        let full = || {
+            KeepError::Conflict(format!(
+                "{PENDING_TOOL_PROPOSALS_MAX} tool proposals wait for their person already: one \
+                 must be decided first"
+            ))
+        };
+        // Counted first: past the bound, nothing is read or decoded. Counted again under the
+        // write lock.
+        if self.store().keep_pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
+            return Err(full());
+        }
+        let (agents, own) = self.store().keep_names_in_use(user).await?;
         let names = NamesInUse {
             proposer: host.agent.clone(),
-            reserved: in_use
+            reserved: agents
                 .into_iter()
-                .filter(|name| !tools.contains(name))
+                .filter(|name| !own.contains(name))
                 .chain(context.host_tools.iter().cloned())
                 .collect(),
-            tools: tools.into_iter().collect(),
+            tools: own,
         };
         let intake = tool_intake::read(payload_json, &names)?;
         self.check_forbidden(
@@ -189,15 +185,6 @@ impl KeepService {
             context.api_port,
         )
         .await?;
-        let full = || {
-            KeepError::Conflict(format!(
-                "{PENDING_TOOL_PROPOSALS_MAX} tool proposals wait for their person already: one \
-                 must be decided first"
-            ))
-        };
-        if self.store().keep_pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
-            return Err(full());
-        }
         let agent = self.agent_in_force(&host.agent).await;
         let signer_key_id = agent
             .as_ref()
@@ -233,7 +220,13 @@ impl KeepService {
         if tx.pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
             return Err(full());
         }
-        self.check_version_free(&mut tx, user, &intake).await?;
+        self.check_version_free(
+            &mut tx,
+            user,
+            (&intake.name, intake.manifest.version),
+            &intake.bundle_sha256,
+        )
+        .await?;
         tx.insert_tool_proposal(&imurun_store::NewToolProposal {
             row: &row,
             bundle: &intake.bundle,
@@ -482,15 +475,14 @@ impl KeepService {
                     .unwrap_or("untrusted content")
             )));
         }
-        let intake_like = ToolIntake {
-            name: locked.name.clone(),
-            description: locked.description.clone(),
-            bundle: Vec::new(),
-            bundle_sha256: locked.bundle_sha256.clone(),
-            manifest: basis.clamped.clone(),
-        };
         if approve {
-            self.check_version_free(&mut tx, user, &intake_like).await?;
+            self.check_version_free(
+                &mut tx,
+                user,
+                (&locked.name, locked.version),
+                &locked.bundle_sha256,
+            )
+            .await?;
         }
         use_nonce(&mut tx, &decision, self.now_s()).await?;
         let state = if approve { "approved" } else { "denied" };
@@ -852,27 +844,26 @@ impl KeepService {
         &self,
         tx: &mut imurun_store::KeepTx,
         user: &str,
-        intake: &ToolIntake,
+        (name, version): (&str, i64),
+        bundle_sha256: &str,
     ) -> Result<(), KeepError> {
-        let version = intake.manifest.version;
-        if let Some(existing) = tx.tool_version_sha256(user, &intake.name, version).await? {
-            let what = if existing == intake.bundle_sha256 {
+        if let Some(existing) = tx.tool_version_sha256(user, name, version).await? {
+            let what = if existing == bundle_sha256 {
                 "with these bytes"
             } else {
                 "with other bytes; versions are immutable"
             };
             return Err(KeepError::Conflict(format!(
-                "u/{user}/{}@{version} is deployed already {what}: propose a higher version",
-                intake.name
+                "u/{user}/{name}@{version} is deployed already {what}: propose a higher version"
             )));
         }
-        let subject = format!("{user}/{}", intake.name);
+        let subject = format!("{user}/{name}");
         let highest = self.high_water(
             TOOL_KIND,
             &subject,
             tx.high_water(TOOL_KIND, &subject).await?,
         )?;
-        crate::trust::check_increases(&format!("tool u/{user}/{}", intake.name), version, highest)
+        crate::trust::check_increases(&format!("tool u/{user}/{name}"), version, highest)
     }
 }
 
