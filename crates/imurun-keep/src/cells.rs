@@ -83,7 +83,8 @@ pub struct ToolAnswer {
 }
 
 /// Tools the host itself gives agents, for their cells' `tools.call`, beside the person's own
-/// deployed tools (a name the person has a tool by, or `u/<user>/<name>`, is theirs).
+/// deployed tools: a name in [`CellTools::names`] is the host's tool, any other name (or
+/// `u/<user>/<name>`) the person's.
 pub trait CellTools: Send + Sync {
     /// Whether `agent` has any tools for `user`.
     fn offers(&self, user: &str, agent: &str) -> bool;
@@ -173,11 +174,6 @@ impl Cells {
     /// The loopback ports the operator opened.
     pub fn loopback_ports(&self) -> &[u16] {
         &self.loopback_ports
-    }
-
-    /// The port of the host's own API, when it was given.
-    pub fn api_port(&self) -> Option<u16> {
-        self.api_port
     }
 
     /// Slots free for new cells.
