@@ -231,11 +231,14 @@ pub struct JournalList {
 /// `GET /v1/journal/verify`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct JournalCheck {
+    /// Entries the check read: all of them for the operator, those about them for a user.
     pub entries: usize,
-    /// Whether the chain holds.
+    /// Whether the whole chain holds.
     pub intact: bool,
-    /// The first bad entry's sequence number and why.
+    /// The first bad entry's sequence number; null for a user when it is not about them.
     pub first_bad_seq: Option<i64>,
+    /// Why the chain breaks; for a user, when the first bad entry is not about them, "an
+    /// entry that is not about you breaks the chain".
     pub reason: Option<String>,
 }
 

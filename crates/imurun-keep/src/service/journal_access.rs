@@ -1,6 +1,9 @@
 //! Reading and checking the journal: the operator reads all of it, a user the entries about
 //! them; one entry by sequence number answers "not found" alike for another user's entry and
-//! for one that does not exist.
+//! for one that does not exist. Anyone may check the whole chain; a user learns no more of
+//! another user's entries from the check than that one breaks it.
+
+use serde::Serialize;
 
 use super::{Identity, KeepService, entry_from_row};
 use crate::KeepError;
@@ -11,6 +14,30 @@ pub type JournalView = JournalEntry;
 
 /// Entries `GET /v1/journal` returns at most, newest first.
 pub const JOURNAL_LIST_ENTRIES_MAX: i64 = 1_000;
+
+/// Why the chain breaks, as a user is told when the entry that breaks it is not about them:
+/// another user's entry's number and reason are that user's business.
+pub const BREAK_NOT_ABOUT_YOU: &str = "an entry that is not about you breaks the chain";
+
+/// The journal's check as the caller may see it. The check is always the whole chain's; the
+/// operator sees all of it, a user the number of entries about them it read and where the
+/// chain breaks only when the entry that breaks it is about them.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct JournalCheckView {
+    /// Entries the check read: all of them for the operator, those about them for a user.
+    pub entries: usize,
+    /// The first entry that breaks the chain; `None` when the whole chain holds.
+    pub first_bad: Option<BadEntryView>,
+}
+
+/// Where and why the chain breaks, as the caller may see it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct BadEntryView {
+    /// The first bad entry's sequence number; `None` for a user when it is not about them.
+    pub seq: Option<i64>,
+    /// What is wrong with it, or [`BREAK_NOT_ABOUT_YOU`].
+    pub reason: String,
+}
 
 /// Entries read per page while the chain is checked.
 const CHECK_PAGE_ENTRIES: i64 = 1_000;
@@ -44,13 +71,39 @@ impl KeepService {
         entry_from_row(&row)
     }
 
-    /// Checks the whole chain against its recorded head (operator only), as one snapshot read
-    /// in pages: entries appended while it runs are not part of the check.
-    pub async fn verify_journal(&self, caller: &Identity) -> Result<ChainReport, KeepError> {
-        caller.require_operator()?;
+    /// Checks the whole chain against its recorded head, as one snapshot read in pages:
+    /// entries appended while it runs are not part of the check. Anyone may ask; the operator
+    /// sees the whole result, a user the same check told through what they may read (see
+    /// [`JournalCheckView`]).
+    pub async fn verify_journal(&self, caller: &Identity) -> Result<JournalCheckView, KeepError> {
+        let checked = self.check_chain(caller.user()).await?;
+        let (entries, bad_entry_shown) = match caller.user() {
+            None => (checked.report.entries, true),
+            Some(_) => (checked.entries_about_user, checked.first_bad_about_user),
+        };
+        let first_bad = checked.report.first_bad.map(|bad| {
+            if bad_entry_shown {
+                BadEntryView {
+                    seq: Some(bad.seq),
+                    reason: bad.reason,
+                }
+            } else {
+                BadEntryView {
+                    seq: None,
+                    reason: BREAK_NOT_ABOUT_YOU.to_owned(),
+                }
+            }
+        });
+        Ok(JournalCheckView { entries, first_bad })
+    }
+
+    /// The whole chain's check, counting on the way the entries about `user` (when one is
+    /// named) and noting whether the entry that breaks the chain is about them.
+    async fn check_chain(&self, user: Option<&str>) -> Result<CheckedChain, KeepError> {
         let mut snapshot = self.store().keep_journal_snapshot().await?;
         let (seq, hash) = snapshot.head().await?;
         let mut check = ChainCheck::new();
+        let mut entries_about_user = 0;
         // From the lowest possible number: a row below 1, written behind the store's back, is
         // read and breaks the chain rather than being skipped.
         let mut after = i64::MIN;
@@ -61,6 +114,12 @@ impl KeepService {
             };
             after = last.seq;
             for row in &page {
+                // The row's own column, not the parsed entry's: an entry that cannot be read
+                // still says whom it is about.
+                let about_user = user.is_some() && row.user_name.as_deref() == user;
+                if about_user {
+                    entries_about_user += 1;
+                }
                 let holds = match entry_from_row(row) {
                     Ok(entry) => check.push(&entry),
                     Err(error) => {
@@ -69,10 +128,29 @@ impl KeepService {
                     }
                 };
                 if !holds {
-                    return Ok(check.finish(None));
+                    return Ok(CheckedChain {
+                        report: check.finish(None),
+                        entries_about_user,
+                        first_bad_about_user: about_user,
+                    });
                 }
             }
         }
-        Ok(check.finish(Some(&Head { seq, hash })))
+        // Every row holds; a break now is a missing tail, which is about no row anyone can
+        // still read, and its reason names the journal's length: a user is not told either.
+        Ok(CheckedChain {
+            report: check.finish(Some(&Head { seq, hash })),
+            entries_about_user,
+            first_bad_about_user: false,
+        })
     }
+}
+
+/// The whole chain's check and what a user's answer is made of.
+struct CheckedChain {
+    report: ChainReport,
+    /// Entries the check read that are about the user it was asked for (0 for none).
+    entries_about_user: usize,
+    /// Whether the first bad entry is a row about that user.
+    first_bad_about_user: bool,
 }

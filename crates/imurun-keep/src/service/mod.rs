@@ -35,7 +35,9 @@ pub use devices::{
     DEVICE_LABEL_CHARS_MAX, DeviceView, ENROL_CODE_TTL_S_DEFAULT, ENROL_CODE_TTL_S_MAX, EnrolProof,
     possession_message,
 };
-pub use journal_access::{JOURNAL_LIST_ENTRIES_MAX, JournalView};
+pub use journal_access::{
+    BREAK_NOT_ABOUT_YOU, BadEntryView, JOURNAL_LIST_ENTRIES_MAX, JournalCheckView, JournalView,
+};
 pub use proposal_access::ProposalView;
 pub use sessions::{
     ApprovalView, FILE_NAME_CHARS_MAX, FILE_TEXT_BYTES_MAX, MESSAGE_BYTES_MAX, REPLIES_BYTES_MAX,

@@ -501,7 +501,7 @@ async fn holds_journal_tampering_is_named() {
         .verify_journal(&host.operator)
         .await
         .expect("verify");
-    assert_eq!(report.first_bad.map(|bad| bad.seq), Some(head));
+    assert_eq!(report.first_bad.and_then(|bad| bad.seq), Some(head));
 }
 
 /// BREAK (availability, low): a user who retires their only device can never enrol another:

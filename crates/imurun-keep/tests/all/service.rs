@@ -6,7 +6,7 @@ use imurun_keep::KeepError;
 use imurun_keep::decision::{Decision, DecisionKind, Expected};
 use imurun_keep::documents::{KeyRole, Signed, TRUST_ROOT_TYPE, TrustRoot};
 use imurun_keep::keys::KeyPair;
-use imurun_keep::service::EnrolProof;
+use imurun_keep::service::{BREAK_NOT_ABOUT_YOU, BadEntryView, EnrolProof, JournalCheckView};
 use serde_json::json;
 
 use super::support::{Host, START, listed, pool};
@@ -37,7 +37,6 @@ async fn user_tokens_cannot_use_operator_operations() {
         "forbidden"
     );
     assert_eq!(rule_of(host.keep.agents(&alice).await), "forbidden");
-    assert_eq!(rule_of(host.keep.verify_journal(&alice).await), "forbidden");
     assert_eq!(rule_of(host.keep.trust_root(&alice).await), "forbidden");
 }
 
@@ -579,6 +578,92 @@ async fn the_journal_names_the_first_tampered_entry() {
 }
 
 #[tokio::test]
+async fn a_user_checks_the_whole_chain_and_learns_only_of_entries_about_them() {
+    let host = Host::new().await;
+    let (alice, _) = host.user("alice").await;
+    let (bob, _) = host.user("bob").await;
+    for (who, name) in [(&alice, "github"), (&bob, "mail"), (&alice, "notes")] {
+        host.keep
+            .put_credential(who, name, b"v")
+            .await
+            .expect("put");
+    }
+    let alices: Vec<i64> = host
+        .keep
+        .journal(&alice)
+        .await
+        .expect("journal")
+        .iter()
+        .map(|entry| entry.seq)
+        .collect();
+    assert_eq!(
+        host.keep.verify_journal(&alice).await.expect("verify"),
+        JournalCheckView {
+            entries: alices.len(),
+            first_bad: None
+        }
+    );
+    let db = pool(&host).await;
+    let (bobs_newest,): (i64,) =
+        sqlx::query_as("SELECT max(seq) FROM keep_journal WHERE user_name = 'bob'")
+            .fetch_one(&db)
+            .await
+            .expect("bob's entry");
+    let alices_newest = alices.iter().copied().max().expect("alice's entries");
+    assert!(bobs_newest < alices_newest, "Alice has entries past Bob's");
+
+    // The entry tampered, and what Alice is told of where the chain breaks.
+    let cases = [
+        (bobs_newest, None, BREAK_NOT_ABOUT_YOU),
+        (
+            alices_newest,
+            Some(alices_newest),
+            "its content was changed after it was written",
+        ),
+    ];
+    for (tampered, seq, reason) in cases {
+        let (subject,): (String,) =
+            sqlx::query_as("SELECT subject FROM keep_journal WHERE seq = $1")
+                .bind(tampered)
+                .fetch_one(&db)
+                .await
+                .expect("subject");
+        sqlx::query("UPDATE keep_journal SET subject = 'x' WHERE seq = $1")
+            .bind(tampered)
+            .execute(&db)
+            .await
+            .expect("edit");
+        assert_eq!(
+            host.keep.verify_journal(&alice).await.expect("verify"),
+            JournalCheckView {
+                entries: alices.iter().filter(|seq| **seq <= tampered).count(),
+                first_bad: Some(BadEntryView {
+                    seq,
+                    reason: reason.to_owned()
+                }),
+            },
+            "entry {tampered} tampered"
+        );
+        // The operator is told where, whoever the entry is about.
+        assert_eq!(first_bad(&host).await, Some(tampered));
+        sqlx::query("UPDATE keep_journal SET subject = $1 WHERE seq = $2")
+            .bind(&subject)
+            .bind(tampered)
+            .execute(&db)
+            .await
+            .expect("undo");
+    }
+    assert_eq!(
+        host.keep
+            .verify_journal(&alice)
+            .await
+            .expect("verify")
+            .first_bad,
+        None
+    );
+}
+
+#[tokio::test]
 async fn a_vault_canary_is_nowhere_but_sealed() {
     const CANARY: &str = "canary-7f3e9a1c-d00d-4b1e";
     let host = Host::new().await;
@@ -645,5 +730,5 @@ async fn first_bad(host: &Host) -> Option<i64> {
         .await
         .expect("verify")
         .first_bad
-        .map(|bad| bad.seq)
+        .and_then(|bad| bad.seq)
 }

@@ -512,23 +512,20 @@ pub(crate) async fn journal_entry(
     Ok(Json(journal_info(entry)))
 }
 
-/// `GET /v1/journal/verify` (operator).
+/// `GET /v1/journal/verify`.
 #[utoipa::path(get, path = "/v1/journal/verify", tag = "keep", operation_id = "keep_verify_journal",
-    summary = "Check the journal's hash chain and name the first bad entry (operator only)",
+    summary = "Check the whole journal's hash chain: the operator sees the first bad entry; a user the entries about them and the first bad entry only when it is about them",
     responses(
-        (status = 200, description = "The check's result.", body = JournalCheck),
-        (status = 403, description = "A user token; `forbidden`.", body = ErrorBody),
+        (status = 200, description = "The whole chain's check. For a user, `entries` counts the entries about them that the check read, and when the first bad entry is about another user `first_bad_seq` is null and `reason` is \"an entry that is not about you breaks the chain\".", body = JournalCheck),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn verify_journal(
-    OperatorCaller(caller): OperatorCaller,
-) -> Result<Json<JournalCheck>, ApiError> {
+pub(crate) async fn verify_journal(caller: KeepCaller) -> Result<Json<JournalCheck>, ApiError> {
     let report = caller.keep.verify_journal(&caller.identity).await?;
     Ok(Json(JournalCheck {
         entries: report.entries,
         intact: report.first_bad.is_none(),
-        first_bad_seq: report.first_bad.as_ref().map(|bad| bad.seq),
+        first_bad_seq: report.first_bad.as_ref().and_then(|bad| bad.seq),
         reason: report.first_bad.map(|bad| bad.reason),
     }))
 }

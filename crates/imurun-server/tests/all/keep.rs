@@ -218,7 +218,6 @@ async fn every_route_needs_a_token_and_the_assistant_is_the_operators() {
         ("POST", "/v1/tokens"),
         ("DELETE", "/v1/tokens/abc"),
         ("POST", "/v1/enrol-codes"),
-        ("GET", "/v1/journal/verify"),
     ];
     // Refused before the body is read, so none is sent: a server may reset a connection whose
     // body it never read.
@@ -403,6 +402,21 @@ async fn deploys_over_http_are_strict_signed_and_journaled() {
         .call(&keep.operator, "GET", "/v1/journal/verify", None)
         .await;
     assert_eq!(check["intact"], true, "{check}");
+    // A user checks the same whole chain and is told the entries about them it read.
+    let (status, check) = keep
+        .call(&keep.alice, "GET", "/v1/journal/verify", None)
+        .await;
+    assert_eq!(
+        (
+            status,
+            &check["intact"],
+            &check["first_bad_seq"],
+            &check["reason"]
+        ),
+        (200, &json!(true), &Value::Null, &Value::Null),
+        "{check}"
+    );
+    assert!(check["entries"].is_u64(), "{check}");
     keep.server.stop().await;
 }
 

@@ -35,6 +35,10 @@ pub(crate) enum KeepCommand {
     Sign(SignArgs),
     /// Check a signature over a bundle or a signed document.
     Verify(VerifyArgs),
+    /// Print the exact bytes a signature over a JSON document covers: its RFC 8785 canonical
+    /// text, read as `keep sign` reads it, with no newline added (`imurun keep canonical
+    /// d.json | sha256sum` is the document's hash).
+    Canonical(CanonicalArgs),
     /// A person's device key.
     #[command(subcommand)]
     Device(DeviceCommand),
@@ -169,6 +173,13 @@ pub(crate) struct SignArgs {
 }
 
 #[derive(Debug, clap::Args)]
+pub(crate) struct CanonicalArgs {
+    /// The JSON document, read strictly as `keep sign` reads it (duplicate member names,
+    /// non-integers and a missing `type` refused); `-` reads standard input.
+    path: PathBuf,
+}
+
+#[derive(Debug, clap::Args)]
 pub(crate) struct VerifyArgs {
     /// The signer's public key (64 hexadecimal characters).
     #[arg(long, value_name = "HEX")]
@@ -244,6 +255,7 @@ pub(crate) fn run(
         KeepCommand::Keygen(args) => keygen(&args.out),
         KeepCommand::Sign(args) => sign(args),
         KeepCommand::Verify(args) => verify(args),
+        KeepCommand::Canonical(args) => canonical(&args.path),
         KeepCommand::Device(DeviceCommand::Enrol { out, user, label }) => {
             device_enrol(out, user, label)
         }
@@ -363,7 +375,11 @@ pub(crate) fn run(
                 Ok(match report.first_bad {
                     None => ExitCode::SUCCESS,
                     Some(bad) => {
-                        eprintln!("the journal is broken at entry {}: {}", bad.seq, bad.reason);
+                        // The local operator is shown every entry, so the number is there.
+                        let seq = bad
+                            .seq
+                            .map_or_else(|| "?".to_owned(), |seq| seq.to_string());
+                        eprintln!("the journal is broken at entry {seq}: {}", bad.reason);
                         ExitCode::from(1)
                     }
                 })
@@ -468,20 +484,55 @@ fn sign(args: &SignArgs) -> Result<ExitCode> {
         let signature = imurun_keep::trust::sign_bundle(&bytes, &key);
         println!("{}", serde_json::to_string(&signature)?);
     } else {
-        let document = imurun_keep::canonical::parse_document(&bytes)
-            .map_err(|error| anyhow!("{}: {error}", args.path.display()))?;
-        if document.get("type").and_then(Value::as_str).is_none() {
-            bail!(
-                "{}: a document to sign names its `type` (imurun.policy, imurun.ceiling, \
-                 imurun.trust_root, imurun.decision)",
-                args.path.display()
-            );
-        }
+        let document = document_to_sign(&bytes, &args.path)?;
         println!(
             "{}",
             serde_json::to_string_pretty(&Signed::sign(&document, &key)?)?
         );
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Reads `bytes` (the text of `path`) as a document to sign: strictly, and naming its `type`.
+/// `keep sign` and `keep canonical` both read through here, so the bytes one prints are the
+/// bytes the other signs.
+fn document_to_sign(bytes: &[u8], path: &Path) -> Result<Value> {
+    let document = imurun_keep::canonical::parse_document(bytes)
+        .map_err(|error| anyhow!("{}: {error}", path.display()))?;
+    if document.get("type").and_then(Value::as_str).is_none() {
+        bail!(
+            "{}: a document to sign names its `type` (imurun.policy, imurun.ceiling, \
+             imurun.trust_root, imurun.decision)",
+            path.display()
+        );
+    }
+    Ok(document)
+}
+
+/// Writes the canonical text of the document at `path` (`-`: standard input) to stdout, as
+/// [`Signed::sign`] computes the bytes it signs, and nothing else.
+fn canonical(path: &Path) -> Result<ExitCode> {
+    use std::io::{Read, Write};
+
+    let bytes = if path == Path::new("-") {
+        // One byte past the bound is enough for the strict reader to refuse it by size, so a
+        // stream of any length is never held whole.
+        let bytes_max = imurun_keep::canonical::DOCUMENT_BYTES_MAX as u64 + 1;
+        let mut bytes = Vec::new();
+        std::io::stdin()
+            .lock()
+            .take(bytes_max)
+            .read_to_end(&mut bytes)
+            .context("reading standard input")?;
+        bytes
+    } else {
+        std::fs::read(path).with_context(|| format!("reading {}", path.display()))?
+    };
+    let document = document_to_sign(&bytes, path)?;
+    let canonical = imurun_keep::canonical::canonical_document(&document)?;
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(&canonical)?;
+    stdout.flush()?;
     Ok(ExitCode::SUCCESS)
 }
 
