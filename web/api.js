@@ -57,3 +57,9 @@ export function openEvents(sessionId) {
   if (held) parts.push(`access_token=${encodeURIComponent(held)}`);
   return new EventSource(`/api/events${parts.length ? `?${parts.join('&')}` : ''}`);
 }
+
+/** An EventSource on a Keep host's `/v1/events`: the signed-in person's own events. */
+export function openKeepEvents() {
+  const held = token();
+  return new EventSource(`/v1/events${held ? `?access_token=${encodeURIComponent(held)}` : ''}`);
+}

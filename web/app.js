@@ -3,12 +3,15 @@
 // (`#chat/<session id>`, `#settings`), so a reload comes back to the same place. It opens
 // with the prompt box focused: a first prompt needs no session made beforehand.
 
-import { Unauthorized, api, errorText, setToken } from './api.js';
+import { Unauthorized, api, errorText, setToken, token } from './api.js';
 import { currentSession, initChat, setTitle, showSession } from './chat.js';
 import { byId, fill, h } from './dom.js';
+import { routeKeep, startKeep, stopKeep } from './keep.js';
 import { initSettings, loadGrants, loadModel, loadSettings, showPermissions } from './settings.js';
 
 let sessions = [];
+/** On a Keep host, who the token is (`GET /v1/whoami`); null elsewhere. */
+let signedIn = null;
 
 async function start() {
   initChat({ onGlobalEvent, onSessionCreated, guard });
@@ -20,6 +23,7 @@ async function start() {
     byId('token-input').value = '';
     guard(boot);
   });
+  byId('sign-out').addEventListener('click', signOut);
   window.addEventListener('hashchange', () => guard(route));
   await guard(boot);
 }
@@ -30,6 +34,7 @@ async function guard(work) {
     await work();
   } catch (error) {
     if (!(error instanceof Unauthorized)) throw error;
+    stopKeep();
     showView('token-view');
     byId('token-error').textContent = sessionStorage.length ? 'That token was not accepted.' : '';
     setToken(null);
@@ -38,6 +43,18 @@ async function guard(work) {
 }
 
 async function boot() {
+  // A Keep host (its health check needs a token: a 401 shows the sign-in) says who the
+  // token is.
+  const health = await api('GET', '/api/health');
+  const who = health.body?.keep ? await api('GET', '/v1/whoami') : null;
+  signedIn = who?.status === 200 ? who.body : null;
+  byId('sign-out').hidden = !token();
+  if (signedIn?.role === 'user') {
+    await startKeep(signedIn);
+    await route();
+    return;
+  }
+  byId('who').textContent = signedIn ? 'Signed in as the operator' : '';
   await loadModel();
   await loadSessions();
   await route();
@@ -48,6 +65,10 @@ async function boot() {
 
 async function route() {
   const hash = decodeURIComponent(location.hash.slice(1));
+  if (signedIn?.role === 'user') {
+    await routeKeep(hash.startsWith('keep/') ? hash : 'keep/proposals', showView);
+    return;
+  }
   if (hash === 'settings') {
     showView('settings-view');
     byId('nav-settings').setAttribute('aria-current', 'page');
@@ -67,7 +88,22 @@ async function route() {
 }
 
 function showView(id) {
-  for (const view of ['token-view', 'chat-view', 'settings-view']) byId(view).hidden = view !== id;
+  for (const view of VIEWS) byId(view).hidden = view !== id;
+}
+
+const VIEWS = ['token-view', 'chat-view', 'settings-view', 'keep-proposals-view', 'keep-review-view',
+  'keep-tools-view', 'keep-journal-view', 'keep-device-view'];
+
+/** Forgets the token (and on a Keep host the event stream); the sign-in form shows. */
+function signOut() {
+  setToken(null);
+  stopKeep();
+  signedIn = null;
+  byId('who').textContent = '';
+  byId('sign-out').hidden = true;
+  byId('token-error').textContent = '';
+  showView('token-view');
+  byId('token-input').focus();
 }
 
 async function loadSessions() {

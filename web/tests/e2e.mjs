@@ -9,38 +9,15 @@
 // answers them in turn, so scenarios run in this order, and a named subset only against a
 // server scripted for that subset. Exits 1 with a message on the first failed check.
 
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { mkdirSync, readdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
 
-const here = dirname(fileURLToPath(import.meta.url));
-const CHROMIUM = '/usr/bin/chromium';
-const WAIT_MS = 15000;
+import { WAIT_MS, axe, check, fail, launch, noSidewaysScroll } from './browser.mjs';
 
 const [baseUrl, artifacts, ...wanted] = process.argv.slice(2);
 if (!baseUrl || !artifacts) {
   console.error('usage: node e2e.mjs <base url> <artifacts dir> [scenario ...]');
   process.exit(2);
-}
-
-let chromium;
-let axeSource;
-try {
-  ({ chromium } = await import('playwright-core'));
-  axeSource = readFileSync(join(here, 'node_modules/axe-core/axe.min.js'), 'utf8');
-} catch (error) {
-  fail(`web/tests/node_modules is missing (${error.message}): run scripts/setup`);
-}
-
-/** A failed check: the message, then exit 1 (the browser closes with the process). */
-function fail(message) {
-  console.error(`FAILED: ${message}`);
-  process.exit(1);
-}
-
-function check(condition, message) {
-  if (!condition) throw new Error(message);
 }
 
 // Scenarios -------------------------------------------------------------------------------
@@ -100,27 +77,6 @@ function lastTurn(page) {
 async function turnEnded(page) {
   await lastTurn(page).and(page.locator('[data-status]')).waitFor({ timeout: WAIT_MS });
   return lastTurn(page).getAttribute('data-status');
-}
-
-/** Runs axe-core on the page as it is; fails on a serious or critical violation. */
-async function axe(page, where) {
-  // Injected through the DevTools protocol, not as a <script> tag: the page's CSP refuses
-  // inline scripts (that refusal is checked in `csp`), and `addScriptTag` would be one.
-  await page.evaluate(axeSource);
-  const result = await page.evaluate(() => globalThis.axe.run(document, {
-    runOnly: { type: 'tag', values: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice'] },
-  }));
-  const bad = result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical');
-  const milder = result.violations.filter((v) => !bad.includes(v)).map((v) => `${v.impact} ${v.id}`);
-  console.log(`  axe on ${where}: ${result.passes.length} rules pass; milder findings: ${milder.join(', ') || 'none'}`);
-  const lines = bad.map((v) => `${v.impact} ${v.id}: ${v.help} at ${v.nodes.map((n) => n.target.join(' ')).join(', ')}`);
-  check(bad.length === 0, `axe on ${where}:\n  ${lines.join('\n  ')}`);
-  return result.violations.length;
-}
-
-async function noSidewaysScroll(page, where) {
-  const sizes = await page.evaluate(() => ({ scroll: document.documentElement.scrollWidth, inner: innerWidth }));
-  check(sizes.scroll <= sizes.inner, `${where} scrolls sideways at ${sizes.inner} px: ${sizes.scroll} px wide`);
 }
 
 async function waitForCard(page) {
@@ -578,20 +534,8 @@ const names = wanted.length
 for (const name of names) if (!SCENARIOS[name]) fail(`no scenario ${name}; there are ${Object.keys(SCENARIOS).join(', ')}`);
 mkdirSync(artifacts, { recursive: true });
 for (const old of readdirSync(artifacts)) if (old.startsWith('failed-')) rmSync(join(artifacts, old));
-const profile = mkdtempSync(join(tmpdir(), 'imurun-page-'));
 const started = Date.now();
-let context;
-try {
-  context = await chromium.launchPersistentContext(profile, {
-    executablePath: CHROMIUM,
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-      '--disable-component-update', '--disable-sync'],
-    viewport: { width: 1100, height: 800 },
-  });
-} catch (error) {
-  rmSync(profile, { recursive: true, force: true });
-  fail(`cannot start ${CHROMIUM} (${error.message.split('\n')[0]}): run scripts/setup`);
-}
+const { context, close } = await launch();
 const page = context.pages()[0] || await context.newPage();
 const problems = [];
 // Console errors the checks cause on purpose: the CSP refusing the `csp` check's inline
@@ -626,8 +570,7 @@ try {
     }
   }
 } finally {
-  await context.close();
-  rmSync(profile, { recursive: true, force: true });
+  await close();
 }
 if (failure) fail(failure);
 console.log(`all ${names.length} scenarios passed in ${Date.now() - started} ms; screenshots in ${artifacts}`);

@@ -169,6 +169,9 @@ pub struct Health {
     pub status: String,
     /// The server's version.
     pub version: String,
+    /// Whether the server is a Keep host (`imurun serve --keep`): then `GET /v1/whoami` says
+    /// who the token is.
+    pub keep: bool,
 }
 
 /// `GET /api/model`: the model slot.

@@ -6,7 +6,7 @@ use axum::extract::State;
 use crate::state::{ModelStatus, ServerState};
 use crate::wire::{Health, ModelInfo};
 
-/// `GET /api/health` → 200 `{"status": "ok", "version"}`. Answers while the model loads.
+/// `GET /api/health` → 200 `{"status": "ok", "version", "keep"}`. Answers while the model loads.
 #[utoipa::path(
     get,
     path = "/api/health",
@@ -19,6 +19,7 @@ pub(crate) async fn health(State(state): State<ServerState>) -> Json<Health> {
     Json(Health {
         status: "ok".to_owned(),
         version: state.options().version.clone(),
+        keep: state.options().keep.is_some(),
     })
 }
 

@@ -62,6 +62,9 @@ const ASSETS: &[Asset] = &[
     asset!("settings.js", JAVASCRIPT),
     asset!("dom.js", JAVASCRIPT),
     asset!("markdown.js", JAVASCRIPT),
+    asset!("keep.js", JAVASCRIPT),
+    asset!("device.js", JAVASCRIPT),
+    asset!("canonical.js", JAVASCRIPT),
     asset!("icon.svg", "image/svg+xml"),
     // Vendored, byte for byte as their npm packages ship them (web/vendor/README.md).
     asset!("marked.esm.js", "vendor/marked.esm.js", JAVASCRIPT),

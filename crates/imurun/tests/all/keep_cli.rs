@@ -259,11 +259,11 @@ fn scan(folder: &Path) -> Vec<std::path::PathBuf> {
     scanned
 }
 
-fn sha256_hex(bytes: &[u8]) -> String {
+pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
     imurun_keep::keys::sha256_hex(bytes)
 }
 
-fn base64_of(bytes: &[u8]) -> String {
+pub(crate) fn base64_of(bytes: &[u8]) -> String {
     use base64::Engine;
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
@@ -347,4 +347,71 @@ fn egress_check_names_a_line_it_cannot_read_and_exits_1() {
         "{}",
         lines[2]
     );
+}
+
+/// `keep canonical` prints the bytes `keep sign` signs, exactly: members sorted, no white
+/// space, non-ASCII text as UTF-8 and escapes as RFC 8785 writes them, and no newline.
+#[test]
+fn keep_canonical_prints_exactly_the_bytes_keep_sign_signs() {
+    let dir = tempfile::tempdir().unwrap();
+    let document = dir.path().join("document.json");
+    std::fs::write(
+        &document,
+        "{ \"type\" : \"imurun.policy\",\n  \"name\": \"caf\u{e9} \u{2615}\",\n  \
+         \"b\": [ 3, 1 ],\n  \"a\": { \"z\": \"\\u00e9\\n\", \"y\": -2 } }\n",
+    )
+    .unwrap();
+    let expected = "{\"a\":{\"y\":-2,\"z\":\"\u{e9}\\n\"},\"b\":[3,1],\"name\":\"caf\u{e9} \u{2615}\",\"type\":\"imurun.policy\"}";
+    let path = document.to_str().unwrap();
+    for (args, input) in [
+        (["keep", "canonical", path], ""),
+        (
+            ["keep", "canonical", "-"],
+            &*std::fs::read_to_string(&document).unwrap(),
+        ),
+    ] {
+        let output = run_imurun(&args, input, &[]);
+        assert_eq!(
+            output.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        assert_eq!(output.stdout, expected.as_bytes(), "{args:?}");
+    }
+
+    // `keep sign` signs those bytes: the envelope's signature checks over them.
+    let key = dir.path().join("signer.key");
+    let output = run_imurun(&["keep", "keygen", "--out", key.to_str().unwrap()], "", &[]);
+    assert_eq!(output.status.code(), Some(0));
+    let public_key = json_of(&String::from_utf8_lossy(&output.stdout))["public_key"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let output = run_imurun(
+        &["keep", "sign", "--key", key.to_str().unwrap(), path],
+        "",
+        &[],
+    );
+    assert_eq!(output.status.code(), Some(0));
+    let envelope = json_of(&String::from_utf8_lossy(&output.stdout));
+    imurun_keep::keys::PublicKey::from_hex(&public_key)
+        .unwrap()
+        .verify(
+            expected.as_bytes(),
+            envelope["signature"]["sig"].as_str().unwrap(),
+        )
+        .expect("the signature covers the canonical bytes");
+
+    // What `keep sign` refuses, `keep canonical` refuses alike, on stderr.
+    std::fs::write(
+        &document,
+        "{\"type\": \"imurun.policy\", \"a\": 1, \"a\": 2}",
+    )
+    .unwrap();
+    let output = run_imurun(&["keep", "canonical", path], "", &[]);
+    assert_ne!(output.status.code(), Some(0));
+    assert!(output.stdout.is_empty());
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("appears twice"), "{stderr}");
 }

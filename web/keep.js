@@ -1,0 +1,691 @@
+// A person's view of a Keep host (docs/keep/page.md), shown when the token signed in is a
+// user's: proposals and their authority diff, egress uses waiting for them, their tools, plans,
+// suggestions, memory entries and cards, the journal, and this browser as one of their
+// devices. Every decision that needs a device is signed here (device.js) and verified by the
+// host; everything a cell or the host wrote is shown as text, never interpreted.
+
+import { api, errorText, openKeepEvents } from './api.js';
+import { canonicalJson, sha256Hex } from './canonical.js';
+import * as devices from './device.js';
+import { byId, fill, h } from './dom.js';
+
+let me = null;
+let events = null;
+let device = null;
+let deviceProblem = null;
+let current = 'proposals';
+let reloadTimer = null;
+const pendingReloads = new Set();
+
+/** Control, bidi and other invisible characters as visible `\u{XXXX}`, as the host writes them. */
+export function visibleText(value) {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return (text ?? '').replace(/[\p{Cc}\p{Cf}\u2028\u2029]/gu, (character) => {
+    if (character === '\n' || character === '\t') return character;
+    return `\\u{${character.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}}`;
+  });
+}
+
+function when(ms) {
+  return ms ? new Date(ms).toLocaleString() : '—';
+}
+
+function fact(name, ...value) {
+  return h('div', {}, h('dt', {}, name), h('dd', {}, ...value));
+}
+
+function status(el, text, ok = true) {
+  el.textContent = text;
+  el.className = ok ? 'result ok' : 'result error';
+}
+
+/** Starts the Keep view for `whoami` (a user): the device, the event stream, the first view. */
+export async function startKeep(whoami) {
+  me = whoami;
+  document.body.classList.add('keep-user');
+  byId('who').textContent = `Signed in as ${me.user}`;
+  byId('model-status').textContent = 'Keep host';
+  deviceProblem = await devices.unsupported();
+  device = deviceProblem ? null : await devices.loadDevice(me.user).catch(() => null);
+  if (device && !(await registered(device))) device = { ...device, pending: true };
+  events?.close();
+  events = openKeepEvents();
+  events.onmessage = (message) => onEvent(JSON.parse(message.data));
+  events.onopen = () => { byId('keep-live').textContent = 'Live: new proposals and decisions show as they happen.'; };
+  events.onerror = () => { byId('keep-live').textContent = 'Reconnecting to the event stream…'; };
+}
+
+/** Closes the event stream (signing out). */
+export function stopKeep() {
+  events?.close();
+  events = null;
+  me = null;
+  device = null;
+  document.body.classList.remove('keep-user');
+}
+
+/** Whether this browser's key is one of the person's devices at the host, not retired. */
+async function registered(record) {
+  const answer = await api('GET', '/v1/devices');
+  return answer.status === 200
+    && answer.body.devices.some((key) => key.key_id === record.key_id && !key.retired_at_ms);
+}
+
+const VIEWS = {
+  proposals: 'keep-proposals-view',
+  proposal: 'keep-review-view',
+  tools: 'keep-tools-view',
+  journal: 'keep-journal-view',
+  device: 'keep-device-view',
+};
+
+/** The Keep view `hash` names (`keep/tools`, `keep/proposal/kt-…`), loaded. */
+export async function routeKeep(hash, showView) {
+  const [, name = 'proposals', id] = hash.split('/');
+  current = VIEWS[name] ? name : 'proposals';
+  showView(VIEWS[current]);
+  for (const [view, link] of Object.entries({ proposals: 'nav-proposals', tools: 'nav-tools', journal: 'nav-journal', device: 'nav-device' })) {
+    if (view === current || (view === 'proposals' && current === 'proposal')) byId(link).setAttribute('aria-current', 'page');
+    else byId(link).removeAttribute('aria-current');
+  }
+  if (current === 'proposal') await loadReview(id);
+  else await LOADERS[current]();
+}
+
+const LOADERS = {
+  proposals: loadProposals,
+  tools: loadTools,
+  journal: loadJournal,
+  device: loadDevice,
+};
+
+/** Events reload what they are about, at most once per 150 ms each. */
+function onEvent(event) {
+  const type = event.type || '';
+  if (type.startsWith('proposal.') || type.startsWith('egress.')) pendingReloads.add('proposals');
+  if (type.startsWith('tool.') || type === 'proposal.decided') pendingReloads.add('tools');
+  if (type === 'proposal.decided' && current === 'proposal') pendingReloads.add('review');
+  if (reloadTimer) return;
+  reloadTimer = setTimeout(async () => {
+    reloadTimer = null;
+    const wanted = [...pendingReloads];
+    pendingReloads.clear();
+    if (wanted.includes('proposals') && current === 'proposals') await loadProposals();
+    if (wanted.includes('tools') && current === 'tools') await loadTools();
+    if (wanted.includes('review') && current === 'proposal') await refreshReviewState();
+  }, 150);
+}
+
+// Proposals ---------------------------------------------------------------------------------
+
+async function loadProposals() {
+  const [proposals, approvals] = await Promise.all([api('GET', '/v1/proposals'), api('GET', '/v1/approvals')]);
+  byId('keep-proposals-error').textContent = proposals.status === 200 ? '' : errorText(proposals);
+  deviceNote();
+  if (approvals.status === 200) renderApprovals(approvals.body.approvals);
+  if (proposals.status !== 200) return;
+  const tools = proposals.body.tools;
+  fill(byId('keep-tool-proposals'), tools.length === 0
+    ? h('li', { class: 'muted' }, 'No tool has been proposed.')
+    : tools.map(toolProposalItem));
+  const others = proposals.body.proposals;
+  fill(byId('keep-other-proposals'), others.length === 0
+    ? h('li', { class: 'muted' }, 'Nothing proposed yet.')
+    : others.map(otherProposalItem));
+}
+
+function deviceNote() {
+  const note = byId('keep-device-note');
+  note.replaceChildren();
+  if (deviceProblem) note.append(deviceProblem);
+  else if (!device || device.pending) {
+    note.append('This browser is not one of your devices yet, so it cannot sign. ',
+      h('a', { href: '#keep/device' }, 'Enrol it'), '.');
+  }
+}
+
+function stateBadge(state) {
+  return h('span', { class: `badge state-${state}` }, state);
+}
+
+function taintBadge(tainted) {
+  return tainted ? h('span', { class: 'badge taint' }, 'tainted') : null;
+}
+
+function toolProposalItem(review) {
+  const authority = review.authority_diff.length === 0
+    ? h('span', { class: 'badge ok' }, 'no new authority')
+    : h('span', { class: 'badge new-authority' }, `${review.authority_diff.length} new ${review.authority_diff.length === 1 ? 'authority' : 'authorities'}`);
+  return h('li', { 'data-id': review.id },
+    h('div', {},
+      h('a', { href: `#keep/proposal/${encodeURIComponent(review.id)}` }, `${visibleText(review.name)} version ${review.version}`),
+      ' ', stateBadge(review.state), taintBadge(review.tainted), authority,
+      h('p', { class: 'muted' }, `from ${visibleText(review.origin.agent)} (version ${review.origin.agent_version}), ${when(review.origin.created_at_ms)}`)));
+}
+
+function otherProposalItem(proposal) {
+  const body = proposalBody(proposal);
+  const item = h('li', { 'data-id': proposal.id, 'data-kind': proposal.kind, class: 'proposal' },
+    h('div', { class: 'proposal-main' },
+      h('p', {}, h('strong', {}, KIND_NAMES[proposal.kind] || proposal.kind), ' ', stateBadge(proposal.state), taintBadge(proposal.tainted),
+        h('span', { class: 'muted' }, ` from ${visibleText(proposal.agent)}, ${when(proposal.created_at_ms)}`)),
+      body,
+      proposal.tainted ? h('p', { class: 'muted' }, `What tainted the session: ${visibleText(proposal.taint_source || 'untrusted content')}`) : null));
+  if (proposal.state === 'pending') item.append(acceptReject(proposal));
+  return item;
+}
+
+const KIND_NAMES = { memory: 'Memory entry', suggestion: 'Suggestion', plan: 'Plan', card: 'Card (display only)' };
+
+/** What the agent proposed, as text: nothing in it is a link, a button or markup. */
+function proposalBody(proposal) {
+  const payload = proposal.payload || {};
+  switch (proposal.kind) {
+    case 'memory':
+      return h('p', { class: 'text' }, visibleText(payload.text));
+    case 'suggestion':
+      return h('div', {}, payload.title ? h('p', {}, h('strong', {}, visibleText(payload.title))) : null,
+        h('p', { class: 'text' }, visibleText(payload.text)));
+    case 'plan':
+      return h('div', {}, h('p', {}, h('strong', {}, visibleText(payload.title))),
+        h('ol', { class: 'steps' }, (payload.steps || []).map((step) => h('li', { class: 'text' }, visibleText(step)))));
+    case 'card':
+      return h('div', { class: 'keep-card', role: 'group', 'aria-label': `Card: ${visibleText(payload.title)}` },
+        h('p', {}, h('strong', {}, visibleText(payload.title))),
+        payload.body ? h('p', { class: 'text' }, visibleText(payload.body)) : null,
+        payload.fields?.length ? h('dl', { class: 'facts' }, payload.fields.map((field) => fact(visibleText(field.label ?? field.name ?? ''), visibleText(field.value ?? '')))) : null);
+    default:
+      return h('pre', {}, visibleText(JSON.stringify(payload, null, 2)));
+  }
+}
+
+function confirmBox(id, text) {
+  const box = h('input', { type: 'checkbox', id });
+  return { box, label: h('label', { class: 'check confirm', for: id }, box, text) };
+}
+
+function acceptReject(proposal) {
+  const result = h('p', { class: 'result', role: 'status' });
+  const confirm = proposal.tainted
+    ? confirmBox(`confirm-${proposal.id}`, 'This came from a session that read untrusted content. I have read it and accept it anyway.')
+    : null;
+  const accept = h('button', {
+    type: 'button',
+    onclick: () => decideOther(proposal, 'accept', confirm?.box.checked, result),
+  }, 'Accept');
+  const reject = h('button', {
+    type: 'button', class: 'secondary',
+    onclick: () => decideOther(proposal, 'reject', false, result),
+  }, 'Reject');
+  return h('div', { class: 'decide' }, confirm?.label, h('div', { class: 'actions' }, accept, reject), result);
+}
+
+async function decideOther(proposal, action, confirmed, result) {
+  if (action === 'accept' && proposal.tainted && !confirmed) {
+    status(result, 'Tick the confirm first: this came from a tainted session.', false);
+    return;
+  }
+  const body = action === 'accept' ? { confirm_tainted: Boolean(confirmed) } : undefined;
+  const answer = await api('POST', `/v1/proposals/${encodeURIComponent(proposal.id)}/${action}`, body);
+  if (answer.status !== 200) {
+    status(result, errorText(answer), false);
+    return;
+  }
+  await loadProposals();
+}
+
+// Waiting egress uses -----------------------------------------------------------------------
+
+function renderApprovals(approvals) {
+  fill(byId('keep-approvals'), approvals.length === 0
+    ? h('li', { class: 'muted' }, 'Nothing is waiting for you.')
+    : approvals.map(approvalItem));
+}
+
+function approvalItem(approval) {
+  const result = h('p', { class: 'result', role: 'status' });
+  const answer = (approve) => answerApproval(approval, approve, result);
+  return h('li', { class: 'approval', 'data-id': approval.id, 'data-state': 'waiting' },
+    h('div', { class: 'proposal-main' },
+      h('p', {}, h('strong', {}, `${approval.method} `), h('span', { class: 'wrap' }, visibleText(approval.url)), taintBadge(approval.tainted)),
+      h('dl', { class: 'facts' },
+        fact('Agent', `${visibleText(approval.agent)} (version ${approval.agent_version})`),
+        fact('Credentials the host adds', approval.credentials.length ? approval.credentials.map(visibleText).join(', ') : 'none'),
+        fact('Body', `${approval.body_bytes} ${approval.body_bytes === 1 ? 'byte' : 'bytes'}`),
+        approval.headers.length ? fact('Headers', h('pre', {}, approval.headers.map(([name, value]) => `${visibleText(name)}: ${visibleText(value)}`).join('\n'))) : null,
+        approval.device_signature ? fact('Needs', 'a signature from this device') : null),
+      approval.tainted ? h('p', {}, 'The session read untrusted content that may be steering this request.') : null),
+    h('div', { class: 'decide' },
+      h('div', { class: 'actions' },
+        h('button', { type: 'button', onclick: () => answer(true) }, approval.device_signature ? 'Approve (sign)' : 'Approve'),
+        h('button', { type: 'button', class: 'secondary', onclick: () => answer(false) }, 'Deny')),
+      result));
+}
+
+async function answerApproval(approval, approve, result) {
+  const body = { approve };
+  if (approve && approval.device_signature) {
+    const signed = await signOrSay(result, {
+      kind: 'approve_egress', subject: approval.id, hashes: approval.hashes,
+      ceiling_version: 0, policy_version: approval.agent_version,
+    });
+    if (!signed) return;
+    body.decision = signed.envelope;
+  }
+  const answer = await api('POST', `/v1/approvals/${encodeURIComponent(approval.id)}`, body);
+  if (answer.status !== 200) status(result, errorText(answer), false);
+  else status(result, approve ? 'Approved: the request goes out.' : 'Denied: the request was refused.');
+}
+
+/** Signs `basis` on this device, or says why it cannot (and answers null). */
+async function signOrSay(result, basis, confirmTainted = false) {
+  if (deviceProblem) {
+    status(result, deviceProblem, false);
+    return null;
+  }
+  if (!device || device.pending) {
+    status(result, 'This browser is not one of your devices yet: enrol it (Device) to sign.', false);
+    return null;
+  }
+  try {
+    return await devices.decide(device, me.user, basis, confirmTainted);
+  } catch (error) {
+    status(result, `The decision could not be signed: ${error.message}`, false);
+    return null;
+  }
+}
+
+// A tool proposal's review ------------------------------------------------------------------
+
+let reviewed = null;
+
+async function loadReview(id) {
+  const root = byId('keep-review');
+  const answer = await api('GET', `/v1/proposals/${encodeURIComponent(id || '')}`);
+  if (answer.status !== 200 || answer.body.kind !== 'tool') {
+    reviewed = null;
+    fill(root, h('p', { class: 'error' }, answer.status === 200 ? 'That proposal is not a tool.' : errorText(answer)));
+    return;
+  }
+  reviewed = answer.body;
+  fill(root, await reviewView(answer.body));
+}
+
+async function refreshReviewState() {
+  if (!reviewed) return;
+  const answer = await api('GET', `/v1/proposals/${encodeURIComponent(reviewed.id)}`);
+  if (answer.status === 200 && answer.body.state !== reviewed.state) {
+    const signedText = byId('keep-signed')?.textContent;
+    const result = byId('keep-review-result')?.textContent;
+    await loadReview(reviewed.id);
+    if (signedText) showSigned(signedText);
+    if (result) status(byId('keep-review-result'), result);
+  }
+}
+
+const CLASS_NAMES = {
+  new_host: 'New host',
+  egress: 'Wider egress',
+  credential_reach: 'Credential',
+  memory: 'Memory',
+  model: 'Model',
+  resources: 'Resources',
+  timeouts: 'Timeouts',
+};
+
+function changeList(changes, className) {
+  return h('ul', { class: `changes ${className}` }, changes.map((change) => h('li', { class: `change ${change.class}`, 'data-class': change.class },
+    h('mark', {}, CLASS_NAMES[change.class] || change.class), ' ',
+    h('span', {}, visibleText(change.summary)),
+    h('span', { class: 'muted' }, ` (${visibleText(change.field)})`))));
+}
+
+async function reviewView(review) {
+  const diff = review.authority_diff;
+  const manifestText = JSON.stringify(review.clamped_manifest, null, 2);
+  const hashesHold = await reviewHashesHold(review);
+  const origin = review.origin;
+  const parts = [
+    h('h2', {}, `${visibleText(review.name)} version ${review.version} `, stateBadge(review.state)),
+    review.tainted ? h('div', { class: 'taint-warning', role: 'note' },
+      h('p', {}, h('strong', {}, 'Tainted. '), 'The session that proposed this tool had read untrusted content, which may have steered it. Approving needs your explicit confirm, and the tool asks before each use of the network until you clear its taint.'),
+      h('p', {}, `What tainted it: ${visibleText(origin.taint_source || 'untrusted content')}`)) : null,
+    h('dl', { class: 'facts' },
+      fact('Deploys as', visibleText(review.qualified_name)),
+      fact('Code', h('span', { class: 'wrap mono' }, `SHA-256 ${review.bundle_sha256}`), ` (${review.bundle_size} bytes)`),
+      fact('Proposed by', `${visibleText(origin.agent)} version ${origin.agent_version}, whose bundle key ${origin.signer_key_id} signed`),
+      fact('Session', visibleText(origin.session_id)),
+      fact('When', when(origin.created_at_ms))),
+    h('h3', {}, 'Description (as the agent wrote it, plain text)'),
+    h('pre', { class: 'description' }, visibleText(review.description)),
+    h('h3', {}, 'Authority'),
+    diff.length === 0
+      ? h('p', { class: 'no-new-authority' }, 'No new authority: this tool reaches nothing the agent that proposed it cannot.')
+      : h('div', { class: 'new-authority-block' },
+        h('p', {}, h('strong', {}, `${diff.length} new ${diff.length === 1 ? 'authority' : 'authorities'}`), ' beyond what the agent has:'),
+        changeList(diff, 'authority-diff')),
+    review.no_new_authority !== (diff.length === 0)
+      ? h('p', { class: 'error' }, 'The host says otherwise about new authority than its own diff: do not approve.') : null,
+    h('h3', {}, 'What your ceiling drops'),
+    review.dropped.length === 0
+      ? h('p', { class: 'muted' }, 'Nothing: everything proposed is within your ceiling.')
+      : h('ul', { class: 'dropped' }, review.dropped.map((dropped) => h('li', {},
+        h('span', { class: 'mono' }, visibleText(dropped.field)), ': ',
+        visibleText(JSON.stringify(dropped.entry)), ' — ', visibleText(dropped.reason)))),
+    review.granted_diff.length ? h('div', {}, h('h3', {}, 'What an approval grants (after the ceiling)'), changeList(review.granted_diff, 'granted-diff')) : null,
+    h('h3', {}, 'The manifest an approval deploys (clamped by your ceiling)'),
+    h('p', { class: 'muted wrap' }, `Your device signs its SHA-256: ${review.hashes.manifest}`),
+    h('pre', { class: 'manifest' }, visibleText(manifestText)),
+  ];
+  if (!hashesHold) {
+    parts.push(h('p', { class: 'error', role: 'alert' }, 'The host names other hashes than the manifest and description it shows. Nothing can be signed here.'));
+  }
+  const result = h('p', { id: 'keep-review-result', class: 'result', role: 'status' });
+  if (review.state === 'pending' && hashesHold) {
+    const confirm = review.needs_confirm_tainted
+      ? confirmBox('confirm-tainted', 'I know this tool was proposed by a tainted session, and approve it anyway.')
+      : null;
+    parts.push(h('div', { class: 'decide' },
+      confirm?.label,
+      h('div', { class: 'actions' },
+        h('button', { type: 'button', onclick: () => decideTool(review, true, confirm?.box.checked, result) }, 'Approve on this device'),
+        h('button', { type: 'button', class: 'secondary', onclick: () => decideTool(review, false, false, result) }, 'Deny on this device'))));
+  } else if (review.refused) {
+    parts.push(h('p', { class: 'error' }, visibleText(review.refused)));
+  }
+  parts.push(result, h('details', { class: 'signed', hidden: true },
+    h('summary', {}, 'What your device signed'), h('pre', { id: 'keep-signed' })));
+  return parts;
+}
+
+/** The hashes a decision names are those of what the page shows (as `imurun keep approve` checks). */
+async function reviewHashesHold(review) {
+  try {
+    const manifest = await sha256Hex(canonicalJson(review.clamped_manifest));
+    const description = await sha256Hex(review.description);
+    return review.hashes.manifest === manifest && review.hashes.description === description
+      && review.hashes.bundle === review.bundle_sha256;
+  } catch {
+    return false;
+  }
+}
+
+function showSigned(text) {
+  const shown = byId('keep-signed');
+  if (!shown) return;
+  shown.textContent = text;
+  shown.closest('details').hidden = false;
+}
+
+async function decideTool(review, approve, confirmed, result) {
+  if (approve && review.needs_confirm_tainted && !confirmed) {
+    status(result, 'Tick the confirm first: a tool from a tainted session is approved only with it.', false);
+    return;
+  }
+  const signed = await signOrSay(result, {
+    kind: approve ? 'approve_proposal' : 'deny_proposal',
+    subject: review.id,
+    hashes: review.hashes,
+    ceiling_version: review.ceiling_version,
+    policy_version: review.policy_version,
+  }, approve && confirmed);
+  if (!signed) return;
+  showSigned(signed.canonical);
+  const answer = await api('POST', `/v1/proposals/${encodeURIComponent(review.id)}/decision`, { decision: signed.envelope });
+  if (answer.status !== 200) {
+    status(result, `Refused: ${errorText(answer)}`, false);
+    return;
+  }
+  reviewed = answer.body;
+  const message = answer.body.state === 'approved'
+    ? `Approved on this device: deployed as ${answer.body.qualified_name} version ${answer.body.version}.`
+    : 'Denied on this device.';
+  fill(byId('keep-review'), await reviewView(answer.body));
+  showSigned(signed.canonical);
+  status(byId('keep-review-result'), message);
+}
+
+// Tools -------------------------------------------------------------------------------------
+
+async function loadTools() {
+  const answer = await api('GET', '/v1/tools');
+  if (answer.status !== 200) {
+    fill(byId('keep-tools'), h('li', { class: 'error' }, errorText(answer)));
+    return;
+  }
+  const tools = answer.body.tools;
+  fill(byId('keep-tools'), tools.length === 0
+    ? h('li', { class: 'muted' }, 'You have no tools yet: approve a proposed one.')
+    : tools.map(toolItem));
+}
+
+function toolItem(tool) {
+  const result = h('p', { class: 'result', role: 'status' });
+  const revoked = Boolean(tool.revoked_at_ms);
+  const mode = revoked ? 'revoked' : tool.egress_mode;
+  const buttons = [];
+  if (!revoked && tool.clear_taint) {
+    buttons.push(h('button', { type: 'button', class: 'secondary', onclick: () => clearTaint(tool, result) }, `Clear taint of ${visibleText(tool.name)}`));
+  }
+  if (!revoked) {
+    buttons.push(h('button', { type: 'button', class: 'danger', onclick: () => revoke(tool, result) }, `Revoke ${visibleText(tool.name)}`));
+  }
+  return h('li', { 'data-name': tool.name, 'data-mode': mode },
+    h('div', { class: 'proposal-main' },
+      h('p', {}, h('strong', {}, visibleText(tool.qualified_name)), ` version ${tool.version} `,
+        revoked ? h('span', { class: 'badge state-revoked' }, 'revoked') : h('span', { class: `badge mode-${tool.egress_mode}` }, `egress: ${tool.egress_mode}`),
+        tool.tainted && !tool.taint_cleared ? h('span', { class: 'badge taint' }, 'tainted') : null),
+      h('p', { class: 'muted' }, revoked
+        ? `Revoked ${when(tool.revoked_at_ms)}: no call reaches it.`
+        : tool.tainted && !tool.taint_cleared
+          ? `Asks before each use of the network until its taint is cleared (${visibleText(tool.taint_source || 'untrusted content')}).`
+          : `Deployed ${when(tool.deployed_at_ms)}, approved by device ${tool.approved_by}.`)),
+    h('div', { class: 'decide' }, h('div', { class: 'actions' }, buttons), result));
+}
+
+async function clearTaint(tool, result) {
+  const signed = await signOrSay(result, tool.clear_taint);
+  if (!signed) return;
+  const answer = await api('POST', `/v1/tools/${encodeURIComponent(tool.name)}/clear-taint`, { decision: signed.envelope });
+  if (answer.status !== 200) {
+    status(result, `Refused: ${errorText(answer)}`, false);
+    return;
+  }
+  await loadTools();
+  status(byId('keep-tools-result'), `Taint cleared on this device: ${visibleText(tool.name)} uses its egress rules as approved.`);
+}
+
+async function revoke(tool, result) {
+  const answer = await api('POST', `/v1/tools/${encodeURIComponent(tool.name)}/revoke`);
+  if (answer.status !== 200) {
+    status(result, `Refused: ${errorText(answer)}`, false);
+    return;
+  }
+  await loadTools();
+  status(byId('keep-tools-result'), `Revoked ${visibleText(tool.name)}: every version, from the next call on.`);
+}
+
+// Journal -----------------------------------------------------------------------------------
+
+async function loadJournal() {
+  const [list, check] = await Promise.all([api('GET', '/v1/journal'), api('GET', '/v1/journal/verify')]);
+  const chain = byId('keep-chain');
+  if (check.status === 200) {
+    const c = check.body;
+    status(chain, c.intact
+      ? `The host checked the whole chain: intact (${c.entries} ${c.entries === 1 ? 'entry is' : 'entries are'} about you).`
+      : `The host's check found the chain broken${c.first_bad_seq ? ` at entry ${c.first_bad_seq}` : ''}: ${visibleText(c.reason || '')}`, c.intact);
+  } else {
+    status(chain, `The chain could not be checked: ${errorText(check)}`, false);
+  }
+  if (list.status !== 200) {
+    fill(byId('keep-journal'), h('li', { class: 'error' }, errorText(list)));
+    return;
+  }
+  const entries = list.body.entries;
+  const bad = await recheck(entries);
+  status(byId('keep-recheck'), bad.length === 0
+    ? `This browser recomputed the hash of each of the ${entries.length} entries shown, and the links between consecutive ones: all hold.`
+    : `This browser found entries that do not hold: ${bad.join('; ')}`, bad.length === 0);
+  fill(byId('keep-journal'), entries.length === 0
+    ? h('li', { class: 'muted' }, 'No entries about you yet.')
+    : entries.map(journalItem));
+}
+
+/** Each entry's hash recomputed from its content, and each link between shown neighbours. */
+async function recheck(entries) {
+  const bad = [];
+  const bySeq = new Map(entries.map((entry) => [entry.seq, entry]));
+  for (const entry of entries) {
+    const { hash, ...rest } = entry;
+    let computed = null;
+    try {
+      computed = await sha256Hex(canonicalJson(rest));
+    } catch (error) {
+      bad.push(`entry ${entry.seq} cannot be read (${error.message})`);
+      continue;
+    }
+    if (computed !== hash) bad.push(`entry ${entry.seq}'s hash does not match its content`);
+    const before = bySeq.get(entry.seq - 1);
+    if (before && before.hash !== entry.prev_hash) bad.push(`entry ${entry.seq} does not follow entry ${before.seq}`);
+  }
+  return bad;
+}
+
+function journalItem(entry) {
+  const action = typeof entry.detail?.action === 'string' ? entry.detail.action : null;
+  return h('li', { 'data-kind': entry.kind, 'data-action': action, 'data-seq': String(entry.seq) },
+    h('p', {}, h('strong', {}, `#${entry.seq} ${entry.kind}${action ? `: ${visibleText(action)}` : ''}`), ' ',
+      h('span', { class: 'wrap' }, visibleText(entry.subject)),
+      h('span', { class: 'muted' }, ` by ${visibleText(entry.actor)}, ${when(entry.at_ms)}`)),
+    h('details', {}, h('summary', {}, 'Detail'),
+      h('pre', {}, visibleText(JSON.stringify(entry.detail, null, 2))),
+      h('p', { class: 'muted wrap mono' }, `hash ${entry.hash}`)));
+}
+
+// This device -------------------------------------------------------------------------------
+
+async function loadDevice() {
+  const root = byId('keep-device');
+  const list = await api('GET', '/v1/devices');
+  const registeredKeys = list.status === 200 ? list.body.devices : [];
+  const parts = [];
+  if (deviceProblem) {
+    parts.push(h('p', { class: 'error', role: 'alert', id: 'keep-device-problem' }, deviceProblem));
+  } else if (device && !device.pending) {
+    parts.push(h('p', { class: 'result ok' }, `This browser is your device “${visibleText(device.label)}”, key ${device.key_id}. Its private key never leaves this browser.`),
+      approveAnotherForm());
+  } else {
+    parts.push(enrolForms());
+  }
+  parts.push(h('h2', {}, 'Your devices'),
+    h('ul', { class: 'plain' }, registeredKeys.length === 0
+      ? h('li', { class: 'muted' }, 'None yet.')
+      : registeredKeys.map((key) => h('li', {},
+        h('span', {}, `${visibleText(key.label || 'unnamed')} `, h('span', { class: 'mono wrap' }, key.key_id),
+          key.key_id === device?.key_id ? ' (this browser)' : '',
+          key.retired_at_ms ? h('span', { class: 'badge' }, 'retired') : null)))));
+  fill(root, parts);
+}
+
+function enrolForms() {
+  const result = h('p', { class: 'result', role: 'status', id: 'keep-enrol-result' });
+  const label = h('input', { id: 'device-label', value: 'this browser', maxlength: '64' });
+  const code = h('input', { id: 'enrol-code', autocomplete: 'off' });
+  const pasted = h('textarea', { id: 'enrol-decision', rows: '4' });
+  const keyShown = h('p', { class: 'mono wrap', id: 'keep-new-key' }, device ? `Public key: ${device.public_key}` : '');
+  const withCode = async (event) => {
+    event.preventDefault();
+    await enrol(label.value.trim(), { enrol_code: code.value.trim() }, result);
+  };
+  const withDecision = async (event) => {
+    event.preventDefault();
+    let decision;
+    try {
+      decision = JSON.parse(pasted.value);
+    } catch {
+      status(result, 'The pasted decision is not JSON.', false);
+      return;
+    }
+    await enrol(label.value.trim(), { decision }, result);
+  };
+  const makeKey = async () => {
+    await ensureKey(label.value.trim());
+    keyShown.textContent = `Public key: ${device.public_key}`;
+  };
+  return h('div', {},
+    h('p', {}, 'To sign decisions here, enrol this browser as one of your devices. It makes an Ed25519 key whose private half cannot be read back, even by this page.'),
+    h('label', { for: 'device-label' }, 'A name for this device'), label,
+    h('form', { class: 'card', onsubmit: withCode, 'aria-labelledby': 'enrol-code-heading' },
+      h('h2', { id: 'enrol-code-heading' }, 'With an enrolment code'),
+      h('p', { class: 'muted' }, 'For your first device: the operator gives you a one-time code.'),
+      h('label', { for: 'enrol-code' }, 'Enrolment code'), code,
+      h('button', { type: 'submit' }, 'Enrol this browser')),
+    h('form', { class: 'card', onsubmit: withDecision, 'aria-labelledby': 'enrol-decision-heading' },
+      h('h2', { id: 'enrol-decision-heading' }, 'Approved from one of your devices'),
+      h('p', { class: 'muted' }, 'Give this public key to a device you already have; paste the decision it signs below.'),
+      h('button', { type: 'button', class: 'secondary', onclick: makeKey }, 'Show this browser’s public key'),
+      keyShown,
+      h('label', { for: 'enrol-decision' }, 'The signed decision'), pasted,
+      h('button', { type: 'submit' }, 'Enrol with the decision')),
+    result);
+}
+
+async function ensureKey(label) {
+  if (!device) device = { ...(await devices.createDevice(me.user, label || 'this browser')), pending: true };
+  return device;
+}
+
+async function enrol(label, proof, result) {
+  try {
+    const record = await ensureKey(label);
+    const body = {
+      public_key: record.public_key,
+      label: label || record.label,
+      possession: await devices.possession(record, me.user),
+      ...proof,
+    };
+    const answer = await api('POST', '/v1/devices', body);
+    if (answer.status !== 201) {
+      status(result, `Not enrolled: ${errorText(answer)}`, false);
+      return;
+    }
+    device = { ...record, label: answer.body.label, pending: false };
+    await loadDevice();
+    status(byId('keep-device-result'), `Enrolled: this browser signs as key ${device.key_id}.`);
+  } catch (error) {
+    status(result, `Not enrolled: ${error.message}`, false);
+  }
+}
+
+function approveAnotherForm() {
+  const result = h('p', { class: 'result', role: 'status' });
+  const key = h('input', { id: 'other-key', autocomplete: 'off' });
+  const out = h('textarea', { id: 'other-decision', rows: '5', readonly: true });
+  const submit = async (event) => {
+    event.preventDefault();
+    try {
+      const bytes = devices.publicKeyBytes(key.value);
+      const ceiling = await api('GET', `/v1/ceilings/${encodeURIComponent(me.user)}`);
+      if (ceiling.status !== 200) throw new Error(errorText(ceiling));
+      const signed = await signOrSay(result, {
+        kind: 'enrol_device',
+        subject: await devices.keyId(bytes),
+        hashes: { public_key: await sha256Hex(bytes) },
+        ceiling_version: ceiling.body.ceiling.version,
+        policy_version: 0,
+      });
+      if (!signed) return;
+      out.value = JSON.stringify(signed.envelope);
+      status(result, 'Signed: paste this decision into the new device within five minutes.');
+    } catch (error) {
+      status(result, error.message, false);
+    }
+  };
+  return h('form', { class: 'card', onsubmit: submit, 'aria-labelledby': 'approve-other-heading' },
+    h('h2', { id: 'approve-other-heading' }, 'Approve another device'),
+    h('label', { for: 'other-key' }, 'The new device’s public key (64 hexadecimal characters)'), key,
+    h('button', { type: 'submit' }, 'Sign its enrolment'),
+    h('label', { for: 'other-decision' }, 'The decision to paste into it'), out,
+    result);
+}

@@ -1,0 +1,486 @@
+// A Keep host's review screens in a real browser (docs/keep/page.md): Debian's chromium driven
+// by playwright-core, against `imurun serve --keep` with users alice and bob and the scripted
+// agent `maker` deployed (crates/imurun/tests/all/keep_page.rs sets it up and runs this).
+//
+//   IMURUN_BIN=... IMURUN_HOME=... KEEP_ALICE=imk_... KEEP_BOB=imk_... KEEP_ALICE_CODE=...
+//   KEEP_TOOL_WASM=pure_tool.wasm KEEP_UPSTREAM_PORT=N KEEP_UPSTREAM_BODY=...
+//   node web/tests/keep-e2e.mjs <base url> <artifacts dir>
+//
+// This script plays alice's agent through the API (sessions, messages, a file that taints one)
+// and checks, in alice's and bob's browsers, what each page shows and what alice's device
+// signs. Exits 1 with a message on the first failed check.
+
+import { execFileSync } from 'node:child_process';
+import { createPublicKey, verify } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+
+import { WAIT_MS, axe, check, fail, launch, noSidewaysScroll } from './browser.mjs';
+
+const [baseUrl, artifacts] = process.argv.slice(2);
+const env = {};
+for (const name of ['IMURUN_BIN', 'IMURUN_HOME', 'KEEP_ALICE', 'KEEP_BOB', 'KEEP_ALICE_CODE', 'KEEP_TOOL_WASM', 'KEEP_UPSTREAM_PORT', 'KEEP_UPSTREAM_BODY']) {
+  env[name] = process.env[name];
+  if (!env[name]) fail(`${name} is not set (crates/imurun/tests/all/keep_page.rs sets it)`);
+}
+if (!baseUrl || !artifacts) fail('usage: node keep-e2e.mjs <base url> <artifacts dir>');
+const base = baseUrl.replace(/\/$/, '');
+const work = mkdtempSync(join(tmpdir(), 'imurun-keep-page-'));
+const upstream = `http://127.0.0.1:${env.KEEP_UPSTREAM_PORT}`;
+
+// The agent's side, through the API --------------------------------------------------------
+
+async function call(token, method, path, body) {
+  const init = { method, headers: { Authorization: `Bearer ${token}` } };
+  if (body !== undefined) {
+    init.headers['Content-Type'] = 'application/json';
+    init.body = JSON.stringify(body);
+  }
+  const response = await fetch(`${base}${path}`, init);
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+
+async function expectStatus(answer, status, what) {
+  const got = await answer;
+  check(got.status === status, `${what}: ${got.status} ${JSON.stringify(got.body)}`);
+  return got.body;
+}
+
+async function newSession() {
+  return (await expectStatus(call(env.KEEP_ALICE, 'POST', '/v1/sessions', { agent: 'maker' }), 201, 'a session')).id;
+}
+
+/** One message to the scripted agent (docs in examples/keep/scripted-agent): its first reply. */
+async function say(session, step) {
+  const body = await expectStatus(
+    call(env.KEEP_ALICE, 'POST', `/v1/sessions/${session}/messages`, { text: JSON.stringify(step) }),
+    200, `the message ${JSON.stringify(step).slice(0, 80)}`);
+  return body.replies[0];
+}
+
+const toolBundle = readFileSync(env.KEEP_TOOL_WASM).toString('base64');
+
+/** The agent in `session` proposes a tool (the pure tool's component, sent in pieces). */
+async function proposeTool(session, name, version, description, extra = {}) {
+  for (let at = 0; at < toolBundle.length; at += 40000) await say(session, { buffer: toolBundle.slice(at, at + 40000) });
+  const manifest = {
+    name, version, resources: { memory_mb: 16, cpu_ms: 200, timeout_ms: 2000 }, approval_timeout_s: 30, ...extra,
+  };
+  const answer = await say(session, { emit: { type: 'tool.propose', name, description, bundle: '$buffer', manifest } });
+  check(answer === 'emitted', `the proposal of ${name} was refused: ${answer}`);
+}
+
+function imurun(...args) {
+  return execFileSync(env.IMURUN_BIN, args, { env: { ...process.env, IMURUN_HOME: env.IMURUN_HOME } });
+}
+
+// The browser's side -----------------------------------------------------------------------
+
+const problems = [];
+
+/**
+ * A browser signed in with `token`. Console errors fail the run, but for the 401 of the
+ * health check before the token (the browser logs it) and those `expected` names.
+ */
+async function openAs(token, who, expected = []) {
+  const browser = await launch();
+  const page = browser.context.pages()[0] || await browser.context.newPage();
+  const allowed = [/status of 401/, ...expected];
+  page.on('pageerror', (error) => problems.push(`${who}: page error: ${error.message}`));
+  page.on('console', (message) => {
+    if (message.type() === 'error' && !allowed.some((pattern) => pattern.test(message.text()))) {
+      problems.push(`${who}: console: ${message.text()}`);
+    }
+  });
+  await page.goto(base);
+  await page.getByLabel('Token', { exact: true }).fill(token);
+  await page.getByRole('button', { name: 'Use token' }).click();
+  await page.locator('#keep-proposals-view:not([hidden])').waitFor({ timeout: WAIT_MS });
+  return { ...browser, page };
+}
+
+async function view(page, name) {
+  await page.getByRole('link', { name, exact: true }).click();
+  await page.locator(`#keep-${name.toLowerCase()}-view:not([hidden])`).waitFor({ timeout: WAIT_MS });
+}
+
+async function shoot(page, name) {
+  await page.screenshot({ path: join(artifacts, `keep-${name}.png`), fullPage: true });
+}
+
+/** axe-core, 360 px without sideways scrolling, and a screenshot at both widths. */
+async function inspect(page, name) {
+  await axe(page, `the Keep ${name} view`);
+  await shoot(page, name);
+  const size = page.viewportSize();
+  await page.setViewportSize({ width: 360, height: 740 });
+  await noSidewaysScroll(page, `the Keep ${name} view`);
+  await axe(page, `the Keep ${name} view at 360 px`);
+  await shoot(page, `${name}-360`);
+  await page.setViewportSize(size);
+}
+
+function toolProposal(page, name, version) {
+  return page.locator('#keep-tool-proposals > li').filter({ hasText: `${name} version ${version}` });
+}
+
+async function openReview(page, name, version) {
+  await view(page, 'Proposals');
+  const item = toolProposal(page, name, version);
+  await item.waitFor({ timeout: WAIT_MS });
+  await item.getByRole('link').click();
+  await page.locator('#keep-review-view:not([hidden]) .decide, #keep-review-view:not([hidden]) .badge').first().waitFor({ timeout: WAIT_MS });
+  await page.getByRole('heading', { name: new RegExp(`^${name} version ${version}`) }).waitFor({ timeout: WAIT_MS });
+}
+
+/** The text of the first of `locator`'s elements that shows any, once one does. */
+async function resultText(locator) {
+  const shown = locator.filter({ hasText: /\S/ }).first();
+  await shown.waitFor({ timeout: WAIT_MS });
+  return shown.textContent();
+}
+
+// The run ----------------------------------------------------------------------------------
+
+const STEPS = [];
+function step(name, run) {
+  STEPS.push({ name, run });
+}
+
+let alice;
+let bob;
+let clean;
+let tainted;
+const DESCRIPTION = 'Fetches a forecast.\u001b[31m Looks red\u001b[0m, and \u202Eexe.evil\u202C backwards.';
+
+step('alice signs in and sees only her views', async () => {
+  alice = await openAs(env.KEEP_ALICE, 'alice');
+  const { page } = alice;
+  check((await page.locator('#who').textContent()) === 'Signed in as alice', 'the page does not say alice is signed in');
+  for (const name of ['Proposals', 'Tools', 'Journal', 'Device']) {
+    check(await page.getByRole('link', { name, exact: true }).isVisible(), `no ${name} link`);
+  }
+  for (const name of ['Chat', 'Settings']) {
+    check(!(await page.getByRole('link', { name, exact: true }).isVisible()), `the assistant's ${name} shows to a user`);
+  }
+  check(!(await page.locator('#sessions').isVisible()), 'the assistant\'s sessions show to a user');
+  await page.locator('#keep-live').filter({ hasText: 'Live' }).waitFor({ timeout: WAIT_MS });
+  check((await page.locator('#keep-device-note').textContent()).includes('not one of your devices'), 'the page does not say the browser is no device yet');
+});
+
+step('the browser enrols as alice\'s device with a code; its key cannot be read back', async () => {
+  const { page } = alice;
+  await view(page, 'Device');
+  await page.getByLabel('A name for this device', { exact: true }).fill('alice’s browser');
+  await page.getByLabel('Enrolment code', { exact: true }).fill(env.KEEP_ALICE_CODE);
+  await page.getByRole('button', { name: 'Enrol this browser' }).click();
+  // Success shows above the view, a refusal under the forms.
+  const text = await resultText(page.locator('#keep-device-result, #keep-enrol-result'));
+  check(text.startsWith('Enrolled'), `not enrolled: ${text}`);
+  const listed = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/devices'), 200, 'alice\'s devices');
+  check(listed.devices.length === 1 && listed.devices[0].label === 'alice’s browser', `the host lists ${JSON.stringify(listed)}`);
+  const key = await page.evaluate(() => new Promise((resolve, reject) => {
+    const open = indexedDB.open('imurun-keep');
+    open.onerror = () => reject(open.error);
+    open.onsuccess = () => {
+      const get = open.result.transaction('devices').objectStore('devices').get('alice');
+      get.onsuccess = async () => {
+        const record = get.result;
+        let exported = 'exported';
+        try {
+          await crypto.subtle.exportKey('pkcs8', record.privateKey);
+        } catch (error) {
+          exported = error.name;
+        }
+        resolve({ extractable: record.privateKey.extractable, algorithm: record.privateKey.algorithm.name, exported, key_id: record.key_id });
+      };
+    };
+  }));
+  check(key.algorithm === 'Ed25519' && key.extractable === false && key.exported === 'InvalidAccessError',
+    `the device's private key is not a non-extractable Ed25519 key: ${JSON.stringify(key)}`);
+  check(key.key_id === listed.devices[0].key_id, 'the browser keeps another key than the host enrolled');
+  await inspect(page, 'device');
+});
+
+step('a proposal appears for alice without a reload, and never for bob', async () => {
+  const { page } = alice;
+  await view(page, 'Proposals');
+  clean = await newSession();
+  await proposeTool(clean, 'weather', 1, DESCRIPTION, {
+    egress: {
+      mode: 'allow',
+      rules: [
+        { scheme: 'https', host: 'api.weather.example', port: 443, methods: ['GET'], path_prefix: '/' },
+        { scheme: 'https', host: 'mail.example', port: 443, methods: ['POST'], path_prefix: '/send' },
+        { scheme: 'https', host: 'evil.example', port: 443, methods: ['GET'], path_prefix: '/' },
+      ],
+    },
+    credentials: [{ name: 'weather', bind: { host: 'api.weather.example', port: 443, methods: ['GET'], path_prefix: '/' }, header: 'X-Api-Key' }],
+  });
+  await toolProposal(page, 'weather', 1).waitFor({ timeout: WAIT_MS })
+    .catch(() => { throw new Error('the proposal did not appear without a reload'); });
+  const id = await toolProposal(page, 'weather', 1).getAttribute('data-id');
+  // Bob's page is sent to alice's proposal: the host answers 404, which the browser logs.
+  bob = await openAs(env.KEEP_BOB, 'bob', [/status of 404/]);
+  check((await bob.page.locator('#who').textContent()) === 'Signed in as bob', 'bob is not signed in');
+  await bob.page.locator('#keep-tool-proposals li').first().waitFor({ timeout: WAIT_MS });
+  check((await bob.page.locator('#keep-tool-proposals').textContent()).includes('No tool has been proposed'), 'bob sees a tool proposal');
+  check(!(await bob.page.content()).includes('weather'), 'bob\'s page mentions alice\'s tool');
+  await expectStatus(call(env.KEEP_BOB, 'GET', `/v1/proposals/${id}`), 404, 'bob reading alice\'s proposal');
+  await bob.page.goto(`${base}/#keep/proposal/${id}`);
+  await bob.page.locator('#keep-review .error').waitFor({ timeout: WAIT_MS });
+  check(!(await bob.page.locator('#keep-review').textContent()).includes('weather'), 'bob\'s review view shows alice\'s tool');
+  await bob.close();
+  bob = null;
+});
+
+step('the review shows each new host and credential, what the ceiling drops, and the description escaped', async () => {
+  const { page } = alice;
+  await openReview(page, 'weather', 1);
+  const changes = await page.locator('.authority-diff li.change').evaluateAll((items) => items.map((item) => ({ class: item.dataset.class, text: item.textContent })));
+  for (const host of ['api.weather.example', 'mail.example', 'evil.example']) {
+    check(changes.some((change) => change.class === 'new_host' && change.text.includes(host)), `the diff does not show the new host ${host}: ${JSON.stringify(changes)}`);
+  }
+  check(changes.some((change) => change.class === 'credential_reach' && change.text.includes('weather')), `the diff does not show the credential: ${JSON.stringify(changes)}`);
+  check(await page.locator('.authority-diff mark').count() === changes.length, 'a change is not highlighted');
+  check(await page.locator('.no-new-authority').count() === 0, '"no new authority" shows beside a diff');
+  check((await page.locator('.new-authority-block').textContent()).includes(`${changes.length} new authorities`), 'the count of new authorities is missing');
+  check((await page.locator('ul.dropped').textContent()).includes('evil.example'), 'what the ceiling drops is not shown');
+  check(!(await page.locator('pre.manifest').textContent()).includes('evil.example'), 'the clamped manifest keeps what the ceiling drops');
+  const description = await page.locator('pre.description').textContent();
+  check(description.includes('\\u{001B}[31m') && description.includes('\\u{202E}') && description.includes('\\u{202C}'),
+    `the description's escapes are not shown: ${JSON.stringify(description)}`);
+  const raw = await page.evaluate(() => document.body.innerText);
+  check(!/[\u001b\u202a-\u202e\u2066-\u2069]/.test(raw), 'a control or bidi character reached the page as itself');
+  await inspect(page, 'review');
+});
+
+let decisionEnvelope;
+let signedText;
+
+step('Approve signs in the browser; the tool becomes callable', async () => {
+  const { page } = alice;
+  const request = page.waitForRequest((r) => r.url().endsWith('/decision') && r.method() === 'POST');
+  await page.getByRole('button', { name: 'Approve on this device' }).click();
+  decisionEnvelope = JSON.parse((await request).postData()).decision;
+  const result = await resultText(page.locator('#keep-review-result'));
+  check(result === 'Approved on this device: deployed as u/alice/weather version 1.', `the result shown: ${result}`);
+  signedText = await page.locator('#keep-signed').textContent();
+  check(signedText.length > 0 && await page.locator('details.signed').isVisible(), 'what the device signed is not shown');
+  const answer = await say(clean, { tool: { name: 'weather', args: { city: 'Oslo' } } });
+  check(answer === '{"echo":{"city":"Oslo"}}', `the approved tool did not answer: ${answer}`);
+  await inspect(page, 'review-approved');
+});
+
+step('the browser\'s signature verifies with the host\'s verifier, and the command line signs the same bytes', async () => {
+  const decision = decisionEnvelope.signed;
+  check(decision.type === 'imurun.decision' && decision.kind === 'approve_proposal' && decision.user === 'alice', `an odd decision: ${JSON.stringify(decision)}`);
+  const documentPath = join(work, 'decision.json');
+  // Written with its members in another order and spaced: canonical JSON must not care.
+  writeFileSync(documentPath, JSON.stringify(Object.fromEntries(Object.entries(decision).reverse()), null, 3));
+  const cliCanonical = imurun('keep', 'canonical', documentPath);
+  check(Buffer.compare(cliCanonical, Buffer.from(signedText, 'utf8')) === 0,
+    `the command line's canonical JSON differs from the browser's:\n  cli:     ${cliCanonical}\n  browser: ${signedText}`);
+  const { devices } = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/devices'), 200, 'alice\'s devices');
+  const browserKey = devices[0].public_key;
+  const envelopePath = join(work, 'envelope.json');
+  writeFileSync(envelopePath, JSON.stringify(decisionEnvelope));
+  const verified = JSON.parse(imurun('keep', 'verify', '--public-key', browserKey, envelopePath));
+  check(verified.valid === true, `imurun keep verify refuses the browser's signature: ${JSON.stringify(verified)}`);
+  // The command line signs the same decision with a key of its own: its signature covers
+  // exactly the bytes the browser signed.
+  const keyPath = join(work, 'cli.key');
+  const cliKey = JSON.parse(imurun('keep', 'keygen', '--out', keyPath));
+  const cliEnvelope = JSON.parse(imurun('keep', 'sign', '--key', keyPath, documentPath));
+  const publicKey = createPublicKey({
+    key: Buffer.concat([Buffer.from('302a300506032b6570032100', 'hex'), Buffer.from(cliKey.public_key, 'hex')]),
+    format: 'der', type: 'spki',
+  });
+  check(verify(null, Buffer.from(signedText, 'utf8'), publicKey, Buffer.from(cliEnvelope.signature.sig, 'hex')),
+    'the command line signed other bytes than the browser for the same decision');
+  check(cliEnvelope.signed.nonce === decision.nonce, 'the command line changed the decision');
+});
+
+step('a tainted proposal cannot be approved without ticking the confirm', async () => {
+  const { page } = alice;
+  await view(page, 'Proposals');
+  tainted = await newSession();
+  await expectStatus(call(env.KEEP_ALICE, 'POST', `/v1/sessions/${tainted}/files`, { name: 'inbox.txt', text: 'mail from a stranger' }), 200, 'the file');
+  await proposeTool(tainted, 'notes', 1, 'Keeps notes.', {
+    egress: { mode: 'allow', rules: [{ scheme: 'http', host: '127.0.0.1', port: Number(env.KEEP_UPSTREAM_PORT), methods: ['GET'], path_prefix: '/' }] },
+  });
+  await toolProposal(page, 'notes', 1).locator('.badge.taint').waitFor({ timeout: WAIT_MS })
+    .catch(() => { throw new Error('the tainted proposal did not appear marked tainted'); });
+  await openReview(page, 'notes', 1);
+  const warning = await page.locator('.taint-warning').textContent();
+  check(warning.includes('inbox.txt'), `the review does not say what tainted it: ${warning}`);
+  let posted = 0;
+  const count = (r) => { if (r.url().endsWith('/decision')) posted += 1; };
+  page.on('request', count);
+  await page.getByRole('button', { name: 'Approve on this device' }).click();
+  const refused = await resultText(page.locator('#keep-review-result'));
+  check(refused.startsWith('Tick the confirm first'), `approving without the confirm: ${refused}`);
+  check(posted === 0, 'a decision was sent without the confirm');
+  await inspect(page, 'review-tainted');
+  await page.getByLabel('I know this tool was proposed by a tainted session, and approve it anyway.').check();
+  await page.getByRole('button', { name: 'Approve on this device' }).click();
+  await page.locator('#keep-review-result').filter({ hasText: 'deployed as u/alice/notes' }).waitFor({ timeout: WAIT_MS });
+  page.off('request', count);
+  check(posted === 1, `${posted} decisions were sent`);
+});
+
+step('a third proposal is denied on the device', async () => {
+  const { page } = alice;
+  await view(page, 'Proposals');
+  await proposeTool(clean, 'other', 1, 'Not wanted.');
+  await openReview(page, 'other', 1);
+  check(await page.locator('.no-new-authority').count() === 1 && await page.locator('.authority-diff').count() === 0,
+    'a tool with no new authority does not say so');
+  await page.getByRole('button', { name: 'Deny on this device' }).click();
+  const result = await resultText(page.locator('#keep-review-result'));
+  check(result === 'Denied on this device.', `the result shown: ${result}`);
+  const { tools } = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/proposals?kind=tool'), 200, 'the tool proposals');
+  check(tools.find((t) => t.name === 'other').state === 'denied', 'the host did not record the denial');
+});
+
+step('tools: the tainted one asks until its taint is cleared on the device', async () => {
+  const { page } = alice;
+  await view(page, 'Tools');
+  const notes = page.locator('#keep-tools > li[data-name="notes"]');
+  await notes.waitFor({ timeout: WAIT_MS });
+  check(await notes.getAttribute('data-mode') === 'ask', `the tainted tool's egress is ${await notes.getAttribute('data-mode')}`);
+  check(await page.locator('#keep-tools > li[data-name="weather"]').getAttribute('data-mode') === 'allow', 'the clean tool does not allow');
+  await inspect(page, 'tools');
+  await notes.getByRole('button', { name: 'Clear taint of notes' }).click();
+  await page.locator('#keep-tools-result').filter({ hasText: 'Taint cleared' }).waitFor({ timeout: WAIT_MS });
+  await page.locator('#keep-tools > li[data-name="notes"][data-mode="allow"]').waitFor({ timeout: WAIT_MS });
+});
+
+step('Revoke makes the tool uncallable at once', async () => {
+  const { page } = alice;
+  await page.getByRole('button', { name: 'Revoke weather' }).click();
+  await page.locator('#keep-tools-result').filter({ hasText: 'Revoked weather' }).waitFor({ timeout: WAIT_MS });
+  await page.locator('#keep-tools > li[data-name="weather"][data-mode="revoked"]').waitFor({ timeout: WAIT_MS });
+  const answer = await say(clean, { tool: { name: 'weather', args: { city: 'Oslo' } } });
+  check(answer.startsWith('refused: no tool named'), `the revoked tool still answers: ${answer}`);
+});
+
+step('plans, suggestions, memory entries and cards: listed, decided, cards display only', async () => {
+  const { page } = alice;
+  await view(page, 'Proposals');
+  check(await say(tainted, { emit: { type: 'plan', title: 'Tidy the inbox', steps: ['Read the mail', 'Archive the old'] } }) === 'emitted', 'the plan');
+  check(await say(clean, { emit: { type: 'suggestion', title: 'A walk', text: 'Go for a walk at noon.' } }) === 'emitted', 'the suggestion');
+  check(await say(clean, { emit: { type: 'memory.propose', text: 'Alice likes rain.' } }) === 'emitted', 'the memory entry');
+  check(await say(clean, { emit: { type: 'card.propose', title: 'Weather in Oslo', body: 'Rain <b>after</b> noon, see https://example.org', fields: [{ label: 'High', value: '9 °C' }] } }) === 'emitted', 'the card');
+  const item = (kind) => page.locator(`#keep-other-proposals > li[data-kind="${kind}"]`);
+  await item('card').waitFor({ timeout: WAIT_MS }).catch(() => { throw new Error('the proposals did not appear without a reload'); });
+  const card = item('card').locator('.keep-card');
+  check((await card.textContent()).includes('Rain <b>after</b> noon'), 'the card\'s body is not shown as text');
+  check(await card.locator('a, button, input, b, img').count() === 0, 'the card holds something that acts');
+  await inspect(page, 'proposals');
+  const plan = item('plan');
+  check(await plan.locator('.badge.taint').count() === 1, 'the tainted plan is not marked');
+  await plan.getByRole('button', { name: 'Accept' }).click();
+  check((await resultText(plan.locator('.result'))).startsWith('Tick the confirm first'), 'a tainted plan was accepted without the confirm');
+  await plan.getByRole('checkbox').check();
+  await plan.getByRole('button', { name: 'Accept' }).click();
+  await item('plan').locator('.badge.state-accepted').waitFor({ timeout: WAIT_MS });
+  await item('suggestion').getByRole('button', { name: 'Reject' }).click();
+  await item('suggestion').locator('.badge.state-rejected').waitFor({ timeout: WAIT_MS });
+  await item('memory').getByRole('button', { name: 'Accept' }).click();
+  await item('memory').locator('.badge.state-accepted').waitFor({ timeout: WAIT_MS });
+  check((await say(clean, { memory: true })).includes('Alice likes rain.'), 'the accepted memory entry does not reach the agent');
+});
+
+step('egress uses waiting for alice appear live: approved, denied, and approved with a device signature', async () => {
+  const { page } = alice;
+  const waiting = () => page.locator('#keep-approvals > li.approval');
+  const answerOne = async (path, method, button) => {
+    const reply = say(clean, { fetch: { method, url: `${upstream}${path}`, ...(method === 'POST' ? { body: 'x' } : {}) } });
+    await waiting().filter({ hasText: path }).waitFor({ timeout: WAIT_MS })
+      .catch(() => { throw new Error(`the waiting ${method} ${path} did not appear without a reload`); });
+    if (path === '/signed') await inspect(page, 'approval');
+    await waiting().filter({ hasText: path }).getByRole('button', { name: button }).click();
+    return reply;
+  };
+  // The write first: what a use reads taints the session, and a tainted session's writes
+  // are refused under this rule.
+  const signed = await answerOne('/signed', 'POST', 'Approve (sign)');
+  check(signed.includes(env.KEEP_UPSTREAM_BODY), `the signed use did not go out: ${signed}`);
+  const approved = await answerOne('/approved', 'GET', 'Approve');
+  check(approved.includes(env.KEEP_UPSTREAM_BODY), `the approved use did not go out: ${approved}`);
+  const denied = await answerOne('/denied', 'GET', 'Deny');
+  check(!denied.includes(env.KEEP_UPSTREAM_BODY), `the denied use went out: ${denied}`);
+  const { entries } = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/journal'), 200, 'the journal');
+  check(entries.some((e) => e.kind === 'egress' && JSON.stringify(e.detail).includes('device')), 'the signed egress approval is not journaled with its device');
+});
+
+step('the journal lists proposal, approval, deploy and revoke, with the chain\'s check', async () => {
+  const { page } = alice;
+  await view(page, 'Journal');
+  await page.locator('#keep-journal > li').first().waitFor({ timeout: WAIT_MS });
+  const chain = await resultText(page.locator('#keep-chain'));
+  check(chain.includes('intact'), `the chain check: ${chain}`);
+  const recheck = await resultText(page.locator('#keep-recheck'));
+  check(recheck.includes('all hold'), `the browser's recheck: ${recheck}`);
+  const entries = await page.locator('#keep-journal > li').evaluateAll((items) => items.map((item) => `${item.dataset.kind}:${item.dataset.action || ''}`));
+  for (const wanted of ['proposal:propose', 'proposal:approve', 'proposal:deny', 'tool:deploy', 'tool:revoke']) {
+    check(entries.includes(wanted), `the journal view lacks ${wanted}: ${entries.join(', ')}`);
+  }
+  const seqs = await page.locator('#keep-journal > li').evaluateAll((items) => items.map((item) => Number(item.dataset.seq)));
+  check(seqs.every((seq, i) => i === 0 || seq < seqs[i - 1]), 'the journal is not newest first');
+  await inspect(page, 'journal');
+});
+
+step('a browser without Ed25519 in WebCrypto is told so, and signs nothing', async () => {
+  const browser = await launch();
+  const page = browser.context.pages()[0] || await browser.context.newPage();
+  await page.addInitScript(() => {
+    const generate = crypto.subtle.generateKey.bind(crypto.subtle);
+    crypto.subtle.generateKey = (algorithm, ...rest) => (algorithm?.name === 'Ed25519'
+      ? Promise.reject(new DOMException('Algorithm: Unrecognized name', 'NotSupportedError'))
+      : generate(algorithm, ...rest));
+  });
+  await page.goto(base);
+  await page.getByLabel('Token', { exact: true }).fill(env.KEEP_ALICE);
+  await page.getByRole('button', { name: 'Use token' }).click();
+  await page.locator('#keep-device-note').filter({ hasText: 'cannot make Ed25519 keys' }).waitFor({ timeout: WAIT_MS })
+    .catch(() => { throw new Error('the proposals view does not say the browser cannot sign'); });
+  await page.getByRole('link', { name: 'Device', exact: true }).click();
+  await page.locator('#keep-device-problem').filter({ hasText: 'NotSupportedError' }).waitFor({ timeout: WAIT_MS });
+  check(await page.getByRole('button', { name: 'Enrol this browser' }).count() === 0, 'a browser without Ed25519 offers to enrol');
+  await shoot(page, 'no-ed25519');
+  await browser.close();
+});
+
+// Run ---------------------------------------------------------------------------------------
+
+mkdirSync(artifacts, { recursive: true });
+for (const old of readdirSync(artifacts)) if (old.startsWith('keep-failed')) rmSync(join(artifacts, old));
+const started = Date.now();
+let failure = null;
+try {
+  for (const { name, run } of STEPS) {
+    const begun = Date.now();
+    try {
+      await run();
+    } catch (error) {
+      failure = `${name}: ${error.message}`;
+      await alice?.page.screenshot({ path: join(artifacts, 'keep-failed.png'), fullPage: true }).catch(() => {});
+      break;
+    }
+    if (problems.length) {
+      failure = `${name}: ${problems.join('; ')}`;
+      break;
+    }
+    console.log(`ok ${name} (${Date.now() - begun} ms)`);
+  }
+} finally {
+  await bob?.close();
+  await alice?.close();
+  rmSync(work, { recursive: true, force: true });
+}
+if (failure) fail(failure);
+console.log(`all ${STEPS.length} Keep checks passed in ${Date.now() - started} ms; screenshots in ${artifacts}`);
