@@ -659,7 +659,7 @@ async function enrol(label, proof, result) {
 }
 
 function approveAnotherForm() {
-  const result = h('p', { class: 'result', role: 'status' });
+  const result = h('p', { class: 'result', role: 'status', id: 'keep-other-result' });
   const key = h('input', { id: 'other-key', autocomplete: 'off' });
   const out = h('textarea', { id: 'other-decision', rows: '5', readonly: true });
   const submit = async (event) => {

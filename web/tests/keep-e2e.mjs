@@ -11,7 +11,7 @@
 // signs. Exits 1 with a message on the first failed check.
 
 import { execFileSync } from 'node:child_process';
-import { createPublicKey, verify } from 'node:crypto';
+import { createHash, createPublicKey, verify } from 'node:crypto';
 import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -204,6 +204,38 @@ step('the browser enrols as alice\'s device with a code; its key cannot be read 
   await inspect(page, 'device');
 });
 
+step('a second browser enrols as alice\'s device, approved from the first', async () => {
+  const second = await openAs(env.KEEP_ALICE, 'alice\'s second browser');
+  try {
+    const page = second.page;
+    await view(page, 'Device');
+    await page.getByLabel('A name for this device', { exact: true }).fill('alice’s laptop');
+    await page.getByRole('button', { name: 'Show this browser’s public key' }).click();
+    const shown = await resultText(page.locator('#keep-new-key'));
+    const publicKey = shown.replace('Public key: ', '').trim();
+    check(/^[0-9a-f]{64}$/.test(publicKey), `the new browser shows no public key: ${shown}`);
+    // The first browser signs the enrolment.
+    await view(alice.page, 'Device');
+    await alice.page.getByLabel('The new device’s public key (64 hexadecimal characters)').fill(publicKey);
+    await alice.page.getByRole('button', { name: 'Sign its enrolment' }).click();
+    const signed = await resultText(alice.page.locator('#keep-other-result'));
+    check(signed.startsWith('Signed'), `the first browser did not sign: ${signed}`);
+    const decision = await alice.page.locator('#other-decision').inputValue();
+    check(JSON.parse(decision).signed.kind === 'enrol_device', `the first browser signed ${decision}`);
+    await page.getByLabel('The signed decision', { exact: true }).fill(decision);
+    await page.getByRole('button', { name: 'Enrol with the decision' }).click();
+    const text = await resultText(page.locator('#keep-device-result, #keep-enrol-result'));
+    check(text.startsWith('Enrolled'), `the second browser was not enrolled: ${text}`);
+    const { devices } = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/devices'), 200, 'alice\'s devices');
+    check(devices.map((d) => d.label).sort().join() === 'alice’s browser,alice’s laptop', `the host lists ${JSON.stringify(devices)}`);
+    // The same decision cannot enrol anything again.
+    const again = await call(env.KEEP_ALICE, 'POST', '/v1/devices', { public_key: publicKey, label: 'again', possession: '00'.repeat(64), decision: JSON.parse(decision) });
+    check(again.status >= 400, `a used enrolment decision answered ${again.status}`);
+  } finally {
+    await second.close();
+  }
+});
+
 step('a proposal appears for alice without a reload, and never for bob', async () => {
   const { page } = alice;
   await view(page, 'Proposals');
@@ -284,7 +316,7 @@ step('the browser\'s signature verifies with the host\'s verifier, and the comma
   check(Buffer.compare(cliCanonical, Buffer.from(signedText, 'utf8')) === 0,
     `the command line's canonical JSON differs from the browser's:\n  cli:     ${cliCanonical}\n  browser: ${signedText}`);
   const { devices } = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/devices'), 200, 'alice\'s devices');
-  const browserKey = devices[0].public_key;
+  const browserKey = devices.find((d) => d.key_id === decision.device_key_id).public_key;
   const envelopePath = join(work, 'envelope.json');
   writeFileSync(envelopePath, JSON.stringify(decisionEnvelope));
   const verified = JSON.parse(imurun('keep', 'verify', '--public-key', browserKey, envelopePath));
@@ -432,6 +464,30 @@ step('the journal lists proposal, approval, deploy and revoke, with the chain\'s
   const seqs = await page.locator('#keep-journal > li').evaluateAll((items) => items.map((item) => Number(item.dataset.seq)));
   check(seqs.every((seq, i) => i === 0 || seq < seqs[i - 1]), 'the journal is not newest first');
   await inspect(page, 'journal');
+});
+
+step('Sign out forgets the token; a revoked token shows the sign-in again at the next request', async () => {
+  const { token } = JSON.parse(imurun('keep', 'token', 'create', '--user', 'bob'));
+  const browser = await openAs(token, 'bob (signing out)');
+  try {
+    const { page } = browser;
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.locator('#token-view:not([hidden])').waitFor({ timeout: WAIT_MS });
+    check(await page.evaluate(() => sessionStorage.length) === 0, 'the token stays in the tab after signing out');
+    check(!(await page.locator('#who').isVisible()) || (await page.locator('#who').textContent()) === '', 'the page still says who is signed in');
+    await page.getByLabel('Token', { exact: true }).fill(token);
+    await page.getByRole('button', { name: 'Use token' }).click();
+    await page.locator('#keep-proposals-view:not([hidden])').waitFor({ timeout: WAIT_MS });
+    const id = createHash('sha256').update(token).digest('hex').slice(0, 12);
+    imurun('keep', 'token', 'revoke', id);
+    await page.getByRole('link', { name: 'Tools', exact: true }).click();
+    await page.locator('#token-view:not([hidden])').waitFor({ timeout: WAIT_MS })
+      .catch(() => { throw new Error('a revoked token kept the page signed in'); });
+    check((await page.locator('#token-error').textContent()).includes('not accepted'), 'the sign-in does not say the token was refused');
+    check(!(await page.locator('#keep-tools-view').isVisible()), 'a view shows beside the sign-in');
+  } finally {
+    await browser.close();
+  }
 });
 
 step('a browser without Ed25519 in WebCrypto is told so, and signs nothing', async () => {
