@@ -2,7 +2,7 @@
 // by playwright-core, against `imurun serve --keep` with users alice and bob and the scripted
 // agent `maker` deployed (crates/imurun/tests/all/keep_page.rs sets it up and runs this).
 //
-//   IMURUN_BIN=... IMURUN_HOME=... KEEP_ALICE=imk_... KEEP_BOB=imk_... KEEP_ALICE_CODE=...
+//   IMURUN_BIN=... IMURUN_HOME=... KEEP_OPERATOR=imk_... KEEP_ALICE=imk_... KEEP_BOB=imk_... KEEP_ALICE_CODE=...
 //   KEEP_TOOL_WASM=pure_tool.wasm KEEP_UPSTREAM_PORT=N KEEP_UPSTREAM_BODY=...
 //   node web/tests/keep-e2e.mjs <base url> <artifacts dir>
 //
@@ -20,7 +20,7 @@ import { WAIT_MS, axe, check, fail, launch, noSidewaysScroll } from './browser.m
 
 const [baseUrl, artifacts] = process.argv.slice(2);
 const env = {};
-for (const name of ['IMURUN_BIN', 'IMURUN_HOME', 'KEEP_ALICE', 'KEEP_BOB', 'KEEP_ALICE_CODE', 'KEEP_TOOL_WASM', 'KEEP_UPSTREAM_PORT', 'KEEP_UPSTREAM_BODY']) {
+for (const name of ['IMURUN_BIN', 'IMURUN_HOME', 'KEEP_OPERATOR', 'KEEP_ALICE', 'KEEP_BOB', 'KEEP_ALICE_CODE', 'KEEP_TOOL_WASM', 'KEEP_UPSTREAM_PORT', 'KEEP_UPSTREAM_BODY']) {
   env[name] = process.env[name];
   if (!env[name]) fail(`${name} is not set (crates/imurun/tests/all/keep_page.rs sets it)`);
 }
@@ -84,7 +84,7 @@ const problems = [];
  * A browser signed in with `token`. Console errors fail the run, but for the 401 of the
  * health check before the token (the browser logs it) and those `expected` names.
  */
-async function openAs(token, who, expected = []) {
+async function openAs(token, who, expected = [], first = '#keep-proposals-view') {
   const browser = await launch();
   const page = browser.context.pages()[0] || await browser.context.newPage();
   const allowed = [/status of 401/, ...expected];
@@ -97,7 +97,7 @@ async function openAs(token, who, expected = []) {
   await page.goto(base);
   await page.getByLabel('Token', { exact: true }).fill(token);
   await page.getByRole('button', { name: 'Use token' }).click();
-  await page.locator('#keep-proposals-view:not([hidden])').waitFor({ timeout: WAIT_MS });
+  await page.locator(`${first}:not([hidden])`).waitFor({ timeout: WAIT_MS });
   return { ...browser, page };
 }
 
@@ -397,6 +397,10 @@ step('Revoke makes the tool uncallable at once', async () => {
   await page.locator('#keep-tools > li[data-name="weather"][data-mode="revoked"]').waitFor({ timeout: WAIT_MS });
   const answer = await say(clean, { tool: { name: 'weather', args: { city: 'Oslo' } } });
   check(answer.startsWith('refused: no tool named'), `the revoked tool still answers: ${answer}`);
+  // A revoke made elsewhere (another device, the command line) shows without a reload.
+  await expectStatus(call(env.KEEP_ALICE, 'POST', '/v1/tools/notes/revoke'), 200, 'revoking notes elsewhere');
+  await page.locator('#keep-tools > li[data-name="notes"][data-mode="revoked"]').waitFor({ timeout: WAIT_MS })
+    .catch(() => { throw new Error('a revoke made elsewhere did not show without a reload'); });
 });
 
 step('plans, suggestions, memory entries and cards: listed, decided, cards display only', async () => {
@@ -464,6 +468,17 @@ step('the journal lists proposal, approval, deploy and revoke, with the chain\'s
   const seqs = await page.locator('#keep-journal > li').evaluateAll((items) => items.map((item) => Number(item.dataset.seq)));
   check(seqs.every((seq, i) => i === 0 || seq < seqs[i - 1]), 'the journal is not newest first');
   await inspect(page, 'journal');
+});
+
+step('the operator\'s token shows the assistant, not a person\'s views', async () => {
+  const browser = await openAs(env.KEEP_OPERATOR, 'the operator', [], '#chat-view');
+  try {
+    const { page } = browser;
+    check((await page.locator('#who').textContent()) === 'Signed in as the operator', 'the page does not say the operator is signed in');
+    check(!(await page.getByRole('link', { name: 'Proposals', exact: true }).isVisible()), 'the operator sees a person\'s views');
+  } finally {
+    await browser.close();
+  }
 });
 
 step('Sign out forgets the token; a revoked token shows the sign-in again at the next request', async () => {

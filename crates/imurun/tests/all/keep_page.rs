@@ -192,6 +192,7 @@ fn a_person_reviews_and_decides_on_their_keep_host_in_the_page() {
         .arg(&artifacts)
         .env("IMURUN_BIN", env!("CARGO_BIN_EXE_imurun"))
         .env("IMURUN_HOME", home)
+        .env("KEEP_OPERATOR", &operator)
         .env("KEEP_ALICE", &alice)
         .env("KEEP_BOB", &bob)
         .env("KEEP_ALICE_CODE", &code)
