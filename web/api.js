@@ -48,18 +48,23 @@ export function errorText(answer) {
   return answer?.body?.error?.message || `the server answered ${answer?.status}`;
 }
 
+/**
+ * An EventSource on `path` with these query parameters, and the token as `?access_token=`
+ * (percent-encoded: the server decodes the query's token; URL-safe tokens stay as they are).
+ */
+function eventSource(path, params = []) {
+  const parts = params.slice();
+  const held = token();
+  if (held) parts.push(`access_token=${encodeURIComponent(held)}`);
+  return new EventSource(`${path}${parts.length ? `?${parts.join('&')}` : ''}`);
+}
+
 /** An EventSource on `/api/events`, for one session's events (plus the global ones). */
 export function openEvents(sessionId) {
-  const parts = [];
-  if (sessionId) parts.push(`session=${encodeURIComponent(sessionId)}`);
-  const held = token();
-  // Percent-encoded: the server decodes the query's token (URL-safe tokens stay as they are).
-  if (held) parts.push(`access_token=${encodeURIComponent(held)}`);
-  return new EventSource(`/api/events${parts.length ? `?${parts.join('&')}` : ''}`);
+  return eventSource('/api/events', sessionId ? [`session=${encodeURIComponent(sessionId)}`] : []);
 }
 
 /** An EventSource on a Keep host's `/v1/events`: the signed-in person's own events. */
 export function openKeepEvents() {
-  const held = token();
-  return new EventSource(`/v1/events${held ? `?access_token=${encodeURIComponent(held)}` : ''}`);
+  return eventSource('/v1/events');
 }

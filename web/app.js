@@ -4,9 +4,9 @@
 // with the prompt box focused: a first prompt needs no session made beforehand.
 
 import { Unauthorized, api, errorText, setToken, token } from './api.js';
-import { currentSession, initChat, setTitle, showSession } from './chat.js';
-import { byId, fill, h } from './dom.js';
-import { routeKeep, startKeep, stopKeep } from './keep.js';
+import { currentSession, initChat, setTitle, showSession, stopChat } from './chat.js';
+import { byId, fill, h, markCurrent } from './dom.js';
+import { initKeep, routeKeep, startKeep, stopKeep } from './keep.js';
 import { initSettings, loadGrants, loadModel, loadSettings, showPermissions } from './settings.js';
 
 let sessions = [];
@@ -16,6 +16,7 @@ let signedIn = null;
 async function start() {
   initChat({ onGlobalEvent, onSessionCreated, guard });
   initSettings();
+  initKeep({ guard });
   byId('new-session').addEventListener('click', () => guard(newSession));
   byId('token-form').addEventListener('submit', (event) => {
     event.preventDefault();
@@ -23,7 +24,7 @@ async function start() {
     byId('token-input').value = '';
     guard(boot);
   });
-  byId('sign-out').addEventListener('click', signOut);
+  byId('sign-out').addEventListener('click', () => toSignIn(''));
   window.addEventListener('hashchange', () => guard(route));
   await guard(boot);
 }
@@ -34,12 +35,26 @@ async function guard(work) {
     await work();
   } catch (error) {
     if (!(error instanceof Unauthorized)) throw error;
-    stopKeep();
-    showView('token-view');
-    byId('token-error').textContent = sessionStorage.length ? 'That token was not accepted.' : '';
-    setToken(null);
-    byId('token-input').focus();
+    toSignIn(sessionStorage.length ? 'That token was not accepted.' : '');
   }
+}
+
+/**
+ * Forgets the token and everything shown with it (the event streams, the views' contents);
+ * the sign-in form shows, with `message` (why, or nothing).
+ */
+function toSignIn(message) {
+  setToken(null);
+  stopKeep();
+  stopChat();
+  sessions = [];
+  renderSessions();
+  signedIn = null;
+  byId('who').textContent = '';
+  byId('sign-out').hidden = true;
+  byId('token-error').textContent = message;
+  showView('token-view');
+  byId('token-input').focus();
 }
 
 async function boot() {
@@ -64,21 +79,24 @@ async function boot() {
 }
 
 async function route() {
-  const hash = decodeURIComponent(location.hash.slice(1));
+  let hash = '';
+  try {
+    hash = decodeURIComponent(location.hash.slice(1));
+  } catch {
+    // A hand-made address that is not percent-encoding: the default view.
+  }
   if (signedIn?.role === 'user') {
     await routeKeep(hash.startsWith('keep/') ? hash : 'keep/proposals', showView);
     return;
   }
   if (hash === 'settings') {
     showView('settings-view');
-    byId('nav-settings').setAttribute('aria-current', 'page');
-    byId('nav-chat').removeAttribute('aria-current');
+    markCurrent(['nav-chat', 'nav-settings'], 'nav-settings');
     await loadSettings();
     return;
   }
   showView('chat-view');
-  byId('nav-chat').setAttribute('aria-current', 'page');
-  byId('nav-settings').removeAttribute('aria-current');
+  markCurrent(['nav-chat', 'nav-settings'], 'nav-chat');
   const wanted = hash.startsWith('chat/') ? hash.slice(5) : null;
   const session = sessions.find((s) => s.id === wanted) || (wanted ? null : sessions[0]);
   if (session?.id !== currentSession() || currentSession() === null) {
@@ -93,18 +111,6 @@ function showView(id) {
 
 const VIEWS = ['token-view', 'chat-view', 'settings-view', 'keep-proposals-view', 'keep-review-view',
   'keep-tools-view', 'keep-journal-view', 'keep-device-view'];
-
-/** Forgets the token (and on a Keep host the event stream); the sign-in form shows. */
-function signOut() {
-  setToken(null);
-  stopKeep();
-  signedIn = null;
-  byId('who').textContent = '';
-  byId('sign-out').hidden = true;
-  byId('token-error').textContent = '';
-  showView('token-view');
-  byId('token-input').focus();
-}
 
 async function loadSessions() {
   const answer = await api('GET', '/api/sessions');

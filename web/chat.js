@@ -94,6 +94,18 @@ export async function showSession(id, title) {
   }
 }
 
+/** Stops following the session and forgets what the view shows (signing out). */
+export function stopChat() {
+  view.loads += 1;
+  if (view.events) view.events.close();
+  view.events = null;
+  view.sessionId = null;
+  view.turns.clear();
+  view.cards.clear();
+  fill(byId('transcript'));
+  setRunning(null);
+}
+
 /** The session title shown in the heading (after a rename). */
 export function setTitle(title) {
   byId('chat-heading').textContent = title || 'Untitled session';

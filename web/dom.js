@@ -54,3 +54,11 @@ export function splitThought(text) {
   });
   return { thought: thoughts.filter(Boolean).join('\n\n'), rest: rest.trim() };
 }
+
+/** Marks the link `current` (an id among `ids`) as the page's current one, and no other. */
+export function markCurrent(ids, current) {
+  for (const id of ids) {
+    if (id === current) byId(id).setAttribute('aria-current', 'page');
+    else byId(id).removeAttribute('aria-current');
+  }
+}

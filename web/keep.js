@@ -4,10 +4,10 @@
 // devices. Every decision that needs a device is signed here (device.js) and verified by the
 // host; everything a cell or the host wrote is shown as text, never interpreted.
 
-import { api, errorText, openKeepEvents } from './api.js';
+import { Unauthorized, api, errorText, openKeepEvents } from './api.js';
 import { canonicalJson, sha256Hex } from './canonical.js';
 import * as devices from './device.js';
-import { byId, fill, h } from './dom.js';
+import { byId, fill, h, markCurrent } from './dom.js';
 
 let me = null;
 let events = null;
@@ -16,14 +16,57 @@ let deviceProblem = null;
 let current = 'proposals';
 let reloadTimer = null;
 const pendingReloads = new Set();
+/**
+ * Bumped when a person signs in or out: an answer to a request made before (with another
+ * token) is dropped rather than drawn for whoever is signed in now.
+ */
+let signIns = 0;
 
-/** Control, bidi and other invisible characters as visible `\u{XXXX}`, as the host writes them. */
+/** A check that answers true once the person signed in has changed since it was made. */
+function staleAfter() {
+  const at = signIns;
+  return () => at !== signIns;
+}
+
+/** Runs work that may meet a 401 (app.js: it shows the sign-in). */
+let guard = (work) => work();
+
+/** Wires the page's guard, which turns a refused token into the sign-in. */
+export function initKeep(options) {
+  guard = options.guard;
+}
+
+/**
+ * What may be shown as itself: control, format (bidi, zero-width), other default-ignorable
+ * and blank-looking characters become visible `\u{XXXX}` (as the host writes them), and so do
+ * combining marks past the third on one character, so nothing hides, reorders or overflows.
+ */
 export function visibleText(value) {
   const text = typeof value === 'string' ? value : JSON.stringify(value);
-  return (text ?? '').replace(/[\p{Cc}\p{Cf}\u2028\u2029]/gu, (character) => {
-    if (character === '\n' || character === '\t') return character;
-    return `\\u{${character.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}}`;
-  });
+  const escape = (character) => `\\u{${character.codePointAt(0).toString(16).toUpperCase().padStart(4, '0')}}`;
+  return (text ?? '')
+    .replace(/[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\u2028\u2029\u2800]/gu,
+      (character) => (character === '\n' || character === '\t' ? character : escape(character)))
+    .replace(/(\p{M}{3})(\p{M}+)/gu, (_, kept, extra) => kept + [...extra].map(escape).join(''));
+}
+
+/**
+ * `work` for a button: the button is disabled while it runs (a second click sends nothing),
+ * a refused token shows the sign-in, and any other failure is said in `result`.
+ */
+function act(work, result) {
+  return async (event) => {
+    event?.preventDefault?.();
+    const button = event?.currentTarget instanceof HTMLButtonElement ? event.currentTarget : null;
+    if (button) button.disabled = true;
+    try {
+      await guard(work);
+    } catch (error) {
+      if (result) status(result, `Something failed: ${error.message}`, false);
+    } finally {
+      if (button) button.disabled = false;
+    }
+  };
 }
 
 function when(ms) {
@@ -41,34 +84,77 @@ function status(el, text, ok = true) {
 
 /** Starts the Keep view for `whoami` (a user): the device, the event stream, the first view. */
 export async function startKeep(whoami) {
+  signIns += 1;
   me = whoami;
   document.body.classList.add('keep-user');
   byId('who').textContent = `Signed in as ${me.user}`;
   byId('model-status').textContent = 'Keep host';
   deviceProblem = await devices.unsupported();
-  device = deviceProblem ? null : await devices.loadDevice(me.user).catch(() => null);
-  if (device && !(await registered(device))) device = { ...device, pending: true };
+  device = null;
+  if (!deviceProblem) {
+    try {
+      device = await devices.loadDevice(me.user);
+    } catch (error) {
+      deviceProblem = `This browser's key store cannot be read (${error.name || error.message}), so it cannot sign here.`;
+    }
+  }
+  if (device) {
+    const state = await registration(device);
+    if (state === 'retired') {
+      // A retired key signs nothing ever again: forget it, so a new one can be enrolled.
+      await devices.forgetDevice(me.user);
+      device = null;
+    } else if (state === 'unknown') {
+      device = { ...device, pending: true };
+    }
+  }
   events?.close();
-  events = openKeepEvents();
-  events.onmessage = (message) => onEvent(JSON.parse(message.data));
-  events.onopen = () => { byId('keep-live').textContent = 'Live: new proposals and decisions show as they happen.'; };
-  events.onerror = () => { byId('keep-live').textContent = 'Reconnecting to the event stream…'; };
+  const source = openKeepEvents();
+  events = source;
+  source.onmessage = (message) => {
+    if (events !== source) return;
+    let event;
+    try {
+      event = JSON.parse(message.data);
+    } catch {
+      return;
+    }
+    onEvent(event);
+  };
+  source.onopen = () => { byId('keep-live').textContent = 'Live: new proposals and decisions show as they happen.'; };
+  source.onerror = () => {
+    if (events !== source) return;
+    byId('keep-live').textContent = 'Reconnecting to the event stream…';
+    // A stream the browser gave up on: a refused token shows the sign-in.
+    if (source.readyState === EventSource.CLOSED) guard(() => api('GET', '/v1/whoami'));
+  };
 }
 
-/** Closes the event stream (signing out). */
+/** Closes the event stream and forgets everything shown (signing out, or a refused token). */
 export function stopKeep() {
+  signIns += 1;
   events?.close();
   events = null;
+  clearTimeout(reloadTimer);
+  reloadTimer = null;
+  pendingReloads.clear();
   me = null;
   device = null;
+  deviceProblem = null;
+  reviewed = null;
+  reviews += 1;
+  keyMaking = null;
+  for (const id of ['keep-approvals', 'keep-tool-proposals', 'keep-other-proposals', 'keep-review', 'keep-tools', 'keep-journal', 'keep-device']) fill(byId(id));
+  for (const id of ['keep-live', 'keep-device-note', 'keep-proposals-error', 'keep-tools-result', 'keep-chain', 'keep-recheck', 'keep-device-result']) byId(id).textContent = '';
   document.body.classList.remove('keep-user');
 }
 
-/** Whether this browser's key is one of the person's devices at the host, not retired. */
-async function registered(record) {
+/** Whether this browser's key is one of the person's devices at the host: `registered`, `retired` or `unknown`. */
+async function registration(record) {
   const answer = await api('GET', '/v1/devices');
-  return answer.status === 200
-    && answer.body.devices.some((key) => key.key_id === record.key_id && !key.retired_at_ms);
+  const found = answer.status === 200 ? answer.body.devices.find((key) => key.key_id === record.key_id) : null;
+  if (!found) return 'unknown';
+  return found.retired_at_ms ? 'retired' : 'registered';
 }
 
 const VIEWS = {
@@ -84,13 +170,19 @@ export async function routeKeep(hash, showView) {
   const [, name = 'proposals', id] = hash.split('/');
   current = VIEWS[name] ? name : 'proposals';
   showView(VIEWS[current]);
-  for (const [view, link] of Object.entries({ proposals: 'nav-proposals', tools: 'nav-tools', journal: 'nav-journal', device: 'nav-device' })) {
-    if (view === current || (view === 'proposals' && current === 'proposal')) byId(link).setAttribute('aria-current', 'page');
-    else byId(link).removeAttribute('aria-current');
-  }
+  markCurrent(Object.values(NAV), NAV[current]);
   if (current === 'proposal') await loadReview(id);
   else await LOADERS[current]();
 }
+
+/** The header's link of each view (a review belongs to Proposals). */
+const NAV = {
+  proposals: 'nav-proposals',
+  proposal: 'nav-proposals',
+  tools: 'nav-tools',
+  journal: 'nav-journal',
+  device: 'nav-device',
+};
 
 const LOADERS = {
   proposals: loadProposals,
@@ -102,36 +194,61 @@ const LOADERS = {
 /** Events reload what they are about, at most once per 150 ms each. */
 function onEvent(event) {
   const type = event.type || '';
-  if (type.startsWith('proposal.') || type.startsWith('egress.')) pendingReloads.add('proposals');
-  if (type.startsWith('tool.') || type === 'proposal.decided') pendingReloads.add('tools');
-  if (type === 'proposal.decided' && current === 'proposal') pendingReloads.add('review');
+  // `stream.*`: events were missed (a gap, a lagging reader): reload everything shown.
+  const missed = type.startsWith('stream.');
+  if (missed || type.startsWith('proposal.') || type.startsWith('egress.')) pendingReloads.add('proposals');
+  if (missed || type.startsWith('tool.') || type === 'proposal.decided') pendingReloads.add('tools');
+  if (missed || type === 'proposal.decided') pendingReloads.add('review');
   if (reloadTimer) return;
-  reloadTimer = setTimeout(async () => {
+  reloadTimer = setTimeout(() => guard(async () => {
     reloadTimer = null;
     const wanted = [...pendingReloads];
     pendingReloads.clear();
     if (wanted.includes('proposals') && current === 'proposals') await loadProposals();
     if (wanted.includes('tools') && current === 'tools') await loadTools();
     if (wanted.includes('review') && current === 'proposal') await refreshReviewState();
-  }, 150);
+  }).catch(() => {}), 150);
+}
+
+/**
+ * Puts `items` (`[key, build]` pairs, in order) into `list`, keeping the element of every key
+ * it already shows as it is: a live update never unticks a box, clears a result or takes the
+ * focus from an item that did not change.
+ */
+function reconcile(list, items) {
+  const kept = new Map([...list.children].map((el) => [el.dataset.key, el]));
+  const wanted = items.map(([key, build]) => {
+    const el = kept.get(key) || build();
+    el.dataset.key = key;
+    return el;
+  });
+  for (const el of [...list.children]) if (!wanted.includes(el)) el.remove();
+  wanted.forEach((el, index) => {
+    if (list.children[index] !== el) list.insertBefore(el, list.children[index] || null);
+  });
 }
 
 // Proposals ---------------------------------------------------------------------------------
 
 async function loadProposals() {
+  const stale = staleAfter();
   const [proposals, approvals] = await Promise.all([api('GET', '/v1/proposals'), api('GET', '/v1/approvals')]);
+  if (stale()) return;
   byId('keep-proposals-error').textContent = proposals.status === 200 ? '' : errorText(proposals);
   deviceNote();
-  if (approvals.status === 200) renderApprovals(approvals.body.approvals);
-  if (proposals.status !== 200) return;
-  const tools = proposals.body.tools;
-  fill(byId('keep-tool-proposals'), tools.length === 0
-    ? h('li', { class: 'muted' }, 'No tool has been proposed.')
-    : tools.map(toolProposalItem));
-  const others = proposals.body.proposals;
-  fill(byId('keep-other-proposals'), others.length === 0
-    ? h('li', { class: 'muted' }, 'Nothing proposed yet.')
-    : others.map(otherProposalItem));
+  const empty = (text) => [['empty', () => h('li', { class: 'muted' }, text)]];
+  const list = approvals.status === 200 ? approvals.body.approvals : [];
+  reconcile(byId('keep-approvals'), list.length === 0
+    ? empty(approvals.status === 200 ? 'Nothing is waiting for you.' : errorText(approvals))
+    : list.map((approval) => [approval.id, () => approvalItem(approval)]));
+  const tools = proposals.status === 200 ? proposals.body.tools : [];
+  reconcile(byId('keep-tool-proposals'), tools.length === 0
+    ? empty(proposals.status === 200 ? 'No tool has been proposed.' : '')
+    : tools.map((review) => [`${review.id}:${review.state}`, () => toolProposalItem(review)]));
+  const others = proposals.status === 200 ? proposals.body.proposals : [];
+  reconcile(byId('keep-other-proposals'), others.length === 0
+    ? empty(proposals.status === 200 ? 'Nothing proposed yet.' : '')
+    : others.map((proposal) => [`${proposal.id}:${proposal.state}`, () => otherProposalItem(proposal)]));
 }
 
 function deviceNote() {
@@ -204,6 +321,13 @@ function confirmBox(id, text) {
   return { box, label: h('label', { class: 'check confirm', for: id }, box, text) };
 }
 
+/** Whether a needed confirm is ticked; says so in `result` when it is not. */
+function confirmed(needed, box, result, why) {
+  if (!needed || box?.checked) return true;
+  status(result, `Tick the confirm first: ${why}`, false);
+  return false;
+}
+
 function acceptReject(proposal) {
   const result = h('p', { class: 'result', role: 'status' });
   const confirm = proposal.tainted
@@ -211,21 +335,19 @@ function acceptReject(proposal) {
     : null;
   const accept = h('button', {
     type: 'button',
-    onclick: () => decideOther(proposal, 'accept', confirm?.box.checked, result),
+    onclick: act(() => decideOther(proposal, 'accept', confirm?.box, result), result),
   }, 'Accept');
   const reject = h('button', {
     type: 'button', class: 'secondary',
-    onclick: () => decideOther(proposal, 'reject', false, result),
+    onclick: act(() => decideOther(proposal, 'reject', null, result), result),
   }, 'Reject');
   return h('div', { class: 'decide' }, confirm?.label, h('div', { class: 'actions' }, accept, reject), result);
 }
 
-async function decideOther(proposal, action, confirmed, result) {
-  if (action === 'accept' && proposal.tainted && !confirmed) {
-    status(result, 'Tick the confirm first: this came from a tainted session.', false);
-    return;
-  }
-  const body = action === 'accept' ? { confirm_tainted: Boolean(confirmed) } : undefined;
+async function decideOther(proposal, action, box, result) {
+  const accepting = action === 'accept';
+  if (accepting && !confirmed(proposal.tainted, box, result, 'this came from a tainted session.')) return;
+  const body = accepting ? { confirm_tainted: Boolean(box?.checked) } : undefined;
   const answer = await api('POST', `/v1/proposals/${encodeURIComponent(proposal.id)}/${action}`, body);
   if (answer.status !== 200) {
     status(result, errorText(answer), false);
@@ -236,35 +358,33 @@ async function decideOther(proposal, action, confirmed, result) {
 
 // Waiting egress uses -----------------------------------------------------------------------
 
-function renderApprovals(approvals) {
-  fill(byId('keep-approvals'), approvals.length === 0
-    ? h('li', { class: 'muted' }, 'Nothing is waiting for you.')
-    : approvals.map(approvalItem));
-}
-
 function approvalItem(approval) {
   const result = h('p', { class: 'result', role: 'status' });
-  const answer = (approve) => answerApproval(approval, approve, result);
+  const answer = (approve) => act(() => answerApproval(approval, approve, result), result);
   return h('li', { class: 'approval', 'data-id': approval.id, 'data-state': 'waiting' },
     h('div', { class: 'proposal-main' },
       h('p', {}, h('strong', {}, `${approval.method} `), h('span', { class: 'wrap' }, visibleText(approval.url)), taintBadge(approval.tainted)),
       h('dl', { class: 'facts' },
         fact('Agent', `${visibleText(approval.agent)} (version ${approval.agent_version})`),
         fact('Credentials the host adds', approval.credentials.length ? approval.credentials.map(visibleText).join(', ') : 'none'),
-        fact('Body', `${approval.body_bytes} ${approval.body_bytes === 1 ? 'byte' : 'bytes'}`),
+        fact('Body', `${approval.body_bytes} ${approval.body_bytes === 1 ? 'byte' : 'bytes'}`, approval.body_bytes ? h('span', { class: 'muted mono wrap' }, `, SHA-256 ${approval.body_sha256}`) : null),
         approval.headers.length ? fact('Headers', h('pre', {}, approval.headers.map(([name, value]) => `${visibleText(name)}: ${visibleText(value)}`).join('\n'))) : null,
         approval.device_signature ? fact('Needs', 'a signature from this device') : null),
       approval.tainted ? h('p', {}, 'The session read untrusted content that may be steering this request.') : null),
     h('div', { class: 'decide' },
       h('div', { class: 'actions' },
-        h('button', { type: 'button', onclick: () => answer(true) }, approval.device_signature ? 'Approve (sign)' : 'Approve'),
-        h('button', { type: 'button', class: 'secondary', onclick: () => answer(false) }, 'Deny')),
+        h('button', { type: 'button', onclick: answer(true) }, approval.device_signature ? 'Approve (sign)' : 'Approve'),
+        h('button', { type: 'button', class: 'secondary', onclick: answer(false) }, 'Deny')),
       result));
 }
 
 async function answerApproval(approval, approve, result) {
   const body = { approve };
   if (approve && approval.device_signature) {
+    if (!(await approvalHashesHold(approval))) {
+      status(result, 'The host names other hashes than the request it shows (or shows it cut), so this page signs nothing: decide it with the command line.', false);
+      return;
+    }
     const signed = await signOrSay(result, {
       kind: 'approve_egress', subject: approval.id, hashes: approval.hashes,
       ceiling_version: 0, policy_version: approval.agent_version,
@@ -275,6 +395,27 @@ async function answerApproval(approval, approve, result) {
   const answer = await api('POST', `/v1/approvals/${encodeURIComponent(approval.id)}`, body);
   if (answer.status !== 200) status(result, errorText(answer), false);
   else status(result, approve ? 'Approved: the request goes out.' : 'Denied: the request was refused.');
+}
+
+/**
+ * Whether an egress approval's hashes are those of the request shown: `body` its body's hash,
+ * `request` the hash of `{body_sha256, headers, method, url}` as shown. A header cut or
+ * escaped for showing makes them differ, and then nothing is signed here.
+ */
+async function approvalHashesHold(approval) {
+  try {
+    const { method, url, headers, body_sha256: bodySha } = approval;
+    const request = await sha256Hex(canonicalJson({ body_sha256: bodySha, headers, method, url }));
+    return sameKeys(approval.hashes, ['body', 'request'])
+      && approval.hashes.body === bodySha && approval.hashes.request === request;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether `hashes` names exactly these keys. */
+function sameKeys(hashes, keys) {
+  return Object.keys(hashes || {}).sort().join() === keys.slice().sort().join();
 }
 
 /** Signs `basis` on this device, or says why it cannot (and answers null). */
@@ -298,22 +439,35 @@ async function signOrSay(result, basis, confirmTainted = false) {
 // A tool proposal's review ------------------------------------------------------------------
 
 let reviewed = null;
+/** Bumped by each load of a review, so an older load that answers late draws nothing. */
+let reviews = 0;
+/** True while a decision on the review shown is signed and sent. */
+let deciding = false;
 
 async function loadReview(id) {
   const root = byId('keep-review');
+  reviews += 1;
+  const load = reviews;
+  // Nothing of the review shown before stays clickable while this one loads.
+  fill(root, h('p', { class: 'muted' }, 'Loading…'));
   const answer = await api('GET', `/v1/proposals/${encodeURIComponent(id || '')}`);
+  if (load !== reviews) return;
   if (answer.status !== 200 || answer.body.kind !== 'tool') {
     reviewed = null;
     fill(root, h('p', { class: 'error' }, answer.status === 200 ? 'That proposal is not a tool.' : errorText(answer)));
     return;
   }
+  const shown = await reviewView(answer.body);
+  if (load !== reviews) return;
   reviewed = answer.body;
-  fill(root, await reviewView(answer.body));
+  fill(root, shown);
 }
 
 async function refreshReviewState() {
-  if (!reviewed) return;
+  if (!reviewed || deciding) return;
+  const stale = staleAfter();
   const answer = await api('GET', `/v1/proposals/${encodeURIComponent(reviewed.id)}`);
+  if (stale()) return;
   if (answer.status === 200 && answer.body.state !== reviewed.state) {
     const signedText = byId('keep-signed')?.textContent;
     const result = byId('keep-review-result')?.textContent;
@@ -380,18 +534,19 @@ async function reviewView(review) {
   if (!hashesHold) {
     parts.push(h('p', { class: 'error', role: 'alert' }, 'The host names other hashes than the manifest and description it shows. Nothing can be signed here.'));
   }
+  if (review.refused) {
+    parts.push(h('p', { class: 'error', role: 'alert' }, `The host refuses this proposal: ${visibleText(review.refused)}`));
+  }
   const result = h('p', { id: 'keep-review-result', class: 'result', role: 'status' });
-  if (review.state === 'pending' && hashesHold) {
+  if (review.state === 'pending' && hashesHold && !review.refused) {
     const confirm = review.needs_confirm_tainted
       ? confirmBox('confirm-tainted', 'I know this tool was proposed by a tainted session, and approve it anyway.')
       : null;
     parts.push(h('div', { class: 'decide' },
       confirm?.label,
       h('div', { class: 'actions' },
-        h('button', { type: 'button', onclick: () => decideTool(review, true, confirm?.box.checked, result) }, 'Approve on this device'),
-        h('button', { type: 'button', class: 'secondary', onclick: () => decideTool(review, false, false, result) }, 'Deny on this device'))));
-  } else if (review.refused) {
-    parts.push(h('p', { class: 'error' }, visibleText(review.refused)));
+        h('button', { type: 'button', onclick: act(() => decideTool(review, true, confirm?.box, result), result) }, 'Approve on this device'),
+        h('button', { type: 'button', class: 'secondary', onclick: act(() => decideTool(review, false, null, result), result) }, 'Deny on this device'))));
   }
   parts.push(result, h('details', { class: 'signed', hidden: true },
     h('summary', {}, 'What your device signed'), h('pre', { id: 'keep-signed' })));
@@ -403,7 +558,8 @@ async function reviewHashesHold(review) {
   try {
     const manifest = await sha256Hex(canonicalJson(review.clamped_manifest));
     const description = await sha256Hex(review.description);
-    return review.hashes.manifest === manifest && review.hashes.description === description
+    return sameKeys(review.hashes, ['bundle', 'description', 'manifest'])
+      && review.hashes.manifest === manifest && review.hashes.description === description
       && review.hashes.bundle === review.bundle_sha256;
   } catch {
     return false;
@@ -417,18 +573,24 @@ function showSigned(text) {
   shown.closest('details').hidden = false;
 }
 
-async function decideTool(review, approve, confirmed, result) {
-  if (approve && review.needs_confirm_tainted && !confirmed) {
-    status(result, 'Tick the confirm first: a tool from a tainted session is approved only with it.', false);
-    return;
+async function decideTool(review, approve, box, result) {
+  if (approve && !confirmed(review.needs_confirm_tainted, box, result, 'a tool from a tainted session is approved only with it.')) return;
+  deciding = true;
+  try {
+    await signAndSend(review, approve, approve && Boolean(box?.checked), result);
+  } finally {
+    deciding = false;
   }
+}
+
+async function signAndSend(review, approve, confirmTainted, result) {
   const signed = await signOrSay(result, {
     kind: approve ? 'approve_proposal' : 'deny_proposal',
     subject: review.id,
     hashes: review.hashes,
     ceiling_version: review.ceiling_version,
     policy_version: review.policy_version,
-  }, approve && confirmed);
+  }, confirmTainted);
   if (!signed) return;
   showSigned(signed.canonical);
   const answer = await api('POST', `/v1/proposals/${encodeURIComponent(review.id)}/decision`, { decision: signed.envelope });
@@ -448,15 +610,20 @@ async function decideTool(review, approve, confirmed, result) {
 // Tools -------------------------------------------------------------------------------------
 
 async function loadTools() {
+  const stale = staleAfter();
   const answer = await api('GET', '/v1/tools');
+  if (stale()) return;
   if (answer.status !== 200) {
-    fill(byId('keep-tools'), h('li', { class: 'error' }, errorText(answer)));
+    reconcile(byId('keep-tools'), [['error', () => h('li', { class: 'error' }, errorText(answer))]]);
     return;
   }
   const tools = answer.body.tools;
-  fill(byId('keep-tools'), tools.length === 0
-    ? h('li', { class: 'muted' }, 'You have no tools yet: approve a proposed one.')
-    : tools.map(toolItem));
+  reconcile(byId('keep-tools'), tools.length === 0
+    ? [['empty', () => h('li', { class: 'muted' }, 'You have no tools yet: approve a proposed one.')]]
+    : tools.map((tool) => [
+      [tool.name, tool.version, tool.egress_mode, tool.taint_cleared, tool.revoked_at_ms].join(':'),
+      () => toolItem(tool),
+    ]));
 }
 
 function toolItem(tool) {
@@ -464,11 +631,13 @@ function toolItem(tool) {
   const revoked = Boolean(tool.revoked_at_ms);
   const mode = revoked ? 'revoked' : tool.egress_mode;
   const buttons = [];
+  let confirm = null;
   if (!revoked && tool.clear_taint) {
-    buttons.push(h('button', { type: 'button', class: 'secondary', onclick: () => clearTaint(tool, result) }, `Clear taint of ${visibleText(tool.name)}`));
+    confirm = confirmBox(`trust-${tool.name}`, `I have checked ${visibleText(tool.name)} and trust its answers from now on.`);
+    buttons.push(h('button', { type: 'button', class: 'secondary', onclick: act(() => clearTaint(tool, confirm.box, result), result) }, `Clear taint of ${visibleText(tool.name)}`));
   }
   if (!revoked) {
-    buttons.push(h('button', { type: 'button', class: 'danger', onclick: () => revoke(tool, result) }, `Revoke ${visibleText(tool.name)}`));
+    buttons.push(h('button', { type: 'button', class: 'danger', onclick: act(() => revoke(tool, result), result) }, `Revoke ${visibleText(tool.name)}`));
   }
   return h('li', { 'data-name': tool.name, 'data-mode': mode },
     h('div', { class: 'proposal-main' },
@@ -480,11 +649,42 @@ function toolItem(tool) {
         : tool.tainted && !tool.taint_cleared
           ? `Asks before each use of the network until its taint is cleared (${visibleText(tool.taint_source || 'untrusted content')}).`
           : `Deployed ${when(tool.deployed_at_ms)}, approved by device ${tool.approved_by}.`)),
-    h('div', { class: 'decide' }, h('div', { class: 'actions' }, buttons), result));
+    h('div', { class: 'decide' }, confirm?.label, h('div', { class: 'actions' }, buttons), result));
 }
 
-async function clearTaint(tool, result) {
-  const signed = await signOrSay(result, tool.clear_taint);
+/**
+ * The `clear_taint` decision for `tool`, built here: its kind and subject are this tool's, and
+ * the hashes the host names must be those of the tool shown (its bundle, its manifest).
+ */
+async function clearTaintBasis(tool) {
+  const basis = tool.clear_taint;
+  const hashes = basis?.hashes || {};
+  const manifest = await sha256Hex(canonicalJson(tool.manifest));
+  if (!sameKeys(hashes, ['bundle', 'manifest']) || hashes.bundle !== tool.bundle_sha256 || hashes.manifest !== manifest) {
+    return null;
+  }
+  return {
+    kind: 'clear_taint',
+    subject: `u/${me.user}/${tool.name}@${tool.version}`,
+    hashes,
+    ceiling_version: basis.ceiling_version,
+    policy_version: basis.policy_version,
+  };
+}
+
+async function clearTaint(tool, box, result) {
+  if (!confirmed(true, box, result, 'clearing the taint lets the tool use the network without asking.')) return;
+  let basis = null;
+  try {
+    basis = await clearTaintBasis(tool);
+  } catch {
+    basis = null;
+  }
+  if (!basis) {
+    status(result, 'The host names other hashes than the tool it shows, so this page signs nothing.', false);
+    return;
+  }
+  const signed = await signOrSay(result, basis);
   if (!signed) return;
   const answer = await api('POST', `/v1/tools/${encodeURIComponent(tool.name)}/clear-taint`, { decision: signed.envelope });
   if (answer.status !== 200) {
@@ -508,7 +708,9 @@ async function revoke(tool, result) {
 // Journal -----------------------------------------------------------------------------------
 
 async function loadJournal() {
+  const stale = staleAfter();
   const [list, check] = await Promise.all([api('GET', '/v1/journal'), api('GET', '/v1/journal/verify')]);
+  if (stale()) return;
   const chain = byId('keep-chain');
   if (check.status === 200) {
     const c = check.body;
@@ -524,6 +726,7 @@ async function loadJournal() {
   }
   const entries = list.body.entries;
   const bad = await recheck(entries);
+  if (stale()) return;
   status(byId('keep-recheck'), bad.length === 0
     ? `This browser recomputed the hash of each of the ${entries.length} entries shown, and the links between consecutive ones: all hold.`
     : `This browser found entries that do not hold: ${bad.join('; ')}`, bad.length === 0);
@@ -567,13 +770,19 @@ function journalItem(entry) {
 
 async function loadDevice() {
   const root = byId('keep-device');
+  const stale = staleAfter();
   const list = await api('GET', '/v1/devices');
+  if (stale()) return;
   const registeredKeys = list.status === 200 ? list.body.devices : [];
   const parts = [];
   if (deviceProblem) {
     parts.push(h('p', { class: 'error', role: 'alert', id: 'keep-device-problem' }, deviceProblem));
   } else if (device && !device.pending) {
-    parts.push(h('p', { class: 'result ok' }, `This browser is your device “${visibleText(device.label)}”, key ${device.key_id}. Its private key never leaves this browser.`),
+    const result = h('p', { class: 'result', role: 'status' });
+    parts.push(h('p', { class: 'result ok' }, `This browser is your device “${visibleText(device.label)}”, key ${device.key_id}. Its private key never leaves this browser, and anyone who signs in here with your token can sign with it: retire it before you leave a shared browser.`),
+      h('div', { class: 'actions' },
+        h('button', { type: 'button', class: 'danger', onclick: act(() => retire(result), result) }, 'Retire this browser as a device')),
+      result,
       approveAnotherForm());
   } else {
     parts.push(enrolForms());
@@ -588,18 +797,28 @@ async function loadDevice() {
   fill(root, parts);
 }
 
+/** Retires this browser's key at the host and forgets it here. */
+async function retire(result) {
+  const answer = await api('DELETE', `/v1/devices/${encodeURIComponent(device.key_id)}`);
+  if (answer.status !== 200) {
+    status(result, `Not retired: ${errorText(answer)}`, false);
+    return;
+  }
+  await devices.forgetDevice(me.user);
+  device = null;
+  keyMaking = null;
+  await loadDevice();
+  status(byId('keep-device-result'), 'Retired: this browser signs nothing from now on, and its key is gone.');
+}
+
 function enrolForms() {
   const result = h('p', { class: 'result', role: 'status', id: 'keep-enrol-result' });
   const label = h('input', { id: 'device-label', value: 'this browser', maxlength: '64' });
   const code = h('input', { id: 'enrol-code', autocomplete: 'off' });
   const pasted = h('textarea', { id: 'enrol-decision', rows: '4' });
   const keyShown = h('p', { class: 'mono wrap', id: 'keep-new-key' }, device ? `Public key: ${device.public_key}` : '');
-  const withCode = async (event) => {
-    event.preventDefault();
-    await enrol(label.value.trim(), { enrol_code: code.value.trim() }, result);
-  };
-  const withDecision = async (event) => {
-    event.preventDefault();
+  const withCode = act(() => enrol(label.value.trim(), { enrol_code: code.value.trim() }, result), result);
+  const withDecision = act(async () => {
     let decision;
     try {
       decision = JSON.parse(pasted.value);
@@ -608,11 +827,11 @@ function enrolForms() {
       return;
     }
     await enrol(label.value.trim(), { decision }, result);
-  };
-  const makeKey = async () => {
+  }, result);
+  const makeKey = act(async () => {
     await ensureKey(label.value.trim());
     keyShown.textContent = `Public key: ${device.public_key}`;
-  };
+  }, result);
   return h('div', {},
     h('p', {}, 'To sign decisions here, enrol this browser as one of your devices. It makes an Ed25519 key whose private half cannot be read back, even by this page.'),
     h('label', { for: 'device-label' }, 'A name for this device'), label,
@@ -631,9 +850,16 @@ function enrolForms() {
     result);
 }
 
+/** The key being made, so two quick clicks make one key. */
+let keyMaking = null;
+
 async function ensureKey(label) {
-  if (!device) device = { ...(await devices.createDevice(me.user, label || 'this browser')), pending: true };
-  return device;
+  if (device) return device;
+  const user = me.user;
+  keyMaking ??= devices.createDevice(user, label || 'this browser');
+  const record = await keyMaking;
+  if (me?.user === user) device = { ...record, pending: true };
+  return record;
 }
 
 async function enrol(label, proof, result) {
@@ -654,6 +880,7 @@ async function enrol(label, proof, result) {
     await loadDevice();
     status(byId('keep-device-result'), `Enrolled: this browser signs as key ${device.key_id}.`);
   } catch (error) {
+    if (error instanceof Unauthorized) throw error;
     status(result, `Not enrolled: ${error.message}`, false);
   }
 }
@@ -662,8 +889,7 @@ function approveAnotherForm() {
   const result = h('p', { class: 'result', role: 'status', id: 'keep-other-result' });
   const key = h('input', { id: 'other-key', autocomplete: 'off' });
   const out = h('textarea', { id: 'other-decision', rows: '5', readonly: true });
-  const submit = async (event) => {
-    event.preventDefault();
+  const submit = act(async () => {
     try {
       const bytes = devices.publicKeyBytes(key.value);
       const ceiling = await api('GET', `/v1/ceilings/${encodeURIComponent(me.user)}`);
@@ -679,9 +905,10 @@ function approveAnotherForm() {
       out.value = JSON.stringify(signed.envelope);
       status(result, 'Signed: paste this decision into the new device within five minutes.');
     } catch (error) {
+      if (error instanceof Unauthorized) throw error;
       status(result, error.message, false);
     }
-  };
+  }, result);
   return h('form', { class: 'card', onsubmit: submit, 'aria-labelledby': 'approve-other-heading' },
     h('h2', { id: 'approve-other-heading' }, 'Approve another device'),
     h('label', { for: 'other-key' }, 'The new device’s public key (64 hexadecimal characters)'), key,

@@ -84,9 +84,10 @@ const problems = [];
  * A browser signed in with `token`. Console errors fail the run, but for the 401 of the
  * health check before the token (the browser logs it) and those `expected` names.
  */
-async function openAs(token, who, expected = [], first = '#keep-proposals-view') {
+async function openAs(token, who, expected = [], first = '#keep-proposals-view', initScript = null) {
   const browser = await launch();
   const page = browser.context.pages()[0] || await browser.context.newPage();
+  if (initScript) await page.addInitScript(initScript);
   const allowed = [/status of 401/, ...expected];
   page.on('pageerror', (error) => problems.push(`${who}: page error: ${error.message}`));
   page.on('console', (message) => {
@@ -173,6 +174,7 @@ step('alice signs in and sees only her views', async () => {
 step('the browser enrols as alice\'s device with a code; its key cannot be read back', async () => {
   const { page } = alice;
   await view(page, 'Device');
+  await inspect(page, 'enrol');
   await page.getByLabel('A name for this device', { exact: true }).fill('alice’s browser');
   await page.getByLabel('Enrolment code', { exact: true }).fill(env.KEEP_ALICE_CODE);
   await page.getByRole('button', { name: 'Enrol this browser' }).click();
@@ -239,6 +241,11 @@ step('a second browser enrols as alice\'s device, approved from the first', asyn
 step('a proposal appears for alice without a reload, and never for bob', async () => {
   const { page } = alice;
   await view(page, 'Proposals');
+  // Bob's page is open before alice's agent proposes anything (and later sent to alice's
+  // proposal: the host answers 404, which the browser logs).
+  bob = await openAs(env.KEEP_BOB, 'bob', [/status of 404/]);
+  check((await bob.page.locator('#who').textContent()) === 'Signed in as bob', 'bob is not signed in');
+  await bob.page.locator('#keep-live').filter({ hasText: 'Live' }).waitFor({ timeout: WAIT_MS });
   clean = await newSession();
   await proposeTool(clean, 'weather', 1, DESCRIPTION, {
     egress: {
@@ -254,9 +261,8 @@ step('a proposal appears for alice without a reload, and never for bob', async (
   await toolProposal(page, 'weather', 1).waitFor({ timeout: WAIT_MS })
     .catch(() => { throw new Error('the proposal did not appear without a reload'); });
   const id = await toolProposal(page, 'weather', 1).getAttribute('data-id');
-  // Bob's page is sent to alice's proposal: the host answers 404, which the browser logs.
-  bob = await openAs(env.KEEP_BOB, 'bob', [/status of 404/]);
-  check((await bob.page.locator('#who').textContent()) === 'Signed in as bob', 'bob is not signed in');
+  // Whatever reached alice's page live had time to reach bob's too.
+  await bob.page.waitForTimeout(500);
   await bob.page.locator('#keep-tool-proposals li').first().waitFor({ timeout: WAIT_MS });
   check((await bob.page.locator('#keep-tool-proposals').textContent()).includes('No tool has been proposed'), 'bob sees a tool proposal');
   check(!(await bob.page.content()).includes('weather'), 'bob\'s page mentions alice\'s tool');
@@ -335,6 +341,29 @@ step('the browser\'s signature verifies with the host\'s verifier, and the comma
   check(cliEnvelope.signed.nonce === decision.nonce, 'the command line changed the decision');
 });
 
+/** Documents whose canonical text tests RFC 8785's corners (each signable: a `type` first). */
+const TRICKY = [
+  { type: 't', '\uFB33': 1, '\u{1F600}': 2, 'é': 3, e: 4, '': 5, a: { z: [], y: {} } },
+  { type: 't', text: '\u001f\u007f\u2028\u2029 "quoted" \\ back\tslash\n\r\b\f', astral: '😀𝄞', cjk: '漢字' },
+  { type: 't', numbers: [0, -1, 1, 9007199254740991, -9007199254740991, 1000000, 100], t: true, f: false, n: null },
+  { type: 't', nested: [[[[[[[['deep']]]]]]]], keys: { '\u0000': 'nul', '\u00e9': 'é', '\u0065\u0301': 'combining' } },
+];
+
+step('the page\'s canonical JSON is the command line\'s, byte for byte, on RFC 8785\'s corners', async () => {
+  const { page } = alice;
+  const texts = await page.evaluate(async (docs) => {
+    const { canonicalJson } = await import('/assets/canonical.js');
+    return docs.map((doc) => canonicalJson(doc));
+  }, TRICKY);
+  TRICKY.forEach((doc, index) => {
+    const path = join(work, `tricky-${index}.json`);
+    writeFileSync(path, JSON.stringify(doc, null, 1));
+    const cli = imurun('keep', 'canonical', path);
+    check(Buffer.compare(cli, Buffer.from(texts[index], 'utf8')) === 0,
+      `document ${index}: the page writes ${JSON.stringify(texts[index])}, the command line ${JSON.stringify(cli.toString('utf8'))}`);
+  });
+});
+
 step('a tainted proposal cannot be approved without ticking the confirm', async () => {
   const { page } = alice;
   await view(page, 'Proposals');
@@ -386,7 +415,32 @@ step('tools: the tainted one asks until its taint is cleared on the device', asy
   check(await page.locator('#keep-tools > li[data-name="weather"]').getAttribute('data-mode') === 'allow', 'the clean tool does not allow');
   await inspect(page, 'tools');
   await notes.getByRole('button', { name: 'Clear taint of notes' }).click();
+  check((await resultText(notes.locator('.result'))).startsWith('Tick the confirm first'), 'the taint was cleared without the confirm');
+  // A host (or anything between) naming other hashes than the tool shown gets nothing signed.
+  let cleared = 0;
+  const count = (r) => { if (r.url().endsWith('/clear-taint')) cleared += 1; };
+  page.on('request', count);
+  await page.route('**/v1/tools', async (route) => {
+    const answer = await route.fetch();
+    const body = await answer.json();
+    for (const tool of body.tools) if (tool.clear_taint) tool.clear_taint.hashes.manifest = 'f'.repeat(64);
+    await route.fulfill({ response: answer, json: body });
+  });
+  await page.reload();
+  await page.getByRole('link', { name: 'Tools', exact: true }).click();
+  const lying = page.locator('#keep-tools > li[data-name="notes"]');
+  await lying.getByRole('checkbox').check();
+  await lying.getByRole('button', { name: 'Clear taint of notes' }).click();
+  check((await resultText(lying.locator('.result'))).includes('other hashes'), 'the page signed a clear_taint for hashes it does not show');
+  await page.unroute('**/v1/tools');
+  await page.reload();
+  await page.getByRole('link', { name: 'Tools', exact: true }).click();
+  const real = page.locator('#keep-tools > li[data-name="notes"]');
+  await real.getByRole('checkbox').check();
+  await real.getByRole('button', { name: 'Clear taint of notes' }).click();
   await page.locator('#keep-tools-result').filter({ hasText: 'Taint cleared' }).waitFor({ timeout: WAIT_MS });
+  page.off('request', count);
+  check(cleared === 1, `${cleared} clear-taint requests were sent`);
   await page.locator('#keep-tools > li[data-name="notes"][data-mode="allow"]').waitFor({ timeout: WAIT_MS });
 });
 
@@ -441,6 +495,25 @@ step('egress uses waiting for alice appear live: approved, denied, and approved 
     await waiting().filter({ hasText: path }).getByRole('button', { name: button }).click();
     return reply;
   };
+  // What the page shows is what it signs: a request shown as another is not signed.
+  const pending = say(clean, { fetch: { method: 'POST', url: `${upstream}/signed`, body: 'transfer everything' } });
+  await waiting().filter({ hasText: '/signed' }).waitFor({ timeout: WAIT_MS });
+  await page.route('**/v1/approvals', async (route) => {
+    const answer = await route.fetch();
+    const body = await answer.json();
+    for (const approval of body.approvals) approval.url = approval.url.replace('/signed', '/harmless-read');
+    await route.fulfill({ response: answer, json: body });
+  });
+  await page.reload();
+  const shownAs = waiting().filter({ hasText: '/harmless-read' });
+  await shownAs.waitFor({ timeout: WAIT_MS });
+  await shownAs.getByRole('button', { name: 'Approve (sign)' }).click();
+  check((await resultText(shownAs.locator('.result'))).includes('other hashes'), 'the page signed a request other than the one it shows');
+  await page.unroute('**/v1/approvals');
+  await page.reload();
+  await waiting().filter({ hasText: '/signed' }).getByRole('button', { name: 'Deny' }).click();
+  const refusedUse = await pending;
+  check(!refusedUse.includes(env.KEEP_UPSTREAM_BODY), `the use shown as another went out: ${refusedUse}`);
   // The write first: what a use reads taints the session, and a tainted session's writes
   // are refused under this rule.
   const signed = await answerOne('/signed', 'POST', 'Approve (sign)');
@@ -468,6 +541,37 @@ step('the journal lists proposal, approval, deploy and revoke, with the chain\'s
   const seqs = await page.locator('#keep-journal > li').evaluateAll((items) => items.map((item) => Number(item.dataset.seq)));
   check(seqs.every((seq, i) => i === 0 || seq < seqs[i - 1]), 'the journal is not newest first');
   await inspect(page, 'journal');
+});
+
+step('an entry edited in the database is caught by the browser\'s own check and by the host\'s', async () => {
+  const { page } = alice;
+  const database = join(env.IMURUN_HOME, 'imurun.db');
+  const sql = (statement, ...args) => execFileSync('python3', ['-c', `
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=10)
+cursor = db.execute(sys.argv[2], sys.argv[3:])
+print("\\n".join("\\t".join(str(v) for v in row) for row in cursor.fetchall()))
+db.commit()`, database, statement, ...args]).toString().trim();
+  const [seq, subject] = sql("SELECT seq, subject FROM keep_journal WHERE user_name = 'alice' AND kind = 'tool' ORDER BY seq LIMIT 1").split('\t');
+  sql('UPDATE keep_journal SET subject = ? WHERE seq = ?', 'tool:u/alice/edited', seq);
+  try {
+    // The host's answer to a person may be up to two seconds old: look again until it moves.
+    const deadline = Date.now() + WAIT_MS;
+    for (;;) {
+      await view(page, 'Tools');
+      await view(page, 'Journal');
+      await page.locator(`#keep-journal > li[data-seq="${seq}"]`).waitFor({ timeout: WAIT_MS });
+      const recheck = await resultText(page.locator('#keep-recheck'));
+      check(recheck.includes(`entry ${seq}'s hash does not match its content`), `the browser's check missed the edit: ${recheck}`);
+      const chain = await resultText(page.locator('#keep-chain'));
+      if (chain.includes(`broken at entry ${seq}`)) break;
+      check(Date.now() < deadline, `the host's check did not find the edit: ${chain}`);
+      await page.waitForTimeout(500);
+    }
+    await shoot(page, 'journal-broken');
+  } finally {
+    sql('UPDATE keep_journal SET subject = ? WHERE seq = ?', subject, seq);
+  }
 });
 
 step('the operator\'s token shows the assistant, not a person\'s views', async () => {
@@ -505,18 +609,78 @@ step('Sign out forgets the token; a revoked token shows the sign-in again at the
   }
 });
 
+step('after alice signs out, bob signing in the same tab sees nothing of hers', async () => {
+  const { page } = alice;
+  await view(page, 'Tools');
+  await page.locator('#keep-tools > li[data-name="weather"]').waitFor({ timeout: WAIT_MS });
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.locator('#token-view:not([hidden])').waitFor({ timeout: WAIT_MS });
+  // Bob's tools answer slowly: nothing of alice's may show meanwhile.
+  await page.route('**/v1/tools', async (route) => {
+    await new Promise((resolve) => { setTimeout(resolve, 1500); });
+    await route.continue();
+  });
+  await page.getByLabel('Token', { exact: true }).fill(env.KEEP_BOB);
+  await page.getByRole('button', { name: 'Use token' }).click();
+  // The address still names the Tools view: it opens there.
+  await page.locator('#keep-tools-view:not([hidden])').waitFor({ timeout: WAIT_MS });
+  const shown = await page.evaluate(() => document.body.innerText);
+  for (const hers of ['weather', 'u/alice', 'Revoked', 'Enrolled', 'alice']) {
+    check(!shown.includes(hers), `bob's page shows alice's "${hers}" while his tools load: ${shown}`);
+  }
+  await page.locator('#keep-tools li').first().waitFor({ timeout: WAIT_MS });
+  await page.unroute('**/v1/tools');
+  check((await page.locator('#who').textContent()) === 'Signed in as bob', 'the tab does not say bob is signed in');
+  // And back to alice, for what follows.
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('Token', { exact: true }).fill(env.KEEP_ALICE);
+  await page.getByRole('button', { name: 'Use token' }).click();
+  await page.locator('#who').filter({ hasText: 'Signed in as alice' }).waitFor({ timeout: WAIT_MS });
+});
+
+step('a token revoked while its page is open: the stream sends nothing more, and the page signs in again', async () => {
+  const driver = JSON.parse(imurun('keep', 'token', 'create', '--user', 'bob')).token;
+  const watched = JSON.parse(imurun('keep', 'token', 'create', '--user', 'bob')).token;
+  const browser = await openAs(watched, 'bob (revoked while open)');
+  try {
+    const { page } = browser;
+    await page.locator('#keep-live').filter({ hasText: 'Live' }).waitFor({ timeout: WAIT_MS });
+    // A second reader of the same stream, outside the browser.
+    const stream = await fetch(`${base}/v1/events?access_token=${watched}`);
+    check(stream.status === 200, `the event stream answered ${stream.status}`);
+    imurun('keep', 'token', 'revoke', createHash('sha256').update(watched).digest('hex').slice(0, 12));
+    const session = (await expectStatus(call(driver, 'POST', '/v1/sessions', { agent: 'maker' }), 201, 'bob\'s session')).id;
+    const emitted = await expectStatus(call(driver, 'POST', `/v1/sessions/${session}/messages`,
+      { text: JSON.stringify({ emit: { type: 'suggestion', title: 'secret after the revoke', text: 'for bob only' } }) }), 200, 'the emit');
+    check(emitted.replies[0] === 'emitted', `the emit: ${emitted.replies[0]}`);
+    let received = '';
+    const reader = stream.body.getReader();
+    const ended = (async () => {
+      for (;;) {
+        const { done, value } = await reader.read();
+        if (done) return true;
+        received += Buffer.from(value).toString('utf8');
+      }
+    })();
+    const finished = await Promise.race([ended, new Promise((resolve) => { setTimeout(() => resolve(false), WAIT_MS); })]);
+    check(finished, 'the revoked token\'s stream stayed open after an event');
+    check(!received.includes('secret after the revoke'), 'the revoked token\'s stream received the event');
+    await page.locator('#token-view:not([hidden])').waitFor({ timeout: WAIT_MS })
+      .catch(() => { throw new Error('the page of a revoked token did not go back to the sign-in'); });
+    check(!(await page.evaluate(() => document.body.innerText)).includes('secret after the revoke'), 'the page shows what came after the revoke');
+  } finally {
+    await browser.close();
+  }
+});
+
 step('a browser without Ed25519 in WebCrypto is told so, and signs nothing', async () => {
-  const browser = await launch();
-  const page = browser.context.pages()[0] || await browser.context.newPage();
-  await page.addInitScript(() => {
+  const browser = await openAs(env.KEEP_ALICE, 'a browser without Ed25519', [], '#keep-proposals-view', () => {
     const generate = crypto.subtle.generateKey.bind(crypto.subtle);
     crypto.subtle.generateKey = (algorithm, ...rest) => (algorithm?.name === 'Ed25519'
       ? Promise.reject(new DOMException('Algorithm: Unrecognized name', 'NotSupportedError'))
       : generate(algorithm, ...rest));
   });
-  await page.goto(base);
-  await page.getByLabel('Token', { exact: true }).fill(env.KEEP_ALICE);
-  await page.getByRole('button', { name: 'Use token' }).click();
+  const { page } = browser;
   await page.locator('#keep-device-note').filter({ hasText: 'cannot make Ed25519 keys' }).waitFor({ timeout: WAIT_MS })
     .catch(() => { throw new Error('the proposals view does not say the browser cannot sign'); });
   await page.getByRole('link', { name: 'Device', exact: true }).click();

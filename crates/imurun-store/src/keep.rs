@@ -162,6 +162,16 @@ impl Store {
             .await?)
     }
 
+    /// Whether the token `id` exists and is not revoked.
+    pub async fn keep_token_active(&self, id: &str) -> Result<bool, StoreError> {
+        let found: Option<(i64,)> =
+            sqlx::query_as("SELECT 1 FROM keep_tokens WHERE id = $1 AND revoked_at_ms IS NULL")
+                .bind(id)
+                .fetch_optional(self.pool())
+                .await?;
+        Ok(found.is_some())
+    }
+
     /// Every token's row, newest first.
     pub async fn keep_tokens(&self) -> Result<Vec<TokenRow>, StoreError> {
         let query = concat!(

@@ -42,6 +42,18 @@ pub struct BadEntryView {
 /// Entries read per page while the chain is checked.
 const CHECK_PAGE_ENTRIES: i64 = 1_000;
 
+/// For how many seconds (of the host's clock) a person's check answers again for a journal
+/// whose head did not move: any token may ask, and each check reads the whole journal.
+pub const USER_CHECK_REUSE_S: i64 = 2;
+
+/// People's checks at most remembered; past it they are forgotten together.
+const USER_CHECKS_MAX: usize = 1_024;
+
+/// People's last checks, by name: the head they were made at, when (seconds), and the answer.
+/// The lock is held while a person's check runs, so they run one at a time.
+pub(crate) type UserChecks =
+    tokio::sync::Mutex<std::collections::HashMap<String, (Head, i64, JournalCheckView)>>;
+
 impl KeepService {
     /// The newest entries the caller may read (at most [`JOURNAL_LIST_ENTRIES_MAX`]), newest
     /// first.
@@ -76,6 +88,32 @@ impl KeepService {
     /// sees the whole result, a user the same check told through what they may read (see
     /// [`JournalCheckView`]).
     pub async fn verify_journal(&self, caller: &Identity) -> Result<JournalCheckView, KeepError> {
+        let Some(user) = caller.user() else {
+            return self.check_view(caller).await;
+        };
+        // Any token may ask, and a check reads the whole journal: people's checks run one at a
+        // time, and the same person asking again within [`USER_CHECK_REUSE_S`], the head
+        // unmoved, gets the last answer rather than another read of everything.
+        let mut checks = self.user_checks.lock().await;
+        let (seq, hash) = self.store().keep_journal_snapshot().await?.head().await?;
+        let head = Head { seq, hash };
+        let now = self.now_s();
+        if let Some((at, when, view)) = checks.get(user)
+            && *at == head
+            && now.saturating_sub(*when) < USER_CHECK_REUSE_S
+        {
+            return Ok(view.clone());
+        }
+        let view = self.check_view(caller).await?;
+        if checks.len() >= USER_CHECKS_MAX {
+            checks.clear();
+        }
+        checks.insert(user.to_owned(), (head, now, view.clone()));
+        Ok(view)
+    }
+
+    /// The whole chain's check, as `caller` may see it.
+    async fn check_view(&self, caller: &Identity) -> Result<JournalCheckView, KeepError> {
         let checked = self.check_chain(caller.user()).await?;
         let (entries, bad_entry_shown) = match caller.user() {
             None => (checked.report.entries, true),

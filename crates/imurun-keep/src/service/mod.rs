@@ -37,6 +37,7 @@ pub use devices::{
 };
 pub use journal_access::{
     BREAK_NOT_ABOUT_YOU, BadEntryView, JOURNAL_LIST_ENTRIES_MAX, JournalCheckView, JournalView,
+    USER_CHECK_REUSE_S,
 };
 pub use proposal_access::ProposalView;
 pub use sessions::{
@@ -155,6 +156,9 @@ pub struct KeepService {
     clock: Clock,
     /// The cells of live sessions (`None` where sessions are not served: the command line).
     cells: Option<Arc<crate::cells::Cells>>,
+    /// People's last journal checks (see `verify_journal`): one runs at a time, and a person
+    /// asking again soon after, with the journal unchanged, gets the last answer.
+    user_checks: Arc<journal_access::UserChecks>,
 }
 
 impl std::fmt::Debug for KeepService {
@@ -176,6 +180,7 @@ impl KeepService {
             host_key: Arc::new(host_key),
             clock,
             cells: None,
+            user_checks: Arc::default(),
         }
     }
 
@@ -385,6 +390,19 @@ impl KeepService {
             }),
             _ => Err(KeepError::Unauthorized),
         }
+    }
+
+    /// Whether `identity`'s token still works: a long-lived answer (an event stream) asks
+    /// before each thing it sends, so a token revoked meanwhile, by any host or the command
+    /// line, receives nothing more. A store that cannot answer counts as revoked.
+    pub async fn still_authorized(&self, identity: &Identity) -> bool {
+        let token_id = match identity {
+            Identity::Operator { token_id } | Identity::User { token_id, .. } => token_id,
+        };
+        self.store
+            .keep_token_active(token_id)
+            .await
+            .unwrap_or(false)
     }
 
     /// Makes a token for `role` (operator only); the token is in the answer and nowhere else.

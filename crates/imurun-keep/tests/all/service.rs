@@ -6,7 +6,9 @@ use imurun_keep::KeepError;
 use imurun_keep::decision::{Decision, DecisionKind, Expected};
 use imurun_keep::documents::{KeyRole, Signed, TRUST_ROOT_TYPE, TrustRoot};
 use imurun_keep::keys::KeyPair;
-use imurun_keep::service::{BREAK_NOT_ABOUT_YOU, BadEntryView, EnrolProof, JournalCheckView};
+use imurun_keep::service::{
+    BREAK_NOT_ABOUT_YOU, BadEntryView, EnrolProof, JournalCheckView, USER_CHECK_REUSE_S,
+};
 use serde_json::json;
 
 use super::support::{Host, START, listed, pool};
@@ -633,6 +635,13 @@ async fn a_user_checks_the_whole_chain_and_learns_only_of_entries_about_them() {
             .execute(&db)
             .await
             .expect("edit");
+        if tampered == bobs_newest {
+            // Asked again at once, with the head unmoved, the last answer stands: a person's
+            // check reads the whole journal at most once per USER_CHECK_REUSE_S seconds.
+            let again = host.keep.verify_journal(&alice).await.expect("verify");
+            assert_eq!(again.first_bad, None, "the last answer is reused");
+        }
+        host.advance(USER_CHECK_REUSE_S);
         assert_eq!(
             host.keep.verify_journal(&alice).await.expect("verify"),
             JournalCheckView {
@@ -652,6 +661,7 @@ async fn a_user_checks_the_whole_chain_and_learns_only_of_entries_about_them() {
             .execute(&db)
             .await
             .expect("undo");
+        host.advance(USER_CHECK_REUSE_S);
     }
     assert_eq!(
         host.keep

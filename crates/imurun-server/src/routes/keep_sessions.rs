@@ -195,10 +195,19 @@ pub(crate) async fn events(
         )));
     };
     let mut shutdown = state.inner.shutdown.subscribe();
+    let KeepCaller { keep, identity } = caller.clone();
+    // Each event is sent only while the token still works: a revoke ends the stream at the
+    // next event, whoever revoked it.
     let messages = state
         .options()
         .keep_events
         .subscribe(user, last_event_id(&headers))
+        .then(move |record| {
+            let (keep, identity) = (keep.clone(), identity.clone());
+            async move { keep.still_authorized(&identity).await.then_some(record) }
+        })
+        .take_while(|record| std::future::ready(record.is_some()))
+        .filter_map(std::future::ready)
         .map(|record| Ok(sse_message(&record)))
         .take_until(async move {
             let _ = shutdown.wait_for(|stopping| *stopping).await;

@@ -200,24 +200,28 @@ fn a_person_reviews_and_decides_on_their_keep_host_in_the_page() {
         .env("KEEP_UPSTREAM_PORT", &port_text)
         .env("KEEP_UPSTREAM_BODY", UPSTREAM_BODY);
     let started = Instant::now();
-    let mut child = command
+    let child = command
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap_or_else(|error| {
             panic!("cannot run node ({error}): install Node.js 20 or later, then scripts/setup")
         });
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
+    // Its output is read while it runs (a full pipe would stop it), on a thread of its own.
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    let output = match finished.recv_timeout(BROWSER_MAX) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("the Keep page's browser checks did not end within {BROWSER_MAX:?}");
         }
-        if started.elapsed() > BROWSER_MAX {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let output = child.wait_with_output().unwrap();
+    };
     let stdout = String::from_utf8_lossy(&output.stdout);
     let stderr = String::from_utf8_lossy(&output.stderr);
     println!("{stdout}");
