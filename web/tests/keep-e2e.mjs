@@ -72,6 +72,16 @@ async function proposeTool(session, name, version, description, extra = {}) {
   check(answer === 'emitted', `the proposal of ${name} was refused: ${answer}`);
 }
 
+/** Runs one SQL statement on the host's database behind its back (rows as tab-separated lines). */
+function sql(statement, ...args) {
+  return execFileSync('python3', ['-c', `
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=10)
+cursor = db.execute(sys.argv[2], sys.argv[3:])
+print("\\n".join("\\t".join(str(v) for v in row) for row in cursor.fetchall()))
+db.commit()`, join(env.IMURUN_HOME, 'imurun.db'), statement, ...args]).toString().trim();
+}
+
 function imurun(...args) {
   return execFileSync(env.IMURUN_BIN, args, { env: { ...process.env, IMURUN_HOME: env.IMURUN_HOME } });
 }
@@ -545,13 +555,6 @@ step('the journal lists proposal, approval, deploy and revoke, with the chain\'s
 
 step('an entry edited in the database is caught by the browser\'s own check and by the host\'s', async () => {
   const { page } = alice;
-  const database = join(env.IMURUN_HOME, 'imurun.db');
-  const sql = (statement, ...args) => execFileSync('python3', ['-c', `
-import sqlite3, sys
-db = sqlite3.connect(sys.argv[1], timeout=10)
-cursor = db.execute(sys.argv[2], sys.argv[3:])
-print("\\n".join("\\t".join(str(v) for v in row) for row in cursor.fetchall()))
-db.commit()`, database, statement, ...args]).toString().trim();
   const [seq, subject] = sql("SELECT seq, subject FROM keep_journal WHERE user_name = 'alice' AND kind = 'tool' ORDER BY seq LIMIT 1").split('\t');
   sql('UPDATE keep_journal SET subject = ? WHERE seq = ?', 'tool:u/alice/edited', seq);
   try {
@@ -572,6 +575,20 @@ db.commit()`, database, statement, ...args]).toString().trim();
   } finally {
     sql('UPDATE keep_journal SET subject = ? WHERE seq = ?', subject, seq);
   }
+});
+
+step('a proposal edited in the database (its taint lifted) is shown refused, with nothing to approve', async () => {
+  const { page } = alice;
+  await view(page, 'Proposals');
+  await proposeTool(tainted, 'lifted', 1, 'Its taint will be lifted behind the host\'s back.');
+  await toolProposal(page, 'lifted', 1).waitFor({ timeout: WAIT_MS });
+  const id = await toolProposal(page, 'lifted', 1).getAttribute('data-id');
+  sql('UPDATE keep_tool_proposals SET tainted = 0, taint_source = NULL WHERE id = ?', id);
+  await openReview(page, 'lifted', 1);
+  const alert = await resultText(page.locator('#keep-review [role="alert"]'));
+  check(alert.startsWith('The host refuses this proposal'), `the review does not say it is refused: ${alert}`);
+  check(await page.getByRole('button', { name: 'Approve on this device' }).count() === 0, 'a refused proposal offers Approve');
+  await shoot(page, 'review-refused');
 });
 
 step('the operator\'s token shows the assistant, not a person\'s views', async () => {
@@ -688,6 +705,25 @@ step('a browser without Ed25519 in WebCrypto is told so, and signs nothing', asy
   check(await page.getByRole('button', { name: 'Enrol this browser' }).count() === 0, 'a browser without Ed25519 offers to enrol');
   await shoot(page, 'no-ed25519');
   await browser.close();
+});
+
+step('alice retires this browser as a device: the host lists it retired and the key is gone', async () => {
+  const { page } = alice;
+  await view(page, 'Device');
+  await page.getByRole('button', { name: 'Retire this browser as a device' }).click();
+  const text = await resultText(page.locator('#keep-device-result'));
+  check(text.startsWith('Retired'), `not retired: ${text}`);
+  const { devices } = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/devices'), 200, 'alice\'s devices');
+  check(devices.find((d) => d.label === 'alice’s browser')?.retired_at_ms, `the host does not list the browser retired: ${JSON.stringify(devices)}`);
+  const kept = await page.evaluate(() => new Promise((resolve) => {
+    const open = indexedDB.open('imurun-keep');
+    open.onsuccess = () => {
+      const get = open.result.transaction('devices').objectStore('devices').get('alice');
+      get.onsuccess = () => resolve(get.result !== undefined);
+    };
+  }));
+  check(!kept, 'the retired key is still kept in the browser');
+  await page.getByRole('button', { name: 'Enrol this browser' }).waitFor({ timeout: WAIT_MS });
 });
 
 // Run ---------------------------------------------------------------------------------------
