@@ -68,3 +68,21 @@ export function openEvents(sessionId) {
 export function openKeepEvents() {
   return eventSource('/v1/events');
 }
+
+/**
+ * Hands each event `source` brings (one JSON object per message) to `handle`, while
+ * `current()` says `source` is still the stream followed; a message that is not JSON is
+ * skipped.
+ */
+export function onJsonEvents(source, current, handle) {
+  source.onmessage = (message) => {
+    if (!current()) return;
+    let event;
+    try {
+      event = JSON.parse(message.data);
+    } catch {
+      return;
+    }
+    handle(event);
+  };
+}

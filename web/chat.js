@@ -4,7 +4,7 @@
 // The model's text (answers, step text, rejected answers) is rendered as sanitised Markdown
 // (markdown.js); the person's prompts, tool names, arguments and reasons stay text.
 
-import { Unauthorized, api, errorText, openEvents } from './api.js';
+import { Unauthorized, api, errorText, onJsonEvents, openEvents } from './api.js';
 import { byId, fill, h, plainArgs, splitThought } from './dom.js';
 import { MarkdownStream, fillMarkdown } from './markdown.js';
 
@@ -53,14 +53,9 @@ export function initChat({ onGlobalEvent, onSessionCreated, guard }) {
 
 /** Shows session `id` (null: none) and follows its events. */
 export async function showSession(id, title) {
-  view.loads += 1;
+  stopChat();
   const load = view.loads;
-  if (view.events) view.events.close();
-  view.events = null;
   view.sessionId = id;
-  view.turns.clear();
-  view.cards.clear();
-  fill(byId('transcript'));
   byId('chat-heading').textContent = id ? title || 'Untitled session' : 'New session';
   setRunning(null);
   // Without a session the stream brings every event: the global ones (new and deleted
@@ -118,16 +113,7 @@ export function currentSession() {
 function follow(id) {
   const source = openEvents(id);
   view.events = source;
-  source.onmessage = (message) => {
-    if (view.events !== source) return;
-    let event;
-    try {
-      event = JSON.parse(message.data);
-    } catch {
-      return;
-    }
-    onEvent(event);
-  };
+  onJsonEvents(source, () => view.events === source, onEvent);
   source.onerror = () => {
     if (view.events === source && source.readyState === EventSource.CLOSED) {
       byId('chat-state').textContent = 'The event stream closed; reload the page.';

@@ -4,7 +4,7 @@
 // devices. Every decision that needs a device is signed here (device.js) and verified by the
 // host; everything a cell or the host wrote is shown as text, never interpreted.
 
-import { Unauthorized, api, errorText, openKeepEvents } from './api.js';
+import { Unauthorized, api, errorText, onJsonEvents, openKeepEvents } from './api.js';
 import { canonicalJson, sha256Hex } from './canonical.js';
 import * as devices from './device.js';
 import { byId, fill, h, markCurrent } from './dom.js';
@@ -111,16 +111,7 @@ export async function startKeep(whoami) {
   events?.close();
   const source = openKeepEvents();
   events = source;
-  source.onmessage = (message) => {
-    if (events !== source) return;
-    let event;
-    try {
-      event = JSON.parse(message.data);
-    } catch {
-      return;
-    }
-    onEvent(event);
-  };
+  onJsonEvents(source, () => events === source, onEvent);
   source.onopen = () => { byId('keep-live').textContent = 'Live: new proposals and decisions show as they happen.'; };
   source.onerror = () => {
     if (events !== source) return;
