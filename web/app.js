@@ -44,6 +44,7 @@ async function guard(work) {
  * the sign-in form shows, with `message` (why, or nothing).
  */
 function toSignIn(message) {
+  boots += 1;
   setToken(null);
   stopKeep();
   stopChat();
@@ -57,15 +58,22 @@ function toSignIn(message) {
   byId('token-input').focus();
 }
 
+/** Bumped by each sign-in and sign-out: a boot overtaken by another draws nothing. */
+let boots = 0;
+
 async function boot() {
+  boots += 1;
+  const at = boots;
   // A Keep host (its health check needs a token: a 401 shows the sign-in) says who the
   // token is.
   const health = await api('GET', '/api/health');
   const who = health.body?.keep ? await api('GET', '/v1/whoami') : null;
+  if (at !== boots) return;
   signedIn = who?.status === 200 ? who.body : null;
   byId('sign-out').hidden = !token();
   if (signedIn?.role === 'user') {
     await startKeep(signedIn);
+    if (at !== boots) return;
     await route();
     return;
   }

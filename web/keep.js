@@ -28,6 +28,15 @@ function staleAfter() {
   return () => at !== signIns;
 }
 
+/**
+ * Who is signed in as an action starts, with their device, and a check that says when that is
+ * no longer so: what an action does after an answer arrives is for the person who clicked, or
+ * nothing.
+ */
+function signedInNow() {
+  return { stale: staleAfter(), user: me?.user, device };
+}
+
 /** Runs work that may meet a 401 (app.js: it shows the sign-in). */
 let guard = (work) => work();
 
@@ -59,10 +68,11 @@ function act(work, result) {
     event?.preventDefault?.();
     const button = event?.currentTarget instanceof HTMLButtonElement ? event.currentTarget : null;
     if (button) button.disabled = true;
+    const stale = staleAfter();
     try {
       await guard(work);
     } catch (error) {
-      if (result) status(result, `Something failed: ${error.message}`, false);
+      if (result && !stale()) status(result, `Something failed: ${error.message}`, false);
     } finally {
       if (button) button.disabled = false;
     }
@@ -85,29 +95,36 @@ function status(el, text, ok = true) {
 /** Starts the Keep view for `whoami` (a user): the device, the event stream, the first view. */
 export async function startKeep(whoami) {
   signIns += 1;
+  const stale = staleAfter();
   me = whoami;
   document.body.classList.add('keep-user');
   byId('who').textContent = `Signed in as ${me.user}`;
   byId('model-status').textContent = 'Keep host';
-  deviceProblem = await devices.unsupported();
-  device = null;
-  if (!deviceProblem) {
+  // Worked out in locals: a sign-out meanwhile leaves the module's state alone.
+  let problem = await devices.unsupported();
+  let record = null;
+  if (!problem) {
     try {
-      device = await devices.loadDevice(me.user);
+      record = await devices.loadDevice(whoami.user);
     } catch (error) {
-      deviceProblem = `This browser's key store cannot be read (${error.name || error.message}), so it cannot sign here.`;
+      problem = `This browser's key store cannot be read (${error.name || error.message}), so it cannot sign here.`;
     }
   }
-  if (device) {
-    const state = await registration(device);
+  if (stale()) return;
+  if (record) {
+    const state = await registration(record);
+    if (stale()) return;
     if (state === 'retired') {
       // A retired key signs nothing ever again: forget it, so a new one can be enrolled.
-      await devices.forgetDevice(me.user);
-      device = null;
+      await devices.forgetDevice(whoami.user);
+      if (stale()) return;
+      record = null;
     } else if (state === 'unknown') {
-      device = { ...device, pending: true };
+      record = { ...record, pending: true };
     }
   }
+  deviceProblem = problem;
+  device = record;
   events?.close();
   const source = openKeepEvents();
   events = source;
@@ -336,10 +353,12 @@ function acceptReject(proposal) {
 }
 
 async function decideOther(proposal, action, box, result) {
+  const now = signedInNow();
   const accepting = action === 'accept';
   if (accepting && !confirmed(proposal.tainted, box, result, 'this came from a tainted session.')) return;
   const body = accepting ? { confirm_tainted: Boolean(box?.checked) } : undefined;
   const answer = await api('POST', `/v1/proposals/${encodeURIComponent(proposal.id)}/${action}`, body);
+  if (now.stale()) return;
   if (answer.status !== 200) {
     status(result, errorText(answer), false);
     return;
@@ -370,6 +389,7 @@ function approvalItem(approval) {
 }
 
 async function answerApproval(approval, approve, result) {
+  const now = signedInNow();
   const body = { approve };
   if (approve && approval.device_signature) {
     if (!(await approvalHashesHold(approval))) {
@@ -379,24 +399,25 @@ async function answerApproval(approval, approve, result) {
     const signed = await signOrSay(result, {
       kind: 'approve_egress', subject: approval.id, hashes: approval.hashes,
       ceiling_version: 0, policy_version: approval.agent_version,
-    });
+    }, false, now);
     if (!signed) return;
     body.decision = signed.envelope;
   }
   const answer = await api('POST', `/v1/approvals/${encodeURIComponent(approval.id)}`, body);
+  if (now.stale()) return;
   if (answer.status !== 200) status(result, errorText(answer), false);
   else status(result, approve ? 'Approved: the request goes out.' : 'Denied: the request was refused.');
 }
 
 /**
  * Whether an egress approval's hashes are those of the request shown: `body` its body's hash,
- * `request` the hash of `{body_sha256, headers, method, url}` as shown. A header cut or
+ * `request` the hash of `{body_sha256, credentials, headers, method, url}` as shown. A header cut or
  * escaped for showing makes them differ, and then nothing is signed here.
  */
 async function approvalHashesHold(approval) {
   try {
-    const { method, url, headers, body_sha256: bodySha } = approval;
-    const request = await sha256Hex(canonicalJson({ body_sha256: bodySha, headers, method, url }));
+    const { method, url, headers, credentials, body_sha256: bodySha } = approval;
+    const request = await sha256Hex(canonicalJson({ body_sha256: bodySha, credentials, headers, method, url }));
     return sameKeys(approval.hashes, ['body', 'request'])
       && approval.hashes.body === bodySha && approval.hashes.request === request;
   } catch {
@@ -409,18 +430,23 @@ function sameKeys(hashes, keys) {
   return Object.keys(hashes || {}).sort().join() === keys.slice().sort().join();
 }
 
-/** Signs `basis` on this device, or says why it cannot (and answers null). */
-async function signOrSay(result, basis, confirmTainted = false) {
+/**
+ * Signs `basis` with the device of the person who clicked (`now`, from `signedInNow`), or says
+ * why it cannot (and answers null); nothing is signed once someone else signed in.
+ */
+async function signOrSay(result, basis, confirmTainted, now) {
+  if (now.stale()) return null;
   if (deviceProblem) {
     status(result, deviceProblem, false);
     return null;
   }
-  if (!device || device.pending) {
+  if (!now.device || now.device.pending) {
     status(result, 'This browser is not one of your devices yet: enrol it (Device) to sign.', false);
     return null;
   }
   try {
-    return await devices.decide(device, me.user, basis, confirmTainted);
+    const signed = await devices.decide(now.device, now.user, basis, confirmTainted);
+    return now.stale() ? null : signed;
   } catch (error) {
     status(result, `The decision could not be signed: ${error.message}`, false);
     return null;
@@ -544,14 +570,19 @@ async function reviewView(review) {
   return parts;
 }
 
-/** The hashes a decision names are those of what the page shows (as `imurun keep approve` checks). */
+/**
+ * The hashes a decision names are those of what the page shows (as `imurun keep approve`
+ * checks): the code, the clamped manifest, the description, and what it says about authority.
+ */
 async function reviewHashesHold(review) {
   try {
     const manifest = await sha256Hex(canonicalJson(review.clamped_manifest));
     const description = await sha256Hex(review.description);
-    return sameKeys(review.hashes, ['bundle', 'description', 'manifest'])
+    const { authority_diff: diff, dropped, granted_diff: granted } = review;
+    const authority = await sha256Hex(canonicalJson({ authority_diff: diff, dropped, granted_diff: granted }));
+    return sameKeys(review.hashes, ['authority', 'bundle', 'description', 'manifest'])
       && review.hashes.manifest === manifest && review.hashes.description === description
-      && review.hashes.bundle === review.bundle_sha256;
+      && review.hashes.authority === authority && review.hashes.bundle === review.bundle_sha256;
   } catch {
     return false;
   }
@@ -568,23 +599,24 @@ async function decideTool(review, approve, box, result) {
   if (approve && !confirmed(review.needs_confirm_tainted, box, result, 'a tool from a tainted session is approved only with it.')) return;
   deciding = true;
   try {
-    await signAndSend(review, approve, approve && Boolean(box?.checked), result);
+    await signAndSend(review, approve, approve && Boolean(box?.checked), result, signedInNow());
   } finally {
     deciding = false;
   }
 }
 
-async function signAndSend(review, approve, confirmTainted, result) {
+async function signAndSend(review, approve, confirmTainted, result, now) {
   const signed = await signOrSay(result, {
     kind: approve ? 'approve_proposal' : 'deny_proposal',
     subject: review.id,
     hashes: review.hashes,
     ceiling_version: review.ceiling_version,
     policy_version: review.policy_version,
-  }, confirmTainted);
+  }, confirmTainted, now);
   if (!signed) return;
   showSigned(signed.canonical);
   const answer = await api('POST', `/v1/proposals/${encodeURIComponent(review.id)}/decision`, { decision: signed.envelope });
+  if (now.stale()) return;
   if (answer.status !== 200) {
     status(result, `Refused: ${errorText(answer)}`, false);
     return;
@@ -593,7 +625,9 @@ async function signAndSend(review, approve, confirmTainted, result) {
   const message = answer.body.state === 'approved'
     ? `Approved on this device: deployed as ${answer.body.qualified_name} version ${answer.body.version}.`
     : 'Denied on this device.';
-  fill(byId('keep-review'), await reviewView(answer.body));
+  const shown = await reviewView(answer.body);
+  if (now.stale()) return;
+  fill(byId('keep-review'), shown);
   showSigned(signed.canonical);
   status(byId('keep-review-result'), message);
 }
@@ -647,7 +681,7 @@ function toolItem(tool) {
  * The `clear_taint` decision for `tool`, built here: its kind and subject are this tool's, and
  * the hashes the host names must be those of the tool shown (its bundle, its manifest).
  */
-async function clearTaintBasis(tool) {
+async function clearTaintBasis(tool, user) {
   const basis = tool.clear_taint;
   const hashes = basis?.hashes || {};
   const manifest = await sha256Hex(canonicalJson(tool.manifest));
@@ -656,7 +690,7 @@ async function clearTaintBasis(tool) {
   }
   return {
     kind: 'clear_taint',
-    subject: `u/${me.user}/${tool.name}@${tool.version}`,
+    subject: `u/${user}/${tool.name}@${tool.version}`,
     hashes,
     ceiling_version: basis.ceiling_version,
     policy_version: basis.policy_version,
@@ -664,10 +698,11 @@ async function clearTaintBasis(tool) {
 }
 
 async function clearTaint(tool, box, result) {
+  const now = signedInNow();
   if (!confirmed(true, box, result, 'clearing the taint lets the tool use the network without asking.')) return;
   let basis = null;
   try {
-    basis = await clearTaintBasis(tool);
+    basis = await clearTaintBasis(tool, now.user);
   } catch {
     basis = null;
   }
@@ -675,9 +710,10 @@ async function clearTaint(tool, box, result) {
     status(result, 'The host names other hashes than the tool it shows, so this page signs nothing.', false);
     return;
   }
-  const signed = await signOrSay(result, basis);
+  const signed = await signOrSay(result, basis, false, now);
   if (!signed) return;
   const answer = await api('POST', `/v1/tools/${encodeURIComponent(tool.name)}/clear-taint`, { decision: signed.envelope });
+  if (now.stale()) return;
   if (answer.status !== 200) {
     status(result, `Refused: ${errorText(answer)}`, false);
     return;
@@ -687,7 +723,9 @@ async function clearTaint(tool, box, result) {
 }
 
 async function revoke(tool, result) {
+  const now = signedInNow();
   const answer = await api('POST', `/v1/tools/${encodeURIComponent(tool.name)}/revoke`);
+  if (now.stale()) return;
   if (answer.status !== 200) {
     status(result, `Refused: ${errorText(answer)}`, false);
     return;
@@ -720,10 +758,11 @@ async function loadJournal() {
   if (stale()) return;
   status(byId('keep-recheck'), bad.length === 0
     ? `This browser recomputed the hash of each of the ${entries.length} entries shown, and the links between consecutive ones: all hold.`
-    : `This browser found entries that do not hold: ${bad.join('; ')}`, bad.length === 0);
+    : `This browser found entries that do not hold: ${bad.map((b) => b.why).join('; ')}`, bad.length === 0);
+  const badSeqs = new Set(bad.map((b) => b.seq));
   fill(byId('keep-journal'), entries.length === 0
     ? h('li', { class: 'muted' }, 'No entries about you yet.')
-    : entries.map(journalItem));
+    : entries.map((entry) => journalItem(entry, badSeqs.has(entry.seq))));
 }
 
 /** Each entry's hash recomputed from its content, and each link between shown neighbours. */
@@ -736,20 +775,21 @@ async function recheck(entries) {
     try {
       computed = await sha256Hex(canonicalJson(rest));
     } catch (error) {
-      bad.push(`entry ${entry.seq} cannot be read (${error.message})`);
+      bad.push({ seq: entry.seq, why: `entry ${entry.seq} cannot be read (${error.message})` });
       continue;
     }
-    if (computed !== hash) bad.push(`entry ${entry.seq}'s hash does not match its content`);
+    if (computed !== hash) bad.push({ seq: entry.seq, why: `entry ${entry.seq}'s hash does not match its content` });
     const before = bySeq.get(entry.seq - 1);
-    if (before && before.hash !== entry.prev_hash) bad.push(`entry ${entry.seq} does not follow entry ${before.seq}`);
+    if (before && before.hash !== entry.prev_hash) bad.push({ seq: entry.seq, why: `entry ${entry.seq} does not follow entry ${before.seq}` });
   }
   return bad;
 }
 
-function journalItem(entry) {
+function journalItem(entry, bad) {
   const action = typeof entry.detail?.action === 'string' ? entry.detail.action : null;
-  return h('li', { 'data-kind': entry.kind, 'data-action': action, 'data-seq': String(entry.seq) },
+  return h('li', { 'data-kind': entry.kind, 'data-action': action, 'data-seq': String(entry.seq), class: bad ? 'bad' : null },
     h('p', {}, h('strong', {}, `#${entry.seq} ${entry.kind}${action ? `: ${visibleText(action)}` : ''}`), ' ',
+      bad ? h('span', { class: 'badge taint' }, 'does not hold') : null, ' ',
       h('span', { class: 'wrap' }, visibleText(entry.subject)),
       h('span', { class: 'muted' }, ` by ${visibleText(entry.actor)}, ${when(entry.at_ms)}`)),
     h('details', {}, h('summary', {}, 'Detail'),
@@ -790,12 +830,17 @@ async function loadDevice() {
 
 /** Retires this browser's key at the host and forgets it here. */
 async function retire(result) {
-  const answer = await api('DELETE', `/v1/devices/${encodeURIComponent(device.key_id)}`);
+  const now = signedInNow();
+  const answer = await api('DELETE', `/v1/devices/${encodeURIComponent(now.device.key_id)}`);
+  if (answer.status === 200) {
+    // The key retired is the one that clicked's, whoever is signed in now.
+    await devices.forgetDevice(now.user);
+  }
+  if (now.stale()) return;
   if (answer.status !== 200) {
     status(result, `Not retired: ${errorText(answer)}`, false);
     return;
   }
-  await devices.forgetDevice(me.user);
   device = null;
   keyMaking = null;
   await loadDevice();
@@ -854,15 +899,18 @@ async function ensureKey(label) {
 }
 
 async function enrol(label, proof, result) {
+  const now = signedInNow();
   try {
     const record = await ensureKey(label);
+    if (now.stale()) return;
     const body = {
       public_key: record.public_key,
       label: label || record.label,
-      possession: await devices.possession(record, me.user),
+      possession: await devices.possession(record, now.user),
       ...proof,
     };
     const answer = await api('POST', '/v1/devices', body);
+    if (now.stale()) return;
     if (answer.status !== 201) {
       status(result, `Not enrolled: ${errorText(answer)}`, false);
       return;
@@ -881,9 +929,10 @@ function approveAnotherForm() {
   const key = h('input', { id: 'other-key', autocomplete: 'off' });
   const out = h('textarea', { id: 'other-decision', rows: '5', readonly: true });
   const submit = act(async () => {
+    const now = signedInNow();
     try {
       const bytes = devices.publicKeyBytes(key.value);
-      const ceiling = await api('GET', `/v1/ceilings/${encodeURIComponent(me.user)}`);
+      const ceiling = await api('GET', `/v1/ceilings/${encodeURIComponent(now.user)}`);
       if (ceiling.status !== 200) throw new Error(errorText(ceiling));
       const signed = await signOrSay(result, {
         kind: 'enrol_device',
@@ -891,7 +940,7 @@ function approveAnotherForm() {
         hashes: { public_key: await sha256Hex(bytes) },
         ceiling_version: ceiling.body.ceiling.version,
         policy_version: 0,
-      });
+      }, false, now);
       if (!signed) return;
       out.value = JSON.stringify(signed.envelope);
       status(result, 'Signed: paste this decision into the new device within five minutes.');

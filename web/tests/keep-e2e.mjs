@@ -109,7 +109,7 @@ async function openAs(token, who, expected = [], first = '#keep-proposals-view',
   await page.getByLabel('Token', { exact: true }).fill(token);
   await page.getByRole('button', { name: 'Use token' }).click();
   await page.locator(`${first}:not([hidden])`).waitFor({ timeout: WAIT_MS });
-  return { ...browser, page };
+  return { ...browser, page, allow: (pattern) => allowed.push(pattern) };
 }
 
 async function view(page, name) {
@@ -303,6 +303,21 @@ step('the review shows each new host and credential, what the ceiling drops, and
   const raw = await page.evaluate(() => document.body.innerText);
   check(!/[\u001b\u202a-\u202e\u2066-\u2069]/.test(raw), 'a control or bidi character reached the page as itself');
   await inspect(page, 'review');
+  // A host (or anything between) that hides the new authority gets nothing signed: what the
+  // review says about authority is hashed into the decision.
+  await page.route('**/v1/proposals/kt-*', async (route) => {
+    const answer = await route.fetch();
+    const body = await answer.json();
+    Object.assign(body, { authority_diff: [], granted_diff: [], dropped: [], no_new_authority: true });
+    await route.fulfill({ response: answer, json: body });
+  });
+  await page.reload();
+  await page.locator('#keep-review [role="alert"]').filter({ hasText: 'other hashes' }).waitFor({ timeout: WAIT_MS })
+    .catch(() => { throw new Error('a review that hides its new authority is not refused'); });
+  check(await page.getByRole('button', { name: 'Approve on this device' }).count() === 0, 'a review that hides its new authority offers Approve');
+  await page.unroute('**/v1/proposals/kt-*');
+  await page.reload();
+  await page.getByRole('button', { name: 'Approve on this device' }).waitFor({ timeout: WAIT_MS });
 });
 
 let decisionEnvelope;
@@ -566,6 +581,8 @@ step('an entry edited in the database is caught by the browser\'s own check and 
       await page.locator(`#keep-journal > li[data-seq="${seq}"]`).waitFor({ timeout: WAIT_MS });
       const recheck = await resultText(page.locator('#keep-recheck'));
       check(recheck.includes(`entry ${seq}'s hash does not match its content`), `the browser's check missed the edit: ${recheck}`);
+      check(await page.locator('#keep-journal > li.bad').evaluateAll((items) => items.map((item) => item.dataset.seq).join()) === seq,
+        'the edited entry is not the one marked in the list');
       const chain = await resultText(page.locator('#keep-chain'));
       if (chain.includes(`broken at entry ${seq}`)) break;
       check(Date.now() < deadline, `the host's check did not find the edit: ${chain}`);
@@ -649,6 +666,38 @@ step('after alice signs out, bob signing in the same tab sees nothing of hers', 
   await page.unroute('**/v1/tools');
   check((await page.locator('#who').textContent()) === 'Signed in as bob', 'the tab does not say bob is signed in');
   // And back to alice, for what follows.
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('Token', { exact: true }).fill(env.KEEP_ALICE);
+  await page.getByRole('button', { name: 'Use token' }).click();
+  await page.locator('#who').filter({ hasText: 'Signed in as alice' }).waitFor({ timeout: WAIT_MS });
+});
+
+step('an answer that arrives after alice signed out is not drawn for bob', async () => {
+  const { page } = alice;
+  await view(page, 'Proposals');
+  await proposeTool(clean, 'late', 1, 'Decided just before a sign-out.');
+  // Bob's page opens at the review alice left: the host answers his 404, which the browser logs.
+  alice.allow(/status of 404/);
+  await openReview(page, 'late', 1);
+  await page.route('**/decision', async (route) => {
+    await new Promise((resolve) => { setTimeout(resolve, 2000); });
+    await route.continue();
+  });
+  const sent = page.waitForRequest((r) => r.url().endsWith('/decision'));
+  await page.getByRole('button', { name: 'Deny on this device' }).click();
+  await sent;
+  await page.getByRole('button', { name: 'Sign out' }).click();
+  await page.getByLabel('Token', { exact: true }).fill(env.KEEP_BOB);
+  await page.getByRole('button', { name: 'Use token' }).click();
+  await page.locator('#who').filter({ hasText: 'Signed in as bob' }).waitFor({ timeout: WAIT_MS });
+  await page.locator('#keep-review .error').waitFor({ timeout: WAIT_MS });
+  await page.waitForTimeout(2500);
+  // Hidden or shown, nothing of alice's answer is drawn anywhere in bob's page.
+  const drawn = await page.evaluate(() => document.body.textContent);
+  check(!drawn.includes('Decided just before') && !drawn.includes('u/alice'), `bob's page holds alice's late answer: ${drawn.slice(0, 400)}`);
+  await page.unroute('**/decision');
+  const { tools } = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/proposals?kind=tool'), 200, 'the tool proposals');
+  check(tools.find((t) => t.name === 'late').state === 'denied', 'alice\'s decision did not reach the host');
   await page.getByRole('button', { name: 'Sign out' }).click();
   await page.getByLabel('Token', { exact: true }).fill(env.KEEP_ALICE);
   await page.getByRole('button', { name: 'Use token' }).click();

@@ -528,6 +528,19 @@ pub fn manifest_sha256(manifest: &Manifest) -> String {
     crate::keys::sha256_hex(&crate::canonical::canonicalize(&value))
 }
 
+/// The SHA-256 of what a review says about authority: the RFC 8785 canonical JSON of
+/// `{"authority_diff", "dropped", "granted_diff"}` as the review shows them. A decision names
+/// it beside the manifest's, so the verdict a person read (which authority is new, or none,
+/// and what the ceiling drops) is the one their device signed.
+pub fn review_sha256(authority_diff: &Value, dropped: &Value, granted_diff: &Value) -> String {
+    let shown = serde_json::json!({
+        "authority_diff": authority_diff,
+        "dropped": dropped,
+        "granted_diff": granted_diff,
+    });
+    crate::keys::sha256_hex(&crate::canonical::canonicalize(&shown))
+}
+
 fn rule_json(rule: &EgressRule) -> Value {
     serde_json::to_value(rule).unwrap_or(Value::Null)
 }

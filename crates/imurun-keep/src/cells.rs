@@ -311,23 +311,26 @@ pub struct WaitingView {
     pub credentials: Vec<String>,
     /// Only a decision signed on one of the person's devices approves it.
     pub device_signature: bool,
-    /// The hashes a device decision names: `request` (the method, URL and body's hash) and
-    /// `body`.
+    /// The hashes a device decision names: `request` (the method, URL, headers, body's hash and
+    /// the credentials the host would add) and `body`.
     pub hashes: BTreeMap<String, String>,
     pub asked_at_ms: i64,
 }
 
 /// The hash a device decision about an egress use names as `request`: the SHA-256 of the
-/// canonical JSON `{"body_sha256", "headers": [[name, value], ...], "method", "url"}`, with
-/// the headers the cell set, whole and in the order it set them.
+/// canonical JSON `{"body_sha256", "credentials": [name, ...], "headers": [[name, value],
+/// ...], "method", "url"}`, with the credentials the host would add and the headers the cell
+/// set, whole and in the order it set them.
 pub fn egress_request_hash(
     method: &str,
     url: &str,
     headers: &[[String; 2]],
     body_sha256: &str,
+    credentials: &[String],
 ) -> String {
     let text = crate::canonical::canonicalize(&json!({
         "body_sha256": body_sha256,
+        "credentials": credentials,
         "headers": headers,
         "method": method,
         "url": url,
@@ -728,7 +731,13 @@ impl EgressHost for SessionHost {
                 ("body".to_owned(), used.body_sha256.clone()),
                 (
                     "request".to_owned(),
-                    egress_request_hash(&used.method, &used.url, &whole, &used.body_sha256),
+                    egress_request_hash(
+                        &used.method,
+                        &used.url,
+                        &whole,
+                        &used.body_sha256,
+                        &used.credentials,
+                    ),
                 ),
             ]);
             let shown = whole

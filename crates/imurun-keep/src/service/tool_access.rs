@@ -922,6 +922,14 @@ fn review_of(
             "description".to_owned(),
             crate::keys::sha256_hex(row.description.as_bytes()),
         ),
+        (
+            "authority".to_owned(),
+            authority::review_sha256(
+                &serde_json::to_value(&authority_diff).unwrap_or(Value::Null),
+                &serde_json::to_value(&dropped).unwrap_or(Value::Null),
+                &serde_json::to_value(&granted_diff).unwrap_or(Value::Null),
+            ),
+        ),
     ]);
     let review = ToolReview {
         kind: "tool",

@@ -738,7 +738,7 @@ async fn ask_mode_waits_for_the_person_and_a_device_rule_for_a_signed_decision()
     assert!(view.device_signature);
     assert_eq!(
         view.hashes["request"],
-        egress_request_hash("GET", &view.url, &[], &view.body_sha256)
+        egress_request_hash("GET", &view.url, &[], &view.body_sha256, &view.credentials)
     );
     let error = s
         .keep

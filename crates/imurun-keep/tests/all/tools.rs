@@ -459,8 +459,8 @@ async fn decisions_are_refused_unsigned_flipped_replayed_foreign_expired_and_sta
         refused(good.clone(), two.id.clone()).await,
         "decision_refused"
     );
-    // Any hash changed: the bundle, the clamped manifest, the description.
-    for name in ["bundle", "manifest", "description"] {
+    // Any hash changed: the bundle, the clamped manifest, the description, the authority shown.
+    for name in ["bundle", "manifest", "description", "authority"] {
         let mut changed = one.clone();
         changed.hashes.insert(name.into(), "ab".repeat(32));
         let envelope = decision(

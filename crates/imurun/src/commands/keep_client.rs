@@ -276,7 +276,7 @@ impl Client {
 }
 
 /// Refuses to sign a review whose hashes are not those of what it shows: the clamped
-/// manifest and the description, hashed here.
+/// manifest, the description and what it says about authority, hashed here.
 fn check_review(review: &Value) -> Result<()> {
     let manifest: imurun_keep::manifest::Manifest =
         serde_json::from_value(review["clamped_manifest"].clone())
@@ -284,12 +284,18 @@ fn check_review(review: &Value) -> Result<()> {
     let manifest_sha256 = imurun_keep::authority::manifest_sha256(&manifest);
     let description = review["description"].as_str().unwrap_or_default();
     let description_sha256 = imurun_keep::keys::sha256_hex(description.as_bytes());
+    let authority_sha256 = imurun_keep::authority::review_sha256(
+        &review["authority_diff"],
+        &review["dropped"],
+        &review["granted_diff"],
+    );
     if review["hashes"]["manifest"].as_str() != Some(manifest_sha256.as_str())
         || review["hashes"]["description"].as_str() != Some(description_sha256.as_str())
+        || review["hashes"]["authority"].as_str() != Some(authority_sha256.as_str())
     {
         bail!(
-            "the host's review names other hashes than the manifest and description it shows: \
-             nothing was signed"
+            "the host's review names other hashes than the manifest, description and authority \
+             it shows: nothing was signed"
         );
     }
     Ok(())
