@@ -631,13 +631,16 @@ step('Sign out forgets the token; a revoked token shows the sign-in again at the
     await page.getByLabel('Token', { exact: true }).fill(token);
     await page.getByRole('button', { name: 'Use token' }).click();
     await page.locator('#keep-proposals-view:not([hidden])').waitFor({ timeout: WAIT_MS });
+    await view(page, 'Device');
     const id = createHash('sha256').update(token).digest('hex').slice(0, 12);
     imurun('keep', 'token', 'revoke', id);
-    await page.getByRole('link', { name: 'Tools', exact: true }).click();
+    // A button's request, not a navigation, meets the refusal.
+    await page.getByLabel('Enrolment code', { exact: true }).fill('not-a-code');
+    await page.getByRole('button', { name: 'Enrol this browser' }).click();
     await page.locator('#token-view:not([hidden])').waitFor({ timeout: WAIT_MS })
       .catch(() => { throw new Error('a revoked token kept the page signed in'); });
     check((await page.locator('#token-error').textContent()).includes('not accepted'), 'the sign-in does not say the token was refused');
-    check(!(await page.locator('#keep-tools-view').isVisible()), 'a view shows beside the sign-in');
+    check(!(await page.locator('#keep-device-view').isVisible()), 'a view shows beside the sign-in');
   } finally {
     await browser.close();
   }
