@@ -20,6 +20,7 @@ async function start() {
   byId('new-session').addEventListener('click', () => guard(newSession));
   byId('token-form').addEventListener('submit', (event) => {
     event.preventDefault();
+    tokens += 1;
     setToken(byId('token-input').value.trim());
     byId('token-input').value = '';
     guard(boot);
@@ -29,12 +30,15 @@ async function start() {
   await guard(boot);
 }
 
-/** Runs `work`; a 401 shows the token form instead of failing. */
+/** Runs `work`; a 401 shows the token form instead of failing (unless someone signed in since). */
 async function guard(work) {
+  const at = tokens;
   try {
     await work();
   } catch (error) {
     if (!(error instanceof Unauthorized)) throw error;
+    // A refusal of the token someone signed in with before is not this person's.
+    if (at !== tokens) return;
     toSignIn(sessionStorage.length ? 'That token was not accepted.' : '');
   }
 }
@@ -45,6 +49,7 @@ async function guard(work) {
  */
 function toSignIn(message) {
   boots += 1;
+  tokens += 1;
   setToken(null);
   stopKeep();
   stopChat();
@@ -60,6 +65,8 @@ function toSignIn(message) {
 
 /** Bumped by each sign-in and sign-out: a boot overtaken by another draws nothing. */
 let boots = 0;
+/** Bumped each time the token changes (a sign-in, a sign-out): a 401 met with another token is not this one's. */
+let tokens = 0;
 
 async function boot() {
   boots += 1;

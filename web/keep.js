@@ -66,15 +66,22 @@ export function visibleText(value) {
 function act(work, result) {
   return async (event) => {
     event?.preventDefault?.();
-    const button = event?.currentTarget instanceof HTMLButtonElement ? event.currentTarget : null;
-    if (button) button.disabled = true;
+    // Every button of the item (Approve and Deny alike) or form waits for this one.
+    const target = event?.currentTarget;
+    const scope = target instanceof HTMLFormElement ? target : target?.closest?.('.decide, form, li') ?? target ?? null;
+    const within = scope instanceof HTMLButtonElement ? [scope] : [...(scope?.querySelectorAll?.('button') ?? [])];
+    const buttons = within.filter((button) => !button.disabled);
+    if (scope?.dataset.busy) return;
+    if (scope) scope.dataset.busy = 'true';
+    for (const button of buttons) button.disabled = true;
     const stale = staleAfter();
     try {
       await guard(work);
     } catch (error) {
       if (result && !stale()) status(result, `Something failed: ${error.message}`, false);
     } finally {
-      if (button) button.disabled = false;
+      if (scope) delete scope.dataset.busy;
+      for (const button of buttons) button.disabled = false;
     }
   };
 }
@@ -377,7 +384,7 @@ function approvalItem(approval) {
       h('dl', { class: 'facts' },
         fact('Agent', `${visibleText(approval.agent)} (version ${approval.agent_version})`),
         fact('Credentials the host adds', approval.credentials.length ? approval.credentials.map(visibleText).join(', ') : 'none'),
-        fact('Body', `${approval.body_bytes} ${approval.body_bytes === 1 ? 'byte' : 'bytes'}`, approval.body_bytes ? h('span', { class: 'muted mono wrap' }, `, SHA-256 ${approval.body_sha256}`) : null),
+        fact('Body', `${approval.body_bytes} ${approval.body_bytes === 1 ? 'byte' : 'bytes'}`, h('span', { class: 'muted mono wrap' }, `, SHA-256 ${approval.body_sha256}`)),
         approval.headers.length ? fact('Headers', h('pre', {}, approval.headers.map(([name, value]) => `${visibleText(name)}: ${visibleText(value)}`).join('\n'))) : null,
         approval.device_signature ? fact('Needs', 'a signature from this device') : null),
       approval.tainted ? h('p', {}, 'The session read untrusted content that may be steering this request.') : null),
@@ -418,12 +425,17 @@ async function approvalHashesHold(approval) {
   try {
     const { method, url, headers, credentials, body_sha256: bodySha } = approval;
     const request = await sha256Hex(canonicalJson({ body_sha256: bodySha, credentials, headers, method, url }));
-    return sameKeys(approval.hashes, ['body', 'request'])
+    // A body shown as empty must hash as empty: its size is in no hash.
+    const empty = bodySha === EMPTY_SHA256;
+    return sameKeys(approval.hashes, ['body', 'request']) && (approval.body_bytes === 0) === empty
       && approval.hashes.body === bodySha && approval.hashes.request === request;
   } catch {
     return false;
   }
 }
+
+/** The SHA-256 of no bytes. */
+const EMPTY_SHA256 = 'e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855';
 
 /** Whether `hashes` names exactly these keys. */
 function sameKeys(hashes, keys) {

@@ -424,9 +424,21 @@ step('a third proposal is denied on the device', async () => {
   await openReview(page, 'other', 1);
   check(await page.locator('.no-new-authority').count() === 1 && await page.locator('.authority-diff').count() === 0,
     'a tool with no new authority does not say so');
+  // While one decision is on its way, the other button sends nothing.
+  let decisions = 0;
+  const count = (r) => { if (r.url().endsWith('/decision')) decisions += 1; };
+  page.on('request', count);
+  await page.route('**/decision', async (route) => {
+    await new Promise((resolve) => { setTimeout(resolve, 1000); });
+    await route.continue();
+  });
   await page.getByRole('button', { name: 'Deny on this device' }).click();
+  await page.getByRole('button', { name: 'Approve on this device' }).click({ force: true });
   const result = await resultText(page.locator('#keep-review-result'));
   check(result === 'Denied on this device.', `the result shown: ${result}`);
+  page.off('request', count);
+  await page.unroute('**/decision');
+  check(decisions === 1, `${decisions} decisions were sent for one review`);
   const { tools } = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/proposals?kind=tool'), 200, 'the tool proposals');
   check(tools.find((t) => t.name === 'other').state === 'denied', 'the host did not record the denial');
 });
@@ -512,32 +524,52 @@ step('plans, suggestions, memory entries and cards: listed, decided, cards displ
 step('egress uses waiting for alice appear live: approved, denied, and approved with a device signature', async () => {
   const { page } = alice;
   const waiting = () => page.locator('#keep-approvals > li.approval');
+  // The use the host is waiting on now for `path` (an earlier one's item may still be leaving).
+  const waitingFor = async (path) => {
+    const deadline = Date.now() + WAIT_MS;
+    for (;;) {
+      const { approvals } = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/approvals'), 200, 'the approvals');
+      const found = approvals.find((approval) => approval.url.endsWith(path));
+      if (found) return page.locator(`#keep-approvals > li[data-id="${found.id}"]`);
+      check(Date.now() < deadline, `the host never waited on ${path}`);
+      await page.waitForTimeout(100);
+    }
+  };
   const answerOne = async (path, method, button) => {
     const reply = say(clean, { fetch: { method, url: `${upstream}${path}`, ...(method === 'POST' ? { body: 'x' } : {}) } });
-    await waiting().filter({ hasText: path }).waitFor({ timeout: WAIT_MS })
+    const item = await waitingFor(path);
+    await item.waitFor({ timeout: WAIT_MS })
       .catch(() => { throw new Error(`the waiting ${method} ${path} did not appear without a reload`); });
     if (path === '/signed') await inspect(page, 'approval');
-    await waiting().filter({ hasText: path }).getByRole('button', { name: button }).click();
+    await item.getByRole('button', { name: button }).click();
     return reply;
   };
   // What the page shows is what it signs: a request shown as another is not signed.
   const pending = say(clean, { fetch: { method: 'POST', url: `${upstream}/signed`, body: 'transfer everything' } });
   await waiting().filter({ hasText: '/signed' }).waitFor({ timeout: WAIT_MS });
-  await page.route('**/v1/approvals', async (route) => {
-    const answer = await route.fetch();
-    const body = await answer.json();
-    for (const approval of body.approvals) approval.url = approval.url.replace('/signed', '/harmless-read');
-    await route.fulfill({ response: answer, json: body });
-  });
+  const lies = {
+    'another address': (approval) => { approval.url = approval.url.replace('/signed', '/harmless-read'); },
+    'an empty body': (approval) => { approval.body_bytes = 0; },
+  };
+  for (const [lie, tell] of Object.entries(lies)) {
+    await page.route('**/v1/approvals', async (route) => {
+      const answer = await route.fetch();
+      const body = await answer.json();
+      body.approvals.forEach(tell);
+      await route.fulfill({ response: answer, json: body });
+    });
+    await page.reload();
+    const shownAs = waiting().first();
+    await shownAs.waitFor({ timeout: WAIT_MS });
+    await shownAs.getByRole('button', { name: 'Approve (sign)' }).click();
+    check((await resultText(shownAs.locator('.result'))).includes('other hashes'), `the page signed a request shown with ${lie}`);
+    await page.unroute('**/v1/approvals');
+  }
   await page.reload();
-  const shownAs = waiting().filter({ hasText: '/harmless-read' });
-  await shownAs.waitFor({ timeout: WAIT_MS });
-  await shownAs.getByRole('button', { name: 'Approve (sign)' }).click();
-  check((await resultText(shownAs.locator('.result'))).includes('other hashes'), 'the page signed a request other than the one it shows');
-  await page.unroute('**/v1/approvals');
-  await page.reload();
-  await waiting().filter({ hasText: '/signed' }).getByRole('button', { name: 'Deny' }).click();
+  const lied = await waitingFor('/signed');
+  await lied.getByRole('button', { name: 'Deny' }).click();
   const refusedUse = await pending;
+  await lied.waitFor({ state: 'detached', timeout: WAIT_MS });
   check(!refusedUse.includes(env.KEEP_UPSTREAM_BODY), `the use shown as another went out: ${refusedUse}`);
   // The write first: what a use reads taints the session, and a tainted session's writes
   // are refused under this rule.
