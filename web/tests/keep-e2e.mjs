@@ -739,6 +739,33 @@ step('an answer that arrives after alice signed out is not drawn for bob', async
   await page.locator('#who').filter({ hasText: 'Signed in as alice' }).waitFor({ timeout: WAIT_MS });
 });
 
+step('the refusal of a token signed out of, arriving late, signs nobody out', async () => {
+  const { token } = JSON.parse(imurun('keep', 'token', 'create', '--user', 'alice'));
+  const browser = await openAs(token, 'alice (a late refusal)');
+  try {
+    const { page } = browser;
+    await page.route('**/v1/tools', async (route) => {
+      await new Promise((resolve) => { setTimeout(resolve, 2500); });
+      await route.continue();
+    });
+    const asked = page.waitForRequest((r) => r.url().endsWith('/v1/tools'));
+    await page.getByRole('link', { name: 'Tools', exact: true }).click();
+    await asked;
+    imurun('keep', 'token', 'revoke', createHash('sha256').update(token).digest('hex').slice(0, 12));
+    await page.getByRole('button', { name: 'Sign out' }).click();
+    await page.getByLabel('Token', { exact: true }).fill(env.KEEP_BOB);
+    await page.getByRole('button', { name: 'Use token' }).click();
+    await page.locator('#who').filter({ hasText: 'Signed in as bob' }).waitFor({ timeout: WAIT_MS });
+    // The revoked token's request answers 401 now: it was not bob's.
+    await page.waitForTimeout(3000);
+    check(await page.locator('#token-view').isHidden(), 'a late refusal of the token signed out of signed bob out');
+    check((await page.locator('#who').textContent()) === 'Signed in as bob', 'bob is no longer signed in');
+    await page.unroute('**/v1/tools');
+  } finally {
+    await browser.close();
+  }
+});
+
 step('a token revoked while its page is open: the stream sends nothing more, and the page signs in again', async () => {
   const driver = JSON.parse(imurun('keep', 'token', 'create', '--user', 'bob')).token;
   const watched = JSON.parse(imurun('keep', 'token', 'create', '--user', 'bob')).token;
