@@ -750,6 +750,11 @@ async function revoke(tool, result) {
 
 async function loadJournal() {
   const stale = staleAfter();
+  // An earlier check's result never stands for this one while it runs.
+  for (const id of ['keep-chain', 'keep-recheck']) {
+    byId(id).textContent = 'Checking…';
+    byId(id).className = 'result muted';
+  }
   const [list, check] = await Promise.all([api('GET', '/v1/journal'), api('GET', '/v1/journal/verify')]);
   if (stale()) return;
   const chain = byId('keep-chain');
