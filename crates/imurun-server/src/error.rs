@@ -107,7 +107,10 @@ impl From<StoreError> for ApiError {
         match &error {
             StoreError::NotFound { .. } => ApiError::not_found(error.to_string()),
             StoreError::AlreadyExists { .. } => ApiError::conflict(error.to_string()),
-            StoreError::InvalidId { .. } => ApiError::bad_request(error.to_string()),
+            StoreError::InvalidId { .. } | StoreError::NulCharacter { .. } => {
+                ApiError::bad_request(error.to_string())
+            }
+            _ if error.is_unavailable() => database_unavailable(&error),
             StoreError::TooLarge { .. } => ApiError::too_large(error.to_string()),
             StoreError::RowsMaxReached { .. } => ApiError::new(
                 StatusCode::INSUFFICIENT_STORAGE,
@@ -276,9 +279,29 @@ impl From<imurun_keep::KeepError> for ApiError {
     }
 }
 
+/// The answer while the database cannot be reached (a PostgreSQL server down or unreachable,
+/// every connection busy past the wait): 503, "try again", and nothing of the cause that could
+/// name a host or a path; the log keeps that.
+fn database_unavailable(error: &StoreError) -> ApiError {
+    tracing::error!("the database cannot be reached: {error}");
+    ApiError::new(
+        StatusCode::SERVICE_UNAVAILABLE,
+        "database_unavailable",
+        "the database cannot be reached just now; try again shortly",
+    )
+}
+
 /// Keep's refusals on the wire: the rule that refused is the code.
 pub(crate) fn keep_error(error: imurun_keep::KeepError) -> ApiError {
     use imurun_keep::KeepError;
+    if let KeepError::Store(store) = &error {
+        if store.is_unavailable() {
+            return database_unavailable(store);
+        }
+        if let imurun_store::StoreError::NulCharacter { .. } = store {
+            return ApiError::bad_request(store.to_string());
+        }
+    }
     let status = match &error {
         KeepError::Canonical(_)
         | KeepError::Invalid { .. }

@@ -6,9 +6,11 @@
 use std::sync::LazyLock;
 
 use imurun_core::{AuditRecord, CallSource, Decision};
-use sqlx::sqlite::{SqliteConnection, SqliteRow};
+use sqlx::AnyConnection;
+use sqlx::any::AnyRow;
 use sqlx::{Connection, Row};
 
+use crate::bounds::without_nul;
 use crate::{Store, StoreError};
 
 /// Most rows [`Store::recent_audit`] returns in one call, so that no caller can pull the whole
@@ -91,7 +93,7 @@ impl Store {
 
 /// Inserts `records` in one transaction: all of them are committed, or none.
 pub(crate) async fn insert_audit_batch(
-    connection: &mut SqliteConnection,
+    connection: &mut AnyConnection,
     records: &[AuditRecord],
 ) -> Result<(), sqlx::Error> {
     let mut transaction = connection.begin().await?;
@@ -105,18 +107,25 @@ pub(crate) async fn insert_audit_batch(
             query = query
                 .bind(record.at_ms)
                 .bind(record.mark)
-                .bind(record.tool.as_str())
+                // The audit keeps every row: a NUL (which PostgreSQL's text cannot hold)
+                // becomes U+FFFD instead of costing the row.
+                .bind(without_nul(&record.tool).into_owned())
                 .bind(record.source.to_string())
                 .bind(record.decision.as_str())
-                .bind(record.outcome.as_str())
-                .bind(record.session_id.as_deref());
+                .bind(without_nul(&record.outcome).into_owned())
+                .bind(
+                    record
+                        .session_id
+                        .as_deref()
+                        .map(|id| without_nul(id).into_owned()),
+                );
         }
         query.execute(&mut *transaction).await?;
     }
     transaction.commit().await
 }
 
-fn decode_row(row: &SqliteRow) -> Result<AuditRow, StoreError> {
+fn decode_row(row: &AnyRow) -> Result<AuditRow, StoreError> {
     let source: String = row.try_get("source")?;
     let decision: String = row.try_get("decision")?;
     Ok(AuditRow {

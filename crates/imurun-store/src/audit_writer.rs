@@ -10,8 +10,8 @@ use std::thread::{self, Thread};
 use std::time::{Duration, Instant};
 
 use imurun_core::{AuditRecord, AuditSink};
+use sqlx::AnyConnection;
 use sqlx::Connection;
-use sqlx::sqlite::SqliteConnection;
 use tokio::runtime::{Handle, RuntimeFlavor};
 use tokio::sync::mpsc::error::TrySendError;
 use tokio::sync::{mpsc, oneshot};
@@ -122,7 +122,9 @@ impl AuditWriter {
             batch_records_max,
         };
         let runtime = tokio::runtime::Builder::new_current_thread()
+            // Time for the retry pauses; I/O for PostgreSQL's sockets.
             .enable_time()
+            .enable_io()
             .build()
             .map_err(StoreError::WriterStart)?;
         thread::Builder::new()
@@ -299,7 +301,7 @@ impl Wake for UnparkThread {
 /// The writer's side: runs on the writer's thread and owns its connection.
 struct WriterTask {
     store: Store,
-    connection: Option<SqliteConnection>,
+    connection: Option<AnyConnection>,
     receiver: mpsc::Receiver<Command>,
     counters: Arc<Counters>,
     batch_records_max: usize,

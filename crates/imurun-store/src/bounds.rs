@@ -44,12 +44,31 @@ pub(crate) fn check_id(what: &'static str, id: &str) -> Result<(), StoreError> {
     })
 }
 
+/// Refuses a text with the NUL character: PostgreSQL's text type cannot hold it.
+pub(crate) fn check_no_nul(what: &'static str, text: &str) -> Result<(), StoreError> {
+    if text.contains('\0') {
+        return Err(StoreError::NulCharacter { what });
+    }
+    Ok(())
+}
+
+/// `text` with each NUL character replaced by U+FFFD, for a log that must keep every row
+/// rather than refuse one.
+pub(crate) fn without_nul(text: &str) -> std::borrow::Cow<'_, str> {
+    if text.contains('\0') {
+        std::borrow::Cow::Owned(text.replace('\0', "\u{FFFD}"))
+    } else {
+        std::borrow::Cow::Borrowed(text)
+    }
+}
+
 /// Refuses `text` past `chars_max` characters (Unicode scalar values, what a user counts).
 pub(crate) fn check_chars(
     what: &'static str,
     text: &str,
     chars_max: usize,
 ) -> Result<(), StoreError> {
+    check_no_nul(what, text)?;
     // The byte length bounds the character count from above, so most texts skip the count.
     if text.len() <= chars_max {
         return Ok(());
@@ -72,6 +91,7 @@ pub(crate) fn check_bytes(
     text: &str,
     bytes_max: usize,
 ) -> Result<(), StoreError> {
+    check_no_nul(what, text)?;
     if text.len() <= bytes_max {
         return Ok(());
     }

@@ -13,12 +13,20 @@ pub enum StoreError {
         source: std::io::Error,
     },
     /// The database could not be opened or created, or refused the connection settings.
-    #[error("cannot open the database {path}: {source}")]
+    /// `database` is the file, `:memory:`, or the URL without its password.
+    #[error("cannot open the database {database}: {source}")]
     Open {
-        path: PathBuf,
+        database: String,
         #[source]
         source: sqlx::Error,
     },
+    /// A database URL of a kind the store does not run on (only `postgres://`, `postgresql://`
+    /// and `sqlite://`). `url` is shown without its password.
+    #[error(
+        "the database URL {url:?} is not supported: use postgres://user:password@host/database \
+         or sqlite://path"
+    )]
+    UnsupportedUrl { url: String },
     /// A schema migration failed; the database stays at the last migration that succeeded.
     #[error("cannot migrate the database: {0}")]
     Migrate(#[from] sqlx::migrate::MigrateError),
@@ -59,6 +67,10 @@ pub enum StoreError {
         /// `characters`, `bytes` or `entries`.
         unit: &'static str,
     },
+    /// A text holds the NUL character, which PostgreSQL's text cannot hold: refused on every
+    /// engine, so that a database never holds a row another engine could not.
+    #[error("{what} holds a NUL character (U+0000), which the database cannot store")]
+    NulCharacter { what: &'static str },
     /// A table already holds the most rows it may, in one session or in all.
     #[error("{what} reached the most rows allowed ({rows_max})")]
     RowsMaxReached { what: &'static str, rows_max: u64 },
@@ -72,4 +84,30 @@ pub enum StoreError {
     /// past the caller's wait, a batch failed every write attempt, or the writer had stopped.
     #[error("{rows} audit rows were lost since the previous flush")]
     AuditRowsLost { rows: u64 },
+}
+
+impl StoreError {
+    /// Whether the error says the database could not be reached (down, unreachable, every
+    /// connection busy past the wait), rather than that the request itself was refused. Callers
+    /// answer these "try again later".
+    pub fn is_unavailable(&self) -> bool {
+        let source = match self {
+            StoreError::Open { source, .. } | StoreError::Query(source) => source,
+            StoreError::Migrate(sqlx::migrate::MigrateError::Execute(source)) => source,
+            _ => return false,
+        };
+        match source {
+            sqlx::Error::Io(_)
+            | sqlx::Error::Tls(_)
+            | sqlx::Error::PoolTimedOut
+            | sqlx::Error::PoolClosed
+            | sqlx::Error::WorkerCrashed => true,
+            // PostgreSQL's class 08 (connection exception) and 57P (operator intervention:
+            // the server shutting down, crashed, or not yet accepting connections).
+            sqlx::Error::Database(error) => error
+                .code()
+                .is_some_and(|code| code.starts_with("08") || code.starts_with("57P")),
+            _ => false,
+        }
+    }
 }

@@ -7,10 +7,22 @@
 //! person-paced, so serialising them costs nothing, and it makes "check the version, write the
 //! row, append to the journal" one atomic step that two writers can never interleave.
 
-use sqlx::{FromRow, Sqlite, Transaction};
+use sqlx::{Any, FromRow, Transaction};
 
 use crate::clock::now_ms;
 use crate::{Store, StoreError};
+
+/// A yes-or-no column, stored as the integer 0 or 1 on both engines (SQLite has no boolean
+/// type, and the `Any` driver reads SQLite's integers as integers).
+#[derive(Debug, Clone, Copy, sqlx::Type)]
+#[sqlx(transparent)]
+struct Flag(i64);
+
+impl From<Flag> for bool {
+    fn from(flag: Flag) -> bool {
+        flag.0 != 0
+    }
+}
 
 /// Rows a journal read returns at most.
 pub const KEEP_JOURNAL_READ_ROWS_MAX: i64 = 10_000;
@@ -358,9 +370,16 @@ impl Store {
     /// A read of the whole journal as one snapshot (a read transaction): its head, then its
     /// entries page by page, all as they were at the first read, whatever is appended meanwhile.
     pub async fn keep_journal_snapshot(&self) -> Result<JournalSnapshot, StoreError> {
-        Ok(JournalSnapshot {
-            tx: self.pool().begin().await?,
-        })
+        let mut tx = self.pool().begin().await?;
+        // SQLite's read transaction sees one snapshot from its first read on. PostgreSQL's
+        // default (read committed) takes a new one at every statement; repeatable read keeps
+        // the first.
+        if self.backend() == crate::Backend::Postgres {
+            sqlx::query("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+                .execute(&mut *tx)
+                .await?;
+        }
+        Ok(JournalSnapshot { tx })
     }
 
     /// The journal's recorded head: the last sequence number and hash (0 and `""` when empty).
@@ -376,7 +395,7 @@ impl Store {
 /// A read of the journal as one snapshot; see [`Store::keep_journal_snapshot`].
 #[derive(Debug)]
 pub struct JournalSnapshot {
-    tx: Transaction<'static, Sqlite>,
+    tx: Transaction<'static, Any>,
 }
 
 impl JournalSnapshot {
@@ -410,10 +429,11 @@ impl JournalSnapshot {
     }
 }
 
-/// One Keep write, atomic: commit it, or drop it to roll everything back.
+/// One Keep write, atomic: commit it, or drop it to roll everything back. After a statement
+/// fails, drop it: PostgreSQL refuses every further statement of a failed transaction.
 #[derive(Debug)]
 pub struct KeepTx {
-    tx: Transaction<'static, Sqlite>,
+    tx: Transaction<'static, Any>,
 }
 
 impl KeepTx {
@@ -834,6 +854,7 @@ pub struct ProposalRow {
     pub agent: String,
     pub kind: String,
     pub payload: String,
+    #[sqlx(try_from = "Flag")]
     pub tainted: bool,
     pub taint_source: Option<String>,
     pub state: String,
@@ -931,7 +952,7 @@ impl Store {
         user: &str,
         agent: &str,
     ) -> Result<Vec<(String, bool)>, StoreError> {
-        Ok(sqlx::query_as(
+        let rows: Vec<(String, Flag)> = sqlx::query_as(
             "SELECT payload, tainted FROM keep_proposals WHERE user_name = $1 AND agent = $2 \
              AND kind = 'memory' AND state = 'accepted' ORDER BY decided_at_ms, id LIMIT $3",
         )
@@ -939,7 +960,11 @@ impl Store {
         .bind(agent)
         .bind(KEEP_LIST_ROWS_MAX)
         .fetch_all(self.pool())
-        .await?)
+        .await?;
+        Ok(rows
+            .into_iter()
+            .map(|(payload, tainted)| (payload, tainted.into()))
+            .collect())
     }
 }
 
@@ -1019,7 +1044,7 @@ impl KeepTx {
         .bind(&row.agent)
         .bind(&row.kind)
         .bind(&row.payload)
-        .bind(row.tainted)
+        .bind(i64::from(row.tainted))
         .bind(&row.taint_source)
         .bind(now_ms())
         .execute(&mut *self.tx)
@@ -1071,6 +1096,7 @@ pub struct ToolProposalRow {
     pub manifest: String,
     pub bundle_sha256: String,
     pub bundle_size: i64,
+    #[sqlx(try_from = "Flag")]
     pub tainted: bool,
     pub taint_source: Option<String>,
     pub state: String,
@@ -1089,6 +1115,7 @@ pub struct ToolRow {
     pub bundle_sha256: String,
     pub manifest: String,
     pub decision: String,
+    #[sqlx(try_from = "Flag")]
     pub tainted: bool,
     pub taint_source: Option<String>,
     pub taint_cleared: Option<String>,
@@ -1295,7 +1322,7 @@ impl KeepTx {
         .bind(&row.bundle_sha256)
         .bind(row.bundle_size)
         .bind(new.bundle)
-        .bind(row.tainted)
+        .bind(i64::from(row.tainted))
         .bind(&row.taint_source)
         .bind(row.created_at_ms)
         .bind(&row.seal)
@@ -1385,7 +1412,7 @@ impl KeepTx {
         .bind(tool.bundle)
         .bind(tool.manifest)
         .bind(tool.decision)
-        .bind(tool.tainted)
+        .bind(i64::from(tool.tainted))
         .bind(tool.taint_source)
         .bind(tool.seal)
         .bind(now_ms())

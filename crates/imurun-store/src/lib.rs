@@ -1,4 +1,5 @@
-//! imurun's persistence: one SQLite database through `sqlx`, with embedded migrations.
+//! imurun's persistence: one SQLite database or one PostgreSQL database through `sqlx`'s `Any`
+//! driver, with embedded migrations for each dialect.
 //!
 //! [`Store`] opens (and creates, and migrates) the database; each table's queries live in a module
 //! of their own, as `impl Store` blocks:
@@ -19,9 +20,10 @@
 //! in milliseconds since the Unix epoch. Keep mode's tables are in `keep.rs`: every Keep write is a [`KeepTx`], which
 //! serialises Keep's writes and appends to the hash-chained journal in the same transaction.
 //!
-//! The queries are written to run unchanged on PostgreSQL (`$n` placeholders, portable types,
-//! `RETURNING` and `ON CONFLICT`, which both dialects have), so that Keep hosts can move there;
-//! only the migrations' DDL is per dialect.
+//! The queries run unchanged on both engines (`$n` placeholders, portable types, `RETURNING` and
+//! `ON CONFLICT`, which both dialects have); only the migrations' DDL is per dialect
+//! (`migrations/README.md`). [`Store::open`] opens a SQLite file, [`Store::open_url`] a
+//! `postgres://` (or `sqlite://`) URL.
 //!
 //! This crate knows nothing of HTTP, agents or policy: it stores what it is given.
 
@@ -48,7 +50,7 @@ pub use keep::{
 };
 pub use sessions::{SESSION_LIST_ROWS_MAX, SESSION_TITLE_CHARS_MAX, Session};
 pub use settings::{SETTING_VALUE_BYTES_MAX, SETTINGS_MAX, SETTINGS_WRITE_ENTRIES_MAX};
-pub use store::Store;
+pub use store::{Backend, Store, redact_url};
 pub use transcripts::{
     MESSAGE_CONTENT_BYTES_MAX, Message, Role, TRANSCRIPT_MESSAGES_MAX, TRANSCRIPT_READ_ROWS_MAX,
 };

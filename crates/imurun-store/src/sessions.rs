@@ -55,7 +55,7 @@ const TOUCH_SESSION: &str = "UPDATE sessions SET updated_at_ms = $2 WHERE id = $
 /// another writer has since moved past, and SQLite would then refuse the upgrade without
 /// waiting.
 pub(crate) async fn touch_session(
-    transaction: &mut sqlx::Transaction<'_, sqlx::Sqlite>,
+    transaction: &mut sqlx::Transaction<'_, sqlx::Any>,
     session_id: &str,
     now_ms: i64,
 ) -> Result<(), StoreError> {

@@ -1,23 +1,25 @@
 //! Opening the database: the file and its folder, the connection settings, the pool, the migrations.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::str::FromStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use sqlx::Connection;
+use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::{
-    SqliteConnectOptions, SqliteConnection, SqliteJournalMode, SqlitePool, SqlitePoolOptions,
-    SqliteSynchronous,
-};
+use sqlx::sqlite::SqliteConnectOptions;
+use sqlx::{AnyConnection, AnyPool};
+use sqlx::{ConnectOptions, Connection, Executor};
 
 use crate::StoreError;
 
-/// The schema, compiled into the binary. The SQLite dialect sits in its own folder because the
-/// DDL is the one place the dialects differ (an identity column is spelled differently); the
-/// queries themselves are shared. PostgreSQL's migrations will go in `migrations/postgres/`.
-static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
+/// The schema, compiled into the binary, once per dialect: the DDL is the one place the
+/// dialects differ (an identity column, a binary column, a collation are spelled differently);
+/// the queries themselves are shared. Both folders hold the same migrations, version for
+/// version (a test keeps them in step).
+static MIGRATOR_SQLITE: Migrator = sqlx::migrate!("./migrations/sqlite");
+static MIGRATOR_POSTGRES: Migrator = sqlx::migrate!("./migrations/postgres");
 
 /// `FULL` rather than `NORMAL`. In WAL mode both survive a crash of the process (kill -9): a
 /// committed transaction is in the WAL file, and the operating system keeps the file's pages after
@@ -26,40 +28,85 @@ static MIGRATOR: Migrator = sqlx::migrate!("./migrations/sqlite");
 /// commits. Our writes are human-paced (tool calls, messages) and the audit writer commits in
 /// batches, so the cost is one fsync per batch, not per row; for a security log, "committed" should
 /// mean "on the disk".
-const SYNCHRONOUS: SqliteSynchronous = SqliteSynchronous::Full;
+const SQLITE_SYNCHRONOUS: &str = "PRAGMA synchronous = FULL";
 
-/// How long a statement waits for another connection's write lock before it fails with "database
-/// is locked". Writes here are short transactions, so a wait this long means something is stuck.
-const BUSY_TIMEOUT_MS: u64 = 5_000;
+/// How long a statement waits for another connection's write lock (SQLite) or row lock
+/// (PostgreSQL) before it fails. Writes here are short transactions, so a wait this long means
+/// something is stuck.
+const LOCK_WAIT_MS: u64 = 5_000;
+
+/// How long a PostgreSQL connection may sit in an open transaction doing nothing before the
+/// server ends it. A host that hangs while holding Keep's write lock would otherwise stop every
+/// other host's Keep writes; this bounds the stall.
+const POSTGRES_IDLE_IN_TRANSACTION_MS: u64 = 60_000;
 
 /// Connections in the pool. SQLite has one writer at a time, so more connections only help
-/// concurrent readers (WAL lets them read while a write is in progress); four is plenty for one host.
-const POOL_CONNECTIONS_MAX: u32 = 4;
+/// concurrent readers (WAL lets them read while a write is in progress); four is plenty for one
+/// host. A PostgreSQL server serves several hosts, each with a pool of this many.
+const SQLITE_POOL_CONNECTIONS_MAX: u32 = 4;
+const POSTGRES_POOL_CONNECTIONS_MAX: u32 = 8;
 
-/// How long a caller waits for a free pooled connection before giving up.
-const POOL_ACQUIRE_TIMEOUT_MS: u64 = 10_000;
+/// How long a caller waits for a pooled connection before giving up: with PostgreSQL down, the
+/// time a write takes to be refused.
+const POOL_ACQUIRE_TIMEOUT_MS: u64 = 5_000;
 
-/// The path reported in errors about the in-memory database.
+/// The name reported in errors about the in-memory database.
 const IN_MEMORY_NAME: &str = ":memory:";
 
-/// The database: a pool of connections to one SQLite file (or one in-memory database), migrated to
-/// the current schema. Cloning is cheap and shares the pool. Tables get their queries in their own
-/// modules (`audit.rs`, `sessions.rs`, `transcripts.rs`, `turns.rs`, `settings.rs`) as
+/// Which database engine a [`Store`] runs on.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// One SQLite file (or an in-memory database): the embedded default, for one host.
+    Sqlite,
+    /// A PostgreSQL database, which several hosts may share.
+    Postgres,
+}
+
+impl Backend {
+    /// `sqlite` or `postgres`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Backend::Sqlite => "sqlite",
+            Backend::Postgres => "postgres",
+        }
+    }
+}
+
+/// The database: a pool of connections to one SQLite file (or in-memory database) or one
+/// PostgreSQL database, migrated to the current schema. The queries are the same on both (`$n`
+/// placeholders, portable types, `RETURNING` and `ON CONFLICT`); they go through `sqlx`'s `Any`
+/// driver. Cloning is cheap and shares the pool. Tables get their queries in their own modules
+/// (`audit.rs`, `sessions.rs`, `transcripts.rs`, `turns.rs`, `settings.rs`, `keep.rs`) as
 /// `impl Store` blocks.
-#[derive(Debug, Clone)]
+#[derive(Clone)]
 pub struct Store {
-    pool: SqlitePool,
-    connect_options: SqliteConnectOptions,
+    pool: AnyPool,
+    backend: Backend,
+    /// The database as errors and logs name it: the file, `:memory:`, or the URL without its
+    /// password.
+    name: String,
+    /// The URL connections are made from (it may hold a password: never shown).
+    url: String,
     /// An in-memory database lives only while a connection to it is open. The pool may close all
     /// of its connections (idle timeout, a connection dropped on a dying runtime), so this one
     /// connection, never used, keeps the database alive for as long as any clone of the store.
     /// The mutex only makes the connection shareable between threads; nobody locks it.
-    _memory_anchor: Option<Arc<Mutex<SqliteConnection>>>,
+    _memory_anchor: Option<Arc<Mutex<AnyConnection>>>,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Store")
+            .field("backend", &self.backend)
+            .field("name", &self.name)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Store {
-    /// Opens the database file at `path`, creating it and its parent folders if missing, and
-    /// migrates it to the current schema.
+    /// Opens the SQLite database file at `path`, creating it and its parent folders if missing,
+    /// and migrates it to the current schema.
     pub async fn open(path: impl AsRef<Path>) -> Result<Store, StoreError> {
         let path = path.as_ref();
         if let Some(parent) = path
@@ -73,32 +120,75 @@ impl Store {
                 source,
             })?;
         }
-        let connect_options = with_shared_settings(
-            SqliteConnectOptions::new()
-                .filename(path)
-                .create_if_missing(true)
-                // WAL lets readers work while the audit writer commits, and turns a commit into
-                // an append to one file, which is what makes a per-batch fsync cheap.
-                .journal_mode(SqliteJournalMode::Wal)
-                .synchronous(SYNCHRONOUS),
-        );
-        Store::connect(connect_options, path.to_path_buf(), None).await
+        let options = SqliteConnectOptions::new()
+            .filename(path)
+            .create_if_missing(true);
+        let url = options.to_url_lossy().to_string();
+        Store::connect(
+            Backend::Sqlite,
+            url,
+            path.display().to_string(),
+            SqliteKind::File,
+        )
+        .await
     }
 
-    /// Opens a new, empty, migrated database that lives in memory, for tests. Every call gives a
-    /// database of its own; it disappears when the last clone of the store is dropped.
+    /// Opens a new, empty, migrated SQLite database that lives in memory, for tests. Every call
+    /// gives a database of its own; it disappears when the last clone of the store is dropped.
     pub async fn open_in_memory() -> Result<Store, StoreError> {
-        // sqlx turns `:memory:` into a uniquely named shared-cache database, so every connection
-        // of this pool (and the audit writer's) sees the same data. WAL and `synchronous` mean
-        // nothing without a file, so they are left out.
-        let connect_options = SqliteConnectOptions::from_str("sqlite::memory:")
-            .map_err(|source| open_error(IN_MEMORY_NAME, source))?;
-        let connect_options = with_shared_settings(connect_options);
-        let anchor = SqliteConnection::connect_with(&connect_options)
-            .await
-            .map_err(|source| open_error(IN_MEMORY_NAME, source))?;
-        let anchor = Some(Arc::new(Mutex::new(anchor)));
-        Store::connect(connect_options, PathBuf::from(IN_MEMORY_NAME), anchor).await
+        // A uniquely named shared-cache database, so every connection of this pool (and the
+        // audit writer's) sees the same data.
+        static NEXT: AtomicU64 = AtomicU64::new(0);
+        let number = NEXT.fetch_add(1, Ordering::Relaxed);
+        let url = format!(
+            "sqlite:file:imurun-memory-{}-{number}?mode=memory&cache=shared",
+            std::process::id()
+        );
+        Store::connect(
+            Backend::Sqlite,
+            url,
+            IN_MEMORY_NAME.to_owned(),
+            SqliteKind::Memory,
+        )
+        .await
+    }
+
+    /// Opens the database a URL names, and migrates it: `postgres://user:password@host/db`
+    /// (also `postgresql://`) for PostgreSQL, `sqlite://path` for a SQLite file. Anything else
+    /// is refused with [`StoreError::UnsupportedUrl`].
+    pub async fn open_url(url: &str) -> Result<Store, StoreError> {
+        let scheme = url.split_once(':').map(|(scheme, _)| scheme).unwrap_or("");
+        match scheme {
+            "postgres" | "postgresql" => {
+                Store::connect(
+                    Backend::Postgres,
+                    url.to_owned(),
+                    redact_url(url),
+                    SqliteKind::None,
+                )
+                .await
+            }
+            "sqlite" => {
+                let options = SqliteConnectOptions::from_str(url)
+                    .map_err(|source| open_error(&redact_url(url), source))?;
+                let path = options.get_filename().to_path_buf();
+                Store::open(path).await
+            }
+            _ => Err(StoreError::UnsupportedUrl {
+                url: redact_url(url),
+            }),
+        }
+    }
+
+    /// The engine this store runs on.
+    pub fn backend(&self) -> Backend {
+        self.backend
+    }
+
+    /// The database as errors and logs name it: the file, `:memory:`, or the PostgreSQL URL
+    /// without its password.
+    pub fn name(&self) -> &str {
+        &self.name
     }
 
     /// Closes the pool: waits for connections in use to come back, then closes them all. Other
@@ -109,49 +199,144 @@ impl Store {
     }
 
     async fn connect(
-        connect_options: SqliteConnectOptions,
-        path: PathBuf,
-        memory_anchor: Option<Arc<Mutex<SqliteConnection>>>,
+        backend: Backend,
+        url: String,
+        name: String,
+        sqlite: SqliteKind,
     ) -> Result<Store, StoreError> {
-        let pool = SqlitePoolOptions::new()
-            .max_connections(POOL_CONNECTIONS_MAX)
+        sqlx::any::install_default_drivers();
+        let options =
+            AnyConnectOptions::from_str(&url).map_err(|source| open_error(&name, source))?;
+        let memory_anchor = if sqlite == SqliteKind::Memory {
+            let mut anchor = AnyConnection::connect_with(&options)
+                .await
+                .map_err(|source| open_error(&name, source))?;
+            prepare_connection(&mut anchor, backend, sqlite)
+                .await
+                .map_err(|source| open_error(&name, source))?;
+            Some(Arc::new(Mutex::new(anchor)))
+        } else {
+            None
+        };
+        let connections_max = match backend {
+            Backend::Sqlite => SQLITE_POOL_CONNECTIONS_MAX,
+            Backend::Postgres => POSTGRES_POOL_CONNECTIONS_MAX,
+        };
+        let pool = AnyPoolOptions::new()
+            .max_connections(connections_max)
             .acquire_timeout(Duration::from_millis(POOL_ACQUIRE_TIMEOUT_MS))
-            .connect_with(connect_options.clone())
+            .after_connect(move |connection, _| {
+                Box::pin(async move { prepare_connection(connection, backend, sqlite).await })
+            })
+            .connect_with(options)
             .await
-            .map_err(|source| StoreError::Open { path, source })?;
-        MIGRATOR.run(&pool).await?;
+            .map_err(|source| open_error(&name, source))?;
+        let migrator = match backend {
+            Backend::Sqlite => &MIGRATOR_SQLITE,
+            Backend::Postgres => &MIGRATOR_POSTGRES,
+        };
+        migrator.run(&pool).await?;
         Ok(Store {
             pool,
-            connect_options,
+            backend,
+            name,
+            url,
             _memory_anchor: memory_anchor,
         })
     }
 
     /// The pool, for the queries of this crate's table modules.
-    pub(crate) fn pool(&self) -> &SqlitePool {
+    pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool
     }
 
     /// Opens one connection outside the pool, with the same settings, for a task that owns its
     /// connection (the audit writer runs on its own thread and runtime, away from the pool's).
-    pub(crate) async fn connect_one(&self) -> Result<SqliteConnection, sqlx::Error> {
-        SqliteConnection::connect_with(&self.connect_options).await
+    pub(crate) async fn connect_one(&self) -> Result<AnyConnection, sqlx::Error> {
+        let mut connection = AnyConnection::connect(&self.url).await?;
+        let sqlite = match (self.backend, self._memory_anchor.is_some()) {
+            (Backend::Postgres, _) => SqliteKind::None,
+            (Backend::Sqlite, true) => SqliteKind::Memory,
+            (Backend::Sqlite, false) => SqliteKind::File,
+        };
+        prepare_connection(&mut connection, self.backend, sqlite).await?;
+        Ok(connection)
     }
 }
 
-/// Settings every connection gets, file or memory.
-fn with_shared_settings(options: SqliteConnectOptions) -> SqliteConnectOptions {
-    options
-        .busy_timeout(Duration::from_millis(BUSY_TIMEOUT_MS))
-        // SQLite leaves foreign keys off for backward compatibility; deleting a session relies on
-        // them to delete its transcript and turns, and PostgreSQL always enforces them.
-        .foreign_keys(true)
-        .thread_name(|number| format!("imurun-sqlite-{number}"))
+/// What kind of SQLite database a connection opens, for its settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SqliteKind {
+    /// Not SQLite.
+    None,
+    File,
+    Memory,
 }
 
-fn open_error(path: &str, source: sqlx::Error) -> StoreError {
+/// The settings every new connection gets before it is used.
+async fn prepare_connection(
+    connection: &mut AnyConnection,
+    backend: Backend,
+    sqlite: SqliteKind,
+) -> Result<(), sqlx::Error> {
+    match backend {
+        Backend::Sqlite => {
+            // SQLite leaves foreign keys off for backward compatibility; deleting a session
+            // relies on them to delete its transcript and turns, and PostgreSQL always enforces
+            // them.
+            connection.execute("PRAGMA foreign_keys = ON").await?;
+            connection
+                .execute(sqlx::AssertSqlSafe(format!(
+                    "PRAGMA busy_timeout = {LOCK_WAIT_MS}"
+                )))
+                .await?;
+            if sqlite == SqliteKind::File {
+                // WAL lets readers work while the audit writer commits, and turns a commit into
+                // an append to one file, which is what makes a per-batch fsync cheap. WAL and
+                // `synchronous` mean nothing without a file.
+                connection.execute("PRAGMA journal_mode = WAL").await?;
+                connection.execute(SQLITE_SYNCHRONOUS).await?;
+            }
+        }
+        Backend::Postgres => {
+            connection
+                .execute(sqlx::AssertSqlSafe(format!(
+                    "SET lock_timeout = {LOCK_WAIT_MS}; \
+                     SET idle_in_transaction_session_timeout = {POSTGRES_IDLE_IN_TRANSACTION_MS}"
+                )))
+                .await?;
+        }
+    }
+    Ok(())
+}
+
+/// `url` with its password replaced by `***`, for messages.
+pub fn redact_url(url: &str) -> String {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return url.to_owned();
+    };
+    let (authority, path) = match rest.find('/') {
+        Some(at) => rest.split_at(at),
+        None => (rest, ""),
+    };
+    match authority.rsplit_once('@') {
+        Some((credentials, host)) => {
+            let user = credentials
+                .split_once(':')
+                .map_or(credentials, |(user, _)| user);
+            if credentials.contains(':') {
+                format!("{scheme}://{user}:***@{host}{path}")
+            } else {
+                format!("{scheme}://{user}@{host}{path}")
+            }
+        }
+        None => url.to_owned(),
+    }
+}
+
+fn open_error(name: &str, source: sqlx::Error) -> StoreError {
     StoreError::Open {
-        path: PathBuf::from(path),
+        database: name.to_owned(),
         source,
     }
 }

@@ -54,6 +54,21 @@ impl Plan {
     }
 }
 
+/// Opens the configured database (`database.url`), or the SQLite file in the data folder.
+pub(crate) async fn open_store(config: &ResolvedConfig) -> Result<Store> {
+    match &config.database_url {
+        Some(url) => Store::open_url(url.secret())
+            .await
+            .with_context(|| format!("opening the database {}", url.shown())),
+        None => {
+            let database = config.paths.database();
+            Store::open(&database)
+                .await
+                .with_context(|| format!("opening the database {}", database.display()))
+        }
+    }
+}
+
 /// Everything a command runs on.
 pub(crate) struct Wiring {
     pub(crate) config: ResolvedConfig,
@@ -73,10 +88,7 @@ impl Wiring {
         let paths = &config.paths;
         std::fs::create_dir_all(&paths.data_dir)
             .with_context(|| format!("creating {}", paths.data_dir.display()))?;
-        let database = paths.database();
-        let store = Store::open(&database)
-            .await
-            .with_context(|| format!("opening the database {}", database.display()))?;
+        let store = open_store(&config).await?;
         let audit = Arc::new(AuditWriter::spawn(&store).context("starting the audit writer")?);
         let workspace = Arc::new(open_workspace(&config)?);
         let agent = agent_config(&config);

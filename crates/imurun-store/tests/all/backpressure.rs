@@ -4,7 +4,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use imurun_core::AuditSink;
-use imurun_store::{AuditWriter, AuditWriterOptions, Store};
+use imurun_store::{AuditWriter, AuditWriterOptions};
 
 use crate::support::{check_row, nth_record};
 
@@ -78,7 +78,7 @@ fn a_burst_far_past_the_channel_capacity_loses_no_record() {
         Caller::PlainThreads,
     ] {
         let runtime = tokio::runtime::Runtime::new().expect("runtime");
-        let store = runtime.block_on(Store::open_in_memory()).expect("open");
+        let store = runtime.block_on(crate::support::fresh());
         let writer = Arc::new(AuditWriter::spawn_with(&store, tiny_channel()).expect("spawn"));
 
         run_producers(caller, &writer);

@@ -13,7 +13,8 @@ use imurun_store::{AUDIT_READ_ROWS_MAX, AuditWriter, Store};
 use sqlx::Connection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 
-use crate::support::{KillOnDrop, check_row, nth_record};
+use crate::child::KillOnDrop;
+use crate::support::{check_row, nth_record};
 
 const CHILD_DB: &str = "IMURUN_STORE_TEST_CHILD_DB";
 const CHILD_ROWS: &str = "IMURUN_STORE_TEST_CHILD_ROWS";

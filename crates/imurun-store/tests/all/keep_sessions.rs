@@ -2,7 +2,7 @@
 //! only a person's own pending proposal can be decided, and accepted memory entries are what a
 //! cell reads back.
 
-use imurun_store::{ProposalRow, Store};
+use imurun_store::ProposalRow;
 
 fn proposal(id: &str, user: &str, kind: &str, text: &str) -> ProposalRow {
     ProposalRow {
@@ -22,7 +22,7 @@ fn proposal(id: &str, user: &str, kind: &str, text: &str) -> ProposalRow {
 
 #[tokio::test]
 async fn sessions_taint_once_and_proposals_are_decided_only_by_their_person() {
-    let store = Store::open_in_memory().await.unwrap();
+    let store = crate::support::fresh().await;
     let mut tx = store.keep_begin().await.unwrap();
     tx.insert_session("s1", "alice", "helper", 3).await.unwrap();
     assert!(
@@ -96,14 +96,19 @@ async fn sessions_taint_once_and_proposals_are_decided_only_by_their_person() {
 
 #[tokio::test]
 async fn a_proposal_must_belong_to_a_session_and_have_a_known_kind() {
-    let store = Store::open_in_memory().await.unwrap();
+    let store = crate::support::fresh().await;
     let mut tx = store.keep_begin().await.unwrap();
     assert!(
         tx.insert_proposal(&proposal("p1", "alice", "memory", "x"))
             .await
             .is_err()
     );
+    // A failed statement ends the transaction on PostgreSQL: each write starts anew.
+    drop(tx);
+    let mut tx = store.keep_begin().await.unwrap();
     tx.insert_session("s1", "alice", "helper", 1).await.unwrap();
+    tx.commit().await.unwrap();
+    let mut tx = store.keep_begin().await.unwrap();
     assert!(
         tx.insert_proposal(&proposal("p2", "alice", "deploy", "x"))
             .await

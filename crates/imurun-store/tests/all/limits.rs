@@ -4,12 +4,10 @@ use std::fmt::Debug;
 
 use imurun_store::{
     ID_CHARS_MAX, MESSAGE_CONTENT_BYTES_MAX, Role, SESSION_LIST_ROWS_MAX, SESSION_TITLE_CHARS_MAX,
-    SETTING_VALUE_BYTES_MAX, SETTINGS_WRITE_ENTRIES_MAX, Store, StoreError,
-    TRANSCRIPT_MESSAGES_MAX, TURN_LIST_ROWS_MAX, TURN_PROMPT_BYTES_MAX, TURN_VIEW_BYTES_MAX,
+    SETTING_VALUE_BYTES_MAX, SETTINGS_WRITE_ENTRIES_MAX, StoreError, TRANSCRIPT_MESSAGES_MAX,
+    TURN_LIST_ROWS_MAX, TURN_PROMPT_BYTES_MAX, TURN_VIEW_BYTES_MAX,
 };
 use serde_json::{Value, json};
-
-use crate::support::file_store;
 
 /// What a call should give.
 #[derive(Debug, Clone, Copy)]
@@ -43,7 +41,7 @@ fn json_of_bytes(bytes: usize) -> Value {
 
 #[tokio::test]
 async fn sizes_are_accepted_at_their_bound_and_refused_past_it() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     store.create_session(Some("s"), None).await.expect("create");
     let title_max = "é".repeat(SESSION_TITLE_CHARS_MAX);
     let title_over = "é".repeat(SESSION_TITLE_CHARS_MAX + 1);
@@ -157,7 +155,7 @@ async fn sizes_are_accepted_at_their_bound_and_refused_past_it() {
 
 #[tokio::test]
 async fn ids_and_keys_outside_the_alphabet_are_refused() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     store.create_session(Some("s"), None).await.expect("create");
     let id_max = "i".repeat(ID_CHARS_MAX);
     let id_over = "i".repeat(ID_CHARS_MAX + 1);
@@ -223,7 +221,7 @@ async fn ids_and_keys_outside_the_alphabet_are_refused() {
 
 #[tokio::test]
 async fn lists_return_at_most_their_stated_maximum() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     store.create_session(Some("s"), None).await.expect("create");
     for index in 0..=TURN_LIST_ROWS_MAX.max(SESSION_LIST_ROWS_MAX) {
         store
@@ -251,12 +249,9 @@ async fn lists_return_at_most_their_stated_maximum() {
 #[tokio::test]
 async fn a_full_transcript_refuses_the_next_message() {
     use sqlx::Connection;
-    let (_dir, path, store) = file_store().await;
+    let store = crate::support::fresh().await;
     store.create_session(Some("s"), None).await.expect("create");
-    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&path);
-    let mut connection = sqlx::sqlite::SqliteConnection::connect_with(&options)
-        .await
-        .expect("connect");
+    let mut connection = store.raw().await;
     sqlx::query(
         "INSERT INTO messages (session_id, seq, role, content, created_at_ms) \
          VALUES ('s', $1, 'user', 'last', 0)",

@@ -3,7 +3,7 @@
 use imurun_store::{Role, Store, TurnStatus};
 use serde_json::json;
 
-use crate::support::file_store;
+use crate::support::fresh;
 
 /// Everything the API can read back, in one value, so two snapshots compare with one `assert_eq`.
 async fn snapshot(store: &Store) -> String {
@@ -23,7 +23,7 @@ async fn snapshot(store: &Store) -> String {
 
 #[tokio::test]
 async fn reopening_keeps_sessions_transcripts_turns_and_settings() {
-    let (_dir, path, store) = file_store().await;
+    let store = fresh().await;
     for (index, id) in ["a", "b", "c"].into_iter().enumerate() {
         store
             .create_session(Some(id), (index != 1).then_some("titled"))
@@ -73,7 +73,7 @@ async fn reopening_keeps_sessions_transcripts_turns_and_settings() {
     assert_eq!(before.matches("Message {").count(), 2 + 6, "a and c");
     store.close().await;
 
-    let reopened = Store::open(&path).await.expect("reopen");
+    let reopened = store.reopen().await;
     assert_eq!(snapshot(&reopened).await, before);
     reopened.close().await;
 }

@@ -105,29 +105,26 @@ fn varied_records() -> Vec<AuditRecord> {
 
 #[tokio::test]
 async fn every_field_reads_back_in_order_from_memory() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     check(&store, &varied_records(), 100).await;
 }
 
 #[tokio::test]
-async fn every_field_reads_back_in_order_from_a_file() {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let store = Store::open(dir.path().join("imurun.db"))
-        .await
-        .expect("open");
+async fn every_field_reads_back_in_order_from_the_database() {
+    let store = crate::support::fresh().await;
     check(&store, &varied_records(), 100).await;
 }
 
 #[tokio::test]
 async fn recent_audit_returns_the_newest_rows_oldest_first() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     let records: Vec<_> = (0..10).map(nth_record).collect();
     check(&store, &records, 3).await;
 }
 
 #[tokio::test]
 async fn recent_audit_reads_at_most_the_stated_maximum() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     let records: Vec<_> = (0..u64::from(AUDIT_READ_ROWS_MAX) + 5)
         .map(nth_record)
         .collect();
@@ -136,7 +133,7 @@ async fn recent_audit_reads_at_most_the_stated_maximum() {
 
 #[tokio::test]
 async fn an_empty_log_reads_as_empty() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     assert_eq!(store.audit_count().await.expect("count"), 0);
     assert!(store.recent_audit(10).await.expect("read").is_empty());
 }
@@ -145,7 +142,7 @@ async fn an_empty_log_reads_as_empty() {
 /// never dropped in silence.
 #[tokio::test]
 async fn records_after_shutdown_are_counted_and_reported_as_lost() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     let writer = AuditWriter::spawn(&store).expect("spawn writer");
     for index in 0..3 {
         writer.record(nth_record(index));
@@ -175,7 +172,7 @@ async fn records_after_shutdown_are_counted_and_reported_as_lost() {
 /// channel once the last sender is gone.
 #[tokio::test]
 async fn dropping_the_writer_drains_it() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     let writer = AuditWriter::spawn(&store).expect("spawn writer");
     for index in 0..50 {
         writer.record(nth_record(index));
@@ -189,4 +186,24 @@ async fn dropping_the_writer_drains_it() {
         );
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
+}
+
+/// The audit keeps every row, even one whose text holds a NUL (which PostgreSQL's text cannot
+/// hold): the NUL reads back as U+FFFD, the rest as written.
+#[tokio::test]
+async fn an_audit_row_with_a_nul_is_kept_with_a_replacement_character() {
+    let store = crate::support::fresh().await;
+    let record = AuditRecord {
+        tool: "odd\0tool".to_owned(),
+        outcome: "failed: \0".to_owned(),
+        ..nth_record(1)
+    };
+    let writer = AuditWriter::spawn(&store).expect("spawn writer");
+    writer.record(record);
+    writer.flush().await.expect("flush");
+    let rows = store.recent_audit(10).await.expect("read");
+    assert_eq!(rows.len(), 1);
+    assert_eq!(rows[0].tool, "odd\u{FFFD}tool");
+    assert_eq!(rows[0].outcome, "failed: \u{FFFD}");
+    writer.shutdown().await.expect("shutdown");
 }

@@ -1,9 +1,7 @@
 //! Sessions: create, list newest updated first, get, rename, delete with everything in them.
 
-use imurun_store::{Role, Session, Store, StoreError};
+use imurun_store::{Role, Session, StoreError};
 use serde_json::json;
-
-use crate::support::{file_store, raw_scalar};
 
 /// Asserts that `sessions` are the sessions `ids`, in that order.
 fn check_order(sessions: &[Session], ids: &[&str]) {
@@ -13,7 +11,7 @@ fn check_order(sessions: &[Session], ids: &[&str]) {
 
 #[tokio::test]
 async fn a_session_reads_back_as_created_and_renamed() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     let created = store
         .create_session(Some("s-1"), Some("First chat ✓"))
         .await
@@ -38,7 +36,7 @@ async fn a_session_reads_back_as_created_and_renamed() {
 
 #[tokio::test]
 async fn a_session_without_an_id_gets_a_random_one() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     let first = store.create_session(None, None).await.expect("create");
     let second = store.create_session(None, None).await.expect("create");
     assert_eq!(first.id.len(), 32, "{}", first.id);
@@ -49,7 +47,7 @@ async fn a_session_without_an_id_gets_a_random_one() {
 
 #[tokio::test]
 async fn a_taken_id_is_refused_and_the_first_session_kept() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     store
         .create_session(Some("s-1"), Some("kept"))
         .await
@@ -65,7 +63,7 @@ async fn a_taken_id_is_refused_and_the_first_session_kept() {
 
 #[tokio::test]
 async fn sessions_list_newest_updated_first() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     for id in ["a", "b", "c"] {
         store.create_session(Some(id), None).await.expect("create");
     }
@@ -103,7 +101,7 @@ async fn sessions_list_newest_updated_first() {
 
 #[tokio::test]
 async fn every_call_on_a_missing_session_reports_not_found() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     store
         .create_session(Some("other"), None)
         .await
@@ -144,7 +142,7 @@ async fn every_call_on_a_missing_session_reports_not_found() {
 /// any other session. Counted in the file itself, not through the API.
 #[tokio::test]
 async fn deleting_a_session_deletes_its_messages_and_turns_only() {
-    let (_dir, path, store) = file_store().await;
+    let store = crate::support::fresh().await;
     for id in ["doomed", "kept"] {
         store.create_session(Some(id), None).await.expect("create");
         for index in 0..3 {
@@ -166,7 +164,7 @@ async fn deleting_a_session_deletes_its_messages_and_turns_only() {
         "SELECT COUNT(*) FROM sessions WHERE id = 'doomed'",
     ];
     for sql in counts {
-        assert_eq!(raw_scalar(&path, sql).await, 0, "{sql}");
+        assert_eq!(store.raw_scalar(sql).await, 0, "{sql}");
     }
     assert_eq!(
         store.transcript("kept", 0, 10).await.expect("kept").len(),

@@ -23,7 +23,7 @@ async fn check(store: &Store, expected: &[(&str, Value)]) {
 
 #[tokio::test]
 async fn a_set_replaces_the_value_and_a_delete_removes_it() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     check(&store, &[]).await;
     assert_eq!(
         store.get_setting("agent.maxSteps").await.expect("get"),
@@ -77,7 +77,7 @@ async fn a_set_replaces_the_value_and_a_delete_removes_it() {
 
 #[tokio::test]
 async fn every_kind_of_json_value_reads_back() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     let values = [
         ("null", json!(null)),
         ("bool", json!(true)),
@@ -94,7 +94,7 @@ async fn every_kind_of_json_value_reads_back() {
 
 #[tokio::test]
 async fn set_settings_writes_in_order_so_a_repeated_key_keeps_its_last_value() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     let (first, last) = (json!("first"), json!("last"));
     store
         .set_settings([("ui.theme", &first), ("ui.theme", &last)])
@@ -107,7 +107,7 @@ async fn set_settings_writes_in_order_so_a_repeated_key_keeps_its_last_value() {
 /// transaction starts.
 #[tokio::test]
 async fn a_batch_with_a_bad_entry_writes_nothing() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     let value = json!(1);
     let result = store
         .set_settings([("good.key", &value), ("bad key", &value)])
@@ -129,7 +129,7 @@ async fn a_batch_with_a_bad_entry_writes_nothing() {
 /// replacing an existing value still works.
 #[tokio::test]
 async fn the_table_holds_at_most_settings_max_rows() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     let value = json!(0);
     let keys: Vec<String> = (0..SETTINGS_MAX)
         .map(|index| format!("k.{index}"))

@@ -48,39 +48,99 @@ pub(crate) fn check_row(row: &AuditRow, record: &AuditRecord) {
     assert_eq!(got, expected, "row {}", row.id);
 }
 
-/// A store in a file of a fresh temporary folder, with the store's real settings. Keep the folder
-/// alive as long as the store.
-pub(crate) async fn file_store() -> (tempfile::TempDir, std::path::PathBuf, imurun_store::Store) {
-    let dir = tempfile::tempdir().expect("temp dir");
-    let path = dir.path().join("imurun.db");
-    let store = imurun_store::Store::open(&path).await.expect("open");
-    (dir, path, store)
+/// A fresh, empty, migrated store on the engine this test binary runs on (`crate::BACKEND`):
+/// a SQLite file in a temporary folder, or a PostgreSQL database of its own on the test
+/// server. It reads as the store itself; it also reopens the same database and reaches it
+/// behind the store's back.
+pub(crate) struct TestStore {
+    store: imurun_store::Store,
+    url: String,
+    _place: Place,
 }
 
-/// Runs one statement on the database file behind the store's back: to count rows the API does
-/// not count, or to plant rows the API would refuse.
-pub(crate) async fn raw_scalar(path: &std::path::Path, sql: &'static str) -> i64 {
-    use sqlx::Connection;
-    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(path);
-    let mut connection = sqlx::sqlite::SqliteConnection::connect_with(&options)
-        .await
-        .expect("connect");
-    let value = sqlx::query_scalar(sql)
-        .fetch_optional(&mut connection)
-        .await
-        .expect(sql)
-        .unwrap_or(0);
-    connection.close().await.expect("close");
-    value
+/// What holds the database while the test runs.
+enum Place {
+    Folder(#[expect(dead_code, reason = "held for its Drop")] tempfile::TempDir),
+    Database(#[expect(dead_code, reason = "held for its Drop")] imurun_testkit::TestDatabase),
 }
 
-/// Kills the child when a test fails before it does.
-pub(crate) struct KillOnDrop(pub(crate) std::process::Child);
+impl std::ops::Deref for TestStore {
+    type Target = imurun_store::Store;
 
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        // The child may already be dead and reaped; either way there is nothing left to do.
-        let _ = self.0.kill();
-        let _ = self.0.wait();
+    fn deref(&self) -> &imurun_store::Store {
+        &self.store
+    }
+}
+
+pub(crate) async fn fresh() -> TestStore {
+    let (url, place) = match crate::BACKEND {
+        imurun_store::Backend::Sqlite => {
+            let dir = tempfile::tempdir().expect("temp dir");
+            let url = TestStore::sqlite_url(&dir.path().join("imurun.db"));
+            (url, Place::Folder(dir))
+        }
+        imurun_store::Backend::Postgres => {
+            let database = imurun_testkit::TestDatabase::create();
+            (database.url().to_owned(), Place::Database(database))
+        }
+    };
+    let store = imurun_store::Store::open_url(&url).await.expect("open");
+    assert_eq!(store.backend(), crate::BACKEND);
+    TestStore {
+        store,
+        url,
+        _place: place,
+    }
+}
+
+impl TestStore {
+    /// The URL of the SQLite file at `path`.
+    pub(crate) fn sqlite_url(path: &std::path::Path) -> String {
+        format!("sqlite://{}", path.display())
+    }
+
+    /// The database's URL.
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The same database opened again, as a restarted host would.
+    pub(crate) async fn reopen(&self) -> imurun_store::Store {
+        imurun_store::Store::open_url(self.url())
+            .await
+            .expect("reopen")
+    }
+
+    /// A connection of its own to the database, behind the store's back: to count rows the
+    /// API does not count, or to plant rows the API would refuse.
+    pub(crate) async fn raw(&self) -> sqlx::AnyConnection {
+        use sqlx::Connection;
+        sqlx::any::install_default_drivers();
+        sqlx::AnyConnection::connect(&self.url)
+            .await
+            .expect("connect behind the store's back")
+    }
+
+    /// Runs one statement that returns one integer (or none: 0) behind the store's back.
+    pub(crate) async fn raw_scalar(&self, sql: &'static str) -> i64 {
+        use sqlx::Connection;
+        let mut connection = self.raw().await;
+        let value = sqlx::query_scalar(sql)
+            .fetch_optional(&mut connection)
+            .await
+            .expect(sql)
+            .unwrap_or(0);
+        connection.close().await.expect("close");
+        value
+    }
+
+    /// Runs statements behind the store's back.
+    pub(crate) async fn raw_execute(&self, statements: &[&'static str]) {
+        use sqlx::Connection;
+        let mut connection = self.raw().await;
+        for sql in statements {
+            sqlx::query(*sql).execute(&mut connection).await.expect(sql);
+        }
+        connection.close().await.expect("close");
     }
 }

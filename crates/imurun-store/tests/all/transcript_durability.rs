@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use imurun_store::{Role, Store, TRANSCRIPT_READ_ROWS_MAX};
 
-use crate::support::KillOnDrop;
+use crate::child::KillOnDrop;
 
 const CHILD_DB: &str = "IMURUN_STORE_TEST_TRANSCRIPT_CHILD_DB";
 /// The child's test, by its full name in this binary.

@@ -2,9 +2,7 @@
 
 use std::sync::Arc;
 
-use imurun_store::{Message, Role, Store, TRANSCRIPT_READ_ROWS_MAX};
-
-use crate::support::file_store;
+use imurun_store::{Message, Role, TRANSCRIPT_READ_ROWS_MAX};
 
 /// Asserts that `messages` are `expected` (role and content), numbered from `first_seq` on.
 fn check(messages: &[Message], first_seq: i64, expected: &[(Role, &str)]) {
@@ -27,12 +25,15 @@ const CONVERSATION: [(Role, &str); 5] = [
         Role::Assistant,
         "日本語 ✓ 'quotes' \"and\" ;-- DROP TABLE messages",
     ),
-    (Role::User, "line one\nline two\0after a NUL"),
+    (
+        Role::User,
+        "line one\nline two\u{1}after a control character",
+    ),
 ];
 
 #[tokio::test]
 async fn messages_read_back_in_order_numbered_from_one() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     store.create_session(Some("s"), None).await.expect("create");
     for (index, (role, content)) in (1..).zip(CONVERSATION) {
         let appended = store
@@ -53,7 +54,7 @@ async fn messages_read_back_in_order_numbered_from_one() {
 
 #[tokio::test]
 async fn a_transcript_reads_page_by_page() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     store.create_session(Some("s"), None).await.expect("create");
     for (role, content) in CONVERSATION {
         store
@@ -76,7 +77,7 @@ async fn a_transcript_reads_page_by_page() {
 
 #[tokio::test]
 async fn each_session_numbers_its_own_messages() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     for id in ["a", "b"] {
         store.create_session(Some(id), None).await.expect("create");
     }
@@ -101,19 +102,18 @@ async fn each_session_numbers_its_own_messages() {
 
 #[tokio::test]
 async fn an_empty_transcript_reads_as_empty() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     store.create_session(Some("s"), None).await.expect("create");
     assert!(store.transcript("s", 0, 10).await.expect("read").is_empty());
 }
 
-/// Many tasks appending to one session at once on a file database: every append commits, and the
+/// Many tasks appending to one session at once on a database on disk: every append commits, and the
 /// numbers are exactly 1..=n, with no gap and no number given twice.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_appends_get_distinct_numbers() {
     const TASKS: usize = 8;
     const APPENDS_PER_TASK: usize = 15;
-    let (_dir, _path, store) = file_store().await;
-    let store = Arc::new(store);
+    let store = Arc::new(crate::support::fresh().await);
     store.create_session(Some("s"), None).await.expect("create");
     let tasks: Vec<_> = (0..TASKS)
         .map(|task| {
@@ -140,4 +140,32 @@ async fn concurrent_appends_get_distinct_numbers() {
     let seqs: Vec<i64> = all.iter().map(|message| message.seq).collect();
     let expected: Vec<i64> = (1..=i64::try_from(total).expect("fits")).collect();
     assert_eq!(seqs, expected);
+}
+
+/// PostgreSQL's text cannot hold the NUL character, so no engine takes it: the message is
+/// refused with an error that says why, and nothing is written.
+#[tokio::test]
+async fn a_message_with_a_nul_character_is_refused_and_nothing_is_written() {
+    let store = crate::support::fresh().await;
+    store.create_session(Some("s"), None).await.expect("create");
+    let refused = store
+        .append_message("s", Role::User, "before\0after")
+        .await
+        .expect_err("a NUL is refused");
+    assert!(
+        matches!(
+            refused,
+            imurun_store::StoreError::NulCharacter {
+                what: "message content"
+            }
+        ),
+        "{refused:?}"
+    );
+    assert!(refused.to_string().contains("NUL"), "{refused}");
+    assert!(store.transcript("s", 0, 10).await.expect("read").is_empty());
+    let titled = store.rename_session("s", Some("a\0title")).await;
+    assert!(
+        matches!(titled, Err(imurun_store::StoreError::NulCharacter { .. })),
+        "{titled:?}"
+    );
 }

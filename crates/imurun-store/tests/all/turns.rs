@@ -1,9 +1,7 @@
 //! Turn views: a turn runs, ends once, lists in order; a crash's running turns become interrupted.
 
-use imurun_store::{Store, StoreError, Turn, TurnStatus};
+use imurun_store::{StoreError, Turn, TurnStatus};
 use serde_json::{Value, json};
-
-use crate::support::file_store;
 
 fn view(steps: usize) -> Value {
     json!({
@@ -25,7 +23,7 @@ fn check(turn: &Turn, turn_id: &str, status: TurnStatus, ended: bool, expected_v
 
 #[tokio::test]
 async fn a_turn_runs_then_ends_once() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     store.create_session(Some("s"), None).await.expect("create");
 
     let started = store
@@ -63,7 +61,7 @@ async fn a_turn_runs_then_ends_once() {
 
 #[tokio::test]
 async fn turns_list_oldest_first_and_the_last_n() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     store.create_session(Some("s"), None).await.expect("create");
     // Ids that sort the other way from their order, so the order must come from the times.
     let ids = ["t-9", "t-8", "t-7", "t-10", "t-1"];
@@ -83,7 +81,7 @@ async fn turns_list_oldest_first_and_the_last_n() {
 
 #[tokio::test]
 async fn a_turn_id_is_unique_within_its_session_only() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     for id in ["a", "b"] {
         store.create_session(Some(id), None).await.expect("create");
         store
@@ -101,7 +99,7 @@ async fn a_turn_id_is_unique_within_its_session_only() {
 
 #[tokio::test]
 async fn a_missing_turn_is_not_found() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     store.create_session(Some("s"), None).await.expect("create");
     let results = [
         ("get", store.get_turn("s", "t-0").await),
@@ -126,7 +124,7 @@ async fn a_missing_turn_is_not_found() {
 
 #[tokio::test]
 async fn mark_interrupted_turns_ends_only_the_running_ones() {
-    let store = Store::open_in_memory().await.expect("open");
+    let store = crate::support::fresh().await;
     for id in ["a", "b"] {
         store.create_session(Some(id), None).await.expect("create");
     }
@@ -168,11 +166,11 @@ async fn mark_interrupted_turns_ends_only_the_running_ones() {
     assert_eq!(store.mark_interrupted_turns().await.expect("mark again"), 0);
 }
 
-/// What a crash leaves: the process dies with a turn running, the next one opens the file and
-/// marks it.
+/// What a crash leaves: the process dies with a turn running, the next one opens the database
+/// and marks it.
 #[tokio::test]
 async fn a_turn_left_running_in_a_file_is_marked_after_reopening() {
-    let (_dir, path, store) = file_store().await;
+    let store = crate::support::fresh().await;
     store.create_session(Some("s"), None).await.expect("create");
     store
         .insert_turn("s", "t-1", "x", &view(1))
@@ -180,7 +178,7 @@ async fn a_turn_left_running_in_a_file_is_marked_after_reopening() {
         .expect("insert");
     store.close().await;
 
-    let reopened = Store::open(&path).await.expect("reopen");
+    let reopened = store.reopen().await;
     assert_eq!(reopened.mark_interrupted_turns().await.expect("mark"), 1);
     let turn = reopened.get_turn("s", "t-1").await.expect("get");
     check(&turn, "t-1", TurnStatus::Interrupted, true, &view(1));
@@ -189,8 +187,7 @@ async fn a_turn_left_running_in_a_file_is_marked_after_reopening() {
 /// Rows a newer version (or a hand edit) wrote are reported, not panicked on.
 #[tokio::test]
 async fn a_stored_status_or_view_this_version_cannot_read_is_an_error() {
-    use sqlx::Connection;
-    let (_dir, path, store) = file_store().await;
+    let store = crate::support::fresh().await;
     store.create_session(Some("s"), None).await.expect("create");
     for id in ["bad-status", "bad-view"] {
         store
@@ -198,17 +195,12 @@ async fn a_stored_status_or_view_this_version_cannot_read_is_an_error() {
             .await
             .expect("insert");
     }
-    let options = sqlx::sqlite::SqliteConnectOptions::new().filename(&path);
-    let mut connection = sqlx::sqlite::SqliteConnection::connect_with(&options)
-        .await
-        .expect("connect");
-    for sql in [
-        "UPDATE turns SET status = 'paused' WHERE turn_id = 'bad-status'",
-        "UPDATE turns SET view = '{not json' WHERE turn_id = 'bad-view'",
-    ] {
-        sqlx::query(sql).execute(&mut connection).await.expect(sql);
-    }
-    connection.close().await.expect("close");
+    store
+        .raw_execute(&[
+            "UPDATE turns SET status = 'paused' WHERE turn_id = 'bad-status'",
+            "UPDATE turns SET view = '{not json' WHERE turn_id = 'bad-view'",
+        ])
+        .await;
 
     let status = store.get_turn("s", "bad-status").await;
     assert!(

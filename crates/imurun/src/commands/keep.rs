@@ -405,10 +405,7 @@ where
         .build()
         .context("starting the async runtime")?;
     runtime.block_on(async move {
-        let database = config.paths.database();
-        let store = Store::open(&database)
-            .await
-            .with_context(|| format!("opening the database {}", database.display()))?;
+        let store = crate::wiring::open_store(&config).await?;
         let result = work(config, store.clone()).await;
         store.close().await;
         result

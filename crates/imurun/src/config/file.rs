@@ -27,6 +27,15 @@ pub(super) struct FileConfig {
     pub(super) mcp: FileMcp,
     #[serde(default)]
     pub(super) keep: FileKeep,
+    #[serde(default)]
+    pub(super) database: FileDatabase,
+}
+
+/// `[database]`: where the state lives.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct FileDatabase {
+    pub(super) url: Option<String>,
 }
 
 /// `[keep]`: Keep mode.

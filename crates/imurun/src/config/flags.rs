@@ -32,6 +32,11 @@ pub(crate) struct ConfigFlags {
     /// The workspace folder the tools work in.
     #[arg(long, value_name = "DIR")]
     pub(crate) workspace: Option<PathBuf>,
+    /// The database: postgres://user:password@host/database (which several Keep hosts may
+    /// share) or sqlite://path. Default: the SQLite file <IMURUN_HOME>/imurun.db. Prefer
+    /// IMURUN_DATABASE_URL or the config file for a URL with a password.
+    #[arg(long, value_name = "URL")]
+    pub(crate) database: Option<String>,
     /// Seconds an approval card waits for an answer, 1 to 3600.
     #[arg(long, value_name = "SECONDS", value_parser = parse_approval_timeout_s)]
     pub(crate) approval_timeout_s: Option<u64>,

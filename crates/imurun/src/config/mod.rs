@@ -131,10 +131,35 @@ pub(crate) struct ResolvedConfig {
     /// `[[mcp.servers]]`: only the file sets them.
     pub(crate) mcp_servers: Vec<McpServerConfig>,
     pub(crate) keep: KeepConfig,
+    /// `database.url`: `None` for the SQLite file in the data folder.
+    pub(crate) database_url: Option<DatabaseUrl>,
     /// What the environment says beyond the keys.
     pub(crate) variables: Variables,
     /// Where each key's value came from, by its dotted name (`server.addr`).
     origins: BTreeMap<&'static str, Origin>,
+}
+
+/// A database URL, which may hold a password: its `Debug` and [`DatabaseUrl::shown`] leave
+/// the password out.
+#[derive(Clone, PartialEq, Eq)]
+pub(crate) struct DatabaseUrl(String);
+
+impl DatabaseUrl {
+    /// The whole URL, to connect with.
+    pub(crate) fn secret(&self) -> &str {
+        &self.0
+    }
+
+    /// The URL without its password, to show.
+    pub(crate) fn shown(&self) -> String {
+        imurun_store::redact_url(&self.0)
+    }
+}
+
+impl fmt::Debug for DatabaseUrl {
+    fn fmt(&self, formatter: &mut fmt::Formatter<'_>) -> fmt::Result {
+        formatter.write_str(&self.shown())
+    }
 }
 
 /// `[server]`.
@@ -389,6 +414,17 @@ pub(crate) fn resolve_with_file(
     if keep.egress_loopback_ports.contains(&0) {
         bail!("keep.egress_loopback_ports: 0 is not a port (1 to 65535)");
     }
+    let database_url = pick
+        .one(
+            "database.url",
+            flags.database.clone().map(|url| ("--database", Some(url))),
+            "IMURUN_DATABASE_URL",
+            |text| Ok(Some(text.trim().to_owned())),
+            parsed.database.url.map(Some),
+            None,
+        )?
+        .filter(|url| !url.is_empty())
+        .map(DatabaseUrl);
     Ok(ResolvedConfig {
         paths: sources.paths.clone(),
         file: file.map(|(path, _)| path.to_path_buf()),
@@ -398,6 +434,7 @@ pub(crate) fn resolve_with_file(
         permissions,
         mcp_servers,
         keep,
+        database_url,
         variables: Variables::read(sources.environment)?,
         origins: pick.origins,
     })

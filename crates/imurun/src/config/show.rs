@@ -31,6 +31,13 @@ impl ResolvedConfig {
             "server.api_token",
             self.server.api_token.as_ref().and(text("<redacted>")),
         );
+        // A PostgreSQL URL may hold a password: shown without it.
+        line(
+            "database.url",
+            self.database_url
+                .as_ref()
+                .and_then(|url| text(&url.shown())),
+        );
         let agent = &self.agent;
         line("agent.max_steps", number(agent.max_steps as u64));
         line("agent.persona", agent.persona.as_deref().and_then(text));
@@ -72,11 +79,13 @@ impl ResolvedConfig {
 
 /// Adds the `[server]`, `[agent]`, ... headers before the first key of each table.
 fn section_headers(lines: &str) -> String {
-    const SECTIONS: [(&str, &str); 4] = [
+    const SECTIONS: [(&str, &str); 6] = [
         ("addr", "[server]"),
+        ("url", "[database]"),
         ("max_steps", "[agent]"),
         ("mode", "[permissions]"),
         ("read_files", "[permissions.toggles]"),
+        ("enabled", "[keep]"),
     ];
     let mut out = String::new();
     for line in lines.lines() {

@@ -81,6 +81,8 @@ network = false
 enabled = true
 dir = "~/keep-host"
 egress_loopback_ports = [8080, 9090]
+[database]
+url = "postgres://imurun@db/imurun"
 "#;
     let config = check(&[], Some(file), &ConfigFlags::default()).unwrap();
     assert!(config.keep.enabled);
@@ -133,11 +135,16 @@ egress_loopback_ports = [8080, 9090]
         ("IMURUN_KEEP", "false"),
         ("IMURUN_KEEP_DIR", "/srv/keep"),
         ("IMURUN_KEEP_EGRESS_LOOPBACK_PORTS", "7000, 7001"),
+        ("IMURUN_DATABASE_URL", "sqlite:///srv/imurun.db"),
     ];
     let config = check(&env, Some(file), &ConfigFlags::default()).unwrap();
     assert!(!config.keep.enabled);
     assert_eq!(config.keep.dir, Path::new("/srv/keep"));
     assert_eq!(config.keep.egress_loopback_ports, [7000, 7001]);
+    assert_eq!(
+        config.database_url.as_ref().map(DatabaseUrl::secret),
+        Some("sqlite:///srv/imurun.db")
+    );
     assert_eq!(config.model, "ollama:");
     assert_eq!(config.server.api_token, Some(ApiToken::new("env-token")));
     assert_eq!(config.agent.persona.as_deref(), Some("You are kind."));
@@ -419,4 +426,39 @@ fn loopback_ports_are_ports_and_off_by_default() {
         &none,
     ));
     assert!(error.contains("egress_loopback_ports"), "{error}");
+}
+
+#[test]
+fn the_database_url_comes_from_flag_variable_or_file_and_its_password_is_never_shown() {
+    let file = "[database]\nurl = \"postgres://file:pw-file@db/imurun\"\n";
+    let from_file = check(&[], Some(file), &ConfigFlags::default()).unwrap();
+    assert_eq!(
+        from_file.database_url.as_ref().map(DatabaseUrl::secret),
+        Some("postgres://file:pw-file@db/imurun")
+    );
+    assert_eq!(from_file.origin("database.url"), Origin::File);
+    let env: Env<'_> = &[("IMURUN_DATABASE_URL", "postgres://env:pw-env@db/imurun")];
+    let from_env = check(env, Some(file), &ConfigFlags::default()).unwrap();
+    assert_eq!(
+        from_env.database_url.as_ref().map(DatabaseUrl::secret),
+        Some("postgres://env:pw-env@db/imurun")
+    );
+    let flags = ConfigFlags {
+        database: Some("sqlite:///srv/imurun.db".to_owned()),
+        ..ConfigFlags::default()
+    };
+    let from_flag = check(env, Some(file), &flags).unwrap();
+    assert_eq!(from_flag.origin("database.url"), Origin::Flag("--database"));
+    let default = check(&[], None, &ConfigFlags::default()).unwrap();
+    assert_eq!(default.database_url, None);
+
+    let shown = from_env.to_annotated_toml();
+    assert!(!shown.contains("pw-env"), "{shown}");
+    assert!(!format!("{from_env:?}").contains("pw-env"));
+    let table: toml::Table = shown.parse().unwrap();
+    assert_eq!(
+        table["database"]["url"].as_str(),
+        Some("postgres://env:***@db/imurun")
+    );
+    assert_eq!(table["keep"]["enabled"].as_bool(), Some(false));
 }
