@@ -190,6 +190,9 @@ function onSessionCreated(session) {
 
 function upsert(session) {
   const index = sessions.findIndex((s) => s.id === session.id);
+  // An event can arrive after the answer to a later change (a rename answered while the
+  // update of an earlier message was still on its way): the older copy never wins.
+  if (index >= 0 && session.updated_at_ms < sessions[index].updated_at_ms) return;
   if (index >= 0) sessions[index] = session;
   else sessions.unshift(session);
   if (session.id === currentSession()) setTitle(session.title);
