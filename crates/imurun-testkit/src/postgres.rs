@@ -74,6 +74,51 @@ impl TestDatabase {
     }
 }
 
+impl TestDatabase {
+    /// The database's whole content as `pg_dump` writes it (plain SQL): to check that a
+    /// secret reached no row.
+    pub fn dump(&self) -> Vec<u8> {
+        let output = Command::new(program("pg_dump"))
+            .args(["--no-owner", "-d", &self.url])
+            .output()
+            .expect("run pg_dump (Debian's postgresql-client; scripts/setup installs it)");
+        assert!(
+            output.status.success(),
+            "pg_dump failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        output.stdout
+    }
+}
+
+impl TestDatabase {
+    /// A new database on the same server holding a copy of this one's content (`pg_dump`
+    /// into `psql`): a backup, to restore later.
+    pub fn copy(&self) -> TestDatabase {
+        let copy = TestDatabase::create_on(&self.admin_url);
+        let dump = self.dump();
+        let mut restore = Command::new(psql_program())
+            .args(["-X", "-q", "-v", "ON_ERROR_STOP=1", "-d", &copy.url])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("run psql");
+        {
+            use std::io::Write;
+            let mut stdin = restore.stdin.take().expect("psql's stdin");
+            stdin.write_all(&dump).expect("feed the dump to psql");
+        }
+        let output = restore.wait_with_output().expect("psql ends");
+        assert!(
+            output.status.success(),
+            "restoring the dump failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        copy
+    }
+}
+
 impl Drop for TestDatabase {
     fn drop(&mut self) {
         // Best effort: the whole server is deleted when the tests end anyway.
@@ -171,13 +216,18 @@ fn scripts_postgres(args: &[&str]) -> Vec<u8> {
     output.stdout
 }
 
-/// `psql`: the test server's own when `IMURUN_TEST_POSTGRES_BIN` names its folder, else the
-/// one on the path.
+/// `psql`.
 fn psql_program() -> PathBuf {
+    program("psql")
+}
+
+/// A PostgreSQL client program: the test server's own when `IMURUN_TEST_POSTGRES_BIN` names
+/// its folder, else the one on the path.
+fn program(name: &str) -> PathBuf {
     std::env::var_os("IMURUN_TEST_POSTGRES_BIN")
-        .map(|dir| PathBuf::from(dir).join("psql"))
+        .map(|dir| PathBuf::from(dir).join(name))
         .filter(|path| path.is_file())
-        .unwrap_or_else(|| PathBuf::from("psql"))
+        .unwrap_or_else(|| PathBuf::from(name))
 }
 
 /// Runs `sql` on `url`; panics with psql's message when it fails.

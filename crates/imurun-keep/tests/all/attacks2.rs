@@ -185,12 +185,7 @@ async fn attack2_an_old_database_restored_serves_the_old_agent() {
         )
         .await
         .expect("deploy 1");
-    let old = host.dir.path().join("old.sqlite");
-    sqlx::query("VACUUM INTO $1")
-        .bind(old.display().to_string())
-        .execute(&pool(&host).await)
-        .await
-        .expect("backup");
+    let (old, _old_guard) = super::support::backup(&host).await;
     host.keep
         .deploy(
             &host.operator,
@@ -199,7 +194,7 @@ async fn attack2_an_old_database_restored_serves_the_old_agent() {
         .await
         .expect("deploy 2");
     // The operator (or an attacker with the disk) restores yesterday's backup.
-    let store = Store::open(&old).await.expect("old store");
+    let store = Store::open_url(&old).await.expect("old store");
     let clock: imurun_keep::service::Clock = Arc::new(|| START);
     let keep = imurun_keep::init::open(&host.dir.path().join("keep"), store, clock)
         .await
@@ -281,18 +276,22 @@ async fn attack2_an_entry_at_seq_zero_or_below_passes_verify() {
          '{\"action\":\"opened\",\"name\":\"github\"}', 'x', 'y')";
     // The schema refuses such a row...
     assert!(sqlx::query(forge).bind(0_i64).execute(&pool).await.is_err());
-    // ...but someone who holds the file can turn the check off; the chain check still sees it.
+    // ...but someone who holds the database can turn the check off; the chain check still
+    // sees it.
     use sqlx::Connection;
-    let mut connection = sqlx::SqliteConnection::connect(&format!(
-        "sqlite://{}",
-        host.dir.path().join("imurun.sqlite").display()
-    ))
-    .await
-    .expect("connection");
-    sqlx::query("PRAGMA ignore_check_constraints = ON")
+    let mut connection = sqlx::AnyConnection::connect(&host.url)
+        .await
+        .expect("connection");
+    let off = match super::BACKEND {
+        imurun_store::Backend::Sqlite => "PRAGMA ignore_check_constraints = ON",
+        imurun_store::Backend::Postgres => {
+            "ALTER TABLE keep_journal DROP CONSTRAINT keep_journal_seq_check"
+        }
+    };
+    sqlx::query(off)
         .execute(&mut connection)
         .await
-        .expect("pragma");
+        .expect("the check turned off");
     for seq in [0_i64, -7] {
         sqlx::query(forge)
             .bind(seq)
@@ -429,7 +428,7 @@ fn chain_row(seq: i64, prev: &str) -> JournalEntry {
     entry
 }
 
-async fn extend_chain(pool: &sqlx::SqlitePool, to: i64) {
+async fn extend_chain(pool: &sqlx::AnyPool, to: i64) {
     let (mut seq, mut hash): (i64, String) =
         sqlx::query_as("SELECT seq, hash FROM keep_journal_head WHERE one = 1")
             .fetch_one(pool)

@@ -16,6 +16,10 @@ pub(crate) const START: i64 = 1_800_000_000;
 
 pub(crate) struct Host {
     pub(crate) dir: tempfile::TempDir,
+    /// The database's URL: a SQLite file in `dir`, or a PostgreSQL database of its own.
+    pub(crate) url: String,
+    /// The PostgreSQL database, dropped with the host.
+    pub(crate) database: Option<imurun_testkit::TestDatabase>,
     pub(crate) keep: KeepService,
     pub(crate) operator: Identity,
     pub(crate) policy: KeyPair,
@@ -26,9 +30,18 @@ pub(crate) struct Host {
 impl Host {
     pub(crate) async fn new() -> Host {
         let dir = tempfile::tempdir().expect("temp dir");
-        let store = Store::open(dir.path().join("imurun.sqlite"))
-            .await
-            .expect("store");
+        let (url, database) = match super::BACKEND {
+            imurun_store::Backend::Sqlite => (
+                format!("sqlite://{}", dir.path().join("imurun.sqlite").display()),
+                None,
+            ),
+            imurun_store::Backend::Postgres => {
+                let database = imurun_testkit::TestDatabase::create();
+                (database.url().to_owned(), Some(database))
+            }
+        };
+        let store = Store::open_url(&url).await.expect("store");
+        assert_eq!(store.backend(), super::BACKEND);
         let now = Arc::new(AtomicI64::new(START));
         let clock_now = now.clone();
         let clock: imurun_keep::service::Clock = Arc::new(move || clock_now.load(Ordering::SeqCst));
@@ -47,6 +60,8 @@ impl Host {
             policy: KeyPair::read_file(&keep_dir.join(POLICY_KEY_FILE)).expect("policy key"),
             signer: KeyPair::read_file(&keep_dir.join(SIGNER_KEY_FILE)).expect("signer key"),
             dir,
+            url,
+            database,
             keep,
             operator,
             now,
@@ -172,12 +187,49 @@ pub(crate) fn listed(
     }
 }
 
-/// A pool on the host's database file, to edit rows behind the service's back.
-pub(crate) async fn pool(host: &Host) -> sqlx::SqlitePool {
-    sqlx::SqlitePool::connect(&format!(
-        "sqlite://{}",
-        host.dir.path().join("imurun.sqlite").display()
-    ))
-    .await
-    .expect("pool")
+/// A pool on the host's database, to edit rows behind the service's back.
+pub(crate) async fn pool(host: &Host) -> sqlx::AnyPool {
+    sqlx::any::install_default_drivers();
+    sqlx::AnyPool::connect(&host.url).await.expect("pool")
+}
+
+/// Every byte the database keeps, as far as a test can reach it: the SQLite files (the
+/// write-ahead log and shared memory included) in the host's folder, or PostgreSQL's dump of
+/// the database.
+pub(crate) fn database_bytes(host: &Host) -> Vec<(String, Vec<u8>)> {
+    if let Some(database) = &host.database {
+        return vec![("pg_dump".to_owned(), database.dump())];
+    }
+    let mut files = Vec::new();
+    for entry in std::fs::read_dir(host.dir.path()).expect("dir") {
+        let path = entry.expect("entry").path();
+        if path.is_file() {
+            files.push((
+                path.display().to_string(),
+                std::fs::read(&path).expect("read"),
+            ));
+        }
+    }
+    files
+}
+
+/// A copy of the host's database as it is now (a backup to restore later): its URL, and what
+/// keeps it alive. SQLite: `VACUUM INTO` a file beside the database; PostgreSQL: `pg_dump`
+/// into a new database.
+pub(crate) async fn backup(host: &Host) -> (String, Option<imurun_testkit::TestDatabase>) {
+    match &host.database {
+        Some(database) => {
+            let copy = database.copy();
+            (copy.url().to_owned(), Some(copy))
+        }
+        None => {
+            let old = host.dir.path().join("old.sqlite");
+            sqlx::query("VACUUM INTO $1")
+                .bind(old.display().to_string())
+                .execute(&pool(host).await)
+                .await
+                .expect("backup");
+            (format!("sqlite://{}", old.display()), None)
+        }
+    }
 }
