@@ -246,15 +246,9 @@ impl Cells {
         }
     }
 
-    /// `user`'s approvals waiting now, oldest first.
-    pub(crate) fn waiting_for(&self, user: &str) -> Vec<(String, WaitingView)> {
-        let mut list: Vec<(String, WaitingView)> = lock(&self.waiting)
-            .iter()
-            .filter(|(_, entry)| entry.user == user)
-            .map(|(id, entry)| (id.clone(), entry.view.clone()))
-            .collect();
-        list.sort_by(|a, b| a.1.asked_at_ms.cmp(&b.1.asked_at_ms).then(a.0.cmp(&b.0)));
-        list
+    /// The ids of every use waiting here.
+    pub(crate) fn waiting_ids(&self) -> Vec<String> {
+        lock(&self.waiting).keys().cloned().collect()
     }
 }
 
@@ -293,7 +287,7 @@ pub(crate) struct Waiting {
 }
 
 /// What a person is shown about a waiting use, and what a device decision must name.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct WaitingView {
     pub session_id: String,
     pub agent: String,
@@ -766,12 +760,14 @@ impl EgressHost for SessionHost {
                 hashes,
                 asked_at_ms: crate::service::now_ms(),
             };
-            // Whatever ends the wait (an answer, the timeout, a stop), the entry goes. Made
-            // before the channel so that it is dropped after the receiver: once it removes the
-            // entry, an answer being put back sees the wait closed.
+            // Whatever ends the wait (an answer, the timeout, a stop), the entry goes, here and
+            // in the database. Made before the channel so that it is dropped after the
+            // receiver: once it removes the entry, an answer being put back sees the wait
+            // closed.
             let _forget = Forget {
                 cells: &cells,
                 id: &id,
+                store: Some(self.service.store().clone()),
             };
             let (answer, answered) = oneshot::channel();
             lock(&cells.waiting).insert(
@@ -782,6 +778,27 @@ impl EgressHost for SessionHost {
                     answer,
                 },
             );
+            // Every host lists it and may take its person's answer (docs/keep/scaling.md).
+            // Without the row only this host could: the use is refused rather than waiting
+            // where an answer may never reach it.
+            let row = imurun_store::EgressWaitRow {
+                id: id.clone(),
+                user_name: self.user.clone(),
+                host: self.service.host_id().to_owned(),
+                view: serde_json::to_string(&view).unwrap_or_default(),
+                asked_at_ms: view.asked_at_ms,
+                expires_at_ms: view.asked_at_ms.saturating_add(
+                    self.grant.as_ref().map_or(0, |grant| {
+                        i64::try_from(grant.approval_timeout.as_millis()).unwrap_or(i64::MAX)
+                    }),
+                ),
+                state: "waiting".into(),
+                answered_at_ms: None,
+            };
+            if let Err(error) = self.service.store().keep_egress_wait_insert(&row).await {
+                tracing::warn!("an egress use could not be recorded as waiting: {error}");
+                return false;
+            }
             self.publish(json!({
                 "type": "egress.approval_needed",
                 "approval": waiting_json(&id, &view),
@@ -835,15 +852,27 @@ impl EgressHost for SessionHost {
     }
 }
 
-/// Removes a waiting approval when its wait ends.
+/// Removes a waiting approval when its wait ends, here and (in the background) from the
+/// database.
 struct Forget<'a> {
     cells: &'a Cells,
     id: &'a str,
+    store: Option<imurun_store::Store>,
 }
 
 impl Drop for Forget<'_> {
     fn drop(&mut self) {
         lock(&self.cells.waiting).remove(self.id);
+        if let (Some(store), Ok(runtime)) =
+            (self.store.take(), tokio::runtime::Handle::try_current())
+        {
+            let id = self.id.to_owned();
+            runtime.spawn(async move {
+                if let Err(error) = store.keep_egress_wait_delete(&id).await {
+                    tracing::warn!("an ended egress wait stays listed until restart: {error}");
+                }
+            });
+        }
     }
 }
 

@@ -34,6 +34,21 @@ impl KeepHubs {
             .clone()
     }
 
+    /// Publishes `event` to every person's hub this host has (a notice that concerns every
+    /// stream, such as events missed from another host).
+    pub fn publish_all(&self, event: Value) {
+        let hubs: Vec<EventHub> = self
+            .hubs
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .values()
+            .cloned()
+            .collect();
+        for hub in hubs {
+            let _ = hub.publish_value(None, event.clone());
+        }
+    }
+
     /// A subscription to `user`'s events, replaying those after `last_event_id`.
     pub fn subscribe(&self, user: &str, last_event_id: Option<u64>) -> Subscription {
         self.hub(user).subscribe(None, last_event_id)

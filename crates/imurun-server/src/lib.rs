@@ -28,6 +28,7 @@ mod events;
 pub mod hub;
 mod keep_auth;
 pub mod keep_hubs;
+pub mod keep_shared;
 pub mod keep_wire;
 pub mod openai_wire;
 pub mod openapi;
@@ -48,6 +49,7 @@ pub use hub::{
     QUEUE_EVENTS_MAX_DEFAULT, Subscription,
 };
 pub use keep_hubs::KeepHubs;
+pub use keep_shared::{KEEP_EVENTS_CHANNEL, SharedKeepEvents, listen_to_other_hosts};
 pub use openapi::api_document;
 pub use routes::page::{CONTENT_SECURITY_POLICY, asset_names, asset_paths};
 pub use routes::{

@@ -173,7 +173,7 @@ pub struct ErrorDetail {
     /// A stable machine code: `bad_request`, `unauthorized`, `not_found`,
     /// `method_not_allowed`, `conflict`, `too_large`, `unsupported_media_type`,
     /// `approval_required`, `denied`, `queue_full`, `model_not_loaded`, `store_full`,
-    /// `turn_failed` (the OpenAI facade) or `internal`.
+    /// `database_unavailable`, `turn_failed` (the OpenAI facade) or `internal`.
     pub code: String,
     /// A sentence for a person; do not parse it.
     pub message: String,

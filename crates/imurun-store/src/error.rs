@@ -102,11 +102,12 @@ impl StoreError {
             | sqlx::Error::PoolTimedOut
             | sqlx::Error::PoolClosed
             | sqlx::Error::WorkerCrashed => true,
-            // PostgreSQL's class 08 (connection exception) and 57P (operator intervention:
-            // the server shutting down, crashed, or not yet accepting connections).
-            sqlx::Error::Database(error) => error
-                .code()
-                .is_some_and(|code| code.starts_with("08") || code.starts_with("57P")),
+            // PostgreSQL's class 08 (connection exception), 57P (operator intervention: the
+            // server shutting down, crashed, or not yet accepting connections) and 55P03 (a
+            // lock not granted within `lock_timeout`: another host holds Keep's write lock).
+            sqlx::Error::Database(error) => error.code().is_some_and(|code| {
+                code.starts_with("08") || code.starts_with("57P") || code == "55P03"
+            }),
             _ => false,
         }
     }

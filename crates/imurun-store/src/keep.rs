@@ -158,7 +158,10 @@ impl Store {
         sqlx::query("UPDATE keep_journal_head SET seq = seq WHERE one = 1")
             .execute(&mut *tx)
             .await?;
-        Ok(KeepTx { tx })
+        Ok(KeepTx {
+            tx,
+            backend: self.backend(),
+        })
     }
 
     /// The live (not revoked) token with this hash.
@@ -434,9 +437,20 @@ impl JournalSnapshot {
 #[derive(Debug)]
 pub struct KeepTx {
     tx: Transaction<'static, Any>,
+    backend: crate::Backend,
 }
 
 impl KeepTx {
+    /// The engine the transaction runs on.
+    pub(crate) fn backend(&self) -> crate::Backend {
+        self.backend
+    }
+
+    /// The transaction's connection, for this crate's other modules.
+    pub(crate) fn connection(&mut self) -> &mut sqlx::AnyConnection {
+        &mut self.tx
+    }
+
     /// Commits everything written.
     pub async fn commit(self) -> Result<(), StoreError> {
         Ok(self.tx.commit().await?)
@@ -1473,5 +1487,141 @@ fn already_exists(error: sqlx::Error, what: &'static str, id: String) -> StoreEr
         StoreError::AlreadyExists { what, id }
     } else {
         error.into()
+    }
+}
+
+/// An egress use waiting for its person, as every host sees it.
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct EgressWaitRow {
+    pub id: String,
+    pub user_name: String,
+    /// The host whose cell waits.
+    pub host: String,
+    /// What the person is shown and what a device decision must name, as JSON text.
+    pub view: String,
+    pub asked_at_ms: i64,
+    /// When the cell stops waiting: listed and answered only before.
+    pub expires_at_ms: i64,
+    /// `waiting`, `approved` or `denied`.
+    pub state: String,
+    pub answered_at_ms: Option<i64>,
+}
+
+macro_rules! egress_wait_columns {
+    () => {
+        "id, user_name, host, view, asked_at_ms, expires_at_ms, state, answered_at_ms"
+    };
+}
+
+impl Store {
+    /// Records that a cell on `row.host` waits for its person's answer about use `row.id`.
+    pub async fn keep_egress_wait_insert(&self, row: &EgressWaitRow) -> Result<(), StoreError> {
+        sqlx::query(concat!(
+            "INSERT INTO keep_egress_waits (",
+            egress_wait_columns!(),
+            ") VALUES ($1, $2, $3, $4, $5, $6, 'waiting', NULL)"
+        ))
+        .bind(&row.id)
+        .bind(&row.user_name)
+        .bind(&row.host)
+        .bind(&row.view)
+        .bind(row.asked_at_ms)
+        .bind(row.expires_at_ms)
+        .execute(self.pool())
+        .await
+        .map_err(|error| already_exists(error, "egress wait", row.id.clone()))?;
+        Ok(())
+    }
+
+    /// Forgets use `id` (its wait ended).
+    pub async fn keep_egress_wait_delete(&self, id: &str) -> Result<(), StoreError> {
+        sqlx::query("DELETE FROM keep_egress_waits WHERE id = $1")
+            .bind(id)
+            .execute(self.pool())
+            .await?;
+        Ok(())
+    }
+
+    /// Forgets every use `host` waited on: at its start, its cells of before are gone.
+    pub async fn keep_egress_waits_forget_host(&self, host: &str) -> Result<u64, StoreError> {
+        Ok(sqlx::query("DELETE FROM keep_egress_waits WHERE host = $1")
+            .bind(host)
+            .execute(self.pool())
+            .await?
+            .rows_affected())
+    }
+
+    /// `user`'s uses still waiting at `now_ms`, on any host, oldest first.
+    pub async fn keep_egress_waits(
+        &self,
+        user: &str,
+        now_ms: i64,
+    ) -> Result<Vec<EgressWaitRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            egress_wait_columns!(),
+            " FROM keep_egress_waits WHERE user_name = $1 AND state = 'waiting' \
+             AND expires_at_ms > $3 ORDER BY asked_at_ms, id LIMIT $2"
+        ))
+        .bind(user)
+        .bind(KEEP_LIST_ROWS_MAX)
+        .bind(now_ms)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// Use `id`, whatever its state.
+    pub async fn keep_egress_wait(&self, id: &str) -> Result<Option<EgressWaitRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            egress_wait_columns!(),
+            " FROM keep_egress_waits WHERE id = $1"
+        ))
+        .bind(id)
+        .fetch_optional(self.pool())
+        .await?)
+    }
+}
+
+impl KeepTx {
+    /// `user`'s use `id` if it still waits at `now_ms`, read under the write lock.
+    pub async fn egress_wait(
+        &mut self,
+        id: &str,
+        user: &str,
+        now_ms: i64,
+    ) -> Result<Option<EgressWaitRow>, StoreError> {
+        Ok(sqlx::query_as(concat!(
+            "SELECT ",
+            egress_wait_columns!(),
+            " FROM keep_egress_waits WHERE id = $1 AND user_name = $2 AND state = 'waiting' \
+             AND expires_at_ms > $3"
+        ))
+        .bind(id)
+        .bind(user)
+        .bind(now_ms)
+        .fetch_optional(&mut *self.tx)
+        .await?)
+    }
+
+    /// Answers `user`'s use `id` once: whether it still waited (a second answer, on any host,
+    /// finds it answered).
+    pub async fn answer_egress_wait(
+        &mut self,
+        id: &str,
+        user: &str,
+        approve: bool,
+    ) -> Result<bool, StoreError> {
+        let done = sqlx::query(
+            "UPDATE keep_egress_waits SET state = $3, answered_at_ms = $4 \
+             WHERE id = $1 AND user_name = $2 AND state = 'waiting'",
+        )
+        .bind(id)
+        .bind(user)
+        .bind(if approve { "approved" } else { "denied" })
+        .bind(now_ms())
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected() == 1)
     }
 }

@@ -33,6 +33,7 @@ mod bounds;
 mod clock;
 mod error;
 mod keep;
+mod notify;
 mod sessions;
 mod settings;
 mod store;
@@ -44,10 +45,11 @@ pub use audit_writer::{AuditStats, AuditWriter, AuditWriterOptions};
 pub use bounds::ID_CHARS_MAX;
 pub use error::StoreError;
 pub use keep::{
-    AgentRow, DeviceRow, DocumentRow, JournalDraft, JournalRow, JournalSnapshot,
+    AgentRow, DeviceRow, DocumentRow, EgressWaitRow, JournalDraft, JournalRow, JournalSnapshot,
     KEEP_JOURNAL_READ_ROWS_MAX, KEEP_LIST_ROWS_MAX, KeepTx, NewAgent, NewTool, NewToolProposal,
     ProposalRow, SessionRow, TokenRow, ToolProposalRow, ToolRow, VaultEntryRow,
 };
+pub use notify::{Heard, Listener, NOTIFY_PAYLOAD_BYTES_MAX};
 pub use sessions::{SESSION_LIST_ROWS_MAX, SESSION_TITLE_CHARS_MAX, Session};
 pub use settings::{SETTING_VALUE_BYTES_MAX, SETTINGS_MAX, SETTINGS_WRITE_ENTRIES_MAX};
 pub use store::{Backend, Store, redact_url};

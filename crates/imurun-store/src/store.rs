@@ -245,6 +245,11 @@ impl Store {
         })
     }
 
+    /// The URL connections are made from (it may hold a password: never shown).
+    pub(crate) fn url(&self) -> &str {
+        &self.url
+    }
+
     /// The pool, for the queries of this crate's table modules.
     pub(crate) fn pool(&self) -> &AnyPool {
         &self.pool

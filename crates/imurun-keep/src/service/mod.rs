@@ -41,8 +41,8 @@ pub use journal_access::{
 };
 pub use proposal_access::ProposalView;
 pub use sessions::{
-    ApprovalView, FILE_NAME_CHARS_MAX, FILE_TEXT_BYTES_MAX, MESSAGE_BYTES_MAX, REPLIES_BYTES_MAX,
-    REPLY_EVENT_BYTES_MAX, SessionView,
+    ApprovalView, EGRESS_ANSWERS_CHANNEL, FILE_NAME_CHARS_MAX, FILE_TEXT_BYTES_MAX,
+    MESSAGE_BYTES_MAX, REPLIES_BYTES_MAX, REPLY_EVENT_BYTES_MAX, SessionView,
 };
 pub use tool_access::{
     DecisionBasis, IntakeContext, TOOL_PROPOSAL_ID_PREFIX, ToolOrigin, ToolReview, ToolView,
@@ -145,6 +145,9 @@ pub fn system_clock() -> Clock {
     })
 }
 
+/// The host name of a service that was given none (the command line, tests): one host.
+pub const DEFAULT_HOST_ID: &str = "local";
+
 /// The Keep service over one store.
 #[derive(Clone)]
 pub struct KeepService {
@@ -159,6 +162,9 @@ pub struct KeepService {
     /// People's last journal checks (see `verify_journal`): one runs at a time, and a person
     /// asking again soon after, with the journal unchanged, gets the last answer.
     user_checks: Arc<journal_access::UserChecks>,
+    /// This host's name among the hosts that share the database (`keep.host_id`): the egress
+    /// uses its cells wait on are recorded under it.
+    host_id: Arc<str>,
 }
 
 impl std::fmt::Debug for KeepService {
@@ -181,7 +187,19 @@ impl KeepService {
             clock,
             cells: None,
             user_checks: Arc::default(),
+            host_id: Arc::from(DEFAULT_HOST_ID),
         }
+    }
+
+    /// Names this host among the hosts that share the database.
+    pub fn with_host_id(mut self, host_id: &str) -> KeepService {
+        self.host_id = Arc::from(host_id);
+        self
+    }
+
+    /// This host's name among the hosts that share the database.
+    pub fn host_id(&self) -> &str {
+        &self.host_id
     }
 
     /// Serves sessions with `cells`.

@@ -20,6 +20,7 @@ use crate::cells::{
 use crate::decision::{DecisionKind, Expected, verify_decision};
 use crate::documents::Signed;
 use crate::manifest::{Manifest, is_hidden_control};
+use crate::service::now_ms;
 
 /// The longest message to a session, in bytes.
 pub const MESSAGE_BYTES_MAX: usize = 64 << 10;
@@ -51,6 +52,10 @@ pub struct SessionView {
     /// `stopped`, or the cell's error (`cpu_limit`, `memory_limit`, `timeout`, `trap`, ...).
     pub end_reason: Option<String>,
 }
+
+/// The channel on which a host tells the others that it recorded an answer to an egress use
+/// (the payload is the use's id).
+pub const EGRESS_ANSWERS_CHANNEL: &str = "imurun_keep_egress_answers";
 
 /// An egress use waiting for its person.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -247,21 +252,29 @@ impl KeepService {
         self.session(caller, id).await
     }
 
-    /// The calling person's egress uses waiting for an answer, oldest first.
-    pub fn approvals(&self, caller: &Identity) -> Result<Vec<ApprovalView>, KeepError> {
+    /// The calling person's egress uses waiting for an answer, oldest first: on every host
+    /// that shares the database (docs/keep/scaling.md).
+    pub async fn approvals(&self, caller: &Identity) -> Result<Vec<ApprovalView>, KeepError> {
         let user = session_user(caller)?;
-        let cells = self.running_cells()?;
-        Ok(cells
-            .waiting_for(user)
+        self.running_cells()?;
+        let rows = self.store().keep_egress_waits(user, now_ms()).await?;
+        Ok(rows
             .into_iter()
-            .map(|(id, waiting)| ApprovalView { id, waiting })
+            .filter_map(|row| {
+                let waiting = serde_json::from_str(&row.view).ok()?;
+                Some(ApprovalView {
+                    id: row.id,
+                    waiting,
+                })
+            })
             .collect())
     }
 
     /// Answers a waiting egress use. A use whose rule demands a device signature is approved
     /// only by `decision`, an `approve_egress` decision signed on one of the person's devices
     /// naming the use's id and hashes; denying needs no signature. A decision given is always
-    /// checked.
+    /// checked. The use may wait on another host: the answer then reaches it through the
+    /// database.
     pub async fn answer_approval(
         &self,
         caller: &Identity,
@@ -271,44 +284,76 @@ impl KeepService {
     ) -> Result<(), KeepError> {
         let user = session_user(caller)?;
         let cells = self.running_cells()?;
-        let entry = cells
-            .take_waiting(user, id)
-            .ok_or(KeepError::NotFound("approval"))?;
-        let subject = format!("approval:{id}");
-        // A use a person's tool asked for before it was revoked: refused, whatever the answer.
+        match cells.take_waiting(user, id) {
+            Some(entry) => {
+                self.answer_here(caller, user, id, entry, approve, decision)
+                    .await
+            }
+            None => {
+                self.answer_elsewhere(caller, user, id, approve, decision)
+                    .await
+            }
+        }
+    }
+
+    /// Whether `answer` may go to a use of `view`: a use a person's tool asked for before it
+    /// was revoked is refused, whatever the answer; a decision given is checked, and an
+    /// approval a rule demands a device signature for needs one. Who decided.
+    async fn check_answer(
+        &self,
+        user: &str,
+        id: &str,
+        view: &WaitingView,
+        approve: bool,
+        decision: Option<&Signed>,
+    ) -> Result<serde_json::Value, KeepError> {
         if approve
-            && let Some(name) = entry
-                .view
+            && let Some(name) = view
                 .agent
                 .strip_prefix(&format!("u/{user}/"))
                 .map(str::to_owned)
             && self.tool_for_call(user, &name).await?.is_none()
         {
-            let _refused = entry.answer.send(false);
-            return self
-                .refuse(
-                    caller,
-                    Some(user),
-                    "approve_egress",
-                    &subject,
-                    KeepError::Conflict(format!(
-                        "u/{user}/{name} was revoked: its uses are refused"
-                    )),
-                )
-                .await;
+            return Err(KeepError::Conflict(format!(
+                "u/{user}/{name} was revoked: its uses are refused"
+            )));
         }
-        let checked = match (decision, approve && entry.view.device_signature) {
+        match (decision, approve && view.device_signature) {
             (Some(envelope), _) => {
-                self.check_egress_decision(user, id, &entry.view, envelope, approve)
+                self.check_egress_decision(user, id, view, envelope, approve)
                     .await
             }
             (None, true) => Err(KeepError::Decision(
                 "this use's rule demands a decision signed on one of your devices".into(),
             )),
             (None, false) => Ok(json!("person")),
-        };
-        let by = match checked {
+        }
+    }
+
+    /// Answers a use this host's cell waits on: the answer goes to the cell now.
+    async fn answer_here(
+        &self,
+        caller: &Identity,
+        user: &str,
+        id: &str,
+        entry: crate::cells::Waiting,
+        approve: bool,
+        decision: Option<&Signed>,
+    ) -> Result<(), KeepError> {
+        let subject = format!("approval:{id}");
+        let cells = self.running_cells()?;
+        let by = match self
+            .check_answer(user, id, &entry.view, approve, decision)
+            .await
+        {
             Ok(by) => by,
+            Err(error @ KeepError::Conflict(_)) => {
+                // Revoked: refused, whatever the answer.
+                let _refused = entry.answer.send(false);
+                return self
+                    .refuse(caller, Some(user), "approve_egress", &subject, error)
+                    .await;
+            }
             Err(error) => {
                 cells.put_back(id.to_owned(), entry);
                 return self
@@ -316,7 +361,19 @@ impl KeepService {
                     .await;
             }
         };
-        let view = &entry.view;
+        let mut tx = self.store().keep_begin().await?;
+        if !tx.answer_egress_wait(id, user, approve).await? {
+            // Answered on another host first: that answer stands, and goes to the cell.
+            drop(tx);
+            let stored = self.store().keep_egress_wait(id).await?;
+            let _answered = entry
+                .answer
+                .send(stored.is_some_and(|row| row.state == "approved"));
+            return Err(KeepError::Conflict(
+                "this use was answered already, on another host".into(),
+            ));
+        }
+        let view = entry.view.clone();
         if entry.answer.send(approve).is_err() {
             return Err(KeepError::Conflict(
                 "the request stopped waiting (its time ran out or its session ended)".into(),
@@ -327,10 +384,115 @@ impl KeepService {
             "method": view.method, "url": cut_text(&view.url), "session": view.session_id,
             "body_sha256": view.body_sha256, "by": by,
         });
-        let mut tx = self.store().keep_begin().await?;
         append(&mut tx, caller, Some(user), "egress", &subject, detail).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Answers a use another host's cell waits on: the answer is recorded once in the
+    /// database, journaled, and that host is told (PostgreSQL's NOTIFY, sent when the write
+    /// commits); it hands the answer to its cell ([`KeepService::deliver_answer`]).
+    async fn answer_elsewhere(
+        &self,
+        caller: &Identity,
+        user: &str,
+        id: &str,
+        approve: bool,
+        decision: Option<&Signed>,
+    ) -> Result<(), KeepError> {
+        let subject = format!("approval:{id}");
+        let row = self
+            .store()
+            .keep_egress_waits(user, now_ms())
+            .await?
+            .into_iter()
+            .find(|row| row.id == id)
+            .ok_or(KeepError::NotFound("approval"))?;
+        let view: WaitingView =
+            serde_json::from_str(&row.view).map_err(|_| KeepError::NotFound("approval"))?;
+        let checked = self.check_answer(user, id, &view, approve, decision).await;
+        let (answer, by) = match checked {
+            Ok(by) => (approve, by),
+            Err(error @ KeepError::Conflict(_)) => {
+                // Revoked: refused, whatever the answer; the waiting host is told so.
+                let mut tx = self.store().keep_begin().await?;
+                if tx.answer_egress_wait(id, user, false).await? {
+                    tx.notify(EGRESS_ANSWERS_CHANNEL, id).await?;
+                    tx.commit().await?;
+                }
+                return self
+                    .refuse(caller, Some(user), "approve_egress", &subject, error)
+                    .await;
+            }
+            Err(error) => {
+                return self
+                    .refuse(caller, Some(user), "approve_egress", &subject, error)
+                    .await;
+            }
+        };
+        let mut tx = self.store().keep_begin().await?;
+        if tx.egress_wait(id, user, now_ms()).await?.is_none()
+            || !tx.answer_egress_wait(id, user, answer).await?
+        {
+            return Err(KeepError::Conflict(
+                "the request stopped waiting (its time ran out or its session ended), or was \
+                 answered already"
+                    .into(),
+            ));
+        }
+        let detail = json!({
+            "action": if answer { "approve" } else { "deny" },
+            "method": view.method, "url": cut_text(&view.url), "session": view.session_id,
+            "body_sha256": view.body_sha256, "by": by, "waits_on": row.host,
+        });
+        append(&mut tx, caller, Some(user), "egress", &subject, detail).await?;
+        tx.notify(EGRESS_ANSWERS_CHANNEL, id).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Hands the answer another host recorded for use `id` to the cell waiting on it here, if
+    /// one does (called when the database says an answer came).
+    pub async fn deliver_answer(&self, id: &str) -> Result<(), KeepError> {
+        let Some(cells) = self.cells() else {
+            return Ok(());
+        };
+        let Some(row) = self.store().keep_egress_wait(id).await? else {
+            return Ok(());
+        };
+        let approve = match row.state.as_str() {
+            "approved" => true,
+            "denied" => false,
+            _ => return Ok(()),
+        };
+        if row.host != self.host_id() {
+            return Ok(());
+        }
+        if let Some(entry) = cells.take_waiting(&row.user_name, id) {
+            // The cell may have stopped waiting meanwhile; then there is no one to tell.
+            let _delivered = entry.answer.send(approve);
+        }
+        Ok(())
+    }
+
+    /// Looks again at every use waiting here, for answers whose notice may have been missed
+    /// (the connection to the database was lost a while).
+    pub async fn deliver_missed_answers(&self) -> Result<(), KeepError> {
+        let Some(cells) = self.cells() else {
+            return Ok(());
+        };
+        for id in cells.waiting_ids() {
+            self.deliver_answer(&id).await?;
+        }
+        Ok(())
+    }
+
+    /// Forgets the uses this host's cells waited on before it started: those cells are gone.
+    pub async fn forget_waits_of_before(&self) -> Result<u64, KeepError> {
+        Ok(self
+            .store()
+            .keep_egress_waits_forget_host(self.host_id())
+            .await?)
     }
 
     /// Verifies a device decision about waiting use `id` and uses its nonce; who decided.

@@ -477,7 +477,7 @@ async fn holds_a_stop_during_an_approval_wait_frees_everything() {
     let error = waiting.await.unwrap().unwrap_err();
     assert_eq!(error.rule(), "conflict", "{error}");
     assert_eq!(s.free_slots(), free);
-    assert!(s.keep.approvals(&s.alice).unwrap().is_empty());
+    assert!(s.keep.approvals(&s.alice).await.unwrap().is_empty());
     let error = s
         .keep
         .answer_approval(&s.alice, &ids[0], true, None)
@@ -578,7 +578,7 @@ async fn holds_the_operator_has_no_session_routes() {
             .unwrap_err()
             .rule(),
         s.keep.stop_session(op, id).await.unwrap_err().rule(),
-        s.keep.approvals(op).unwrap_err().rule(),
+        s.keep.approvals(op).await.unwrap_err().rule(),
         s.keep
             .answer_approval(op, "ea-1", true, None)
             .await
@@ -661,7 +661,7 @@ async fn holds_a_device_decision_approves_only_its_own_use_for_its_own_person() 
     wait_for_approvals(&s.keep, &s.alice, 1).await;
     let second = s.spawn_say(&s.alice, &two.id, fetch("POST", &url("/api/pay/2"), "two"));
     wait_for_approvals(&s.keep, &s.alice, 2).await;
-    let listed = s.keep.approvals(&s.alice).unwrap();
+    let listed = s.keep.approvals(&s.alice).await.unwrap();
     let (a, b) = (&listed[0], &listed[1]);
     assert_ne!(a.waiting.hashes, b.waiting.hashes);
     let refused = |error: imurun_keep::KeepError| {
@@ -725,7 +725,7 @@ async fn holds_a_device_decision_approves_only_its_own_use_for_its_own_person() 
     );
     assert_eq!(upstream.hits(), 0);
     assert_eq!(
-        s.keep.approvals(&s.alice).unwrap().len(),
+        s.keep.approvals(&s.alice).await.unwrap().len(),
         2,
         "refusals put them back"
     );

@@ -682,7 +682,7 @@ async fn ask_mode_waits_for_the_person_and_a_device_rule_for_a_signed_decision()
         0,
         "nothing leaves before the person answers"
     );
-    assert!(s.keep.approvals(&s.bob).unwrap().is_empty());
+    assert!(s.keep.approvals(&s.bob).await.unwrap().is_empty());
     let error = s
         .keep
         .answer_approval(&s.bob, &approval, true, None)
@@ -733,7 +733,7 @@ async fn ask_mode_waits_for_the_person_and_a_device_rule_for_a_signed_decision()
     let message = fetch("/api/signed/x");
     let waiting = tokio::spawn(async move { keep.send_message(&alice, &id, &message).await });
     let approval = wait_for_approval(&s.keep, &s.alice).await;
-    let listed = s.keep.approvals(&s.alice).unwrap();
+    let listed = s.keep.approvals(&s.alice).await.unwrap();
     let view = listed[0].waiting.clone();
     assert!(view.device_signature);
     assert_eq!(
@@ -807,7 +807,7 @@ async fn ask_mode_waits_for_the_person_and_a_device_rule_for_a_signed_decision()
     }
     let said = waiting.await.unwrap().unwrap();
     assert_eq!(said.len(), APPROVALS_PER_MESSAGE_MAX + 1);
-    assert!(s.keep.approvals(&s.alice).unwrap().is_empty());
+    assert!(s.keep.approvals(&s.alice).await.unwrap().is_empty());
     assert!(
         s.events
             .types("alice")
@@ -827,7 +827,7 @@ pub(crate) async fn wait_for_approvals(
     n: usize,
 ) -> Vec<String> {
     for _ in 0..500 {
-        let listed = keep.approvals(who).unwrap();
+        let listed = keep.approvals(who).await.unwrap();
         if listed.len() >= n {
             return listed.into_iter().map(|approval| approval.id).collect();
         }

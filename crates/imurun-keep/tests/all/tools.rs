@@ -720,7 +720,7 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
         json!({"tool": {"name": "reader", "args": {"url": url}}}),
     );
     let approval = super::sessions::wait_for_approvals(&s.keep, &s.alice, 1).await;
-    let waiting = s.keep.approvals(&s.alice).unwrap();
+    let waiting = s.keep.approvals(&s.alice).await.unwrap();
     assert_eq!(waiting[0].waiting.agent, "u/alice/reader");
     s.keep
         .answer_approval(&s.alice, &approval[0], false, None)

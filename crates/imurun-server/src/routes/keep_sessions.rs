@@ -340,7 +340,7 @@ pub(crate) async fn reject_proposal(
         (status = 503, description = "The host does not run sessions; `unavailable`.", body = ErrorBody),
     ))]
 pub(crate) async fn approvals(caller: KeepCaller) -> Result<Json<ApprovalList>, ApiError> {
-    let list = caller.keep.approvals(&caller.identity)?;
+    let list = caller.keep.approvals(&caller.identity).await?;
     Ok(Json(ApprovalList {
         approvals: list.into_iter().map(approval_info).collect(),
     }))

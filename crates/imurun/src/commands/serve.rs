@@ -70,6 +70,11 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
     let addr = listener.local_addr().context("reading the bound address")?;
     let keep_events = imurun_server::KeepHubs::default();
     let keep = if config.keep.enabled {
+        let host_id = config
+            .keep
+            .host_id
+            .clone()
+            .unwrap_or_else(|| format!("{}:{}", machine_name(), addr.port()));
         let service = imurun_keep::init::open(
             &config.keep.dir,
             wiring.store.clone(),
@@ -81,8 +86,37 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
                 "opening Keep mode from {} (run `imurun keep init` once first)",
                 config.keep.dir.display()
             )
-        })?;
-        let service = with_cells(service, config, &keep_events, &slot, addr.port())?;
+        })?
+        .with_host_id(&host_id);
+        // Hosts that share a PostgreSQL database tell each other their events (SQLite: one
+        // host, the hubs alone).
+        let events: Arc<dyn imurun_keep::cells::KeepEvents> =
+            if wiring.store.backend() == imurun_store::Backend::Postgres {
+                Arc::new(imurun_server::SharedKeepEvents::start(
+                    &wiring.store,
+                    keep_events.clone(),
+                    &host_id,
+                ))
+            } else {
+                Arc::new(keep_events.clone())
+            };
+        let service = with_cells(service, config, events, &slot, addr.port())?;
+        let forgotten = service
+            .forget_waits_of_before()
+            .await
+            .context("forgetting the egress uses this host's cells waited on before it started")?;
+        if forgotten > 0 {
+            tracing::info!(
+                forgotten,
+                "egress uses left waiting by this host's last run were forgotten"
+            );
+        }
+        if imurun_server::listen_to_other_hosts(&wiring.store, service.clone(), keep_events.clone())
+            .await
+            .context("listening to the other Keep hosts through the database")?
+        {
+            tracing::info!(%host_id, "Keep host sharing its database with other hosts");
+        }
         let ports = &config.keep.egress_loopback_ports;
         if !ports.is_empty() {
             service
@@ -202,7 +236,7 @@ fn pinned_settings(config: &ResolvedConfig) -> Vec<String> {
 fn with_cells(
     service: imurun_keep::service::KeepService,
     config: &ResolvedConfig,
-    events: &imurun_server::KeepHubs,
+    events: Arc<dyn imurun_keep::cells::KeepEvents>,
     slot: &ModelSlot,
     api_port: u16,
 ) -> Result<imurun_keep::service::KeepService> {
@@ -222,9 +256,19 @@ fn with_cells(
             ..imurun_keep::cells::CellsConfig::default()
         },
         broker,
-        Arc::new(events.clone()),
+        events,
         model,
     )
     .context("starting Keep's cells")?;
     Ok(service.with_cells(cells))
+}
+
+/// This machine's name (Linux's `/proc/sys/kernel/hostname`), or `host` when it cannot be
+/// read: the first part of a Keep host's default name.
+fn machine_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty() && name.len() <= 64)
+        .unwrap_or_else(|| "host".to_owned())
 }

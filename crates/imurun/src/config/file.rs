@@ -45,6 +45,7 @@ pub(super) struct FileKeep {
     pub(super) enabled: Option<bool>,
     pub(super) dir: Option<String>,
     pub(super) egress_loopback_ports: Option<Vec<u16>>,
+    pub(super) host_id: Option<String>,
 }
 
 /// `[mcp]`: the MCP servers whose tools join the registry.

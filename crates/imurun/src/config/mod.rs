@@ -180,6 +180,9 @@ pub(crate) struct KeepConfig {
     /// Loopback ports cells' egress rules may reach (tests, local services); empty by default.
     /// Journaled when the server starts.
     pub(crate) egress_loopback_ports: Vec<u16>,
+    /// This host's name among the Keep hosts that share one database; `None`: the machine's
+    /// name and the port the server binds.
+    pub(crate) host_id: Option<String>,
 }
 
 /// `[agent]`.
@@ -410,7 +413,20 @@ pub(crate) fn resolve_with_file(
             parsed.keep.egress_loopback_ports,
             Vec::new(),
         )?,
+        host_id: pick
+            .one(
+                "keep.host_id",
+                None,
+                "IMURUN_KEEP_HOST_ID",
+                parse_host_id,
+                parsed.keep.host_id.map(Some),
+                None,
+            )?
+            .filter(|id| !id.is_empty()),
     };
+    if let Some(id) = &keep.host_id {
+        parse_host_id(id).map_err(|error| anyhow::anyhow!("keep.host_id: {error}"))?;
+    }
     if keep.egress_loopback_ports.contains(&0) {
         bail!("keep.egress_loopback_ports: 0 is not a port (1 to 65535)");
     }
@@ -438,6 +454,18 @@ pub(crate) fn resolve_with_file(
         variables: Variables::read(sources.environment)?,
         origins: pick.origins,
     })
+}
+
+/// A host's name: 1 to 100 characters, ASCII letters, digits and `.`, `_`, `-`, `:`.
+fn parse_host_id(text: &str) -> Result<Option<String>, String> {
+    let text = text.trim();
+    let allowed = |c: char| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-' | ':');
+    if text.is_empty() || text.len() > 100 || !text.chars().all(allowed) {
+        return Err(format!(
+            "`{text}` is not a host name: 1 to 100 ASCII letters, digits, `.`, `_`, `-` or `:`"
+        ));
+    }
+    Ok(Some(text.to_owned()))
 }
 
 /// A comma-separated list of ports, 1 to 65535 (empty: none).

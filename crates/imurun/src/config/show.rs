@@ -63,6 +63,7 @@ impl ResolvedConfig {
         line("permissions.toggles.network", flag(toggles.network));
         line("keep.enabled", flag(self.keep.enabled));
         line("keep.dir", text(&self.keep.dir.to_string_lossy()));
+        line("keep.host_id", self.keep.host_id.as_deref().and_then(text));
         let mut out = section_headers(&out);
         for server in &self.mcp_servers {
             // The transport's environment and headers may hold secrets: only the shape shows.

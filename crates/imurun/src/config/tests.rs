@@ -81,6 +81,7 @@ network = false
 enabled = true
 dir = "~/keep-host"
 egress_loopback_ports = [8080, 9090]
+host_id = "keep-a:8484"
 [database]
 url = "postgres://imurun@db/imurun"
 "#;
@@ -88,6 +89,7 @@ url = "postgres://imurun@db/imurun"
     assert!(config.keep.enabled);
     assert_eq!(config.keep.dir, Path::new("/home/ada/keep-host"));
     assert_eq!(config.keep.egress_loopback_ports, [8080, 9090]);
+    assert_eq!(config.keep.host_id.as_deref(), Some("keep-a:8484"));
     assert_eq!(config.model, "scripted:/etc/imurun/demo.json");
     assert_eq!(config.server.api_token, Some(ApiToken::new("file-token")));
     assert_eq!(

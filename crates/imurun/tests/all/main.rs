@@ -10,6 +10,7 @@ mod embedded_cli;
 mod eval_cli;
 mod everyday;
 mod keep_cli;
+mod keep_hosts;
 mod keep_page;
 mod parse_cli;
 mod policy_cli;

@@ -1,0 +1,221 @@
+//! Keep across several hosts that share one PostgreSQL database (docs/keep/scaling.md).
+//!
+//! A person's page holds its event stream on whichever host the load balancer picked, while
+//! the event happened on another: [`SharedKeepEvents`] publishes each event to this host's
+//! hubs and tells the other hosts through PostgreSQL's `NOTIFY`; [`listen_to_other_hosts`]
+//! hears theirs and publishes them here. It also hands this host's cells the answers other
+//! hosts recorded for the egress uses they wait on.
+//!
+//! A notification is a hint: a host that lost its connection to the database (or could not
+//! send for a while) tells every stream it serves `stream.missed`, on which the page reloads
+//! what it shows from the database, and looks again at every answer its cells wait for.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use imurun_keep::cells::KeepEvents;
+use imurun_keep::service::{EGRESS_ANSWERS_CHANNEL, KeepService};
+use imurun_store::{Heard, NOTIFY_PAYLOAD_BYTES_MAX, Store};
+use serde_json::{Value, json};
+use tokio::sync::mpsc;
+
+use crate::KeepHubs;
+
+/// The channel Keep's events cross hosts on.
+pub const KEEP_EVENTS_CHANNEL: &str = "imurun_keep_events";
+
+/// Events waiting to be sent to the other hosts; past this (the database is slow or gone)
+/// an event is not sent, and the other hosts are told they missed some.
+const OUTGOING_EVENTS_MAX: usize = 1_024;
+
+/// Keep's events for a host that shares its database: published here at once, and sent to
+/// the other hosts in the order they happened.
+#[derive(Clone)]
+pub struct SharedKeepEvents {
+    hubs: KeepHubs,
+    host_id: Arc<str>,
+    outgoing: mpsc::Sender<String>,
+    /// Set when an event could not be sent: the next send tells the others first.
+    dropped: Arc<AtomicBool>,
+}
+
+impl std::fmt::Debug for SharedKeepEvents {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("SharedKeepEvents")
+            .field("host_id", &self.host_id)
+            .finish_non_exhaustive()
+    }
+}
+
+impl SharedKeepEvents {
+    /// Events published to `hubs` and sent, through `store`, to the other hosts, this one
+    /// named `host_id`. Starts the task that sends them (on the current runtime).
+    pub fn start(store: &Store, hubs: KeepHubs, host_id: &str) -> SharedKeepEvents {
+        let (outgoing, mut queue) = mpsc::channel::<String>(OUTGOING_EVENTS_MAX);
+        let dropped = Arc::new(AtomicBool::new(false));
+        let events = SharedKeepEvents {
+            hubs,
+            host_id: Arc::from(host_id),
+            outgoing,
+            dropped: Arc::clone(&dropped),
+        };
+        let store = store.clone();
+        let host = events.host_id.clone();
+        tokio::spawn(async move {
+            while let Some(payload) = queue.recv().await {
+                if dropped.swap(false, Ordering::Relaxed) {
+                    let missed = json!({"h": &*host, "missed": true}).to_string();
+                    if store.notify(KEEP_EVENTS_CHANNEL, &missed).await.is_err() {
+                        dropped.store(true, Ordering::Relaxed);
+                    }
+                }
+                if let Err(error) = store.notify(KEEP_EVENTS_CHANNEL, &payload).await {
+                    tracing::warn!("an event could not be sent to the other hosts: {error}");
+                    dropped.store(true, Ordering::Relaxed);
+                }
+            }
+        });
+        events
+    }
+}
+
+impl KeepEvents for SharedKeepEvents {
+    fn publish(&self, user: &str, event: Value) {
+        let payload = crossing_payload(&self.host_id, user, &event);
+        self.hubs.publish(user, event);
+        if self.outgoing.try_send(payload).is_err() {
+            self.dropped.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What crosses to the other hosts for `user`'s `event`: the whole event, or, when it would
+/// not fit in a notification, a notice of its type, its session and its size (the page reloads
+/// what an event is about; an API client reads the rest from the database's views).
+fn crossing_payload(host: &str, user: &str, event: &Value) -> String {
+    let whole = json!({"h": host, "u": user, "e": event}).to_string();
+    if whole.len() <= NOTIFY_PAYLOAD_BYTES_MAX {
+        return whole;
+    }
+    let notice = json!({
+        "type": event.get("type").cloned().unwrap_or(Value::Null),
+        "session_id": event.get("session_id").cloned().unwrap_or(Value::Null),
+        "omitted_bytes": event.to_string().len(),
+        "happened_on": host,
+    });
+    json!({"h": host, "u": user, "e": notice}).to_string()
+}
+
+/// Hears the other hosts for as long as the task runs: their events go to this host's hubs,
+/// and their answers to the egress uses this host's cells wait on. `Ok(false)` on SQLite
+/// (one host: nothing to hear); otherwise it runs until the runtime ends.
+pub async fn listen_to_other_hosts(
+    store: &Store,
+    keep: KeepService,
+    hubs: KeepHubs,
+) -> Result<bool, imurun_store::StoreError> {
+    let Some(mut listener) = store
+        .listen(&[KEEP_EVENTS_CHANNEL, EGRESS_ANSWERS_CHANNEL])
+        .await?
+    else {
+        return Ok(false);
+    };
+    let host_id = keep.host_id().to_owned();
+    tokio::spawn(async move {
+        loop {
+            match listener.next().await {
+                Heard::Notification { channel, payload } if channel == EGRESS_ANSWERS_CHANNEL => {
+                    if let Err(error) = keep.deliver_answer(&payload).await {
+                        tracing::warn!("an answer from another host was not delivered: {error}");
+                    }
+                }
+                Heard::Notification { payload, .. } => {
+                    heard_event(&hubs, &host_id, &payload);
+                }
+                Heard::Missed => {
+                    tracing::warn!(
+                        "the connection to the database was lost: streams are told they may \
+                         have missed events"
+                    );
+                    hubs.publish_all(missed_notice());
+                    if let Err(error) = keep.deliver_missed_answers().await {
+                        tracing::warn!("answers from other hosts were not looked up: {error}");
+                    }
+                }
+            }
+        }
+    });
+    Ok(true)
+}
+
+/// Publishes an event another host sent to this host's hubs.
+fn heard_event(hubs: &KeepHubs, host_id: &str, payload: &str) {
+    let Ok(message) = serde_json::from_str::<Value>(payload) else {
+        return;
+    };
+    if message.get("h").and_then(Value::as_str) == Some(host_id) {
+        return;
+    }
+    if message.get("missed").and_then(Value::as_bool) == Some(true) {
+        hubs.publish_all(missed_notice());
+        return;
+    }
+    if let (Some(user), Some(event)) = (message.get("u").and_then(Value::as_str), message.get("e"))
+    {
+        hubs.publish(user, event.clone());
+    }
+}
+
+/// What a stream is told when events may have been missed: reload from the database.
+fn missed_notice() -> Value {
+    json!({
+        "type": "stream.missed",
+        "reason": "events from another host may have been missed; what is shown should be loaded again",
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_event_too_large_to_cross_becomes_a_notice_of_its_type_and_size() {
+        let small =
+            json!({"type": "proposal.created", "session_id": "s1", "proposal": {"id": "p"}});
+        let payload: Value = serde_json::from_str(&crossing_payload("a", "alice", &small)).unwrap();
+        assert_eq!(payload["e"], small);
+        assert_eq!(
+            (payload["h"].as_str(), payload["u"].as_str()),
+            (Some("a"), Some("alice"))
+        );
+
+        let large =
+            json!({"type": "proposal.created", "session_id": "s1", "text": "x".repeat(9_000)});
+        let crossing = crossing_payload("a", "alice", &large);
+        assert!(
+            crossing.len() <= NOTIFY_PAYLOAD_BYTES_MAX,
+            "{}",
+            crossing.len()
+        );
+        let payload: Value = serde_json::from_str(&crossing).unwrap();
+        assert_eq!(payload["e"]["type"], "proposal.created");
+        assert_eq!(payload["e"]["session_id"], "s1");
+        assert_eq!(payload["e"]["omitted_bytes"], large.to_string().len());
+    }
+
+    #[test]
+    fn a_host_ignores_its_own_events_and_publishes_the_others() {
+        let hubs = KeepHubs::default();
+        let mut stream = hubs.subscribe("alice", None);
+        let own = json!({"h": "me", "u": "alice", "e": {"type": "tool.revoked"}}).to_string();
+        heard_event(&hubs, "me", &own);
+        let other =
+            json!({"h": "other", "u": "alice", "e": {"type": "proposal.created"}}).to_string();
+        heard_event(&hubs, "me", &other);
+        heard_event(&hubs, "me", "not json");
+        let first = stream.try_recv().expect("one event");
+        assert_eq!(first.event_type(), "proposal.created");
+        assert!(stream.try_recv().is_none(), "only the other host's event");
+    }
+}

@@ -1,0 +1,20 @@
+-- PostgreSQL's dialect of ../sqlite/0007_keep_egress_waits.sql: the same tables, columns and constraints, with
+-- PostgreSQL's spelling where the dialects differ (see ../README.md). A migration that has run
+-- is never edited (sqlx checks its checksum): change the schema in a new file, in both folders.
+CREATE TABLE keep_egress_waits (
+    id TEXT COLLATE "C" PRIMARY KEY,
+    user_name TEXT COLLATE "C" NOT NULL,
+    -- The host whose cell waits (keep.host_id).
+    host TEXT COLLATE "C" NOT NULL,
+    -- What the person is shown and what a device decision must name, as JSON text.
+    view TEXT COLLATE "C" NOT NULL,
+    asked_at_ms BIGINT NOT NULL,
+    -- When the cell stops waiting (its rule's approval timeout): listed and answered only
+    -- before, so a row its host could not delete never stands for a live wait.
+    expires_at_ms BIGINT NOT NULL,
+    state TEXT COLLATE "C" NOT NULL CHECK (state IN ('waiting', 'approved', 'denied')),
+    answered_at_ms BIGINT
+);
+
+CREATE INDEX keep_egress_waits_by_user ON keep_egress_waits (user_name, state, asked_at_ms);
+CREATE INDEX keep_egress_waits_by_host ON keep_egress_waits (host);

@@ -1,0 +1,570 @@
+//! Two Keep hosts on one PostgreSQL database (docs/keep/scaling.md): two `imurun serve --keep`
+//! processes, each with its own home and a copy of one Keep folder, as two machines behind a
+//! load balancer would run. What one host decided, revoked or journaled holds on the other;
+//! a person's events and answers reach them wherever their connection landed.
+
+use std::ffi::OsStr;
+use std::io::{BufRead, BufReader, Write};
+use std::net::TcpStream;
+use std::path::Path;
+use std::sync::mpsc::Receiver;
+use std::time::{Duration, Instant};
+
+use imurun_testkit::{Guest, PostgresServer, TestDatabase, Upstream, ok};
+use serde_json::{Value, json};
+
+use crate::keep_cli::{base64_of, sha256_hex};
+use crate::serve_cli::{Server, script};
+use crate::support::run_imurun;
+
+/// What the local service answers every request with.
+const UPSTREAM_BODY: &str = "the service behind host A answers";
+
+/// How long a host may take to see what the other did.
+const SEEN_WITHIN: Duration = Duration::from_secs(20);
+
+/// Runs `imurun` at the host whose home is `home`, on database `url`; its JSON output.
+fn imurun(home: &Path, url: &str, args: &[&str]) -> Value {
+    let output = run_imurun(
+        args,
+        "",
+        &[
+            ("IMURUN_HOME", home.as_os_str()),
+            ("IMURUN_DATABASE_URL", OsStr::new(url)),
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "imurun {args:?}: {stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_str(stdout.trim()).unwrap_or(Value::String(stdout.into_owned()))
+}
+
+/// Two hosts on one database: `a` set up with `imurun keep init`, `b` given a copy of its
+/// Keep folder (the keys every host needs alike).
+struct Hosts {
+    url: String,
+    home_a: tempfile::TempDir,
+    _home_b: tempfile::TempDir,
+    a: Server,
+    b: Server,
+    operator: String,
+}
+
+impl Hosts {
+    fn start(url: &str, envs: &[(&str, &OsStr)]) -> Hosts {
+        let home_a = tempfile::tempdir().unwrap();
+        let home_b = tempfile::tempdir().unwrap();
+        let init = run_imurun(
+            &["keep", "init"],
+            "",
+            &[
+                ("IMURUN_HOME", home_a.path().as_os_str()),
+                ("IMURUN_DATABASE_URL", OsStr::new(url)),
+            ],
+        );
+        assert!(
+            init.status.success(),
+            "{}",
+            String::from_utf8_lossy(&init.stderr)
+        );
+        let operator = String::from_utf8_lossy(&init.stdout)
+            .lines()
+            .find(|line| line.starts_with("imk_"))
+            .expect("the operator token is printed")
+            .to_owned();
+        copy_folder(&home_a.path().join("keep"), &home_b.path().join("keep"));
+        let model = script(home_a.path(), &json!([{"text": "Hello."}]));
+        let mut all_envs = vec![("IMURUN_DATABASE_URL", OsStr::new(url))];
+        all_envs.extend_from_slice(envs);
+        let a = Server::start_as(
+            home_a.path(),
+            &model,
+            &["--keep"],
+            &all_envs,
+            Some(&operator),
+        );
+        let b = Server::start_as(
+            home_b.path(),
+            &model,
+            &["--keep"],
+            &all_envs,
+            Some(&operator),
+        );
+        Hosts {
+            url: url.to_owned(),
+            home_a,
+            _home_b: home_b,
+            a,
+            b,
+            operator,
+        }
+    }
+
+    fn imurun(&self, args: &[&str]) -> Value {
+        imurun(self.home_a.path(), &self.url, args)
+    }
+
+    fn user_token(&self, user: &str) -> (String, String) {
+        let created = self.imurun(&["keep", "token", "create", "--user", user]);
+        (
+            created["id"].as_str().unwrap().to_owned(),
+            created["token"].as_str().unwrap().to_owned(),
+        )
+    }
+}
+
+fn copy_folder(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        if entry.file_type().unwrap().is_file() {
+            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+        }
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o700)).unwrap();
+    }
+}
+
+fn expect(answer: (u16, String, Value), status: u16, what: &str) -> Value {
+    assert_eq!(answer.0, status, "{what}: {}", answer.1);
+    answer.2
+}
+
+/// `token`'s Keep events from the host at `addr`, read on a thread of their own.
+fn keep_events(addr: &str, token: &str) -> Receiver<Value> {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    write!(
+        stream,
+        "GET /v1/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
+         Accept: text/event-stream\r\n\r\n"
+    )
+    .unwrap();
+    let mut reader = BufReader::new(stream);
+    let mut line = String::new();
+    reader.read_line(&mut line).unwrap();
+    assert!(line.contains(" 200 "), "the event stream: {line}");
+    // The rest of the head, up to its empty line; the server has subscribed by then.
+    loop {
+        line.clear();
+        if reader.read_line(&mut line).unwrap() == 0 || line.trim().is_empty() {
+            break;
+        }
+    }
+    let (sender, receiver) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in reader.lines() {
+            let Ok(line) = line else { return };
+            if let Some(data) = line.strip_prefix("data: ")
+                && let Ok(event) = serde_json::from_str::<Value>(data)
+                && sender.send(event).is_err()
+            {
+                return;
+            }
+        }
+    });
+    receiver
+}
+
+/// Waits for an event of `kind` on `events`; the events seen before it are skipped.
+fn wait_for_event(events: &Receiver<Value>, kind: &str) -> Value {
+    let deadline = Instant::now() + SEEN_WITHIN;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        let event = events
+            .recv_timeout(left)
+            .unwrap_or_else(|_| panic!("no {kind} event within {SEEN_WITHIN:?}"));
+        if event["type"] == kind {
+            return event;
+        }
+    }
+}
+
+/// The operator deploys the scripted agent `maker` through host A: it may GET from the local
+/// service on `port` once its person approves.
+fn deploy_agent(hosts: &Hosts, home: &Path, port: u16) {
+    let keep = home.join("keep");
+    let expires_at = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_secs()
+        + 3600;
+    let agent = Guest::ScriptedFull.bytes();
+    let agent_path = home.join("agent.wasm");
+    std::fs::write(&agent_path, &agent).unwrap();
+    let policy = json!({
+        "type": "imurun.policy", "agent": "maker", "version": 1, "expires_at": expires_at,
+        "bundle_sha256": sha256_hex(&agent),
+        "manifest": {
+            "name": "maker", "version": 1, "description": "The scripted agent.",
+            "egress": {"mode": "ask", "rules": [{"scheme": "http", "host": "127.0.0.1", "port": port,
+                "methods": ["GET"], "path_prefix": "/"}]},
+            "memory": "write", "model_socket": true,
+            "resources": {"memory_mb": 64, "cpu_ms": 2000, "timeout_ms": 20000},
+            "approval_timeout_s": 60,
+        },
+    });
+    let policy_path = home.join("policy.json");
+    std::fs::write(&policy_path, policy.to_string()).unwrap();
+    let policy = hosts.imurun(&[
+        "keep",
+        "sign",
+        "--key",
+        keep.join("policy.key").to_str().unwrap(),
+        policy_path.to_str().unwrap(),
+    ]);
+    let bundle_signature = hosts.imurun(&[
+        "keep",
+        "sign",
+        "--key",
+        keep.join("signer.key").to_str().unwrap(),
+        "--bundle",
+        agent_path.to_str().unwrap(),
+    ]);
+    let deploy = json!({"bundle": base64_of(&agent), "bundle_signature": bundle_signature, "policy": policy});
+    expect(
+        hosts
+            .a
+            .request_as(Some(&hosts.operator), "POST", "/v1/agents", Some(&deploy)),
+        201,
+        "the agent's deploy through host A",
+    );
+}
+
+/// One message to the scripted agent in `session`: its first reply.
+fn say(server: &Server, token: &str, session: &str, step: &Value) -> Value {
+    let body = expect(
+        server.request_as(
+            Some(token),
+            "POST",
+            &format!("/v1/sessions/{session}/messages"),
+            Some(&json!({"text": step.to_string()})),
+        ),
+        200,
+        "a message",
+    );
+    body["replies"][0].clone()
+}
+
+/// Everything a person meets on two hosts: a proposal made through host A shows on the event
+/// stream held on host B; an egress use host A's cell waits on is listed by host B and
+/// answered there, and the cell goes on; a device decision used on host A is refused when
+/// replayed on host B; a token revoked through host A is refused by host B at the next call;
+/// and the journal both hosts wrote is one chain.
+#[test]
+fn two_hosts_on_one_database_share_what_people_approved_revoked_and_were_shown() {
+    let database = TestDatabase::create();
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let upstream = runtime.block_on(Upstream::start(|_| ok(UPSTREAM_BODY)));
+    let port_text = upstream.port.to_string();
+    let hosts = Hosts::start(
+        database.url(),
+        &[("IMURUN_KEEP_EGRESS_LOOPBACK_PORTS", OsStr::new(&port_text))],
+    );
+    let home = hosts.home_a.path().to_path_buf();
+    deploy_agent(&hosts, &home, upstream.port);
+    let (alice_id, alice) = hosts.user_token("alice");
+
+    // A proposal made through host A reaches alice's stream on host B.
+    let on_b = keep_events(&hosts.b.addr, &alice);
+    let session = expect(
+        hosts.a.request_as(
+            Some(&alice),
+            "POST",
+            "/v1/sessions",
+            Some(&json!({"agent": "maker"})),
+        ),
+        201,
+        "a session on host A",
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let emitted = say(
+        &hosts.a,
+        &alice,
+        &session,
+        &json!({"emit": {"type": "suggestion", "title": "A walk", "text": "Go for a walk at noon."}}),
+    );
+    assert_eq!(emitted, "emitted");
+    let created = wait_for_event(&on_b, "proposal.created");
+    assert_eq!(created["proposal"]["kind"], "suggestion", "{created}");
+
+    // An egress use host A's cell waits on: host B lists it, takes alice's answer, and the
+    // cell's request goes out.
+    let url = format!("http://127.0.0.1:{}/hello", upstream.port);
+    std::thread::scope(|scope| {
+        let fetch = scope.spawn(|| {
+            say(
+                &hosts.a,
+                &alice,
+                &session,
+                &json!({"fetch": {"method": "GET", "url": url}}),
+            )
+        });
+        let needed = wait_for_event(&on_b, "egress.approval_needed");
+        let id = needed["approval"]["id"].as_str().unwrap().to_owned();
+        let listed = expect(
+            hosts
+                .b
+                .request_as(Some(&alice), "GET", "/v1/approvals", None),
+            200,
+            "the approvals host B lists",
+        );
+        assert_eq!(listed["approvals"][0]["id"], id.as_str(), "{listed}");
+        expect(
+            hosts.b.request_as(
+                Some(&alice),
+                "POST",
+                &format!("/v1/approvals/{id}"),
+                Some(&json!({"approve": true})),
+            ),
+            200,
+            "alice approves on host B",
+        );
+        let reply = fetch.join().unwrap();
+        let reply: Value = serde_json::from_str(reply.as_str().unwrap()).unwrap();
+        assert_eq!(reply["status"], 200, "{reply}");
+        assert_eq!(reply["body"], UPSTREAM_BODY, "{reply}");
+        assert_eq!(upstream.hits(), 1, "the request left once");
+        // Answered once: a second answer, on either host, finds nothing waiting.
+        for host in [&hosts.a, &hosts.b] {
+            let again = host.request_as(
+                Some(&alice),
+                "POST",
+                &format!("/v1/approvals/{id}"),
+                Some(&json!({"approve": true})),
+            );
+            assert_eq!(again.0, 404, "{}", again.1);
+        }
+    });
+
+    // A device decision used on host A is refused when replayed on host B.
+    let code = hosts.imurun(&["keep", "enrol-code", "--user", "alice"])["code"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let first_key = home.join("first.key");
+    let mut first = hosts.imurun(&[
+        "keep",
+        "device",
+        "enrol",
+        "--out",
+        first_key.to_str().unwrap(),
+        "--user",
+        "alice",
+    ]);
+    first["enrol_code"] = json!(code);
+    // The command prints the key's id beside the body; the body is the rest.
+    first.as_object_mut().unwrap().remove("key_id");
+    expect(
+        hosts
+            .a
+            .request_as(Some(&alice), "POST", "/v1/devices", Some(&first)),
+        201,
+        "the first device, enrolled on host A",
+    );
+    let second_key = home.join("second.key");
+    let mut second = hosts.imurun(&[
+        "keep",
+        "device",
+        "enrol",
+        "--out",
+        second_key.to_str().unwrap(),
+        "--user",
+        "alice",
+    ]);
+    let public_key = hex_bytes(second["public_key"].as_str().unwrap());
+    let decision = hosts.imurun(&[
+        "keep",
+        "decide",
+        "--device",
+        first_key.to_str().unwrap(),
+        "--kind",
+        "enrol_device",
+        "--subject",
+        second["key_id"].as_str().unwrap(),
+        "--user",
+        "alice",
+        "--hash",
+        &format!("public_key={}", sha256_hex(&public_key)),
+    ]);
+    second["decision"] = decision;
+    second.as_object_mut().unwrap().remove("key_id");
+    expect(
+        hosts
+            .a
+            .request_as(Some(&alice), "POST", "/v1/devices", Some(&second)),
+        201,
+        "the second device, approved by the first, on host A",
+    );
+    let replayed = hosts
+        .b
+        .request_as(Some(&alice), "POST", "/v1/devices", Some(&second));
+    assert_eq!(replayed.0, 403, "{}", replayed.1);
+    assert!(
+        replayed.1.contains("nonce was used already"),
+        "refused for its nonce: {}",
+        replayed.1
+    );
+
+    // A token revoked through host A is refused by host B at the next call.
+    expect(
+        hosts
+            .b
+            .request_as(Some(&alice), "GET", "/v1/sessions", None),
+        200,
+        "alice on host B before the revoke",
+    );
+    expect(
+        hosts.a.request_as(
+            Some(&hosts.operator),
+            "DELETE",
+            &format!("/v1/tokens/{alice_id}"),
+            None,
+        ),
+        200,
+        "the operator revokes alice's token on host A",
+    );
+    let after = hosts
+        .b
+        .request_as(Some(&alice), "GET", "/v1/sessions", None);
+    assert_eq!(after.0, 401, "{}", after.1);
+
+    // Both hosts wrote one journal: the chain holds.
+    let verified = hosts.imurun(&["keep", "journal", "verify"]);
+    assert!(verified["first_bad"].is_null(), "{verified}");
+    drop(hosts);
+}
+
+fn hex_bytes(hex: &str) -> Vec<u8> {
+    (0..hex.len())
+        .step_by(2)
+        .map(|at| u8::from_str_radix(&hex[at..at + 2], 16).unwrap())
+        .collect()
+}
+
+/// 2 × 1 000 journaled writes sent to both hosts at once (the operator replacing vault
+/// entries): every one is in the journal, and the journal is one valid chain.
+#[test]
+fn a_thousand_journal_appends_from_each_of_two_hosts_at_once_make_one_chain() {
+    const PER_HOST: usize = 1_000;
+    const THREADS_PER_HOST: usize = 8;
+    let database = TestDatabase::create();
+    let hosts = Hosts::start(database.url(), &[]);
+    let before = hosts.imurun(&["keep", "journal", "verify"])["entries"]
+        .as_u64()
+        .unwrap();
+    std::thread::scope(|scope| {
+        for (name, host) in [("a", &hosts.a), ("b", &hosts.b)] {
+            for thread in 0..THREADS_PER_HOST {
+                let operator = hosts.operator.clone();
+                scope.spawn(move || {
+                    for at in (thread..PER_HOST).step_by(THREADS_PER_HOST) {
+                        let answer = host.request_as(
+                            Some(&operator),
+                            "PUT",
+                            &format!("/v1/vault/{name}-{}", at % 16),
+                            Some(&json!({"value": format!("{name} {at}")})),
+                        );
+                        assert_eq!(answer.0, 200, "host {name}, write {at}: {}", answer.1);
+                    }
+                });
+            }
+        }
+    });
+    let verified = hosts.imurun(&["keep", "journal", "verify"]);
+    assert!(verified["first_bad"].is_null(), "{verified}");
+    assert_eq!(
+        verified["entries"].as_u64().unwrap(),
+        before + 2 * PER_HOST as u64,
+        "{verified}"
+    );
+}
+
+/// The database stops under both hosts and starts again: meanwhile a write is refused with a
+/// clear 503 and the hosts stay up; nothing committed before is lost; once it is back both
+/// hosts serve again, without a restart.
+#[test]
+fn the_database_stopped_and_started_again_under_two_hosts() {
+    let server = PostgresServer::start();
+    let database = server.database();
+    let hosts = Hosts::start(database.url(), &[]);
+    for (name, host) in [("a", &hosts.a), ("b", &hosts.b)] {
+        expect(
+            host.request_as(
+                Some(&hosts.operator),
+                "PUT",
+                &format!("/v1/vault/before-{name}"),
+                Some(&json!({"value": "kept"})),
+            ),
+            200,
+            "a write before the stop",
+        );
+    }
+
+    server.halt();
+    for host in [&hosts.a, &hosts.b] {
+        let refused = host.request_as(
+            Some(&hosts.operator),
+            "PUT",
+            "/v1/vault/during",
+            Some(&json!({"value": "never"})),
+        );
+        // The token check reads the database first: a request cannot be authenticated.
+        assert_eq!(refused.0, 503, "{}", refused.1);
+        assert_eq!(
+            refused.2["error"]["code"], "database_unavailable",
+            "{}",
+            refused.1
+        );
+        // The host itself is up: what needs no database is served (the page).
+        let page = host.request_as(None, "GET", "/", None);
+        assert_eq!(page.0, 200, "{}", page.1);
+    }
+
+    server.resume();
+    for host in [&hosts.a, &hosts.b] {
+        let deadline = Instant::now() + SEEN_WITHIN;
+        let listed = loop {
+            let answer = host.request_as(Some(&hosts.operator), "GET", "/v1/vault", None);
+            if answer.0 == 200 {
+                break answer.2;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the host never served again: {}",
+                answer.1
+            );
+            std::thread::sleep(Duration::from_millis(200));
+        };
+        let names: Vec<&str> = listed["entries"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|entry| entry["name"].as_str())
+            .collect();
+        assert!(
+            names.contains(&"before-a") && names.contains(&"before-b"),
+            "{names:?}"
+        );
+        assert!(!names.contains(&"during"), "{names:?}");
+    }
+    expect(
+        hosts.b.request_as(
+            Some(&hosts.operator),
+            "PUT",
+            "/v1/vault/after",
+            Some(&json!({"value": "written"})),
+        ),
+        200,
+        "a write after the start",
+    );
+    let verified = hosts.imurun(&["keep", "journal", "verify"]);
+    assert!(verified["first_bad"].is_null(), "{verified}");
+}
