@@ -3,133 +3,23 @@
 //! load balancer would run. What one host decided, revoked or journaled holds on the other;
 //! a person's events and answers reach them wherever their connection landed.
 
-use std::ffi::OsStr;
 use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
-use std::path::Path;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
-use imurun_testkit::{Guest, PostgresServer, TestDatabase, Upstream, ok};
+use imurun_testkit::{PostgresServer, TestDatabase, Upstream, ok};
 use serde_json::{Value, json};
 
-use crate::keep_cli::{base64_of, sha256_hex};
-use crate::serve_cli::{Server, script};
-use crate::support::run_imurun;
+use crate::keep_hosts_kit::{
+    Hosts, approve, call_tool, new_session, propose_tool, say, until_deployed,
+};
 
 /// What the local service answers every request with.
 const UPSTREAM_BODY: &str = "the service behind host A answers";
 
 /// How long a host may take to see what the other did.
 const SEEN_WITHIN: Duration = Duration::from_secs(20);
-
-/// Runs `imurun` at the host whose home is `home`, on database `url`; its JSON output.
-fn imurun(home: &Path, url: &str, args: &[&str]) -> Value {
-    let output = run_imurun(
-        args,
-        "",
-        &[
-            ("IMURUN_HOME", home.as_os_str()),
-            ("IMURUN_DATABASE_URL", OsStr::new(url)),
-        ],
-    );
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(
-        output.status.success(),
-        "imurun {args:?}: {stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    serde_json::from_str(stdout.trim()).unwrap_or(Value::String(stdout.into_owned()))
-}
-
-/// Two hosts on one database: `a` set up with `imurun keep init`, `b` given a copy of its
-/// Keep folder (the keys every host needs alike).
-struct Hosts {
-    url: String,
-    home_a: tempfile::TempDir,
-    _home_b: tempfile::TempDir,
-    a: Server,
-    b: Server,
-    operator: String,
-}
-
-impl Hosts {
-    fn start(url: &str, envs: &[(&str, &OsStr)]) -> Hosts {
-        let home_a = tempfile::tempdir().unwrap();
-        let home_b = tempfile::tempdir().unwrap();
-        let init = run_imurun(
-            &["keep", "init"],
-            "",
-            &[
-                ("IMURUN_HOME", home_a.path().as_os_str()),
-                ("IMURUN_DATABASE_URL", OsStr::new(url)),
-            ],
-        );
-        assert!(
-            init.status.success(),
-            "{}",
-            String::from_utf8_lossy(&init.stderr)
-        );
-        let operator = String::from_utf8_lossy(&init.stdout)
-            .lines()
-            .find(|line| line.starts_with("imk_"))
-            .expect("the operator token is printed")
-            .to_owned();
-        copy_folder(&home_a.path().join("keep"), &home_b.path().join("keep"));
-        let model = script(home_a.path(), &json!([{"text": "Hello."}]));
-        let mut all_envs = vec![("IMURUN_DATABASE_URL", OsStr::new(url))];
-        all_envs.extend_from_slice(envs);
-        let a = Server::start_as(
-            home_a.path(),
-            &model,
-            &["--keep"],
-            &all_envs,
-            Some(&operator),
-        );
-        let b = Server::start_as(
-            home_b.path(),
-            &model,
-            &["--keep"],
-            &all_envs,
-            Some(&operator),
-        );
-        Hosts {
-            url: url.to_owned(),
-            home_a,
-            _home_b: home_b,
-            a,
-            b,
-            operator,
-        }
-    }
-
-    fn imurun(&self, args: &[&str]) -> Value {
-        imurun(self.home_a.path(), &self.url, args)
-    }
-
-    fn user_token(&self, user: &str) -> (String, String) {
-        let created = self.imurun(&["keep", "token", "create", "--user", user]);
-        (
-            created["id"].as_str().unwrap().to_owned(),
-            created["token"].as_str().unwrap().to_owned(),
-        )
-    }
-}
-
-fn copy_folder(from: &Path, to: &Path) {
-    std::fs::create_dir_all(to).unwrap();
-    for entry in std::fs::read_dir(from).unwrap() {
-        let entry = entry.unwrap();
-        if entry.file_type().unwrap().is_file() {
-            std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
-        }
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(to, std::fs::Permissions::from_mode(0o700)).unwrap();
-    }
-}
 
 fn expect(answer: (u16, String, Value), status: u16, what: &str) -> Value {
     assert_eq!(answer.0, status, "{what}: {}", answer.1);
@@ -185,72 +75,6 @@ fn wait_for_event(events: &Receiver<Value>, kind: &str) -> Value {
     }
 }
 
-/// The operator deploys the scripted agent `maker` through host A: it may GET from the local
-/// service on `port` once its person approves.
-fn deploy_agent(hosts: &Hosts, home: &Path, port: u16) {
-    let keep = home.join("keep");
-    let expires_at = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap()
-        .as_secs()
-        + 3600;
-    let agent = Guest::ScriptedFull.bytes();
-    let agent_path = home.join("agent.wasm");
-    std::fs::write(&agent_path, &agent).unwrap();
-    let policy = json!({
-        "type": "imurun.policy", "agent": "maker", "version": 1, "expires_at": expires_at,
-        "bundle_sha256": sha256_hex(&agent),
-        "manifest": {
-            "name": "maker", "version": 1, "description": "The scripted agent.",
-            "egress": {"mode": "ask", "rules": [{"scheme": "http", "host": "127.0.0.1", "port": port,
-                "methods": ["GET"], "path_prefix": "/"}]},
-            "memory": "write", "model_socket": true,
-            "resources": {"memory_mb": 64, "cpu_ms": 2000, "timeout_ms": 20000},
-            "approval_timeout_s": 60,
-        },
-    });
-    let policy_path = home.join("policy.json");
-    std::fs::write(&policy_path, policy.to_string()).unwrap();
-    let policy = hosts.imurun(&[
-        "keep",
-        "sign",
-        "--key",
-        keep.join("policy.key").to_str().unwrap(),
-        policy_path.to_str().unwrap(),
-    ]);
-    let bundle_signature = hosts.imurun(&[
-        "keep",
-        "sign",
-        "--key",
-        keep.join("signer.key").to_str().unwrap(),
-        "--bundle",
-        agent_path.to_str().unwrap(),
-    ]);
-    let deploy = json!({"bundle": base64_of(&agent), "bundle_signature": bundle_signature, "policy": policy});
-    expect(
-        hosts
-            .a
-            .request_as(Some(&hosts.operator), "POST", "/v1/agents", Some(&deploy)),
-        201,
-        "the agent's deploy through host A",
-    );
-}
-
-/// One message to the scripted agent in `session`: its first reply.
-fn say(server: &Server, token: &str, session: &str, step: &Value) -> Value {
-    let body = expect(
-        server.request_as(
-            Some(token),
-            "POST",
-            &format!("/v1/sessions/{session}/messages"),
-            Some(&json!({"text": step.to_string()})),
-        ),
-        200,
-        "a message",
-    );
-    body["replies"][0].clone()
-}
-
 /// Everything a person meets on two hosts: a proposal made through host A shows on the event
 /// stream held on host B; an egress use host A's cell waits on is listed by host B and
 /// answered there, and the cell goes on; a device decision used on host A is refused when
@@ -264,27 +88,18 @@ fn two_hosts_on_one_database_share_what_people_approved_revoked_and_were_shown()
     let port_text = upstream.port.to_string();
     let hosts = Hosts::start(
         database.url(),
-        &[("IMURUN_KEEP_EGRESS_LOOPBACK_PORTS", OsStr::new(&port_text))],
+        &[("IMURUN_KEEP_EGRESS_LOOPBACK_PORTS", &port_text)],
     );
     let home = hosts.home_a.path().to_path_buf();
-    deploy_agent(&hosts, &home, upstream.port);
+    hosts.deploy_agent(
+        &json!({"mode": "ask", "rules": [{"scheme": "http", "host": "127.0.0.1",
+        "port": upstream.port, "methods": ["GET"], "path_prefix": "/"}]}),
+    );
     let (alice_id, alice) = hosts.user_token("alice");
 
     // A proposal made through host A reaches alice's stream on host B.
     let on_b = keep_events(&hosts.b.addr, &alice);
-    let session = expect(
-        hosts.a.request_as(
-            Some(&alice),
-            "POST",
-            "/v1/sessions",
-            Some(&json!({"agent": "maker"})),
-        ),
-        201,
-        "a session on host A",
-    )["id"]
-        .as_str()
-        .unwrap()
-        .to_owned();
+    let session = new_session(&hosts.a, &alice);
     let emitted = say(
         &hosts.a,
         &alice,
@@ -310,15 +125,13 @@ fn two_hosts_on_one_database_share_what_people_approved_revoked_and_were_shown()
         let needed = wait_for_event(&on_b, "egress.approval_needed");
         let id = needed["approval"]["id"].as_str().unwrap().to_owned();
         let listed = expect(
-            hosts
-                .b
-                .request_as(Some(&alice), "GET", "/v1/approvals", None),
+            hosts.b.request(Some(&alice), "GET", "/v1/approvals", None),
             200,
             "the approvals host B lists",
         );
         assert_eq!(listed["approvals"][0]["id"], id.as_str(), "{listed}");
         expect(
-            hosts.b.request_as(
+            hosts.b.request(
                 Some(&alice),
                 "POST",
                 &format!("/v1/approvals/{id}"),
@@ -334,7 +147,7 @@ fn two_hosts_on_one_database_share_what_people_approved_revoked_and_were_shown()
         assert_eq!(upstream.hits(), 1, "the request left once");
         // Answered once: a second answer, on either host, finds nothing waiting.
         for host in [&hosts.a, &hosts.b] {
-            let again = host.request_as(
+            let again = host.request(
                 Some(&alice),
                 "POST",
                 &format!("/v1/approvals/{id}"),
@@ -365,7 +178,7 @@ fn two_hosts_on_one_database_share_what_people_approved_revoked_and_were_shown()
     expect(
         hosts
             .a
-            .request_as(Some(&alice), "POST", "/v1/devices", Some(&first)),
+            .request(Some(&alice), "POST", "/v1/devices", Some(&first)),
         201,
         "the first device, enrolled on host A",
     );
@@ -392,20 +205,20 @@ fn two_hosts_on_one_database_share_what_people_approved_revoked_and_were_shown()
         "--user",
         "alice",
         "--hash",
-        &format!("public_key={}", sha256_hex(&public_key)),
+        &format!("public_key={}", crate::keep_cli::sha256_hex(&public_key)),
     ]);
     second["decision"] = decision;
     second.as_object_mut().unwrap().remove("key_id");
     expect(
         hosts
             .a
-            .request_as(Some(&alice), "POST", "/v1/devices", Some(&second)),
+            .request(Some(&alice), "POST", "/v1/devices", Some(&second)),
         201,
         "the second device, approved by the first, on host A",
     );
     let replayed = hosts
         .b
-        .request_as(Some(&alice), "POST", "/v1/devices", Some(&second));
+        .request(Some(&alice), "POST", "/v1/devices", Some(&second));
     assert_eq!(replayed.0, 403, "{}", replayed.1);
     assert!(
         replayed.1.contains("nonce was used already"),
@@ -415,14 +228,12 @@ fn two_hosts_on_one_database_share_what_people_approved_revoked_and_were_shown()
 
     // A token revoked through host A is refused by host B at the next call.
     expect(
-        hosts
-            .b
-            .request_as(Some(&alice), "GET", "/v1/sessions", None),
+        hosts.b.request(Some(&alice), "GET", "/v1/sessions", None),
         200,
         "alice on host B before the revoke",
     );
     expect(
-        hosts.a.request_as(
+        hosts.a.request(
             Some(&hosts.operator),
             "DELETE",
             &format!("/v1/tokens/{alice_id}"),
@@ -431,9 +242,7 @@ fn two_hosts_on_one_database_share_what_people_approved_revoked_and_were_shown()
         200,
         "the operator revokes alice's token on host A",
     );
-    let after = hosts
-        .b
-        .request_as(Some(&alice), "GET", "/v1/sessions", None);
+    let after = hosts.b.request(Some(&alice), "GET", "/v1/sessions", None);
     assert_eq!(after.0, 401, "{}", after.1);
 
     // Both hosts wrote one journal: the chain holds.
@@ -466,7 +275,7 @@ fn a_thousand_journal_appends_from_each_of_two_hosts_at_once_make_one_chain() {
                 let operator = hosts.operator.clone();
                 scope.spawn(move || {
                     for at in (thread..PER_HOST).step_by(THREADS_PER_HOST) {
-                        let answer = host.request_as(
+                        let answer = host.request(
                             Some(&operator),
                             "PUT",
                             &format!("/v1/vault/{name}-{}", at % 16),
@@ -497,7 +306,7 @@ fn the_database_stopped_and_started_again_under_two_hosts() {
     let hosts = Hosts::start(database.url(), &[]);
     for (name, host) in [("a", &hosts.a), ("b", &hosts.b)] {
         expect(
-            host.request_as(
+            host.request(
                 Some(&hosts.operator),
                 "PUT",
                 &format!("/v1/vault/before-{name}"),
@@ -510,7 +319,7 @@ fn the_database_stopped_and_started_again_under_two_hosts() {
 
     server.halt();
     for host in [&hosts.a, &hosts.b] {
-        let refused = host.request_as(
+        let refused = host.request(
             Some(&hosts.operator),
             "PUT",
             "/v1/vault/during",
@@ -524,7 +333,7 @@ fn the_database_stopped_and_started_again_under_two_hosts() {
             refused.1
         );
         // The host itself is up: what needs no database is served (the page).
-        let page = host.request_as(None, "GET", "/", None);
+        let page = host.request(None, "GET", "/", None);
         assert_eq!(page.0, 200, "{}", page.1);
     }
 
@@ -532,7 +341,7 @@ fn the_database_stopped_and_started_again_under_two_hosts() {
     for host in [&hosts.a, &hosts.b] {
         let deadline = Instant::now() + SEEN_WITHIN;
         let listed = loop {
-            let answer = host.request_as(Some(&hosts.operator), "GET", "/v1/vault", None);
+            let answer = host.request(Some(&hosts.operator), "GET", "/v1/vault", None);
             if answer.0 == 200 {
                 break answer.2;
             }
@@ -556,7 +365,7 @@ fn the_database_stopped_and_started_again_under_two_hosts() {
         assert!(!names.contains(&"during"), "{names:?}");
     }
     expect(
-        hosts.b.request_as(
+        hosts.b.request(
             Some(&hosts.operator),
             "PUT",
             "/v1/vault/after",
@@ -565,6 +374,40 @@ fn the_database_stopped_and_started_again_under_two_hosts() {
         200,
         "a write after the start",
     );
+    let verified = hosts.imurun(&["keep", "journal", "verify"]);
+    assert!(verified["first_bad"].is_null(), "{verified}");
+}
+
+/// A tool proposed through host A and approved on host B (a device-signed decision, checked
+/// by B) answers calls on host A; revoked through host B, it is refused at host A's next
+/// call.
+#[test]
+fn a_tool_approved_and_revoked_on_one_host_is_deployed_and_refused_on_the_other() {
+    let database = TestDatabase::create();
+    let hosts = Hosts::start(database.url(), &[]);
+    // The agent's own egress is beside the point here; its rule reaches nothing.
+    hosts.deploy_agent(&json!({"mode": "ask", "rules": [{"scheme": "https",
+        "host": "api.example.com", "port": 443, "methods": ["GET"], "path_prefix": "/"}]}));
+    hosts.set_ceiling("alice");
+    let (_, alice) = hosts.user_token("alice");
+    let device = hosts.enrol_device("alice", &alice);
+    let id = propose_tool(&hosts.a, &alice, "echo");
+    let caller = new_session(&hosts.a, &alice);
+    assert!(
+        call_tool(&hosts.a, &alice, &caller, "echo").starts_with("refused"),
+        "not deployed before the approval"
+    );
+    approve(&hosts, &hosts.b, &alice, &device, &id);
+    until_deployed(&hosts.a, &alice, &caller, "echo", Instant::now());
+    expect(
+        hosts
+            .b
+            .request(Some(&alice), "POST", "/v1/tools/echo/revoke", None),
+        200,
+        "alice revokes echo on host B",
+    );
+    let after = call_tool(&hosts.a, &alice, &caller, "echo");
+    assert!(after.starts_with("refused: no tool named"), "{after}");
     let verified = hosts.imurun(&["keep", "journal", "verify"]);
     assert!(verified["first_bad"].is_null(), "{verified}");
 }

@@ -11,6 +11,8 @@ mod eval_cli;
 mod everyday;
 mod keep_cli;
 mod keep_hosts;
+#[path = "../kit/keep_hosts.rs"]
+mod keep_hosts_kit;
 mod keep_page;
 mod parse_cli;
 mod policy_cli;
