@@ -16,6 +16,7 @@ mod run_agent;
 mod sandbox;
 mod stop;
 mod tool;
+mod url_secrets;
 
 pub use audit::{AuditRecord, AuditSink, NullAudit};
 pub use clock::{Clock, FixedClock, SystemClock};
@@ -38,3 +39,4 @@ pub use tool::{
     Availability, BoxFuture, CallSource, Decision, Tool, ToolCall, ToolCategory, ToolContext,
     ToolOutput, ToolSpec,
 };
+pub use url_secrets::{url_password_spans, url_without_passwords};

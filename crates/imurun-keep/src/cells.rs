@@ -794,6 +794,8 @@ impl EgressHost for SessionHost {
                 ),
                 state: "waiting".into(),
                 answered_at_ms: None,
+                decision: None,
+                seal: None,
             };
             if let Err(error) = self.service.store().keep_egress_wait_insert(&row).await {
                 tracing::warn!("an egress use could not be recorded as waiting: {error}");

@@ -185,3 +185,48 @@ fn tool_proposal_message(row: &imurun_store::ToolProposalRow) -> Vec<u8> {
         "created_at_ms": row.created_at_ms,
     }))
 }
+
+/// What the seal of an egress use's recorded answer covers.
+#[derive(Debug, Clone, Copy)]
+pub struct EgressAnswerFields<'a> {
+    pub id: &'a str,
+    pub user: &'a str,
+    /// The host whose cell waits.
+    pub host: &'a str,
+    pub approve: bool,
+    /// The device-signed decision the answer came with, as stored.
+    pub decision: Option<&'a str>,
+}
+
+fn egress_answer_message(fields: &EgressAnswerFields<'_>) -> Vec<u8> {
+    canonicalize(&json!({
+        "type": "imurun.row_seal",
+        "table": "keep_egress_waits",
+        "id": fields.id,
+        "user": fields.user,
+        "host": fields.host,
+        "approve": fields.approve,
+        "decision_sha256": fields.decision.map(|text| sha256_hex(text.as_bytes())),
+    }))
+}
+
+/// The seal of an egress use's recorded answer.
+pub fn seal_egress_answer(host: &KeyPair, fields: &EgressAnswerFields<'_>) -> String {
+    host.sign(&egress_answer_message(fields))
+}
+
+/// Checks the seal of an egress use's recorded answer.
+pub fn check_egress_answer(
+    host: &PublicKey,
+    fields: &EgressAnswerFields<'_>,
+    seal: &str,
+) -> Result<(), KeepError> {
+    host.verify(&egress_answer_message(fields), seal)
+        .map_err(|_| {
+            KeepError::Untrusted(format!(
+                "the recorded answer to egress use {:?} is not sealed by a host: it was edited in \
+                 the database",
+                fields.id
+            ))
+        })
+}

@@ -16,6 +16,7 @@ mod all {
     mod canonical;
     mod decisions;
     mod manifests;
+    mod postgres_only;
     mod properties;
     mod proposals;
     mod service;

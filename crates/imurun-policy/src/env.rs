@@ -79,28 +79,11 @@ pub fn is_credential_env(name: &str) -> bool {
             .any(|word| CREDENTIAL_WORDS.contains(&word))
 }
 
-/// Whether `value` is a URL with a non-empty password in its userinfo
-/// (`scheme://user:password@host...`), such as a database URL or an authenticating proxy.
+/// Whether `value` is a URL with a non-empty password: in its userinfo
+/// (`scheme://user:password@host...`, such as a database URL or an authenticating proxy), or in
+/// a query parameter such as PostgreSQL's `?password=`.
 pub fn is_credential_url(value: &str) -> bool {
-    let Some((scheme, rest)) = value.trim().split_once("://") else {
-        return false;
-    };
-    // `jdbc:postgresql` holds a colon; anything else outside a scheme's characters means the
-    // `://` is somewhere in free text, not a URL's start.
-    let scheme_is_plausible = !scheme.is_empty()
-        && scheme
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '+' | '-' | '.' | ':'));
-    if !scheme_is_plausible {
-        return false;
-    }
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or_default();
-    let Some((userinfo, _host)) = authority.rsplit_once('@') else {
-        return false;
-    };
-    userinfo
-        .split_once(':')
-        .is_some_and(|(_user, password)| !password.is_empty())
+    !imurun_core::url_password_spans(value.trim()).is_empty()
 }
 
 /// The variables of `vars` that are not credentials, in order: neither a credential-looking
@@ -177,7 +160,12 @@ mod tests {
             ("https://user@example.com/", false),
             ("https://user:@example.com/", false),
             ("http://proxy:8080", false),
-            ("https://example.com/a:b@c", false),
+            // A password may hold an unencoded `/`, so a path with `:` and a later `@` reads
+            // as one too: removing a harmless variable costs less than passing a password.
+            ("https://example.com/a:b@c", true),
+            ("postgres://keep:a/b@db/x", true),
+            ("postgres://db/x?sslmode=require&password=pw", true),
+            ("postgres://db/x?password=", false),
             ("https://example.com/?u=a:b@c", false),
             ("not a url: x://y:z@w", false),
             ("/usr/bin:/bin", false),

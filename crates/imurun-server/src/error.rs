@@ -107,9 +107,8 @@ impl From<StoreError> for ApiError {
         match &error {
             StoreError::NotFound { .. } => ApiError::not_found(error.to_string()),
             StoreError::AlreadyExists { .. } => ApiError::conflict(error.to_string()),
-            StoreError::InvalidId { .. } | StoreError::NulCharacter { .. } => {
-                ApiError::bad_request(error.to_string())
-            }
+            StoreError::InvalidId { .. } => ApiError::bad_request(error.to_string()),
+            _ if error.is_unstorable_text() => unstorable_text(),
             _ if error.is_unavailable() => database_unavailable(&error),
             StoreError::TooLarge { .. } => ApiError::too_large(error.to_string()),
             StoreError::RowsMaxReached { .. } => ApiError::new(
@@ -279,6 +278,14 @@ impl From<imurun_keep::KeepError> for ApiError {
     }
 }
 
+/// The answer to a request whose text (a body's field, an id in the path) holds a NUL
+/// character: PostgreSQL cannot store or compare one, and no engine takes it.
+fn unstorable_text() -> ApiError {
+    ApiError::bad_request(
+        "the request holds a NUL character (U+0000), which the database cannot store".to_owned(),
+    )
+}
+
 /// The answer while the database cannot be reached (a PostgreSQL server down or unreachable,
 /// every connection busy past the wait): 503, "try again", and nothing of the cause that could
 /// name a host or a path; the log keeps that.
@@ -298,8 +305,8 @@ pub(crate) fn keep_error(error: imurun_keep::KeepError) -> ApiError {
         if store.is_unavailable() {
             return database_unavailable(store);
         }
-        if let imurun_store::StoreError::NulCharacter { .. } = store {
-            return ApiError::bad_request(store.to_string());
+        if store.is_unstorable_text() {
+            return unstorable_text();
         }
     }
     let status = match &error {

@@ -71,6 +71,12 @@ pub enum StoreError {
     /// engine, so that a database never holds a row another engine could not.
     #[error("{what} holds a NUL character (U+0000), which the database cannot store")]
     NulCharacter { what: &'static str },
+    /// Another host sharing the database runs under this host's name (`keep.host_id`).
+    #[error(
+        "another Keep host on this database already runs as {host_id:?}: give each host its own \
+         keep.host_id (IMURUN_KEEP_HOST_ID)"
+    )]
+    HostTaken { host_id: String },
     /// A table already holds the most rows it may, in one session or in all.
     #[error("{what} reached the most rows allowed ({rows_max})")]
     RowsMaxReached { what: &'static str, rows_max: u64 },
@@ -87,6 +93,16 @@ pub enum StoreError {
 }
 
 impl StoreError {
+    /// Whether the database refused a text it cannot hold (PostgreSQL's 22021: a NUL character
+    /// in an id or a name that reached a query): the request's fault, not the database's.
+    pub fn is_unstorable_text(&self) -> bool {
+        matches!(self, StoreError::NulCharacter { .. })
+            || matches!(
+                self,
+                StoreError::Query(sqlx::Error::Database(error)) if error.code().as_deref() == Some("22021")
+            )
+    }
+
     /// Whether the error says the database could not be reached (down, unreachable, every
     /// connection busy past the wait), rather than that the request itself was refused. Callers
     /// answer these "try again later".

@@ -153,6 +153,16 @@ impl Store {
     /// Starts a Keep write: a transaction holding the journal head's lock.
     pub async fn keep_begin(&self) -> Result<KeepTx, StoreError> {
         let mut tx = self.pool().begin().await?;
+        if self.backend() == crate::Backend::Postgres {
+            // Another host holding the lock past this is stuck: refused ("unavailable") rather
+            // than waited on for ever.
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "SET LOCAL lock_timeout = {}",
+                crate::store::LOCK_WAIT_MS
+            )))
+            .execute(&mut *tx)
+            .await?;
+        }
         // The first statement writes, so SQLite takes its write lock now (waiting up to the busy
         // timeout) instead of failing later when a read transaction tries to upgrade.
         sqlx::query("UPDATE keep_journal_head SET seq = seq WHERE one = 1")
@@ -449,6 +459,32 @@ impl KeepTx {
     /// The transaction's connection, for this crate's other modules.
     pub(crate) fn connection(&mut self) -> &mut sqlx::AnyConnection {
         &mut self.tx
+    }
+
+    /// Whether token `id` is live (not revoked), read under the write lock.
+    pub async fn token_active(&mut self, id: &str) -> Result<bool, StoreError> {
+        let found: Option<(i64,)> =
+            sqlx::query_as("SELECT 1 FROM keep_tokens WHERE id = $1 AND revoked_at_ms IS NULL")
+                .bind(id)
+                .fetch_optional(&mut *self.tx)
+                .await?;
+        Ok(found.is_some())
+    }
+
+    /// Whether the host named `host_id` is gone: no live host holds its name's claim (see
+    /// [`Store::claim_host`]). Always `false` on SQLite (the one host is this one).
+    pub async fn host_gone(&mut self, host_id: &str) -> Result<bool, StoreError> {
+        if self.backend != crate::Backend::Postgres {
+            return Ok(false);
+        }
+        // A transaction-level try-lock on the claim's key: granted only when no session holds
+        // it, and let go when this write ends.
+        Ok(
+            sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtext($1))")
+                .bind(format!("imurun-keep-host:{host_id}"))
+                .fetch_one(&mut *self.tx)
+                .await?,
+        )
     }
 
     /// Commits everything written.
@@ -1505,11 +1541,16 @@ pub struct EgressWaitRow {
     /// `waiting`, `approved` or `denied`.
     pub state: String,
     pub answered_at_ms: Option<i64>,
+    /// The device-signed decision the answer came with, as JSON.
+    pub decision: Option<String>,
+    /// The answering host's seal over the answer.
+    pub seal: Option<String>,
 }
 
 macro_rules! egress_wait_columns {
     () => {
-        "id, user_name, host, view, asked_at_ms, expires_at_ms, state, answered_at_ms"
+        "id, user_name, host, view, asked_at_ms, expires_at_ms, state, answered_at_ms, decision, \
+         seal"
     };
 }
 
@@ -1519,7 +1560,7 @@ impl Store {
         sqlx::query(concat!(
             "INSERT INTO keep_egress_waits (",
             egress_wait_columns!(),
-            ") VALUES ($1, $2, $3, $4, $5, $6, 'waiting', NULL)"
+            ") VALUES ($1, $2, $3, $4, $5, $6, 'waiting', NULL, NULL, NULL)"
         ))
         .bind(&row.id)
         .bind(&row.user_name)
@@ -1604,22 +1645,26 @@ impl KeepTx {
         .await?)
     }
 
-    /// Answers `user`'s use `id` once: whether it still waited (a second answer, on any host,
-    /// finds it answered).
+    /// Answers `user`'s use `id` once, with the decision it came with and the answering
+    /// host's seal: whether it still waited (a second answer, on any host, finds it answered).
     pub async fn answer_egress_wait(
         &mut self,
         id: &str,
         user: &str,
         approve: bool,
+        decision: Option<&str>,
+        seal: &str,
     ) -> Result<bool, StoreError> {
         let done = sqlx::query(
-            "UPDATE keep_egress_waits SET state = $3, answered_at_ms = $4 \
-             WHERE id = $1 AND user_name = $2 AND state = 'waiting'",
+            "UPDATE keep_egress_waits SET state = $3, answered_at_ms = $4, decision = $5, \
+             seal = $6 WHERE id = $1 AND user_name = $2 AND state = 'waiting'",
         )
         .bind(id)
         .bind(user)
         .bind(if approve { "approved" } else { "denied" })
         .bind(now_ms())
+        .bind(decision)
+        .bind(seal)
         .execute(&mut *self.tx)
         .await?;
         Ok(done.rows_affected() == 1)

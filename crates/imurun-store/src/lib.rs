@@ -49,7 +49,7 @@ pub use keep::{
     KEEP_JOURNAL_READ_ROWS_MAX, KEEP_LIST_ROWS_MAX, KeepTx, NewAgent, NewTool, NewToolProposal,
     ProposalRow, SessionRow, TokenRow, ToolProposalRow, ToolRow, VaultEntryRow,
 };
-pub use notify::{Heard, Listener, NOTIFY_PAYLOAD_BYTES_MAX};
+pub use notify::{Heard, HostClaim, Listener, NOTIFY_PAYLOAD_BYTES_MAX};
 pub use sessions::{SESSION_LIST_ROWS_MAX, SESSION_TITLE_CHARS_MAX, Session};
 pub use settings::{SETTING_VALUE_BYTES_MAX, SETTINGS_MAX, SETTINGS_WRITE_ENTRIES_MAX};
 pub use store::{Backend, Store, redact_url};

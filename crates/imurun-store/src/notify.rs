@@ -76,6 +76,61 @@ impl Store {
     }
 }
 
+/// This host's hold on its name among the hosts that share the database; see
+/// [`Store::claim_host`]. Let go when dropped (or when its connection is lost).
+pub struct HostClaim {
+    _holder: tokio::task::JoinHandle<()>,
+    release: Option<tokio::sync::oneshot::Sender<()>>,
+}
+
+impl std::fmt::Debug for HostClaim {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("HostClaim").finish_non_exhaustive()
+    }
+}
+
+impl Drop for HostClaim {
+    fn drop(&mut self) {
+        if let Some(release) = self.release.take() {
+            let _ = release.send(());
+        }
+    }
+}
+
+impl Store {
+    /// Claims the name `host_id` among the hosts that share this PostgreSQL database, for as
+    /// long as the claim lives: a session-level advisory lock on a connection of its own. A
+    /// second host with the same name is refused ([`StoreError::HostTaken`]): two hosts with one
+    /// name would take each other's events for their own and forget each other's waits.
+    /// `None` on SQLite (one host).
+    pub async fn claim_host(&self, host_id: &str) -> Result<Option<HostClaim>, StoreError> {
+        if self.backend() != Backend::Postgres {
+            return Ok(None);
+        }
+        use sqlx::Connection;
+        let mut connection = sqlx::AnyConnection::connect(self.url()).await?;
+        let claimed: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtext($1))")
+            .bind(format!("imurun-keep-host:{host_id}"))
+            .fetch_one(&mut connection)
+            .await?;
+        if !claimed {
+            let _ = connection.close().await;
+            return Err(StoreError::HostTaken {
+                host_id: host_id.to_owned(),
+            });
+        }
+        let (release, released) = tokio::sync::oneshot::channel::<()>();
+        let holder = tokio::spawn(async move {
+            let _ = released.await;
+            let _ = connection.close().await;
+        });
+        Ok(Some(HostClaim {
+            _holder: holder,
+            release: Some(release),
+        }))
+    }
+}
+
 impl crate::KeepTx {
     /// Tells every host listening on `channel`, when (and only if) this transaction commits.
     /// Nothing on SQLite.

@@ -10,7 +10,7 @@ use sqlx::any::{AnyConnectOptions, AnyPoolOptions};
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::SqliteConnectOptions;
 use sqlx::{AnyConnection, AnyPool};
-use sqlx::{ConnectOptions, Connection, Executor};
+use sqlx::{Connection, Executor};
 
 use crate::StoreError;
 
@@ -33,7 +33,7 @@ const SQLITE_SYNCHRONOUS: &str = "PRAGMA synchronous = FULL";
 /// How long a statement waits for another connection's write lock (SQLite) or row lock
 /// (PostgreSQL) before it fails. Writes here are short transactions, so a wait this long means
 /// something is stuck.
-const LOCK_WAIT_MS: u64 = 5_000;
+pub(crate) const LOCK_WAIT_MS: u64 = 5_000;
 
 /// How long a PostgreSQL connection may sit in an open transaction doing nothing before the
 /// server ends it. A host that hangs while holding Keep's write lock would otherwise stop every
@@ -120,10 +120,7 @@ impl Store {
                 source,
             })?;
         }
-        let options = SqliteConnectOptions::new()
-            .filename(path)
-            .create_if_missing(true);
-        let url = options.to_url_lossy().to_string();
+        let url = sqlite_file_url(path);
         Store::connect(
             Backend::Sqlite,
             url,
@@ -174,8 +171,14 @@ impl Store {
                 let path = options.get_filename().to_path_buf();
                 Store::open(path).await
             }
+            // Only the scheme is shown: the rest of something that is not a URL of ours may be a
+            // password in a form this does not know.
             _ => Err(StoreError::UnsupportedUrl {
-                url: redact_url(url),
+                url: if scheme.is_empty() {
+                    "(not a URL)".to_owned()
+                } else {
+                    format!("{scheme}:...")
+                },
             }),
         }
     }
@@ -304,10 +307,11 @@ async fn prepare_connection(
             }
         }
         Backend::Postgres => {
+            // Not `lock_timeout` here: the migrator waits on an advisory lock while another
+            // host migrates, as long as that takes. Keep's writes set it for themselves.
             connection
                 .execute(sqlx::AssertSqlSafe(format!(
-                    "SET lock_timeout = {LOCK_WAIT_MS}; \
-                     SET idle_in_transaction_session_timeout = {POSTGRES_IDLE_IN_TRANSACTION_MS}"
+                    "SET idle_in_transaction_session_timeout = {POSTGRES_IDLE_IN_TRANSACTION_MS}"
                 )))
                 .await?;
         }
@@ -315,28 +319,25 @@ async fn prepare_connection(
     Ok(())
 }
 
-/// `url` with its password replaced by `***`, for messages.
-pub fn redact_url(url: &str) -> String {
-    let Some((scheme, rest)) = url.split_once("://") else {
-        return url.to_owned();
-    };
-    let (authority, path) = match rest.find('/') {
-        Some(at) => rest.split_at(at),
-        None => (rest, ""),
-    };
-    match authority.rsplit_once('@') {
-        Some((credentials, host)) => {
-            let user = credentials
-                .split_once(':')
-                .map_or(credentials, |(user, _)| user);
-            if credentials.contains(':') {
-                format!("{scheme}://{user}:***@{host}{path}")
-            } else {
-                format!("{scheme}://{user}@{host}{path}")
-            }
+/// The URL of the SQLite file at `path`, created if missing: every byte of the path but
+/// ASCII letters, digits and `/._-~` percent-encoded, so that no path (`%`, `?`, `#`, `:`,
+/// `[`) reads as anything but itself.
+fn sqlite_file_url(path: &Path) -> String {
+    let mut url = String::from("sqlite://");
+    for &byte in path.as_os_str().as_encoded_bytes() {
+        if byte.is_ascii_alphanumeric() || b"/._-~".contains(&byte) {
+            url.push(char::from(byte));
+        } else {
+            url.push_str(&format!("%{byte:02X}"));
         }
-        None => url.to_owned(),
     }
+    url.push_str("?mode=rwc");
+    url
+}
+
+/// `url` with its passwords (the userinfo's, `?password=`) replaced by `***`, for messages.
+pub fn redact_url(url: &str) -> String {
+    imurun_core::url_without_passwords(url)
 }
 
 fn open_error(name: &str, source: sqlx::Error) -> StoreError {
@@ -397,5 +398,30 @@ mod tests {
             "in-memory stores must not share tables"
         );
         assert_eq!(pragma(&first, "PRAGMA foreign_keys").await, "1");
+    }
+
+    /// Paths with characters a URL gives meaning to open the file they name, and only it.
+    #[tokio::test]
+    async fn a_path_with_url_characters_opens_that_file() {
+        let dir = tempfile::tempdir().expect("temp dir");
+        for name in ["100%41.db", "a?b#c.db", "x:y[1].db", "sp ace.db"] {
+            let path = dir.path().join(name);
+            let store = Store::open(&path).await.expect(name);
+            store.create_session(Some("s"), None).await.expect("write");
+            store.close().await;
+            assert!(path.is_file(), "{name} was not created as itself");
+        }
+        let names: Vec<_> = std::fs::read_dir(dir.path())
+            .expect("list")
+            .map(|entry| {
+                entry
+                    .expect("entry")
+                    .file_name()
+                    .into_string()
+                    .expect("utf-8")
+            })
+            .filter(|name| name.ends_with(".db"))
+            .collect();
+        assert_eq!(names.len(), 4, "{names:?}");
     }
 }

@@ -72,7 +72,7 @@ impl Identity {
     /// The operator at the host's own command line (`imurun keep ...`), who holds the database.
     pub fn local_operator() -> Identity {
         Identity::Operator {
-            token_id: "local".to_owned(),
+            token_id: LOCAL_TOKEN_ID.to_owned(),
         }
     }
 
@@ -144,6 +144,10 @@ pub fn system_clock() -> Clock {
             })
     })
 }
+
+/// The token id of the operator at the host (the command line): no token row has it (token ids
+/// are hexadecimal).
+const LOCAL_TOKEN_ID: &str = "local";
 
 /// The host name of a service that was given none (the command line, tests): one host.
 pub const DEFAULT_HOST_ID: &str = "local";
@@ -513,6 +517,18 @@ pub async fn append(
     subject: &str,
     detail: Value,
 ) -> Result<(), KeepError> {
+    // The caller's token is read again under the write lock: a token revoked (on this host or
+    // another) after the request was let in authorises nothing that commits after the revoke.
+    // Revoking one's own token is the one write it may still make.
+    let token_id = match caller {
+        Identity::Operator { token_id } | Identity::User { token_id, .. } => token_id.as_str(),
+    };
+    if token_id != LOCAL_TOKEN_ID
+        && !tx.token_active(token_id).await?
+        && !(kind == "token" && subject == format!("token:{token_id}"))
+    {
+        return Err(KeepError::Unauthorized);
+    }
     append_as(tx, &caller.actor(), user, kind, subject, detail).await
 }
 

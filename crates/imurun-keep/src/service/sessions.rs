@@ -330,7 +330,8 @@ impl KeepService {
         }
     }
 
-    /// Answers a use this host's cell waits on: the answer goes to the cell now.
+    /// Answers a use this host's cell waits on: the answer is recorded (once: another host
+    /// may have answered first) and journaled, then handed to the cell.
     async fn answer_here(
         &self,
         caller: &Identity,
@@ -361,37 +362,143 @@ impl KeepService {
                     .await;
             }
         };
-        let mut tx = self.store().keep_begin().await?;
-        if !tx.answer_egress_wait(id, user, approve).await? {
-            // Answered on another host first: that answer stands, and goes to the cell.
-            drop(tx);
-            let stored = self.store().keep_egress_wait(id).await?;
-            let _answered = entry
-                .answer
-                .send(stored.is_some_and(|row| row.state == "approved"));
-            return Err(KeepError::Conflict(
-                "this use was answered already, on another host".into(),
-            ));
-        }
-        let view = entry.view.clone();
+        let decision_text =
+            decision.map(|envelope| serde_json::to_string(envelope).unwrap_or_default());
+        let recorded = self
+            .record_answer(
+                caller,
+                user,
+                id,
+                self.host_id(),
+                approve,
+                decision_text.as_deref(),
+                by,
+                &entry.view,
+            )
+            .await;
+        let approve = match recorded {
+            Ok(Some(recorded)) => recorded,
+            Ok(None) => {
+                // Answered on another host first: that answer stands if it verifies, and only
+                // an approval given here too lets the use go.
+                let stored = self.store().keep_egress_wait(id).await;
+                let released = approve
+                    && match stored {
+                        Ok(Some(row)) => self.recorded_approval(&row, &entry.view).await,
+                        _ => false,
+                    };
+                let _answered = entry.answer.send(released);
+                return Err(KeepError::Conflict(
+                    "this use was answered already, on another host".into(),
+                ));
+            }
+            Err(error) => {
+                // Nothing was recorded: the use still waits for an answer.
+                cells.put_back(id.to_owned(), entry);
+                return Err(error);
+            }
+        };
         if entry.answer.send(approve).is_err() {
+            let detail =
+                json!({"action": "not_delivered", "reason": "the request stopped waiting"});
+            let mut tx = self.store().keep_begin().await?;
+            append(&mut tx, caller, Some(user), "egress", &subject, detail).await?;
+            tx.commit().await?;
             return Err(KeepError::Conflict(
                 "the request stopped waiting (its time ran out or its session ended)".into(),
             ));
         }
-        let detail = json!({
+        Ok(())
+    }
+
+    /// Records `approve` for `user`'s use `id` waiting on `host` once, sealed by this host,
+    /// journaled, and (for a use waiting on another host) told to the waiting host, all in
+    /// one write: the answer recorded (a refusal when its tool was revoked meanwhile), or
+    /// `None` when it no longer waited.
+    #[expect(
+        clippy::too_many_arguments,
+        reason = "one write: the answer, its proof, what the journal says"
+    )]
+    async fn record_answer(
+        &self,
+        caller: &Identity,
+        user: &str,
+        id: &str,
+        host: &str,
+        approve: bool,
+        decision: Option<&str>,
+        by: serde_json::Value,
+        view: &WaitingView,
+    ) -> Result<Option<bool>, KeepError> {
+        let mut tx = self.store().keep_begin().await?;
+        if tx.egress_wait(id, user, now_ms()).await?.is_none() {
+            return Ok(None);
+        }
+        // The waiting host is gone (killed, restarted under another name): nothing waits.
+        if host != self.host_id() && tx.host_gone(host).await? {
+            return Ok(None);
+        }
+        // A tool revoked after the answer was checked, on any host, is read again here: its
+        // uses are refused, whatever the answer.
+        let approve = approve
+            && match view
+                .agent
+                .strip_prefix(&format!("u/{user}/"))
+                .map(str::to_owned)
+            {
+                Some(name) => tx
+                    .tool(user, &name)
+                    .await?
+                    .is_some_and(|row| row.revoked_at_ms.is_none()),
+                None => true,
+            };
+        let seal = crate::seal::seal_egress_answer(
+            self.host_key(),
+            &crate::seal::EgressAnswerFields {
+                id,
+                user,
+                host,
+                approve,
+                decision,
+            },
+        );
+        if !tx
+            .answer_egress_wait(id, user, approve, decision, &seal)
+            .await?
+        {
+            return Ok(None);
+        }
+        let mut detail = json!({
             "action": if approve { "approve" } else { "deny" },
             "method": view.method, "url": cut_text(&view.url), "session": view.session_id,
             "body_sha256": view.body_sha256, "by": by,
         });
-        append(&mut tx, caller, Some(user), "egress", &subject, detail).await?;
+        if host != self.host_id()
+            && let Some(fields) = detail.as_object_mut()
+        {
+            fields.insert("waits_on".into(), json!(host));
+        }
+        append(
+            &mut tx,
+            caller,
+            Some(user),
+            "egress",
+            &format!("approval:{id}"),
+            detail,
+        )
+        .await?;
+        if host != self.host_id() {
+            tx.notify(EGRESS_ANSWERS_CHANNEL, id).await?;
+        }
         tx.commit().await?;
-        Ok(())
+        Ok(Some(approve))
     }
 
-    /// Answers a use another host's cell waits on: the answer is recorded once in the
-    /// database, journaled, and that host is told (PostgreSQL's NOTIFY, sent when the write
-    /// commits); it hands the answer to its cell ([`KeepService::deliver_answer`]).
+    /// Answers a use another host's cell waits on: checked as that host would, recorded once
+    /// with this host's seal, journaled, and that host told (PostgreSQL's NOTIFY, sent when
+    /// the write commits); it checks the seal (and a device decision the use needs, against
+    /// what it showed) before it hands the answer to its cell
+    /// ([`KeepService::deliver_answer`]).
     async fn answer_elsewhere(
         &self,
         caller: &Identity,
@@ -410,29 +517,47 @@ impl KeepService {
             .ok_or(KeepError::NotFound("approval"))?;
         let view: WaitingView =
             serde_json::from_str(&row.view).map_err(|_| KeepError::NotFound("approval"))?;
-        let checked = self.check_answer(user, id, &view, approve, decision).await;
-        let (answer, by) = match checked {
-            Ok(by) => (approve, by),
-            Err(error @ KeepError::Conflict(_)) => {
-                // Revoked: refused, whatever the answer; the waiting host is told so.
-                let mut tx = self.store().keep_begin().await?;
-                if tx.answer_egress_wait(id, user, false).await? {
-                    tx.notify(EGRESS_ANSWERS_CHANNEL, id).await?;
-                    tx.commit().await?;
+        let decision_text =
+            decision.map(|envelope| serde_json::to_string(envelope).unwrap_or_default());
+        let (answer, by, decision_text) =
+            match self.check_answer(user, id, &view, approve, decision).await {
+                Ok(by) => (approve, by, decision_text),
+                Err(error @ KeepError::Conflict(_)) => {
+                    // Revoked: refused, whatever the answer; the waiting host is told so.
+                    self.record_answer(
+                        caller,
+                        user,
+                        id,
+                        &row.host,
+                        false,
+                        None,
+                        json!("revoked"),
+                        &view,
+                    )
+                    .await?;
+                    return self
+                        .refuse(caller, Some(user), "approve_egress", &subject, error)
+                        .await;
                 }
-                return self
-                    .refuse(caller, Some(user), "approve_egress", &subject, error)
-                    .await;
-            }
-            Err(error) => {
-                return self
-                    .refuse(caller, Some(user), "approve_egress", &subject, error)
-                    .await;
-            }
-        };
-        let mut tx = self.store().keep_begin().await?;
-        if tx.egress_wait(id, user, now_ms()).await?.is_none()
-            || !tx.answer_egress_wait(id, user, answer).await?
+                Err(error) => {
+                    return self
+                        .refuse(caller, Some(user), "approve_egress", &subject, error)
+                        .await;
+                }
+            };
+        if self
+            .record_answer(
+                caller,
+                user,
+                id,
+                &row.host,
+                answer,
+                decision_text.as_deref(),
+                by,
+                &view,
+            )
+            .await?
+            .is_none()
         {
             return Err(KeepError::Conflict(
                 "the request stopped waiting (its time ran out or its session ended), or was \
@@ -440,19 +565,62 @@ impl KeepService {
                     .into(),
             ));
         }
-        let detail = json!({
-            "action": if answer { "approve" } else { "deny" },
-            "method": view.method, "url": cut_text(&view.url), "session": view.session_id,
-            "body_sha256": view.body_sha256, "by": by, "waits_on": row.host,
-        });
-        append(&mut tx, caller, Some(user), "egress", &subject, detail).await?;
-        tx.notify(EGRESS_ANSWERS_CHANNEL, id).await?;
-        tx.commit().await?;
         Ok(())
     }
 
+    /// Whether `row`'s recorded answer releases a use this host shows as `view`: an approval
+    /// sealed by a host (the host key every host shares), and, when the use's rule demands a
+    /// device signature, a decision that verifies against `view` as this host showed it (its
+    /// nonce was used by the host that recorded it). Anything else is a refusal.
+    async fn recorded_approval(
+        &self,
+        row: &imurun_store::EgressWaitRow,
+        view: &WaitingView,
+    ) -> bool {
+        if row.state != "approved" || row.host != self.host_id() {
+            return false;
+        }
+        let Some(seal) = &row.seal else {
+            return false;
+        };
+        let fields = crate::seal::EgressAnswerFields {
+            id: &row.id,
+            user: &row.user_name,
+            host: &row.host,
+            approve: true,
+            decision: row.decision.as_deref(),
+        };
+        if crate::seal::check_egress_answer(&self.host_key().public(), &fields, seal).is_err() {
+            return false;
+        }
+        if !view.device_signature {
+            return true;
+        }
+        let Some(envelope) = row
+            .decision
+            .as_deref()
+            .and_then(|text| serde_json::from_str::<Signed>(text).ok())
+        else {
+            return false;
+        };
+        let signer = match self.store().keep_device(&envelope.signature.key_id).await {
+            Ok(Some(device)) => device_key(device).ok(),
+            _ => None,
+        };
+        let expected = Expected {
+            kind: DecisionKind::ApproveEgress,
+            subject: &row.id,
+            hashes: &view.hashes,
+            ceiling_version: 0,
+            policy_version: view.agent_version,
+            user: &row.user_name,
+        };
+        verify_decision(&envelope, &expected, |_| signer, self.now_s()).is_ok()
+    }
+
     /// Hands the answer another host recorded for use `id` to the cell waiting on it here, if
-    /// one does (called when the database says an answer came).
+    /// one does (called when the database says an answer came). Only a sealed approval that
+    /// holds for the use as this host showed it releases the use; anything else refuses it.
     pub async fn deliver_answer(&self, id: &str) -> Result<(), KeepError> {
         let Some(cells) = self.cells() else {
             return Ok(());
@@ -460,15 +628,11 @@ impl KeepService {
         let Some(row) = self.store().keep_egress_wait(id).await? else {
             return Ok(());
         };
-        let approve = match row.state.as_str() {
-            "approved" => true,
-            "denied" => false,
-            _ => return Ok(()),
-        };
-        if row.host != self.host_id() {
+        if row.host != self.host_id() || row.state == "waiting" {
             return Ok(());
         }
         if let Some(entry) = cells.take_waiting(&row.user_name, id) {
+            let approve = self.recorded_approval(&row, &entry.view).await;
             // The cell may have stopped waiting meanwhile; then there is no one to tell.
             let _delivered = entry.answer.send(approve);
         }

@@ -740,3 +740,48 @@ async fn first_bad(host: &Host) -> Option<i64> {
         .first_bad
         .and_then(|bad| bad.seq)
 }
+
+/// A token revoked after its request was let in (on this host or another sharing the
+/// database) authorises nothing that commits after the revoke: the write is refused under the
+/// write lock, and nothing of it is kept or journaled. Revoking one's own token still works.
+#[tokio::test]
+async fn a_token_revoked_after_its_request_was_let_in_writes_nothing() {
+    let host = Host::new().await;
+    let (alice, _) = host.user("alice").await;
+    let token_id = match &alice {
+        imurun_keep::service::Identity::User { token_id, .. } => token_id.clone(),
+        other => panic!("a user's identity: {other:?}"),
+    };
+    let before = host
+        .keep
+        .journal(&host.operator)
+        .await
+        .expect("journal")
+        .len();
+    host.keep
+        .revoke_token(&host.operator, &token_id)
+        .await
+        .expect("revoke");
+    let refused = host
+        .keep
+        .put_credential(&alice, "late", b"written after the revoke")
+        .await;
+    assert!(
+        matches!(refused, Err(imurun_keep::KeepError::Unauthorized)),
+        "{refused:?}"
+    );
+    let journal = host.keep.journal(&host.operator).await.expect("journal");
+    assert_eq!(journal.len(), before + 1, "only the revoke is journaled");
+    assert!(host.keep.credentials(&host.operator).await.is_ok());
+    // The operator may revoke the very token it uses.
+    let second = host
+        .keep
+        .create_token(&host.operator, &imurun_keep::service::TokenRole::Operator)
+        .await
+        .expect("a second operator token");
+    let second_identity = host.keep.authenticate(&second.token).await.expect("auth");
+    host.keep
+        .revoke_token(&second_identity, &second.id)
+        .await
+        .expect("an operator revokes its own token");
+}

@@ -13,7 +13,13 @@ CREATE TABLE keep_egress_waits (
     -- before, so a row its host could not delete never stands for a live wait.
     expires_at_ms BIGINT NOT NULL,
     state TEXT COLLATE "C" NOT NULL CHECK (state IN ('waiting', 'approved', 'denied')),
-    answered_at_ms BIGINT
+    answered_at_ms BIGINT,
+    -- The person's device-signed decision the answer came with (an envelope as JSON), if any.
+    decision TEXT COLLATE "C",
+    -- The answering host's seal (the host key's signature) over the id, the person, the waiting
+    -- host, the answer and the decision: the waiting host releases a use only on an answer
+    -- whose seal verifies, so an answer written into the database by hand releases nothing.
+    seal TEXT COLLATE "C"
 );
 
 CREATE INDEX keep_egress_waits_by_user ON keep_egress_waits (user_name, state, asked_at_ms);

@@ -189,10 +189,11 @@ async fn two_hosts_migrating_one_new_database_at_once_both_open_it() {
 async fn an_unsupported_url_is_refused_without_its_password() {
     let refused = imurun_store::Store::open_url("mysql://admin:hunter2@db.example/imurun").await;
     let error = refused.expect_err("refused").to_string();
-    assert!(
-        error.contains("mysql://admin:***@db.example/imurun"),
-        "{error}"
-    );
+    assert!(error.contains("\"mysql:...\""), "{error}");
+    assert!(!error.contains("hunter2"), "{error}");
+    // A keyword string (libpq's `host=... password=...`) is not shown at all.
+    let refused = imurun_store::Store::open_url("host=db password=hunter2").await;
+    let error = refused.expect_err("refused").to_string();
     assert!(!error.contains("hunter2"), "{error}");
 }
 

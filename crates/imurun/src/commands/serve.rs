@@ -88,6 +88,13 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
             )
         })?
         .with_host_id(&host_id);
+        // Held for as long as the server runs: a second host under this name is refused.
+        let host_claim = wiring
+            .store
+            .claim_host(&host_id)
+            .await
+            .context("claiming this host's name among the hosts on the database")?;
+        std::mem::forget(host_claim);
         // Hosts that share a PostgreSQL database tell each other their events (SQLite: one
         // host, the hubs alone).
         let events: Arc<dyn imurun_keep::cells::KeepEvents> =
@@ -263,12 +270,12 @@ fn with_cells(
     Ok(service.with_cells(cells))
 }
 
-/// This machine's name (Linux's `/proc/sys/kernel/hostname`), or `host` when it cannot be
-/// read: the first part of a Keep host's default name.
+/// This machine's name (Linux's `/proc/sys/kernel/hostname`), or `host-` and this process's
+/// id when it cannot be read: the first part of a Keep host's default name.
 fn machine_name() -> String {
     std::fs::read_to_string("/proc/sys/kernel/hostname")
         .ok()
         .map(|name| name.trim().to_owned())
         .filter(|name| !name.is_empty() && name.len() <= 64)
-        .unwrap_or_else(|| "host".to_owned())
+        .unwrap_or_else(|| format!("host-{}", std::process::id()))
 }
