@@ -226,6 +226,12 @@ fn two_hosts_on_one_database_share_what_people_approved_revoked_and_were_shown()
         replayed.1
     );
 
+    // A NUL character (which PostgreSQL cannot hold) in an id is the request's fault.
+    for path in ["/v1/sessions/s%00", "/v1/proposals/p%00", "/v1/tools/t%00"] {
+        let answer = hosts.b.request(Some(&alice), "GET", path, None);
+        assert_eq!(answer.0, 400, "{path}: {}", answer.1);
+    }
+
     // A token revoked through host A is refused by host B at the next call.
     expect(
         hosts.b.request(Some(&alice), "GET", "/v1/sessions", None),
