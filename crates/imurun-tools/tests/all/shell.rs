@@ -254,7 +254,9 @@ async fn stop_kills_a_running_command() {
             stop.stop();
         })
     };
-    let command = "sleep 1000 & echo $! > child.pid; echo waiting; wait";
+    // "waiting" is written before the pid file, so the stop (which waits for the file) never
+    // comes before it.
+    let command = "echo waiting; sleep 1000 & echo $! > child.pid; wait";
     let output = run_in(&ws, json!({"command": command, "timeout": 600}), stop).await;
     stopper.await.unwrap();
     assert!(
