@@ -52,12 +52,7 @@ impl Store {
         if self.backend() != Backend::Postgres {
             return Ok(());
         }
-        check_payload(payload)?;
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(channel)
-            .bind(payload)
-            .execute(self.pool())
-            .await?;
+        notification(channel, payload)?.execute(self.pool()).await?;
         Ok(())
     }
 
@@ -138,10 +133,7 @@ impl crate::KeepTx {
         if self.backend() != Backend::Postgres {
             return Ok(());
         }
-        check_payload(payload)?;
-        sqlx::query("SELECT pg_notify($1, $2)")
-            .bind(channel)
-            .bind(payload)
+        notification(channel, payload)?
             .execute(self.connection())
             .await?;
         Ok(())
@@ -184,6 +176,13 @@ impl Listener {
     }
 }
 
-fn check_payload(payload: &str) -> Result<(), StoreError> {
-    crate::bounds::check_bytes("notification", payload, NOTIFY_PAYLOAD_BYTES_MAX)
+/// The statement that sends `payload` on `channel`, once the payload's size is checked.
+fn notification<'q>(
+    channel: &'q str,
+    payload: &'q str,
+) -> Result<sqlx::query::Query<'q, sqlx::Any, sqlx::any::AnyArguments>, StoreError> {
+    crate::bounds::check_bytes("notification", payload, NOTIFY_PAYLOAD_BYTES_MAX)?;
+    Ok(sqlx::query("SELECT pg_notify($1, $2)")
+        .bind(channel)
+        .bind(payload))
 }

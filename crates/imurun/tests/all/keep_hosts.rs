@@ -3,8 +3,6 @@
 //! load balancer would run. What one host decided, revoked or journaled holds on the other;
 //! a person's events and answers reach them wherever their connection landed.
 
-use std::io::{BufRead, BufReader, Write};
-use std::net::TcpStream;
 use std::sync::mpsc::Receiver;
 use std::time::{Duration, Instant};
 
@@ -28,37 +26,7 @@ fn expect(answer: (u16, String, Value), status: u16, what: &str) -> Value {
 
 /// `token`'s Keep events from the host at `addr`, read on a thread of their own.
 fn keep_events(addr: &str, token: &str) -> Receiver<Value> {
-    let mut stream = TcpStream::connect(addr).unwrap();
-    write!(
-        stream,
-        "GET /v1/events HTTP/1.1\r\nHost: {addr}\r\nAuthorization: Bearer {token}\r\n\
-         Accept: text/event-stream\r\n\r\n"
-    )
-    .unwrap();
-    let mut reader = BufReader::new(stream);
-    let mut line = String::new();
-    reader.read_line(&mut line).unwrap();
-    assert!(line.contains(" 200 "), "the event stream: {line}");
-    // The rest of the head, up to its empty line; the server has subscribed by then.
-    loop {
-        line.clear();
-        if reader.read_line(&mut line).unwrap() == 0 || line.trim().is_empty() {
-            break;
-        }
-    }
-    let (sender, receiver) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        for line in reader.lines() {
-            let Ok(line) = line else { return };
-            if let Some(data) = line.strip_prefix("data: ")
-                && let Ok(event) = serde_json::from_str::<Value>(data)
-                && sender.send(event).is_err()
-            {
-                return;
-            }
-        }
-    });
-    receiver
+    crate::serve_cli::sse_events(addr, "/v1/events", Some(token))
 }
 
 /// Waits for an event of `kind` on `events`; the events seen before it are skipped.

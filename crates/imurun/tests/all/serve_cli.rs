@@ -2,7 +2,7 @@
 //! server killed with SIGKILL reopens with every message it had committed.
 
 use std::ffi::OsStr;
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufRead, BufReader, Write};
 use std::net::TcpStream;
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -99,29 +99,7 @@ impl Server {
         path: &str,
         body: Option<&Value>,
     ) -> (u16, String, Value) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        stream.set_read_timeout(Some(WAIT_MAX)).unwrap();
-        let body = body.map(Value::to_string).unwrap_or_default();
-        let authorization = token
-            .map(|token| format!("Authorization: Bearer {token}\r\n"))
-            .unwrap_or_default();
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             {authorization}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap();
-        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        (
-            status,
-            body.to_owned(),
-            serde_json::from_str(body).unwrap_or(Value::Null),
-        )
+        crate::keep_hosts_kit::request(&self.addr, token, method, path, body)
     }
 
     pub(crate) fn get(&self, path: &str) -> (u16, Value) {
@@ -279,18 +257,35 @@ fn the_server_answers_a_prompt_with_the_embedded_model() {
 /// Reads a session's SSE stream on a thread of its own; each event's JSON arrives on the
 /// channel.
 pub(crate) fn subscribe(addr: &str, session: &str) -> std::sync::mpsc::Receiver<Value> {
+    sse_events(addr, &format!("/api/events?session={session}"), None)
+}
+
+/// Opens the SSE stream at `path` (with `token`, if any) and reads it on a thread of its own:
+/// each event's JSON arrives on the channel. It returns once the server has answered the
+/// request's head (it has subscribed the client by then).
+pub(crate) fn sse_events(
+    addr: &str,
+    path: &str,
+    token: Option<&str>,
+) -> std::sync::mpsc::Receiver<Value> {
     let mut stream = TcpStream::connect(addr).unwrap();
+    let authorization = token
+        .map(|token| format!("Authorization: Bearer {token}\r\n"))
+        .unwrap_or_default();
     write!(
         stream,
-        "GET /api/events?session={session} HTTP/1.1\r\nHost: {addr}\r\n\
-         Accept: text/event-stream\r\n\r\n"
+        "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{authorization}Accept: text/event-stream\r\n\r\n"
     )
     .unwrap();
-    // The response's head comes once the server has subscribed this client.
     let mut reader = BufReader::new(stream);
     let mut line = String::new();
-    while reader.read_line(&mut line).unwrap() > 0 && line.trim() != "" {
+    reader.read_line(&mut line).unwrap();
+    assert!(line.contains(" 200 "), "the event stream {path}: {line}");
+    loop {
         line.clear();
+        if reader.read_line(&mut line).unwrap() == 0 || line.trim().is_empty() {
+            break;
+        }
     }
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || {

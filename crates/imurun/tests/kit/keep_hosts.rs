@@ -34,6 +34,39 @@ pub(crate) fn imurun(home: &Path, url: &str, args: &[&str], envs: &[(&str, &str)
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
+/// One request to the server at `addr` with this bearer token (or none), on a connection of
+/// its own: the status, the body's text and its JSON.
+pub(crate) fn request(
+    addr: &str,
+    token: Option<&str>,
+    method: &str,
+    path: &str,
+    body: Option<&Value>,
+) -> (u16, String, Value) {
+    let mut stream = TcpStream::connect(addr).unwrap();
+    stream.set_read_timeout(Some(REQUEST_MAX)).unwrap();
+    let body = body.map(Value::to_string).unwrap_or_default();
+    let authorization = token
+        .map(|token| format!("Authorization: Bearer {token}\r\n"))
+        .unwrap_or_default();
+    write!(
+        stream,
+        "{method} {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\n\
+         {authorization}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response.split_once("\r\n\r\n").unwrap();
+    let status = head.split(' ').nth(1).unwrap().parse().unwrap();
+    (
+        status,
+        body.to_owned(),
+        serde_json::from_str(body).unwrap_or(Value::Null),
+    )
+}
+
 /// A running `imurun serve --keep`, killed when dropped.
 pub(crate) struct Host {
     child: Child,
@@ -73,29 +106,7 @@ impl Host {
         path: &str,
         body: Option<&Value>,
     ) -> (u16, String, Value) {
-        let mut stream = TcpStream::connect(&self.addr).unwrap();
-        stream.set_read_timeout(Some(REQUEST_MAX)).unwrap();
-        let body = body.map(Value::to_string).unwrap_or_default();
-        let authorization = token
-            .map(|token| format!("Authorization: Bearer {token}\r\n"))
-            .unwrap_or_default();
-        write!(
-            stream,
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nContent-Type: application/json\r\n\
-             {authorization}Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
-            self.addr,
-            body.len()
-        )
-        .unwrap();
-        let mut response = String::new();
-        stream.read_to_string(&mut response).unwrap();
-        let (head, body) = response.split_once("\r\n\r\n").unwrap();
-        let status = head.split(' ').nth(1).unwrap().parse().unwrap();
-        (
-            status,
-            body.to_owned(),
-            serde_json::from_str(body).unwrap_or(Value::Null),
-        )
+        request(&self.addr, token, method, path, body)
     }
 
     /// A request that must answer `status`: its JSON.
@@ -312,6 +323,18 @@ pub(crate) fn new_session(host: &Host, token: &str) -> String {
         .to_owned()
 }
 
+/// Stops `token`'s session `session` on `host`: its slot is free (a person runs at most four
+/// at once).
+pub(crate) fn stop_session(host: &Host, token: &str, session: &str) {
+    host.expect(
+        token,
+        "POST",
+        &format!("/v1/sessions/{session}/stop"),
+        None,
+        200,
+    );
+}
+
 /// One message to the scripted agent in `session`: its first reply.
 pub(crate) fn say(host: &Host, token: &str, session: &str, step: &Value) -> Value {
     host.expect(
@@ -342,6 +365,7 @@ pub(crate) fn propose_tool(host: &Host, token: &str, name: &str) -> String {
             "description": "Echoes its arguments.", "bundle": "$buffer", "manifest": manifest}}),
     );
     assert_eq!(emitted, "emitted");
+    stop_session(host, token, &session);
     let proposals = host.expect(token, "GET", "/v1/proposals?kind=tool", None, 200);
     proposals["tools"]
         .as_array()
