@@ -43,10 +43,9 @@ pub fn url_password_spans(url: &str) -> Vec<Range<usize>> {
         while at < end {
             let pair_end = url[at..end].find('&').map_or(end, |amp| at + amp);
             if let Some(eq) = url[at..pair_end].find('=') {
-                let name = &url[at..at + eq];
-                if PASSWORD_PARAMETERS.contains(&name.to_ascii_lowercase().as_str())
-                    && at + eq + 1 < pair_end
-                {
+                // A URL's reader decodes the name (`pass%77ord` is `password`): so does this.
+                let name = percent_decoded(&url[at..at + eq]).to_ascii_lowercase();
+                if PASSWORD_PARAMETERS.contains(&name.as_str()) && at + eq + 1 < pair_end {
                     spans.push(at + eq + 1..pair_end);
                 }
             }
@@ -54,6 +53,31 @@ pub fn url_password_spans(url: &str) -> Vec<Range<usize>> {
         }
     }
     spans
+}
+
+/// `text` with its `%XX` escapes decoded (bytes that are not UTF-8 shown as U+FFFD).
+fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut decoded = Vec::with_capacity(bytes.len());
+    let mut at = 0;
+    while at < bytes.len() {
+        let escaped = (bytes[at] == b'%')
+            .then(|| text.get(at + 1..at + 3))
+            .flatten()
+            .filter(|hex| hex.bytes().all(|byte| byte.is_ascii_hexdigit()))
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
+        match escaped {
+            Some(byte) => {
+                decoded.push(byte);
+                at += 3;
+            }
+            None => {
+                decoded.push(bytes[at]);
+                at += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&decoded).into_owned()
 }
 
 /// `url` with every password replaced by `***`.
@@ -91,6 +115,10 @@ mod tests {
             (
                 "postgres://db/imurun?sslmode=require&sslpassword=x",
                 "postgres://db/imurun?sslmode=require&sslpassword=***",
+            ),
+            (
+                "postgres://u@db/imurun?pass%77ord=SECRET&PASS%57ORD=x&%70wd=y&pass%=z",
+                "postgres://u@db/imurun?pass%77ord=***&PASS%57ORD=***&%70wd=***&pass%=z",
             ),
             ("postgres://keep@db/imurun", "postgres://keep@db/imurun"),
             ("postgres://keep:@db/imurun", "postgres://keep:@db/imurun"),

@@ -193,6 +193,8 @@ pub struct EgressAnswerFields<'a> {
     pub user: &'a str,
     /// The host whose cell waits.
     pub host: &'a str,
+    /// The SHA-256 of the use's view (what the person was shown) as its host recorded it.
+    pub view_sha256: &'a str,
     pub approve: bool,
     /// The device-signed decision the answer came with, as stored.
     pub decision: Option<&'a str>,
@@ -205,6 +207,7 @@ fn egress_answer_message(fields: &EgressAnswerFields<'_>) -> Vec<u8> {
         "id": fields.id,
         "user": fields.user,
         "host": fields.host,
+        "view_sha256": fields.view_sha256,
         "approve": fields.approve,
         "decision_sha256": fields.decision.map(|text| sha256_hex(text.as_bytes())),
     }))
@@ -229,4 +232,98 @@ pub fn check_egress_answer(
                 fields.id
             ))
         })
+}
+
+/// How far a host notice's time may be from the hearing host's clock: older (or further
+/// ahead) notices are dropped, so one copied off the database is not replayed later.
+pub const NOTICE_AGE_MAX_MS: i64 = 60_000;
+
+/// The bytes a sealed host notice adds to its payload: the seal (128 hexadecimal
+/// characters), the time in milliseconds (at most 20 digits) and two separators.
+pub const NOTICE_SEAL_BYTES: usize = 128 + 20 + 2;
+
+/// Seals and opens the notices hosts that share a PostgreSQL database send each other
+/// (`NOTIFY`): any role that can connect to the database can send one, so a host acts only on
+/// notices sealed with the host key every host holds (docs/keep/scaling.md).
+#[derive(Clone)]
+pub struct NoticeSeal {
+    host: std::sync::Arc<KeyPair>,
+}
+
+impl std::fmt::Debug for NoticeSeal {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.debug_struct("NoticeSeal").finish_non_exhaustive()
+    }
+}
+
+fn notice_message(channel: &str, at_ms: i64, payload: &str) -> Vec<u8> {
+    format!("imurun.host_notice\n{channel}\n{at_ms}\n{payload}").into_bytes()
+}
+
+impl NoticeSeal {
+    pub fn new(host: std::sync::Arc<KeyPair>) -> NoticeSeal {
+        NoticeSeal { host }
+    }
+
+    /// `payload` for `channel`, sealed at `now_ms`: `<seal>.<time>.<payload>`.
+    pub fn seal(&self, channel: &str, payload: &str, now_ms: i64) -> String {
+        let seal = self.host.sign(&notice_message(channel, now_ms, payload));
+        format!("{seal}.{now_ms}.{payload}")
+    }
+
+    /// The payload of a notice heard on `channel` at `now_ms`, if a host sealed it for this
+    /// channel within [`NOTICE_AGE_MAX_MS`].
+    pub fn open<'a>(&self, channel: &str, notice: &'a str, now_ms: i64) -> Option<&'a str> {
+        let (seal, rest) = notice.split_once('.')?;
+        let (at, payload) = rest.split_once('.')?;
+        let at_ms: i64 = at.parse().ok()?;
+        if now_ms.abs_diff(at_ms) > NOTICE_AGE_MAX_MS.unsigned_abs() {
+            return None;
+        }
+        self.host
+            .public()
+            .verify(&notice_message(channel, at_ms, payload), seal)
+            .ok()?;
+        Some(payload)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_notice_opens_only_as_a_host_sealed_it_for_its_channel_and_while_fresh() {
+        let seal = NoticeSeal::new(std::sync::Arc::new(KeyPair::generate().unwrap()));
+        let now = 1_800_000_000_000;
+        let notice = seal.seal("events", "{\"u\":\"alice\"}", now);
+        assert!(notice.len() <= "{\"u\":\"alice\"}".len() + NOTICE_SEAL_BYTES);
+        assert_eq!(
+            seal.open("events", &notice, now + 1_000),
+            Some("{\"u\":\"alice\"}")
+        );
+        // Another channel, an edited payload or time, too old or too far ahead: dropped.
+        assert_eq!(seal.open("answers", &notice, now), None);
+        assert_eq!(
+            seal.open("events", &notice.replace("alice", "bob"), now),
+            None
+        );
+        let (signature, _) = notice.split_once('.').unwrap();
+        let retimed = format!("{signature}.{}.{{\"u\":\"alice\"}}", now + 1);
+        assert_eq!(seal.open("events", &retimed, now), None);
+        assert_eq!(
+            seal.open("events", &notice, now + NOTICE_AGE_MAX_MS + 1),
+            None
+        );
+        assert_eq!(
+            seal.open("events", &notice, now - NOTICE_AGE_MAX_MS - 1),
+            None
+        );
+        // Not a sealed notice at all, or sealed with another key.
+        for forged in ["{\"u\":\"alice\"}", "", "..", "x.1.y"] {
+            assert_eq!(seal.open("events", forged, now), None, "{forged}");
+        }
+        let other = NoticeSeal::new(std::sync::Arc::new(KeyPair::generate().unwrap()));
+        assert_eq!(other.open("events", &notice, now), None);
+    }
 }

@@ -6,6 +6,9 @@
 //! hears theirs and publishes them here. It also hands this host's cells the answers other
 //! hosts recorded for the egress uses they wait on.
 //!
+//! Any role that can connect to the database can send a notification, so every one is sealed
+//! with the host key every host holds ([`NoticeSeal`]) and one that does not open is dropped.
+//!
 //! A notification is a hint: a host that lost its connection to the database (or could not
 //! send for a while) tells every stream it serves `stream.missed`, on which the page reloads
 //! what it shows from the database, and looks again at every answer its cells wait for.
@@ -14,7 +17,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use imurun_keep::cells::KeepEvents;
-use imurun_keep::service::{EGRESS_ANSWERS_CHANNEL, KeepService};
+use imurun_keep::seal::{NOTICE_SEAL_BYTES, NoticeSeal};
+use imurun_keep::service::{EGRESS_ANSWERS_CHANNEL, KeepService, now_ms};
 use imurun_store::{Heard, NOTIFY_PAYLOAD_BYTES_MAX, Store};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
@@ -50,8 +54,14 @@ impl std::fmt::Debug for SharedKeepEvents {
 
 impl SharedKeepEvents {
     /// Events published to `hubs` and sent, through `store`, to the other hosts, this one
-    /// named `host_id`. Starts the task that sends them (on the current runtime).
-    pub fn start(store: &Store, hubs: KeepHubs, host_id: &str) -> SharedKeepEvents {
+    /// named `host_id`, sealed with `seal`. Starts the task that sends them (on the current
+    /// runtime).
+    pub fn start(
+        store: &Store,
+        hubs: KeepHubs,
+        host_id: &str,
+        seal: NoticeSeal,
+    ) -> SharedKeepEvents {
         let (outgoing, mut queue) = mpsc::channel::<String>(OUTGOING_EVENTS_MAX);
         let dropped = Arc::new(AtomicBool::new(false));
         let events = SharedKeepEvents {
@@ -66,10 +76,12 @@ impl SharedKeepEvents {
             while let Some(payload) = queue.recv().await {
                 if dropped.swap(false, Ordering::Relaxed) {
                     let missed = json!({"h": &*host, "missed": true}).to_string();
+                    let missed = seal.seal(KEEP_EVENTS_CHANNEL, &missed, now_ms());
                     if store.notify(KEEP_EVENTS_CHANNEL, &missed).await.is_err() {
                         dropped.store(true, Ordering::Relaxed);
                     }
                 }
+                let payload = seal.seal(KEEP_EVENTS_CHANNEL, &payload, now_ms());
                 if let Err(error) = store.notify(KEEP_EVENTS_CHANNEL, &payload).await {
                     tracing::warn!("an event could not be sent to the other hosts: {error}");
                     dropped.store(true, Ordering::Relaxed);
@@ -90,12 +102,12 @@ impl KeepEvents for SharedKeepEvents {
     }
 }
 
-/// What crosses to the other hosts for `user`'s `event`: the whole event, or, when it would
-/// not fit in a notification, a notice of its type, its session and its size (the page reloads
+/// What crosses to the other hosts for `user`'s `event` (before its seal): the whole event,
+/// or, when it would not fit in a notification, a notice of its type, its session and its size (the page reloads
 /// what an event is about; an API client reads the rest from the database's views).
 fn crossing_payload(host: &str, user: &str, event: &Value) -> String {
     let whole = json!({"h": host, "u": user, "e": event}).to_string();
-    if whole.len() <= NOTIFY_PAYLOAD_BYTES_MAX {
+    if whole.len() <= NOTIFY_PAYLOAD_BYTES_MAX - NOTICE_SEAL_BYTES {
         return whole;
     }
     let notice = json!({
@@ -122,16 +134,24 @@ pub async fn listen_to_other_hosts(
         return Ok(false);
     };
     let host_id = keep.host_id().to_owned();
+    let seal = keep.notice_seal();
     tokio::spawn(async move {
         loop {
             match listener.next().await {
-                Heard::Notification { channel, payload } if channel == EGRESS_ANSWERS_CHANNEL => {
-                    if let Err(error) = keep.deliver_answer(&payload).await {
-                        tracing::warn!("an answer from another host was not delivered: {error}");
+                Heard::Notification { channel, payload } => {
+                    let Some(payload) = seal.open(&channel, &payload, now_ms()) else {
+                        tracing::debug!(%channel, "a notice not sealed by a host was dropped");
+                        continue;
+                    };
+                    if channel == EGRESS_ANSWERS_CHANNEL {
+                        if let Err(error) = keep.deliver_answer(payload).await {
+                            tracing::warn!(
+                                "an answer from another host was not delivered: {error}"
+                            );
+                        }
+                    } else {
+                        heard_event(&hubs, &host_id, payload);
                     }
-                }
-                Heard::Notification { payload, .. } => {
-                    heard_event(&hubs, &host_id, &payload);
                 }
                 Heard::Missed => {
                     tracing::warn!(
@@ -194,7 +214,7 @@ mod tests {
             json!({"type": "proposal.created", "session_id": "s1", "text": "x".repeat(9_000)});
         let crossing = crossing_payload("a", "alice", &large);
         assert!(
-            crossing.len() <= NOTIFY_PAYLOAD_BYTES_MAX,
+            crossing.len() + NOTICE_SEAL_BYTES <= NOTIFY_PAYLOAD_BYTES_MAX,
             "{}",
             crossing.len()
         );

@@ -556,5 +556,7 @@ pub struct ApprovalAnswer {
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ApprovalAnswered {
     pub id: String,
+    /// The answer recorded: false when the use's tool was revoked meanwhile, whatever was
+    /// asked.
     pub approved: bool,
 }

@@ -479,12 +479,13 @@ impl KeepTx {
         }
         // A transaction-level try-lock on the claim's key: granted only when no session holds
         // it, and let go when this write ends.
-        Ok(
-            sqlx::query_scalar("SELECT pg_try_advisory_xact_lock(hashtext($1))")
-                .bind(format!("imurun-keep-host:{host_id}"))
-                .fetch_one(&mut *self.tx)
-                .await?,
-        )
+        Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT pg_try_advisory_xact_lock(({}))",
+            crate::notify::HOST_CLAIM_KEY
+        )))
+        .bind(host_id)
+        .fetch_one(&mut *self.tx)
+        .await?)
     }
 
     /// Commits everything written.

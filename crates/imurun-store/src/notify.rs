@@ -71,11 +71,20 @@ impl Store {
     }
 }
 
+/// How often a host's claim on its name checks its connection, and tries again to take the
+/// claim after losing it (the database restarted, failed over, or ended the connection).
+const CLAIM_CHECK_EVERY: Duration = Duration::from_secs(1);
+
+/// The advisory lock key of host `host_id`'s claim: a 64-bit hash, so that two names sharing
+/// a key is not a practical worry.
+pub(crate) const HOST_CLAIM_KEY: &str = "hashtextextended('imurun-keep-host:' || $1, 0)";
+
 /// This host's hold on its name among the hosts that share the database; see
-/// [`Store::claim_host`]. Let go when dropped (or when its connection is lost).
+/// [`Store::claim_host`]. Let go when dropped.
 pub struct HostClaim {
     _holder: tokio::task::JoinHandle<()>,
     release: Option<tokio::sync::oneshot::Sender<()>>,
+    lost: tokio::sync::watch::Receiver<bool>,
 }
 
 impl std::fmt::Debug for HostClaim {
@@ -92,36 +101,118 @@ impl Drop for HostClaim {
     }
 }
 
+impl HostClaim {
+    /// Resolves if the name was lost for good: while this host's claim was down (its
+    /// connection lost), another host took the same name. Pending for as long as the claim
+    /// holds or can be taken again.
+    pub async fn lost(&mut self) {
+        if self.lost.wait_for(|lost| *lost).await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    }
+}
+
+/// Takes the claim on `host_id` on a connection of its own: the connection, or `None` when
+/// another host holds the name.
+async fn take_claim(url: &str, host_id: &str) -> Result<Option<sqlx::AnyConnection>, StoreError> {
+    use sqlx::Connection;
+    let mut connection = sqlx::AnyConnection::connect(url).await?;
+    let claimed: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+        "SELECT pg_try_advisory_lock(({}))",
+        HOST_CLAIM_KEY
+    )))
+    .bind(host_id)
+    .fetch_one(&mut connection)
+    .await?;
+    if claimed {
+        Ok(Some(connection))
+    } else {
+        let _ = connection.close().await;
+        Ok(None)
+    }
+}
+
+/// Holds the claim on `host_id` until `released`: checks its connection every
+/// [`CLAIM_CHECK_EVERY`] and, when the connection is lost (the lock with it), takes the claim
+/// again on a new one as soon as the database answers. If another host took the name
+/// meanwhile, says so on `lost` and stops.
+async fn hold_claim(
+    url: String,
+    host_id: String,
+    mut connection: sqlx::AnyConnection,
+    mut released: tokio::sync::oneshot::Receiver<()>,
+    lost: tokio::sync::watch::Sender<bool>,
+) {
+    use sqlx::Connection;
+    loop {
+        tokio::select! {
+            _ = &mut released => {
+                let _ = connection.close().await;
+                return;
+            }
+            () = tokio::time::sleep(CLAIM_CHECK_EVERY) => {}
+        }
+        if sqlx::query("SELECT 1")
+            .execute(&mut connection)
+            .await
+            .is_ok()
+        {
+            continue;
+        }
+        tracing::warn!(%host_id, "this host's claim on its name was lost with its connection");
+        connection = loop {
+            tokio::select! {
+                _ = &mut released => return,
+                () = tokio::time::sleep(CLAIM_CHECK_EVERY) => {}
+            }
+            match take_claim(&url, &host_id).await {
+                Ok(Some(connection)) => {
+                    tracing::info!(%host_id, "this host's claim on its name is held again");
+                    break connection;
+                }
+                Ok(None) => {
+                    tracing::error!(
+                        %host_id,
+                        "another Keep host took this host's name while its claim was down"
+                    );
+                    let _ = lost.send(true);
+                    return;
+                }
+                Err(_) => {}
+            }
+        };
+    }
+}
+
 impl Store {
     /// Claims the name `host_id` among the hosts that share this PostgreSQL database, for as
-    /// long as the claim lives: a session-level advisory lock on a connection of its own. A
-    /// second host with the same name is refused ([`StoreError::HostTaken`]): two hosts with one
-    /// name would take each other's events for their own and forget each other's waits.
-    /// `None` on SQLite (one host).
+    /// long as the claim lives: a session-level advisory lock on a connection of its own,
+    /// taken again when that connection is lost (see [`HostClaim::lost`]). A second host with
+    /// the same name is refused ([`StoreError::HostTaken`]): two hosts with one name would take
+    /// each other's events for their own and forget each other's waits. `None` on SQLite
+    /// (one host).
     pub async fn claim_host(&self, host_id: &str) -> Result<Option<HostClaim>, StoreError> {
         if self.backend() != Backend::Postgres {
             return Ok(None);
         }
-        use sqlx::Connection;
-        let mut connection = sqlx::AnyConnection::connect(self.url()).await?;
-        let claimed: bool = sqlx::query_scalar("SELECT pg_try_advisory_lock(hashtext($1))")
-            .bind(format!("imurun-keep-host:{host_id}"))
-            .fetch_one(&mut connection)
-            .await?;
-        if !claimed {
-            let _ = connection.close().await;
+        let Some(connection) = take_claim(self.url(), host_id).await? else {
             return Err(StoreError::HostTaken {
                 host_id: host_id.to_owned(),
             });
-        }
+        };
         let (release, released) = tokio::sync::oneshot::channel::<()>();
-        let holder = tokio::spawn(async move {
-            let _ = released.await;
-            let _ = connection.close().await;
-        });
+        let (lost_sender, lost) = tokio::sync::watch::channel(false);
+        let holder = tokio::spawn(hold_claim(
+            self.url().to_owned(),
+            host_id.to_owned(),
+            connection,
+            released,
+            lost_sender,
+        ));
         Ok(Some(HostClaim {
             _holder: holder,
             release: Some(release),
+            lost,
         }))
     }
 }

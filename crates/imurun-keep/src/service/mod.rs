@@ -126,7 +126,7 @@ pub struct NewToken {
 pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
 /// Milliseconds since the Unix epoch, from the system clock.
-pub(crate) fn now_ms() -> i64 {
+pub fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| {
@@ -279,6 +279,11 @@ impl KeepService {
     /// The host key's public half: what the host signs approved tools' bundles with.
     pub fn host_key_id(&self) -> String {
         self.host_key.key_id()
+    }
+
+    /// Seals and opens the notices this host and the others on its database send each other.
+    pub fn notice_seal(&self) -> crate::seal::NoticeSeal {
+        crate::seal::NoticeSeal::new(Arc::clone(&self.host_key))
     }
 
     pub(crate) fn now_s(&self) -> i64 {

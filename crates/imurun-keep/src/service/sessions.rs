@@ -64,6 +64,11 @@ pub struct ApprovalView {
     pub waiting: WaitingView,
 }
 
+/// The SHA-256 of a waiting use's view as its host records it: what an answer's seal names.
+fn view_sha256(view: &WaitingView) -> String {
+    crate::keys::sha256_hex(serde_json::to_string(view).unwrap_or_default().as_bytes())
+}
+
 impl KeepService {
     /// Starts a session of `agent` for the calling person: the agent in force, in a cell with
     /// what its manifest grants.
@@ -256,8 +261,7 @@ impl KeepService {
     /// that shares the database (docs/keep/scaling.md).
     pub async fn approvals(&self, caller: &Identity) -> Result<Vec<ApprovalView>, KeepError> {
         let user = session_user(caller)?;
-        self.running_cells()?;
-        let rows = self.store().keep_egress_waits(user, now_ms()).await?;
+        let rows = self.waits(user).await?;
         Ok(rows
             .into_iter()
             .filter_map(|row| {
@@ -270,18 +274,32 @@ impl KeepService {
             .collect())
     }
 
+    /// `user`'s uses waiting for an answer on every host, oldest first. One recorded as waiting
+    /// on this host counts only while a cell here waits on it: a wait that just ended (a stop,
+    /// a timeout) may leave its row a moment longer.
+    async fn waits(&self, user: &str) -> Result<Vec<imurun_store::EgressWaitRow>, KeepError> {
+        let cells = self.running_cells()?;
+        let rows = self.store().keep_egress_waits(user, now_ms()).await?;
+        // Read after the rows: a wait starts here before its row is written.
+        let here: std::collections::HashSet<String> = cells.waiting_ids().into_iter().collect();
+        Ok(rows
+            .into_iter()
+            .filter(|row| row.host != self.host_id() || here.contains(&row.id))
+            .collect())
+    }
+
     /// Answers a waiting egress use. A use whose rule demands a device signature is approved
     /// only by `decision`, an `approve_egress` decision signed on one of the person's devices
     /// naming the use's id and hashes; denying needs no signature. A decision given is always
     /// checked. The use may wait on another host: the answer then reaches it through the
-    /// database.
+    /// database. The answer recorded: a refusal when the use's tool was revoked meanwhile.
     pub async fn answer_approval(
         &self,
         caller: &Identity,
         id: &str,
         approve: bool,
         decision: Option<&Signed>,
-    ) -> Result<(), KeepError> {
+    ) -> Result<bool, KeepError> {
         let user = session_user(caller)?;
         let cells = self.running_cells()?;
         match cells.take_waiting(user, id) {
@@ -340,9 +358,8 @@ impl KeepService {
         entry: crate::cells::Waiting,
         approve: bool,
         decision: Option<&Signed>,
-    ) -> Result<(), KeepError> {
+    ) -> Result<bool, KeepError> {
         let subject = format!("approval:{id}");
-        let cells = self.running_cells()?;
         let by = match self
             .check_answer(user, id, &entry.view, approve, decision)
             .await
@@ -356,7 +373,7 @@ impl KeepService {
                     .await;
             }
             Err(error) => {
-                cells.put_back(id.to_owned(), entry);
+                self.put_back(id, entry).await;
                 return self
                     .refuse(caller, Some(user), "approve_egress", &subject, error)
                     .await;
@@ -379,22 +396,20 @@ impl KeepService {
         let approve = match recorded {
             Ok(Some(recorded)) => recorded,
             Ok(None) => {
-                // Answered on another host first: that answer stands if it verifies, and only
-                // an approval given here too lets the use go.
-                let stored = self.store().keep_egress_wait(id).await;
-                let released = approve
-                    && match stored {
-                        Ok(Some(row)) => self.recorded_approval(&row, &entry.view).await,
-                        _ => false,
-                    };
+                // Answered on another host first: the answer recorded there stands (if it
+                // verifies), whatever was answered here.
+                let released = match self.store().keep_egress_wait(id).await {
+                    Ok(Some(row)) => self.recorded_approval(&row, &entry.view).await,
+                    _ => false,
+                };
                 let _answered = entry.answer.send(released);
                 return Err(KeepError::Conflict(
                     "this use was answered already, on another host".into(),
                 ));
             }
             Err(error) => {
-                // Nothing was recorded: the use still waits for an answer.
-                cells.put_back(id.to_owned(), entry);
+                // Nothing was recorded here: the use still waits for an answer.
+                self.put_back(id, entry).await;
                 return Err(error);
             }
         };
@@ -408,7 +423,20 @@ impl KeepService {
                 "the request stopped waiting (its time ran out or its session ended)".into(),
             ));
         }
-        Ok(())
+        Ok(approve)
+    }
+
+    /// Puts back a use this host took to answer and could not: it waits again, unless another
+    /// host recorded an answer meanwhile (its notice found nothing to hand the answer to while
+    /// the use was taken), which is handed to the cell now.
+    async fn put_back(&self, id: &str, entry: crate::cells::Waiting) {
+        let Ok(cells) = self.running_cells() else {
+            return;
+        };
+        cells.put_back(id.to_owned(), entry);
+        if let Err(error) = self.deliver_answer(id).await {
+            tracing::warn!("an answer to egress use {id} could not be looked up: {error}");
+        }
     }
 
     /// Records `approve` for `user`'s use `id` waiting on `host` once, sealed by this host,
@@ -452,12 +480,14 @@ impl KeepService {
                     .is_some_and(|row| row.revoked_at_ms.is_none()),
                 None => true,
             };
+        let view_sha256 = view_sha256(view);
         let seal = crate::seal::seal_egress_answer(
             self.host_key(),
             &crate::seal::EgressAnswerFields {
                 id,
                 user,
                 host,
+                view_sha256: &view_sha256,
                 approve,
                 decision,
             },
@@ -488,7 +518,10 @@ impl KeepService {
         )
         .await?;
         if host != self.host_id() {
-            tx.notify(EGRESS_ANSWERS_CHANNEL, id).await?;
+            let notice = self
+                .notice_seal()
+                .seal(EGRESS_ANSWERS_CHANNEL, id, now_ms());
+            tx.notify(EGRESS_ANSWERS_CHANNEL, &notice).await?;
         }
         tx.commit().await?;
         Ok(Some(approve))
@@ -506,14 +539,14 @@ impl KeepService {
         id: &str,
         approve: bool,
         decision: Option<&Signed>,
-    ) -> Result<(), KeepError> {
+    ) -> Result<bool, KeepError> {
         let subject = format!("approval:{id}");
+        // A use of this host's is answered where its cell waits (`answer_here`) or not at all.
         let row = self
-            .store()
-            .keep_egress_waits(user, now_ms())
+            .waits(user)
             .await?
             .into_iter()
-            .find(|row| row.id == id)
+            .find(|row| row.id == id && row.host != self.host_id())
             .ok_or(KeepError::NotFound("approval"))?;
         let view: WaitingView =
             serde_json::from_str(&row.view).map_err(|_| KeepError::NotFound("approval"))?;
@@ -545,27 +578,24 @@ impl KeepService {
                         .await;
                 }
             };
-        if self
-            .record_answer(
-                caller,
-                user,
-                id,
-                &row.host,
-                answer,
-                decision_text.as_deref(),
-                by,
-                &view,
-            )
-            .await?
-            .is_none()
-        {
-            return Err(KeepError::Conflict(
+        self.record_answer(
+            caller,
+            user,
+            id,
+            &row.host,
+            answer,
+            decision_text.as_deref(),
+            by,
+            &view,
+        )
+        .await?
+        .ok_or_else(|| {
+            KeepError::Conflict(
                 "the request stopped waiting (its time ran out or its session ended), or was \
                  answered already"
                     .into(),
-            ));
-        }
-        Ok(())
+            )
+        })
     }
 
     /// Whether `row`'s recorded answer releases a use this host shows as `view`: an approval
@@ -583,10 +613,14 @@ impl KeepService {
         let Some(seal) = &row.seal else {
             return false;
         };
+        // The use as this host showed it, not as the row says: a view edited in the database
+        // is not what the answer was given to.
+        let view_sha256 = view_sha256(view);
         let fields = crate::seal::EgressAnswerFields {
             id: &row.id,
             user: &row.user_name,
             host: &row.host,
+            view_sha256: &view_sha256,
             approve: true,
             decision: row.decision.as_deref(),
         };

@@ -90,3 +90,79 @@ async fn a_host_name_is_claimed_once() {
         }
     }
 }
+
+/// The backend holding `host`'s database's claims is ended, as a database restart or a lost
+/// connection ends it: every session-level advisory lock taken in this test's database goes.
+fn end_claim_connections(host: &Host) {
+    let database = host.database.as_ref().expect("a PostgreSQL host");
+    database.sql(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' \
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    );
+}
+
+/// Whether the name `host_id` is held by a live host, as an answering host asks.
+async fn held(store: &imurun_store::Store, host_id: &str) -> bool {
+    let mut tx = store.keep_begin().await.unwrap();
+    let gone = tx.host_gone(host_id).await.unwrap();
+    drop(tx);
+    !gone
+}
+
+/// A claim whose connection was lost (the database restarted, failed over or ended it) is
+/// taken again as soon as the database answers: the name is held again, a second host is
+/// still refused, and the claim is not lost.
+#[tokio::test]
+async fn a_claim_lost_with_its_connection_is_taken_again() {
+    let host = Host::new().await;
+    let store = imurun_store::Store::open_url(&host.url).await.unwrap();
+    let mut claim = store.claim_host("web:9000").await.unwrap().unwrap();
+    assert!(held(&store, "web:9000").await);
+    end_claim_connections(&host);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+    let mut was_down = false;
+    loop {
+        if held(&store, "web:9000").await {
+            if was_down {
+                break;
+            }
+        } else {
+            was_down = true;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the claim was never taken again"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(was_down, "the claim went with its connection");
+    let second = store.claim_host("web:9000").await;
+    assert!(second.is_err(), "a second host is still refused");
+    let lost = tokio::time::timeout(std::time::Duration::from_secs(3), claim.lost()).await;
+    assert!(lost.is_err(), "the claim is held, not lost");
+}
+
+/// While a host's claim is down, another host takes the same name: the first host is told
+/// its name is lost (it stops serving) rather than run beside the other under one name.
+#[tokio::test]
+async fn a_name_taken_while_its_claim_was_down_is_lost() {
+    let host = Host::new().await;
+    let store = imurun_store::Store::open_url(&host.url).await.unwrap();
+    let mut first = store.claim_host("web:9001").await.unwrap().unwrap();
+    end_claim_connections(&host);
+    // The ended backend lets go of its lock a moment after it is told to end.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let _other = loop {
+        match store.claim_host("web:9001").await {
+            Ok(Some(claim)) => break claim,
+            other => assert!(
+                std::time::Instant::now() < deadline,
+                "the name was never free while the first claim was down: {other:?}"
+            ),
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(15), first.lost())
+        .await
+        .expect("the first host learns its name is lost");
+}

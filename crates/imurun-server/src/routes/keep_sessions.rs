@@ -368,14 +368,11 @@ pub(crate) async fn answer_approval(
     StrictJson(body): Strict<ApprovalAnswer>,
 ) -> Result<Json<ApprovalAnswered>, ApiError> {
     let decision = body.decision.map(|decision| decision.into_signed());
-    caller
+    let approved = caller
         .keep
         .answer_approval(&caller.identity, &id, body.approve, decision.as_ref())
         .await?;
-    Ok(Json(ApprovalAnswered {
-        id,
-        approved: body.approve,
-    }))
+    Ok(Json(ApprovalAnswered { id, approved }))
 }
 
 fn session_info(view: imurun_keep::service::SessionView) -> SessionInfo {

@@ -69,6 +69,7 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
         .with_context(|| format!("binding {}", config.server.addr))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     let keep_events = imurun_server::KeepHubs::default();
+    let mut host_claim = None;
     let keep = if config.keep.enabled {
         let host_id = config
             .keep
@@ -88,13 +89,13 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
             )
         })?
         .with_host_id(&host_id);
-        // Held for as long as the server runs: a second host under this name is refused.
-        let host_claim = wiring
+        // Held for as long as the server runs (taken again after a lost connection): a second
+        // host under this name is refused.
+        host_claim = wiring
             .store
             .claim_host(&host_id)
             .await
             .context("claiming this host's name among the hosts on the database")?;
-        std::mem::forget(host_claim);
         // Hosts that share a PostgreSQL database tell each other their events (SQLite: one
         // host, the hubs alone).
         let events: Arc<dyn imurun_keep::cells::KeepEvents> =
@@ -103,6 +104,7 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
                     &wiring.store,
                     keep_events.clone(),
                     &host_id,
+                    service.notice_seal(),
                 ))
             } else {
                 Arc::new(keep_events.clone())
@@ -193,14 +195,34 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
             }
         })
     };
-    let shutdown = async {
-        shutdown_signal().await;
-        tracing::info!("shutting down");
+    let (name_lost, lost) = tokio::sync::oneshot::channel();
+    let shutdown = async move {
+        let name_taken = async {
+            match host_claim.as_mut() {
+                Some(claim) => claim.lost().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            () = shutdown_signal() => tracing::info!("shutting down"),
+            () = name_taken => {
+                let _ = name_lost.send(());
+            }
+        }
+        drop(host_claim);
     };
     let served = imurun_server::serve(listener, state, shutdown).await;
     loader.abort();
     wiring.close().await?;
-    served.context("serving")
+    served.context("serving")?;
+    if lost.await.is_ok() {
+        anyhow::bail!(
+            "another Keep host took this host's name while its claim on the database was \
+             down (the database restarted or the connection was lost): two hosts must not \
+             share a name (keep.host_id); this host stopped"
+        );
+    }
+    Ok(())
 }
 
 /// Ctrl-C, or SIGTERM (a service manager, `kill`): either ends the server cleanly, so MCP

@@ -125,6 +125,78 @@ fn two_hosts_on_one_database_share_what_people_approved_revoked_and_were_shown()
         }
     });
 
+    // A use whose view (what alice is shown) was edited in the database: alice approves the
+    // edited URL on host B, and host A, which checks the answer against the use as it showed
+    // it, lets nothing leave.
+    let hidden = format!("http://127.0.0.1:{}/exfiltrate?secret=1", upstream.port);
+    std::thread::scope(|scope| {
+        let fetch = scope.spawn(|| {
+            say(
+                &hosts.a,
+                &alice,
+                &session,
+                &json!({"fetch": {"method": "GET", "url": hidden}}),
+            )
+        });
+        let needed = wait_for_event(&on_b, "egress.approval_needed");
+        let id = needed["approval"]["id"].as_str().unwrap().to_owned();
+        database.sql(&format!(
+            "UPDATE keep_egress_waits SET view = replace(view, '/exfiltrate?secret=1', \
+             '/weather') WHERE id = '{id}'"
+        ));
+        let listed = expect(
+            hosts.b.request(Some(&alice), "GET", "/v1/approvals", None),
+            200,
+            "the approvals host B lists",
+        );
+        assert!(
+            listed["approvals"][0]["url"]
+                .as_str()
+                .is_some_and(|url| url.ends_with("/weather")),
+            "{listed}"
+        );
+        expect(
+            hosts.b.request(
+                Some(&alice),
+                "POST",
+                &format!("/v1/approvals/{id}"),
+                Some(&json!({"approve": true})),
+            ),
+            200,
+            "alice approves what host B shows",
+        );
+        let reply = fetch.join().unwrap();
+        assert!(
+            !reply.to_string().contains(UPSTREAM_BODY),
+            "the edited use was refused: {reply}"
+        );
+        assert_eq!(upstream.hits(), 1, "nothing more left");
+    });
+
+    // A notice sent on the events' channel by anyone who can reach the database, not sealed
+    // by a host, reaches no stream: nothing of it comes before alice's next real event.
+    database.sql(
+        "SELECT pg_notify('imurun_keep_events', \
+         '{\"h\":\"elsewhere\",\"u\":\"alice\",\"e\":{\"type\":\"session.reply\",\"forged\":true}}')",
+    );
+    database.sql("SELECT pg_notify('imurun_keep_events', '{\"h\":\"elsewhere\",\"missed\":true}')");
+    say(
+        &hosts.a,
+        &alice,
+        &session,
+        &json!({"emit": {"type": "suggestion", "title": "Tea", "text": "Make tea."}}),
+    );
+    loop {
+        let next = on_b.recv_timeout(SEEN_WITHIN).expect("alice's next event");
+        assert!(
+            next.get("forged").is_none() && next["type"] != "stream.missed",
+            "a forged notice reached the stream: {next}"
+        );
+        if next["type"] == "proposal.created" {
+            break;
+        }
+    }
+
     // A device decision used on host A is refused when replayed on host B.
     let code = hosts.imurun(&["keep", "enrol-code", "--user", "alice"])["code"]
         .as_str()
