@@ -1599,17 +1599,12 @@ impl Store {
         user: &str,
         now_ms: i64,
     ) -> Result<Vec<EgressWaitRow>, StoreError> {
-        Ok(sqlx::query_as(concat!(
-            "SELECT ",
-            egress_wait_columns!(),
-            " FROM keep_egress_waits WHERE user_name = $1 AND state = 'waiting' \
-             AND expires_at_ms > $3 ORDER BY asked_at_ms, id LIMIT $2"
-        ))
-        .bind(user)
-        .bind(KEEP_LIST_ROWS_MAX)
-        .bind(now_ms)
-        .fetch_all(self.pool())
-        .await?)
+        Ok(sqlx::query_as(EGRESS_WAITS_OF_USER)
+            .bind(user)
+            .bind(KEEP_LIST_ROWS_MAX)
+            .bind(now_ms)
+            .fetch_all(self.pool())
+            .await?)
     }
 
     /// Use `id`, whatever its state.
@@ -1625,7 +1620,30 @@ impl Store {
     }
 }
 
+/// `user` ($1)'s uses still waiting at $3, oldest first, at most $2.
+const EGRESS_WAITS_OF_USER: &str = concat!(
+    "SELECT ",
+    egress_wait_columns!(),
+    " FROM keep_egress_waits WHERE user_name = $1 AND state = 'waiting' \
+     AND expires_at_ms > $3 ORDER BY asked_at_ms, id LIMIT $2"
+);
+
 impl KeepTx {
+    /// `user`'s uses still waiting at `now_ms`, on any host, oldest first, read under the
+    /// write lock.
+    pub async fn egress_waits(
+        &mut self,
+        user: &str,
+        now_ms: i64,
+    ) -> Result<Vec<EgressWaitRow>, StoreError> {
+        Ok(sqlx::query_as(EGRESS_WAITS_OF_USER)
+            .bind(user)
+            .bind(KEEP_LIST_ROWS_MAX)
+            .bind(now_ms)
+            .fetch_all(&mut *self.tx)
+            .await?)
+    }
+
     /// `user`'s use `id` if it still waits at `now_ms`, read under the write lock.
     pub async fn egress_wait(
         &mut self,

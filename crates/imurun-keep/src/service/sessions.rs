@@ -64,6 +64,20 @@ pub struct ApprovalView {
     pub waiting: WaitingView,
 }
 
+/// An answer to a waiting use, as it is recorded.
+pub(crate) struct Answer<'a> {
+    pub(crate) user: &'a str,
+    pub(crate) id: &'a str,
+    /// The host whose cell waits.
+    pub(crate) host: &'a str,
+    pub(crate) approve: bool,
+    /// The device-signed decision it came with, as stored.
+    pub(crate) decision: Option<&'a str>,
+    /// Who decided, as the journal says.
+    pub(crate) by: serde_json::Value,
+    pub(crate) view: &'a WaitingView,
+}
+
 /// The SHA-256 of a waiting use's view as its host records it: what an answer's seal names.
 fn view_sha256(view: &WaitingView) -> String {
     crate::keys::sha256_hex(serde_json::to_string(view).unwrap_or_default().as_bytes())
@@ -480,6 +494,45 @@ impl KeepService {
                     .is_some_and(|row| row.revoked_at_ms.is_none()),
                 None => true,
             };
+        let answered = self
+            .record_in(
+                &mut tx,
+                caller,
+                &Answer {
+                    user,
+                    id,
+                    host,
+                    approve,
+                    decision,
+                    by,
+                    view,
+                },
+            )
+            .await?;
+        if !answered {
+            return Ok(None);
+        }
+        tx.commit().await?;
+        Ok(Some(approve))
+    }
+
+    /// Records `answer` in `tx` (sealed, journaled, and told to the waiting host when it is
+    /// another): whether the use still waited.
+    pub(crate) async fn record_in(
+        &self,
+        tx: &mut imurun_store::KeepTx,
+        caller: &Identity,
+        answer: &Answer<'_>,
+    ) -> Result<bool, KeepError> {
+        let Answer {
+            user,
+            id,
+            host,
+            approve,
+            decision,
+            ref by,
+            view,
+        } = *answer;
         let view_sha256 = view_sha256(view);
         let seal = crate::seal::seal_egress_answer(
             self.host_key(),
@@ -496,7 +549,7 @@ impl KeepService {
             .answer_egress_wait(id, user, approve, decision, &seal)
             .await?
         {
-            return Ok(None);
+            return Ok(false);
         }
         let mut detail = json!({
             "action": if approve { "approve" } else { "deny" },
@@ -509,7 +562,7 @@ impl KeepService {
             fields.insert("waits_on".into(), json!(host));
         }
         append(
-            &mut tx,
+            tx,
             caller,
             Some(user),
             "egress",
@@ -523,8 +576,7 @@ impl KeepService {
                 .seal(EGRESS_ANSWERS_CHANNEL, id, now_ms());
             tx.notify(EGRESS_ANSWERS_CHANNEL, &notice).await?;
         }
-        tx.commit().await?;
-        Ok(Some(approve))
+        Ok(true)
     }
 
     /// Answers a use another host's cell waits on: checked as that host would, recorded once

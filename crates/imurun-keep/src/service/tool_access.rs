@@ -626,7 +626,8 @@ impl KeepService {
     }
 
     /// Revokes the calling person's tool `name`, every version: from this write on, no call
-    /// starts it. Taking authority away needs no device.
+    /// starts it, and its uses waiting for an answer (on any host) are refused. Taking
+    /// authority away needs no device.
     pub async fn revoke_tool(&self, caller: &Identity, name: &str) -> Result<ToolView, KeepError> {
         let user = session_user(caller)?;
         let name = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
@@ -655,7 +656,36 @@ impl KeepService {
             detail,
         )
         .await?;
+        // Its uses waiting for an answer, on any host, are refused in the same write.
+        let agent = format!("u/{user}/{name}");
+        let mut refused_here = Vec::new();
+        for wait in tx.egress_waits(user, crate::service::now_ms()).await? {
+            let Ok(view) = serde_json::from_str::<crate::cells::WaitingView>(&wait.view) else {
+                continue;
+            };
+            if view.agent != agent {
+                continue;
+            }
+            let answer = super::sessions::Answer {
+                user,
+                id: &wait.id,
+                host: &wait.host,
+                approve: false,
+                decision: None,
+                by: json!("revoked"),
+                view: &view,
+            };
+            if self.record_in(&mut tx, caller, &answer).await? && wait.host == self.host_id() {
+                refused_here.push(wait.id);
+            }
+        }
         tx.commit().await?;
+        for id in refused_here {
+            if let Err(error) = self.deliver_answer(&id).await {
+                // The use is refused in the database; its cell stops waiting at its timeout.
+                tracing::warn!("a revoked tool's waiting use was not told: {error}");
+            }
+        }
         self.raise_high_water_file(TOOL_REVOKED_KIND, &revoked_subject, row.version)?;
         if let Some(cells) = self.cells() {
             cells.publish(

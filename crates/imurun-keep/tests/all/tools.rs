@@ -790,6 +790,81 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
     assert!(said.contains("\"status\":200"), "{said}");
 }
 
+/// A tool revoked while one of its egress uses waits for its person: the revoke refuses the
+/// use in its own write (journaled `by: revoked`), and the waiting call hears it at once.
+#[tokio::test]
+async fn revoking_a_tool_refuses_its_uses_waiting_for_an_answer() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    let port = b.upstream.port;
+    // The session reads from outside: tainted.
+    let url = format!("http://127.0.0.1:{port}/api/page");
+    s.say(
+        &s.alice,
+        &b.session,
+        json!({"fetch": {"method": "GET", "url": url}}),
+    )
+    .await;
+    let asked = tool(
+        "reader",
+        1,
+        json!({"egress": {"mode": "allow", "rules": [local(port, &["GET"], "/api")]}}),
+    );
+    assert_eq!(b.propose(Guest::FetchTool, asked).await, "emitted");
+    let review = b.only_review().await;
+    assert!(review.tainted && review.needs_confirm_tainted);
+    assert!(
+        review
+            .origin
+            .taint_source
+            .as_deref()
+            .unwrap()
+            .contains("egress answer")
+    );
+    let error = b
+        .decide(&review, DecisionKind::ApproveProposal, false)
+        .await
+        .unwrap_err();
+    assert_eq!(error.rule(), "confirm_tainted");
+    b.decide(&review, DecisionKind::ApproveProposal, true)
+        .await
+        .unwrap();
+    let deployed = s.keep.tool(&s.alice, "reader").await.unwrap();
+    assert!(deployed.tainted && !deployed.taint_cleared);
+    assert_eq!(
+        serde_json::to_value(deployed.egress_mode).unwrap(),
+        "ask",
+        "a tainted tool asks"
+    );
+    // Its egress waits for the person even though its rule allows.
+    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let call = s.spawn_say(
+        &s.alice,
+        &session.id,
+        json!({"tool": {"name": "reader", "args": {"url": url}}}),
+    );
+    let approval = super::sessions::wait_for_approvals(&s.keep, &s.alice, 1).await;
+    s.keep.revoke_tool(&s.alice, "reader").await.unwrap();
+    let said = call.await.unwrap().unwrap();
+    assert!(said[0].contains("denied"), "{said:?}");
+    assert!(s.keep.approvals(&s.alice).await.unwrap().is_empty());
+    let journal = s.host.keep.journal(&s.host.operator).await.unwrap();
+    let refused = journal
+        .iter()
+        .find(|entry| entry.subject == format!("approval:{}", approval[0]))
+        .expect("the refusal is journaled");
+    assert_eq!(refused.detail["action"], "deny", "{:?}", refused.detail);
+    assert_eq!(refused.detail["by"], "revoked", "{:?}", refused.detail);
+    // Answered already: the person's answer finds nothing waiting.
+    let error = s
+        .keep
+        .answer_approval(&s.alice, &approval[0], true, None)
+        .await
+        .unwrap_err();
+    assert_eq!(error.rule(), "not_found", "{error}");
+    assert_eq!(b.upstream.hits(), 1, "only the session's own read left");
+}
+
 #[tokio::test]
 async fn intake_holds_its_bounds_and_refuses_what_is_not_a_plain_proposal() {
     let b = Bench::start().await;
