@@ -528,7 +528,7 @@ fn percent_encoded(text: &str) -> String {
 
 /// `text` with every `%XX` escape decoded (invalid UTF-8 replaced).
 fn percent_decoded(text: &str) -> String {
-    String::from_utf8_lossy(&crate::egress::percent_decoded_bytes(text)).into_owned()
+    String::from_utf8_lossy(&imurun_core::percent_decoded_bytes(text)).into_owned()
 }
 
 /// Adds the forms of credential `value` to `secrets`, longest first.

@@ -404,30 +404,6 @@ pub fn path_within(path: &str, prefix: &str) -> bool {
         .is_some_and(|rest| rest.starts_with('/'))
 }
 
-/// `path` with every `%XX` escape decoded.
-pub(crate) fn percent_decoded_bytes(path: &str) -> Vec<u8> {
-    let bytes = path.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut index = 0;
-    while index < bytes.len() {
-        let escaped = (bytes[index] == b'%')
-            .then(|| path.get(index + 1..index + 3))
-            .flatten()
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(byte) => {
-                out.push(byte);
-                index += 3;
-            }
-            None => {
-                out.push(bytes[index]);
-                index += 1;
-            }
-        }
-    }
-    out
-}
-
 /// `path` in normal form, as servers commonly read it: escapes of characters that never need
 /// one (letters, digits, `-`, `.`, `_`, `~`) decoded, `;` parameters dropped from each
 /// segment, and runs of slashes merged. A path that differs from its normal form is refused.
@@ -493,7 +469,7 @@ fn check_path(path: &str) -> Result<(), Refusal> {
             ));
         }
     }
-    if std::str::from_utf8(&percent_decoded_bytes(path)).is_err() {
+    if std::str::from_utf8(&imurun_core::percent_decoded_bytes(path)).is_err() {
         return Err(Refusal::new(
             "path",
             format!("the path {path} does not decode to UTF-8 (an overlong or broken escape)"),

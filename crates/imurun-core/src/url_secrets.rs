@@ -44,7 +44,9 @@ pub fn url_password_spans(url: &str) -> Vec<Range<usize>> {
             let pair_end = url[at..end].find('&').map_or(end, |amp| at + amp);
             if let Some(eq) = url[at..pair_end].find('=') {
                 // A URL's reader decodes the name (`pass%77ord` is `password`): so does this.
-                let name = percent_decoded(&url[at..at + eq]).to_ascii_lowercase();
+                let name =
+                    String::from_utf8_lossy(&crate::percent_decoded_bytes(&url[at..at + eq]))
+                        .to_ascii_lowercase();
                 if PASSWORD_PARAMETERS.contains(&name.as_str()) && at + eq + 1 < pair_end {
                     spans.push(at + eq + 1..pair_end);
                 }
@@ -53,31 +55,6 @@ pub fn url_password_spans(url: &str) -> Vec<Range<usize>> {
         }
     }
     spans
-}
-
-/// `text` with its `%XX` escapes decoded (bytes that are not UTF-8 shown as U+FFFD).
-fn percent_decoded(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut decoded = Vec::with_capacity(bytes.len());
-    let mut at = 0;
-    while at < bytes.len() {
-        let escaped = (bytes[at] == b'%')
-            .then(|| text.get(at + 1..at + 3))
-            .flatten()
-            .filter(|hex| hex.bytes().all(|byte| byte.is_ascii_hexdigit()))
-            .and_then(|hex| u8::from_str_radix(hex, 16).ok());
-        match escaped {
-            Some(byte) => {
-                decoded.push(byte);
-                at += 3;
-            }
-            None => {
-                decoded.push(bytes[at]);
-                at += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&decoded).into_owned()
 }
 
 /// `url` with every password replaced by `***`.

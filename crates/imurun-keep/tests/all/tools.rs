@@ -668,9 +668,9 @@ async fn the_ceiling_clamps_what_deploys_and_the_review_says_what_it_dropped() {
     assert!(s.keep.session(&s.alice, &session.id).await.unwrap().tainted);
 }
 
-#[tokio::test]
-async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_clears_it() {
-    let b = Bench::start().await;
+/// A session that read from outside (tainted) proposes the fetch tool as `reader`; approved
+/// with the tainted confirm, it deploys asking. Its URL and the deployed tool.
+async fn tainted_reader(b: &Bench) -> (String, imurun_keep::service::ToolView) {
     let s = &b.s;
     let port = b.upstream.port;
     // The session reads from outside: tainted.
@@ -712,6 +712,14 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
         "ask",
         "a tainted tool asks"
     );
+    (url, deployed)
+}
+
+#[tokio::test]
+async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_clears_it() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    let (url, deployed) = tainted_reader(&b).await;
     // Its egress waits for the person even though its rule allows.
     let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
     let call = s.spawn_say(
@@ -796,46 +804,7 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
 async fn revoking_a_tool_refuses_its_uses_waiting_for_an_answer() {
     let b = Bench::start().await;
     let s = &b.s;
-    let port = b.upstream.port;
-    // The session reads from outside: tainted.
-    let url = format!("http://127.0.0.1:{port}/api/page");
-    s.say(
-        &s.alice,
-        &b.session,
-        json!({"fetch": {"method": "GET", "url": url}}),
-    )
-    .await;
-    let asked = tool(
-        "reader",
-        1,
-        json!({"egress": {"mode": "allow", "rules": [local(port, &["GET"], "/api")]}}),
-    );
-    assert_eq!(b.propose(Guest::FetchTool, asked).await, "emitted");
-    let review = b.only_review().await;
-    assert!(review.tainted && review.needs_confirm_tainted);
-    assert!(
-        review
-            .origin
-            .taint_source
-            .as_deref()
-            .unwrap()
-            .contains("egress answer")
-    );
-    let error = b
-        .decide(&review, DecisionKind::ApproveProposal, false)
-        .await
-        .unwrap_err();
-    assert_eq!(error.rule(), "confirm_tainted");
-    b.decide(&review, DecisionKind::ApproveProposal, true)
-        .await
-        .unwrap();
-    let deployed = s.keep.tool(&s.alice, "reader").await.unwrap();
-    assert!(deployed.tainted && !deployed.taint_cleared);
-    assert_eq!(
-        serde_json::to_value(deployed.egress_mode).unwrap(),
-        "ask",
-        "a tainted tool asks"
-    );
+    let (url, _) = tainted_reader(&b).await;
     // Its egress waits for the person even though its rule allows.
     let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
     let call = s.spawn_say(
