@@ -41,4 +41,4 @@ pub use tool::{
     Availability, BoxFuture, CallSource, Decision, Tool, ToolCall, ToolCategory, ToolContext,
     ToolOutput, ToolSpec,
 };
-pub use url_secrets::{url_password_spans, url_without_passwords};
+pub use url_secrets::{url_has_password, url_password_spans, url_without_passwords};

@@ -242,6 +242,16 @@ pub const NOTICE_AGE_MAX_MS: i64 = 60_000;
 /// characters), the time in milliseconds (at most 20 digits) and two separators.
 pub const NOTICE_SEAL_BYTES: usize = 128 + 20 + 2;
 
+/// Why a notice was not opened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NoticeRefused {
+    /// Not sealed by a host for this channel (or edited since).
+    Forged,
+    /// A host sealed it, more than [`NOTICE_AGE_MAX_MS`] from this host's clock: it came late
+    /// (this host was stalled or its clock is off), or it is a copy sent again.
+    Stale,
+}
+
 /// Seals and opens the notices hosts that share a PostgreSQL database send each other
 /// (`NOTIFY`): any role that can connect to the database can send one, so a host acts only on
 /// notices sealed with the host key every host holds (docs/keep/scaling.md).
@@ -273,18 +283,27 @@ impl NoticeSeal {
 
     /// The payload of a notice heard on `channel` at `now_ms`, if a host sealed it for this
     /// channel within [`NOTICE_AGE_MAX_MS`].
-    pub fn open<'a>(&self, channel: &str, notice: &'a str, now_ms: i64) -> Option<&'a str> {
-        let (seal, rest) = notice.split_once('.')?;
-        let (at, payload) = rest.split_once('.')?;
-        let at_ms: i64 = at.parse().ok()?;
-        if now_ms.abs_diff(at_ms) > NOTICE_AGE_MAX_MS.unsigned_abs() {
-            return None;
+    pub fn open<'a>(
+        &self,
+        channel: &str,
+        notice: &'a str,
+        now_ms: i64,
+    ) -> Result<&'a str, NoticeRefused> {
+        let (seal, rest) = notice.split_once('.').ok_or(NoticeRefused::Forged)?;
+        let (at, payload) = rest.split_once('.').ok_or(NoticeRefused::Forged)?;
+        // The time exactly as sealed: digits, no sign, no leading zeros.
+        let at_ms: i64 = at.parse().map_err(|_| NoticeRefused::Forged)?;
+        if at != at_ms.to_string() || seal.len() != 128 {
+            return Err(NoticeRefused::Forged);
         }
         self.host
             .public()
             .verify(&notice_message(channel, at_ms, payload), seal)
-            .ok()?;
-        Some(payload)
+            .map_err(|_| NoticeRefused::Forged)?;
+        if now_ms.abs_diff(at_ms) > NOTICE_AGE_MAX_MS.unsigned_abs() {
+            return Err(NoticeRefused::Stale);
+        }
+        Ok(payload)
     }
 }
 
@@ -296,34 +315,31 @@ mod tests {
     fn a_notice_opens_only_as_a_host_sealed_it_for_its_channel_and_while_fresh() {
         let seal = NoticeSeal::new(std::sync::Arc::new(KeyPair::generate().unwrap()));
         let now = 1_800_000_000_000;
-        let notice = seal.seal("events", "{\"u\":\"alice\"}", now);
-        assert!(notice.len() <= "{\"u\":\"alice\"}".len() + NOTICE_SEAL_BYTES);
-        assert_eq!(
-            seal.open("events", &notice, now + 1_000),
-            Some("{\"u\":\"alice\"}")
-        );
-        // Another channel, an edited payload or time, too old or too far ahead: dropped.
-        assert_eq!(seal.open("answers", &notice, now), None);
-        assert_eq!(
-            seal.open("events", &notice.replace("alice", "bob"), now),
-            None
-        );
+        let payload = "{\"u\":\"alice\"}";
+        let notice = seal.seal("events", payload, now);
+        assert!(notice.len() <= payload.len() + NOTICE_SEAL_BYTES);
+        assert_eq!(seal.open("events", &notice, now + 1_000), Ok(payload));
+        // Another channel, an edited payload or time (or its spelling): forged.
+        let forged = Err(NoticeRefused::Forged);
+        assert_eq!(seal.open("answers", &notice, now), forged);
+        let edited = notice.replace("alice", "bob");
+        assert_eq!(seal.open("events", &edited, now), forged);
         let (signature, _) = notice.split_once('.').unwrap();
-        let retimed = format!("{signature}.{}.{{\"u\":\"alice\"}}", now + 1);
-        assert_eq!(seal.open("events", &retimed, now), None);
-        assert_eq!(
-            seal.open("events", &notice, now + NOTICE_AGE_MAX_MS + 1),
-            None
-        );
-        assert_eq!(
-            seal.open("events", &notice, now - NOTICE_AGE_MAX_MS - 1),
-            None
-        );
+        for time in [format!("{}", now + 1), format!("0{now}"), format!("+{now}")] {
+            let retimed = format!("{signature}.{time}.{payload}");
+            assert_eq!(seal.open("events", &retimed, now), forged, "{time}");
+        }
+        // Sealed, but too old or too far ahead: stale.
+        let stale = Err(NoticeRefused::Stale);
+        let late = now + NOTICE_AGE_MAX_MS + 1;
+        assert_eq!(seal.open("events", &notice, late), stale);
+        let early = now - NOTICE_AGE_MAX_MS - 1;
+        assert_eq!(seal.open("events", &notice, early), stale);
         // Not a sealed notice at all, or sealed with another key.
-        for forged in ["{\"u\":\"alice\"}", "", "..", "x.1.y"] {
-            assert_eq!(seal.open("events", forged, now), None, "{forged}");
+        for text in [payload, "", "..", "x.1.y"] {
+            assert_eq!(seal.open("events", text, now), forged, "{text}");
         }
         let other = NoticeSeal::new(std::sync::Arc::new(KeyPair::generate().unwrap()));
-        assert_eq!(other.open("events", &notice, now), None);
+        assert_eq!(other.open("events", &notice, now), forged);
     }
 }

@@ -83,7 +83,7 @@ pub fn is_credential_env(name: &str) -> bool {
 /// (`scheme://user:password@host...`, such as a database URL or an authenticating proxy), or in
 /// a query parameter such as PostgreSQL's `?password=`.
 pub fn is_credential_url(value: &str) -> bool {
-    !imurun_core::url_password_spans(value.trim()).is_empty()
+    imurun_core::url_has_password(value.trim())
 }
 
 /// The variables of `vars` that are not credentials, in order: neither a credential-looking

@@ -17,7 +17,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use imurun_keep::cells::KeepEvents;
-use imurun_keep::seal::{NOTICE_SEAL_BYTES, NoticeSeal};
+use imurun_keep::seal::{NOTICE_SEAL_BYTES, NoticeRefused, NoticeSeal};
 use imurun_keep::service::{EGRESS_ANSWERS_CHANNEL, KeepService, now_ms};
 use imurun_store::{Heard, NOTIFY_PAYLOAD_BYTES_MAX, Store};
 use serde_json::{Value, json};
@@ -27,6 +27,14 @@ use crate::KeepHubs;
 
 /// The channel Keep's events cross hosts on.
 pub const KEEP_EVENTS_CHANNEL: &str = "imurun_keep_events";
+
+/// How often a host looks in the database for answers to the uses its cells wait on, whatever
+/// it heard: a notice that came late (a stalled host, clocks apart) or never came (a silent
+/// connection) is made up for within this.
+const ANSWER_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// At most one `stream.missed` for late notices within this, however many came late.
+const LATE_NOTICE_MISSED_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Events waiting to be sent to the other hosts; past this (the database is slow or gone)
 /// an event is not sent, and the other hosts are told they missed some.
@@ -135,23 +143,53 @@ pub async fn listen_to_other_hosts(
     };
     let host_id = keep.host_id().to_owned();
     let seal = keep.notice_seal();
+    let sweeping = keep.clone();
     tokio::spawn(async move {
+        let mut sweep = tokio::time::interval(ANSWER_SWEEP_EVERY);
+        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            sweep.tick().await;
+            if let Err(error) = sweeping.deliver_missed_answers().await {
+                tracing::warn!("answers from other hosts were not looked up: {error}");
+            }
+        }
+    });
+    tokio::spawn(async move {
+        let mut late_told: Option<std::time::Instant> = None;
         loop {
             match listener.next().await {
                 Heard::Notification { channel, payload } => {
-                    let Some(payload) = seal.open(&channel, &payload, now_ms()) else {
-                        tracing::debug!(%channel, "a notice not sealed by a host was dropped");
-                        continue;
-                    };
-                    if channel == EGRESS_ANSWERS_CHANNEL {
-                        if let Err(error) = keep.deliver_answer(payload).await {
-                            tracing::warn!(
-                                "an answer from another host was not delivered: {error}"
-                            );
+                    match seal.open(&channel, &payload, now_ms()) {
+                        Ok(payload) if channel == EGRESS_ANSWERS_CHANNEL => {
+                            if let Err(error) = keep.deliver_answer(payload).await {
+                                tracing::warn!(
+                                    "an answer from another host was not delivered: {error}"
+                                );
+                            }
                         }
-                    } else {
-                        heard_event(&hubs, &host_id, payload);
+                        Ok(payload) => heard_event(&hubs, &host_id, payload),
+                        // Sealed, but late: an event's streams reload (the answers' sweep
+                        // finds an answer).
+                        Err(NoticeRefused::Stale) => {
+                            if channel != EGRESS_ANSWERS_CHANNEL
+                                && late_told
+                                    .is_none_or(|told| told.elapsed() >= LATE_NOTICE_MISSED_EVERY)
+                            {
+                                tracing::warn!(
+                                    "a notice from another host came late (a stalled host, or \
+                                     clocks more than a minute apart): streams are told"
+                                );
+                                hubs.publish_all(missed_notice());
+                                late_told = Some(std::time::Instant::now());
+                            }
+                        }
+                        Err(NoticeRefused::Forged) => {
+                            tracing::debug!(%channel, "a notice not sealed by a host was dropped");
+                        }
                     }
+                    // Many notices at once (a flood from anyone who can reach the database)
+                    // never hold the runtime: each one lets the rest run.
+                    tokio::task::yield_now().await;
                 }
                 Heard::Missed => {
                     tracing::warn!(

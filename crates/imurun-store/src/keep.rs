@@ -477,10 +477,16 @@ impl KeepTx {
         if self.backend != crate::Backend::Postgres {
             return Ok(false);
         }
-        // A transaction-level try-lock on the claim's key: granted only when no session holds
-        // it, and let go when this write ends.
+        // Read from PostgreSQL's lock table, never by taking the lock: a probe that held it
+        // even for a moment could meet the host taking its claim again and make it think
+        // another host took its name. A 64-bit advisory key is listed as its high and low
+        // halves.
         Ok(sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
-            "SELECT pg_try_advisory_xact_lock(({}))",
+            "SELECT NOT EXISTS (SELECT 1 FROM pg_locks, (SELECT {} AS key) AS claim \
+             WHERE locktype = 'advisory' AND granted AND objsubid = 1 \
+             AND database = (SELECT oid FROM pg_database WHERE datname = current_database()) \
+             AND classid::bigint = ((claim.key >> 32) & 4294967295) \
+             AND objid::bigint = (claim.key & 4294967295))",
             crate::notify::HOST_CLAIM_KEY
         )))
         .bind(host_id)

@@ -132,10 +132,15 @@ async fn take_claim(url: &str, host_id: &str) -> Result<Option<sqlx::AnyConnecti
     }
 }
 
+/// How many times in a row the claim is found held by someone else before the name counts
+/// as lost: the old connection's server process may still be ending.
+const CLAIM_RETRIES: u32 = 5;
+
 /// Holds the claim on `host_id` until `released`: checks its connection every
-/// [`CLAIM_CHECK_EVERY`] and, when the connection is lost (the lock with it), takes the claim
-/// again on a new one as soon as the database answers. If another host took the name
-/// meanwhile, says so on `lost` and stops.
+/// [`CLAIM_CHECK_EVERY`] and, when the connection fails twice running (the lock may be gone
+/// with it), closes it and takes the claim again on a new one as soon as the database
+/// answers. If another host holds the name [`CLAIM_RETRIES`] times running, says so on `lost`
+/// and stops.
 async fn hold_claim(
     url: String,
     host_id: String,
@@ -152,14 +157,14 @@ async fn hold_claim(
             }
             () = tokio::time::sleep(CLAIM_CHECK_EVERY) => {}
         }
-        if sqlx::query("SELECT 1")
-            .execute(&mut connection)
-            .await
-            .is_ok()
-        {
+        // One failed check may be a cancelled statement on a sound connection: ask again.
+        if alive(&mut connection).await || alive(&mut connection).await {
             continue;
         }
         tracing::warn!(%host_id, "this host's claim on its name was lost with its connection");
+        // A connection that still holds the lock lets go of it as it closes.
+        let _ = tokio::time::timeout(CLAIM_CHECK_EVERY, connection.close()).await;
+        let mut held_elsewhere = 0;
         connection = loop {
             tokio::select! {
                 _ = &mut released => return,
@@ -171,17 +176,25 @@ async fn hold_claim(
                     break connection;
                 }
                 Ok(None) => {
-                    tracing::error!(
-                        %host_id,
-                        "another Keep host took this host's name while its claim was down"
-                    );
-                    let _ = lost.send(true);
-                    return;
+                    held_elsewhere += 1;
+                    if held_elsewhere >= CLAIM_RETRIES {
+                        tracing::error!(
+                            %host_id,
+                            "another Keep host took this host's name while its claim was down"
+                        );
+                        let _ = lost.send(true);
+                        return;
+                    }
                 }
-                Err(_) => {}
+                Err(_) => held_elsewhere = 0,
             }
         };
     }
+}
+
+/// Whether `connection` answers.
+async fn alive(connection: &mut sqlx::AnyConnection) -> bool {
+    sqlx::query("SELECT 1").execute(connection).await.is_ok()
 }
 
 impl Store {

@@ -96,6 +96,17 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
             .claim_host(&host_id)
             .await
             .context("claiming this host's name among the hosts on the database")?;
+        // At once: another host may answer a use of this name's last run until then.
+        let forgotten = service
+            .forget_waits_of_before()
+            .await
+            .context("forgetting the egress uses this host's cells waited on before it started")?;
+        if forgotten > 0 {
+            tracing::info!(
+                forgotten,
+                "egress uses left waiting by this host's last run were forgotten"
+            );
+        }
         // Hosts that share a PostgreSQL database tell each other their events (SQLite: one
         // host, the hubs alone).
         let events: Arc<dyn imurun_keep::cells::KeepEvents> =
@@ -110,16 +121,6 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
                 Arc::new(keep_events.clone())
             };
         let service = with_cells(service, config, events, &slot, addr.port())?;
-        let forgotten = service
-            .forget_waits_of_before()
-            .await
-            .context("forgetting the egress uses this host's cells waited on before it started")?;
-        if forgotten > 0 {
-            tracing::info!(
-                forgotten,
-                "egress uses left waiting by this host's last run were forgotten"
-            );
-        }
         if imurun_server::listen_to_other_hosts(&wiring.store, service.clone(), keep_events.clone())
             .await
             .context("listening to the other Keep hosts through the database")?
