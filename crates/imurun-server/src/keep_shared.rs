@@ -33,8 +33,15 @@ pub const KEEP_EVENTS_CHANNEL: &str = "imurun_keep_events";
 /// connection) is made up for within this.
 const ANSWER_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(2);
 
-/// At most one `stream.missed` for late notices within this, however many came late.
+/// At most one `stream.missed` for late or unread notices within this, however many.
 const LATE_NOTICE_MISSED_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// The most notices a host opens (checks the seal of) in one second. People's events come far
+/// slower; past this (a flood from anyone who can reach the database) the rest of the second's
+/// notices are dropped unread, streams are told they missed events, and answers are found by
+/// the 2-second look in the database: a flood costs a bounded share of one core and drains as
+/// fast as it arrives.
+const NOTICES_PER_SECOND_MAX: u32 = 2_000;
 
 /// Events waiting to be sent to the other hosts; past this (the database is slow or gone)
 /// an event is not sent, and the other hosts are told they missed some.
@@ -156,9 +163,28 @@ pub async fn listen_to_other_hosts(
     });
     tokio::spawn(async move {
         let mut late_told: Option<std::time::Instant> = None;
+        let mut tell_missed = |hubs: &KeepHubs, why: &str| {
+            if late_told.is_none_or(|told| told.elapsed() >= LATE_NOTICE_MISSED_EVERY) {
+                tracing::warn!("{why}: streams are told they may have missed events");
+                hubs.publish_all(missed_notice());
+                late_told = Some(std::time::Instant::now());
+            }
+        };
+        let (mut second, mut opened) = (std::time::Instant::now(), 0_u32);
         loop {
             match listener.next().await {
                 Heard::Notification { channel, payload } => {
+                    if second.elapsed() >= std::time::Duration::from_secs(1) {
+                        (second, opened) = (std::time::Instant::now(), 0);
+                    }
+                    opened += 1;
+                    if opened > NOTICES_PER_SECOND_MAX {
+                        if opened == NOTICES_PER_SECOND_MAX + 1 {
+                            tell_missed(&hubs, "more notices came than a host opens in a second");
+                        }
+                        tokio::task::yield_now().await;
+                        continue;
+                    }
                     match seal.open(&channel, &payload, now_ms()) {
                         Ok(payload) if channel == EGRESS_ANSWERS_CHANNEL => {
                             if let Err(error) = keep.deliver_answer(payload).await {
@@ -171,16 +197,12 @@ pub async fn listen_to_other_hosts(
                         // Sealed, but late: an event's streams reload (the answers' sweep
                         // finds an answer).
                         Err(NoticeRefused::Stale) => {
-                            if channel != EGRESS_ANSWERS_CHANNEL
-                                && late_told
-                                    .is_none_or(|told| told.elapsed() >= LATE_NOTICE_MISSED_EVERY)
-                            {
-                                tracing::warn!(
+                            if channel != EGRESS_ANSWERS_CHANNEL {
+                                tell_missed(
+                                    &hubs,
                                     "a notice from another host came late (a stalled host, or \
-                                     clocks more than a minute apart): streams are told"
+                                     clocks more than a minute apart)",
                                 );
-                                hubs.publish_all(missed_notice());
-                                late_told = Some(std::time::Instant::now());
                             }
                         }
                         Err(NoticeRefused::Forged) => {

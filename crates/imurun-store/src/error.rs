@@ -104,7 +104,8 @@ impl StoreError {
     }
 
     /// Whether the error says the database could not be reached (down, unreachable, every
-    /// connection busy past the wait), rather than that the request itself was refused. Callers
+    /// connection busy past the wait, SQLite's file held by another writer past the busy
+    /// timeout), rather than that the request itself was refused. Callers
     /// answer these "try again later".
     pub fn is_unavailable(&self) -> bool {
         let source = match self {
@@ -121,6 +122,18 @@ impl StoreError {
             // PostgreSQL's class 08 (connection exception), 57P (operator intervention: the
             // server shutting down, crashed, or not yet accepting connections) and 55P03 (a
             // lock not granted within `lock_timeout`: another host holds Keep's write lock).
+            // SQLite's BUSY and LOCKED (and their extended codes): another writer held the
+            // file past the busy timeout.
+            sqlx::Error::Database(error)
+                if error
+                    .try_downcast_ref::<sqlx::sqlite::SqliteError>()
+                    .is_some() =>
+            {
+                error
+                    .code()
+                    .and_then(|code| code.parse::<i64>().ok())
+                    .is_some_and(|code| matches!(code & 0xff, 5 | 6))
+            }
             sqlx::Error::Database(error) => error.code().is_some_and(|code| {
                 code.starts_with("08") || code.starts_with("57P") || code == "55P03"
             }),

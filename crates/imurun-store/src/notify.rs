@@ -170,7 +170,10 @@ async fn hold_claim(
                 _ = &mut released => return,
                 () = tokio::time::sleep(CLAIM_CHECK_EVERY) => {}
             }
-            match take_claim(&url, &host_id).await {
+            let taken = tokio::time::timeout(CLAIM_CHECK_EVERY * 5, take_claim(&url, &host_id))
+                .await
+                .unwrap_or(Err(StoreError::Query(sqlx::Error::PoolTimedOut)));
+            match taken {
                 Ok(Some(connection)) => {
                     tracing::info!(%host_id, "this host's claim on its name is held again");
                     break connection;
@@ -192,9 +195,17 @@ async fn hold_claim(
     }
 }
 
-/// Whether `connection` answers.
+/// Whether `connection` answers within [`CLAIM_CHECK_EVERY`]: a connection gone silent (a
+/// partition, a stalled proxy) counts as lost rather than hold the check forever.
 async fn alive(connection: &mut sqlx::AnyConnection) -> bool {
-    sqlx::query("SELECT 1").execute(connection).await.is_ok()
+    matches!(
+        tokio::time::timeout(
+            CLAIM_CHECK_EVERY,
+            sqlx::query("SELECT 1").execute(connection)
+        )
+        .await,
+        Ok(Ok(_))
+    )
 }
 
 impl Store {

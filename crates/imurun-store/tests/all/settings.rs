@@ -170,3 +170,25 @@ async fn the_table_holds_at_most_settings_max_rows() {
         Some(json!("replaced"))
     );
 }
+
+/// A write that waits past the busy timeout for another writer holding the file is "the
+/// database is busy, try again" (a 503 at the server), never a failure of the request.
+#[tokio::test]
+async fn a_write_kept_waiting_by_another_writer_is_unavailable_not_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("imurun.db");
+    let store = Store::open(&path).await.unwrap();
+    let other = Store::open(&path).await.unwrap();
+    // The other opener holds SQLite's write lock (Keep's write lock is taken first thing).
+    let held = other.keep_begin().await.unwrap();
+    let error = store
+        .set_setting("agent.maxSteps", &json!(3))
+        .await
+        .expect_err("the file is held by another writer");
+    assert!(error.is_unavailable(), "{error:?}");
+    drop(held);
+    store
+        .set_setting("agent.maxSteps", &json!(3))
+        .await
+        .unwrap();
+}

@@ -196,34 +196,28 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
             }
         })
     };
-    let (name_lost, lost) = tokio::sync::oneshot::channel();
-    let shutdown = async move {
-        let name_taken = async {
-            match host_claim.as_mut() {
-                Some(claim) => claim.lost().await,
-                None => std::future::pending().await,
-            }
-        };
-        tokio::select! {
-            () = shutdown_signal() => tracing::info!("shutting down"),
-            () = name_taken => {
-                let _ = name_lost.send(());
-            }
-        }
-        drop(host_claim);
+    // A host whose name another host took (while its claim was down) stops at once, cells
+    // and all: its cells' waits are the other host's now, and a graceful shutdown would let
+    // them run on beside it.
+    if let Some(mut claim) = host_claim {
+        tokio::spawn(async move {
+            claim.lost().await;
+            tracing::error!(
+                "another Keep host took this host's name while its claim on the database was \
+                 down (the database restarted or the connection was lost): two hosts must not \
+                 share a name (keep.host_id); this host stops now"
+            );
+            std::process::exit(3);
+        });
+    }
+    let shutdown = async {
+        shutdown_signal().await;
+        tracing::info!("shutting down");
     };
     let served = imurun_server::serve(listener, state, shutdown).await;
     loader.abort();
     wiring.close().await?;
-    served.context("serving")?;
-    if lost.await.is_ok() {
-        anyhow::bail!(
-            "another Keep host took this host's name while its claim on the database was \
-             down (the database restarted or the connection was lost): two hosts must not \
-             share a name (keep.host_id); this host stopped"
-        );
-    }
-    Ok(())
+    served.context("serving")
 }
 
 /// Ctrl-C, or SIGTERM (a service manager, `kill`): either ends the server cleanly, so MCP

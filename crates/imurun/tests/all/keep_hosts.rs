@@ -457,3 +457,40 @@ fn a_tool_approved_and_revoked_on_one_host_is_deployed_and_refused_on_the_other(
     let verified = hosts.imurun(&["keep", "journal", "verify"]);
     assert!(verified["first_bad"].is_null(), "{verified}");
 }
+
+/// A host whose name another host took while its claim was down (its connection to the
+/// database ended, as a restart ends it) stops at once, cells and all, rather than run beside
+/// the other under one name; the hosts that kept their names serve on.
+#[test]
+fn a_host_whose_name_was_taken_while_its_claim_was_down_stops() {
+    let database = TestDatabase::create();
+    let hosts = Hosts::start(database.url(), &[]);
+    let (_home, mut c) = hosts.another(&[("IMURUN_KEEP_HOST_ID", "web-c:1")]);
+    database.sql(
+        "SELECT count(pg_terminate_backend(pid)) FROM pg_locks WHERE locktype = 'advisory' \
+         AND database = (SELECT oid FROM pg_database WHERE datname = current_database())",
+    );
+    let runtime = tokio::runtime::Runtime::new().unwrap();
+    let _taken = runtime.block_on(async {
+        let store = imurun_store::Store::open_url(database.url()).await.unwrap();
+        let deadline = Instant::now() + SEEN_WITHIN;
+        loop {
+            if let Ok(Some(claim)) = store.claim_host("web-c:1").await {
+                break claim;
+            }
+            assert!(Instant::now() < deadline, "the name was never free");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    });
+    let status = c
+        .exit_within(Duration::from_secs(30))
+        .expect("the host whose name was taken stops");
+    assert_eq!(status.code(), Some(3), "{status}");
+    for host in [&hosts.a, &hosts.b] {
+        expect(
+            host.request(Some(&hosts.operator), "GET", "/v1/vault", None),
+            200,
+            "a host that kept its name serves on",
+        );
+    }
+}

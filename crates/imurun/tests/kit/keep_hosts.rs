@@ -128,6 +128,22 @@ impl Host {
     }
 }
 
+impl Host {
+    /// How the host ended, if it did within `within`.
+    pub(crate) fn exit_within(&mut self, within: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return Some(status);
+            }
+            if Instant::now() >= deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
 impl Drop for Host {
     fn drop(&mut self) {
         let _ = self.child.kill();
@@ -175,6 +191,19 @@ impl Hosts {
             b,
             operator,
         }
+    }
+
+    /// One more host on the database, with a home of its own holding a copy of the Keep
+    /// folder, started with `envs` besides: its home and the host.
+    pub(crate) fn another(&self, envs: &[(&str, &str)]) -> (tempfile::TempDir, Host) {
+        let home = tempfile::tempdir().unwrap();
+        copy_folder(&self.home_a.path().join("keep"), &home.path().join("keep"));
+        let model = format!(
+            "scripted:{}",
+            self.home_a.path().join("script.json").display()
+        );
+        let host = Host::start(home.path(), &self.url, &model, envs);
+        (home, host)
     }
 
     /// Runs `imurun` at host A.
@@ -294,7 +323,7 @@ pub(crate) fn base64(bytes: &[u8]) -> String {
     base64::engine::general_purpose::STANDARD.encode(bytes)
 }
 
-fn copy_folder(from: &Path, to: &Path) {
+pub(crate) fn copy_folder(from: &Path, to: &Path) {
     std::fs::create_dir_all(to).unwrap();
     for entry in std::fs::read_dir(from).unwrap() {
         let entry = entry.unwrap();
