@@ -14,6 +14,10 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 #[path = "../tests/kit/keep_hosts.rs"]
+#[expect(
+    dead_code,
+    reason = "the kit serves the tests too: the bench uses part of it"
+)]
 mod kit;
 
 use std::time::Instant;
