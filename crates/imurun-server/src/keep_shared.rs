@@ -164,11 +164,13 @@ pub async fn listen_to_other_hosts(
     tokio::spawn(async move {
         let mut late_told: Option<std::time::Instant> = None;
         let mut tell_missed = |hubs: &KeepHubs, why: &str| {
-            if late_told.is_none_or(|told| told.elapsed() >= LATE_NOTICE_MISSED_EVERY) {
+            let tell = late_told.is_none_or(|told| told.elapsed() >= LATE_NOTICE_MISSED_EVERY);
+            if tell {
                 tracing::warn!("{why}: streams are told they may have missed events");
                 hubs.publish_all(missed_notice());
                 late_told = Some(std::time::Instant::now());
             }
+            tell
         };
         let (mut second, mut opened) = (std::time::Instant::now(), 0_u32);
         loop {
@@ -179,10 +181,14 @@ pub async fn listen_to_other_hosts(
                     }
                     opened += 1;
                     if opened > NOTICES_PER_SECOND_MAX {
-                        if opened == NOTICES_PER_SECOND_MAX + 1 {
-                            tell_missed(&hubs, "more notices came than a host opens in a second");
-                        }
-                        tokio::task::yield_now().await;
+                        // A flood: what is queued for this host is let go of unread (it may be
+                        // gigabytes), and the connection made anew (heard as `Missed`).
+                        tracing::warn!(
+                            "more notices came than a host opens in a second: those queued are \
+                             dropped unread"
+                        );
+                        listener.drop_backlog();
+                        (second, opened) = (std::time::Instant::now(), 0);
                         continue;
                     }
                     match seal.open(&channel, &payload, now_ms()) {
@@ -196,13 +202,15 @@ pub async fn listen_to_other_hosts(
                         Ok(payload) => heard_event(&hubs, &host_id, payload),
                         // Sealed, but late: an event's streams reload (the answers' sweep
                         // finds an answer).
+                        // Late: what is queued behind it is likely late too (a backlog), so it
+                        // is let go of as after a flood, at most every 5 seconds.
                         Err(NoticeRefused::Stale) => {
-                            if channel != EGRESS_ANSWERS_CHANNEL {
-                                tell_missed(
-                                    &hubs,
-                                    "a notice from another host came late (a stalled host, or \
-                                     clocks more than a minute apart)",
-                                );
+                            if tell_missed(
+                                &hubs,
+                                "a notice from another host came late (a stalled host, a \
+                                 backlog, or clocks more than a minute apart)",
+                            ) {
+                                listener.drop_backlog();
                             }
                         }
                         Err(NoticeRefused::Forged) => {

@@ -112,11 +112,20 @@ impl HostClaim {
     }
 }
 
+/// A claim's connection and its server process's id.
+struct Held {
+    connection: sqlx::AnyConnection,
+    backend_pid: i32,
+}
+
 /// Takes the claim on `host_id` on a connection of its own: the connection, or `None` when
 /// another host holds the name.
-async fn take_claim(url: &str, host_id: &str) -> Result<Option<sqlx::AnyConnection>, StoreError> {
+async fn take_claim(url: &str, host_id: &str) -> Result<Option<Held>, StoreError> {
     use sqlx::Connection;
     let mut connection = sqlx::AnyConnection::connect(url).await?;
+    let backend_pid: i32 = sqlx::query_scalar("SELECT pg_backend_pid()")
+        .fetch_one(&mut connection)
+        .await?;
     let claimed: bool = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
         "SELECT pg_try_advisory_lock(({}))",
         HOST_CLAIM_KEY
@@ -125,7 +134,10 @@ async fn take_claim(url: &str, host_id: &str) -> Result<Option<sqlx::AnyConnecti
     .fetch_one(&mut connection)
     .await?;
     if claimed {
-        Ok(Some(connection))
+        Ok(Some(Held {
+            connection,
+            backend_pid,
+        }))
     } else {
         let _ = connection.close().await;
         Ok(None)
@@ -144,7 +156,7 @@ const CLAIM_RETRIES: u32 = 5;
 async fn hold_claim(
     url: String,
     host_id: String,
-    mut connection: sqlx::AnyConnection,
+    mut held: Held,
     mut released: tokio::sync::oneshot::Receiver<()>,
     lost: tokio::sync::watch::Sender<bool>,
 ) {
@@ -152,20 +164,21 @@ async fn hold_claim(
     loop {
         tokio::select! {
             _ = &mut released => {
-                let _ = connection.close().await;
+                let _ = held.connection.close().await;
                 return;
             }
             () = tokio::time::sleep(CLAIM_CHECK_EVERY) => {}
         }
         // One failed check may be a cancelled statement on a sound connection: ask again.
-        if alive(&mut connection).await || alive(&mut connection).await {
+        if alive(&mut held.connection).await || alive(&mut held.connection).await {
             continue;
         }
         tracing::warn!(%host_id, "this host's claim on its name was lost with its connection");
         // A connection that still holds the lock lets go of it as it closes.
-        let _ = tokio::time::timeout(CLAIM_CHECK_EVERY, connection.close()).await;
+        let old_pid = held.backend_pid;
+        let _ = tokio::time::timeout(CLAIM_CHECK_EVERY, held.connection.close()).await;
         let mut held_elsewhere = 0;
-        connection = loop {
+        held = loop {
             tokio::select! {
                 _ = &mut released => return,
                 () = tokio::time::sleep(CLAIM_CHECK_EVERY) => {}
@@ -174,10 +187,13 @@ async fn hold_claim(
                 .await
                 .unwrap_or(Err(StoreError::Query(sqlx::Error::PoolTimedOut)));
             match taken {
-                Ok(Some(connection)) => {
+                Ok(Some(held)) => {
                     tracing::info!(%host_id, "this host's claim on its name is held again");
-                    break connection;
+                    break held;
                 }
+                // The old connection's server process may still hold it (the connection went
+                // silent rather than closed): that one is ended, and the claim taken again.
+                Ok(None) if end_own_stale_claim(&url, &host_id, old_pid).await => {}
                 Ok(None) => {
                     held_elsewhere += 1;
                     if held_elsewhere >= CLAIM_RETRIES {
@@ -193,6 +209,38 @@ async fn hold_claim(
             }
         };
     }
+}
+
+/// Ends server process `pid` if it still holds `host_id`'s claim (this host's old claim
+/// connection, gone silent): whether it did.
+async fn end_own_stale_claim(url: &str, host_id: &str, pid: i32) -> bool {
+    use sqlx::Connection;
+    let ended = async {
+        let mut connection = sqlx::AnyConnection::connect(url).await.ok()?;
+        let ended: Option<bool> = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "SELECT pg_terminate_backend(pid) FROM pg_locks, (SELECT {HOST_CLAIM_KEY} AS key) \
+             AS claim WHERE pid = $2 AND locktype = 'advisory' AND granted AND objsubid = 1 \
+             AND classid::bigint = ((claim.key >> 32) & 4294967295) \
+             AND objid::bigint = (claim.key & 4294967295)"
+        )))
+        .bind(host_id)
+        .bind(pid)
+        .fetch_optional(&mut connection)
+        .await
+        .ok()
+        .flatten();
+        let _ = connection.close().await;
+        ended
+    };
+    let ended = tokio::time::timeout(CLAIM_CHECK_EVERY * 5, ended)
+        .await
+        .ok()
+        .flatten()
+        .unwrap_or(false);
+    if ended {
+        tracing::warn!(%host_id, pid, "this host's old claim connection was ended");
+    }
+    ended
 }
 
 /// Whether `connection` answers within [`CLAIM_CHECK_EVERY`]: a connection gone silent (a
@@ -219,7 +267,7 @@ impl Store {
         if self.backend() != Backend::Postgres {
             return Ok(None);
         }
-        let Some(connection) = take_claim(self.url(), host_id).await? else {
+        let Some(held) = take_claim(self.url(), host_id).await? else {
             return Err(StoreError::HostTaken {
                 host_id: host_id.to_owned(),
             });
@@ -229,7 +277,7 @@ impl Store {
         let holder = tokio::spawn(hold_claim(
             self.url().to_owned(),
             host_id.to_owned(),
-            connection,
+            held,
             released,
             lost_sender,
         ));
@@ -263,6 +311,12 @@ impl Listener {
             .await?;
         self.listener = Some(listener);
         Ok(())
+    }
+
+    /// Lets go of the connection and what it holds unread (a backlog, a flood): the next
+    /// [`Listener::next`] connects anew and says [`Heard::Missed`].
+    pub fn drop_backlog(&mut self) {
+        self.listener = None;
     }
 
     /// The next thing heard. While the database cannot be reached it keeps trying (every
