@@ -37,10 +37,10 @@ const ANSWER_SWEEP_EVERY: std::time::Duration = std::time::Duration::from_secs(2
 const LATE_NOTICE_MISSED_EVERY: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// The most notices a host opens (checks the seal of) in one second. People's events come far
-/// slower; past this (a flood from anyone who can reach the database) the rest of the second's
-/// notices are dropped unread, streams are told they missed events, and answers are found by
-/// the 2-second look in the database: a flood costs a bounded share of one core and drains as
-/// fast as it arrives.
+/// slower; past this (a flood from anyone who can reach the database) everything queued for
+/// the host is dropped unread and the connection made anew (streams are told they missed
+/// events), and answers are found by the 2-second look in the database: a flood costs a
+/// bounded share of one core while it lasts, and no backlog after.
 const NOTICES_PER_SECOND_MAX: u32 = 2_000;
 
 /// Events waiting to be sent to the other hosts; past this (the database is slow or gone)
@@ -200,9 +200,8 @@ pub async fn listen_to_other_hosts(
                             }
                         }
                         Ok(payload) => heard_event(&hubs, &host_id, payload),
-                        // Sealed, but late: an event's streams reload (the answers' sweep
-                        // finds an answer).
-                        // Late: what is queued behind it is likely late too (a backlog), so it
+                        // Sealed, but late: streams reload (the answers' sweep finds an
+                        // answer), and what is queued behind it, likely late too (a backlog),
                         // is let go of as after a flood, at most every 5 seconds.
                         Err(NoticeRefused::Stale) => {
                             if tell_missed(
