@@ -32,10 +32,11 @@ fn load(n_ctx: u32, reuse: bool, slots_max: usize, bytes_max: usize) -> Embedded
 fn fresh(n_ctx: u32) -> &'static EmbeddedModel {
     static FRESH_1024: OnceLock<EmbeddedModel> = OnceLock::new();
     static FRESH_512: OnceLock<EmbeddedModel> = OnceLock::new();
-    let cell = if n_ctx == 512 {
-        &FRESH_512
-    } else {
-        &FRESH_1024
+    static FRESH_2048: OnceLock<EmbeddedModel> = OnceLock::new();
+    let cell = match n_ctx {
+        512 => &FRESH_512,
+        2048 => &FRESH_2048,
+        _ => &FRESH_1024,
     };
     cell.get_or_init(|| load(n_ctx, false, 0, 0))
 }
@@ -304,6 +305,77 @@ async fn a_full_context_ends_the_reply_and_reuse_after_it_is_correct() {
     // And another conversation after it.
     let other = [system(), opening("a film club", "Can we borrow films?")];
     check(&cached, fresh, &request(&other, STEP_TOKENS)).await;
+}
+
+/// Notes of about `tokens` tokens, each sentence numbered so no two are the same.
+fn notes(cached: &EmbeddedModel, tokens: usize) -> String {
+    let mut notes = String::from("My notes from the library's open day: ");
+    let mut sentence = 1;
+    while cached.count_tokens(&[Message::user(notes.clone())]) < tokens {
+        notes.push_str(&format!(
+            "note {sentence}: the shelf by window {sentence} holds atlases and old maps; "
+        ));
+        sentence += 1;
+    }
+    notes
+}
+
+/// The engine evaluates a prompt in batches of at most 512 tokens. Reuse past the first
+/// batch — a kept start that ends inside a later batch, a new part longer than a batch that
+/// starts at an unaligned position, and a start shared up to the middle of the second batch —
+/// writes what a fresh evaluation writes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reuse_past_the_first_batch_writes_what_a_fresh_evaluation_writes() {
+    const BATCH: usize = 512;
+    let cached = load(2048, true, 2, 128 * 1024 * 1024);
+    let fresh = fresh(2048);
+    let first_notes = notes(&cached, 1100);
+    let mut session = Session(vec![
+        system(),
+        Message::user(format!("{first_notes}Which shelf holds the atlases?")),
+    ]);
+    let opening_tokens = cached.count_tokens(&session.0);
+    assert!(opening_tokens > 2 * BATCH, "{opening_tokens} tokens");
+    assert_eq!(
+        session.step(&cached, fresh).await.prompt_source,
+        PromptSource::Evaluated
+    );
+
+    // A question longer than a batch: the kept start ends past two batches, and the new
+    // part is evaluated in two batches from there.
+    let second_notes = notes(&cached, 600);
+    session.ask(&format!("{second_notes}And which one holds the maps?"));
+    let next = session.step(&cached, fresh).await;
+    assert_eq!(next.prompt_source, PromptSource::Kept);
+    assert!(next.reused_prompt_tokens >= opening_tokens, "{next:?}");
+    assert!(
+        next.prompt_tokens - next.reused_prompt_tokens > BATCH,
+        "{next:?}"
+    );
+
+    // A prompt that shares the start only up to the middle of the second batch.
+    let cut = first_notes
+        .char_indices()
+        .filter(|(_, c)| *c == ';')
+        .map(|(at, _)| at)
+        .find(|&at| {
+            let start = [system(), Message::user(first_notes[..at].to_owned())];
+            cached.count_tokens(&start) > BATCH + BATCH / 2
+        })
+        .unwrap();
+    let other = [
+        system(),
+        Message::user(format!(
+            "{} Which shelf is the oldest?",
+            &first_notes[..cut]
+        )),
+    ];
+    let shared = check(&cached, fresh, &request(&other, STEP_TOKENS)).await;
+    assert_eq!(shared.prompt_source, PromptSource::Kept);
+    assert!(
+        shared.reused_prompt_tokens > BATCH && shared.reused_prompt_tokens < 2 * BATCH,
+        "{shared:?}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
