@@ -121,9 +121,34 @@ fn gbnf<'c>(
     // end of the reply can follow, so nothing is invented after calls.
     let call = format!("\"{TOOL_CALL_MARKER}\\n\" root \"\\n```\"");
     let (more_min, more_max) = (calls_min - 1, GRAMMAR_CALLS_MAX - 1);
+    let object_grammar = without_placeholder_strings(&object_grammar);
     Ok(format!(
         "{ROOT_RULE} ::= {call} (\"\\n\" \"\\n\"? {call}){{{more_min},{more_max}}}\n{object_grammar}"
     ))
+}
+
+/// The converter's rule for a string of any length.
+const STRING_RULE: &str = r#"string ::= "\"" char* "\"""#;
+
+/// A string that does not start with `..` or `…`: a small model copies a worked example's
+/// placeholder (`"..."`) as a value when it finds none in the question, and the grammar
+/// makes it write one. (`.env` and `.5` are still strings.)
+const STRING_RULE_WITHOUT_PLACEHOLDER: &str = concat!(
+    r#"string ::= "\"" ( string-first char* | "." ( string-first char* )? )? "\"""#,
+    "\n",
+    r#"string-first ::= [^".\u2026\\\x7F\x00-\x1F] | [\\] (["\\bfnrt] | "u" [0-9a-fA-F]{4})"#,
+);
+
+/// `grammar` with its plain string rule replaced by `STRING_RULE_WITHOUT_PLACEHOLDER`.
+fn without_placeholder_strings(grammar: &str) -> String {
+    grammar
+        .lines()
+        .map(|line| match line.strip_prefix(STRING_RULE) {
+            Some(rest) => format!("{STRING_RULE_WITHOUT_PLACEHOLDER}{rest}"),
+            None => line.to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// A tool's parameters as the grammar constrains them: an object schema. A tool without

@@ -374,3 +374,60 @@ fn the_chooser_picks_what_llama_cpps_sampler_chain_picks() {
         "no token was chosen after a closed call: the penalty's return went unchecked"
     );
 }
+
+/// A string value in a call never starts with a placeholder (`...`, `…`): the grammar
+/// refuses its first token, while any other string (`.env`, `.`, an empty one) goes through.
+#[test]
+fn a_called_string_never_starts_with_a_placeholder() {
+    use imurun_core::{ToolIndex, ToolSpec};
+    use llama_cpp_2::sampling::LlamaSampler;
+    use llama_cpp_2::token::data::LlamaTokenData;
+    use llama_cpp_2::token::data_array::LlamaTokenDataArray;
+
+    use super::ToolCallGrammar;
+
+    let embedded = load(false);
+    let model = &embedded.shared.model;
+    let index = ToolIndex::offering([ToolSpec {
+        name: "lawyer.find_nearby".into(),
+        description: "Lawyers near a city.".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"city": {"type": "string"}, "fields": {"type": "array", "items": {"type": "string"}}},
+            "required": ["city"],
+        }),
+    }]);
+    let grammar = ToolCallGrammar::from_index(&index).unwrap();
+    // Whether the grammar takes every token of `written`, one after the other.
+    let takes = |written: &str| -> bool {
+        let mut sampler =
+            LlamaSampler::grammar(model, grammar.gbnf(), ToolCallGrammar::root_rule()).unwrap();
+        for token in model.vocab().tokenize(written.as_bytes(), false, false) {
+            let mut one =
+                LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
+            one.apply_sampler(&mut sampler);
+            if one
+                .data
+                .first()
+                .is_none_or(|data| data.logit() == f32::NEG_INFINITY)
+            {
+                return false;
+            }
+            sampler.accept(token);
+        }
+        true
+    };
+    let call = |city: &str| {
+        format!(
+            "```tool\n{{\"name\": \"lawyer.find_nearby\", \"args\": {{\"city\": \"{city}\"}}}}\n```"
+        )
+    };
+    for city in ["Chicago", ".env", ".", "", "St. Louis..."] {
+        assert!(takes(&call(city)), "{city:?} was refused");
+    }
+    for city in ["...", "..", "…", "… Chicago"] {
+        assert!(!takes(&call(city)), "{city:?} was taken");
+    }
+    let listed = "```tool\n{\"name\": \"lawyer.find_nearby\", \"args\": {\"city\": \"Chicago\", \"fields\": [\"...\"]}}\n```";
+    assert!(!takes(listed), "a placeholder in a list was taken");
+}
