@@ -76,7 +76,9 @@ const BEST_NAME_WORDS_MIN: usize = 2;
 /// of those named (the reply is started as a call, and the call grammar keeps it to them),
 /// and a call per case when it asks for the same thing several times ("... and 15 minutes
 /// respectively", "then repeat with"); imurun's own tools stay callable. Otherwise, when
-/// exactly one offered tool that is not imurun's own has two or more words of its name in the
+/// the question describes one of several offered tools that are not imurun's own
+/// (`described_tool`), a call (if the model writes one) names that tool or one of imurun's
+/// own. Otherwise, when exactly one offered tool that is not imurun's own has two or more words of its name in the
 /// question and more than any other, a call (if the model writes one) names that tool or one
 /// of imurun's own: with several tools on offer a
 /// small model picks a neighbour (`math.gcd` for "the least common multiple").
@@ -96,6 +98,15 @@ pub(crate) fn call_shape(question: &str, index: &ToolIndex) -> Option<CallShape>
         });
     }
     let asked = words(question);
+    let own: Vec<&IndexedTool> = index.offered().filter(|tool| !builtin(tool)).collect();
+    if own.len() > 1
+        && let Some(described) = described_tool(&asked, &own)
+    {
+        return Some(CallShape {
+            tools: std::iter::once(described).chain(builtins()).collect(),
+            calls_min: 1,
+        });
+    }
     let mut scored: Vec<(usize, &str)> = index
         .offered()
         .filter(|tool| !builtin(tool))
@@ -134,6 +145,115 @@ pub(crate) fn named_tools<'t>(
         })
         .map(|tool| tool.spec.name.clone())
         .collect()
+}
+
+/// The fewest words of a tool's name and description together a question must hold for the
+/// tool to count as described by it (one of them from the name).
+const DESCRIBED_WORDS_MIN: usize = 3;
+
+/// Words of descriptions that say nothing about what a tool is for.
+const DESCRIPTION_COMMON: &[&str] = &[
+    "the",
+    "and",
+    "for",
+    "with",
+    "from",
+    "that",
+    "this",
+    "which",
+    "its",
+    "are",
+    "any",
+    "all",
+    "each",
+    "into",
+    "given",
+    "based",
+    "specific",
+    "specified",
+    "provided",
+    "using",
+    "use",
+    "certain",
+    "number",
+    "value",
+    "values",
+    "list",
+    "information",
+    "details",
+    "default",
+    "optional",
+    "returns",
+    "return",
+    "about",
+    "other",
+    "such",
+    "can",
+    "will",
+    "one",
+    "two",
+    "also",
+    "their",
+    "them",
+    "than",
+    "then",
+    "there",
+    "what",
+    "when",
+    "where",
+    "how",
+    "who",
+    "you",
+    "your",
+    "not",
+    "has",
+    "have",
+    "was",
+    "were",
+    "been",
+    "being",
+    "per",
+];
+
+/// The one tool among `tools` whose name and description share the most words with
+/// `asked` (the question's words), when it shares at least one word of its name and
+/// `DESCRIBED_WORDS_MIN` in all, and no other tool shares as many: "the probability of
+/// getting exactly 5 heads in 10 tosses" describes `calc_binomial_probability` ("Calculates
+/// the binomial probability given the number of trials, successes and the probability of
+/// success on an individual trial"). A reading of words, never the model's.
+fn described_tool(asked: &[String], tools: &[&IndexedTool]) -> Option<String> {
+    let holds = |word: &str| asked.iter().any(|said| same_word(word, said));
+    let mut scored: Vec<(usize, usize, &str)> = tools
+        .iter()
+        .map(|tool| {
+            let name = name_words(&tool.spec.name);
+            let from_name: Vec<&String> = name.iter().filter(|word| holds(word)).collect();
+            let mut from_description: Vec<String> = words(&tool.spec.description)
+                .into_iter()
+                .filter(|word| word.chars().count() >= 3)
+                .filter(|word| !word.chars().all(|c| c.is_ascii_digit()))
+                .filter(|word| {
+                    !DESCRIPTION_COMMON.contains(&word.as_str())
+                        && !GENERIC.contains(&word.as_str())
+                })
+                .filter(|word| !from_name.iter().any(|named| same_word(named, word)))
+                .filter(|word| holds(word))
+                .collect();
+            from_description.sort_unstable();
+            from_description.dedup();
+            let mut distinct: Vec<&String> = from_name.clone();
+            distinct.dedup();
+            (
+                distinct.len(),
+                distinct.len() + from_description.len(),
+                tool.spec.name.as_str(),
+            )
+        })
+        .collect();
+    scored.sort_by_key(|(_, total, _)| std::cmp::Reverse(*total));
+    let &(from_name, total, name) = scored.first()?;
+    let unique = scored.get(1).is_none_or(|(_, next, _)| *next < total);
+    (from_name >= 1 && total >= DESCRIBED_WORDS_MIN && unique).then(|| name.to_owned())
 }
 
 /// The fewest content words a question has before a call can be judged unrelated to it.
@@ -333,6 +453,105 @@ mod tests {
         ];
         for (question, tools) in cases {
             assert!(names_an_offered_tool(question, &index(tools)), "{question}");
+        }
+    }
+
+    /// A tool with its description, offered beside one about something else.
+    fn described(tools: &[(&str, &str)]) -> ToolIndex {
+        ToolIndex::offering(
+            tools
+                .iter()
+                .chain([&("weather.forecast", "The weather forecast for a city.")])
+                .map(|(name, description)| {
+                    ToolSpec::new(*name, *description, json!({"type": "object"}))
+                })
+                .collect::<Vec<_>>(),
+        )
+    }
+
+    #[test]
+    fn a_question_that_describes_one_of_several_tools_keeps_a_call_to_it() {
+        type Case<'a> = (&'a str, &'a [(&'a str, &'a str)], &'a str);
+        let cases: &[Case] = &[
+            (
+                "What's the probability of rolling a six on a die twice in a row?",
+                &[(
+                    "probability.dice_roll",
+                    "Calculate the probability of rolling a number on a six-sided die a \
+                     number of times in a row.",
+                )],
+                "probability.dice_roll",
+            ),
+            (
+                "Find the highest common factor of 36 and 24.",
+                &[(
+                    "math.factor_hcf",
+                    "Calculate the highest common factor of two integers.",
+                )],
+                "math.factor_hcf",
+            ),
+            (
+                "Run a two sample t-test on group A and group B, assuming equal variance.",
+                &[
+                    (
+                        "stats.compare_groups",
+                        "Perform a two sample t-test for two given arrays, assuming equal variance.",
+                    ),
+                    ("stats.mean", "The mean of a list of numbers."),
+                ],
+                "stats.compare_groups",
+            ),
+        ];
+        for (question, tools, described_one) in cases {
+            let index = described(tools);
+            let shape = call_shape(question, &index).expect(question);
+            assert_eq!(shape.tools, [described_one.to_owned()], "{question}");
+            // Described is not named: the reply is not started as a call for it.
+            assert!(!names_an_offered_tool(question, &index), "{question}");
+        }
+    }
+
+    #[test]
+    fn a_question_that_only_brushes_a_description_describes_nothing() {
+        let cases: &[(&str, &[(&str, &str)])] = &[
+            // Words of the description only, none of the name.
+            (
+                "What is the probability that it rains in Oslo tomorrow?",
+                &[(
+                    "coin_flip",
+                    "Simulate the probability of heads and tails in tosses.",
+                )],
+            ),
+            // Two words in all.
+            (
+                "Who is the Vice President of the United States?",
+                &[(
+                    "us_president_in_year",
+                    "Find the name of the president in a given year.",
+                )],
+            ),
+            // Two tools described as much as each other.
+            (
+                "What do I get for a circle drawn with a radius of 3 units?",
+                &[
+                    ("circle_area", "Area of a circle from its radius in units."),
+                    (
+                        "circle_perimeter",
+                        "Perimeter of a circle from its radius in units.",
+                    ),
+                ],
+            ),
+            // Common words of descriptions count for nothing.
+            (
+                "Get the specific information based on the given details.",
+                &[(
+                    "lookup_record",
+                    "Returns specific information based on the given details.",
+                )],
+            ),
+        ];
+        for (question, tools) in cases {
+            assert_eq!(call_shape(question, &described(tools)), None, "{question}");
         }
     }
 

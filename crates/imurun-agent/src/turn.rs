@@ -404,11 +404,14 @@ impl<'a> Turn<'a> {
         self.usage = self.usage.plus(usage);
         // Rules for the prompt's first reply only: later replies may use what results said.
         if first {
-            let said = Said::new(&self.said());
+            let said_text = self.said();
+            let said = Said::new(&said_text);
             for call in &mut parsed.calls {
                 if let Some(tool) = self.index.get(&call.name) {
                     crate::unsaid::drop_unsaid_optionals(call, &tool.spec, &said);
+                    crate::rates::percent_rates_as_fractions(call, &tool.spec, &said_text);
                 }
+                crate::repeats::collapse_repeated_items(call);
             }
             self.drop_unrelated_calls(&mut parsed, &said);
         }
