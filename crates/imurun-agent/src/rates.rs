@@ -89,22 +89,9 @@ fn takes_a_fraction(name: &str, property: &Value) -> bool {
     has(RATE_WORDS, &words(name)) || has(RATE_WORDS, &described)
 }
 
-/// Lower-case words of letters, `snake_case` and `camelCase` split.
+/// Lower-case words, `snake_case` and `camelCase` split.
 fn words(text: &str) -> Vec<String> {
-    let mut spaced = String::with_capacity(text.len() + 8);
-    let mut previous_lower = false;
-    for c in text.chars() {
-        if c.is_uppercase() && previous_lower {
-            spaced.push(' ');
-        }
-        previous_lower = c.is_lowercase();
-        spaced.push(c);
-    }
-    spaced
-        .split(|c: char| !c.is_alphabetic())
-        .filter(|word| !word.is_empty())
-        .map(str::to_lowercase)
-        .collect()
+    crate::tool_match::words(&crate::tool_match::split_camel_case(text))
 }
 
 /// The numbers `text` writes as percentages: `5%`, `5 %`, `4.5 percent`, `7 per cent`.

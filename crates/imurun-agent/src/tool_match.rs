@@ -371,7 +371,7 @@ fn name_words(name: &str) -> Vec<String> {
 }
 
 /// Lower-case words of letters and digits, two characters or more.
-fn words(text: &str) -> Vec<String> {
+pub(crate) fn words(text: &str) -> Vec<String> {
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|word| word.chars().count() >= 2)
         .map(str::to_lowercase)
@@ -379,7 +379,7 @@ fn words(text: &str) -> Vec<String> {
 }
 
 /// `CalculateTax` → `Calculate Tax`.
-fn split_camel_case(text: &str) -> String {
+pub(crate) fn split_camel_case(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 4);
     let mut previous_lower = false;
     for c in text.chars() {

@@ -431,3 +431,67 @@ fn a_called_string_never_starts_with_a_placeholder() {
     let listed = "```tool\n{\"name\": \"lawyer.find_nearby\", \"args\": {\"city\": \"Chicago\", \"fields\": [\"...\"]}}\n```";
     assert!(!takes(listed), "a placeholder in a list was taken");
 }
+
+/// The chooser with the call grammar on, inside a call whose list has gone round the same
+/// item three times: the token that would start a fourth round is refused, greedy and
+/// sampled, even when the logits favour it above all others; the list ends instead. Before
+/// the third round, the same logits pick it.
+#[test]
+fn a_call_going_round_a_loop_is_stopped_by_the_chooser() {
+    use imurun_core::{ToolIndex, ToolSpec};
+
+    use super::sampling::Chooser;
+    use super::{Decoding, RepeatPenalty, ToolCallGrammar};
+
+    let embedded = load(false);
+    let model = &embedded.shared.model;
+    let vocab = model.vocab();
+    let index = ToolIndex::offering([ToolSpec {
+        name: "lawyer.find_nearby".into(),
+        description: "Lawyers near a city.".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"specialty": {"type": "array", "items": {"type": "string"}}},
+            "required": ["specialty"],
+        }),
+    }]);
+    let grammar = ToolCallGrammar::from_index(&index).unwrap();
+    let start =
+        "```tool\n{\"name\": \"lawyer.find_nearby\", \"args\": {\"specialty\": [\"Divorce\"";
+    let round = vocab.tokenize(b", \"Divorce\"", false, false);
+    let again = round[0];
+    let close = vocab.tokenize(b"]", false, false);
+    assert_eq!(close.len(), 1);
+    // The chooser's pick after `start` and `rounds` more items, from logits that favour
+    // starting another round, then closing the list.
+    let pick = |rounds: usize, decoding: Decoding| {
+        let mut chooser = Chooser::new(model, decoding, RepeatPenalty::default(), Some(&grammar));
+        let mut written = vocab.tokenize(start.as_bytes(), false, false);
+        for _ in 0..rounds {
+            written.extend_from_slice(&round);
+        }
+        let mut piece = Vec::new();
+        for token in written {
+            piece.clear();
+            vocab.token_to_piece_into(token, &mut piece, true, None);
+            chooser.accept(token, &piece).unwrap();
+        }
+        let mut logits = vec![0.0_f32; usize::try_from(model.n_vocab()).unwrap()];
+        logits[usize::try_from(again.0).unwrap()] = 40.0;
+        logits[usize::try_from(close[0].0).unwrap()] = 30.0;
+        chooser.choose(&logits)
+    };
+    assert!(
+        round.len() * 3 >= 12,
+        "{round:?}: three rounds must be long enough to count"
+    );
+    let sampled = Decoding::Sampled {
+        temperature: 0.8,
+        top_p: 0.95,
+        seed: 3,
+    };
+    for decoding in [Decoding::Greedy, sampled] {
+        assert_eq!(pick(2, decoding), again, "{decoding:?}");
+        assert_eq!(pick(3, decoding), close[0], "{decoding:?}");
+    }
+}
