@@ -1,5 +1,5 @@
 //! Lists that went round in a loop. A small model writing a list argument can repeat an
-//! item until the embedded sampler stops the loop (`["Divorce", "Divorce", "Divorce"]`). In
+//! item until the token limit (`["Divorce", "Divorce", "Divorce", ...]`). In
 //! the prompt's first call to a tool that is not one of imurun's own, a run of the same text
 //! item `RUN_MIN` times or more back to back in a list keeps one copy. Numbers are kept as
 //! written (`[0, 0, 0]` is a list a person writes); so are runs of two.

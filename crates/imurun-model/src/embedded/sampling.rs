@@ -1,14 +1,11 @@
 //! Choosing each generated token: the repetition penalty, the call grammar, then the greedy
 //! or sampled choice. The result is exactly the token llama.cpp's sampler chain (grammar →
-//! penalties → greedy, or → top-p → temperature → seeded draw) would choose, but for two
-//! choices of imurun's. Inside a call, from its marker to its closing fence, the penalty is
+//! penalties → greedy, or → top-p → temperature → seeded draw) would choose, but for one
+//! choice of imurun's: inside a call, from its marker to its closing fence, the penalty is
 //! off, since the grammar bounds the call and the penalty only pushes a copied value off
 //! the prompt's own digits (`5000` written `500`). After the fence it is on again: without
-//! it a small model writes the same call again and again. And inside a call that has gone
-//! round the same tokens three times running (twelve tokens or more), the token that would
-//! go round again is refused when the grammar allows another (`loop_continuation`): without
-//! the penalty nothing else ends such a loop before the token limit. What differs otherwise
-//! is the work per token, which at a hundred tokens a second is a large share of the time:
+//! it a small model writes the same call again and again. What differs otherwise is the
+//! work per token, which at a hundred tokens a second is a large share of the time:
 //!
 //! - **The penalty** touches only the tokens of its window (64 at most), where llama.cpp's
 //!   sampler looks every token of the vocabulary up in a hash map (49,152 look-ups for
@@ -51,8 +48,6 @@ pub(super) struct Chooser<'m> {
     scratch: Vec<f32>,
     /// Where the reply is: inside a call or not, and its last few bytes.
     place: CallPlace,
-    /// The tokens of the open call so far (after its marker).
-    call_tokens: Vec<LlamaToken>,
 }
 
 impl<'m> Chooser<'m> {
@@ -85,7 +80,6 @@ impl<'m> Chooser<'m> {
             draw,
             scratch: Vec::new(),
             place: CallPlace::default(),
-            call_tokens: Vec::new(),
         }
     }
 
@@ -96,13 +90,7 @@ impl<'m> Chooser<'m> {
         if let Some(penalty) = &mut self.penalty {
             penalty.accept(token);
         }
-        let was_in_call = self.place.in_call;
         self.place.accept(piece);
-        if was_in_call && self.place.in_call {
-            self.call_tokens.push(token);
-        } else {
-            self.call_tokens.clear();
-        }
         if let Some(grammar) = &mut self.grammar {
             grammar.accept(token, piece)?;
         }
@@ -142,30 +130,18 @@ impl<'m> Chooser<'m> {
                 first_max(&self.scratch)
             }
         };
-        let looping = self.loop_continuation();
         let Some(CallGrammar::Active(grammar)) = &mut self.grammar else {
             return chosen;
         };
-        if allows(grammar, chosen) && looping != Some(chosen) {
+        if allows(grammar, chosen) {
             return chosen;
         }
-        // Rejected, or going round a loop: the grammar over every token, then the choice
-        // (no penalty inside a call).
+        // Rejected: the grammar over every token, then the choice (no penalty inside a
+        // call).
         let mut candidates = all_tokens(logits);
         candidates.apply_sampler(grammar);
-        let mut values: Vec<f32> = candidates.data.iter().map(LlamaTokenData::logit).collect();
-        break_loop(&mut values, looping);
+        let values: Vec<f32> = candidates.data.iter().map(LlamaTokenData::logit).collect();
         first_max(&values)
-    }
-
-    /// Inside a call that has gone round the same tokens `LOOP_TURNS` times running
-    /// (`["Divorce", "Divorce", "Divorce", ...`, `world_of_the_world_of_the_...`), the token
-    /// that would go round once more. A call's tokens are otherwise never changed.
-    fn loop_continuation(&self) -> Option<LlamaToken> {
-        if !self.in_call() {
-            return None;
-        }
-        loop_continuation(&self.call_tokens)
     }
 
     fn choose_sampled(&mut self, logits: &[f32]) -> LlamaToken {
@@ -181,14 +157,6 @@ impl<'m> Chooser<'m> {
                     .and_then(|index| candidates.data.get_mut(index))
                 {
                     data.set_logit(penalty.penalise(data.logit()));
-                }
-            }
-        }
-        if let Some(looping) = self.loop_continuation() {
-            let mut values: Vec<f32> = candidates.data.iter().map(LlamaTokenData::logit).collect();
-            if break_loop(&mut values, Some(looping)) {
-                for (data, value) in candidates.data.iter_mut().zip(values) {
-                    data.set_logit(value);
                 }
             }
         }
@@ -227,51 +195,6 @@ impl CallPlace {
                 self.in_call = false;
             }
         }
-    }
-}
-
-/// How many times running a call must go round the same tokens before the next round is
-/// refused.
-const LOOP_TURNS: usize = 3;
-
-/// The fewest tokens those rounds hold together: a short list the person wrote
-/// (`[1, 1, 1, 1]`) is not a loop.
-const LOOP_TOKENS_MIN: usize = 12;
-
-/// The longest round looked for, in tokens.
-const LOOP_PERIOD_MAX: usize = 32;
-
-/// When `tokens` end with the same run of tokens at least `LOOP_TURNS` times over, and in
-/// `LOOP_TOKENS_MIN` tokens or more, the token that starts the run again.
-fn loop_continuation(tokens: &[LlamaToken]) -> Option<LlamaToken> {
-    let n = tokens.len();
-    (1..=LOOP_PERIOD_MAX)
-        .find(|&period| {
-            let span = (period * LOOP_TURNS).max(LOOP_TOKENS_MIN);
-            span <= n && {
-                let span = &tokens[n - span..];
-                span.iter().zip(&span[period..]).all(|(a, b)| a == b)
-            }
-        })
-        .map(|period| tokens[n - period])
-}
-
-/// Takes `looping` out of `values` (token-indexed logits the grammar has already narrowed)
-/// when another token is left to choose; returns whether it did.
-fn break_loop(values: &mut [f32], looping: Option<LlamaToken>) -> bool {
-    let Some(index) = looping.and_then(|token| usize::try_from(token.0).ok()) else {
-        return false;
-    };
-    let others_left = values
-        .iter()
-        .enumerate()
-        .any(|(at, value)| at != index && *value != f32::NEG_INFINITY);
-    match values.get_mut(index) {
-        Some(value) if others_left => {
-            *value = f32::NEG_INFINITY;
-            true
-        }
-        _ => false,
     }
 }
 
@@ -439,39 +362,6 @@ impl CallGrammar<'_> {
 
 #[cfg(test)]
 mod tests {
-    #[test]
-    fn a_call_going_round_the_same_tokens_is_stopped_on_the_next_round() {
-        let tokens = |ids: &[i32]| ids.iter().map(|&id| LlamaToken(id)).collect::<Vec<_>>();
-        // Three rounds of four tokens: the fourth round's first token is refused.
-        let looping = tokens(&[9, 8, 1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 3, 4]);
-        assert_eq!(super::loop_continuation(&looping), Some(LlamaToken(1)));
-        // One token over and over: caught after twelve.
-        assert_eq!(super::loop_continuation(&tokens(&[5; 11])), None);
-        assert_eq!(
-            super::loop_continuation(&tokens(&[5; 12])),
-            Some(LlamaToken(5))
-        );
-        // A short repeated list, two rounds, or a run broken once: not a loop.
-        assert_eq!(
-            super::loop_continuation(&tokens(&[1, 2, 1, 2, 1, 2, 1, 2])),
-            None
-        );
-        assert_eq!(
-            super::loop_continuation(&tokens(&[1, 2, 3, 4, 5, 6, 1, 2, 3, 4, 5, 6])),
-            None
-        );
-        let broken = tokens(&[1, 2, 3, 4, 1, 2, 3, 4, 1, 2, 7, 4]);
-        assert_eq!(super::loop_continuation(&broken), None);
-
-        // The looping token is taken out only when another one is left.
-        let mut values = vec![0.5, 2.0, f32::NEG_INFINITY];
-        assert!(super::break_loop(&mut values, Some(LlamaToken(1))));
-        assert_eq!(super::first_max(&values), LlamaToken(0));
-        let mut only = vec![f32::NEG_INFINITY, 2.0, f32::NEG_INFINITY];
-        assert!(!super::break_loop(&mut only, Some(LlamaToken(1))));
-        assert_eq!(super::first_max(&only), LlamaToken(1));
-    }
-
     use super::*;
 
     #[test]
