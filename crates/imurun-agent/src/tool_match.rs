@@ -227,7 +227,9 @@ fn described_tool(asked: &[String], tools: &[&IndexedTool]) -> Option<String> {
         .iter()
         .map(|tool| {
             let name = name_words(&tool.spec.name);
-            let from_name: Vec<&String> = name.iter().filter(|word| holds(word)).collect();
+            let mut from_name: Vec<&String> = name.iter().filter(|word| holds(word)).collect();
+            from_name.sort_unstable();
+            from_name.dedup();
             let mut from_description: Vec<String> = words(&tool.spec.description)
                 .into_iter()
                 .filter(|word| word.chars().count() >= 3)
@@ -241,11 +243,9 @@ fn described_tool(asked: &[String], tools: &[&IndexedTool]) -> Option<String> {
                 .collect();
             from_description.sort_unstable();
             from_description.dedup();
-            let mut distinct: Vec<&String> = from_name.clone();
-            distinct.dedup();
             (
-                distinct.len(),
-                distinct.len() + from_description.len(),
+                from_name.len(),
+                from_name.len() + from_description.len(),
                 tool.spec.name.as_str(),
             )
         })
