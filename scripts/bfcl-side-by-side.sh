@@ -3,7 +3,7 @@
 # with its tool prompt, worked examples, prefill, grammar and repairs) and through llama.cpp's
 # own `llama-server` with its native tool calling (`--jinja`, the question as it is, the
 # calls the server parsed), built by scripts/build-llama-server.sh from the same llama.cpp.
-# Both decode greedily. Prints both score tables; the predictions go to OUT_DIR.
+# Both decode greedily; imurun is a release build, as llama-server is. Prints both score tables; the predictions go to OUT_DIR.
 #
 # Usage: scripts/bfcl-side-by-side.sh [--limit N] [--model GGUF] [--data DIR] [--out-dir DIR]
 #        (defaults: every case, the default model, ../shared/bfcl, ~/.cache/imurun-bfcl)
@@ -36,8 +36,8 @@ fi
 mkdir -p "$out_dir"
 
 server="$(scripts/build-llama-server.sh)"
-cargo build --workspace --quiet
-imurun="$CARGO_TARGET_DIR/debug/imurun"
+cargo build --workspace --release --quiet
+imurun="$CARGO_TARGET_DIR/release/imurun"
 
 port="$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')"
 log="$out_dir/llama-server.log"
