@@ -54,7 +54,7 @@ pub fn guests_dir() -> &'static Path {
 }
 
 fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    crate::repository()
 }
 
 fn build_guests() -> PathBuf {

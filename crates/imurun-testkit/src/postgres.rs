@@ -4,7 +4,7 @@
 //!
 //! Databases are made and dropped with `psql`, so the testkit needs no database driver.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -198,7 +198,7 @@ impl Drop for PostgresServer {
 }
 
 fn scripts_dir() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scripts")
+    crate::repository().join("scripts")
 }
 
 /// Runs `scripts/postgres` with `args`; panics with its output when it fails.
