@@ -367,8 +367,9 @@ impl KeepService {
     }
 
     /// Applies the person's device-signed decision on tool proposal `id`: `approve_proposal`
-    /// deploys the clamped manifest as `u/<user>/<name>@<version>`; `deny_proposal` refuses it.
-    /// Refusals are journaled with their reason.
+    /// deploys the clamped manifest as `u/<user>/<name>@<version>`; `deny_proposal` refuses it,
+    /// also when the host refuses the proposal itself (it can then only be denied). Refusals
+    /// are journaled with their reason.
     pub async fn decide_tool_proposal(
         &self,
         caller: &Identity,
@@ -405,13 +406,15 @@ impl KeepService {
             )));
         }
         let basis = self.basis(row).await?;
-        if let Some(refused) = &basis.review.refused {
-            return Err(KeepError::Untrusted(refused.clone()));
-        }
         let review = &basis.review;
-        let trust = self.trust().await.ok();
         let approve = envelope.signed.get("kind").and_then(Value::as_str)
             == Some(DecisionKind::ApproveProposal.as_str());
+        // A proposal the host refuses (edited in the database, or asking for what no manifest
+        // may) never deploys; denying it grants nothing, so the person can clear it away.
+        if approve && let Some(refused) = &review.refused {
+            return Err(KeepError::Untrusted(refused.clone()));
+        }
+        let trust = self.trust().await.ok();
         let kind = if approve {
             DecisionKind::ApproveProposal
         } else {

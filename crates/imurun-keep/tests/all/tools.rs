@@ -16,7 +16,7 @@ use imurun_testkit::{Guest, Upstream};
 use serde_json::{Value, json};
 
 use super::sessions::{Sessions, answer, manifest};
-use super::support::START;
+use super::support::{START, pool};
 
 /// The most of a bundle's base64 one message carries.
 pub(crate) const CHUNK: usize = 40_000;
@@ -550,6 +550,85 @@ async fn decisions_are_refused_unsigned_flipped_replayed_foreign_expired_and_sta
         .filter(|entry| entry.kind == "refusal" && entry.detail["action"] == "decide_tool")
         .count();
     assert!(refusals >= 12, "{refusals}");
+}
+
+/// A proposal the host refuses (here its row edited in the database, so its seal fails) is
+/// never approved, however signed, and can still be denied on a device, which clears it from
+/// the pending list and is journaled like any denial.
+#[tokio::test]
+async fn a_refused_proposal_cannot_be_approved_and_can_be_denied() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    assert_eq!(
+        b.propose(Guest::PureTool, tool("edited", 1, json!({}))).await,
+        "emitted"
+    );
+    let id = s.keep.tool_proposals(&s.alice).await.unwrap()[0].id.clone();
+    sqlx::query("UPDATE keep_tool_proposals SET description = $1 WHERE id = $2")
+        .bind("The edited tool, now harmless-sounding.")
+        .bind(&id)
+        .execute(&pool(&s.host).await)
+        .await
+        .expect("edit");
+    let review = s.keep.tool_proposal(&s.alice, &id).await.unwrap();
+    let refused = review.refused.clone().expect("an edited row is refused");
+    assert!(refused.contains("edited in the database"), "{refused}");
+    let approve = decision(
+        &b.alice_device,
+        "alice",
+        &review,
+        DecisionKind::ApproveProposal,
+        false,
+    );
+    let error = s
+        .keep
+        .decide_tool_proposal(&s.alice, &id, &approve)
+        .await
+        .unwrap_err();
+    assert_eq!(error.rule(), "untrusted_key", "{error}");
+    assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
+    // Bob cannot deny it for her: another person's proposal reads as none.
+    let bobs = decision(
+        &b.bob_device,
+        "bob",
+        &review,
+        DecisionKind::DenyProposal,
+        false,
+    );
+    assert_eq!(
+        s.keep
+            .decide_tool_proposal(&s.bob, &id, &bobs)
+            .await
+            .unwrap_err()
+            .rule(),
+        "not_found"
+    );
+    let deny = decision(
+        &b.alice_device,
+        "alice",
+        &review,
+        DecisionKind::DenyProposal,
+        false,
+    );
+    let denied = s
+        .keep
+        .decide_tool_proposal(&s.alice, &id, &deny)
+        .await
+        .unwrap();
+    assert_eq!(denied.state, "denied");
+    assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
+    let journal = s.keep.journal(&s.host.operator).await.unwrap();
+    assert!(journal.iter().any(|entry| entry.detail["action"] == "deny"
+        && entry.subject == format!("proposal:{id}")));
+    // Decided once: the same decision again is a conflict, not a second entry.
+    assert_eq!(
+        s.keep
+            .decide_tool_proposal(&s.alice, &id, &deny)
+            .await
+            .unwrap_err()
+            .rule(),
+        "conflict"
+    );
 }
 
 /// The decision document of the journal's `deny` entry's nonce, as a decision to copy it from.
