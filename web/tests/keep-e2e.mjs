@@ -316,6 +316,20 @@ step('the review shows each new host and credential, what the ceiling drops, and
     .catch(() => { throw new Error('a review that hides its new authority is not refused'); });
   check(await page.getByRole('button', { name: 'Approve on this device' }).count() === 0, 'a review that hides its new authority offers Approve');
   await page.unroute('**/v1/proposals/kt-*');
+  // A proposal the host refuses (its row edited in the database) can be denied, never approved.
+  await page.route('**/v1/proposals/kt-*', async (route) => {
+    const answer = await route.fetch();
+    const body = await answer.json();
+    body.refused = 'the stored tool proposal is not sealed by this host: it was edited in the database';
+    await route.fulfill({ response: answer, json: body });
+  });
+  await page.reload();
+  await page.locator('#keep-review [role="alert"]').filter({ hasText: 'The host refuses this proposal' }).waitFor({ timeout: WAIT_MS })
+    .catch(() => { throw new Error('a proposal the host refuses does not say so'); });
+  await page.getByRole('button', { name: 'Deny on this device' }).waitFor({ timeout: WAIT_MS })
+    .catch(() => { throw new Error('a proposal the host refuses cannot be denied'); });
+  check(await page.getByRole('button', { name: 'Approve on this device' }).count() === 0, 'a proposal the host refuses offers Approve');
+  await page.unroute('**/v1/proposals/kt-*');
   await page.reload();
   await page.getByRole('button', { name: 'Approve on this device' }).waitFor({ timeout: WAIT_MS });
 });
