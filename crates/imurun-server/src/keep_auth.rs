@@ -5,11 +5,15 @@
 //! OpenAI-compatible `/v1/chat/completions` and `/v1/models`) belong to the operator, so a user
 //! token gets 403 there.
 
+use std::sync::Arc;
+
+use crate::hub::EventRecord;
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
+use futures_util::{Stream, StreamExt};
 use imurun_keep::KeepError;
 use imurun_keep::service::{Identity, KeepService};
 
@@ -122,4 +126,24 @@ impl FromRequestParts<ServerState> for OperatorCaller {
             .map_err(crate::error::keep_error)?;
         Ok(OperatorCaller(caller))
     }
+}
+
+/// `records` for as long as `identity`'s token works: each is sent only after the token is
+/// checked again, so a token revoked meanwhile (by any host or the command line) ends the
+/// stream at its next event.
+pub(crate) fn while_authorized<S>(
+    records: S,
+    keep: KeepService,
+    identity: Identity,
+) -> impl Stream<Item = Arc<EventRecord>> + use<S>
+where
+    S: Stream<Item = Arc<EventRecord>>,
+{
+    records
+        .then(move |record| {
+            let (keep, identity) = (keep.clone(), identity.clone());
+            async move { keep.still_authorized(&identity).await.then_some(record) }
+        })
+        .take_while(|record| std::future::ready(record.is_some()))
+        .filter_map(std::future::ready)
 }

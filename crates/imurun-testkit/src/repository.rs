@@ -29,7 +29,10 @@ mod tests {
     #[test]
     fn the_repository_is_the_checkout_this_crate_is_in() {
         let found = repository();
-        assert!(found.join("scripts").join("postgres").is_file(), "{found:?}");
+        assert!(
+            found.join("scripts").join("postgres").is_file(),
+            "{found:?}"
+        );
         assert!(
             Path::new(env!("CARGO_MANIFEST_DIR")).starts_with(&found),
             "{found:?}"

@@ -560,7 +560,8 @@ async fn a_refused_proposal_cannot_be_approved_and_can_be_denied() {
     let b = Bench::start().await;
     let s = &b.s;
     assert_eq!(
-        b.propose(Guest::PureTool, tool("edited", 1, json!({}))).await,
+        b.propose(Guest::PureTool, tool("edited", 1, json!({})))
+            .await,
         "emitted"
     );
     let id = s.keep.tool_proposals(&s.alice).await.unwrap()[0].id.clone();
@@ -618,8 +619,12 @@ async fn a_refused_proposal_cannot_be_approved_and_can_be_denied() {
     assert_eq!(denied.state, "denied");
     assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
     let journal = s.keep.journal(&s.host.operator).await.unwrap();
-    assert!(journal.iter().any(|entry| entry.detail["action"] == "deny"
-        && entry.subject == format!("proposal:{id}")));
+    assert!(
+        journal
+            .iter()
+            .any(|entry| entry.detail["action"] == "deny"
+                && entry.subject == format!("proposal:{id}"))
+    );
     // Decided once: the same decision again is a conflict, not a second entry.
     assert_eq!(
         s.keep

@@ -2,18 +2,23 @@
 
 use std::convert::Infallible;
 
+use axum::Extension;
 use axum::extract::{Query, State};
 use axum::http::HeaderMap;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt};
 
+use imurun_keep::service::Identity;
+
+use crate::keep_auth::while_authorized;
 use crate::sse::{HEARTBEAT_TEXT, StreamQuery, last_event_id, sse_message};
 use crate::state::ServerState;
 
 /// `GET /api/events` → `text/event-stream`. `?session=ID` narrows it to one session plus the
 /// global events; `Last-Event-ID` replays what the client missed. While a stream for a session
 /// is open, approvals in that session wait for a person instead of being denied at once. The
-/// stream ends when the server shuts down.
+/// stream ends when the server shuts down, and on a Keep host when the operator's token is
+/// revoked (at the next event).
 #[utoipa::path(
     get,
     path = "/api/events",
@@ -36,11 +41,21 @@ pub(crate) async fn stream(
     State(state): State<ServerState>,
     Query(query): Query<StreamQuery>,
     headers: HeaderMap,
+    caller: Option<Extension<Identity>>,
 ) -> Sse<impl Stream<Item = Result<SseEvent, Infallible>>> {
     let mut shutdown = state.inner.shutdown.subscribe();
-    let messages = state
+    let records = state
         .hub()
-        .subscribe(query.session_filter(), last_event_id(&headers))
+        .subscribe(query.session_filter(), last_event_id(&headers));
+    // On a Keep host the operator's token is checked again before each event, as a person's
+    // is on `GET /v1/events`: a revoke ends the stream at its next event.
+    let records = match (state.options().keep.clone(), caller) {
+        (Some(keep), Some(Extension(identity))) => {
+            while_authorized(records, keep, identity).boxed()
+        }
+        _ => records.boxed(),
+    };
+    let messages = records
         .map(|record| Ok(sse_message(&record)))
         .take_until(async move {
             // Ends the stream when the flag turns true (or the state is gone).

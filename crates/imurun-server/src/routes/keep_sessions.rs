@@ -13,7 +13,7 @@ use futures_util::{Stream, StreamExt};
 use serde::Deserialize;
 
 use crate::error::{ApiError, StrictJson};
-use crate::keep_auth::KeepCaller;
+use crate::keep_auth::{KeepCaller, while_authorized};
 use crate::keep_wire::{
     AnyProposal, ApprovalAnswer, ApprovalAnswered, ApprovalInfo, ApprovalList, FileBody,
     MessageBody, ProposalAccept, ProposalInfo, ProposalList, Replies, SessionCreate, SessionInfo,
@@ -198,16 +198,11 @@ pub(crate) async fn events(
     let KeepCaller { keep, identity } = caller.clone();
     // Each event is sent only while the token still works: a revoke ends the stream at the
     // next event, whoever revoked it.
-    let messages = state
+    let records = state
         .options()
         .keep_events
-        .subscribe(user, last_event_id(&headers))
-        .then(move |record| {
-            let (keep, identity) = (keep.clone(), identity.clone());
-            async move { keep.still_authorized(&identity).await.then_some(record) }
-        })
-        .take_while(|record| std::future::ready(record.is_some()))
-        .filter_map(std::future::ready)
+        .subscribe(user, last_event_id(&headers));
+    let messages = while_authorized(records, keep, identity)
         .map(|record| Ok(sse_message(&record)))
         .take_until(async move {
             let _ = shutdown.wait_for(|stopping| *stopping).await;

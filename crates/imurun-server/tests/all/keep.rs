@@ -10,6 +10,7 @@ use imurun_keep::keys::{KeyPair, sha256_hex};
 use imurun_keep::service::system_clock;
 use imurun_server::ServerOptions;
 use imurun_store::Store;
+use imurun_testkit::SseClient;
 use serde_json::{Value, json};
 
 use crate::api_support::{Dirs, TestServer};
@@ -651,4 +652,56 @@ pub(crate) fn possession(key: &KeyPair, user: &str) -> String {
         user,
         &key.public(),
     ))
+}
+
+/// The operator's `GET /api/events` checks its token again before each event, as a person's
+/// `GET /v1/events` does: once the token is revoked the stream sends nothing more and ends.
+#[tokio::test]
+async fn an_operators_event_stream_ends_when_its_token_is_revoked() {
+    let keep = Keep::start().await;
+    let (status, made) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/tokens",
+            Some(json!({"operator": true})),
+        )
+        .await;
+    assert_eq!(status, 201, "{made}");
+    let second = made["token"].as_str().expect("token").to_owned();
+    let mut stream = SseClient::connect_with(
+        keep.server.addr,
+        "/api/events",
+        &format!("Authorization: Bearer {second}\r\n"),
+    )
+    .await;
+    let hub = keep.server.state.hub();
+    hub.publish_value(None, json!({"type": "note.before", "session_id": null}));
+    assert_eq!(
+        stream.next_event().await.expect("an event").data()["type"],
+        "note.before"
+    );
+    let id = made["id"].as_str().expect("id");
+    let (status, _) = keep
+        .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
+        .await;
+    assert_eq!(status, 200);
+    hub.publish_value(None, json!({"type": "note.after", "session_id": null}));
+    assert!(
+        stream.next_event().await.is_none(),
+        "an event reached a revoked token"
+    );
+    // The first operator's stream goes on.
+    let mut first = SseClient::connect_with(
+        keep.server.addr,
+        "/api/events",
+        &format!("Authorization: Bearer {}\r\n", keep.operator),
+    )
+    .await;
+    hub.publish_value(None, json!({"type": "note.later", "session_id": null}));
+    assert_eq!(
+        first.next_event().await.expect("an event").data()["type"],
+        "note.later"
+    );
+    keep.server.stop().await;
 }
