@@ -88,12 +88,7 @@ pub(crate) fn run(
     environment: &Environment,
 ) -> Result<ExitCode> {
     let config = ResolvedConfig::load(config_flag, &ConfigFlags::default(), environment)?;
-    let base = args
-        .url
-        .clone()
-        .unwrap_or_else(|| url_of(config.server.addr))
-        .trim_end_matches('/')
-        .to_owned();
+    let base = server_url(args.url.as_deref(), config.server.addr);
     let token = args.token.clone().or_else(|| {
         config
             .server
@@ -108,6 +103,16 @@ pub(crate) fn run(
     // The stdin reader may be blocked in a read that nothing can interrupt; do not wait for it.
     runtime.shutdown_background();
     result
+}
+
+/// The server a client command speaks to: `given` (`--url`) without its trailing slashes, else
+/// the configured `server.addr`'s URL.
+pub(crate) fn server_url(given: Option<&str>, addr: SocketAddr) -> String {
+    given
+        .map(str::to_owned)
+        .unwrap_or_else(|| url_of(addr))
+        .trim_end_matches('/')
+        .to_owned()
 }
 
 /// The URL of a server bound to `addr`. A server on every interface (0.0.0.0) is reached here
@@ -690,6 +695,16 @@ mod tests {
         for (addr, url) in cases {
             assert_eq!(url_of(addr.parse().unwrap()), url);
         }
+    }
+
+    #[test]
+    fn a_given_url_wins_over_the_configured_address_without_trailing_slashes() {
+        let addr = "0.0.0.0:9000".parse().unwrap();
+        assert_eq!(
+            server_url(Some("https://keep.example//"), addr),
+            "https://keep.example"
+        );
+        assert_eq!(server_url(None, addr), "http://127.0.0.1:9000");
     }
 
     #[test]

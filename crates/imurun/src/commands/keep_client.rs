@@ -60,12 +60,7 @@ pub(crate) fn run(
     environment: &Environment,
 ) -> Result<ExitCode> {
     let config = ResolvedConfig::load(config_flag, &ConfigFlags::default(), environment)?;
-    let base = args
-        .url
-        .clone()
-        .unwrap_or_else(|| super::chat::url_of(config.server.addr))
-        .trim_end_matches('/')
-        .to_owned();
+    let base = super::chat::server_url(args.url.as_deref(), config.server.addr);
     let token = args
         .token
         .clone()
