@@ -395,18 +395,16 @@ impl KeepService {
         };
         let decision_text =
             decision.map(|envelope| serde_json::to_string(envelope).unwrap_or_default());
-        let recorded = self
-            .record_answer(
-                caller,
-                user,
-                id,
-                self.host_id(),
-                approve,
-                decision_text.as_deref(),
-                by,
-                &entry.view,
-            )
-            .await;
+        let answer = Answer {
+            user,
+            id,
+            host: self.host_id(),
+            approve,
+            decision: decision_text.as_deref(),
+            by,
+            view: &entry.view,
+        };
+        let recorded = self.record_answer(caller, &answer).await;
         let approve = match recorded {
             Ok(Some(recorded)) => recorded,
             Ok(None) => {
@@ -453,25 +451,16 @@ impl KeepService {
         }
     }
 
-    /// Records `approve` for `user`'s use `id` waiting on `host` once, sealed by this host,
+    /// Records `answer` (for `user`'s use `id` waiting on `host`) once, sealed by this host,
     /// journaled, and (for a use waiting on another host) told to the waiting host, all in
     /// one write: the answer recorded (a refusal when its tool was revoked meanwhile), or
     /// `None` when it no longer waited.
-    #[expect(
-        clippy::too_many_arguments,
-        reason = "one write: the answer, its proof, what the journal says"
-    )]
     async fn record_answer(
         &self,
         caller: &Identity,
-        user: &str,
-        id: &str,
-        host: &str,
-        approve: bool,
-        decision: Option<&str>,
-        by: serde_json::Value,
-        view: &WaitingView,
+        answer: &Answer<'_>,
     ) -> Result<Option<bool>, KeepError> {
+        let (user, id, host, view) = (answer.user, answer.id, answer.host, answer.view);
         let mut tx = self.store().keep_begin().await?;
         if tx.egress_wait(id, user, now_ms()).await?.is_none() {
             return Ok(None);
@@ -482,7 +471,7 @@ impl KeepService {
         }
         // A tool revoked after the answer was checked, on any host, is read again here: its
         // uses are refused, whatever the answer.
-        let approve = approve
+        let approve = answer.approve
             && match view
                 .agent
                 .strip_prefix(&format!("u/{user}/"))
@@ -494,22 +483,12 @@ impl KeepService {
                     .is_some_and(|row| row.revoked_at_ms.is_none()),
                 None => true,
             };
-        let answered = self
-            .record_in(
-                &mut tx,
-                caller,
-                &Answer {
-                    user,
-                    id,
-                    host,
-                    approve,
-                    decision,
-                    by,
-                    view,
-                },
-            )
-            .await?;
-        if !answered {
+        let recorded = Answer {
+            approve,
+            by: answer.by.clone(),
+            ..*answer
+        };
+        if !self.record_in(&mut tx, caller, &recorded).await? {
             return Ok(None);
         }
         tx.commit().await?;
@@ -609,17 +588,16 @@ impl KeepService {
                 Ok(by) => (approve, by, decision_text),
                 Err(error @ KeepError::Conflict(_)) => {
                     // Revoked: refused, whatever the answer; the waiting host is told so.
-                    self.record_answer(
-                        caller,
+                    let refused = Answer {
                         user,
                         id,
-                        &row.host,
-                        false,
-                        None,
-                        json!("revoked"),
-                        &view,
-                    )
-                    .await?;
+                        host: &row.host,
+                        approve: false,
+                        decision: None,
+                        by: json!("revoked"),
+                        view: &view,
+                    };
+                    self.record_answer(caller, &refused).await?;
                     return self
                         .refuse(caller, Some(user), "approve_egress", &subject, error)
                         .await;
@@ -630,18 +608,16 @@ impl KeepService {
                         .await;
                 }
             };
-        self.record_answer(
-            caller,
+        let answer = Answer {
             user,
             id,
-            &row.host,
-            answer,
-            decision_text.as_deref(),
+            host: &row.host,
+            approve: answer,
+            decision: decision_text.as_deref(),
             by,
-            &view,
-        )
-        .await?
-        .ok_or_else(|| {
+            view: &view,
+        };
+        self.record_answer(caller, &answer).await?.ok_or_else(|| {
             KeepError::Conflict(
                 "the request stopped waiting (its time ran out or its session ended), or was \
                  answered already"
