@@ -574,13 +574,8 @@ async fn a_refused_proposal_cannot_be_approved_and_can_be_denied() {
     let review = s.keep.tool_proposal(&s.alice, &id).await.unwrap();
     let refused = review.refused.clone().expect("an edited row is refused");
     assert!(refused.contains("edited in the database"), "{refused}");
-    let approve = decision(
-        &b.alice_device,
-        "alice",
-        &review,
-        DecisionKind::ApproveProposal,
-        false,
-    );
+    let on = |device: &KeyPair, user: &str, kind| decision(device, user, &review, kind, false);
+    let approve = on(&b.alice_device, "alice", DecisionKind::ApproveProposal);
     let error = s
         .keep
         .decide_tool_proposal(&s.alice, &id, &approve)
@@ -589,13 +584,7 @@ async fn a_refused_proposal_cannot_be_approved_and_can_be_denied() {
     assert_eq!(error.rule(), "untrusted_key", "{error}");
     assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
     // Bob cannot deny it for her: another person's proposal reads as none.
-    let bobs = decision(
-        &b.bob_device,
-        "bob",
-        &review,
-        DecisionKind::DenyProposal,
-        false,
-    );
+    let bobs = on(&b.bob_device, "bob", DecisionKind::DenyProposal);
     assert_eq!(
         s.keep
             .decide_tool_proposal(&s.bob, &id, &bobs)
@@ -604,13 +593,7 @@ async fn a_refused_proposal_cannot_be_approved_and_can_be_denied() {
             .rule(),
         "not_found"
     );
-    let deny = decision(
-        &b.alice_device,
-        "alice",
-        &review,
-        DecisionKind::DenyProposal,
-        false,
-    );
+    let deny = on(&b.alice_device, "alice", DecisionKind::DenyProposal);
     let denied = s
         .keep
         .decide_tool_proposal(&s.alice, &id, &deny)

@@ -654,6 +654,16 @@ pub(crate) fn possession(key: &KeyPair, user: &str) -> String {
     ))
 }
 
+/// `GET /api/events` opened with `token`.
+async fn operator_events(keep: &Keep, token: &str) -> SseClient {
+    SseClient::connect_with(
+        keep.server.addr,
+        "/api/events",
+        &format!("Authorization: Bearer {token}\r\n"),
+    )
+    .await
+}
+
 /// The operator's `GET /api/events` checks its token again before each event, as a person's
 /// `GET /v1/events` does: once the token is revoked the stream sends nothing more and ends.
 #[tokio::test]
@@ -669,12 +679,7 @@ async fn an_operators_event_stream_ends_when_its_token_is_revoked() {
         .await;
     assert_eq!(status, 201, "{made}");
     let second = made["token"].as_str().expect("token").to_owned();
-    let mut stream = SseClient::connect_with(
-        keep.server.addr,
-        "/api/events",
-        &format!("Authorization: Bearer {second}\r\n"),
-    )
-    .await;
+    let mut stream = operator_events(&keep, &second).await;
     let hub = keep.server.state.hub();
     hub.publish_value(None, json!({"type": "note.before", "session_id": null}));
     assert_eq!(
@@ -692,12 +697,7 @@ async fn an_operators_event_stream_ends_when_its_token_is_revoked() {
         "an event reached a revoked token"
     );
     // The first operator's stream goes on.
-    let mut first = SseClient::connect_with(
-        keep.server.addr,
-        "/api/events",
-        &format!("Authorization: Bearer {}\r\n", keep.operator),
-    )
-    .await;
+    let mut first = operator_events(&keep, &keep.operator).await;
     hub.publish_value(None, json!({"type": "note.later", "session_id": null}));
     assert_eq!(
         first.next_event().await.expect("an event").data()["type"],
