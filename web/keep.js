@@ -576,7 +576,7 @@ async function reviewView(review) {
       h('div', { class: 'actions' },
         h('button', { type: 'button', onclick: act(() => decideTool(review, true, confirm?.box, result), result) }, 'Approve on this device'),
         h('button', { type: 'button', class: 'secondary', onclick: act(() => decideTool(review, false, null, result), result) }, 'Deny on this device'))));
-  } else if (review.state === 'pending' && review.refused) {
+  } else if (review.state === 'pending' && hashesHold && review.refused) {
     // A refused proposal never deploys; denying it only clears it from the pending list.
     parts.push(h('div', { class: 'decide' },
       h('div', { class: 'actions' },

@@ -427,6 +427,11 @@ impl KeepService {
                 "the proposal was decided already".into(),
             ));
         };
+        // What deploys is read from this row (name, version, taint): its seal is checked
+        // again, so a row edited between the review and the lock never deploys.
+        if approve {
+            crate::seal::check_tool_proposal(&self.host_key().public(), &locked)?;
+        }
         let ceiling_row = tx.document(CEILING_KIND, user).await?;
         let highest =
             self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
@@ -506,6 +511,7 @@ impl KeepService {
             "tainted": review.tainted, "confirm_tainted": decision.confirm_tainted,
             "dropped": review.dropped,
             "granted_diff": review.granted_diff,
+            "refused": review.refused,
         });
         append(&mut tx, caller, Some(user), "proposal", &subject, detail).await?;
         if approve {

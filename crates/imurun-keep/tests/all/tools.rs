@@ -602,12 +602,10 @@ async fn a_refused_proposal_cannot_be_approved_and_can_be_denied() {
     assert_eq!(denied.state, "denied");
     assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
     let journal = s.keep.journal(&s.host.operator).await.unwrap();
-    assert!(
-        journal
-            .iter()
-            .any(|entry| entry.detail["action"] == "deny"
-                && entry.subject == format!("proposal:{id}"))
-    );
+    // The denial says the host had refused the proposal, and why.
+    assert!(journal.iter().any(|entry| entry.detail["action"] == "deny"
+        && entry.subject == format!("proposal:{id}")
+        && entry.detail["refused"].as_str() == Some(refused.as_str())));
     // Decided once: the same decision again is a conflict, not a second entry.
     assert_eq!(
         s.keep
@@ -617,6 +615,50 @@ async fn a_refused_proposal_cannot_be_approved_and_can_be_denied() {
             .rule(),
         "conflict"
     );
+}
+
+/// A proposal row edited after its review was read and before the approval takes the write
+/// lock deploys nothing: what deploys is read again under the lock, and its seal with it.
+#[tokio::test]
+async fn a_row_edited_while_the_approval_waits_for_the_lock_deploys_nothing() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    assert_eq!(
+        b.propose(Guest::PureTool, tool("raced", 1, json!({})))
+            .await,
+        "emitted"
+    );
+    let review = s.keep.tool_proposals(&s.alice).await.unwrap()[0].clone();
+    assert!(review.refused.is_none());
+    let approve = decision(
+        &b.alice_device,
+        "alice",
+        &review,
+        DecisionKind::ApproveProposal,
+        false,
+    );
+    // Another writer holds the lock every Keep write takes, and edits the row meanwhile.
+    let pool = pool(&s.host).await;
+    let mut editor = pool.begin().await.expect("begin");
+    sqlx::query("UPDATE keep_journal_head SET seq = seq WHERE one = 1")
+        .execute(&mut *editor)
+        .await
+        .expect("the lock");
+    sqlx::query("UPDATE keep_tool_proposals SET name = 'renamed' WHERE id = $1")
+        .bind(&review.id)
+        .execute(&mut *editor)
+        .await
+        .expect("edit");
+    let deciding = {
+        let (keep, alice, id) = (s.keep.clone(), s.alice.clone(), review.id.clone());
+        tokio::spawn(async move { keep.decide_tool_proposal(&alice, &id, &approve).await })
+    };
+    // The decision reads the review as it was, then waits for the lock.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    editor.commit().await.expect("commit");
+    let error = deciding.await.unwrap().unwrap_err();
+    assert_eq!(error.rule(), "untrusted_key", "{error}");
+    assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
 }
 
 /// The decision document of the journal's `deny` entry's nonce, as a decision to copy it from.

@@ -53,7 +53,9 @@ pub(crate) async fn stream(
         (Some(keep), Some(Extension(identity))) => {
             while_authorized(records, keep, identity).boxed()
         }
-        _ => records.boxed(),
+        // Keep mode's door always names the caller; without one nothing is sent.
+        (Some(_), None) => futures_util::stream::empty().boxed(),
+        (None, _) => records.boxed(),
     };
     let messages = records
         .map(|record| Ok(sse_message(&record)))
