@@ -650,7 +650,16 @@ impl KeepService {
             )));
         }
         let revoked_subject = format!("{user}/{name}");
-        tx.raise_high_water(TOOL_REVOKED_KIND, &revoked_subject, row.version)
+        // Every version deployed so far is revoked, whatever the row says: the mark is the
+        // highest version ever deployed, so a row whose version was lowered in the database
+        // cannot leave a higher one outside the mark.
+        let deployed = self.high_water(
+            TOOL_KIND,
+            &revoked_subject,
+            tx.high_water(TOOL_KIND, &revoked_subject).await?,
+        )?;
+        let revoked_version = row.version.max(deployed);
+        tx.raise_high_water(TOOL_REVOKED_KIND, &revoked_subject, revoked_version)
             .await?;
         let detail = json!({
             "action": "revoke", "tool": format!("u/{user}/{name}"), "version": row.version,
@@ -695,7 +704,7 @@ impl KeepService {
                 tracing::warn!("a revoked tool's waiting use was not told: {error}");
             }
         }
-        self.raise_high_water_file(TOOL_REVOKED_KIND, &revoked_subject, row.version)?;
+        self.raise_high_water_file(TOOL_REVOKED_KIND, &revoked_subject, revoked_version)?;
         if let Some(cells) = self.cells() {
             cells.publish(
                 user,
@@ -756,6 +765,19 @@ impl KeepService {
         if format!("u/{user}/{name}@{}", row.version) != subject {
             return Err(KeepError::Conflict(
                 "a newer version was deployed while the decision was checked".into(),
+            ));
+        }
+        // The row sealed again below is the one the person's decision names: this host's seal
+        // holds on it, and its code and manifest are those whose hashes the decision signs.
+        self.check_tool_row(&row)?;
+        let manifest: Manifest = serde_json::from_str(&row.manifest)
+            .map_err(|error| KeepError::Canonical(format!("a stored tool: {error}")))?;
+        let named = |key: &str| hashes.get(key).map(String::as_str);
+        if named("bundle") != Some(row.bundle_sha256.as_str())
+            || named("manifest") != Some(authority::manifest_sha256(&manifest).as_str())
+        {
+            return Err(KeepError::Decision(
+                "the tool changed while the decision was checked; review it again".into(),
             ));
         }
         let ceiling_row = tx.document(CEILING_KIND, user).await?;
@@ -853,20 +875,7 @@ impl KeepService {
         if revoked >= row.version {
             return Ok(None);
         }
-        crate::seal::check_tool(
-            &self.host_key().public(),
-            &crate::seal::ToolFields {
-                user,
-                name,
-                version: row.version,
-                bundle_sha256: &row.bundle_sha256,
-                manifest: &row.manifest,
-                decision: &row.decision,
-                tainted: row.tainted,
-                taint_cleared: row.taint_cleared.as_deref(),
-            },
-            &row.seal,
-        )?;
+        self.check_tool_row(&row)?;
         let mut manifest: Manifest = serde_json::from_str(&row.manifest)
             .map_err(|error| KeepError::Canonical(error.to_string()))?;
         manifest.validate(crate::host::HostAllowance::Operator)?;
@@ -875,6 +884,25 @@ impl KeepService {
         let ceiling = self.ceiling_in_force(user).await?.ceiling;
         let manifest = authority::clamp(&manifest, &ceiling).manifest;
         Ok(Some((row, manifest)))
+    }
+
+    /// Checks a deployed tool's row against this host's seal: every column a call or a decision
+    /// reads but its revocation.
+    fn check_tool_row(&self, row: &imurun_store::ToolRow) -> Result<(), KeepError> {
+        crate::seal::check_tool(
+            &self.host_key().public(),
+            &crate::seal::ToolFields {
+                user: &row.user_name,
+                name: &row.name,
+                version: row.version,
+                bundle_sha256: &row.bundle_sha256,
+                manifest: &row.manifest,
+                decision: &row.decision,
+                tainted: row.tainted,
+                taint_cleared: row.taint_cleared.as_deref(),
+            },
+            &row.seal,
+        )
     }
 
     /// Refuses a proposal whose name and version were deployed already (or a lower version):

@@ -907,6 +907,47 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
     assert!(said.contains("\"status\":200"), "{said}");
 }
 
+/// A tainted tool's row edited in the database (its manifest widened) is not sealed again by
+/// clearing its taint, even with a decision signed over the edited row as the host shows it:
+/// the seal is checked under the write lock, and the tool stays tainted and uncallable.
+#[tokio::test]
+async fn clearing_the_taint_of_an_edited_tool_row_seals_nothing() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    let (url, _) = tainted_reader(&b).await;
+    sqlx::query("UPDATE keep_tools SET manifest = REPLACE(manifest, '\"GET\"', '\"GET\",\"POST\"') WHERE name = 'reader'")
+        .execute(&pool(&s.host).await)
+        .await
+        .expect("edit");
+    let edited = s.keep.tool(&s.alice, "reader").await.unwrap();
+    assert!(
+        edited.manifest.to_string().contains("POST"),
+        "{}",
+        edited.manifest
+    );
+    let basis = edited.clear_taint.clone().expect("still tainted");
+    let expected = Expected {
+        kind: DecisionKind::ClearTaint,
+        subject: &basis.subject,
+        hashes: &basis.hashes,
+        ceiling_version: basis.ceiling_version,
+        policy_version: 0,
+        user: "alice",
+    };
+    let made = Decision::new(&expected, &b.alice_device, START, 600, false).unwrap();
+    let signed = Signed::sign(&serde_json::to_value(&made).unwrap(), &b.alice_device).unwrap();
+    let error = s
+        .keep
+        .clear_tool_taint(&s.alice, "reader", &signed)
+        .await
+        .unwrap_err();
+    assert_eq!(error.rule(), "untrusted_key", "{error}");
+    assert!(!s.keep.tool(&s.alice, "reader").await.unwrap().taint_cleared);
+    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let said = b.call(&session.id, "reader", json!({"url": url})).await;
+    assert!(said.contains("refused"), "{said}");
+}
+
 /// A tool revoked while one of its egress uses waits for its person: the revoke refuses the
 /// use in its own write (journaled `by: revoked`), and the waiting call hears it at once.
 #[tokio::test]
@@ -1101,6 +1142,37 @@ async fn versions_are_immutable_and_a_new_version_is_a_new_proposal() {
         .await
         .unwrap();
     assert_eq!(s.keep.tool(&s.alice, "calc").await.unwrap().version, 2);
+}
+
+/// A revoke whose tool row had its version lowered in the database still revokes every version
+/// deployed: the row's version and revocation put back afterwards do not bring the tool back.
+#[tokio::test]
+async fn a_revoke_of_a_row_whose_version_was_lowered_still_holds() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    assert_eq!(
+        b.propose(Guest::PureTool, tool("kept", 1, json!({}))).await,
+        "emitted"
+    );
+    let review = b.only_review().await;
+    b.decide(&review, DecisionKind::ApproveProposal, false)
+        .await
+        .unwrap();
+    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    assert_eq!(
+        b.call(&session.id, "kept", json!({})).await,
+        r#"{"echo":{}}"#
+    );
+    let pool = pool(&s.host).await;
+    let edit = |sql: &'static str| {
+        let pool = pool.clone();
+        async move { sqlx::query(sql).execute(&pool).await.expect("edit") }
+    };
+    edit("UPDATE keep_tools SET version = 0 WHERE name = 'kept'").await;
+    s.keep.revoke_tool(&s.alice, "kept").await.unwrap();
+    edit("UPDATE keep_tools SET version = 1, revoked_at_ms = NULL WHERE name = 'kept'").await;
+    let said = b.call(&session.id, "kept", json!({})).await;
+    assert!(said.starts_with("refused: no tool named"), "{said}");
 }
 
 #[tokio::test]
