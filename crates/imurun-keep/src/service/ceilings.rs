@@ -57,6 +57,8 @@ impl KeepService {
         }
         let text = envelope_text(envelope)?;
         let mut tx = self.store().keep_begin().await?;
+        self.check_trust_root_unchanged(&mut tx, trust.root().version)
+            .await?;
         let highest =
             self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
         check_increases(&format!("the ceiling for {user}"), ceiling.version, highest)?;
@@ -182,12 +184,11 @@ impl KeepService {
         let version = next.root().version;
         let text = envelope_text(envelope)?;
         let mut tx = self.store().keep_begin().await?;
-        let highest = self.high_water(
-            TRUST_ROOT_KIND,
-            "",
-            tx.high_water(TRUST_ROOT_KIND, "").await?,
-        )?;
-        check_increases("the trust root", version, highest)?;
+        // Checked against the root in force under the lock: a rotation accepted meanwhile
+        // refuses this one, which a key that rotation retired may have signed.
+        self.check_trust_root_unchanged(&mut tx, current.root().version)
+            .await?;
+        check_increases("the trust root", version, current.root().version)?;
         self.put_sealed_document(&mut tx, TRUST_ROOT_KIND, "", version, &text)
             .await?;
         tx.raise_high_water(TRUST_ROOT_KIND, "", version).await?;

@@ -132,6 +132,8 @@ impl KeepService {
             },
         );
         let mut tx = self.store().keep_begin().await?;
+        self.check_trust_root_unchanged(&mut tx, trust.root().version)
+            .await?;
         let highest = self.high_water(
             AGENT_KIND,
             &manifest.name,

@@ -263,6 +263,28 @@ impl KeepService {
         Ok(in_database.max(in_file))
     }
 
+    /// Refuses a write whose signatures were checked against trust root `checked` when another
+    /// root has been accepted since (read under `tx`'s write lock): a key the newer root retired
+    /// must not get a document in through a check made just before the rotation.
+    pub(crate) async fn check_trust_root_unchanged(
+        &self,
+        tx: &mut KeepTx,
+        checked: i64,
+    ) -> Result<(), KeepError> {
+        let now = self.high_water(
+            TRUST_ROOT_KIND,
+            "",
+            tx.high_water(TRUST_ROOT_KIND, "").await?,
+        )?;
+        if now != checked {
+            return Err(KeepError::Conflict(format!(
+                "the trust root changed to version {now} while this was checked against version \
+                 {checked}: send it again"
+            )));
+        }
+        Ok(())
+    }
+
     /// Raises the file's mark after a commit (the database's was raised in the transaction).
     pub(crate) fn raise_high_water_file(
         &self,

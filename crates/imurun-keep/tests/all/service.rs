@@ -318,6 +318,46 @@ async fn trust_rotation_retires_keys_and_a_restored_root_is_refused() {
     );
 }
 
+/// A ceiling and an agent checked against the trust root in force, then waiting for the write
+/// lock while a newer root is accepted, are refused under the lock: a key the newer root
+/// retired gets nothing in through a check made just before the rotation.
+#[tokio::test]
+async fn a_write_checked_against_a_root_replaced_while_it_waited_is_refused() {
+    let host = Host::new().await;
+    let pool = pool(&host).await;
+    let mut rotation = pool.begin().await.expect("begin");
+    sqlx::query("UPDATE keep_journal_head SET seq = seq WHERE one = 1")
+        .execute(&mut *rotation)
+        .await
+        .expect("the lock");
+    // What a rotation's write leaves behind it: the trust root's accepted version raised.
+    sqlx::query("UPDATE keep_versions SET version = version + 1 WHERE kind = 'trust_root'")
+        .execute(&mut *rotation)
+        .await
+        .expect("raise");
+    let ceiling = {
+        let (keep, operator) = (host.keep.clone(), host.operator.clone());
+        let signed = host.ceiling("alice", 1);
+        tokio::spawn(async move { keep.put_ceiling(&operator, "alice", &signed).await })
+    };
+    let deploy = {
+        let (keep, operator) = (host.keep.clone(), host.operator.clone());
+        let request = host.deploy_request(&Host::manifest("helper", 1), 1);
+        tokio::spawn(async move { keep.deploy(&operator, request).await })
+    };
+    // Both check their signatures against the root in force, then wait for the lock.
+    tokio::time::sleep(std::time::Duration::from_secs(1)).await;
+    rotation.commit().await.expect("commit");
+    assert_eq!(rule_of(ceiling.await.unwrap()), "conflict");
+    assert_eq!(rule_of(deploy.await.unwrap()), "conflict");
+    let stored: Vec<(String,)> =
+        sqlx::query_as("SELECT kind FROM keep_documents WHERE kind = 'ceiling'")
+            .fetch_all(&pool)
+            .await
+            .expect("documents");
+    assert!(stored.is_empty(), "{stored:?}");
+}
+
 #[tokio::test]
 async fn a_restored_old_agent_row_is_not_served() {
     let host = Host::new().await;
