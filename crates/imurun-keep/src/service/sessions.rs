@@ -483,6 +483,18 @@ impl KeepService {
                     .is_some_and(|row| row.revoked_at_ms.is_none()),
                 None => true,
             };
+        // So is the device of a signed approval: one retired after the decision was checked
+        // (its nonce used in a write of its own) approves nothing.
+        let approve = approve
+            && match answer.decision {
+                Some(text) => {
+                    let key_id = Signed::from_text(text.as_bytes())?.signature.key_id;
+                    tx.device(&key_id).await?.is_some_and(|device| {
+                        device.user_name == user && device.retired_at_ms.is_none()
+                    })
+                }
+                None => true,
+            };
         let recorded = Answer {
             approve,
             by: answer.by.clone(),
