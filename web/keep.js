@@ -663,7 +663,7 @@ async function loadTools() {
   reconcile(byId('keep-tools'), tools.length === 0
     ? [['empty', () => h('li', { class: 'muted' }, 'You have no tools yet: approve a proposed one.')]]
     : tools.map((tool) => [
-      [tool.name, tool.version, tool.egress_mode, tool.taint_cleared, tool.revoked_at_ms].join(':'),
+      [tool.name, tool.version, tool.egress_mode, tool.taint_cleared, tool.revoked_at_ms, tool.refused || ''].join(':'),
       () => toolItem(tool),
     ]));
 }
@@ -674,7 +674,7 @@ function toolItem(tool) {
   const mode = revoked ? 'revoked' : tool.egress_mode;
   const buttons = [];
   let confirm = null;
-  if (!revoked && tool.clear_taint) {
+  if (!revoked && !tool.refused && tool.clear_taint) {
     confirm = confirmBox(`trust-${tool.name}`, `I have checked ${visibleText(tool.name)} and trust its answers from now on.`);
     buttons.push(h('button', { type: 'button', class: 'secondary', onclick: act(() => clearTaint(tool, confirm.box, result), result) }, `Clear taint of ${visibleText(tool.name)}`));
   }
@@ -690,7 +690,10 @@ function toolItem(tool) {
         ? `Revoked ${when(tool.revoked_at_ms)}: no call reaches it.`
         : tool.tainted && !tool.taint_cleared
           ? `Asks before each use of the network until its taint is cleared (${visibleText(tool.taint_source || 'untrusted content')}).`
-          : `Deployed ${when(tool.deployed_at_ms)}, approved by device ${tool.approved_by}.`)),
+          : `Deployed ${when(tool.deployed_at_ms)}, approved by device ${tool.approved_by}.`),
+      tool.refused && !revoked
+        ? h('p', { class: 'error', role: 'alert' }, `The host refuses this tool: ${visibleText(tool.refused)}. No call reaches it; revoke it.`)
+        : null),
     h('div', { class: 'decide' }, confirm?.label, h('div', { class: 'actions' }, buttons), result));
 }
 

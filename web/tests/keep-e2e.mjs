@@ -484,6 +484,21 @@ step('tools: the tainted one asks until its taint is cleared on the device', asy
   await lying.getByRole('button', { name: 'Clear taint of notes' }).click();
   check((await resultText(lying.locator('.result'))).includes('other hashes'), 'the page signed a clear_taint for hashes it does not show');
   await page.unroute('**/v1/tools');
+  // A tool row the host refuses (edited in the database) says so, and offers no clear.
+  await page.route('**/v1/tools', async (route) => {
+    const answer = await route.fetch();
+    const body = await answer.json();
+    for (const tool of body.tools) if (tool.name === 'notes') tool.refused = 'the stored tool is not sealed by this host: it was edited in the database';
+    await route.fulfill({ response: answer, json: body });
+  });
+  await page.reload();
+  await page.getByRole('link', { name: 'Tools', exact: true }).click();
+  const edited = page.locator('#keep-tools > li[data-name="notes"]');
+  await edited.locator('[role="alert"]').filter({ hasText: 'The host refuses this tool' }).waitFor({ timeout: WAIT_MS })
+    .catch(() => { throw new Error('a tool the host refuses does not say so'); });
+  check(await edited.getByRole('button', { name: 'Clear taint of notes' }).count() === 0, 'a tool the host refuses offers to clear its taint');
+  check(await edited.getByRole('button', { name: 'Revoke notes' }).count() === 1, 'a tool the host refuses cannot be revoked');
+  await page.unroute('**/v1/tools');
   await page.reload();
   await page.getByRole('link', { name: 'Tools', exact: true }).click();
   const real = page.locator('#keep-tools > li[data-name="notes"]');

@@ -458,6 +458,9 @@ pub struct ToolInfo {
     /// (`{kind, subject, hashes, ceiling_version, policy_version}`).
     #[schema(value_type = Option<Object>)]
     pub clear_taint: Option<Value>,
+    /// Why the host refuses this tool's row (it does not hold the host's seal: edited in the
+    /// database); such a tool is never called and its taint never cleared.
+    pub refused: Option<String>,
 }
 
 impl From<imurun_keep::service::ToolView> for ToolInfo {
@@ -481,6 +484,7 @@ impl From<imurun_keep::service::ToolView> for ToolInfo {
             host_signature: view.host_signature,
             deployed_at_ms: view.deployed_at_ms,
             revoked_at_ms: view.revoked_at_ms,
+            refused: view.refused,
         }
     }
 }

@@ -114,8 +114,12 @@ pub struct ToolView {
     pub host_signature: String,
     pub deployed_at_ms: i64,
     pub revoked_at_ms: Option<i64>,
-    /// What a `clear_taint` decision must name, while the taint is not cleared.
+    /// What a `clear_taint` decision must name, while the taint is not cleared (never for a
+    /// row the host refuses).
     pub clear_taint: Option<DecisionBasis>,
+    /// Why the host refuses this row (it does not hold this host's seal: edited in the
+    /// database); such a tool is never called and its taint is never cleared.
+    pub refused: Option<String>,
 }
 
 /// What a device decision must name to be accepted now.
@@ -617,7 +621,7 @@ impl KeepService {
             .keep_tools(user)
             .await?
             .into_iter()
-            .map(|row| tool_view(row, ceiling_version))
+            .map(|row| self.checked_tool_view(row, ceiling_version))
             .collect()
     }
 
@@ -631,7 +635,25 @@ impl KeepService {
             .await?
             .ok_or(KeepError::NotFound("tool"))?;
         let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
-        tool_view(row, ceiling_version)
+        self.checked_tool_view(row, ceiling_version)
+    }
+
+    /// [`tool_view`] with the host's verdict on the row's seal.
+    fn checked_tool_view(
+        &self,
+        row: imurun_store::ToolRow,
+        ceiling_version: i64,
+    ) -> Result<ToolView, KeepError> {
+        let refused = self
+            .check_tool_row(&row)
+            .err()
+            .map(|error| error.to_string());
+        let mut view = tool_view(row, ceiling_version)?;
+        if refused.is_some() {
+            view.clear_taint = None;
+        }
+        view.refused = refused;
+        Ok(view)
     }
 
     /// Revokes the calling person's tool `name`, every version: from this write on, no call
@@ -740,7 +762,11 @@ impl KeepService {
         name: &str,
         envelope: &Signed,
     ) -> Result<ToolView, KeepError> {
-        let Some(basis) = self.tool(caller, name).await?.clear_taint else {
+        let view = self.tool(caller, name).await?;
+        if let Some(refused) = view.refused {
+            return Err(KeepError::Untrusted(refused));
+        }
+        let Some(basis) = view.clear_taint else {
             return Err(KeepError::Conflict(format!(
                 "{} carries no taint to clear",
                 crate::manifest::cut(name)
@@ -1140,5 +1166,6 @@ fn tool_view(row: imurun_store::ToolRow, ceiling_version: i64) -> Result<ToolVie
         deployed_at_ms: row.deployed_at_ms,
         revoked_at_ms: row.revoked_at_ms,
         clear_taint,
+        refused: None,
     })
 }

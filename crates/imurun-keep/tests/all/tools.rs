@@ -914,7 +914,7 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
 async fn clearing_the_taint_of_an_edited_tool_row_seals_nothing() {
     let b = Bench::start().await;
     let s = &b.s;
-    let (url, _) = tainted_reader(&b).await;
+    let (url, deployed) = tainted_reader(&b).await;
     sqlx::query("UPDATE keep_tools SET manifest = REPLACE(manifest, '\"GET\"', '\"GET\",\"POST\"') WHERE name = 'reader'")
         .execute(&pool(&s.host).await)
         .await
@@ -925,7 +925,16 @@ async fn clearing_the_taint_of_an_edited_tool_row_seals_nothing() {
         "{}",
         edited.manifest
     );
-    let basis = edited.clear_taint.clone().expect("still tainted");
+    // The person sees that the host refuses the row, and nothing to sign.
+    let refused = edited.refused.clone().expect("an edited row is refused");
+    assert!(refused.contains("edited in the database"), "{refused}");
+    assert!(edited.clear_taint.is_none());
+    assert_eq!(
+        s.keep.tools(&s.alice).await.unwrap()[0].refused.as_deref(),
+        Some(refused.as_str())
+    );
+    // A decision signed before the edit, over the genuine row, seals nothing either.
+    let basis = deployed.clear_taint.clone().expect("tainted");
     let expected = Expected {
         kind: DecisionKind::ClearTaint,
         subject: &basis.subject,

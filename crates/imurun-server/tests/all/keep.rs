@@ -681,7 +681,8 @@ async fn an_operators_event_stream_ends_when_its_token_is_revoked() {
     let second = made["token"].as_str().expect("token").to_owned();
     let mut stream = operator_events(&keep, &second).await;
     let hub = keep.server.state.hub();
-    hub.publish_value(None, json!({"type": "note.before", "session_id": null}));
+    hub.publish_value(None, json!({"type": "note.before", "session_id": null}))
+        .expect("published");
     assert_eq!(
         stream.next_event().await.expect("an event").data()["type"],
         "note.before"
@@ -691,14 +692,16 @@ async fn an_operators_event_stream_ends_when_its_token_is_revoked() {
         .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
         .await;
     assert_eq!(status, 200);
-    hub.publish_value(None, json!({"type": "note.after", "session_id": null}));
+    hub.publish_value(None, json!({"type": "note.after", "session_id": null}))
+        .expect("published");
     assert!(
         stream.next_event().await.is_none(),
         "an event reached a revoked token"
     );
     // The first operator's stream goes on.
     let mut first = operator_events(&keep, &keep.operator).await;
-    hub.publish_value(None, json!({"type": "note.later", "session_id": null}));
+    hub.publish_value(None, json!({"type": "note.later", "session_id": null}))
+        .expect("published");
     assert_eq!(
         first.next_event().await.expect("an event").data()["type"],
         "note.later"
