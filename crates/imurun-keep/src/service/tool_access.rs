@@ -617,12 +617,11 @@ impl KeepService {
     pub async fn tools(&self, caller: &Identity) -> Result<Vec<ToolView>, KeepError> {
         let user = session_user(caller)?;
         let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
-        self.store()
-            .keep_tools(user)
-            .await?
-            .into_iter()
-            .map(|row| self.checked_tool_view(row, ceiling_version))
-            .collect()
+        let mut views = Vec::new();
+        for row in self.store().keep_tools(user).await? {
+            views.push(self.checked_tool_view(row, ceiling_version).await?);
+        }
+        Ok(views)
     }
 
     /// One of the calling person's tools, by name (`name` or `u/<user>/<name>`).
@@ -635,17 +634,18 @@ impl KeepService {
             .await?
             .ok_or(KeepError::NotFound("tool"))?;
         let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
-        self.checked_tool_view(row, ceiling_version)
+        self.checked_tool_view(row, ceiling_version).await
     }
 
     /// [`tool_view`] with the host's verdict on the row's seal.
-    fn checked_tool_view(
+    async fn checked_tool_view(
         &self,
         row: imurun_store::ToolRow,
         ceiling_version: i64,
     ) -> Result<ToolView, KeepError> {
         let refused = self
-            .check_tool_row(&row)
+            .check_tool_row_current(&row)
+            .await
             .err()
             .map(|error| error.to_string());
         let mut view = tool_view(row, ceiling_version)?;
@@ -663,26 +663,34 @@ impl KeepService {
         let user = session_user(caller)?;
         let name = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
         let mut tx = self.store().keep_begin().await?;
-        let Some(row) = tx.tool(user, name).await? else {
-            return Err(KeepError::NotFound("tool"));
-        };
-        if tx.revoke_tool(user, name).await? == 0 {
-            return Err(KeepError::Conflict(format!(
-                "u/{user}/{name} was revoked already"
-            )));
-        }
         let revoked_subject = format!("{user}/{name}");
-        // Every version deployed so far is revoked, whatever the row says: the mark is the
-        // highest version ever deployed, so a row whose version was lowered in the database
-        // cannot leave a higher one outside the mark.
+        // Every version deployed so far is revoked, whatever the rows say: the mark is the
+        // highest version ever deployed, so a row whose version was lowered, or that was
+        // marked revoked or deleted in the database beforehand, leaves no version outside it.
         let deployed = self.high_water(
             TOOL_KIND,
             &revoked_subject,
             tx.high_water(TOOL_KIND, &revoked_subject).await?,
         )?;
-        let revoked_version = row.version.max(deployed);
+        let row = tx.tool(user, name).await?;
+        if row.is_none() && deployed == 0 {
+            return Err(KeepError::NotFound("tool"));
+        }
+        let existed = row.is_some();
+        let changed = existed && tx.revoke_tool(user, name).await? > 0;
+        let revoked_version = row.as_ref().map_or(0, |row| row.version).max(deployed);
         tx.raise_high_water(TOOL_REVOKED_KIND, &revoked_subject, revoked_version)
             .await?;
+        let (Some(row), true) = (row, changed) else {
+            // Nothing to revoke in the database; the mark still holds every version deployed.
+            tx.commit().await?;
+            self.raise_high_water_file(TOOL_REVOKED_KIND, &revoked_subject, revoked_version)?;
+            return Err(if existed {
+                KeepError::Conflict(format!("u/{user}/{name} was revoked already"))
+            } else {
+                KeepError::NotFound("tool")
+            });
+        };
         let detail = json!({
             "action": "revoke", "tool": format!("u/{user}/{name}"), "version": row.version,
             "bundle_sha256": row.bundle_sha256,
@@ -901,7 +909,7 @@ impl KeepService {
         if revoked >= row.version {
             return Ok(None);
         }
-        self.check_tool_row(&row)?;
+        self.check_tool_row_current(&row).await?;
         let mut manifest: Manifest = serde_json::from_str(&row.manifest)
             .map_err(|error| KeepError::Canonical(error.to_string()))?;
         manifest.validate(crate::host::HostAllowance::Operator)?;
@@ -910,6 +918,27 @@ impl KeepService {
         let ceiling = self.ceiling_in_force(user).await?.ceiling;
         let manifest = authority::clamp(&manifest, &ceiling).manifest;
         Ok(Some((row, manifest)))
+    }
+
+    /// [`Self::check_tool_row`], and that the row is the newest version ever deployed under its
+    /// name: an older row, sealed but brought back by deleting newer ones in the database, is
+    /// rolled back.
+    async fn check_tool_row_current(&self, row: &imurun_store::ToolRow) -> Result<(), KeepError> {
+        self.check_tool_row(row)?;
+        let subject = format!("{}/{}", row.user_name, row.name);
+        let deployed = self.high_water(
+            TOOL_KIND,
+            &subject,
+            self.store().keep_high_water(TOOL_KIND, &subject).await?,
+        )?;
+        if row.version < deployed {
+            return Err(KeepError::RolledBack {
+                what: format!("tool u/{subject}"),
+                version: row.version,
+                highest: deployed,
+            });
+        }
+        Ok(())
     }
 
     /// Checks a deployed tool's row against this host's seal: every column a call or a decision

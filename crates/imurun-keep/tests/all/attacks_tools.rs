@@ -635,3 +635,77 @@ fn attack_clamp_host_scheme_path_and_credential_tricks() {
             .unwrap_or_else(|error| panic!("case {index}: {error}: {:?}", clamped.manifest));
     }
 }
+
+/// HELD: a row marked revoked in the database before the person's revoke answers 409 "revoked
+/// already", and the revoke still raises the revocation mark: clearing `revoked_at_ms`
+/// afterwards does not bring the tool back. A row deleted before the revoke likewise.
+#[tokio::test]
+async fn holds_a_revoke_of_a_row_revoked_or_deleted_in_the_database_still_marks_it() {
+    let b = Bench::start().await;
+    deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
+    deploy_tool(&b, Guest::PureTool, "gone", json!({}), false).await;
+    let pool = pool(&b.s.host).await;
+    let edit = |sql: &'static str| {
+        let pool = pool.clone();
+        async move { sqlx::query(sql).execute(&pool).await.expect("edit") }
+    };
+    edit("UPDATE keep_tools SET revoked_at_ms = 1 WHERE name = 'echo'").await;
+    let error = b.s.keep.revoke_tool(&b.s.alice, "echo").await.unwrap_err();
+    assert_eq!(error.rule(), "conflict", "{error}");
+    edit("UPDATE keep_tools SET revoked_at_ms = NULL WHERE name = 'echo'").await;
+    edit("DELETE FROM keep_tools WHERE name = 'gone'").await;
+    let error = b.s.keep.revoke_tool(&b.s.alice, "gone").await.unwrap_err();
+    assert_eq!(error.rule(), "not_found", "{error}");
+    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let said = b.call(&session.id, "echo", json!({"n": 2})).await;
+    assert!(
+        !said.contains("\"n\":2"),
+        "the tool the person revoked runs: {said}"
+    );
+    // A name never deployed is simply not found, and leaves nothing behind.
+    let error = b.s.keep.revoke_tool(&b.s.alice, "never").await.unwrap_err();
+    assert_eq!(error.rule(), "not_found", "{error}");
+}
+
+/// HELD: deleting the newest version's row does not bring the older sealed version back: a
+/// row below the highest version ever deployed is rolled back, refused for calls and shown
+/// refused.
+#[tokio::test]
+async fn holds_deleting_the_newest_row_does_not_roll_a_tool_back() {
+    let b = Bench::start().await;
+    deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
+    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let said = b
+        .propose_in(&session.id, Guest::FetchTool, tool("echo", 2, json!({})))
+        .await;
+    assert_eq!(said, "emitted");
+    let review =
+        b.s.keep
+            .tool_proposals(&b.s.alice)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|review| review.state == "pending")
+            .unwrap();
+    b.decide(&review, DecisionKind::ApproveProposal, false)
+        .await
+        .unwrap();
+    assert_eq!(b.s.keep.tool(&b.s.alice, "echo").await.unwrap().version, 2);
+    sqlx::query("DELETE FROM keep_tools WHERE name = 'echo' AND version = 2")
+        .execute(&pool(&b.s.host).await)
+        .await
+        .expect("delete");
+    let shown = b.s.keep.tool(&b.s.alice, "echo").await.unwrap();
+    assert_eq!(shown.version, 1);
+    let refused = shown.refused.expect("an older row is refused");
+    assert!(
+        refused.contains("rolled back") || refused.contains("version"),
+        "{refused}"
+    );
+    let fresh = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let said = b.call(&fresh.id, "echo", json!({"n": 3})).await;
+    assert!(
+        !said.contains("\"n\":3"),
+        "version 1, replaced by version 2, runs: {said}"
+    );
+}
