@@ -14,8 +14,21 @@ use super::tools::{Bench, decision, events_of, local, tool};
 
 /// Proposes `guest` as `name` with `extra` from a fresh session of alice's, and approves it.
 async fn deploy_tool(b: &Bench, guest: Guest, name: &str, extra: Value, confirm: bool) {
+    deploy_version(b, guest, (name, 1), extra, confirm).await;
+}
+
+/// [`deploy_tool`] at `version`.
+async fn deploy_version(
+    b: &Bench,
+    guest: Guest,
+    (name, version): (&str, i64),
+    extra: Value,
+    confirm: bool,
+) {
     let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
-    let said = b.propose_in(&session.id, guest, tool(name, 1, extra)).await;
+    let said = b
+        .propose_in(&session.id, guest, tool(name, version, extra))
+        .await;
     assert_eq!(said, "emitted", "{name}");
     let review =
         b.s.keep
@@ -644,16 +657,19 @@ async fn holds_a_revoke_of_a_row_revoked_or_deleted_in_the_database_still_marks_
     let b = Bench::start().await;
     deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
     deploy_tool(&b, Guest::PureTool, "gone", json!({}), false).await;
-    let pool = pool(&b.s.host).await;
-    let edit = |sql: &'static str| {
-        let pool = pool.clone();
-        async move { sqlx::query(sql).execute(&pool).await.expect("edit") }
-    };
-    edit("UPDATE keep_tools SET revoked_at_ms = 1 WHERE name = 'echo'").await;
+    edit(
+        &b,
+        "UPDATE keep_tools SET revoked_at_ms = 1 WHERE name = 'echo'",
+    )
+    .await;
     let error = b.s.keep.revoke_tool(&b.s.alice, "echo").await.unwrap_err();
     assert_eq!(error.rule(), "conflict", "{error}");
-    edit("UPDATE keep_tools SET revoked_at_ms = NULL WHERE name = 'echo'").await;
-    edit("DELETE FROM keep_tools WHERE name = 'gone'").await;
+    edit(
+        &b,
+        "UPDATE keep_tools SET revoked_at_ms = NULL WHERE name = 'echo'",
+    )
+    .await;
+    edit(&b, "DELETE FROM keep_tools WHERE name = 'gone'").await;
     let error = b.s.keep.revoke_tool(&b.s.alice, "gone").await.unwrap_err();
     assert_eq!(error.rule(), "not_found", "{error}");
     let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
@@ -674,27 +690,13 @@ async fn holds_a_revoke_of_a_row_revoked_or_deleted_in_the_database_still_marks_
 async fn holds_deleting_the_newest_row_does_not_roll_a_tool_back() {
     let b = Bench::start().await;
     deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
-    let said = b
-        .propose_in(&session.id, Guest::FetchTool, tool("echo", 2, json!({})))
-        .await;
-    assert_eq!(said, "emitted");
-    let review =
-        b.s.keep
-            .tool_proposals(&b.s.alice)
-            .await
-            .unwrap()
-            .into_iter()
-            .find(|review| review.state == "pending")
-            .unwrap();
-    b.decide(&review, DecisionKind::ApproveProposal, false)
-        .await
-        .unwrap();
+    deploy_version(&b, Guest::FetchTool, ("echo", 2), json!({}), false).await;
     assert_eq!(b.s.keep.tool(&b.s.alice, "echo").await.unwrap().version, 2);
-    sqlx::query("DELETE FROM keep_tools WHERE name = 'echo' AND version = 2")
-        .execute(&pool(&b.s.host).await)
-        .await
-        .expect("delete");
+    edit(
+        &b,
+        "DELETE FROM keep_tools WHERE name = 'echo' AND version = 2",
+    )
+    .await;
     let shown = b.s.keep.tool(&b.s.alice, "echo").await.unwrap();
     assert_eq!(shown.version, 1);
     let refused = shown.refused.expect("an older row is refused");
@@ -708,4 +710,31 @@ async fn holds_deleting_the_newest_row_does_not_roll_a_tool_back() {
         !said.contains("\"n\":3"),
         "version 1, replaced by version 2, runs: {said}"
     );
+}
+
+/// HELD: a revoke whose tool row had its version lowered in the database still revokes every
+/// version deployed: the row's version and revocation put back afterwards do not bring the
+/// tool back.
+#[tokio::test]
+async fn holds_a_revoke_of_a_row_whose_version_was_lowered() {
+    let b = Bench::start().await;
+    deploy_tool(&b, Guest::PureTool, "kept", json!({}), false).await;
+    edit(&b, "UPDATE keep_tools SET version = 0 WHERE name = 'kept'").await;
+    b.s.keep.revoke_tool(&b.s.alice, "kept").await.unwrap();
+    edit(
+        &b,
+        "UPDATE keep_tools SET version = 1, revoked_at_ms = NULL WHERE name = 'kept'",
+    )
+    .await;
+    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let said = b.call(&session.id, "kept", json!({})).await;
+    assert!(said.starts_with("refused: no tool named"), "{said}");
+}
+
+/// Runs `sql` on the host's database, behind the service's back.
+async fn edit(b: &Bench, sql: &'static str) {
+    sqlx::query(sql)
+        .execute(&pool(&b.s.host).await)
+        .await
+        .expect("edit");
 }

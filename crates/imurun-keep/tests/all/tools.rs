@@ -1153,37 +1153,6 @@ async fn versions_are_immutable_and_a_new_version_is_a_new_proposal() {
     assert_eq!(s.keep.tool(&s.alice, "calc").await.unwrap().version, 2);
 }
 
-/// A revoke whose tool row had its version lowered in the database still revokes every version
-/// deployed: the row's version and revocation put back afterwards do not bring the tool back.
-#[tokio::test]
-async fn a_revoke_of_a_row_whose_version_was_lowered_still_holds() {
-    let b = Bench::start().await;
-    let s = &b.s;
-    assert_eq!(
-        b.propose(Guest::PureTool, tool("kept", 1, json!({}))).await,
-        "emitted"
-    );
-    let review = b.only_review().await;
-    b.decide(&review, DecisionKind::ApproveProposal, false)
-        .await
-        .unwrap();
-    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
-    assert_eq!(
-        b.call(&session.id, "kept", json!({})).await,
-        r#"{"echo":{}}"#
-    );
-    let pool = pool(&s.host).await;
-    let edit = |sql: &'static str| {
-        let pool = pool.clone();
-        async move { sqlx::query(sql).execute(&pool).await.expect("edit") }
-    };
-    edit("UPDATE keep_tools SET version = 0 WHERE name = 'kept'").await;
-    s.keep.revoke_tool(&s.alice, "kept").await.unwrap();
-    edit("UPDATE keep_tools SET version = 1, revoked_at_ms = NULL WHERE name = 'kept'").await;
-    let said = b.call(&session.id, "kept", json!({})).await;
-    assert!(said.starts_with("refused: no tool named"), "{said}");
-}
-
 #[tokio::test]
 async fn a_call_started_before_a_revoke_finishes_and_the_next_is_refused() {
     let b = Bench::start().await;
