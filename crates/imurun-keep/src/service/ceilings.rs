@@ -80,8 +80,8 @@ impl KeepService {
         });
         let subject = format!("ceiling:{user}@{}", ceiling.version);
         append(&mut tx, caller, Some(user), "ceiling", &subject, detail).await?;
-        tx.commit().await?;
-        self.raise_high_water_file(CEILING_KIND, user, ceiling.version)?;
+        self.commit_and_mark(tx, (CEILING_KIND, user.to_owned(), ceiling.version))
+            .await?;
         Ok(ceiling)
     }
 
@@ -208,8 +208,8 @@ impl KeepService {
             detail,
         )
         .await?;
-        tx.commit().await?;
-        self.raise_high_water_file(TRUST_ROOT_KIND, "", version)?;
+        self.commit_and_mark(tx, (TRUST_ROOT_KIND, String::new(), version))
+            .await?;
         Ok(next.root().clone())
     }
 

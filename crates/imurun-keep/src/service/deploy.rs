@@ -161,8 +161,8 @@ impl KeepService {
         let detail = deploy_detail(&manifest, &bundle_sha256, request)?;
         let subject = format!("agent:{}@{}", manifest.name, manifest.version);
         append(&mut tx, caller, None, "deploy", &subject, detail).await?;
-        tx.commit().await?;
-        self.raise_high_water_file(AGENT_KIND, &manifest.name, manifest.version)?;
+        self.commit_and_mark(tx, (AGENT_KIND, manifest.name.clone(), manifest.version))
+            .await?;
         self.agent(caller, &manifest.name).await
     }
 

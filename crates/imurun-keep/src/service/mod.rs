@@ -285,7 +285,7 @@ impl KeepService {
         Ok(())
     }
 
-    /// Raises the file's mark after a commit (the database's was raised in the transaction).
+    /// Raises the file's mark (the database's is raised in the transaction).
     pub(crate) fn raise_high_water_file(
         &self,
         kind: &str,
@@ -296,6 +296,26 @@ impl KeepService {
             Some(file) => file.raise(kind, subject, version),
             None => Ok(()),
         }
+    }
+
+    /// Commits `tx`, then raises the file's mark for `kind` and `subject` to `version`, in a
+    /// task of their own: a request dropped while it waits (its client went away) cannot leave
+    /// a committed write without its mark outside the database.
+    pub(crate) async fn commit_and_mark(
+        &self,
+        tx: KeepTx,
+        (kind, subject, version): (&'static str, String, i64),
+    ) -> Result<(), KeepError> {
+        let file = self.high_water_file.clone();
+        tokio::spawn(async move {
+            tx.commit().await?;
+            match file {
+                Some(file) => file.raise(kind, &subject, version),
+                None => Ok(()),
+            }
+        })
+        .await
+        .map_err(|error| KeepError::Unavailable(format!("a Keep write stopped: {error}")))?
     }
 
     /// The host key's public half: what the host signs approved tools' bundles with.
@@ -393,8 +413,8 @@ impl KeepService {
             detail,
         )
         .await?;
-        tx.commit().await?;
-        self.raise_high_water_file(TRUST_ROOT_KIND, "", version)?;
+        self.commit_and_mark(tx, (TRUST_ROOT_KIND, String::new(), version))
+            .await?;
         Ok(())
     }
 

@@ -146,30 +146,37 @@ impl KeepService {
             )));
         }
         let subject = format!("proposal:{id}");
-        if accept && current.tainted && !confirm_tainted {
-            let error = KeepError::ConfirmTainted(format!(
-                "this {} was made after its session was tainted ({}): accept it with \
+        let unconfirmed = |kind: &str, source: Option<&str>| {
+            KeepError::ConfirmTainted(format!(
+                "this {kind} was made after its session was tainted ({}): accept it with \
                  `confirm_tainted: true` if you have read it",
-                current.kind,
-                current
-                    .taint_source
-                    .as_deref()
-                    .unwrap_or("untrusted content")
-            ));
+                source.unwrap_or("untrusted content")
+            ))
+        };
+        if accept && current.tainted && !confirm_tainted {
+            let error = unconfirmed(&current.kind, current.taint_source.as_deref());
             return self
                 .refuse(caller, Some(user), "accept_proposal", &subject, error)
                 .await;
         }
         let state = if accept { "accepted" } else { "rejected" };
         let mut tx = self.store().keep_begin().await?;
-        if tx.decide_proposal(id, user, state).await?.is_none() {
+        // The row as the write lock holds it decides, not the copy read before it.
+        let Some(locked) = tx.decide_proposal(id, user, state).await? else {
             return Err(KeepError::Conflict(
                 "the proposal was decided already".into(),
             ));
+        };
+        if accept && locked.tainted && !confirm_tainted {
+            drop(tx);
+            let error = unconfirmed(&locked.kind, locked.taint_source.as_deref());
+            return self
+                .refuse(caller, Some(user), "accept_proposal", &subject, error)
+                .await;
         }
         let detail = json!({
-            "action": if accept { "accept" } else { "reject" }, "kind": current.kind,
-            "tainted": current.tainted, "confirm_tainted": confirm_tainted,
+            "action": if accept { "accept" } else { "reject" }, "kind": locked.kind,
+            "tainted": locked.tainted, "confirm_tainted": confirm_tainted,
         });
         append(&mut tx, caller, Some(user), "proposal", &subject, detail).await?;
         tx.commit().await?;

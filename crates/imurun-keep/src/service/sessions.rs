@@ -329,7 +329,7 @@ impl KeepService {
     }
 
     /// Whether `answer` may go to a use of `view`: a use a person's tool asked for before it
-    /// was revoked is refused, whatever the answer; a decision given is checked, and an
+    /// was revoked, or asked by a version since replaced, is refused, whatever the answer; a decision given is checked, and an
     /// approval a rule demands a device signature for needs one. Who decided.
     async fn check_answer(
         &self,
@@ -344,7 +344,10 @@ impl KeepService {
                 .agent
                 .strip_prefix(&format!("u/{user}/"))
                 .map(str::to_owned)
-            && self.tool_for_call(user, &name).await?.is_none()
+            && self
+                .tool_for_call(user, &name)
+                .await?
+                .is_none_or(|(row, _)| row.version != view.agent_version)
         {
             return Err(KeepError::Conflict(format!(
                 "u/{user}/{name} was revoked: its uses are refused"
@@ -477,10 +480,19 @@ impl KeepService {
                 .strip_prefix(&format!("u/{user}/"))
                 .map(str::to_owned)
             {
-                Some(name) => tx
-                    .tool(user, &name)
-                    .await?
-                    .is_some_and(|row| row.revoked_at_ms.is_none()),
+                Some(name) => match tx.tool(user, &name).await? {
+                    // Revoked by the row or by either mark, as a call reads it.
+                    // A use asked by a version since replaced is refused too: the newer
+                    // version deployed is not the one that asked.
+                    Some(row) => {
+                        let subject = format!("{user}/{name}");
+                        let in_database = tx
+                            .high_water(super::tool_access::TOOL_REVOKED_KIND, &subject)
+                            .await?;
+                        row.version == view.agent_version && !self.revoked(&row, in_database)?
+                    }
+                    None => false,
+                },
                 None => true,
             };
         // So is the device of a signed approval: one retired after the decision was checked

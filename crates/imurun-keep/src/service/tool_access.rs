@@ -432,10 +432,13 @@ impl KeepService {
             ));
         };
         // What deploys is read from this row (name, version, taint): its seal is checked
-        // again, so a row edited between the review and the lock never deploys.
-        if approve {
-            crate::seal::check_tool_proposal(&self.host_key().public(), &locked)?;
-        }
+        // again, so a row edited between the review and the lock never deploys, and a denial
+        // journals its name and version only when they are the ones proposed.
+        let unsealed = crate::seal::check_tool_proposal(&self.host_key().public(), &locked).err();
+        let unsealed = match unsealed {
+            Some(error) if approve => return Err(error),
+            unsealed => unsealed.map(|error| error.to_string()),
+        };
         let ceiling_row = tx.document(CEILING_KIND, user).await?;
         let highest =
             self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
@@ -504,18 +507,23 @@ impl KeepService {
             ));
         }
         let subject = format!("proposal:{id}");
+        // What the journal says of the proposal is what was proposed only when its row held
+        // its seal, at the review and under the lock; a denial of an edited row names none of it.
+        let trusted = review.refused.is_none() && unsealed.is_none();
         let detail = json!({
             "action": if approve { "approve" } else { "deny" }, "kind": "tool",
-            "name": locked.name, "version": locked.version,
-            "bundle_sha256": basis.bundle_sha256,
-            "manifest_sha256": review.hashes.get("manifest"),
+            "name": trusted.then_some(&locked.name),
+            "version": trusted.then_some(locked.version),
+            "bundle_sha256": trusted.then_some(&basis.bundle_sha256),
+            "manifest_sha256": review.hashes.get("manifest").filter(|_| trusted),
             "ceiling_version": review.ceiling_version,
             "policy_version": review.policy_version,
             "decided_by": decision.device_key_id, "nonce": decision.nonce,
-            "tainted": review.tainted, "confirm_tainted": decision.confirm_tainted,
-            "dropped": review.dropped,
-            "granted_diff": review.granted_diff,
-            "refused": review.refused,
+            "tainted": trusted.then_some(review.tainted),
+            "confirm_tainted": decision.confirm_tainted,
+            "dropped": trusted.then_some(&review.dropped),
+            "granted_diff": trusted.then_some(&review.granted_diff),
+            "refused": review.refused.as_ref().or(unsealed.as_ref()),
         });
         append(&mut tx, caller, Some(user), "proposal", &subject, detail).await?;
         if approve {
@@ -587,13 +595,12 @@ impl KeepService {
             )
             .await?;
         }
-        tx.commit().await?;
         if approve {
-            self.raise_high_water_file(
-                TOOL_KIND,
-                &format!("{user}/{}", locked.name),
-                locked.version,
-            )?;
+            let subject = format!("{user}/{}", locked.name);
+            self.commit_and_mark(tx, (TOOL_KIND, subject, locked.version))
+                .await?;
+        } else {
+            tx.commit().await?;
         }
         let review = self.tool_proposal(caller, &id).await?;
         if let Some(cells) = self.cells() {
@@ -643,11 +650,26 @@ impl KeepService {
         row: imurun_store::ToolRow,
         ceiling_version: i64,
     ) -> Result<ToolView, KeepError> {
-        let refused = self
+        let mut refused = self
             .check_tool_row_current(&row)
             .await
             .err()
             .map(|error| error.to_string());
+        // A revoke undone in the database is shown as what it is: no call starts the tool.
+        let subject = format!("{}/{}", row.user_name, row.name);
+        let in_database = self
+            .store()
+            .keep_high_water(TOOL_REVOKED_KIND, &subject)
+            .await?;
+        if row.revoked_at_ms.is_none() && self.revoked(&row, in_database)? {
+            refused.get_or_insert_with(|| {
+                format!(
+                    "u/{subject} was revoked: the revocation mark covers version {} although \
+                     the database says it is in force",
+                    row.version
+                )
+            });
+        }
         let mut view = tool_view(row, ceiling_version)?;
         if refused.is_some() {
             view.clear_taint = None;
@@ -663,15 +685,12 @@ impl KeepService {
         let user = session_user(caller)?;
         let name = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
         let mut tx = self.store().keep_begin().await?;
-        let revoked_subject = format!("{user}/{name}");
+        let subject = format!("{user}/{name}");
         // Every version deployed so far is revoked, whatever the rows say: the mark is the
         // highest version ever deployed, so a row whose version was lowered, or that was
         // marked revoked or deleted in the database beforehand, leaves no version outside it.
-        let deployed = self.high_water(
-            TOOL_KIND,
-            &revoked_subject,
-            tx.high_water(TOOL_KIND, &revoked_subject).await?,
-        )?;
+        let in_database = tx.high_water(TOOL_KIND, &subject).await?;
+        let deployed = self.high_water(TOOL_KIND, &subject, in_database)?;
         let row = tx.tool(user, name).await?;
         if row.is_none() && deployed == 0 {
             return Err(KeepError::NotFound("tool"));
@@ -679,21 +698,24 @@ impl KeepService {
         let existed = row.is_some();
         let changed = existed && tx.revoke_tool(user, name).await? > 0;
         let revoked_version = row.as_ref().map_or(0, |row| row.version).max(deployed);
-        tx.raise_high_water(TOOL_REVOKED_KIND, &revoked_subject, revoked_version)
+        tx.raise_high_water(TOOL_REVOKED_KIND, &subject, revoked_version)
             .await?;
-        let (Some(row), true) = (row, changed) else {
-            // Nothing to revoke in the database; the mark still holds every version deployed.
-            tx.commit().await?;
-            self.raise_high_water_file(TOOL_REVOKED_KIND, &revoked_subject, revoked_version)?;
-            return Err(if existed {
-                KeepError::Conflict(format!("u/{user}/{name} was revoked already"))
-            } else {
-                KeepError::NotFound("tool")
-            });
-        };
+        // The mark outside the database holds only versions this host vouches for: its own
+        // deploy mark and a row that holds its seal. The database's unsealed mark goes no
+        // further than the database, so an edited one cannot refuse a later version here for
+        // good.
+        let vouched = self.high_water(TOOL_KIND, &subject, 0)?.max(
+            row.as_ref()
+                .filter(|row| self.check_tool_row(row).is_ok())
+                .map_or(0, |row| row.version),
+        );
+        // A revoke is journaled, and refuses the tool's waiting uses, whatever the database
+        // said about the tool: the mark it raises is a revoke.
         let detail = json!({
-            "action": "revoke", "tool": format!("u/{user}/{name}"), "version": row.version,
-            "bundle_sha256": row.bundle_sha256,
+            "action": "revoke", "tool": format!("u/{user}/{name}"),
+            "version": row.as_ref().map(|row| row.version), "revoked_version": revoked_version,
+            "bundle_sha256": row.as_ref().map(|row| row.bundle_sha256.clone()),
+            "database": if changed { "revoked" } else if existed { "revoked already" } else { "no row" },
         });
         append(
             &mut tx,
@@ -727,21 +749,39 @@ impl KeepService {
                 refused_here.push(wait.id);
             }
         }
-        tx.commit().await?;
+        // The file's mark is raised before the commit: should the commit fail, the tool is
+        // refused on this host all the same, and a request dropped after the commit cannot
+        // leave the revoke to the database alone. A mark that cannot be written (a full disk)
+        // does not hold the revoke back: the write commits, and the error is answered after.
+        let marked = match vouched {
+            0 => Ok(()),
+            _ => self.raise_high_water_file(TOOL_REVOKED_KIND, &subject, vouched),
+        };
+        // In a task of its own, so a request dropped while it commits still commits.
+        tokio::spawn(tx.commit())
+            .await
+            .map_err(|error| KeepError::Unavailable(format!("a Keep write stopped: {error}")))??;
         for id in refused_here {
             if let Err(error) = self.deliver_answer(&id).await {
                 // The use is refused in the database; its cell stops waiting at its timeout.
                 tracing::warn!("a revoked tool's waiting use was not told: {error}");
             }
         }
-        self.raise_high_water_file(TOOL_REVOKED_KIND, &revoked_subject, revoked_version)?;
         if let Some(cells) = self.cells() {
             cells.publish(
                 user,
-                json!({"type": "tool.revoked", "name": format!("u/{user}/{name}"), "version": row.version}),
+                json!({"type": "tool.revoked", "name": agent, "version": revoked_version}),
             );
         }
-        self.tool(caller, name).await
+        marked?;
+        match (existed, changed) {
+            (_, true) => self.tool(caller, name).await,
+            // Nothing to revoke in the database; the mark still holds every version deployed.
+            (true, false) => Err(KeepError::Conflict(format!(
+                "u/{user}/{name} was revoked already"
+            ))),
+            (false, _) => Err(KeepError::NotFound("tool")),
+        }
     }
 
     /// Lifts the taint mark of the calling person's tool `name` with their device-signed
@@ -788,7 +828,11 @@ impl KeepService {
         let Some(row) = tx.tool(user, name).await? else {
             return Err(KeepError::NotFound("tool"));
         };
-        if row.revoked_at_ms.is_some() {
+        // Revoked by the row or by either mark, read under the lock.
+        let revoked_in_database = tx
+            .high_water(TOOL_REVOKED_KIND, &format!("{user}/{name}"))
+            .await?;
+        if self.revoked(&row, revoked_in_database)? {
             return Err(KeepError::Conflict(format!("u/{user}/{name} is revoked")));
         }
         if !row.tainted || row.taint_cleared.is_some() {
@@ -894,19 +938,11 @@ impl KeepService {
         let Some(row) = self.store().keep_tool(user, name).await? else {
             return Ok(None);
         };
-        if row.revoked_at_ms.is_some() {
-            return Ok(None);
-        }
-        // A revoke undone in the database: the mark kept outside it still says revoked.
-        let subject = format!("{user}/{name}");
-        let revoked = self.high_water(
-            TOOL_REVOKED_KIND,
-            &subject,
-            self.store()
-                .keep_high_water(TOOL_REVOKED_KIND, &subject)
-                .await?,
-        )?;
-        if revoked >= row.version {
+        let in_database = self
+            .store()
+            .keep_high_water(TOOL_REVOKED_KIND, &format!("{user}/{name}"))
+            .await?;
+        if self.revoked(&row, in_database)? {
             return Ok(None);
         }
         self.check_tool_row_current(&row).await?;
@@ -918,6 +954,19 @@ impl KeepService {
         let ceiling = self.ceiling_in_force(user).await?.ceiling;
         let manifest = authority::clamp(&manifest, &ceiling).manifest;
         Ok(Some((row, manifest)))
+    }
+
+    /// Whether `row` is revoked: by the row, or by the revocation mark (the database's,
+    /// `in_database`, or the one kept outside it, so a revoke undone in the database still
+    /// holds on the host that took it).
+    pub(crate) fn revoked(
+        &self,
+        row: &imurun_store::ToolRow,
+        in_database: i64,
+    ) -> Result<bool, KeepError> {
+        let subject = format!("{}/{}", row.user_name, row.name);
+        Ok(row.revoked_at_ms.is_some()
+            || self.high_water(TOOL_REVOKED_KIND, &subject, in_database)? >= row.version)
     }
 
     /// [`Self::check_tool_row`], and that the row is the newest version ever deployed under its

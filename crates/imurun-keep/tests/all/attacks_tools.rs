@@ -649,40 +649,6 @@ fn attack_clamp_host_scheme_path_and_credential_tricks() {
     }
 }
 
-/// HELD: a row marked revoked in the database before the person's revoke answers 409 "revoked
-/// already", and the revoke still raises the revocation mark: clearing `revoked_at_ms`
-/// afterwards does not bring the tool back. A row deleted before the revoke likewise.
-#[tokio::test]
-async fn holds_a_revoke_of_a_row_revoked_or_deleted_in_the_database_still_marks_it() {
-    let b = Bench::start().await;
-    deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
-    deploy_tool(&b, Guest::PureTool, "gone", json!({}), false).await;
-    edit(
-        &b,
-        "UPDATE keep_tools SET revoked_at_ms = 1 WHERE name = 'echo'",
-    )
-    .await;
-    let error = b.s.keep.revoke_tool(&b.s.alice, "echo").await.unwrap_err();
-    assert_eq!(error.rule(), "conflict", "{error}");
-    edit(
-        &b,
-        "UPDATE keep_tools SET revoked_at_ms = NULL WHERE name = 'echo'",
-    )
-    .await;
-    edit(&b, "DELETE FROM keep_tools WHERE name = 'gone'").await;
-    let error = b.s.keep.revoke_tool(&b.s.alice, "gone").await.unwrap_err();
-    assert_eq!(error.rule(), "not_found", "{error}");
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
-    let said = b.call(&session.id, "echo", json!({"n": 2})).await;
-    assert!(
-        !said.contains("\"n\":2"),
-        "the tool the person revoked runs: {said}"
-    );
-    // A name never deployed is simply not found, and leaves nothing behind.
-    let error = b.s.keep.revoke_tool(&b.s.alice, "never").await.unwrap_err();
-    assert_eq!(error.rule(), "not_found", "{error}");
-}
-
 /// HELD: deleting the newest version's row does not bring the older sealed version back: a
 /// row below the highest version ever deployed is rolled back, refused for calls and shown
 /// refused.
@@ -719,16 +685,193 @@ async fn holds_deleting_the_newest_row_does_not_roll_a_tool_back() {
 async fn holds_a_revoke_of_a_row_whose_version_was_lowered() {
     let b = Bench::start().await;
     deploy_tool(&b, Guest::PureTool, "kept", json!({}), false).await;
+    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let said = b.call(&session.id, "kept", json!({"n": 1})).await;
+    assert!(
+        said.contains("\"n\":1"),
+        "the tool runs before the edits: {said}"
+    );
     edit(&b, "UPDATE keep_tools SET version = 0 WHERE name = 'kept'").await;
     b.s.keep.revoke_tool(&b.s.alice, "kept").await.unwrap();
+    // The row and the database's marks put back: only the mark outside it remains.
     edit(
         &b,
         "UPDATE keep_tools SET version = 1, revoked_at_ms = NULL WHERE name = 'kept'",
     )
     .await;
+    edit(&b, "DELETE FROM keep_versions WHERE kind = 'tool_revoked'").await;
     let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
     let said = b.call(&session.id, "kept", json!({})).await;
     assert!(said.starts_with("refused: no tool named"), "{said}");
+}
+
+/// HELD: with the database's own marks deleted as well, a revoke of a row marked revoked or
+/// deleted beforehand still holds: restoring the rows brings neither tool back on the host
+/// that took the revoke (the mark kept outside the database). Each revoke is journaled and
+/// told to the person's stream, though the database said there was nothing to revoke.
+#[tokio::test]
+async fn holds_a_revoke_the_database_said_was_done_survives_the_database_undone() {
+    let b = Bench::start().await;
+    deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
+    deploy_tool(&b, Guest::PureTool, "gone", json!({}), false).await;
+    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let said = b.call(&session.id, "gone", json!({"n": 1})).await;
+    assert!(
+        said.contains("\"n\":1"),
+        "the tool runs before the edits: {said}"
+    );
+    edit(
+        &b,
+        "UPDATE keep_tools SET revoked_at_ms = 1 WHERE name = 'echo'",
+    )
+    .await;
+    edit(
+        &b,
+        "CREATE TABLE saved_gone AS SELECT * FROM keep_tools WHERE name = 'gone'",
+    )
+    .await;
+    edit(&b, "DELETE FROM keep_tools WHERE name = 'gone'").await;
+    let error = b.s.keep.revoke_tool(&b.s.alice, "echo").await.unwrap_err();
+    assert_eq!(error.rule(), "conflict", "{error}");
+    let error = b.s.keep.revoke_tool(&b.s.alice, "gone").await.unwrap_err();
+    assert_eq!(error.rule(), "not_found", "{error}");
+    // Everything undone in the database, its marks included: only the file remains.
+    edit(
+        &b,
+        "UPDATE keep_tools SET revoked_at_ms = NULL WHERE name = 'echo'",
+    )
+    .await;
+    edit(&b, "INSERT INTO keep_tools SELECT * FROM saved_gone").await;
+    edit(
+        &b,
+        "DELETE FROM keep_versions WHERE kind IN ('tool', 'tool_revoked')",
+    )
+    .await;
+    for name in ["echo", "gone"] {
+        let said = b.call(&session.id, name, json!({"n": 2})).await;
+        assert!(said.starts_with("refused: no tool named"), "{name}: {said}");
+        // Shown as what it is: refused, with no taint to clear.
+        let shown = b.s.keep.tool(&b.s.alice, name).await.unwrap();
+        let refused = shown.refused.clone().expect("shown refused");
+        assert!(refused.contains("revoked"), "{name}: {refused}");
+        assert!(shown.clear_taint.is_none(), "{name}: {shown:?}");
+    }
+    let journal = b.s.keep.journal(&b.s.host.operator).await.unwrap();
+    for name in ["echo", "gone"] {
+        let subject = format!("tool:u/alice/{name}");
+        assert!(
+            journal.iter().any(|entry| entry.kind == "tool"
+                && entry.subject == subject
+                && entry.detail["action"] == "revoke"),
+            "u/alice/{name} is revoked by the mark, and the journal has no revoke for it"
+        );
+    }
+    let told = events_of(&b.s, "alice", "tool.revoked");
+    assert_eq!(told.len(), 2, "tool.revoked events: {told:?}");
+    // A name never deployed is simply not found, and leaves nothing behind.
+    let error = b.s.keep.revoke_tool(&b.s.alice, "never").await.unwrap_err();
+    assert_eq!(error.rule(), "not_found", "{error}");
+    assert_eq!(events_of(&b.s, "alice", "tool.revoked").len(), 2);
+}
+
+/// HELD: deleting the newest row and the database's deploy mark together does not roll a
+/// tool back either: the mark kept outside the database still says version 2 was deployed.
+#[tokio::test]
+async fn holds_a_rollback_with_the_database_mark_deleted_too() {
+    let b = Bench::start().await;
+    deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
+    deploy_version(&b, Guest::FetchTool, ("echo", 2), json!({}), false).await;
+    edit(
+        &b,
+        "DELETE FROM keep_tools WHERE name = 'echo' AND version = 2",
+    )
+    .await;
+    edit(&b, "DELETE FROM keep_versions WHERE kind = 'tool'").await;
+    let shown = b.s.keep.tool(&b.s.alice, "echo").await.unwrap();
+    assert_eq!(shown.version, 1);
+    assert!(shown.refused.is_some(), "{shown:?}");
+    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let said = b.call(&session.id, "echo", json!({"n": 3})).await;
+    assert!(!said.contains("\"n\":3"), "{said}");
+}
+
+/// HELD: the database's deploy mark is not sealed, so a revoke does not copy it into the mark
+/// kept outside the database: one raised to the highest version before a revoke does not
+/// refuse, for good, every later version approved once the database is put right.
+#[tokio::test]
+async fn holds_a_database_mark_raised_before_a_revoke_does_not_burn_the_name() {
+    let b = Bench::start().await;
+    deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
+    edit(
+        &b,
+        "UPDATE keep_versions SET version = 9007199254740991 \
+         WHERE kind = 'tool' AND subject = 'alice/echo'",
+    )
+    .await;
+    b.s.keep.revoke_tool(&b.s.alice, "echo").await.unwrap();
+    // The operator puts the database's marks back (a restore, or by hand).
+    edit(
+        &b,
+        "UPDATE keep_versions SET version = 1 WHERE subject = 'alice/echo'",
+    )
+    .await;
+    deploy_version(&b, Guest::PureTool, ("echo", 2), json!({}), false).await;
+    let shown = b.s.keep.tool(&b.s.alice, "echo").await.unwrap();
+    assert_eq!((shown.version, shown.refused.as_deref()), (2, None));
+    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let said = b.call(&session.id, "echo", json!({"n": 2})).await;
+    assert!(
+        said.contains("\"n\":2"),
+        "echo@2, approved after the revoke, does not run: {said}"
+    );
+}
+
+/// HELD: a revoke whose request is dropped (its client went away) once its write has
+/// committed still leaves its mark outside the database: undoing it in the database does not
+/// bring the tool back.
+#[tokio::test]
+async fn holds_a_revoke_dropped_after_its_commit_still_marks_the_tool() {
+    use std::future::Future;
+    let b = Bench::start().await;
+    deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
+    let pool = pool(&b.s.host).await;
+    {
+        let mut revoke = std::pin::pin!(b.s.keep.revoke_tool(&b.s.alice, "echo"));
+        loop {
+            let done = std::future::poll_fn(|cx| {
+                std::task::Poll::Ready(revoke.as_mut().poll(cx).is_ready())
+            })
+            .await;
+            if done {
+                // It ran to its end between two looks (the commit runs in a task of its
+                // own): nothing was dropped, and the check below holds all the same.
+                break;
+            }
+            let committed: Option<i64> = sqlx::query_scalar(
+                "SELECT revoked_at_ms FROM keep_tools WHERE name = 'echo' AND version = 1",
+            )
+            .fetch_one(&pool)
+            .await
+            .expect("read");
+            if committed.is_some() {
+                // The client goes away now: the future is dropped.
+                break;
+            }
+            tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+        }
+    }
+    edit(
+        &b,
+        "UPDATE keep_tools SET revoked_at_ms = NULL WHERE name = 'echo'",
+    )
+    .await;
+    edit(&b, "DELETE FROM keep_versions WHERE kind = 'tool_revoked'").await;
+    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let said = b.call(&session.id, "echo", json!({"n": 2})).await;
+    assert!(
+        !said.contains("\"n\":2"),
+        "the tool revoked on this host runs again: {said}"
+    );
 }
 
 /// Runs `sql` on the host's database, behind the service's back.

@@ -602,10 +602,19 @@ async fn a_refused_proposal_cannot_be_approved_and_can_be_denied() {
     assert_eq!(denied.state, "denied");
     assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
     let journal = s.keep.journal(&s.host.operator).await.unwrap();
-    // The denial says the host had refused the proposal, and why.
-    assert!(journal.iter().any(|entry| entry.detail["action"] == "deny"
-        && entry.subject == format!("proposal:{id}")
-        && entry.detail["refused"].as_str() == Some(refused.as_str())));
+    // The denial says the host had refused the proposal, and why; the name and version of a
+    // row that does not hold its seal are not the proposal's, so none are journaled.
+    let denial = journal
+        .iter()
+        .find(|entry| entry.detail["action"] == "deny" && entry.subject == format!("proposal:{id}"))
+        .expect("the denial is journaled");
+    assert_eq!(denial.detail["refused"].as_str(), Some(refused.as_str()));
+    assert_eq!(
+        (&denial.detail["name"], &denial.detail["version"]),
+        (&Value::Null, &Value::Null),
+        "{}",
+        denial.detail
+    );
     // Decided once: the same decision again is a conflict, not a second entry.
     assert_eq!(
         s.keep
