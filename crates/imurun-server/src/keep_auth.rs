@@ -5,9 +5,6 @@
 //! OpenAI-compatible `/v1/chat/completions` and `/v1/models`) belong to the operator, so a user
 //! token gets 403 there.
 
-use std::sync::Arc;
-
-use crate::hub::EventRecord;
 use axum::extract::{FromRequestParts, Request};
 use axum::http::request::Parts;
 use axum::http::{HeaderValue, StatusCode, header};
@@ -130,14 +127,14 @@ impl FromRequestParts<ServerState> for OperatorCaller {
 
 /// `records` for as long as `identity`'s token works: each is sent only after the token is
 /// checked again, so a token revoked meanwhile (by any host or the command line) ends the
-/// stream at its next event.
-pub(crate) fn while_authorized<S>(
+/// stream at its next item (an event of a stream, a chunk of a streamed completion).
+pub(crate) fn while_authorized<S, T>(
     records: S,
     keep: KeepService,
     identity: Identity,
-) -> impl Stream<Item = Arc<EventRecord>> + use<S>
+) -> impl Stream<Item = T> + use<S, T>
 where
-    S: Stream<Item = Arc<EventRecord>>,
+    S: Stream<Item = T>,
 {
     records
         .then(move |record| {
@@ -146,4 +143,18 @@ where
         })
         .take_while(|record| std::future::ready(record.is_some()))
         .filter_map(std::future::ready)
+}
+
+/// How often a long answer checks its caller's token while nothing else would.
+const RECHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
+
+/// Resolves once `identity`'s token no longer works, checked every second: a turn that sends
+/// nothing for a while (a tool step, a wait for an approval) still ends soon after a revoke.
+pub(crate) async fn until_revoked(keep: KeepService, identity: Identity) {
+    loop {
+        tokio::time::sleep(RECHECK_INTERVAL).await;
+        if !keep.still_authorized(&identity).await {
+            return;
+        }
+    }
 }

@@ -51,7 +51,6 @@ use std::convert::Infallible;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{SystemTime, UNIX_EPOCH};
 
-use axum::Json;
 use axum::body::{Body, to_bytes};
 use axum::extract::Request;
 use axum::extract::State;
@@ -60,15 +59,19 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode};
 use axum::middleware::Next;
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use futures_util::{StreamExt, stream};
 use imurun_agent::HISTORY_MESSAGES_MAX;
 use imurun_core::{Event, TokenUsage};
+use imurun_keep::KeepError;
+use imurun_keep::service::{Identity, KeepService};
 use imurun_store::Role as StoredRole;
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
-use crate::error::{ApiError, ApiJson};
+use crate::error::{ApiError, ApiJson, keep_error};
 use crate::events::ServerEvent;
+use crate::keep_auth::{until_revoked, while_authorized};
 use crate::openai_wire::{
     AssistantMessage, ChatCompletion, ChatCompletionChunk, ChatCompletionRequest, ChatMessage,
     Choice, ChunkChoice, Delta, MessageContent, ModelCard, ModelList, Usage,
@@ -161,8 +164,17 @@ pub(crate) async fn models(State(state): State<ServerState>) -> Json<ModelList> 
 pub(crate) async fn chat_completions(
     State(state): State<ServerState>,
     headers: HeaderMap,
+    caller: Option<Extension<Identity>>,
     ApiJson(request): ApiJson<ChatCompletionRequest>,
 ) -> Result<Response, ApiError> {
+    // On a Keep host the operator's token is checked again before the answer goes out, and
+    // before each chunk of a streamed one: a token revoked during the turn gets no more of it.
+    let recheck = match (state.options().keep.clone(), caller) {
+        (Some(keep), Some(Extension(identity))) => Some((keep, identity)),
+        // Keep mode's door always names the caller; without one nothing is answered.
+        (Some(_), None) => return Err(keep_error(KeepError::Unauthorized)),
+        (None, _) => None,
+    };
     let conversation = Conversation::read(&request)?;
     // Refused before a session is made: no model, no turn.
     state
@@ -202,9 +214,9 @@ pub(crate) async fn chat_completions(
                 .stream_options
                 .and_then(|options| options.include_usage)
                 .unwrap_or(false);
-            stream_answer(answer, feed, include_usage)
+            stream_answer(answer, feed, include_usage, recheck)
         }
-        None => whole_answer(answer).await?,
+        None => whole_answer(answer, recheck).await?,
     };
     if let Ok(value) = HeaderValue::from_str(&session_id) {
         response
@@ -469,8 +481,27 @@ fn turn_failed(view: &TurnView) -> ApiError {
     )
 }
 
-async fn whole_answer(mut answer: AnswerParts) -> Result<Response, ApiError> {
-    let view = answer.outcome().await?;
+async fn whole_answer(
+    mut answer: AnswerParts,
+    recheck: Option<(KeepService, Identity)>,
+) -> Result<Response, ApiError> {
+    // A token revoked while the turn runs gets nothing, and the turn stops (dropping `answer`
+    // stops it).
+    let view = match recheck {
+        Some((keep, identity)) => {
+            let view = tokio::select! {
+                view = answer.outcome() => view?,
+                () = until_revoked(keep.clone(), identity.clone()) => {
+                    return Err(keep_error(KeepError::Unauthorized));
+                }
+            };
+            if !keep.still_authorized(&identity).await {
+                return Err(keep_error(KeepError::Unauthorized));
+            }
+            view
+        }
+        None => answer.outcome().await?,
+    };
     if view.status == "error" {
         return Err(turn_failed(&view));
     }
@@ -492,7 +523,12 @@ async fn whole_answer(mut answer: AnswerParts) -> Result<Response, ApiError> {
     Ok(Json(completion).into_response())
 }
 
-fn stream_answer(answer: AnswerParts, feed: Arc<TokenFeed>, include_usage: bool) -> Response {
+fn stream_answer(
+    answer: AnswerParts,
+    feed: Arc<TokenFeed>,
+    include_usage: bool,
+    recheck: Option<(KeepService, Identity)>,
+) -> Response {
     let heartbeat = answer.state.options().heartbeat_interval;
     let streamer = Streamer {
         answer,
@@ -506,6 +542,13 @@ fn stream_answer(answer: AnswerParts, feed: Arc<TokenFeed>, include_usage: bool)
         Some((events, streamer))
     })
     .flat_map(|events| stream::iter(events.into_iter().map(Ok::<_, Infallible>)));
+    // Ending the stream drops the streamer, which stops the turn.
+    let events = match recheck {
+        Some((keep, identity)) => while_authorized(events, keep.clone(), identity.clone())
+            .take_until(until_revoked(keep, identity))
+            .boxed(),
+        None => events.boxed(),
+    };
     Sse::new(events)
         .keep_alive(KeepAlive::new().interval(heartbeat).text(HEARTBEAT_TEXT))
         .into_response()

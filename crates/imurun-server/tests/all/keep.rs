@@ -1,6 +1,7 @@
 //! Keep mode against the real router: an operator and two users, over HTTP.
 
 use std::collections::BTreeMap;
+use std::sync::Arc;
 
 use base64::Engine;
 use imurun_keep::decision::{Decision, DecisionKind, Expected};
@@ -12,8 +13,11 @@ use imurun_server::ServerOptions;
 use imurun_store::Store;
 use imurun_testkit::SseClient;
 use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::Semaphore;
 
-use crate::api_support::{Dirs, TestServer};
+use crate::api_support::{Dirs, Reply, TestModel, TestServer, WAIT_MAX};
 use crate::openapi::{concrete_path, operations};
 
 const CANARY: &str = "canary-b7e1-4f0c-9d2a-keep-vault";
@@ -30,15 +34,20 @@ pub(crate) struct Keep {
 
 impl Keep {
     async fn start() -> Keep {
-        Keep::start_serving(None).await
+        Keep::start_serving(None, None).await
     }
 
     /// A Keep host whose sessions run in cells, reaching the loopback ports given.
     pub(crate) async fn start_with_cells(loopback_ports: Vec<u16>) -> Keep {
-        Keep::start_serving(Some(loopback_ports)).await
+        Keep::start_serving(Some(loopback_ports), None).await
     }
 
-    async fn start_serving(cells: Option<Vec<u16>>) -> Keep {
+    /// A Keep host whose assistant answers with `model`.
+    async fn start_with_model(model: Arc<TestModel>) -> Keep {
+        Keep::start_serving(None, Some(model)).await
+    }
+
+    async fn start_serving(cells: Option<Vec<u16>>, model: Option<Arc<TestModel>>) -> Keep {
         let dirs = Dirs::new();
         std::fs::create_dir_all(dirs.db.parent().expect("parent")).expect("data dir");
         let store = Store::open(&dirs.db).await.expect("store");
@@ -77,7 +86,8 @@ impl Keep {
             keep_events,
             ..ServerOptions::default()
         };
-        let server = TestServer::start_with(&dirs, None, options).await;
+        let model = model.map(|model| model as Arc<dyn imurun_core::Model>);
+        let server = TestServer::start_with(&dirs, model, options).await;
         let operator = report.operator_token.token;
         let mut keep = Keep {
             policy: KeyPair::read_file(&keep_dir.join(POLICY_KEY_FILE)).expect("policy key"),
@@ -706,5 +716,138 @@ async fn an_operators_event_stream_ends_when_its_token_is_revoked() {
         first.next_event().await.expect("an event").data()["type"],
         "note.later"
     );
+    keep.server.stop().await;
+}
+
+/// A second operator token, made by the first: its id and the token.
+async fn second_operator(keep: &Keep) -> (String, String) {
+    let (status, made) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/tokens",
+            Some(json!({"operator": true})),
+        )
+        .await;
+    assert_eq!(status, 201, "{made}");
+    (
+        made["id"].as_str().expect("id").to_owned(),
+        made["token"].as_str().expect("token").to_owned(),
+    )
+}
+
+/// A streamed `POST /v1/chat/completions` checks the operator's token again before each chunk:
+/// once the token is revoked the rest of the answer is not sent, and the turn stops.
+#[tokio::test]
+async fn a_streamed_completion_ends_when_its_token_is_revoked() {
+    let gate = Arc::new(Semaphore::new(0));
+    let model = TestModel::new(vec![
+        Reply::pieces(&["First half. ", "Second half."]).held_before(1, &gate),
+    ]);
+    let keep = Keep::start_with_model(model).await;
+    let (id, second) = second_operator(&keep).await;
+    let body = json!({
+        "model": "imurun", "stream": true,
+        "messages": [{"role": "user", "content": "Tell me in two halves."}]
+    })
+    .to_string();
+    let mut stream = TcpStream::connect(keep.server.addr).await.expect("connect");
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Authorization: Bearer {second}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("sent");
+    let mut seen = Vec::new();
+    while !String::from_utf8_lossy(&seen).contains("First half.") {
+        let mut buffer = [0_u8; 1024];
+        let read = tokio::time::timeout(WAIT_MAX, stream.read(&mut buffer))
+            .await
+            .expect("the first half in time")
+            .expect("read");
+        assert!(
+            read > 0,
+            "the stream ended early: {}",
+            String::from_utf8_lossy(&seen)
+        );
+        seen.extend_from_slice(&buffer[..read]);
+    }
+    let (status, _) = keep
+        .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
+        .await;
+    assert_eq!(status, 200);
+    gate.add_permits(1);
+    // The response ends (the server closes the connection) without the second half.
+    tokio::time::timeout(WAIT_MAX, stream.read_to_end(&mut seen))
+        .await
+        .expect("the stream ended in time")
+        .expect("read");
+    let text = String::from_utf8_lossy(&seen);
+    assert!(!text.contains("Second half."), "{text}");
+    assert!(!text.contains("[DONE]"), "{text}");
+    let deadline = tokio::time::Instant::now() + WAIT_MAX;
+    while keep.server.state.running_turns() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn never stopped"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    keep.server.stop().await;
+}
+
+/// A whole (not streamed) completion is not handed to a token revoked while its turn runs:
+/// the request is answered 401 soon after the revoke, though the model has said nothing yet,
+/// and the turn stops.
+#[tokio::test]
+async fn a_whole_completion_is_refused_to_a_token_revoked_during_its_turn() {
+    let gate = Arc::new(Semaphore::new(0));
+    let model = TestModel::new(vec![Reply::gated("The secret answer.", &gate)]);
+    let keep = Arc::new(Keep::start_with_model(model).await);
+    let (id, second) = second_operator(&keep).await;
+    let asking = {
+        let keep = Arc::clone(&keep);
+        tokio::spawn(async move {
+            keep.server
+                .request_as(
+                    Some(&second),
+                    "POST",
+                    "/v1/chat/completions",
+                    Some(
+                        json!({"model": "imurun",
+                            "messages": [{"role": "user", "content": "What is it?"}]})
+                        .to_string(),
+                    ),
+                )
+                .await
+        })
+    };
+    let deadline = tokio::time::Instant::now() + WAIT_MAX;
+    while keep.server.state.running_turns() == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (status, _) = keep
+        .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
+        .await;
+    assert_eq!(status, 200);
+    let (status, body, text) = asking.await.expect("the request");
+    assert_eq!(status, 401, "{body}");
+    assert!(!text.contains("secret"), "{text}");
+    let deadline = tokio::time::Instant::now() + WAIT_MAX;
+    while keep.server.state.running_turns() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn never stopped"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let Ok(keep) = Arc::try_unwrap(keep) else {
+        panic!("the host is still shared")
+    };
     keep.server.stop().await;
 }
