@@ -13,7 +13,9 @@ step() { printf '\n==> %s\n' "$*"; }
 fail() { printf 'demo-keep: %s\n' "$*" >&2; exit 1; }
 
 step "build imurun and the guests of examples/keep"
-cargo build --workspace --quiet
+# The test build's imurun (dev-dependencies unify features, so a plain `cargo build` would
+# build llama.cpp a second time); after scripts/test's own `cargo test` it is already built.
+cargo test --workspace --no-run --quiet
 cargo build --release --quiet --target wasm32-wasip2 \
   --manifest-path examples/keep/Cargo.toml --target-dir "$CARGO_TARGET_DIR/keep-guests"
 imurun="$CARGO_TARGET_DIR/debug/imurun"
