@@ -679,16 +679,7 @@ async fn operator_events(keep: &Keep, token: &str) -> SseClient {
 #[tokio::test]
 async fn an_operators_event_stream_ends_when_its_token_is_revoked() {
     let keep = Keep::start().await;
-    let (status, made) = keep
-        .call(
-            &keep.operator,
-            "POST",
-            "/v1/tokens",
-            Some(json!({"operator": true})),
-        )
-        .await;
-    assert_eq!(status, 201, "{made}");
-    let second = made["token"].as_str().expect("token").to_owned();
+    let (id, second) = second_operator(&keep).await;
     let mut stream = operator_events(&keep, &second).await;
     let hub = keep.server.state.hub();
     hub.publish_value(None, json!({"type": "note.before", "session_id": null}))
@@ -697,7 +688,6 @@ async fn an_operators_event_stream_ends_when_its_token_is_revoked() {
         stream.next_event().await.expect("an event").data()["type"],
         "note.before"
     );
-    let id = made["id"].as_str().expect("id");
     let (status, _) = keep
         .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
         .await;
