@@ -679,6 +679,16 @@ impl KeepService {
         if crate::seal::check_egress_answer(&self.host_key().public(), &fields, seal).is_err() {
             return false;
         }
+        // An approval recorded on another host releases nothing of a tool this host holds
+        // revoked (its own mark), nor of a version since replaced.
+        if let Some(name) = view.agent.strip_prefix(&format!("u/{}/", row.user_name))
+            && !matches!(
+                self.tool_for_call(&row.user_name, name).await,
+                Ok(Some((tool, _))) if tool.version == view.agent_version
+            )
+        {
+            return false;
+        }
         if !view.device_signature {
             return true;
         }

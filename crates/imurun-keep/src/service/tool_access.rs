@@ -709,6 +709,19 @@ impl KeepService {
                 .filter(|row| self.check_tool_row(row).is_ok())
                 .map_or(0, |row| row.version),
         );
+        // The file's mark is raised first, before anything else in the write can fail (an
+        // edited journal, a broken waiting use): should the write not commit, the tool is
+        // refused on this host all the same, and a request dropped after the commit cannot
+        // leave the revoke to the database alone. A mark that cannot be written (a full disk)
+        // does not hold the revoke back: the write commits, and the failure is logged.
+        if vouched > 0
+            && let Err(error) = self.raise_high_water_file(TOOL_REVOKED_KIND, &subject, vouched)
+        {
+            tracing::error!(
+                "the revocation mark of u/{subject} could not be written outside the database \
+                 ({error}); the revoke holds in the database"
+            );
+        }
         // A revoke is journaled, and refuses the tool's waiting uses, whatever the database
         // said about the tool: the mark it raises is a revoke.
         let detail = json!({
@@ -749,14 +762,6 @@ impl KeepService {
                 refused_here.push(wait.id);
             }
         }
-        // The file's mark is raised before the commit: should the commit fail, the tool is
-        // refused on this host all the same, and a request dropped after the commit cannot
-        // leave the revoke to the database alone. A mark that cannot be written (a full disk)
-        // does not hold the revoke back: the write commits, and the error is answered after.
-        let marked = match vouched {
-            0 => Ok(()),
-            _ => self.raise_high_water_file(TOOL_REVOKED_KIND, &subject, vouched),
-        };
         // In a task of its own, so a request dropped while it commits still commits.
         tokio::spawn(tx.commit())
             .await
@@ -773,7 +778,6 @@ impl KeepService {
                 json!({"type": "tool.revoked", "name": agent, "version": revoked_version}),
             );
         }
-        marked?;
         match (existed, changed) {
             (_, true) => self.tool(caller, name).await,
             // Nothing to revoke in the database; the mark still holds every version deployed.

@@ -874,6 +874,23 @@ async fn holds_a_revoke_dropped_after_its_commit_still_marks_the_tool() {
     );
 }
 
+/// HELD: a revoke whose write fails after the tool's row was read (here the journal's head
+/// set back in the database, so the entry collides) still leaves its mark outside the
+/// database: the tool is refused on this host though the database never took the revoke.
+#[tokio::test]
+async fn holds_a_revoke_whose_write_fails_still_marks_the_tool() {
+    let b = Bench::start().await;
+    deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
+    edit(&b, "UPDATE keep_journal_head SET seq = 1 WHERE one = 1").await;
+    assert!(b.s.keep.revoke_tool(&b.s.alice, "echo").await.is_err());
+    // The view reads the marks as a call does (starting a session would journal, which the
+    // edited head refuses).
+    let shown = b.s.keep.tool(&b.s.alice, "echo").await.unwrap();
+    assert!(shown.revoked_at_ms.is_none(), "the database took no revoke");
+    let refused = shown.refused.expect("shown refused");
+    assert!(refused.contains("revoked"), "{refused}");
+}
+
 /// Runs `sql` on the host's database, behind the service's back.
 async fn edit(b: &Bench, sql: &'static str) {
     sqlx::query(sql)

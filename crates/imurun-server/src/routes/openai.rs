@@ -530,6 +530,25 @@ fn stream_answer(
     recheck: Option<(KeepService, Identity)>,
 ) -> Response {
     let heartbeat = answer.state.options().heartbeat_interval;
+    // The stream is polled only while the client reads it: a watchdog of its own stops the
+    // turn once the token is revoked, whether or not the client is still reading.
+    if let Some((keep, identity)) = recheck.clone() {
+        let stop = StopOnDrop {
+            state: answer.state.clone(),
+            session_id: answer.session_id.clone(),
+            turn_id: answer.turn_id.clone(),
+            armed: true,
+        };
+        let mut ended = answer.ended.clone();
+        tokio::spawn(async move {
+            let mut stop = stop;
+            tokio::select! {
+                () = until_revoked(keep, identity) => {}
+                // The turn ended on its own: nothing to stop.
+                _ = ended.wait_for(|ended| *ended) => stop.armed = false,
+            }
+        });
+    }
     let streamer = Streamer {
         answer,
         feed,

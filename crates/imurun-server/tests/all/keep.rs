@@ -787,6 +787,57 @@ async fn a_streamed_completion_ends_when_its_token_is_revoked() {
     keep.server.stop().await;
 }
 
+/// A streamed completion whose turn sends nothing (the model still thinking) ends soon after
+/// its token is revoked, and the turn stops: the token is checked every second, not only
+/// before a chunk.
+#[tokio::test]
+async fn a_silent_streamed_completion_ends_when_its_token_is_revoked() {
+    let gate = Arc::new(Semaphore::new(0));
+    let model = TestModel::new(vec![Reply::gated("Never said.", &gate)]);
+    let keep = Keep::start_with_model(model).await;
+    let (id, second) = second_operator(&keep).await;
+    let body = json!({
+        "model": "imurun", "stream": true,
+        "messages": [{"role": "user", "content": "Think about it."}]
+    })
+    .to_string();
+    let mut stream = TcpStream::connect(keep.server.addr).await.expect("connect");
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Authorization: Bearer {second}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("sent");
+    let deadline = tokio::time::Instant::now() + WAIT_MAX;
+    while keep.server.state.running_turns() == 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn never started"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let (status, _) = keep
+        .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
+        .await;
+    assert_eq!(status, 200);
+    let mut seen = Vec::new();
+    tokio::time::timeout(WAIT_MAX, stream.read_to_end(&mut seen))
+        .await
+        .expect("the stream ended in time")
+        .expect("read");
+    let text = String::from_utf8_lossy(&seen);
+    assert!(!text.contains("[DONE]"), "{text}");
+    while keep.server.state.running_turns() > 0 {
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the turn never stopped"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    keep.server.stop().await;
+}
+
 /// A whole (not streamed) completion is not handed to a token revoked while its turn runs:
 /// the request is answered 401 soon after the revoke, though the model has said nothing yet,
 /// and the turn stops.
