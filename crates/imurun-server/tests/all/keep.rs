@@ -709,6 +709,43 @@ async fn an_operators_event_stream_ends_when_its_token_is_revoked() {
     keep.server.stop().await;
 }
 
+/// Opens a streamed `POST /v1/chat/completions` of `prompt` with `token`, on a connection the
+/// server closes when the response ends.
+async fn stream_completion(keep: &Keep, token: &str, prompt: &str) -> TcpStream {
+    let body = json!({
+        "model": "imurun", "stream": true,
+        "messages": [{"role": "user", "content": prompt}]
+    })
+    .to_string();
+    let mut stream = TcpStream::connect(keep.server.addr).await.expect("connect");
+    let head = format!(
+        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
+         Authorization: Bearer {token}\r\nContent-Type: application/json\r\n\
+         Content-Length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.expect("sent");
+    stream
+}
+
+/// Waits until no turn runs on the host (at most [`WAIT_MAX`]).
+async fn turns_stopped(keep: &Keep) {
+    wait_for_turns(keep, false, "the turn never stopped").await;
+}
+
+/// Waits until a turn runs on the host (at most [`WAIT_MAX`]).
+async fn turn_started(keep: &Keep) {
+    wait_for_turns(keep, true, "the turn never started").await;
+}
+
+async fn wait_for_turns(keep: &Keep, running: bool, failure: &str) {
+    let deadline = tokio::time::Instant::now() + WAIT_MAX;
+    while (keep.server.state.running_turns() > 0) != running {
+        assert!(tokio::time::Instant::now() < deadline, "{failure}");
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+}
+
 /// A second operator token, made by the first: its id and the token.
 async fn second_operator(keep: &Keep) -> (String, String) {
     let (status, made) = keep
@@ -736,19 +773,7 @@ async fn a_streamed_completion_ends_when_its_token_is_revoked() {
     ]);
     let keep = Keep::start_with_model(model).await;
     let (id, second) = second_operator(&keep).await;
-    let body = json!({
-        "model": "imurun", "stream": true,
-        "messages": [{"role": "user", "content": "Tell me in two halves."}]
-    })
-    .to_string();
-    let mut stream = TcpStream::connect(keep.server.addr).await.expect("connect");
-    let head = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
-         Authorization: Bearer {second}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.expect("sent");
+    let mut stream = stream_completion(&keep, &second, "Tell me in two halves.").await;
     let mut seen = Vec::new();
     while !String::from_utf8_lossy(&seen).contains("First half.") {
         let mut buffer = [0_u8; 1024];
@@ -776,14 +801,7 @@ async fn a_streamed_completion_ends_when_its_token_is_revoked() {
     let text = String::from_utf8_lossy(&seen);
     assert!(!text.contains("Second half."), "{text}");
     assert!(!text.contains("[DONE]"), "{text}");
-    let deadline = tokio::time::Instant::now() + WAIT_MAX;
-    while keep.server.state.running_turns() > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the turn never stopped"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    turns_stopped(&keep).await;
     keep.server.stop().await;
 }
 
@@ -796,27 +814,8 @@ async fn a_silent_streamed_completion_ends_when_its_token_is_revoked() {
     let model = TestModel::new(vec![Reply::gated("Never said.", &gate)]);
     let keep = Keep::start_with_model(model).await;
     let (id, second) = second_operator(&keep).await;
-    let body = json!({
-        "model": "imurun", "stream": true,
-        "messages": [{"role": "user", "content": "Think about it."}]
-    })
-    .to_string();
-    let mut stream = TcpStream::connect(keep.server.addr).await.expect("connect");
-    let head = format!(
-        "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\
-         Authorization: Bearer {second}\r\nContent-Type: application/json\r\n\
-         Content-Length: {}\r\n\r\n{body}",
-        body.len()
-    );
-    stream.write_all(head.as_bytes()).await.expect("sent");
-    let deadline = tokio::time::Instant::now() + WAIT_MAX;
-    while keep.server.state.running_turns() == 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the turn never started"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    let mut stream = stream_completion(&keep, &second, "Think about it.").await;
+    turn_started(&keep).await;
     let (status, _) = keep
         .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
         .await;
@@ -828,13 +827,7 @@ async fn a_silent_streamed_completion_ends_when_its_token_is_revoked() {
         .expect("read");
     let text = String::from_utf8_lossy(&seen);
     assert!(!text.contains("[DONE]"), "{text}");
-    while keep.server.state.running_turns() > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the turn never stopped"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    turns_stopped(&keep).await;
     keep.server.stop().await;
 }
 
@@ -864,14 +857,7 @@ async fn a_whole_completion_is_refused_to_a_token_revoked_during_its_turn() {
                 .await
         })
     };
-    let deadline = tokio::time::Instant::now() + WAIT_MAX;
-    while keep.server.state.running_turns() == 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the turn never started"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    turn_started(&keep).await;
     let (status, _) = keep
         .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
         .await;
@@ -879,14 +865,7 @@ async fn a_whole_completion_is_refused_to_a_token_revoked_during_its_turn() {
     let (status, body, text) = asking.await.expect("the request");
     assert_eq!(status, 401, "{body}");
     assert!(!text.contains("secret"), "{text}");
-    let deadline = tokio::time::Instant::now() + WAIT_MAX;
-    while keep.server.state.running_turns() > 0 {
-        assert!(
-            tokio::time::Instant::now() < deadline,
-            "the turn never stopped"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-    }
+    turns_stopped(&keep).await;
     let Ok(keep) = Arc::try_unwrap(keep) else {
         panic!("the host is still shared")
     };
