@@ -339,18 +339,10 @@ impl KeepService {
         approve: bool,
         decision: Option<&Signed>,
     ) -> Result<serde_json::Value, KeepError> {
-        if approve
-            && let Some(name) = view
-                .agent
-                .strip_prefix(&format!("u/{user}/"))
-                .map(str::to_owned)
-            && self
-                .tool_for_call(user, &name)
-                .await?
-                .is_none_or(|(row, _)| row.version != view.agent_version)
-        {
+        if approve && !self.tool_use_in_force(user, view).await? {
             return Err(KeepError::Conflict(format!(
-                "u/{user}/{name} was revoked: its uses are refused"
+                "{} was revoked: its uses are refused",
+                view.agent
             )));
         }
         match (decision, approve && view.device_signature) {
@@ -363,6 +355,19 @@ impl KeepService {
             )),
             (None, false) => Ok(json!("person")),
         }
+    }
+
+    /// Whether a use `view` shows may still be approved: for a person's tool
+    /// (`u/<user>/<name>`), the tool is in force for a call ([`Self::tool_for_call`]) at the
+    /// version that asked; anything else (an agent's use) is.
+    async fn tool_use_in_force(&self, user: &str, view: &WaitingView) -> Result<bool, KeepError> {
+        let Some(name) = view.agent.strip_prefix(&format!("u/{user}/")) else {
+            return Ok(true);
+        };
+        Ok(self
+            .tool_for_call(user, name)
+            .await?
+            .is_some_and(|(row, _)| row.version == view.agent_version))
     }
 
     /// Answers a use this host's cell waits on: the answer is recorded (once: another host
@@ -485,11 +490,8 @@ impl KeepService {
                     // A use asked by a version since replaced is refused too: the newer
                     // version deployed is not the one that asked.
                     Some(row) => {
-                        let subject = format!("{user}/{name}");
-                        let in_database = tx
-                            .high_water(super::tool_access::TOOL_REVOKED_KIND, &subject)
-                            .await?;
-                        row.version == view.agent_version && !self.revoked(&row, in_database)?
+                        row.version == view.agent_version
+                            && !self.revoked_locked(&mut tx, &row).await?
                     }
                     None => false,
                 },
@@ -681,12 +683,7 @@ impl KeepService {
         }
         // An approval recorded on another host releases nothing of a tool this host holds
         // revoked (its own mark), nor of a version since replaced.
-        if let Some(name) = view.agent.strip_prefix(&format!("u/{}/", row.user_name))
-            && !matches!(
-                self.tool_for_call(&row.user_name, name).await,
-                Ok(Some((tool, _))) if tool.version == view.agent_version
-            )
-        {
+        if !matches!(self.tool_use_in_force(&row.user_name, view).await, Ok(true)) {
             return false;
         }
         if !view.device_signature {

@@ -656,17 +656,12 @@ impl KeepService {
             .err()
             .map(|error| error.to_string());
         // A revoke undone in the database is shown as what it is: no call starts the tool.
-        let subject = format!("{}/{}", row.user_name, row.name);
-        let in_database = self
-            .store()
-            .keep_high_water(TOOL_REVOKED_KIND, &subject)
-            .await?;
-        if row.revoked_at_ms.is_none() && self.revoked(&row, in_database)? {
+        if row.revoked_at_ms.is_none() && self.revoked(&row).await? {
             refused.get_or_insert_with(|| {
                 format!(
-                    "u/{subject} was revoked: the revocation mark covers version {} although \
-                     the database says it is in force",
-                    row.version
+                    "u/{}/{} was revoked: the revocation mark covers version {} although the \
+                     database says it is in force",
+                    row.user_name, row.name, row.version
                 )
             });
         }
@@ -833,10 +828,7 @@ impl KeepService {
             return Err(KeepError::NotFound("tool"));
         };
         // Revoked by the row or by either mark, read under the lock.
-        let revoked_in_database = tx
-            .high_water(TOOL_REVOKED_KIND, &format!("{user}/{name}"))
-            .await?;
-        if self.revoked(&row, revoked_in_database)? {
+        if self.revoked_locked(&mut tx, &row).await? {
             return Err(KeepError::Conflict(format!("u/{user}/{name} is revoked")));
         }
         if !row.tainted || row.taint_cleared.is_some() {
@@ -942,11 +934,7 @@ impl KeepService {
         let Some(row) = self.store().keep_tool(user, name).await? else {
             return Ok(None);
         };
-        let in_database = self
-            .store()
-            .keep_high_water(TOOL_REVOKED_KIND, &format!("{user}/{name}"))
-            .await?;
-        if self.revoked(&row, in_database)? {
+        if self.revoked(&row).await? {
             return Ok(None);
         }
         self.check_tool_row_current(&row).await?;
@@ -960,10 +948,30 @@ impl KeepService {
         Ok(Some((row, manifest)))
     }
 
-    /// Whether `row` is revoked: by the row, or by the revocation mark (the database's,
-    /// `in_database`, or the one kept outside it, so a revoke undone in the database still
-    /// holds on the host that took it).
-    pub(crate) fn revoked(
+    /// Whether `row` is revoked: by the row, or by the revocation mark (the database's, or the
+    /// one kept outside it, so a revoke undone in the database still holds on the host that
+    /// took it).
+    pub(crate) async fn revoked(&self, row: &imurun_store::ToolRow) -> Result<bool, KeepError> {
+        let subject = format!("{}/{}", row.user_name, row.name);
+        let in_database = self
+            .store()
+            .keep_high_water(TOOL_REVOKED_KIND, &subject)
+            .await?;
+        self.covered_by_revocation(row, in_database)
+    }
+
+    /// [`Self::revoked`], the database's mark read under `tx`'s write lock.
+    pub(crate) async fn revoked_locked(
+        &self,
+        tx: &mut imurun_store::KeepTx,
+        row: &imurun_store::ToolRow,
+    ) -> Result<bool, KeepError> {
+        let subject = format!("{}/{}", row.user_name, row.name);
+        let in_database = tx.high_water(TOOL_REVOKED_KIND, &subject).await?;
+        self.covered_by_revocation(row, in_database)
+    }
+
+    fn covered_by_revocation(
         &self,
         row: &imurun_store::ToolRow,
         in_database: i64,
