@@ -244,6 +244,7 @@ pub struct JournalCheck {
 
 /// `POST /v1/sessions`.
 #[derive(Debug, Deserialize, ToSchema)]
+#[schema(as = KeepSessionCreate)]
 #[serde(deny_unknown_fields)]
 pub struct SessionCreate {
     /// The name of an agent in force (`GET /v1/agents`).
@@ -252,6 +253,7 @@ pub struct SessionCreate {
 
 /// A Keep session, as its person sees it.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = KeepSessionInfo)]
 pub struct SessionInfo {
     pub id: String,
     pub agent: String,
@@ -270,6 +272,7 @@ pub struct SessionInfo {
 
 /// `GET /v1/sessions`.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = KeepSessionList)]
 pub struct SessionList {
     /// Newest first.
     pub sessions: Vec<SessionInfo>,
@@ -434,6 +437,7 @@ pub struct ToolDecisionBody {
 
 /// A deployed tool.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = KeepToolInfo)]
 pub struct ToolInfo {
     pub name: String,
     pub qualified_name: String,
@@ -491,6 +495,7 @@ impl From<imurun_keep::service::ToolView> for ToolInfo {
 
 /// `GET /v1/tools`.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = KeepToolList)]
 pub struct ToolList {
     /// Each tool at its highest version, by name.
     pub tools: Vec<ToolInfo>,
@@ -516,6 +521,7 @@ pub struct ProposalAccept {
 
 /// An egress use waiting for its person.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = KeepApprovalInfo)]
 pub struct ApprovalInfo {
     pub id: String,
     pub session_id: String,
@@ -541,6 +547,7 @@ pub struct ApprovalInfo {
 
 /// `GET /v1/approvals`.
 #[derive(Debug, Serialize, ToSchema)]
+#[schema(as = KeepApprovalList)]
 pub struct ApprovalList {
     /// Oldest first.
     pub approvals: Vec<ApprovalInfo>,

@@ -62,6 +62,15 @@ const _: () = assert!(
 /// to it, and it to `str::trim`.
 pub const NOT_WHITE_SPACE_PATTERN: &str = "[^\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]";
 
+/// A text the database stores: no NUL character, which PostgreSQL's text cannot hold (the
+/// server answers 400). The attributes repeat it as a literal; `tests/all/openapi.rs` holds them
+/// to it.
+pub const NO_NUL_PATTERN: &str = "^[^\\u0000]*$";
+
+/// A stored text that is not only white space: [`NOT_WHITE_SPACE_PATTERN`] somewhere, and
+/// [`NO_NUL_PATTERN`] throughout.
+pub const STORED_NOT_WHITE_SPACE_PATTERN: &str = "^[^\\u0000]*[^\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\u0000][^\\u0000]*$";
+
 /// An optional field whose type is a struct, read from a JSON object only (`null` or absent,
 /// with `#[serde(default)]`, is `None`). Serde's derive also reads an array as the struct's
 /// fields in order (`"toggles": [true, null]`), which the document does not allow; a body is
@@ -446,9 +455,9 @@ pub struct GrantsRevoked {
 #[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionCreate {
-    /// At most 200 characters (413 `too_large` past that).
+    /// At most 200 characters (413 `too_large` past that), no NUL character (400).
     #[serde(default)]
-    #[schema(max_length = 200)]
+    #[schema(max_length = 200, pattern = "^[^\\u0000]*$")]
     pub title: Option<String>,
 }
 
@@ -456,8 +465,9 @@ pub struct SessionCreate {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct SessionUpdate {
-    /// At most 200 characters (413 `too_large` past that); `null` or absent clears the title.
-    #[schema(max_length = 200)]
+    /// At most 200 characters (413 `too_large` past that), no NUL character (400); `null` or
+    /// absent clears the title.
+    #[schema(max_length = 200, pattern = "^[^\\u0000]*$")]
     pub title: Option<String>,
 }
 
@@ -511,11 +521,12 @@ pub struct SessionDeleted {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PromptRequest {
-    /// 1 to 32 000 characters (413 `too_large` past that), not only white space.
+    /// 1 to 32 000 characters (413 `too_large` past that), not only white space, no NUL
+    /// character (400).
     #[schema(
         min_length = 1,
         max_length = 32000,
-        pattern = "[^\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000]"
+        pattern = "^[^\\u0000]*[^\\t\\n\\x0B\\x0C\\r \\u0085\\u00A0\\u1680\\u2000-\\u200A\\u2028\\u2029\\u202F\\u205F\\u3000\\u0000][^\\u0000]*$"
     )]
     pub prompt: String,
 }

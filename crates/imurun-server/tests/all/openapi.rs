@@ -14,7 +14,9 @@ use imurun_core::{
     StepKind, TurnStatus,
 };
 use imurun_policy::Mode;
-use imurun_server::wire::NOT_WHITE_SPACE_PATTERN;
+use imurun_server::wire::{
+    NO_NUL_PATTERN, NOT_WHITE_SPACE_PATTERN, STORED_NOT_WHITE_SPACE_PATTERN,
+};
 use imurun_server::{
     APPROVAL_TIMEOUT_S_MAX, EventHub, HubConfig, PERSONA_CHARS_MAX, PROMPT_CHARS_MAX,
     page_operations, served_operations,
@@ -283,6 +285,22 @@ async fn a_body_of_the_wrong_json_type_is_a_400_everywhere() {
             assert_eq!(answer["error"]["code"], "bad_request", "{answer}");
         }
     }
+    // A NUL character where the document's pattern refuses it: the database cannot store it.
+    for (method, path, field) in [
+        ("POST", "/api/sessions".to_owned(), "title"),
+        ("PATCH", format!("/api/sessions/{session}"), "title"),
+        ("POST", format!("/api/sessions/{session}/prompts"), "prompt"),
+    ] {
+        let body = json!({ field: "a\u{0}b" }).to_string();
+        let (status, answer) = server.request(method, &path, Some(body)).await;
+        assert_eq!(status, 400, "{method} {path}: {answer}");
+        assert!(
+            answer["error"]["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("NUL")),
+            "{answer}"
+        );
+    }
     // Inside a body too: a field whose type is a struct is an object, and a whole number may
     // be written with a zero fraction, as JSON Schema's `integer` allows.
     for (path, body, status) in [
@@ -373,11 +391,25 @@ async fn the_documented_limits_are_the_servers() {
     for (what, documented, enforced) in cases {
         assert_eq!(documented, enforced, "{what}");
     }
-    for (what, field) in [
-        ("prompt", &schemas["PromptRequest"]["properties"]["prompt"]),
-        ("skill body", &schemas["SkillCreate"]["properties"]["body"]),
-    ] {
-        assert_eq!(field["pattern"], NOT_WHITE_SPACE_PATTERN, "{what}");
+    assert_eq!(
+        schemas["SkillCreate"]["properties"]["body"]["pattern"],
+        NOT_WHITE_SPACE_PATTERN
+    );
+    // Stored in the database: no NUL character either, and the prompt's pattern is the two.
+    let not_white_space_class = NOT_WHITE_SPACE_PATTERN.strip_suffix(']').unwrap();
+    assert_eq!(
+        STORED_NOT_WHITE_SPACE_PATTERN,
+        format!("^[^\\u0000]*{not_white_space_class}\\u0000][^\\u0000]*$")
+    );
+    assert_eq!(
+        schemas["PromptRequest"]["properties"]["prompt"]["pattern"],
+        STORED_NOT_WHITE_SPACE_PATTERN
+    );
+    for schema in ["SessionCreate", "SessionUpdate"] {
+        assert_eq!(
+            schemas[schema]["properties"]["title"]["pattern"], NO_NUL_PATTERN,
+            "{schema}"
+        );
     }
     let modes: Vec<&str> = Mode::ALL.iter().map(|mode| mode.as_str()).collect();
     assert_eq!(schemas["PermissionMode"]["enum"], json!(modes));
@@ -492,6 +524,56 @@ fn routes_are_added_only_through_the_route_table() {
     assert_eq!(
         found, expected,
         "routes must be added through the table in src/routes/mod.rs"
+    );
+}
+
+/// Each type on the wire has its own name in the document: a second `ToSchema` type of the same
+/// name would silently replace the first in `components`, and every operation that names it
+/// would describe the other's shape (as Keep's `SessionCreate` once described `/api`'s).
+#[test]
+fn every_schema_name_is_one_types() {
+    let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for crate_name in ["imurun-core", "imurun-server"] {
+        let source = crates.join(crate_name).join("src");
+        for file in rust_files(&source) {
+            let text = std::fs::read_to_string(&file).expect("read a source file");
+            let mut deriving = false;
+            let mut renamed = None;
+            for line in text.lines().map(str::trim) {
+                if line.starts_with("#[derive(") && line.contains("ToSchema") {
+                    deriving = true;
+                    renamed = None;
+                } else if deriving && line.starts_with("#[") {
+                    if let Some(rest) = line.strip_prefix("#[schema(as = ") {
+                        renamed = rest.strip_suffix(")]").map(str::to_owned);
+                    }
+                } else if deriving {
+                    let declared = ["pub struct ", "pub enum ", "struct ", "enum "]
+                        .iter()
+                        .find_map(|keyword| line.strip_prefix(keyword))
+                        .and_then(|rest| rest.split([' ', '<', '{', '(', ';']).next());
+                    if let Some(declared) = declared {
+                        let name = renamed.take().unwrap_or_else(|| declared.to_owned());
+                        let place = file.strip_prefix(&crates).expect("under crates");
+                        names
+                            .entry(name)
+                            .or_default()
+                            .push(place.display().to_string());
+                    }
+                    deriving = false;
+                }
+            }
+        }
+    }
+    assert!(names.contains_key("KeepSessionCreate") && names.contains_key("PromptRequest"));
+    let shared: Vec<_> = names
+        .iter()
+        .filter(|(_, places)| places.len() > 1)
+        .collect();
+    assert!(
+        shared.is_empty(),
+        "schema names given to two types: {shared:?}"
     );
 }
 
