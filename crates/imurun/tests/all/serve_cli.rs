@@ -13,6 +13,9 @@ use serde_json::{Value, json};
 use crate::support::{model_path, run_imurun};
 
 const WAIT_MAX: Duration = Duration::from_secs(60);
+/// How long a test waits for a turn of the embedded model to end: a guard against a hang,
+/// not a speed check.
+const TURN_WAIT_MAX: Duration = Duration::from_secs(600);
 
 /// A running `imurun serve` and its address; killed when dropped, the test passing or not.
 pub(crate) struct Server {
@@ -111,9 +114,13 @@ impl Server {
     }
 
     pub(crate) fn wait_until(&self, done: impl Fn(&Server) -> bool) {
+        self.wait_until_within(WAIT_MAX, done);
+    }
+
+    pub(crate) fn wait_until_within(&self, limit: Duration, done: impl Fn(&Server) -> bool) {
         let started = Instant::now();
         while !done(self) {
-            assert!(started.elapsed() < WAIT_MAX, "the server never got there");
+            assert!(started.elapsed() < limit, "the server never got there");
             std::thread::sleep(Duration::from_millis(20));
         }
     }
@@ -245,11 +252,30 @@ fn the_server_answers_a_prompt_with_the_embedded_model() {
         json!({"prompt": "Say hello in one short sentence."}),
     );
     assert_eq!(status, 202, "{body}");
-    server.wait_until(|server| server.transcript(&session).len() == 2);
-    let answer = server.transcript(&session)[1]["content"].clone();
+    // The turn is followed by its own view: the model may call a tool before it answers, and
+    // beside the other model tests on two cores a turn can take minutes.
+    let turn = format!(
+        "/api/sessions/{session}/turns/{}",
+        body["turn_id"].as_str().unwrap()
+    );
+    server.wait_until_within(TURN_WAIT_MAX, |server| {
+        server.get(&turn).1["status"] != "running"
+    });
+    let (_, view) = server.get(&turn);
+    assert!(
+        ["done", "max-steps"].contains(&view["status"].as_str().unwrap_or_default()),
+        "{view}"
+    );
+    let answer = &view["answer"];
     assert!(
         answer.as_str().is_some_and(|text| !text.trim().is_empty()),
-        "an empty answer: {answer}"
+        "an empty answer: {view}"
+    );
+    let transcript = server.transcript(&session);
+    assert_eq!(
+        transcript.last().unwrap()["content"],
+        *answer,
+        "{transcript:?}"
     );
     server.kill();
 }
