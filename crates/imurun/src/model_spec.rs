@@ -92,6 +92,7 @@ pub(crate) async fn load(spec: &ModelSpec, variables: &Variables) -> Result<Load
             if let Some(penalty) = variables.repeat_penalty {
                 config.repeat_penalty.penalty = penalty;
             }
+            config.threads = variables.threads;
             let model = tokio::task::spawn_blocking(move || load_gguf(&path, config))
                 .await
                 .context("loading the model")??;

@@ -14,11 +14,17 @@ use imurun_tools::SearchConfig;
 
 use super::environment::Environment;
 
+/// The most CPU threads `IMURUN_THREADS` may ask of llama.cpp: far past any machine's cores,
+/// short of a number that is surely a typing mistake.
+const THREADS_MAX: u32 = 1024;
+
 /// Values from environment variables that are not configuration keys.
 #[derive(Clone)]
 pub(crate) struct Variables {
     /// `IMURUN_REPEAT_PENALTY`: the embedded model's repetition penalty.
     pub(crate) repeat_penalty: Option<f32>,
+    /// `IMURUN_THREADS`: the embedded model's CPU threads (all cores when unset).
+    pub(crate) threads: Option<u32>,
     /// `IMURUN_OPENAI_API_KEY`, else `OPENAI_API_KEY`.
     pub(crate) openai_api_key: Option<String>,
     /// `IMURUN_OPENAI_MODEL`.
@@ -56,8 +62,23 @@ impl Variables {
             ),
             None => None,
         };
+        let threads = match get("IMURUN_THREADS") {
+            Some(text) => Some(
+                text.parse::<u32>()
+                    .ok()
+                    .filter(|threads| (1..=THREADS_MAX).contains(threads))
+                    .ok_or_else(|| {
+                        anyhow!(
+                            "IMURUN_THREADS: expected a whole number of threads from 1 to \
+                             {THREADS_MAX}, not `{text}`"
+                        )
+                    })?,
+            ),
+            None => None,
+        };
         Ok(Self {
             repeat_penalty,
+            threads,
             openai_api_key: get("IMURUN_OPENAI_API_KEY").or_else(|| get("OPENAI_API_KEY")),
             openai_model: get("IMURUN_OPENAI_MODEL"),
             ollama_model: get("IMURUN_OLLAMA_MODEL"),
@@ -80,6 +101,7 @@ impl fmt::Debug for Variables {
         let set = |value: &Option<String>| value.as_ref().map(|_| "<set>");
         f.debug_struct("Variables")
             .field("repeat_penalty", &self.repeat_penalty)
+            .field("threads", &self.threads)
             .field("openai_api_key", &set(&self.openai_api_key))
             .field("openai_model", &self.openai_model)
             .field("ollama_model", &self.ollama_model)
@@ -90,5 +112,34 @@ impl fmt::Debug for Variables {
             .field("log_filter", &self.log_filter)
             .field("children", &self.children.len())
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn threads(value: &str) -> Result<Option<u32>> {
+        Variables::read(&Environment::from_pairs(&[("IMURUN_THREADS", value)]))
+            .map(|variables| variables.threads)
+    }
+
+    #[test]
+    fn threads_are_a_whole_number_from_one_up() {
+        assert_eq!(
+            Variables::read(&Environment::from_pairs(&[]))
+                .unwrap()
+                .threads,
+            None
+        );
+        assert_eq!(threads("1").unwrap(), Some(1));
+        assert_eq!(threads(" 4 ").unwrap(), Some(4));
+        for bad in ["0", "-1", "two", "1.5", "1025"] {
+            let error = threads(bad).unwrap_err().to_string();
+            assert!(
+                error.starts_with("IMURUN_THREADS: expected a whole number") && error.contains(bad),
+                "{bad:?}: {error}"
+            );
+        }
     }
 }
