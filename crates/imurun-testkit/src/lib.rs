@@ -24,7 +24,7 @@ mod workspace;
 pub use guests::{Guest, guests_dir};
 pub use llama_server::{LlamaServer, llama_server_binary};
 pub use model::{Reply, TestModel};
-pub use models::{DEFAULT_MODEL_FILE, default_model_path};
+pub use models::{DEFAULT_MODEL_FILE, MODEL_TEST_THREADS, default_model_path};
 pub use postgres::{PostgresServer, TEST_POSTGRES_VAR, TestDatabase, test_postgres_url};
 pub use process::is_gone;
 pub use repository::repository;

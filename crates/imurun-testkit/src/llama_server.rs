@@ -61,7 +61,8 @@ pub struct LlamaServer {
 
 impl LlamaServer {
     /// Starts `binary` serving `model` on a free port of 127.0.0.1 with `args` added (such as
-    /// `-c 1024` or `--jinja`), and waits until `/health` answers 200. Panics with the
+    /// `-c 1024` or `--jinja`) and [`MODEL_TEST_THREADS`](crate::MODEL_TEST_THREADS) threads,
+    /// and waits until `/health` answers 200. Panics with the
     /// server's log when it exits or is not ready within three minutes.
     pub fn start(binary: &Path, model: &Path, args: &[&str]) -> Self {
         let port = TcpListener::bind("127.0.0.1:0")
@@ -75,6 +76,7 @@ impl LlamaServer {
             .arg("--model")
             .arg(model)
             .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+            .args(["--threads", &crate::MODEL_TEST_THREADS.to_string()])
             .args(args)
             .stdin(Stdio::null())
             .stdout(log_file.try_clone().expect("the log file"))

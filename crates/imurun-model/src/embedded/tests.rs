@@ -18,6 +18,7 @@ fn load(reuse: bool) -> EmbeddedModel {
     let config = EmbeddedConfig {
         n_ctx: 1024,
         reuse_prompt_prefix: reuse,
+        threads: Some(imurun_testkit::MODEL_TEST_THREADS),
         ..EmbeddedConfig::default()
     };
     EmbeddedModel::load(model_path(), config).unwrap()

@@ -21,6 +21,7 @@ fn model() -> &'static EmbeddedModel {
     MODEL.get_or_init(|| {
         let config = EmbeddedConfig {
             n_ctx: 1024,
+            threads: Some(imurun_testkit::MODEL_TEST_THREADS),
             ..EmbeddedConfig::default()
         };
         EmbeddedModel::load(model_path(), config).unwrap()

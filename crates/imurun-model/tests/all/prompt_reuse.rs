@@ -22,6 +22,7 @@ fn load(n_ctx: u32, reuse: bool, slots_max: usize, bytes_max: usize) -> Embedded
         reuse_prompt_prefix: reuse,
         prompt_cache_slots_max: slots_max,
         prompt_cache_bytes_max: bytes_max,
+        threads: Some(imurun_testkit::MODEL_TEST_THREADS),
         ..EmbeddedConfig::default()
     };
     EmbeddedModel::load(model_path(), config).unwrap()

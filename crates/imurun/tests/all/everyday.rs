@@ -427,6 +427,69 @@ const FIRST_PROMPTS: [&str; 4] = [
     "What is 17 times 23?",
 ];
 
+/// Servers asking the suite's cases at once, each with one llama.cpp thread
+/// (`MODEL_TEST_THREADS`): two use CI's two cores without waiting on each other. Each case is
+/// asked in a session of its own over a workspace of its own files, so which server asks it
+/// changes nothing of what it is asked.
+const SERVERS: usize = 2;
+
+/// A case to ask, and its place in the suite.
+struct Job<'a> {
+    order: usize,
+    workspace: &'a str,
+    files: &'a BTreeMap<String, String>,
+    case: &'a Case,
+}
+
+/// A case asked: what its turn did and which checks failed.
+struct Asked<'a> {
+    order: usize,
+    workspace: &'a str,
+    case: &'a Case,
+    outcome: Outcome,
+    failed: Vec<String>,
+}
+
+/// Asks `jobs` one after another, each of a workspace on a server of its own over that
+/// workspace's files (the jobs come grouped by workspace).
+fn ask_in_turn<'a>(jobs: &[Job<'a>]) -> Vec<Asked<'a>> {
+    let mut asked = Vec::new();
+    let mut served: Option<(&str, Served)> = None;
+    for job in jobs {
+        if served
+            .as_ref()
+            .is_none_or(|(name, _)| *name != job.workspace)
+        {
+            if let Some((_, old)) = served.take() {
+                old.server.kill();
+            }
+            served = Some((job.workspace, Served::start(job.files)));
+        }
+        let (_, server) = served.as_ref().expect("started above");
+        let offline = job.case.no_live_values;
+        if offline {
+            server.set_network(false);
+        }
+        let outcome = server.ask(&job.case.prompt);
+        if offline {
+            server.set_network(true);
+        }
+        let names: Vec<String> = job.files.keys().cloned().collect();
+        let failed = failures(job.case, &outcome, &names, server.workspace.path());
+        asked.push(Asked {
+            order: job.order,
+            workspace: job.workspace,
+            case: job.case,
+            outcome,
+            failed,
+        });
+    }
+    if let Some((_, last)) = served {
+        last.server.kill();
+    }
+    asked
+}
+
 #[test]
 fn the_everyday_suite_scores_at_least_its_floor() {
     let suite = suite();
@@ -435,43 +498,53 @@ fn the_everyday_suite_scores_at_least_its_floor() {
         "the suite has {}",
         suite.cases.len()
     );
+    // The cases in the suite's order, dealt in turn to the servers.
+    let mut jobs: Vec<Vec<Job>> = (0..SERVERS).map(|_| Vec::new()).collect();
+    let mut dealt = 0;
+    for (name, files) in &suite.workspaces {
+        for case in suite.cases.iter().filter(|case| &case.workspace == name) {
+            jobs[dealt % SERVERS].push(Job {
+                order: dealt,
+                workspace: name,
+                files,
+                case,
+            });
+            dealt += 1;
+        }
+    }
+    let mut asked: Vec<Asked> = std::thread::scope(|scope| {
+        let running: Vec<_> = jobs
+            .into_iter()
+            .map(|job| scope.spawn(move || ask_in_turn(&job)))
+            .collect();
+        running
+            .into_iter()
+            .flat_map(|thread| thread.join().expect("a server's cases ran"))
+            .collect()
+    });
+    asked.sort_by_key(|asked| asked.order);
     let mut rows = Vec::new();
     let mut leaked = Vec::new();
     let mut first_failed = Vec::new();
-    for (name, files) in &suite.workspaces {
-        let cases: Vec<&Case> = suite
-            .cases
-            .iter()
-            .filter(|case| &case.workspace == name)
-            .collect();
-        if cases.is_empty() {
-            continue;
+    for Asked {
+        workspace,
+        case,
+        outcome,
+        failed,
+        ..
+    } in asked
+    {
+        let leak = leaks(&case.prompt, &outcome.answer);
+        if !leak.is_empty() {
+            leaked.push(format!(
+                "{:?}: {leak:?} in {:?}",
+                case.prompt, outcome.answer
+            ));
         }
-        let served = Served::start(files);
-        let names: Vec<String> = files.keys().cloned().collect();
-        for case in cases {
-            let offline = case.no_live_values;
-            if offline {
-                served.set_network(false);
-            }
-            let outcome = served.ask(&case.prompt);
-            if offline {
-                served.set_network(true);
-            }
-            let failed = failures(case, &outcome, &names, served.workspace.path());
-            let leak = leaks(&case.prompt, &outcome.answer);
-            if !leak.is_empty() {
-                leaked.push(format!(
-                    "{:?}: {leak:?} in {:?}",
-                    case.prompt, outcome.answer
-                ));
-            }
-            if FIRST_PROMPTS.contains(&case.prompt.as_str()) && !failed.is_empty() {
-                first_failed.push(format!("{:?} ({name}): {failed:?}", case.prompt));
-            }
-            rows.push((name.clone(), case.prompt.clone(), outcome, failed));
+        if FIRST_PROMPTS.contains(&case.prompt.as_str()) && !failed.is_empty() {
+            first_failed.push(format!("{:?} ({workspace}): {failed:?}", case.prompt));
         }
-        served.server.kill();
+        rows.push((workspace.to_owned(), case.prompt.clone(), outcome, failed));
     }
     let passed = rows.iter().filter(|row| row.3.is_empty()).count();
     let score = passed as f64 / rows.len() as f64;

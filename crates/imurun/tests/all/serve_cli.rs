@@ -65,6 +65,10 @@ impl Server {
             .args(["serve", "--model", model, "--addr", "127.0.0.1:0"])
             .args(args)
             .env("IMURUN_HOME", home)
+            .env(
+                "IMURUN_THREADS",
+                imurun_testkit::MODEL_TEST_THREADS.to_string(),
+            )
             .envs(envs.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::piped())

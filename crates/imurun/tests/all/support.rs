@@ -12,6 +12,10 @@ pub(crate) fn run_imurun(args: &[&str], input: &str, envs: &[(&str, &std::ffi::O
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
+    command.env(
+        "IMURUN_THREADS",
+        imurun_testkit::MODEL_TEST_THREADS.to_string(),
+    );
     for (name, value) in envs {
         command.env(name, value);
     }
