@@ -252,12 +252,7 @@ async fn every_route_needs_a_token_and_the_assistant_is_the_operators() {
     let carol = made["token"].as_str().expect("token");
     assert_eq!(keep.call(carol, "GET", "/v1/whoami", None).await.0, 200);
     let id = made["id"].as_str().expect("id");
-    assert_eq!(
-        keep.call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
-            .await
-            .0,
-        200
-    );
+    revoke_token(&keep, id).await;
     assert_eq!(keep.call(carol, "GET", "/v1/whoami", None).await.0, 401);
     keep.server.stop().await;
 }
@@ -688,10 +683,7 @@ async fn an_operators_event_stream_ends_when_its_token_is_revoked() {
         stream.next_event().await.expect("an event").data()["type"],
         "note.before"
     );
-    let (status, _) = keep
-        .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
-        .await;
-    assert_eq!(status, 200);
+    revoke_token(&keep, &id).await;
     hub.publish_value(None, json!({"type": "note.after", "session_id": null}))
         .expect("published");
     assert!(
@@ -763,6 +755,23 @@ async fn second_operator(keep: &Keep) -> (String, String) {
     )
 }
 
+/// Revokes the token `id` with the operator's.
+async fn revoke_token(keep: &Keep, id: &str) {
+    let (status, body) = keep
+        .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
+        .await;
+    assert_eq!(status, 200, "{body}");
+}
+
+/// What `stream` sends until the server closes it, after the bytes `seen` already read.
+async fn read_rest(stream: &mut TcpStream, mut seen: Vec<u8>) -> String {
+    tokio::time::timeout(WAIT_MAX, stream.read_to_end(&mut seen))
+        .await
+        .expect("the stream ended in time")
+        .expect("read");
+    String::from_utf8_lossy(&seen).into_owned()
+}
+
 /// A streamed `POST /v1/chat/completions` checks the operator's token again before each chunk:
 /// once the token is revoked the rest of the answer is not sent, and the turn stops.
 #[tokio::test]
@@ -788,17 +797,10 @@ async fn a_streamed_completion_ends_when_its_token_is_revoked() {
         );
         seen.extend_from_slice(&buffer[..read]);
     }
-    let (status, _) = keep
-        .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
-        .await;
-    assert_eq!(status, 200);
+    revoke_token(&keep, &id).await;
     gate.add_permits(1);
     // The response ends (the server closes the connection) without the second half.
-    tokio::time::timeout(WAIT_MAX, stream.read_to_end(&mut seen))
-        .await
-        .expect("the stream ended in time")
-        .expect("read");
-    let text = String::from_utf8_lossy(&seen);
+    let text = read_rest(&mut stream, seen).await;
     assert!(!text.contains("Second half."), "{text}");
     assert!(!text.contains("[DONE]"), "{text}");
     turns_stopped(&keep).await;
@@ -816,16 +818,8 @@ async fn a_silent_streamed_completion_ends_when_its_token_is_revoked() {
     let (id, second) = second_operator(&keep).await;
     let mut stream = stream_completion(&keep, &second, "Think about it.").await;
     turn_started(&keep).await;
-    let (status, _) = keep
-        .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
-        .await;
-    assert_eq!(status, 200);
-    let mut seen = Vec::new();
-    tokio::time::timeout(WAIT_MAX, stream.read_to_end(&mut seen))
-        .await
-        .expect("the stream ended in time")
-        .expect("read");
-    let text = String::from_utf8_lossy(&seen);
+    revoke_token(&keep, &id).await;
+    let text = read_rest(&mut stream, Vec::new()).await;
     assert!(!text.contains("[DONE]"), "{text}");
     turns_stopped(&keep).await;
     keep.server.stop().await;
@@ -858,10 +852,7 @@ async fn a_whole_completion_is_refused_to_a_token_revoked_during_its_turn() {
         })
     };
     turn_started(&keep).await;
-    let (status, _) = keep
-        .call(&keep.operator, "DELETE", &format!("/v1/tokens/{id}"), None)
-        .await;
-    assert_eq!(status, 200);
+    revoke_token(&keep, &id).await;
     let (status, body, text) = asking.await.expect("the request");
     assert_eq!(status, 401, "{body}");
     assert!(!text.contains("secret"), "{text}");
