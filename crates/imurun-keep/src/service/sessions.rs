@@ -361,8 +361,10 @@ impl KeepService {
     /// (`u/<user>/<name>`), the tool is in force for a call ([`Self::tool_for_call`]) at the
     /// version that asked; anything else (an agent's use) is.
     async fn tool_use_in_force(&self, user: &str, view: &WaitingView) -> Result<bool, KeepError> {
-        let Some(name) = view.agent.strip_prefix(&format!("u/{user}/")) else {
-            return Ok(true);
+        let name = match person_tool(user, &view.agent) {
+            None => return Ok(true),
+            Some(None) => return Ok(false),
+            Some(Some(name)) => name,
         };
         Ok(self
             .tool_for_call(user, name)
@@ -419,7 +421,7 @@ impl KeepService {
                 // Answered on another host first: the answer recorded there stands (if it
                 // verifies), whatever was answered here.
                 let released = match self.store().keep_egress_wait(id).await {
-                    Ok(Some(row)) => self.recorded_approval(&row, &entry.view).await,
+                    Ok(Some(row)) => self.recorded_approval(user, &row, &entry.view).await,
                     _ => false,
                 };
                 let _answered = entry.answer.send(released);
@@ -480,12 +482,10 @@ impl KeepService {
         // A tool revoked after the answer was checked, on any host, is read again here: its
         // uses are refused, whatever the answer.
         let approve = answer.approve
-            && match view
-                .agent
-                .strip_prefix(&format!("u/{user}/"))
-                .map(str::to_owned)
-            {
-                Some(name) => match tx.tool(user, &name).await? {
+            && match person_tool(user, &view.agent) {
+                None => true,
+                Some(None) => false,
+                Some(Some(name)) => match tx.tool(user, name).await? {
                     // Revoked by the row or by either mark, as a call reads it.
                     // A use asked by a version since replaced is refused too: the newer
                     // version deployed is not the one that asked.
@@ -495,7 +495,6 @@ impl KeepService {
                     }
                     None => false,
                 },
-                None => true,
             };
         // So is the device of a signed approval: one retired after the decision was checked
         // (its nonce used in a write of its own) approves nothing.
@@ -655,13 +654,16 @@ impl KeepService {
     /// Whether `row`'s recorded answer releases a use this host shows as `view`: an approval
     /// sealed by a host (the host key every host shares), and, when the use's rule demands a
     /// device signature, a decision that verifies against `view` as this host showed it (its
-    /// nonce was used by the host that recorded it). Anything else is a refusal.
+    /// nonce was used by the host that recorded it), for `user`, whose use waits here: a row
+    /// whose user was edited to another person's answers nothing of `user`'s use. Anything
+    /// else is a refusal.
     async fn recorded_approval(
         &self,
+        user: &str,
         row: &imurun_store::EgressWaitRow,
         view: &WaitingView,
     ) -> bool {
-        if row.state != "approved" || row.host != self.host_id() {
+        if row.state != "approved" || row.host != self.host_id() || row.user_name != user {
             return false;
         }
         let Some(seal) = &row.seal else {
@@ -725,7 +727,9 @@ impl KeepService {
             return Ok(());
         }
         if let Some(entry) = cells.take_waiting(&row.user_name, id) {
-            let approve = self.recorded_approval(&row, &entry.view).await;
+            let approve = self
+                .recorded_approval(&row.user_name, &row, &entry.view)
+                .await;
             // The cell may have stopped waiting meanwhile; then there is no one to tell.
             let _delivered = entry.answer.send(approve);
         }
@@ -1000,4 +1004,28 @@ fn too_many_sessions() -> KeepError {
     KeepError::Conflict(format!(
         "at most {SESSIONS_PER_USER_MAX} sessions may be live at once: stop one first"
     ))
+}
+
+/// Whose use a waiting use's `agent` is, for `user`: an agent's (`None`), or a person's tool:
+/// `Some(Some(name))` for `user`'s own, `Some(None)` for another person's, which is never in
+/// force for `user` (no host shows one to them; only a database edit could).
+fn person_tool<'a>(user: &str, agent: &'a str) -> Option<Option<&'a str>> {
+    agent
+        .starts_with("u/")
+        .then(|| super::tool_access::own_tool_name(user, agent))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::person_tool;
+
+    #[test]
+    fn a_use_is_an_agents_or_a_persons_own_tool_or_never_in_force() {
+        assert_eq!(person_tool("alice", "mail-helper"), None);
+        assert_eq!(person_tool("alice", "u/alice/fetch"), Some(Some("fetch")));
+        // Another person's tool, or a name with no owner: never this person's use.
+        for other in ["u/bob/fetch", "u/alicex/fetch", "u/alice", "u/"] {
+            assert_eq!(person_tool("alice", other), Some(None), "{other}");
+        }
+    }
 }
