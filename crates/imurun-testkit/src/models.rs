@@ -14,33 +14,22 @@ pub const MODEL_TEST_THREADS: u32 = 1;
 /// The default model's file name.
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 
-/// The default model: `IMURUN_MODEL`, else `../shared/models/` beside the repository (any
-/// ancestor of `manifest_dir`), else `~/.imurun/models/`. Panics with what to run when it is
-/// nowhere: tests of the real model fail without it, they never skip.
-pub fn default_model_path(manifest_dir: &str) -> PathBuf {
+/// The default model: `IMURUN_MODEL`, else where `scripts/fetch-model.sh` puts it
+/// (`$IMURUN_HOME/models/`, else `~/.imurun/models/`). Panics with what to run when it is not
+/// there: tests of the real model fail without it, they never skip.
+pub fn default_model_path() -> PathBuf {
     if let Some(path) = std::env::var_os("IMURUN_MODEL") {
         return PathBuf::from(path);
     }
-    for ancestor in PathBuf::from(manifest_dir).ancestors() {
-        let candidate = ancestor
-            .join("shared")
-            .join("models")
-            .join(DEFAULT_MODEL_FILE);
-        if candidate.is_file() {
-            return candidate;
-        }
+    let home = std::env::var_os("IMURUN_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".imurun")));
+    let candidate = home.map(|home| home.join("models").join(DEFAULT_MODEL_FILE));
+    match candidate {
+        Some(path) if path.is_file() => path,
+        _ => panic!(
+            "the default model {DEFAULT_MODEL_FILE} was not found (IMURUN_MODEL, \
+             $IMURUN_HOME/models/, ~/.imurun/models/): run scripts/fetch-model.sh"
+        ),
     }
-    if let Some(home) = std::env::var_os("HOME") {
-        let candidate = PathBuf::from(home)
-            .join(".imurun")
-            .join("models")
-            .join(DEFAULT_MODEL_FILE);
-        if candidate.is_file() {
-            return candidate;
-        }
-    }
-    panic!(
-        "the default model {DEFAULT_MODEL_FILE} was not found (IMURUN_MODEL, ../shared/models/, \
-         ~/.imurun/models/): run scripts/fetch-model.sh"
-    );
 }

@@ -14,26 +14,9 @@ pub(crate) fn corpus_tools() -> ToolIndex {
     ToolIndex::offering(specs)
 }
 
-/// `../shared` beside the repository, where the corpus lives. A missing corpus fails the
-/// test: a test that skips itself would pass with the feature missing.
-pub(crate) fn shared_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("IMURUN_SHARED") {
-        return PathBuf::from(dir);
-    }
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    for ancestor in manifest.ancestors() {
-        let candidate = ancestor.join("shared").join("corpus");
-        if candidate.is_dir() {
-            return ancestor.join("shared");
-        }
-        let sibling = ancestor
-            .parent()
-            .map(|parent| parent.join("shared").join("corpus"));
-        if let Some(sibling) = sibling.filter(|path| path.is_dir()) {
-            return sibling.parent().unwrap().to_path_buf();
-        }
-    }
-    panic!("../shared/corpus not found beside the repository; set IMURUN_SHARED to its folder");
+/// The repository's `testdata/` folder (the sample corpus and BFCL's data).
+pub(crate) fn testdata_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata")
 }
 
 #[derive(Debug, Deserialize)]
@@ -59,7 +42,7 @@ pub(crate) struct Expect {
 }
 
 pub(crate) fn corpus() -> Vec<Case> {
-    let path = shared_dir().join("corpus").join("toolcalls-sample.jsonl");
+    let path = testdata_dir().join("corpus").join("toolcalls-sample.jsonl");
     let text = std::fs::read_to_string(&path)
         .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
     text.lines()

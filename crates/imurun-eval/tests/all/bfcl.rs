@@ -9,20 +9,9 @@ use imurun_eval::{
 };
 use serde_json::{Value, json};
 
+/// BFCL's data in the repository's `testdata/bfcl` (its `SOURCE.md` names where it comes from).
 fn bfcl_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("IMURUN_SHARED") {
-        return PathBuf::from(dir).join("bfcl");
-    }
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .ancestors()
-        .flat_map(|dir| {
-            [
-                dir.join("shared").join("bfcl"),
-                dir.join("..").join("shared").join("bfcl"),
-            ]
-        })
-        .find(|dir| dir.join("BFCL_v4_simple_python.json").is_file())
-        .expect("../shared/bfcl not found beside the repository; set IMURUN_SHARED")
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/bfcl")
 }
 
 fn case(category: Category, id: &str) -> Case {

@@ -11,7 +11,7 @@ use super::{EmbeddedConfig, EmbeddedModel, Generation, PromptSource};
 
 /// Where the default model is, as the integration tests find it.
 fn model_path() -> PathBuf {
-    imurun_testkit::default_model_path(env!("CARGO_MANIFEST_DIR"))
+    imurun_testkit::default_model_path()
 }
 
 fn load(reuse: bool) -> EmbeddedModel {

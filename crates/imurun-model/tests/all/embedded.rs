@@ -1,7 +1,6 @@
 //! The embedded back-end with the real default model (SmolLM2-135M-Instruct Q4_1), greedy.
-//! The model is found through `IMURUN_MODEL`, else `../shared/models/` beside the
-//! repository, else `~/.imurun/models/`; without it these tests fail (run
-//! `scripts/fetch-model.sh`), they never skip.
+//! The model is found through `IMURUN_MODEL`, else where `scripts/fetch-model.sh` puts it;
+//! without it these tests fail (run `scripts/fetch-model.sh`), they never skip.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
@@ -11,7 +10,7 @@ use imurun_model::{Decoding, EmbeddedConfig, EmbeddedModel, FinishReason, Genera
 
 /// Where the default model is: see the module comment.
 pub(crate) fn model_path() -> PathBuf {
-    imurun_testkit::default_model_path(env!("CARGO_MANIFEST_DIR"))
+    imurun_testkit::default_model_path()
 }
 
 /// The model with a small context, loaded once for the whole test binary: the tests share

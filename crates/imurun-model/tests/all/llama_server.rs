@@ -31,11 +31,7 @@ fn start(args: &[&str]) -> LlamaServer {
         "--jinja",
     ];
     all.extend_from_slice(args);
-    LlamaServer::start(
-        &llama_server_binary(manifest),
-        &default_model_path(manifest),
-        &all,
-    )
+    LlamaServer::start(&llama_server_binary(manifest), &default_model_path(), &all)
 }
 
 fn config(url: &str) -> OpenAiConfig {

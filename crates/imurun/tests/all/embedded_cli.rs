@@ -1,7 +1,7 @@
 //! `imurun ask` with the real default model (SmolLM2-135M-Instruct Q4_1), greedy: the call
 //! grammar and the call prefill on the ten tool-needing questions of the sample corpus, and a
 //! whole turn that runs a tool and answers from its result. The model is found through
-//! `IMURUN_MODEL`, else `../shared/models/` beside the checkout, else `~/.imurun/models/`.
+//! `IMURUN_MODEL`, else where `scripts/fetch-model.sh` puts it.
 
 use std::collections::BTreeSet;
 use std::ffi::OsStr;
@@ -11,14 +11,10 @@ use serde_json::Value;
 
 use crate::support::{model_path, run_imurun};
 
-/// The distinct questions of `../shared/corpus/smollm2-samples.jsonl`, as `ask --jsonl` lines.
+/// The distinct questions of `testdata/corpus/smollm2-samples.jsonl`, as `ask --jsonl` lines.
 fn ten_questions() -> String {
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let corpus = manifest
-        .ancestors()
-        .map(|ancestor| ancestor.join("shared/corpus/smollm2-samples.jsonl"))
-        .find(|path| path.is_file())
-        .expect("../shared/corpus/smollm2-samples.jsonl");
+    let corpus = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../testdata/corpus/smollm2-samples.jsonl");
     let mut seen = BTreeSet::new();
     let mut lines = String::new();
     for line in std::fs::read_to_string(corpus).unwrap().lines() {

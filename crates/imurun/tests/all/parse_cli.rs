@@ -1,4 +1,4 @@
-//! `imurun parse` exactly as the contract in `../shared/DESIGN.md` says, over the corpus.
+//! `imurun parse` exactly as the contract in `docs/tool-calls.md` says, over the sample corpus.
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -7,16 +7,9 @@ use serde_json::{Value, json};
 
 use crate::support::run_imurun;
 
-fn shared_dir() -> PathBuf {
-    if let Ok(dir) = std::env::var("IMURUN_SHARED") {
-        return PathBuf::from(dir);
-    }
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    manifest
-        .ancestors()
-        .flat_map(|dir| [dir.join("shared"), dir.join("..").join("shared")])
-        .find(|dir| dir.join("corpus").is_dir())
-        .expect("../shared/corpus not found beside the repository; set IMURUN_SHARED")
+/// The sample corpus in the repository's `testdata/corpus`.
+fn corpus_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../testdata/corpus")
 }
 
 fn corpus_tools_file() -> PathBuf {
@@ -38,7 +31,7 @@ fn parse(args: &[&str], input: &str) -> (i32, Vec<Value>) {
 }
 
 fn corpus() -> Vec<Value> {
-    let path = shared_dir().join("corpus").join("toolcalls-sample.jsonl");
+    let path = corpus_dir().join("toolcalls-sample.jsonl");
     std::fs::read_to_string(path)
         .unwrap()
         .lines()

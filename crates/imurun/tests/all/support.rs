@@ -29,28 +29,9 @@ pub(crate) fn run_imurun(args: &[&str], input: &str, envs: &[(&str, &std::ffi::O
     child.wait_with_output().unwrap()
 }
 
-const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
-
-/// The default model: `IMURUN_MODEL`, else `../shared/models/` beside the checkout, else
-/// `~/.imurun/models/`.
+/// The default model, found as every test finds it ([`imurun_testkit::default_model_path`]).
 pub(crate) fn model_path() -> PathBuf {
-    if let Some(path) = std::env::var_os("IMURUN_MODEL") {
-        return PathBuf::from(path);
-    }
-    let manifest = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let home = std::env::var_os("HOME").map(|home| PathBuf::from(home).join(".imurun"));
-    manifest
-        .ancestors()
-        .map(|ancestor| ancestor.join("shared").join("models"))
-        .chain(home.map(|home| home.join("models")))
-        .map(|folder| folder.join(DEFAULT_MODEL_FILE))
-        .find(|candidate| candidate.is_file())
-        .unwrap_or_else(|| {
-            panic!(
-                "the default model {DEFAULT_MODEL_FILE} was not found (IMURUN_MODEL, \
-                 ../shared/models/, ~/.imurun/models/): run scripts/fetch-model.sh"
-            )
-        })
+    imurun_testkit::default_model_path()
 }
 
 /// Every audit row in the database under `home` (an `IMURUN_HOME`), oldest first, as
