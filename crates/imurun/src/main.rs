@@ -12,9 +12,18 @@ mod logging;
 mod model_spec;
 mod wiring;
 
+/// What `imurun --version` prints: imurun's version and the llama.cpp the embedded back-end
+/// runs, named by the `llama-cpp-sys-2` crate that vendors it (build.rs reads it).
+const VERSION: &str = concat!(
+    env!("CARGO_PKG_VERSION"),
+    " (llama.cpp from llama-cpp-sys-2 ",
+    env!("IMURUN_LLAMA_CPP_SYS_VERSION"),
+    ")"
+);
+
 /// imurun: a local-first agent runtime.
 #[derive(Debug, Parser)]
-#[command(name = "imurun", version, about, long_about = None)]
+#[command(name = "imurun", version = VERSION, about, long_about = None)]
 struct Cli {
     /// The configuration file (default: IMURUN_CONFIG, else ~/.imurun/config.toml).
     #[arg(long, global = true, value_name = "FILE")]

@@ -4,6 +4,7 @@
 
 mod architecture;
 mod ask_cli;
+mod backtrace;
 mod chat_cli;
 mod config_cli;
 mod embedded_cli;
@@ -19,3 +20,4 @@ mod policy_cli;
 mod schemathesis;
 mod serve_cli;
 mod support;
+mod version_cli;
