@@ -23,7 +23,8 @@
 #   API is all imurun uses.
 #
 # Usage: scripts/build-llama-tool.sh llama-bench|llama-server [OUT_DIR]
-#        (default OUT_DIR ~/.cache/imurun-<tool>)
+#        (default OUT_DIR: tools/<tool> in the persistent target folder, $CARGO_TARGET_DIR,
+#        else ~/.cache/imurun-target, so a warm CI run finds it built)
 # Prints the path of the built binary. Rebuilds when the crate, the flags or the script
 # change.
 set -euo pipefail
@@ -37,7 +38,8 @@ case "$tool" in
         exit 2
         ;;
 esac
-out="${2:-$HOME/.cache/imurun-$tool}"
+tools="${CARGO_TARGET_DIR:-$HOME/.cache/imurun-target}/tools"
+out="${2:-$tools/$tool}"
 tool_version="0.3.36"
 mkdir -p "$out"
 
@@ -106,7 +108,7 @@ if [[ -x "$build/bin/$tool" ]]; then
 fi
 
 # The source package, kept once for every tool.
-sdist_dir="$HOME/.cache/imurun-llama-sources"
+sdist_dir="$tools/llama-sources"
 sdist="$sdist_dir/llama_cpp_python-$tool_version.tar.gz"
 if [[ ! -f "$sdist" ]]; then
     mkdir -p "$sdist_dir"

@@ -7,7 +7,8 @@
 #     scripts/demo-keep.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$HOME/.cache/imurun-target}"
+# shellcheck source=scripts/build-env
+. scripts/build-env
 
 step() { printf '\n==> %s\n' "$*"; }
 fail() { printf 'demo-keep: %s\n' "$*" >&2; exit 1; }

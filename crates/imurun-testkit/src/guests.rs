@@ -27,6 +27,18 @@ pub enum Guest {
 }
 
 impl Guest {
+    /// Every guest, as the build makes them.
+    pub const ALL: [Guest; 8] = [
+        Guest::Echo,
+        Guest::Doors,
+        Guest::FetchTool,
+        Guest::PureTool,
+        Guest::KeyTool,
+        Guest::Scripted,
+        Guest::ScriptedHttp,
+        Guest::ScriptedFull,
+    ];
+
     pub fn file_name(self) -> &'static str {
         match self {
             Guest::Echo => "echo_agent.wasm",
@@ -67,6 +79,16 @@ fn build_guests() -> PathBuf {
     // Test processes run side by side: one builds and copies at a time.
     let lock = std::fs::File::create(target.join(".lock")).expect("creating the guests' lock");
     lock.lock().expect("locking the guests' folder");
+    // A test runner that starts a process per test would otherwise ask cargo three times in
+    // each: the stamp names the sources and the compiler the guests in `out` were built from.
+    let stamp_path = out.join(".sources");
+    let stamp = sources_stamp();
+    let all_there = Guest::ALL
+        .iter()
+        .all(|guest| out.join(guest.file_name()).is_file());
+    if all_there && std::fs::read_to_string(&stamp_path).is_ok_and(|built| built == stamp) {
+        return out;
+    }
     let built = target.join("wasm32-wasip2/release");
     let variants: [Variant; 3] = [
         (
@@ -104,8 +126,49 @@ fn build_guests() -> PathBuf {
                 .unwrap_or_else(|error| panic!("copying {from}: {error}"));
         }
     }
+    std::fs::write(&stamp_path, stamp).expect("writing the guests' stamp");
     drop(lock);
     out
+}
+
+/// What the guests are built from, as one line: the compiler's version and a hash of every
+/// file of `examples/keep` (but its `target`) and of the WIT package they are built against.
+fn sources_stamp() -> String {
+    use std::hash::Hasher;
+    let root = repo_root();
+    let mut files = Vec::new();
+    for folder in ["examples/keep", "crates/imurun-cell/wit"] {
+        collect_files(&root.join(folder), &mut files);
+    }
+    files.sort();
+    let mut hasher = std::hash::DefaultHasher::new();
+    for file in &files {
+        hasher.write(file.to_string_lossy().as_bytes());
+        hasher.write(&std::fs::read(file).unwrap_or_default());
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let compiler = Command::new(cargo)
+        .args(["--version", "--verbose"])
+        .output()
+        .map(|output| String::from_utf8_lossy(&output.stdout).replace('\n', " "))
+        .unwrap_or_default();
+    format!("{compiler}{:016x}", hasher.finish())
+}
+
+fn collect_files(folder: &Path, files: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(folder) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if entry.file_name() != "target" {
+                collect_files(&path, files);
+            }
+        } else {
+            files.push(path);
+        }
+    }
 }
 
 /// One build: what it is, its extra cargo arguments, and the files it yields (built name,
