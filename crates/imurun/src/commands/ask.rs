@@ -35,8 +35,8 @@ pub(crate) struct AskArgs {
     /// {"id", "calls": [{"name", "args"}], "answer"}.
     #[arg(long)]
     dry_run: bool,
-    /// Do not look up what the prompt asks about the present (the time, the weather, a web
-    /// search) before the model reads it.
+    /// Do not look up what the prompt plainly asks for (the time, the weather, a web search,
+    /// the workspace's files, a named file, a sum) before the model reads it.
     #[arg(long)]
     no_prefetch: bool,
     /// Offer these tools (a JSON array of {name, description, parameters}) instead of the
