@@ -27,18 +27,6 @@ pub enum Guest {
 }
 
 impl Guest {
-    /// Every guest, as the build makes them.
-    pub const ALL: [Guest; 8] = [
-        Guest::Echo,
-        Guest::Doors,
-        Guest::FetchTool,
-        Guest::PureTool,
-        Guest::KeyTool,
-        Guest::Scripted,
-        Guest::ScriptedHttp,
-        Guest::ScriptedFull,
-    ];
-
     pub fn file_name(self) -> &'static str {
         match self {
             Guest::Echo => "echo_agent.wasm",
@@ -109,18 +97,6 @@ fn build_guests() -> PathBuf {
             &[("scripted_agent.wasm", "scripted_agent_full.wasm")],
         ),
     ];
-    // Without the stamp, every test process would ask cargo three times: it names the
-    // sources, the builds and the compiler the guests in `out` were made from. It goes before
-    // a build starts, so a build that fails part way leaves no stamp over a mixed set.
-    let stamp_path = out.join(".sources");
-    let stamp = sources_stamp(&variants);
-    let all_there = Guest::ALL
-        .iter()
-        .all(|guest| out.join(guest.file_name()).is_file());
-    if all_there && std::fs::read_to_string(&stamp_path).is_ok_and(|built| built == stamp) {
-        return out;
-    }
-    let _ = std::fs::remove_file(&stamp_path);
     for (what, args, copies) in variants {
         cargo_build(&target, args, what);
         for (from, to) in copies {
@@ -128,51 +104,8 @@ fn build_guests() -> PathBuf {
                 .unwrap_or_else(|error| panic!("copying {from}: {error}"));
         }
     }
-    std::fs::write(&stamp_path, stamp).expect("writing the guests' stamp");
     drop(lock);
     out
-}
-
-/// What the guests are built from, as one line: the compiler's version and a hash of the
-/// builds (`variants`), every file of `examples/keep` (but its `target`) and the WIT package
-/// they are built against.
-fn sources_stamp(variants: &[Variant]) -> String {
-    use std::hash::Hasher;
-    let root = repo_root();
-    let mut files = Vec::new();
-    for folder in ["examples/keep", "crates/imurun-cell/wit"] {
-        collect_files(&root.join(folder), &mut files);
-    }
-    files.sort();
-    let mut hasher = std::hash::DefaultHasher::new();
-    hasher.write(format!("{variants:?}").as_bytes());
-    for file in &files {
-        hasher.write(file.to_string_lossy().as_bytes());
-        hasher.write(&std::fs::read(file).unwrap_or_default());
-    }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let compiler = Command::new(cargo)
-        .args(["--version", "--verbose"])
-        .output()
-        .map(|output| String::from_utf8_lossy(&output.stdout).replace('\n', " "))
-        .unwrap_or_default();
-    format!("{compiler}{:016x}", hasher.finish())
-}
-
-fn collect_files(folder: &Path, files: &mut Vec<PathBuf>) {
-    let Ok(entries) = std::fs::read_dir(folder) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if path.is_dir() {
-            if entry.file_name() != "target" {
-                collect_files(&path, files);
-            }
-        } else {
-            files.push(path);
-        }
-    }
 }
 
 /// One build: what it is, its extra cargo arguments, and the files it yields (built name,
