@@ -5,9 +5,12 @@
 use std::path::Path;
 
 fn main() {
-    let lock = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../Cargo.lock");
+    // Cargo runs a build script in its package's folder: the lock is read from this clone,
+    // wherever it is (a path fixed when the script was compiled would name another clone's
+    // when cargo reuses the compiled script).
+    let lock = Path::new("../../Cargo.lock");
     println!("cargo::rerun-if-changed={}", lock.display());
-    let version = std::fs::read_to_string(&lock)
+    let version = std::fs::read_to_string(lock)
         .ok()
         .and_then(|text| llama_cpp_sys_version(&text))
         .unwrap_or_else(|| "unknown".to_owned());

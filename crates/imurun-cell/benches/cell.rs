@@ -206,6 +206,7 @@ fn broker(c: &mut Criterion) {
         }],
         credentials: Vec::new(),
         loopback_ports: vec![port],
+        host_ports: Vec::new(),
         approval_timeout: Duration::from_secs(1),
     };
     let clock = WallClock::starting(Duration::from_secs(3_600));

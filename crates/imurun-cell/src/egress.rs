@@ -8,6 +8,7 @@
 
 use std::net::IpAddr;
 
+use imurun_core::host::{is_loopback_name, parse_rule_host};
 use imurun_net::http::Url;
 use imurun_net::{AddressRule, NetError, normalise_host, parse_http_url};
 
@@ -96,6 +97,10 @@ pub struct EgressGrant {
     /// Loopback ports the operator opened for tests and local services (off by default):
     /// a request to one of these ports may reach `127.0.0.1` or `::1`.
     pub loopback_ports: Vec<u16>,
+    /// The host's own ports (its API, and with it the deploy route): never reached on a
+    /// loopback address, even when `loopback_ports` names one (the public rule still refuses
+    /// this machine's own addresses on every port).
+    pub host_ports: Vec<u16>,
     /// How long a use waits for the person before it is refused (the manifest's
     /// `approval_timeout_s`).
     pub approval_timeout: std::time::Duration,
@@ -155,11 +160,17 @@ pub fn check_request(
     url: &str,
     headers: &[Header],
 ) -> Result<Checked, Refusal> {
-    let url = parse_http_url(url).map_err(|error| Refusal::new("url", error.to_string()))?;
+    let mut url = parse_http_url(url).map_err(|error| Refusal::new("url", error.to_string()))?;
     let host = url
         .host_str()
         .and_then(|host| normalise_host(host).ok())
         .ok_or_else(|| Refusal::new("url", format!("{url} has no usable host")))?;
+    // What leaves is what was matched: `Example.com.` is sent (and looked up) as
+    // `example.com`, `localhost.` as `localhost`.
+    if url.host_str() != Some(host.as_str()) {
+        url.set_host(Some(&host))
+            .map_err(|error| Refusal::new("url", format!("{url}: {error}")))?;
+    }
     let port = url
         .port_or_known_default()
         .ok_or_else(|| Refusal::new("url", format!("{url} has no port")))?;
@@ -249,7 +260,7 @@ pub fn check_request(
         .map(|(index, _)| index)
         .collect();
     Ok(Checked {
-        loopback: grant.loopback_ports.contains(&port),
+        loopback: grant.loopback_ports.contains(&port) && !grant.host_ports.contains(&port),
         url,
         host,
         port,
@@ -271,6 +282,8 @@ pub fn check_addresses(
     let literal = literal_ip(&checked.url);
     let addresses: Vec<IpAddr> = match literal {
         Some(ip) => vec![ip],
+        // `localhost` and the names below it are this machine, whatever a resolver says.
+        None if is_loopback_name(&checked.host) => imurun_net::LOOPBACK.to_vec(),
         None => resolved.to_vec(),
     };
     if addresses.is_empty() {
@@ -295,10 +308,7 @@ pub fn address_rule(checked: &Checked, own: &[IpAddr]) -> AddressRule {
 /// [`address_rule`] for a request that may (`loopback`) or may not reach loopback.
 pub fn address_rule_for(loopback: bool, own: &[IpAddr]) -> AddressRule {
     let loopback: Vec<IpAddr> = if loopback {
-        vec![
-            IpAddr::from([127, 0, 0, 1]),
-            IpAddr::from([0, 0, 0, 0, 0, 0, 0, 1]),
-        ]
+        imurun_net::LOOPBACK.to_vec()
     } else {
         Vec::new()
     };
@@ -384,25 +394,7 @@ fn matching_rules(
     Ok(by_path)
 }
 
-/// Whether `pattern` (a host in normal form, or `*.suffix`) covers `host`: a wildcard covers
-/// names strictly below its suffix, never the suffix itself.
-pub fn host_covers(pattern: &str, host: &str) -> bool {
-    match pattern.strip_prefix("*.") {
-        Some(suffix) => host
-            .strip_suffix(suffix)
-            .is_some_and(|head| head.len() > 1 && head.ends_with('.')),
-        None => pattern == host,
-    }
-}
-
-/// Whether `path` is under `prefix`: on a segment boundary unless the prefix ends in `/`.
-pub fn path_within(path: &str, prefix: &str) -> bool {
-    if prefix.ends_with('/') || path == prefix {
-        return path.starts_with(prefix);
-    }
-    path.strip_prefix(prefix)
-        .is_some_and(|rest| rest.starts_with('/'))
-}
+pub use imurun_core::host::{host_covers, path_within};
 
 /// `path` in normal form, as servers commonly read it: escapes of characters that never need
 /// one (letters, digits, `-`, `.`, `_`, `~`) decoded, `;` parameters dropped from each
@@ -614,6 +606,9 @@ pub struct Question {
     /// Loopback ports the operator opened.
     #[serde(default)]
     pub loopback_ports: Vec<u16>,
+    /// The host's own ports (its API's): never reached on loopback.
+    #[serde(default)]
+    pub host_ports: Vec<u16>,
 }
 
 /// A rule as a question writes it: the manifest's fields.
@@ -657,23 +652,36 @@ pub fn decide(question: &Question, own: &[IpAddr]) -> Answer {
             };
         }
     };
+    let mut rules = Vec::with_capacity(question.rules.len());
+    for (index, rule) in question.rules.iter().enumerate() {
+        // Read as intake reads a manifest's rule: a host the broker could never hold is
+        // refused here too.
+        let host = match parse_rule_host(&rule.host) {
+            Ok(host) => host.to_string(),
+            Err(why) => {
+                return Answer {
+                    decision: "deny",
+                    reason: format!("rules[{index}].host: {why}"),
+                    rule: "rule".to_owned(),
+                };
+            }
+        };
+        rules.push(EgressRule {
+            scheme: rule.scheme.clone(),
+            host,
+            port: rule.port,
+            methods: rule.methods.clone(),
+            path_prefix: rule.path_prefix.clone(),
+            ask_when_tainted: rule.ask_when_tainted,
+            device_signature: rule.device_signature,
+        });
+    }
     let grant = EgressGrant {
         mode,
-        rules: question
-            .rules
-            .iter()
-            .map(|rule| EgressRule {
-                scheme: rule.scheme.clone(),
-                host: normalise_pattern(&rule.host),
-                port: rule.port,
-                methods: rule.methods.clone(),
-                path_prefix: rule.path_prefix.clone(),
-                ask_when_tainted: rule.ask_when_tainted,
-                device_signature: rule.device_signature,
-            })
-            .collect(),
+        rules,
         credentials: Vec::new(),
         loopback_ports: question.loopback_ports.clone(),
+        host_ports: question.host_ports.clone(),
         approval_timeout: std::time::Duration::ZERO,
     };
     let headers: Vec<Header> = question
@@ -711,16 +719,6 @@ pub fn decide(question: &Question, own: &[IpAddr]) -> Answer {
             reason: refusal.reason,
             rule: refusal.rule.to_owned(),
         },
-    }
-}
-
-/// A rule's host in normal form, keeping a leading `*.`.
-fn normalise_pattern(host: &str) -> String {
-    match host.strip_prefix("*.") {
-        Some(suffix) => normalise_host(suffix)
-            .map(|suffix| format!("*.{suffix}"))
-            .unwrap_or_else(|_| host.to_owned()),
-        None => normalise_host(host).unwrap_or_else(|_| host.to_owned()),
     }
 }
 

@@ -9,6 +9,7 @@ mod clock;
 mod event;
 mod facts;
 mod group;
+pub mod host;
 mod index;
 mod message;
 mod model;

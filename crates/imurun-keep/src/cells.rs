@@ -12,7 +12,7 @@
 //! the session (writes refused or asked about), and is copied onto every proposal made after.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::time::Duration;
 
@@ -115,6 +115,15 @@ pub struct CellsConfig {
     pub api_port: Option<u16>,
 }
 
+/// The ports a grant is built with ([`Cells::egress_ports`]).
+#[derive(Debug, Clone, Copy)]
+pub struct EgressPorts<'a> {
+    /// Opened by the operator on loopback.
+    pub loopback: &'a [u16],
+    /// The host's own: never reached on loopback.
+    pub host: &'a [u16],
+}
+
 /// The cells of every live session on this host.
 pub struct Cells {
     engine: CellEngine,
@@ -129,6 +138,30 @@ pub struct Cells {
     /// starts cannot take more slots than a person may hold.
     starting: Mutex<HashMap<String, usize>>,
     waiting: Mutex<HashMap<String, Waiting>>,
+    /// Calls of people's tools running on this host, by call: a revocation ends them.
+    calls: Mutex<HashMap<u64, CallOfTool>>,
+    next_call: AtomicU64,
+}
+
+/// One call of a person's tool in flight.
+struct CallOfTool {
+    user: String,
+    name: String,
+    end: watch::Sender<bool>,
+}
+
+/// A call of a person's tool, registered while it runs ([`Cells::start_call`]); `ended`
+/// turns `true` when the tool is revoked.
+pub(crate) struct CallInFlight {
+    cells: Arc<Cells>,
+    id: u64,
+    pub(crate) ended: watch::Receiver<bool>,
+}
+
+impl Drop for CallInFlight {
+    fn drop(&mut self) {
+        lock(&self.cells.calls).remove(&self.id);
+    }
 }
 
 impl std::fmt::Debug for Cells {
@@ -162,13 +195,67 @@ impl Cells {
             live: Mutex::new(HashMap::new()),
             starting: Mutex::new(HashMap::new()),
             waiting: Mutex::new(HashMap::new()),
+            calls: Mutex::new(HashMap::new()),
+            next_call: AtomicU64::new(0),
         })
+    }
+
+    /// Registers a call of `user`'s tool `name` until the returned guard is dropped.
+    pub(crate) fn start_call(self: &Arc<Self>, user: &str, name: &str) -> CallInFlight {
+        let id = self.next_call.fetch_add(1, Ordering::Relaxed);
+        let (end, ended) = watch::channel(false);
+        lock(&self.calls).insert(
+            id,
+            CallOfTool {
+                user: user.to_owned(),
+                name: name.to_owned(),
+                end,
+            },
+        );
+        CallInFlight {
+            cells: Arc::clone(self),
+            id,
+            ended,
+        }
+    }
+
+    /// The tools (person, name) with a call in flight on this host.
+    pub(crate) fn tools_in_flight(&self) -> Vec<(String, String)> {
+        let mut tools: Vec<(String, String)> = lock(&self.calls)
+            .values()
+            .map(|call| (call.user.clone(), call.name.clone()))
+            .collect();
+        tools.sort();
+        tools.dedup();
+        tools
+    }
+
+    /// Ends every call in flight of `user`'s tool `name`; how many there were.
+    pub(crate) fn end_calls(&self, user: &str, name: &str) -> usize {
+        let calls = lock(&self.calls);
+        let ending: Vec<&CallOfTool> = calls
+            .values()
+            .filter(|call| call.user == user && call.name == name)
+            .collect();
+        for call in &ending {
+            call.end.send_replace(true);
+        }
+        ending.len()
     }
 
     /// Gives agents the tools `tools` offers them.
     pub fn with_tools(mut self, tools: Arc<dyn CellTools>) -> Cells {
         self.tools = Some(tools);
         self
+    }
+
+    /// The ports a cell's egress is judged with: those the operator opened on loopback and
+    /// the host's own (its API's), which no cell reaches on loopback whatever was opened.
+    pub fn egress_ports(&self) -> EgressPorts<'_> {
+        EgressPorts {
+            loopback: &self.loopback_ports,
+            host: self.api_port.as_slice(),
+        }
     }
 
     /// The loopback ports the operator opened.
@@ -341,6 +428,9 @@ pub(crate) struct SessionHost {
     pub(crate) user: String,
     pub(crate) agent: String,
     pub(crate) agent_version: i64,
+    /// Whose memory entries `memory.read` answers: the session's agent's, for a tool too (a
+    /// tool runs only in sessions of the agent that proposed it).
+    memory_of: String,
     pub(crate) manifest: Manifest,
     pub(crate) grant: Option<EgressGrant>,
     /// Whose vault the grant's credentials come from: `operator` for an agent, `user:<name>`
@@ -370,9 +460,9 @@ impl SessionHost {
         session_id: String,
         user: String,
         manifest: Manifest,
-        loopback_ports: &[u16],
+        ports: EgressPorts<'_>,
     ) -> SessionHost {
-        let grant = grant_for(&manifest, loopback_ports);
+        let grant = grant_for(&manifest, ports);
         SessionHost {
             service,
             cells,
@@ -380,6 +470,7 @@ impl SessionHost {
             user,
             agent: manifest.name.clone(),
             agent_version: manifest.version,
+            memory_of: manifest.name.clone(),
             grant,
             manifest,
             credential_owner: "operator".to_owned(),
@@ -400,9 +491,9 @@ impl SessionHost {
         qualified: String,
         manifest: Manifest,
         ask: bool,
-        loopback_ports: &[u16],
+        ports: EgressPorts<'_>,
     ) -> SessionHost {
-        let mut grant = grant_for(&manifest, loopback_ports);
+        let mut grant = grant_for(&manifest, ports);
         if ask && let Some(grant) = grant.as_mut() {
             grant.mode = egress::EgressMode::Ask;
         }
@@ -413,6 +504,7 @@ impl SessionHost {
             user: self.user.clone(),
             agent: qualified,
             agent_version: manifest.version,
+            memory_of: self.memory_of.clone(),
             grant,
             manifest,
             credential_owner: format!("user:{}", self.user),
@@ -648,7 +740,7 @@ impl CellHost for SessionHost {
             }
             let (texts, tainted) = self
                 .service
-                .memory_texts(&self.user, &self.agent)
+                .memory_texts(&self.user, &self.memory_of)
                 .await
                 .map_err(|error| error.to_string())?;
             // An entry accepted from a tainted session carries what tainted it.
@@ -909,7 +1001,7 @@ pub fn limits_for(manifest: &Manifest) -> Limits {
 }
 
 /// The broker's grant from a manifest; `None` when egress is `deny`.
-pub fn grant_for(manifest: &Manifest, loopback_ports: &[u16]) -> Option<EgressGrant> {
+pub fn grant_for(manifest: &Manifest, ports: EgressPorts<'_>) -> Option<EgressGrant> {
     let mode = match manifest.egress.mode {
         EgressMode::Deny => return None,
         EgressMode::Ask => egress::EgressMode::Ask,
@@ -945,7 +1037,8 @@ pub fn grant_for(manifest: &Manifest, loopback_ports: &[u16]) -> Option<EgressGr
         mode,
         rules,
         credentials,
-        loopback_ports: loopback_ports.to_vec(),
+        loopback_ports: ports.loopback.to_vec(),
+        host_ports: ports.host.to_vec(),
         approval_timeout: Duration::from_secs(
             u64::try_from(manifest.approval_timeout_s).unwrap_or(0),
         ),

@@ -9,6 +9,13 @@
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
+/// This machine's loopback addresses, `127.0.0.1` and `::1`: what `localhost` and every name
+/// below it stand for (RFC 6761 §6.3), without asking a resolver.
+pub const LOOPBACK: [IpAddr; 2] = [
+    IpAddr::V4(Ipv4Addr::LOCALHOST),
+    IpAddr::V6(Ipv6Addr::LOCALHOST),
+];
+
 /// What kind of address an IP is. Only [`AddressClass::Public`] is on the public internet.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum AddressClass {

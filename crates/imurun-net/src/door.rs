@@ -16,6 +16,7 @@ use reqwest::dns::{Addrs, Name, Resolve, Resolving};
 use reqwest::{Client, Method, RequestBuilder, Response, redirect};
 use url::{Host, Url};
 
+use crate::address::LOOPBACK;
 use crate::error::NetError;
 use crate::rule::AddressRule;
 use crate::url::check_http_url;
@@ -294,16 +295,21 @@ impl Resolve for CheckedResolver {
         let lookup = Arc::clone(&self.lookup);
         let host = name.as_str().to_owned();
         Box::pin(async move {
-            let addresses: Vec<SocketAddr> = lookup
-                .lookup(&host)
-                .await
-                .map_err(|error| NetError::Resolve {
-                    host: host.clone(),
-                    message: error.to_string(),
-                })?
-                .into_iter()
-                .map(|ip| SocketAddr::new(ip, 0))
-                .collect();
+            // `localhost` and the names below it are this machine (RFC 6761): never asked of
+            // a resolver, which might send `localhost.` to the network's DNS.
+            let found = if imurun_core::host::is_loopback_name(&host) {
+                LOOPBACK.to_vec()
+            } else {
+                lookup
+                    .lookup(&host)
+                    .await
+                    .map_err(|error| NetError::Resolve {
+                        host: host.clone(),
+                        message: error.to_string(),
+                    })?
+            };
+            let addresses: Vec<SocketAddr> =
+                found.into_iter().map(|ip| SocketAddr::new(ip, 0)).collect();
             if addresses.is_empty() {
                 return Err(NetError::Resolve {
                     host,

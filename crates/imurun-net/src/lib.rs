@@ -18,7 +18,7 @@ mod error;
 mod rule;
 mod url;
 
-pub use address::{AddressClass, classify, is_listed, is_public, own_addresses};
+pub use address::{AddressClass, LOOPBACK, classify, is_listed, is_public, own_addresses};
 pub use door::{
     Body, Door, DoorConfig, Lookup, REDIRECTS_MAX_DEFAULT, SystemLookup, USER_AGENT, error_chain,
     read_body,

@@ -82,9 +82,9 @@ pub fn normalise_host(text: &str) -> Result<String, NetError> {
         }
         Host::Domain(domain) => Ok(domain),
         Host::Ipv4(ip) => Ok(ip.to_string()),
-        // The URL's own serialisation (WHATWG: `[::ffff:7f00:1]`), not `Ipv6Addr`'s
-        // (`::ffff:127.0.0.1`), so a normalised host equals the host of a parsed URL.
-        ipv6 @ Host::Ipv6(_) => Ok(ipv6.to_string()),
+        // One serialisation for every IPv6 host, the URL's own (`[::ffff:7f00:1]`), so a
+        // normalised host equals the host of a parsed URL and a rule's host.
+        Host::Ipv6(ip) => Ok(imurun_core::host::Host::Ipv6(ip).to_string()),
     }
 }
 

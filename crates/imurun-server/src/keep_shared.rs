@@ -159,6 +159,10 @@ pub async fn listen_to_other_hosts(
             if let Err(error) = sweeping.deliver_missed_answers().await {
                 tracing::warn!("answers from other hosts were not looked up: {error}");
             }
+            // A revoke whose notice this host missed ends its calls here at the next sweep.
+            if let Err(error) = sweeping.end_revoked_calls().await {
+                tracing::warn!("revoked tools' calls in flight were not looked up: {error}");
+            }
         }
     });
     tokio::spawn(async move {
@@ -199,7 +203,16 @@ pub async fn listen_to_other_hosts(
                                 );
                             }
                         }
-                        Ok(payload) => heard_event(&hubs, &host_id, payload),
+                        Ok(payload) => {
+                            if heard_event(&hubs, &host_id, payload).as_deref()
+                                == Some("tool.revoked")
+                                && let Err(error) = keep.end_revoked_calls().await
+                            {
+                                tracing::warn!(
+                                    "a revoked tool's calls in flight were not ended: {error}"
+                                );
+                            }
+                        }
                         // Sealed, but late: streams reload (the answers' sweep finds an
                         // answer), and what is queued behind it, likely late too (a backlog),
                         // is let go of as after a flood, at most every 5 seconds.
@@ -236,22 +249,19 @@ pub async fn listen_to_other_hosts(
     Ok(true)
 }
 
-/// Publishes an event another host sent to this host's hubs.
-fn heard_event(hubs: &KeepHubs, host_id: &str, payload: &str) {
-    let Ok(message) = serde_json::from_str::<Value>(payload) else {
-        return;
-    };
+/// Publishes an event another host sent to this host's hubs; the event's type, if it had one.
+fn heard_event(hubs: &KeepHubs, host_id: &str, payload: &str) -> Option<String> {
+    let message = serde_json::from_str::<Value>(payload).ok()?;
     if message.get("h").and_then(Value::as_str) == Some(host_id) {
-        return;
+        return None;
     }
     if message.get("missed").and_then(Value::as_bool) == Some(true) {
         hubs.publish_all(missed_notice());
-        return;
+        return None;
     }
-    if let (Some(user), Some(event)) = (message.get("u").and_then(Value::as_str), message.get("e"))
-    {
-        hubs.publish(user, event.clone());
-    }
+    let (user, event) = (message.get("u").and_then(Value::as_str)?, message.get("e")?);
+    hubs.publish(user, event.clone());
+    event.get("type").and_then(Value::as_str).map(str::to_owned)
 }
 
 /// What a stream is told when events may have been missed: reload from the database.

@@ -571,3 +571,33 @@ pub struct ApprovalAnswered {
     /// asked.
     pub approved: bool,
 }
+
+/// The body of `PUT /v1/settings/tool-propose`.
+#[derive(Debug, Clone, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct ToolProposeBody {
+    /// Whether agents may propose tools.
+    pub(crate) enabled: bool,
+}
+
+/// The `tool.propose` switch in force.
+#[derive(Debug, Clone, Serialize, ToSchema)]
+pub(crate) struct ToolProposeInfo {
+    /// Whether agents may propose tools on every host of this database.
+    pub(crate) enabled: bool,
+    /// How many times it was set (0: never; on by default).
+    pub(crate) version: i64,
+    /// Why it is off without the operator having said so (a setting edited in the database).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) refused: Option<String>,
+}
+
+impl From<imurun_keep::service::ToolProposeView> for ToolProposeInfo {
+    fn from(view: imurun_keep::service::ToolProposeView) -> Self {
+        Self {
+            enabled: view.enabled,
+            version: view.version,
+            refused: view.refused,
+        }
+    }
+}

@@ -100,6 +100,8 @@ pub(crate) async fn openapi_json() -> Json<Document> {
         crate::routes::keep_tools::tool,
         crate::routes::keep_tools::revoke,
         crate::routes::keep_tools::clear_taint,
+        crate::routes::keep_tools::tool_propose,
+        crate::routes::keep_tools::set_tool_propose,
         crate::routes::keep_sessions::approvals,
         crate::routes::keep_sessions::answer_approval,
         crate::routes::meta::health,

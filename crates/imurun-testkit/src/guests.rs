@@ -18,6 +18,8 @@ pub enum Guest {
     PureTool,
     /// A tool importing signing and token-minting interfaces no host offers.
     KeyTool,
+    /// The pure tool with `memory`: `{"memory": true}` answers the entries it may read.
+    MemoryTool,
     /// The scripted agent with only `events`.
     Scripted,
     /// The scripted agent with `events` and `http`.
@@ -34,6 +36,7 @@ impl Guest {
             Guest::FetchTool => "fetch_tool.wasm",
             Guest::PureTool => "pure_tool.wasm",
             Guest::KeyTool => "key_tool.wasm",
+            Guest::MemoryTool => "memory_tool.wasm",
             Guest::Scripted => "scripted_agent.wasm",
             Guest::ScriptedHttp => "scripted_agent_http.wasm",
             Guest::ScriptedFull => "scripted_agent_full.wasm",
@@ -68,7 +71,7 @@ fn build_guests() -> PathBuf {
     let lock = std::fs::File::create(target.join(".lock")).expect("creating the guests' lock");
     lock.lock().expect("locking the guests' folder");
     let built = target.join("wasm32-wasip2/release");
-    let variants: [Variant; 3] = [
+    let variants: [Variant; 4] = [
         (
             "the guests",
             &[],
@@ -85,6 +88,11 @@ fn build_guests() -> PathBuf {
             "the scripted agent with http",
             &["-p", "scripted-agent", "--features", "http"],
             &[("scripted_agent.wasm", "scripted_agent_http.wasm")],
+        ),
+        (
+            "the pure tool with memory",
+            &["-p", "pure-tool", "--features", "memory"],
+            &[("pure_tool.wasm", "memory_tool.wasm")],
         ),
         (
             "the scripted agent with every import",

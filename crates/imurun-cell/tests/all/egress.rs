@@ -72,12 +72,32 @@ fn this_machines_own_addresses_are_refused_and_opened_loopback_ports_are_not() {
     );
     assert_eq!(opened.decision, "allow", "{opened:?}");
     // An opened port lets loopback through, nothing else.
+    let named = serde_json::json!([{"scheme": "http", "host": "box.example", "port": 8080,
+        "methods": ["GET"], "path_prefix": "/"}]);
     let private = ask(
-        serde_json::json!({"rules": local, "method": "GET", "url": "http://localhost:8080/",
+        serde_json::json!({"rules": named, "method": "GET", "url": "http://box.example:8080/",
             "resolved": ["10.0.0.1"], "loopback_ports": [8080]}),
         &[],
     );
     assert_eq!(private.decision, "deny", "{private:?}");
+    // `localhost` is this machine whatever a resolver answers (RFC 6761): never 10.0.0.1,
+    // and never an answer from the network's DNS for `localhost.`.
+    for url in [
+        "http://localhost:8080/",
+        "http://localhost.:8080/",
+        "http://LOCALHOST.:8080/",
+    ] {
+        let answer = ask(
+            serde_json::json!({"rules": local, "method": "GET", "url": url,
+                "resolved": ["93.184.216.34"]}),
+            &[],
+        );
+        assert_eq!(
+            (answer.decision, answer.rule.as_str()),
+            ("deny", "address"),
+            "{url}: {answer:?}"
+        );
+    }
 }
 
 #[test]

@@ -131,6 +131,7 @@ pub(crate) async fn tls_api(
             path_prefix: credential_prefix.to_owned(),
         }],
         loopback_ports: vec![port],
+        host_ports: Vec::new(),
         approval_timeout: std::time::Duration::from_secs(5),
     };
     (upstream, broker, grant)

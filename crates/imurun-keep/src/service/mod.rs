@@ -7,6 +7,7 @@
 mod ceilings;
 mod deploy;
 mod devices;
+mod host_settings;
 mod journal_access;
 mod proposal_access;
 mod sessions;
@@ -35,6 +36,7 @@ pub use devices::{
     DEVICE_LABEL_CHARS_MAX, DeviceView, ENROL_CODE_TTL_S_DEFAULT, ENROL_CODE_TTL_S_MAX, EnrolProof,
     possession_message,
 };
+pub use host_settings::ToolProposeView;
 pub use journal_access::{
     BREAK_NOT_ABOUT_YOU, BadEntryView, JOURNAL_LIST_ENTRIES_MAX, JournalCheckView, JournalView,
     USER_CHECK_REUSE_S,
@@ -90,6 +92,11 @@ impl Identity {
             Identity::Operator { .. } => None,
             Identity::User { name, .. } => Some(name),
         }
+    }
+
+    /// Whether this is the operator.
+    pub fn is_operator(&self) -> bool {
+        matches!(self, Identity::Operator { .. })
     }
 
     /// Refuses anyone but the operator.

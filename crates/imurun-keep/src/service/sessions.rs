@@ -118,7 +118,7 @@ impl KeepService {
             id.clone(),
             user.to_owned(),
             manifest,
-            cells.loopback_ports(),
+            cells.egress_ports(),
         ));
         // Every session may call its person's deployed tools, so `tools` is always linked.
         let imports = imports_for(&host.manifest, true);

@@ -166,6 +166,12 @@ impl KeepService {
                  must be decided first"
             ))
         };
+        // The operator's switch first: when proposing is off, nothing is read or decoded.
+        if !self.tool_propose_in_force().await?.enabled {
+            return Err(KeepError::Forbidden(
+                "the operator turned tool.propose off for the hosts of this database".into(),
+            ));
+        }
         // Counted first: past the bound, nothing is read or decoded. Counted again under the
         // write lock.
         if self.store().keep_pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
@@ -635,6 +641,11 @@ impl KeepService {
     pub async fn tool(&self, caller: &Identity, name: &str) -> Result<ToolView, KeepError> {
         let user = session_user(caller)?;
         let name = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
+        self.tool_of(user, name).await
+    }
+
+    /// `user`'s tool `name`, as its owner sees it.
+    async fn tool_of(&self, user: &str, name: &str) -> Result<ToolView, KeepError> {
         let row = self
             .store()
             .keep_tool(user, name)
@@ -676,9 +687,11 @@ impl KeepService {
     /// Revokes the calling person's tool `name`, every version: from this write on, no call
     /// starts it, and its uses waiting for an answer (on any host) are refused. Taking
     /// authority away needs no device.
+    ///
+    /// The operator may revoke any person's tool, named `u/<user>/<name>`: the entry is in
+    /// that person's journal, and the event on their stream.
     pub async fn revoke_tool(&self, caller: &Identity, name: &str) -> Result<ToolView, KeepError> {
-        let user = session_user(caller)?;
-        let name = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
+        let (user, name) = revoked_tool_name(caller, name)?;
         let mut tx = self.store().keep_begin().await?;
         let subject = format!("{user}/{name}");
         // Every version deployed so far is revoked, whatever the rows say: the mark is the
@@ -768,12 +781,16 @@ impl KeepService {
             }
         }
         if let Some(cells) = self.cells() {
+            // Its calls in flight on this host end now; the other hosts end theirs when they
+            // hear of it ([`KeepService::end_revoked_calls`]).
+            cells.end_calls(user, name);
             cells.publish(
                 user,
                 json!({"type": "tool.revoked", "name": agent, "version": revoked_version}),
             );
         }
         match (existed, changed) {
+            (_, true) if caller.is_operator() => self.tool_of(user, name).await,
             (_, true) => self.tool(caller, name).await,
             // Nothing to revoke in the database; the mark still holds every version deployed.
             (true, false) => Err(KeepError::Conflict(format!(
@@ -781,6 +798,26 @@ impl KeepService {
             ))),
             (false, _) => Err(KeepError::NotFound("tool")),
         }
+    }
+
+    /// Ends this host's calls in flight of every tool revoked since they started: the
+    /// database is read again for each tool with a call running, so a notice from another
+    /// host is only a hint, and a missed one is made up for at the next sweep.
+    pub async fn end_revoked_calls(&self) -> Result<usize, KeepError> {
+        let Some(cells) = self.cells() else {
+            return Ok(0);
+        };
+        let mut ended = 0;
+        for (user, name) in cells.tools_in_flight() {
+            let revoked = match self.store().keep_tool(&user, &name).await? {
+                Some(row) => self.revoked(&row).await?,
+                None => true,
+            };
+            if revoked {
+                ended += cells.end_calls(&user, &name);
+            }
+        }
+        Ok(ended)
     }
 
     /// Lifts the taint mark of the calling person's tool `name` with their device-signed
@@ -1184,6 +1221,26 @@ pub(crate) fn own_tool_name<'a>(user: &str, name: &'a str) -> Option<&'a str> {
         }
         None => Some(name),
     }
+}
+
+/// The person and the tool a revoke names: the caller's own (`name` or `u/<user>/<name>`),
+/// or for the operator any person's, named `u/<user>/<name>`.
+fn revoked_tool_name<'a>(
+    caller: &'a Identity,
+    name: &'a str,
+) -> Result<(&'a str, &'a str), KeepError> {
+    if caller.is_operator() {
+        let (user, name) = name
+            .strip_prefix("u/")
+            .and_then(|rest| rest.split_once('/'))
+            .ok_or_else(|| {
+                KeepError::invalid("name", "the operator names a tool as u/<user>/<name>")
+            })?;
+        return Ok((user, name));
+    }
+    let user = session_user(caller)?;
+    let name = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
+    Ok((user, name))
 }
 
 /// Whether `host:port` is this host itself: a loopback, unspecified or own address (or a

@@ -2,10 +2,15 @@
 //! a cell of its own, with its own clamped manifest, the person's own connections, and the
 //! session's taint.
 //!
-//! Revocation: each call reads the tool's row first, so from the revoke's write on no call
-//! starts it. A call that read the row before the revoke committed runs to its end (bounded by
-//! the calling session's wall-time limit; an approval it asks for after the revoke is refused);
-//! the session's next call is refused. See
+//! Who may call: only sessions of the agent that proposed the tool, at the version its review
+//! compared against (any version when it was compared against no authority), because "adds
+//! no authority" was judged against that agent and no other.
+//!
+//! Revocation: each call is registered on the host before it reads the tool's row, so a
+//! revoke committed before the read refuses it, and one committed after ends it: its cell is
+//! stopped (with its requests and its waits for the person), and the calling session gets
+//! "revoked" for that call and goes on. The revoking host ends its own calls at once; the
+//! other hosts on its database when they hear of it, or at their next sweep. See
 //! `docs/keep/tools.md`.
 
 use std::sync::Arc;
@@ -14,7 +19,10 @@ use imurun_cell::World;
 
 use super::KeepService;
 use super::tool_access::own_tool_name;
+use crate::KeepError;
 use crate::cells::{SessionHost, ToolAnswer, cell_error, cut_text, imports_for, limits_for};
+use crate::decision::Decision;
+use crate::documents::Signed;
 
 impl KeepService {
     /// Runs `user`'s tool `name` (`name` or `u/<user>/<name>`) for `parent`'s cell. A tool that
@@ -29,6 +37,11 @@ impl KeepService {
         let Some(own) = own_tool_name(&parent.user, name) else {
             return Err(missing());
         };
+        let Some(cells) = parent.cells.upgrade() else {
+            return Err("the host is stopping".to_owned());
+        };
+        // Registered before the row is read: a revoke that commits after the read ends it.
+        let mut in_flight = cells.start_call(&parent.user, own);
         let found = self
             .tool_for_call(&parent.user, own)
             .await
@@ -36,9 +49,7 @@ impl KeepService {
         let Some((row, manifest)) = found else {
             return Err(missing());
         };
-        let Some(cells) = parent.cells.upgrade() else {
-            return Err("the host is stopping".to_owned());
-        };
+        self.check_caller(parent, &row).await?;
         let bundle = self
             .store()
             .keep_tool_bundle(&parent.user, own, row.version)
@@ -47,7 +58,7 @@ impl KeepService {
             .ok_or_else(missing)?;
         let ask = row.tainted && row.taint_cleared.is_none();
         let qualified = format!("u/{}/{own}", parent.user);
-        let host = Arc::new(parent.for_tool(qualified, manifest, ask, cells.loopback_ports()));
+        let host = Arc::new(parent.for_tool(qualified, manifest, ask, cells.egress_ports()));
         let mut cell = cells
             .engine()
             .start(
@@ -60,7 +71,18 @@ impl KeepService {
             )
             .await
             .map_err(|error| format!("the tool did not start: {}", cell_error(error)))?;
-        let result = cell.call(args_json).await;
+        let result = tokio::select! {
+            // A revoke seen at the same moment as the answer wins: it is the person's word.
+            biased;
+            _ = in_flight.ended.wait_for(|ended| *ended) => {
+                drop(cell);
+                return Err(format!(
+                    "revoked: u/{}/{own} was revoked while this call ran; the call was stopped",
+                    parent.user
+                ));
+            }
+            result = cell.call(args_json) => result,
+        };
         drop(cell);
         // What the tool's cell read from outside taints the session that called it, and so
         // does anything a tool proposed by a tainted session answers until its taint is cleared.
@@ -76,5 +98,57 @@ impl KeepService {
                 Err(format!("the tool failed: {}", cell_error(error)))
             }
         }
+    }
+
+    /// Refuses a call from a session of another agent than the one whose authority the tool's
+    /// review was compared against: its proposing agent (from the sealed proposal its signed
+    /// decision names), at the version the decision names (any, for a review against none).
+    async fn check_caller(
+        &self,
+        parent: &SessionHost,
+        row: &imurun_store::ToolRow,
+    ) -> Result<(), String> {
+        let refused = |why: String| format!("u/{}/{}: {why}", row.user_name, row.name);
+        let (agent, version) = self
+            .tool_proposer(row)
+            .await
+            .map_err(|error| refused(format!("its proposer cannot be read: {error}")))?;
+        if agent != parent.agent {
+            return Err(refused(format!(
+                "only sessions of the agent that proposed it ({agent}) may call it; this \
+                 session runs {}",
+                parent.agent
+            )));
+        }
+        if version != 0 && version != parent.agent_version {
+            return Err(refused(format!(
+                "it was reviewed against {agent} version {version}, and this session runs \
+                 version {}: propose it again from this version",
+                parent.agent_version
+            )));
+        }
+        Ok(())
+    }
+
+    /// The agent that proposed `row`'s tool and the version of it the decision was made
+    /// against (0: against no authority). The decision is covered by the tool row's seal
+    /// (checked by [`KeepService::tool_for_call`]); the proposal it names is checked against
+    /// its own seal here.
+    async fn tool_proposer(&self, row: &imurun_store::ToolRow) -> Result<(String, i64), KeepError> {
+        let envelope = Signed::from_text(row.decision.as_bytes())?;
+        let decision: Decision = serde_json::from_value(envelope.signed)
+            .map_err(|error| KeepError::Canonical(format!("a stored decision: {error}")))?;
+        if decision.subject != row.proposal_id {
+            return Err(KeepError::Decision(
+                "the stored decision names another proposal than the tool's".to_owned(),
+            ));
+        }
+        let proposal = self
+            .store()
+            .keep_tool_proposal(&row.proposal_id)
+            .await?
+            .ok_or(KeepError::NotFound("proposal"))?;
+        crate::seal::check_tool_proposal(&self.host_key().public(), &proposal)?;
+        Ok((proposal.agent, decision.policy_version))
     }
 }

@@ -304,6 +304,7 @@ fn attack_a_rule_refusing_tainted_writes_is_shadowed_by_other_spellings_of_its_p
         rules: vec![rule("/api", true), rule("/api/pay", false)],
         credentials: Vec::new(),
         loopback_ports: Vec::new(),
+        host_ports: Vec::new(),
         approval_timeout: Duration::from_secs(1),
     };
     let baseline = check_request(
@@ -342,6 +343,7 @@ fn holds_request_checks_refuse_smuggling() {
         }],
         credentials: Vec::new(),
         loopback_ports: Vec::new(),
+        host_ports: Vec::new(),
         approval_timeout: Duration::from_secs(1),
     };
     let header = |name: &str, value: &str| imurun_cell::Header {

@@ -982,8 +982,12 @@ async fn revoking_a_tool_refuses_its_uses_waiting_for_an_answer() {
     );
     let approval = super::sessions::wait_for_approvals(&s.keep, &s.alice, 1).await;
     s.keep.revoke_tool(&s.alice, "reader").await.unwrap();
+    // The call ends either way: its use denied, or its cell stopped by the revoke.
     let said = call.await.unwrap().unwrap();
-    assert!(said[0].contains("denied"), "{said:?}");
+    assert!(
+        said[0].contains("denied") || said[0].starts_with("refused: revoked:"),
+        "{said:?}"
+    );
     assert!(s.keep.approvals(&s.alice).await.unwrap().is_empty());
     let journal = s.host.keep.journal(&s.host.operator).await.unwrap();
     let refused = journal
@@ -1163,7 +1167,7 @@ async fn versions_are_immutable_and_a_new_version_is_a_new_proposal() {
 }
 
 #[tokio::test]
-async fn a_call_started_before_a_revoke_finishes_and_the_next_is_refused() {
+async fn a_revoke_ends_the_call_in_flight_and_the_session_goes_on() {
     let b = Bench::start().await;
     let s = &b.s;
     assert_eq!(
@@ -1188,10 +1192,67 @@ async fn a_call_started_before_a_revoke_finishes_and_the_next_is_refused() {
     // By now the call has read the tool's row and is sleeping in its cell.
     tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
     s.keep.revoke_tool(&s.alice, "slow").await.unwrap();
+    // Stopped, not run to its end: the call's answer is "revoked", never the tool's echo.
     let said = call.await.unwrap().unwrap();
-    assert_eq!(said, [r#"{"echo":{"sleep_ms":3000}}"#]);
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].starts_with("refused: revoked: u/alice/slow"),
+        "{said:?}"
+    );
+    // The session goes on: its next call is refused as for any tool it does not have.
     let said = b.call(&session.id, "slow", json!({})).await;
     assert!(said.starts_with("refused: no tool named"), "{said}");
+    let said = s
+        .say(&s.alice, &session.id, json!({"reply": "still here"}))
+        .await;
+    assert_eq!(said, ["still here"]);
+}
+
+#[tokio::test]
+async fn only_sessions_of_the_agent_that_proposed_a_tool_may_call_it() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    assert_eq!(
+        b.propose(Guest::PureTool, tool("calc", 1, json!({}))).await,
+        "emitted"
+    );
+    let review = b.only_review().await;
+    b.decide(&review, DecisionKind::ApproveProposal, false)
+        .await
+        .unwrap();
+    // Another of the operator's agents: the tool's review was against `maker`, so whatever
+    // it adds to `narrow` no one reviewed. Refused by the agent's name, even where the two
+    // manifests grant the same.
+    let authority = json!({
+        "egress": {"mode": "allow", "rules": [local(b.upstream.port, &["GET"], "/api")]},
+        "memory": "read", "model_socket": true,
+        "resources": {"memory_mb": 64, "cpu_ms": 2000, "timeout_ms": 20_000},
+    });
+    s.deploy(Guest::ScriptedFull, manifest("narrow", authority.clone()))
+        .await;
+    let narrow = s.keep.start_session(&s.alice, "narrow").await.unwrap();
+    let said = b.call(&narrow.id, "calc", json!({})).await;
+    assert!(
+        said.starts_with(
+            "refused: u/alice/calc: only sessions of the agent that proposed it (maker)"
+        ),
+        "{said}"
+    );
+    let said = b.call(&narrow.id, "u/alice/calc", json!({})).await;
+    assert!(said.contains("only sessions of the agent"), "{said}");
+    let maker = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    assert_eq!(b.call(&maker.id, "calc", json!({})).await, r#"{"echo":{}}"#);
+    // A new version of `maker` is another authority: the tool is proposed again from it.
+    let mut second = authority;
+    second["version"] = json!(2);
+    s.deploy(Guest::ScriptedFull, manifest("maker", second))
+        .await;
+    let upgraded = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let said = b.call(&upgraded.id, "calc", json!({})).await;
+    assert!(
+        said.contains("reviewed against maker version 1") && said.contains("version 2"),
+        "{said}"
+    );
 }
 
 #[tokio::test]
@@ -1369,4 +1430,64 @@ async fn a_deployed_tool_cannot_reach_the_hosts_api_in_any_address_form() {
     }
     assert_eq!(api.hits(), 0, "the host's own API was reached");
     assert_eq!(b.upstream.hits(), 0);
+}
+
+/// A tool's `memory: read` reaches the person's accepted memory entries of the agent that
+/// proposed it (the only agent whose sessions may call it), and only with the grant.
+#[tokio::test]
+async fn a_tools_memory_is_the_persons_accepted_entries_of_its_agent() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    // `maker` at a version that may propose memory entries.
+    let writer = json!({
+        "version": 2,
+        "egress": {"mode": "allow", "rules": [local(b.upstream.port, &["GET"], "/api")]},
+        "memory": "write", "model_socket": true,
+        "resources": {"memory_mb": 64, "cpu_ms": 2000, "timeout_ms": 20_000},
+    });
+    s.deploy(Guest::ScriptedFull, manifest("maker", writer))
+        .await;
+    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let remember = json!({"emit": {"type": "memory.propose", "text": "likes tea"}});
+    assert_eq!(s.say(&s.alice, &session.id, remember).await, ["emitted"]);
+    let pending = json!({"emit": {"type": "memory.propose", "text": "not accepted"}});
+    assert_eq!(s.say(&s.alice, &session.id, pending).await, ["emitted"]);
+    let entries = s.keep.proposals(&s.alice, Some("memory")).await.unwrap();
+    let tea = entries
+        .iter()
+        .find(|entry| entry.payload["text"] == "likes tea")
+        .unwrap();
+    s.keep
+        .decide_proposal(&s.alice, &tea.id, true, false)
+        .await
+        .unwrap();
+    for (name, memory) in [("recall", "read"), ("forgetful", "none")] {
+        assert_eq!(
+            b.propose_in(
+                &session.id,
+                Guest::MemoryTool,
+                tool(name, 1, json!({"memory": memory}))
+            )
+            .await,
+            "emitted"
+        );
+        let review = s
+            .keep
+            .tool_proposals(&s.alice)
+            .await
+            .unwrap()
+            .into_iter()
+            .find(|review| review.state == "pending")
+            .unwrap();
+        b.decide(&review, DecisionKind::ApproveProposal, false)
+            .await
+            .unwrap();
+    }
+    let said = b.call(&session.id, "recall", json!({"memory": true})).await;
+    assert_eq!(said, r#"{"memory":["likes tea"]}"#);
+    // No grant, no import: the component does not start.
+    let said = b
+        .call(&session.id, "forgetful", json!({"memory": true}))
+        .await;
+    assert!(said.contains("did not start"), "{said}");
 }

@@ -1,14 +1,18 @@
 //! Agent-proposed tools under `/v1`: a person's device-signed decision on a tool proposal, their
 //! deployed tools, clearing a tool's taint (device-signed) and revoking a tool (no device:
-//! taking authority away needs none). Every route is a person's: the operator's token gets 403,
-//! and another person's proposal or tool reads as one that does not exist (404).
+//! taking authority away needs none). These routes are a person's, but for the operator's two:
+//! revoking any person's tool, and the `tool.propose` switch for every host on the database.
+//! Another person's proposal or tool reads as one that does not exist (404).
 
 use axum::Json;
 use axum::extract::Path;
 
 use crate::error::{ApiError, StrictJson};
-use crate::keep_auth::KeepCaller;
-use crate::keep_wire::{ClearTaintBody, ToolDecisionBody, ToolInfo, ToolList, ToolReviewInfo};
+use crate::keep_auth::{KeepCaller, OperatorCaller};
+use crate::keep_wire::{
+    ClearTaintBody, ToolDecisionBody, ToolInfo, ToolList, ToolProposeBody, ToolProposeInfo,
+    ToolReviewInfo,
+};
 use crate::openapi::ErrorBody;
 
 /// The largest body of these routes: one signed decision.
@@ -80,13 +84,13 @@ pub(crate) async fn tool(
 
 /// `POST /v1/tools/{name}/revoke`.
 #[utoipa::path(post, path = "/v1/tools/{name}/revoke", tag = "keep", operation_id = "keep_revoke_tool",
-    summary = "Revoke one of the caller's tools, every version, at once: from this write on no call starts it",
-    params(("name" = String, Path, description = "The tool's name (without `u/<user>/`).")),
+    summary = "Revoke one of the caller's tools, every version, at once: from this write on no call starts it, and its calls in flight on every host are stopped. The operator may revoke any person's tool, named `u/<user>/<name>` (slashes percent-encoded)",
+    params(("name" = String, Path, description = "The tool's name (a person: with or without `u/<user>/`; the operator: `u/<user>/<name>`).")),
     responses(
         (status = 200, description = "Revoked.", body = ToolInfo),
+        (status = 400, description = "The operator named a tool without `u/<user>/`; `invalid`.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
-        (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such tool of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
+        (status = 404, description = "No such tool (of the caller's, for a person); `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
         (status = 409, description = "Revoked already; `conflict`.", body = ErrorBody),
     ))]
 pub(crate) async fn revoke(
@@ -125,6 +129,47 @@ pub(crate) async fn clear_taint(
     let view = caller
         .keep
         .clear_tool_taint(&caller.identity, &name, &body.decision.into_signed())
+        .await?;
+    Ok(Json(view.into()))
+}
+
+/// `GET /v1/settings/tool-propose`.
+#[utoipa::path(get, path = "/v1/settings/tool-propose", tag = "keep", operation_id = "keep_tool_propose",
+    summary = "Whether agents may propose tools on the hosts of this database (operator only)",
+    responses(
+        (status = 200, description = "The switch in force.", body = ToolProposeInfo),
+        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
+        (status = 403, description = "A user token; `forbidden`.", body = ErrorBody),
+        (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
+    ))]
+pub(crate) async fn tool_propose(
+    OperatorCaller(caller): OperatorCaller,
+) -> Result<Json<ToolProposeInfo>, ApiError> {
+    Ok(Json(
+        caller.keep.tool_propose(&caller.identity).await?.into(),
+    ))
+}
+
+/// `PUT /v1/settings/tool-propose`.
+#[utoipa::path(put, path = "/v1/settings/tool-propose", tag = "keep", operation_id = "keep_set_tool_propose",
+    summary = "Turn `tool.propose` on or off for every host on this database (operator only; journaled). Off: a cell's proposal is refused before it is read (rule `forbidden`); proposals already pending stay pending and may still be decided",
+    request_body = ToolProposeBody,
+    responses(
+        (status = 200, description = "Set.", body = ToolProposeInfo),
+        (status = 400, description = "Not a `ToolProposeBody`; `bad_request`, `not_canonical`.", body = ErrorBody),
+        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
+        (status = 403, description = "A user token; `forbidden`.", body = ErrorBody),
+        (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
+        (status = 413, description = "The body is over its limit; `too_large`.", body = ErrorBody),
+        (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
+    ))]
+pub(crate) async fn set_tool_propose(
+    OperatorCaller(caller): OperatorCaller,
+    StrictJson(body): Strict<ToolProposeBody>,
+) -> Result<Json<ToolProposeInfo>, ApiError> {
+    let view = caller
+        .keep
+        .set_tool_propose(&caller.identity, body.enabled)
         .await?;
     Ok(Json(view.into()))
 }

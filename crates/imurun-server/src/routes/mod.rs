@@ -239,6 +239,11 @@ fn table() -> Vec<Route> {
         route(keep_tools::__path_tool, keep_tools::tool),
         route(keep_tools::__path_revoke, keep_tools::revoke),
         route(keep_tools::__path_clear_taint, keep_tools::clear_taint),
+        route(keep_tools::__path_tool_propose, keep_tools::tool_propose),
+        route(
+            keep_tools::__path_set_tool_propose,
+            keep_tools::set_tool_propose,
+        ),
         route(keep_sessions::__path_approvals, keep_sessions::approvals),
         route(
             keep_sessions::__path_answer_approval,

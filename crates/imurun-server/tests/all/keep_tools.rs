@@ -310,3 +310,231 @@ async fn two_people_and_an_operator_propose_review_decide_call_and_revoke_over_h
     }
     keep.server.stop().await;
 }
+
+/// The agent `maker` deployed, a device of alice's, and a session of hers with `maker`.
+async fn alice_with_maker(keep: &Keep, upstream: &Upstream) -> (String, KeyPair) {
+    keep.deploy(
+        Guest::ScriptedFull.bytes(),
+        json!({"name": "maker", "version": 1, "description": "Makes tools.",
+               "egress": {"mode": "allow", "rules": [local(upstream.port, &["GET"])]},
+               "memory": "read", "model_socket": true,
+               "resources": {"memory_mb": 64, "cpu_ms": 2000, "timeout_ms": 20_000},
+               "approval_timeout_s": 30}),
+    )
+    .await;
+    let device = enrol(keep, &keep.alice, "alice").await;
+    let (_, session) = keep
+        .call(
+            &keep.alice,
+            "POST",
+            "/v1/sessions",
+            Some(json!({"agent": "maker"})),
+        )
+        .await;
+    (session["id"].as_str().expect("id").to_owned(), device)
+}
+
+/// What alice's session answers when its cell proposes the pure tool as `name`.
+async fn propose_pure(keep: &Keep, session: &str, name: &str) -> Value {
+    let bundle = base64::engine::general_purpose::STANDARD.encode(Guest::PureTool.bytes());
+    for chunk in bundle.as_bytes().chunks(40_000) {
+        let text = std::str::from_utf8(chunk).expect("ascii");
+        say(keep, &keep.alice, session, json!({"buffer": text})).await;
+    }
+    let proposal = json!({"emit": {"type": "tool.propose", "name": name, "bundle": "$buffer",
+        "description": "Echoes.", "manifest": {"name": name, "version": 1,
+            "resources": {"memory_mb": 16, "cpu_ms": 500, "timeout_ms": 5000},
+            "approval_timeout_s": 30}}});
+    say(keep, &keep.alice, session, proposal).await
+}
+
+/// Alice approves her pending proposal of `name` on `device`: the status and the answer.
+async fn approve_pending(keep: &Keep, device: &KeyPair, name: &str) -> (u16, Value) {
+    let (_, listed) = keep
+        .call(&keep.alice, "GET", "/v1/proposals?kind=tool", None)
+        .await;
+    let review = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .find(|review| review["name"] == name && review["state"] == "pending")
+        .cloned()
+        .expect("pending");
+    let id = review["id"].as_str().expect("id").to_owned();
+    let good = decide(device, "alice", &review, DecisionKind::ApproveProposal);
+    keep.call(
+        &keep.alice,
+        "POST",
+        &format!("/v1/proposals/{id}/decision"),
+        Some(good),
+    )
+    .await
+}
+
+/// Alice's agent `maker` proposes the pure tool `calc` from a session and she approves it on
+/// her device: the session's id.
+async fn alice_deploys_calc(keep: &Keep, upstream: &Upstream) -> String {
+    let (session, device) = alice_with_maker(keep, upstream).await;
+    assert_eq!(propose_pure(keep, &session, "calc").await, "emitted");
+    let (status, decided) = approve_pending(keep, &device, "calc").await;
+    assert_eq!(status, 200, "{decided}");
+    session
+}
+
+#[tokio::test]
+async fn the_operator_turns_tool_proposals_off_for_the_hosts_and_pending_ones_stay() {
+    let upstream = Upstream::start(answer).await;
+    let keep = Keep::start_with_cells(vec![upstream.port]).await;
+    let (session, device) = alice_with_maker(&keep, &upstream).await;
+    let (status, on) = keep
+        .call(&keep.operator, "GET", "/v1/settings/tool-propose", None)
+        .await;
+    assert_eq!(
+        (status, &on),
+        (200, &json!({"enabled": true, "version": 0}))
+    );
+    assert_eq!(propose_pure(&keep, &session, "before").await, "emitted");
+    // A person cannot set it, nor read it.
+    let off = json!({"enabled": false});
+    let (status, _) = keep
+        .call(
+            &keep.alice,
+            "PUT",
+            "/v1/settings/tool-propose",
+            Some(off.clone()),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = keep
+        .call(&keep.alice, "GET", "/v1/settings/tool-propose", None)
+        .await;
+    assert_eq!(status, 403);
+    let (status, set) = keep
+        .call(
+            &keep.operator,
+            "PUT",
+            "/v1/settings/tool-propose",
+            Some(off),
+        )
+        .await;
+    assert_eq!(
+        (status, &set),
+        (200, &json!({"enabled": false, "version": 1}))
+    );
+    // Off: the cell's proposal is refused, journaled for alice with its rule.
+    let said = propose_pure(&keep, &session, "after").await;
+    let said = said.as_str().expect("text");
+    assert!(said.contains("tool.propose off"), "{said}");
+    let (_, listed) = keep
+        .call(&keep.alice, "GET", "/v1/proposals?kind=tool", None)
+        .await;
+    let names: Vec<&str> = listed["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|review| review["name"].as_str())
+        .collect();
+    assert_eq!(names, ["before"]);
+    let (_, journal) = keep.call(&keep.alice, "GET", "/v1/journal", None).await;
+    assert!(
+        journal["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .any(|entry| {
+                entry["kind"] == "refusal"
+                    && entry["detail"]["reason"]
+                        .as_str()
+                        .is_some_and(|reason| reason.contains("tool.propose off"))
+            }),
+        "{journal}"
+    );
+    // The one pending before stays pending, and its person may still approve it.
+    let (status, decided) = approve_pending(&keep, &device, "before").await;
+    assert_eq!(status, 200, "{decided}");
+    assert_eq!(decided["state"], "approved");
+    // On again: proposals are read as before; the operator's journal has both switches.
+    let (status, _) = keep
+        .call(
+            &keep.operator,
+            "PUT",
+            "/v1/settings/tool-propose",
+            Some(json!({"enabled": true})),
+        )
+        .await;
+    assert_eq!(status, 200);
+    assert_eq!(propose_pure(&keep, &session, "again").await, "emitted");
+    let (_, journal) = keep.call(&keep.operator, "GET", "/v1/journal", None).await;
+    let switches = journal["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|entry| entry["detail"]["action"] == "tool_propose")
+        .count();
+    assert_eq!(switches, 2);
+    keep.server.stop().await;
+}
+
+#[tokio::test]
+async fn the_operator_revokes_a_persons_tool_and_the_person_sees_it() {
+    let upstream = Upstream::start(answer).await;
+    let keep = Keep::start_with_cells(vec![upstream.port]).await;
+    let session = alice_deploys_calc(&keep, &upstream).await;
+    let call = json!({"tool": {"name": "calc", "args": {"n": 1}}});
+    assert_eq!(
+        say(&keep, &keep.alice, &session, call.clone()).await,
+        r#"{"echo":{"n":1}}"#
+    );
+    // The operator names a person's tool in full; a bare name is no one's.
+    let (status, body) = keep
+        .call(&keep.operator, "POST", "/v1/tools/calc/revoke", None)
+        .await;
+    assert_eq!(status, 400, "{body}");
+    let (status, body) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/tools/u%2Fbob%2Fcalc/revoke",
+            None,
+        )
+        .await;
+    assert_eq!(status, 404, "{body}");
+    let (status, revoked) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/tools/u%2Falice%2Fcalc/revoke",
+            None,
+        )
+        .await;
+    assert_eq!(status, 200, "{revoked}");
+    assert_eq!(revoked["qualified_name"], "u/alice/calc");
+    assert!(revoked["revoked_at_ms"].is_i64(), "{revoked}");
+    // Alice sees it: the tool revoked, the entry in her journal with the operator as actor,
+    // and her next call refused.
+    let (_, tools) = keep.call(&keep.alice, "GET", "/v1/tools", None).await;
+    assert!(tools["tools"][0]["revoked_at_ms"].is_i64(), "{tools}");
+    let (_, journal) = keep.call(&keep.alice, "GET", "/v1/journal", None).await;
+    let entry = journal["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|entry| entry["detail"]["action"] == "revoke")
+        .cloned()
+        .expect("the revoke is in alice's journal");
+    assert_eq!(entry["actor"], "operator", "{entry}");
+    assert_eq!(entry["subject"], "tool:u/alice/calc", "{entry}");
+    let said = say(&keep, &keep.alice, &session, call).await;
+    assert!(
+        said.as_str()
+            .expect("text")
+            .starts_with("refused: no tool named"),
+        "{said}"
+    );
+    // A person still names only their own.
+    let (status, _) = keep
+        .call(&keep.bob, "POST", "/v1/tools/u%2Falice%2Fcalc/revoke", None)
+        .await;
+    assert_eq!(status, 404);
+    keep.server.stop().await;
+}

@@ -90,7 +90,8 @@ pub(crate) enum KeepCommand {
         #[command(flatten)]
         client: ClientArgs,
     },
-    /// Revoke one of your tools, every version, at once.
+    /// Revoke one of your tools, every version, at once (the operator: any person's, as
+    /// u/<user>/<name>).
     Revoke {
         name: String,
         #[command(flatten)]

@@ -171,7 +171,9 @@ impl Client {
             }
             ClientCommand::ClearTaint { name, device } => {
                 let device = KeyPair::read_file(&device)?;
-                let tool = self.call("GET", &format!("/v1/tools/{name}"), None).await?;
+                let tool = self
+                    .call("GET", &format!("/v1/tools/{}", path_segment(&name)), None)
+                    .await?;
                 let basis = &tool["clear_taint"];
                 if basis.is_null() {
                     bail!("{name} carries no taint to clear");
@@ -194,7 +196,7 @@ impl Client {
                 let cleared = self
                     .call(
                         "POST",
-                        &format!("/v1/tools/{name}/clear-taint"),
+                        &format!("/v1/tools/{}/clear-taint", path_segment(&name)),
                         Some(json!({ "decision": decision })),
                     )
                     .await?;
@@ -206,7 +208,11 @@ impl Client {
             }
             ClientCommand::Revoke { name } => {
                 let revoked = self
-                    .call("POST", &format!("/v1/tools/{name}/revoke"), None)
+                    .call(
+                        "POST",
+                        &format!("/v1/tools/{}/revoke", path_segment(&name)),
+                        None,
+                    )
                     .await?;
                 println!("{}: revoked", text(&revoked["qualified_name"]));
             }
@@ -385,6 +391,20 @@ pub(crate) fn show(review: &Value, colour: bool) -> String {
         escape(&serde_json::to_string_pretty(&review["clamped_manifest"]).unwrap_or_default())
     ));
     out
+}
+
+/// `text` as one segment of a URL's path: every byte but letters, digits and `-._~`
+/// percent-encoded, so `u/alice/calc` stays one segment.
+fn path_segment(text: &str) -> String {
+    text.bytes()
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+                char::from(byte).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -71,6 +71,15 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
     let keep_events = imurun_server::KeepHubs::default();
     let mut host_claim = None;
     let keep = if config.keep.enabled {
+        // The API (and its deploy route) is never a cell's egress target: the broker refuses
+        // it on loopback whatever is opened, and a configuration that opens it is a mistake
+        // said at once rather than a rule that silently does nothing.
+        if config.keep.egress_loopback_ports.contains(&addr.port()) {
+            anyhow::bail!(
+                "keep.egress_loopback_ports opens {}, the port this server's own API listens                  on: no cell may reach the API; remove it, or serve the API on another port",
+                addr.port()
+            );
+        }
         let host_id = config
             .keep
             .host_id

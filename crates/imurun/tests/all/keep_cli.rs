@@ -415,3 +415,45 @@ fn keep_canonical_prints_exactly_the_bytes_keep_sign_signs() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("appears twice"), "{stderr}");
 }
+
+#[test]
+fn serving_keep_with_the_apis_own_port_opened_to_cells_is_refused() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let (code, out, err) = imurun(home, &["keep", "init"]);
+    assert_eq!(code, 0, "{out}{err}");
+    let model = script(home, &json!(["unused"]));
+    // A port free a moment ago: the server binds it and then reads the ports opened to cells.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let ports = format!("{port},9");
+    let addr = format!("127.0.0.1:{port}");
+    let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_imurun"))
+        .args(["serve", "--keep", "--model", &model, "--addr", &addr])
+        .env("IMURUN_HOME", home)
+        .env("IMURUN_KEEP_EGRESS_LOOPBACK_PORTS", &ports)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // A server that starts anyway would run until killed: give it a while, then fail.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while child.try_wait().unwrap().is_none() {
+        if std::time::Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("the server started with its own port opened to cells");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let output = child.wait_with_output().unwrap();
+    assert!(!output.status.success(), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("egress_loopback_ports") && stderr.contains(&port.to_string()),
+        "{stderr}"
+    );
+}

@@ -425,8 +425,8 @@ fn the_database_stopped_and_started_again_under_two_hosts() {
 }
 
 /// A tool proposed through host A and approved on host B (a device-signed decision, checked
-/// by B) answers calls on host A; revoked through host B, it is refused at host A's next
-/// call.
+/// by B) answers calls on host A; revoked through host B, its call running on host A is
+/// stopped, and it is refused at host A's next call.
 #[test]
 fn a_tool_approved_and_revoked_on_one_host_is_deployed_and_refused_on_the_other() {
     let database = TestDatabase::create();
@@ -445,13 +445,29 @@ fn a_tool_approved_and_revoked_on_one_host_is_deployed_and_refused_on_the_other(
     );
     approve(&hosts, &hosts.b, &alice, &device, &id);
     until_deployed(&hosts.a, &alice, &caller, "echo", Instant::now());
-    expect(
-        hosts
-            .b
-            .request(Some(&alice), "POST", "/v1/tools/echo/revoke", None),
-        200,
-        "alice revokes echo on host B",
-    );
+    // A call running on host A when the revoke commits on host B is stopped there: its
+    // answer is "revoked", never the echo it would give at the end of its sleep.
+    let slow = std::thread::scope(|scope| {
+        let running = scope.spawn(|| {
+            say(
+                &hosts.a,
+                &alice,
+                &caller,
+                &json!({"tool": {"name": "echo", "args": {"sleep_ms": 1900}}}),
+            )
+        });
+        std::thread::sleep(Duration::from_millis(400));
+        expect(
+            hosts
+                .b
+                .request(Some(&alice), "POST", "/v1/tools/echo/revoke", None),
+            200,
+            "alice revokes echo on host B",
+        );
+        running.join().unwrap()
+    });
+    let slow = slow.as_str().unwrap_or_default();
+    assert!(slow.starts_with("refused: revoked: u/alice/echo"), "{slow}");
     let after = call_tool(&hosts.a, &alice, &caller, "echo");
     assert!(after.starts_with("refused: no tool named"), "{after}");
     let verified = hosts.imurun(&["keep", "journal", "verify"]);

@@ -1,0 +1,110 @@
+//! Switches the operator sets for every host on the database: today one, whether agents may
+//! propose tools (`tool.propose`). Each setting is a document sealed by the host key, its
+//! version held by a high-water mark in the database and in the Keep folder, so a row deleted
+//! or rolled back in the database turns the switch off rather than back on.
+
+use serde::Serialize;
+use serde_json::json;
+
+use super::{Identity, KeepService, append};
+use crate::KeepError;
+
+/// The documents' kind.
+pub(crate) const HOST_SETTING_KIND: &str = "host_setting";
+
+/// The subject of the `tool.propose` switch.
+const TOOL_PROPOSE: &str = "tool_propose";
+
+/// The `tool.propose` switch, as the operator reads it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ToolProposeView {
+    /// Whether agents may propose tools on every host sharing this database.
+    pub enabled: bool,
+    /// How many times it was set (0: never; on by default).
+    pub version: i64,
+    /// Why it is off without the operator having said so (a setting edited in the database).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub refused: Option<String>,
+}
+
+impl KeepService {
+    /// Turns `tool.propose` on or off for every host on the database (operator only).
+    /// Proposals already pending stay pending: each still needs its person's device-signed
+    /// decision, and may be approved or denied.
+    pub async fn set_tool_propose(
+        &self,
+        caller: &Identity,
+        enabled: bool,
+    ) -> Result<ToolProposeView, KeepError> {
+        caller.require_operator()?;
+        let mut tx = self.store().keep_begin().await?;
+        let in_database = tx.high_water(HOST_SETTING_KIND, TOOL_PROPOSE).await?;
+        let version = self.high_water(HOST_SETTING_KIND, TOOL_PROPOSE, in_database)? + 1;
+        let text = json!({"enabled": enabled}).to_string();
+        self.put_sealed_document(&mut tx, HOST_SETTING_KIND, TOOL_PROPOSE, version, &text)
+            .await?;
+        tx.raise_high_water(HOST_SETTING_KIND, TOOL_PROPOSE, version)
+            .await?;
+        let detail = json!({"action": "tool_propose", "enabled": enabled, "version": version});
+        append(&mut tx, caller, None, "host", "host:tool_propose", detail).await?;
+        self.commit_and_mark(tx, (HOST_SETTING_KIND, TOOL_PROPOSE.to_owned(), version))
+            .await?;
+        Ok(ToolProposeView {
+            enabled,
+            version,
+            refused: None,
+        })
+    }
+
+    /// The `tool.propose` switch in force (operator only).
+    pub async fn tool_propose(&self, caller: &Identity) -> Result<ToolProposeView, KeepError> {
+        caller.require_operator()?;
+        self.tool_propose_in_force().await
+    }
+
+    /// The `tool.propose` switch in force: on when never set; off when the stored setting is
+    /// not this host's, or older than its mark.
+    pub(crate) async fn tool_propose_in_force(&self) -> Result<ToolProposeView, KeepError> {
+        let in_database = self
+            .store()
+            .keep_high_water(HOST_SETTING_KIND, TOOL_PROPOSE)
+            .await?;
+        let highest = self.high_water(HOST_SETTING_KIND, TOOL_PROPOSE, in_database)?;
+        let row = self
+            .store()
+            .keep_document(HOST_SETTING_KIND, TOOL_PROPOSE)
+            .await?;
+        let refused = |why: &str| ToolProposeView {
+            enabled: false,
+            version: highest,
+            refused: Some(why.to_owned()),
+        };
+        let Some(row) = row else {
+            return Ok(match highest {
+                0 => ToolProposeView {
+                    enabled: true,
+                    version: 0,
+                    refused: None,
+                },
+                _ => refused("the setting was removed from the database"),
+            });
+        };
+        if self.check_document_row(&row).is_err() {
+            return Ok(refused("the stored setting does not hold this host's seal"));
+        }
+        if row.version < highest {
+            return Ok(refused("the stored setting is older than the last one set"));
+        }
+        let enabled = serde_json::from_str::<serde_json::Value>(&row.envelope)
+            .ok()
+            .and_then(|value| value["enabled"].as_bool());
+        Ok(match enabled {
+            Some(enabled) => ToolProposeView {
+                enabled,
+                version: row.version,
+                refused: None,
+            },
+            None => refused("the stored setting does not read"),
+        })
+    }
+}
