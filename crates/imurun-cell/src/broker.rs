@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
-use imurun_core::BoxFuture;
+use imurun_core::{BoxFuture, percent_encoded};
 use imurun_net::http::{Method, header};
 use imurun_net::{Door, DoorConfig, Lookup, NetError, SystemLookup, read_body};
 
@@ -511,19 +511,6 @@ fn redact_name(name: &str, secrets: &[String]) -> String {
     } else {
         name.to_owned()
     }
-}
-
-/// `text` with every byte but letters, digits and `-._~` escaped as `%XX` (upper case).
-fn percent_encoded(text: &str) -> String {
-    text.bytes()
-        .map(|byte| {
-            if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-                char::from(byte).to_string()
-            } else {
-                format!("%{byte:02X}")
-            }
-        })
-        .collect()
 }
 
 /// `text` with every `%XX` escape decoded (invalid UTF-8 replaced).

@@ -1,4 +1,18 @@
-//! Percent-decoding, as a URL's reader does it.
+//! Percent-encoding and -decoding, as a URL's writer and reader do it.
+
+/// `text` with every byte but letters, digits and `-._~` escaped as `%XX` (upper case): safe
+/// as one segment of a path or one value of a query.
+pub fn percent_encoded(text: &str) -> String {
+    text.bytes()
+        .map(|byte| {
+            if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
+                char::from(byte).to_string()
+            } else {
+                format!("%{byte:02X}")
+            }
+        })
+        .collect()
+}
 
 /// `text` with every `%XX` escape decoded; a `%` not followed by two hexadecimal digits stays
 /// as it is.
@@ -40,5 +54,17 @@ mod tests {
             assert_eq!(percent_decoded_bytes(kept), kept.as_bytes(), "{kept}");
         }
         assert_eq!(percent_decoded_bytes("%%41"), b"%A");
+    }
+
+    #[test]
+    fn everything_but_unreserved_bytes_is_escaped_and_decodes_back() {
+        assert_eq!(percent_encoded("u/alice/calc"), "u%2Falice%2Fcalc");
+        assert_eq!(percent_encoded("a-b._~Z9"), "a-b._~Z9");
+        assert_eq!(percent_encoded("é %"), "%C3%A9%20%25");
+        let text = "u/alice/x?y#z%";
+        assert_eq!(
+            percent_decoded_bytes(&percent_encoded(text)),
+            text.as_bytes()
+        );
     }
 }

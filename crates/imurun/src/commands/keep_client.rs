@@ -172,7 +172,11 @@ impl Client {
             ClientCommand::ClearTaint { name, device } => {
                 let device = KeyPair::read_file(&device)?;
                 let tool = self
-                    .call("GET", &format!("/v1/tools/{}", path_segment(&name)), None)
+                    .call(
+                        "GET",
+                        &format!("/v1/tools/{}", imurun_core::percent_encoded(&name)),
+                        None,
+                    )
                     .await?;
                 let basis = &tool["clear_taint"];
                 if basis.is_null() {
@@ -196,7 +200,10 @@ impl Client {
                 let cleared = self
                     .call(
                         "POST",
-                        &format!("/v1/tools/{}/clear-taint", path_segment(&name)),
+                        &format!(
+                            "/v1/tools/{}/clear-taint",
+                            imurun_core::percent_encoded(&name)
+                        ),
                         Some(json!({ "decision": decision })),
                     )
                     .await?;
@@ -210,7 +217,7 @@ impl Client {
                 let revoked = self
                     .call(
                         "POST",
-                        &format!("/v1/tools/{}/revoke", path_segment(&name)),
+                        &format!("/v1/tools/{}/revoke", imurun_core::percent_encoded(&name)),
                         None,
                     )
                     .await?;
@@ -391,20 +398,6 @@ pub(crate) fn show(review: &Value, colour: bool) -> String {
         escape(&serde_json::to_string_pretty(&review["clamped_manifest"]).unwrap_or_default())
     ));
     out
-}
-
-/// `text` as one segment of a URL's path: every byte but letters, digits and `-._~`
-/// percent-encoded, so `u/alice/calc` stays one segment.
-fn path_segment(text: &str) -> String {
-    text.bytes()
-        .map(|byte| {
-            if byte.is_ascii_alphanumeric() || b"-._~".contains(&byte) {
-                char::from(byte).to_string()
-            } else {
-                format!("%{byte:02X}")
-            }
-        })
-        .collect()
 }
 
 #[cfg(test)]
