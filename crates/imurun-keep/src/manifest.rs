@@ -354,7 +354,7 @@ pub use imurun_cell::egress::path_within;
 
 /// A stored host (already in normal form) read back.
 pub fn host_of(text: &str) -> Option<Host> {
-    normalize_host(text, HostAllowance::Operator, "host").ok()
+    imurun_core::host::parse_rule_host(text).ok()
 }
 
 /// Names of agents and tools: 1 to 64 of `a-z`, `0-9` and `-`, starting with a letter or digit.

@@ -1267,8 +1267,7 @@ fn targets_host_itself(
                     v4.is_loopback() || v4.is_unspecified() || own.contains(&IpAddr::V4(v4))
                 })
         }
-        Some(Host::Name(name)) => name == "localhost" || name.ends_with(".localhost"),
-        Some(Host::Wildcard(suffix)) => suffix == "localhost" || suffix.ends_with(".localhost"),
+        Some(host @ (Host::Name(_) | Host::Wildcard(_))) => host.is_loopback_name(),
         None => true,
     };
     local && (Some(port) == api_port || !loopback_ports.contains(&port))

@@ -20,9 +20,12 @@ use imurun_cell::World;
 use super::KeepService;
 use super::tool_access::own_tool_name;
 use crate::KeepError;
-use crate::cells::{SessionHost, ToolAnswer, cell_error, cut_text, imports_for, limits_for};
+use crate::cells::{
+    CallInFlight, Cells, SessionHost, ToolAnswer, cell_error, cut_text, imports_for, limits_for,
+};
 use crate::decision::Decision;
 use crate::documents::Signed;
+use crate::manifest::Manifest;
 
 impl KeepService {
     /// Runs `user`'s tool `name` (`name` or `u/<user>/<name>`) for `parent`'s cell. A tool that
@@ -41,7 +44,7 @@ impl KeepService {
             return Err("the host is stopping".to_owned());
         };
         // Registered before the row is read: a revoke that commits after the read ends it.
-        let mut in_flight = cells.start_call(&parent.user, own);
+        let in_flight = cells.start_call(&parent.user, own);
         let found = self
             .tool_for_call(&parent.user, own)
             .await
@@ -50,15 +53,31 @@ impl KeepService {
             return Err(missing());
         };
         self.check_caller(parent, &row).await?;
+        self.run_tool(parent, &cells, in_flight, row, manifest, args_json)
+            .await
+    }
+
+    /// Runs a tool that passed its checks in a cell of its own, until it answers or `in_flight`
+    /// says it was revoked.
+    async fn run_tool(
+        &self,
+        parent: &SessionHost,
+        cells: &Cells,
+        mut in_flight: CallInFlight,
+        row: imurun_store::ToolRow,
+        manifest: Manifest,
+        args_json: &str,
+    ) -> Result<ToolAnswer, String> {
+        let qualified = format!("u/{}/{}", row.user_name, row.name);
         let bundle = self
             .store()
-            .keep_tool_bundle(&parent.user, own, row.version)
+            .keep_tool_bundle(&row.user_name, &row.name, row.version)
             .await
             .map_err(|error| error.to_string())?
-            .ok_or_else(missing)?;
+            .ok_or_else(|| format!("the code of {qualified} is missing"))?;
         let ask = row.tainted && row.taint_cleared.is_none();
-        let qualified = format!("u/{}/{own}", parent.user);
-        let host = Arc::new(parent.for_tool(qualified, manifest, ask, cells.egress_ports()));
+        let host =
+            Arc::new(parent.for_tool(qualified.clone(), manifest, ask, cells.egress_ports()));
         let mut cell = cells
             .engine()
             .start(
@@ -72,13 +91,12 @@ impl KeepService {
             .await
             .map_err(|error| format!("the tool did not start: {}", cell_error(error)))?;
         let result = tokio::select! {
-            // A revoke seen at the same moment as the answer wins: it is the person's word.
+            // A revoke seen at the same moment as the answer wins: it is the person's word. The
+            // answer is the host's own words: nothing the stopped cell read reaches the session.
             biased;
             _ = in_flight.ended.wait_for(|ended| *ended) => {
-                drop(cell);
                 return Err(format!(
-                    "revoked: u/{}/{own} was revoked while this call ran; the call was stopped",
-                    parent.user
+                    "revoked: {qualified} was revoked while this call ran; the call was stopped"
                 ));
             }
             result = cell.call(args_json) => result,
