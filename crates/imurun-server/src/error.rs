@@ -209,12 +209,45 @@ where
 #[derive(Debug, Clone, Copy, Default)]
 pub struct StrictJson<T, const BYTES_MAX: usize>(pub T);
 
+/// A refused strict body: the error, and what the body claims for Keep's journal (carried in
+/// the response's extensions, never in its body).
+#[derive(Debug)]
+pub struct StrictRejection {
+    pub(crate) error: ApiError,
+    claimed: Option<imurun_keep::service::Claimed>,
+}
+
+impl From<ApiError> for StrictRejection {
+    fn from(error: ApiError) -> Self {
+        StrictRejection {
+            error,
+            claimed: None,
+        }
+    }
+}
+
+impl From<BytesRejection> for StrictRejection {
+    fn from(rejection: BytesRejection) -> Self {
+        ApiError::from(rejection).into()
+    }
+}
+
+impl IntoResponse for StrictRejection {
+    fn into_response(self) -> Response {
+        let mut response = self.error.into_response();
+        if let Some(claimed) = self.claimed {
+            response.extensions_mut().insert(claimed);
+        }
+        response
+    }
+}
+
 impl<T, S, const BYTES_MAX: usize> FromRequest<S> for StrictJson<T, BYTES_MAX>
 where
     T: DeserializeOwned,
     S: Send + Sync,
 {
-    type Rejection = ApiError;
+    type Rejection = StrictRejection;
 
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         let json = request
@@ -232,18 +265,51 @@ where
                 StatusCode::UNSUPPORTED_MEDIA_TYPE,
                 "unsupported_media_type",
                 "send the body as `Content-Type: application/json`",
-            ));
+            )
+            .into());
         }
         let bytes = Bytes::from_request(request, state).await?;
+        let refused = |error: ApiError| StrictRejection {
+            error,
+            claimed: claimed_in(&bytes),
+        };
         let value = imurun_keep::canonical::parse_strict(&bytes, BYTES_MAX).map_err(|error| {
-            if bytes.len() > BYTES_MAX {
+            refused(if bytes.len() > BYTES_MAX {
                 ApiError::too_large(error.to_string())
             } else {
                 ApiError::bad_request(format!("the request body is refused: {error}"))
-            }
+            })
         })?;
-        from_object(value).map(StrictJson)
+        from_object(value).map(StrictJson).map_err(refused)
     }
+}
+
+/// The version and key id a refused signed body claims, read leniently (a duplicated member's
+/// last value, any number), for the journal: `None` when it names neither or does not read.
+fn claimed_in(bytes: &[u8]) -> Option<imurun_keep::service::Claimed> {
+    let value: Value = serde_json::from_slice(bytes).ok()?;
+    // A deploy's policy, a decision, a ceiling or trust root sent as the envelope itself.
+    let envelope = ["policy", "decision"]
+        .iter()
+        .find_map(|field| value.get(*field))
+        .unwrap_or(&value);
+    let text = |value: Option<&Value>| {
+        value
+            .filter(|value| !value.is_null())
+            .map(|value| match value {
+                Value::String(text) => text.clone(),
+                other => other.to_string(),
+            })
+    };
+    let claimed = imurun_keep::service::Claimed {
+        version: text(envelope.pointer("/signed/version")),
+        key_id: text(
+            envelope
+                .pointer("/signature/key_id")
+                .or_else(|| value.pointer("/bundle_signature/key_id")),
+        ),
+    };
+    (claimed != imurun_keep::service::Claimed::default()).then_some(claimed)
 }
 
 /// [`StrictJson`] for a body that carries a secret: a 400 never quotes the body (serde's and the
@@ -262,11 +328,11 @@ where
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         match StrictJson::<T, BYTES_MAX>::from_request(request, state).await {
             Ok(StrictJson(body)) => Ok(SecretJson(body)),
-            Err(error) if error.status() == StatusCode::BAD_REQUEST => Err(ApiError::bad_request(
+            Err(refused) if refused.error.status() == StatusCode::BAD_REQUEST => Err(ApiError::bad_request(
                 "the body is not a strict JSON object of this route's schema (its values are not \
                  quoted back: they may be secret)",
             )),
-            Err(error) => Err(error),
+            Err(refused) => Err(refused.error),
         }
     }
 }

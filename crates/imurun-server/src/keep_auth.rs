@@ -12,7 +12,7 @@ use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use futures_util::{Stream, StreamExt};
 use imurun_keep::KeepError;
-use imurun_keep::service::{Identity, KeepService};
+use imurun_keep::service::{Claimed, DoorRefusal, Identity, KeepService, noting_refusals};
 
 use crate::error::ApiError;
 use crate::state::ServerState;
@@ -43,17 +43,71 @@ pub(crate) async fn check(
     };
     let assistant = (path.starts_with("/api/") && path != HEALTH_PATH)
         || ASSISTANT_V1_PATHS.contains(&path.as_str());
+    let subject = format!("{} {path}", request.method());
     if assistant && identity.require_operator().is_err() {
-        return ApiError::new(
+        let response = ApiError::new(
             StatusCode::FORBIDDEN,
             "forbidden",
             "in Keep mode the assistant's routes are the operator's; a user token reaches the \
              Keep routes under /v1",
         )
         .into_response();
+        return journaled(keep, &identity, subject, response).await;
     }
-    request.extensions_mut().insert(identity);
-    next.run(request).await
+    request.extensions_mut().insert(identity.clone());
+    let (response, journaled_already) = noting_refusals(next.run(request)).await;
+    // The assistant's own answers are the operator's business, not Keep's refusals.
+    if assistant || journaled_already {
+        return response;
+    }
+    journaled(keep, &identity, subject, response).await
+}
+
+/// Refusals a signed-in identity gets: every 4xx but 401 (which has no identity).
+fn is_refusal(status: StatusCode) -> bool {
+    status.is_client_error() && status != StatusCode::UNAUTHORIZED
+}
+
+/// The largest error body read back for the journal (error bodies are a code and a sentence).
+const REFUSAL_BODY_BYTES_MAX: usize = 64 << 10;
+
+/// `response`, after journaling it when it is a refusal. A 404 is journaled where only the
+/// operator reads it: an id of another person's answers exactly as one that never existed,
+/// and the person's own journal shows neither.
+async fn journaled(
+    keep: &KeepService,
+    identity: &Identity,
+    subject: String,
+    response: Response,
+) -> Response {
+    let status = response.status();
+    if !is_refusal(status) {
+        return response;
+    }
+    let (parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, REFUSAL_BODY_BYTES_MAX).await else {
+        return Response::from_parts(parts, axum::body::Body::empty());
+    };
+    let error: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    let text = |pointer: &str| {
+        error
+            .pointer(pointer)
+            .and_then(serde_json::Value::as_str)
+            .unwrap_or_default()
+            .to_owned()
+    };
+    let refusal = DoorRefusal {
+        rule: text("/error/code"),
+        subject,
+        reason: text("/error/message"),
+        status: status.as_u16(),
+        operator_only: status == StatusCode::NOT_FOUND,
+        claimed: parts.extensions.get::<Claimed>().cloned(),
+    };
+    if let Err(error) = keep.journal_door_refusal(identity, &refusal).await {
+        tracing::warn!("a refusal could not be journaled: {error}");
+    }
+    Response::from_parts(parts, axum::body::Body::from(bytes))
 }
 
 fn unauthorized(error: KeepError) -> Response {

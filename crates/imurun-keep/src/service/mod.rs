@@ -10,6 +10,7 @@ mod devices;
 mod host_settings;
 mod journal_access;
 mod proposal_access;
+mod refusals;
 mod sessions;
 mod tool_access;
 mod tool_calls;
@@ -42,6 +43,10 @@ pub use journal_access::{
     USER_CHECK_REUSE_S,
 };
 pub use proposal_access::ProposalView;
+pub use refusals::{
+    Claimed, DoorRefusal, REFUSAL_TEXT_CHARS_MAX, REFUSALS_JOURNALED_PER_MINUTE_MAX,
+    escaped_and_cut, noting_refusals,
+};
 pub use sessions::{
     ApprovalView, EGRESS_ANSWERS_CHANNEL, FILE_NAME_CHARS_MAX, FILE_TEXT_BYTES_MAX,
     MESSAGE_BYTES_MAX, REPLIES_BYTES_MAX, REPLY_EVENT_BYTES_MAX, SessionView,
@@ -176,6 +181,8 @@ pub struct KeepService {
     /// This host's name among the hosts that share the database (`keep.host_id`): the egress
     /// uses its cells wait on are recorded under it.
     host_id: Arc<str>,
+    /// Refusals journaled per identity this minute (see `refusals`).
+    refusal_counts: Arc<refusals::RefusalCounts>,
 }
 
 impl std::fmt::Debug for KeepService {
@@ -199,6 +206,7 @@ impl KeepService {
             cells: None,
             user_checks: Arc::default(),
             host_id: Arc::from(DEFAULT_HOST_ID),
+            refusal_counts: Arc::default(),
         }
     }
 
@@ -554,9 +562,7 @@ impl KeepService {
         }
         let reason: String = error.to_string().chars().take(500).collect();
         let detail = json!({"action": action, "rule": error.rule(), "reason": reason});
-        let mut tx = self.store.keep_begin().await?;
-        append(&mut tx, caller, user, "refusal", subject, detail).await?;
-        tx.commit().await?;
+        self.journal_refusal(caller, user, subject, detail).await?;
         Err(error)
     }
 }

@@ -329,6 +329,78 @@ async fn another_users_objects_read_byte_for_byte_like_ids_that_never_existed() 
             .all(|entry| entry["user"] == "bob"),
         "{bob_journal}"
     );
+    // Every probe is journaled where only the operator reads it: real and random ids alike.
+    let (_, journal) = keep.call(&keep.operator, "GET", "/v1/journal", None).await;
+    let probes: Vec<&Value> = journal["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|entry| entry["actor"] == "user:bob" && entry["kind"] == "refusal")
+        .collect();
+    assert_eq!(probes.len(), 8, "{journal}");
+    for probe in probes {
+        assert_eq!(probe["user"], Value::Null, "{probe}");
+        assert_eq!(probe["detail"]["rule"], "not_found", "{probe}");
+        assert_eq!(probe["detail"]["status"], 404, "{probe}");
+    }
+    assert!(
+        journal["entries"]
+            .as_array()
+            .expect("entries")
+            .iter()
+            .any(|entry| entry["subject"] == format!("GET /v1/devices/{key_id}")),
+        "the probed id is named for the operator: {journal}"
+    );
+    keep.server.stop().await;
+}
+
+#[tokio::test]
+async fn a_user_on_an_operator_route_is_journaled_and_refusals_are_bounded_per_minute() {
+    let keep = Keep::start().await;
+    let (status, _) = keep
+        .call(
+            &keep.alice,
+            "POST",
+            "/v1/enrol-codes",
+            Some(json!({"user": "alice"})),
+        )
+        .await;
+    assert_eq!(status, 403);
+    let (status, _) = keep.call(&keep.alice, "GET", "/api/sessions", None).await;
+    assert_eq!(status, 403);
+    let (_, journal) = keep.call(&keep.alice, "GET", "/v1/journal", None).await;
+    let subjects: Vec<&str> = journal["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|entry| entry["kind"] == "refusal")
+        .filter_map(|entry| entry["subject"].as_str())
+        .collect();
+    assert_eq!(
+        subjects,
+        ["GET /api/sessions", "POST /v1/enrol-codes"],
+        "{journal}"
+    );
+    // Past 20 in a minute, one entry says the rest are events only.
+    // 45: should a minute turn during the loop, one of the two still holds more than 21.
+    for _ in 0..45 {
+        let (status, _) = keep.call(&keep.bob, "GET", "/v1/devices/nope", None).await;
+        assert_eq!(status, 404);
+    }
+    let (_, journal) = keep.call(&keep.operator, "GET", "/v1/journal", None).await;
+    let bob: Vec<&Value> = journal["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|entry| entry["actor"] == "user:bob")
+        .collect();
+    // At most 21 a minute (20 and the one that says so), over at most two minutes.
+    assert!((21..=42).contains(&bob.len()), "{} entries", bob.len());
+    assert!(
+        bob.iter()
+            .any(|entry| entry["detail"]["rule"] == "journal_bound"),
+        "{journal}"
+    );
     keep.server.stop().await;
 }
 
@@ -403,7 +475,25 @@ async fn deploys_over_http_are_strict_signed_and_journaled() {
         .iter()
         .filter_map(|e| e["kind"].as_str())
         .collect();
-    assert_eq!(&kinds[..3], ["refusal", "refusal", "deploy"], "{journal}");
+    // Every refusal is journaled, those of the strict reader too: with the version and key id
+    // the refused body claims, marked unverified.
+    assert_eq!(
+        &kinds[..5],
+        ["refusal", "refusal", "refusal", "refusal", "deploy"],
+        "{journal}"
+    );
+    let floated = &journal["entries"][0];
+    assert_eq!(floated["subject"], "POST /v1/agents", "{floated}");
+    assert_eq!(floated["detail"]["status"], 400, "{floated}");
+    assert_eq!(floated["detail"]["claimed"]["version"], "2.0", "{floated}");
+    assert_eq!(
+        floated["detail"]["claimed"]["unverified"], true,
+        "{floated}"
+    );
+    assert!(
+        floated["detail"]["claimed"]["key_id"].is_string(),
+        "{floated}"
+    );
     let (_, check) = keep
         .call(&keep.operator, "GET", "/v1/journal/verify", None)
         .await;

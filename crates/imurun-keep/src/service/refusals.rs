@@ -1,0 +1,178 @@
+//! One refusal path: every refusal of a signed-in identity outside a cell is journaled here,
+//! whether the service refused (through [`KeepService::refuse`]) or the server's door did (the
+//! strict reader, the role check, another person's id), at most
+//! [`REFUSALS_JOURNALED_PER_MINUTE_MAX`] per identity per minute.
+//!
+//! The server runs each request inside [`noting_refusals`], so a refusal the service journaled
+//! already is not journaled twice at the door.
+
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::Mutex;
+
+use serde_json::{Value, json};
+
+use super::{Identity, KeepService, append};
+use crate::KeepError;
+
+/// Refusals outside a cell journaled per identity per minute; one more entry says the rest of
+/// that minute are events only.
+pub const REFUSALS_JOURNALED_PER_MINUTE_MAX: u32 = 20;
+
+/// The longest text from outside (a reason, a path, a claimed value) a refusal entry keeps,
+/// after escaping.
+pub const REFUSAL_TEXT_CHARS_MAX: usize = 200;
+
+/// Identities remembered by the per-minute bound before the older minutes are forgotten.
+const COUNTED_IDENTITIES_MAX: usize = 4_096;
+
+tokio::task_local! {
+    static JOURNALED: Cell<bool>;
+}
+
+/// Runs `future` (one request), and says whether a refusal was journaled while it ran.
+pub async fn noting_refusals<F: Future>(future: F) -> (F::Output, bool) {
+    JOURNALED
+        .scope(Cell::new(false), async move {
+            let output = future.await;
+            (output, JOURNALED.with(Cell::get))
+        })
+        .await
+}
+
+/// A version and a key id read from a body the strict reader refused: what the body claims,
+/// never verified.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Claimed {
+    pub version: Option<String>,
+    pub key_id: Option<String>,
+}
+
+/// A refusal at the server's door.
+#[derive(Debug, Clone)]
+pub struct DoorRefusal {
+    /// The error code the answer carries (`not_found`, `forbidden`, `not_canonical`, ...).
+    pub rule: String,
+    /// `METHOD /path` as asked.
+    pub subject: String,
+    pub reason: String,
+    pub status: u16,
+    /// Journaled where only the operator reads it: a probe of an id that is not the caller's
+    /// (answered exactly as an id that never existed).
+    pub operator_only: bool,
+    pub claimed: Option<Claimed>,
+}
+
+/// Per identity: the minute counted and how many refusals were journaled in it.
+#[derive(Debug, Default)]
+pub(crate) struct RefusalCounts(Mutex<HashMap<String, (i64, u32)>>);
+
+/// Whether a refusal is journaled, or is the one entry that says the rest are not.
+enum Bound {
+    Journal,
+    LastEntry,
+    EventsOnly,
+}
+
+impl RefusalCounts {
+    fn count(&self, actor: &str, minute: i64) -> Bound {
+        let mut counts = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if counts.len() >= COUNTED_IDENTITIES_MAX {
+            counts.retain(|_, (counted, _)| *counted == minute);
+        }
+        let entry = counts.entry(actor.to_owned()).or_insert((minute, 0));
+        if entry.0 != minute {
+            *entry = (minute, 0);
+        }
+        entry.1 = entry.1.saturating_add(1);
+        match entry.1 {
+            count if count <= REFUSALS_JOURNALED_PER_MINUTE_MAX => Bound::Journal,
+            count if count == REFUSALS_JOURNALED_PER_MINUTE_MAX + 1 => Bound::LastEntry,
+            _ => Bound::EventsOnly,
+        }
+    }
+}
+
+/// `text` escaped (control and bidi characters), then cut to [`REFUSAL_TEXT_CHARS_MAX`].
+pub fn escaped_and_cut(text: &str) -> String {
+    crate::proposals::escape(text)
+        .chars()
+        .take(REFUSAL_TEXT_CHARS_MAX)
+        .collect()
+}
+
+impl KeepService {
+    /// Journals a refusal at the server's door (unless this request's service journaled one
+    /// already: see [`noting_refusals`]).
+    pub async fn journal_door_refusal(
+        &self,
+        caller: &Identity,
+        refusal: &DoorRefusal,
+    ) -> Result<(), KeepError> {
+        let mut detail = json!({
+            "action": "request", "rule": escaped_and_cut(&refusal.rule),
+            "reason": escaped_and_cut(&refusal.reason), "status": refusal.status,
+        });
+        if let Some(claimed) = &refusal.claimed {
+            detail["claimed"] = json!({
+                "version": claimed.version.as_deref().map(escaped_and_cut),
+                "key_id": claimed.key_id.as_deref().map(escaped_and_cut),
+                "unverified": true,
+            });
+        }
+        let user = if refusal.operator_only {
+            None
+        } else {
+            caller.user()
+        };
+        let subject = escaped_and_cut(&refusal.subject);
+        self.journal_refusal(caller, user, &subject, detail).await
+    }
+
+    /// Journals one refusal entry, within the per-identity bound; past it, the refusal goes to
+    /// the person's event stream (the operator's to the log).
+    pub(crate) async fn journal_refusal(
+        &self,
+        caller: &Identity,
+        user: Option<&str>,
+        subject: &str,
+        detail: Value,
+    ) -> Result<(), KeepError> {
+        let _ = JOURNALED.try_with(|journaled| journaled.set(true));
+        let minute = self.now_s().div_euclid(60);
+        let detail = match self.refusal_counts.count(&caller.actor(), minute) {
+            Bound::Journal => detail,
+            Bound::LastEntry => json!({
+                "action": detail["action"], "rule": "journal_bound",
+                "reason": format!(
+                    "more than {REFUSALS_JOURNALED_PER_MINUTE_MAX} refusals of this identity \
+                     this minute: the rest of the minute are events only"
+                ),
+            }),
+            Bound::EventsOnly => {
+                self.refusal_event(caller, subject, &detail);
+                return Ok(());
+            }
+        };
+        let mut tx = self.store().keep_begin().await?;
+        append(&mut tx, caller, user, "refusal", subject, detail).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    fn refusal_event(&self, caller: &Identity, subject: &str, detail: &Value) {
+        match (caller.user(), self.cells()) {
+            (Some(user), Some(cells)) => cells.publish(
+                user,
+                json!({"type": "refusal", "subject": subject, "detail": detail}),
+            ),
+            _ => {
+                tracing::info!(actor = %caller.actor(), %subject, %detail, "refused (not journaled: over the bound)")
+            }
+        }
+    }
+}
