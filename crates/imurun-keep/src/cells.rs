@@ -552,6 +552,13 @@ impl SessionHost {
         Ok(())
     }
 
+    /// Journals the refusal of a tool call by `rule` (within the session's bound) and gives
+    /// back its reason, for the cell.
+    pub(crate) async fn refused_call(&self, rule: &str, reason: String) -> String {
+        self.journal_refusal("tool_call", rule, &reason).await;
+        reason
+    }
+
     /// Journals a refusal, up to [`REFUSALS_JOURNALED_PER_SESSION_MAX`] per session.
     async fn journal_refusal(&self, action: &str, rule: &str, reason: &str) {
         let count = self.refusals_journaled.fetch_add(1, Ordering::Relaxed);

@@ -1,7 +1,8 @@
 //! Switches the operator sets for every host on the database: today one, whether agents may
 //! propose tools (`tool.propose`). Each setting is a document sealed by the host key, its
-//! version held by a high-water mark in the database and in the Keep folder, so a row deleted
-//! or rolled back in the database turns the switch off rather than back on.
+//! version held by a high-water mark in the database and in the Keep folder of every host that
+//! set or read it, so a row deleted or rolled back in the database turns the switch off rather
+//! than back on.
 
 use serde::Serialize;
 use serde_json::json;
@@ -98,6 +99,17 @@ impl KeepService {
         let enabled = serde_json::from_str::<serde_json::Value>(&row.envelope)
             .ok()
             .and_then(|value| value["enabled"].as_bool());
+        // A sealed setting newer than this host's own mark raises it: from now on this host
+        // refuses to go back below it, whoever set it, so a rollback or a removal in the
+        // database reads as off here too. A mark that cannot be written is logged: the
+        // database's mark still holds.
+        if enabled.is_some()
+            && row.version > self.high_water(HOST_SETTING_KIND, TOOL_PROPOSE, 0)?
+            && let Err(error) =
+                self.raise_high_water_file(HOST_SETTING_KIND, TOOL_PROPOSE, row.version)
+        {
+            tracing::warn!("the tool.propose setting's mark could not be kept: {error}");
+        }
         Ok(match enabled {
             Some(enabled) => ToolProposeView {
                 enabled,

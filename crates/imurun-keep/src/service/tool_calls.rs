@@ -38,7 +38,7 @@ impl KeepService {
     ) -> Result<ToolAnswer, String> {
         let missing = || format!("no tool named {:?} is yours to call", cut_text(name));
         let Some(own) = own_tool_name(&parent.user, name) else {
-            return Err(missing());
+            return Err(parent.refused_call("not_found", missing()).await);
         };
         let Some(cells) = parent.cells.upgrade() else {
             return Err("the host is stopping".to_owned());
@@ -50,9 +50,11 @@ impl KeepService {
             .await
             .map_err(|error| format!("the tool cannot be run: {error}"))?;
         let Some((row, manifest)) = found else {
-            return Err(missing());
+            return Err(parent.refused_call("not_found", missing()).await);
         };
-        self.check_caller(parent, &row).await?;
+        if let Err(reason) = self.check_caller(parent, &row).await {
+            return Err(parent.refused_call("not_proposer", reason).await);
+        }
         self.run_tool(parent, &cells, in_flight, row, manifest, args_json)
             .await
     }
@@ -94,12 +96,14 @@ impl KeepService {
             // A revoke seen at the same moment as the answer wins: it is the person's word. The
             // answer is the host's own words: nothing the stopped cell read reaches the session.
             biased;
-            _ = in_flight.ended.wait_for(|ended| *ended) => {
-                return Err(format!(
-                    "revoked: {qualified} was revoked while this call ran; the call was stopped"
-                ));
-            }
-            result = cell.call(args_json) => result,
+            _ = in_flight.ended.wait_for(|ended| *ended) => None,
+            result = cell.call(args_json) => Some(result),
+        };
+        let Some(result) = result else {
+            let reason = format!(
+                "revoked: {qualified} was revoked while this call ran; the call was stopped"
+            );
+            return Err(parent.refused_call("revoked", reason).await);
         };
         drop(cell);
         // What the tool's cell read from outside taints the session that called it, and so

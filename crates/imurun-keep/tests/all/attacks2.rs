@@ -574,3 +574,76 @@ async fn holds2_possession_is_bound_and_keys_are_single_owner() {
     );
     let _ = (POLICY_TYPE, sha256_hex(b""));
 }
+
+/// The operator's `tool.propose` switch, rolled back or removed in the database, reads as off
+/// on a host that shares the database and only ever read it (its own mark holds the version it
+/// saw), never back on.
+#[tokio::test]
+async fn a_tool_propose_switch_rolled_back_in_the_database_stays_off_on_a_host_that_read_it() {
+    let host = Host::new().await;
+    host.keep
+        .set_tool_propose(&host.operator, true)
+        .await
+        .expect("on");
+    let pool = pool(&host).await;
+    let on: (String, String) =
+        sqlx::query_as("SELECT envelope, seal FROM keep_documents WHERE kind = 'host_setting'")
+            .fetch_one(&pool)
+            .await
+            .expect("the setting's row");
+    host.keep
+        .set_tool_propose(&host.operator, false)
+        .await
+        .expect("off");
+    // A second host: the same keys, a Keep folder of its own with no marks in it.
+    let other_dir = tempfile::tempdir().expect("temp dir");
+    let other_keep = other_dir.path().join("keep");
+    std::fs::create_dir(&other_keep).expect("keep folder");
+    for entry in std::fs::read_dir(host.dir.path().join("keep")).expect("keep folder") {
+        let path = entry.expect("entry").path();
+        if path.extension().is_some_and(|extension| extension == "key")
+            || path
+                .file_name()
+                .is_some_and(|name| name == "trust-root.json")
+        {
+            std::fs::copy(&path, other_keep.join(path.file_name().expect("name"))).expect("copy");
+        }
+    }
+    let store = Store::open_url(&host.url).await.expect("store");
+    let other = imurun_keep::init::open(&other_keep, store, imurun_keep::service::system_clock())
+        .await
+        .expect("open");
+    let operator = imurun_keep::service::Identity::local_operator();
+    let read = other.tool_propose(&operator).await.expect("read");
+    assert_eq!((read.enabled, read.version), (false, 2));
+    // Rolled back to the genuine, sealed version 1 (`enabled: true`), marks and all.
+    sqlx::query(
+        "UPDATE keep_documents SET version = 1, envelope = $1, seal = $2 \
+         WHERE kind = 'host_setting'",
+    )
+    .bind(&on.0)
+    .bind(&on.1)
+    .execute(&pool)
+    .await
+    .expect("roll back");
+    sqlx::query("UPDATE keep_versions SET version = 1 WHERE kind = 'host_setting'")
+        .execute(&pool)
+        .await
+        .expect("roll back the mark");
+    let read = other.tool_propose(&operator).await.expect("read");
+    assert!(!read.enabled, "{read:?}");
+    assert!(read.refused.is_some(), "{read:?}");
+    // Removed, marks and all.
+    sqlx::query("DELETE FROM keep_documents WHERE kind = 'host_setting'")
+        .execute(&pool)
+        .await
+        .expect("delete");
+    sqlx::query("DELETE FROM keep_versions WHERE kind = 'host_setting'")
+        .execute(&pool)
+        .await
+        .expect("delete the mark");
+    for keep in [&other, &host.keep] {
+        let read = keep.tool_propose(&operator).await.expect("read");
+        assert!(!read.enabled, "{read:?}");
+    }
+}

@@ -1240,6 +1240,13 @@ async fn only_sessions_of_the_agent_that_proposed_a_tool_may_call_it() {
     );
     let said = b.call(&narrow.id, "u/alice/calc", json!({})).await;
     assert!(said.contains("only sessions of the agent"), "{said}");
+    // Refused calls are journaled for alice, with their rule.
+    let journal = s.host.keep.journal(&s.host.operator).await.unwrap();
+    let refused = journal
+        .iter()
+        .filter(|entry| entry.kind == "refusal" && entry.detail["rule"] == "not_proposer")
+        .count();
+    assert_eq!(refused, 2);
     let maker = s.keep.start_session(&s.alice, "maker").await.unwrap();
     assert_eq!(b.call(&maker.id, "calc", json!({})).await, r#"{"echo":{}}"#);
     // A new version of `maker` is another authority: the tool is proposed again from it.

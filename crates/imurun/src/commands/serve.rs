@@ -76,7 +76,7 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
         // said at once rather than a rule that silently does nothing.
         if config.keep.egress_loopback_ports.contains(&addr.port()) {
             anyhow::bail!(
-                "keep.egress_loopback_ports opens {}, the port this server's own API listens                  on: no cell may reach the API; remove it, or serve the API on another port",
+                "keep.egress_loopback_ports opens {}, the port this server's own API listens on: no cell may reach the API; remove it, or serve the API on another port",
                 addr.port()
             );
         }
