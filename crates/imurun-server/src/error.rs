@@ -328,10 +328,12 @@ where
     async fn from_request(request: Request, state: &S) -> Result<Self, Self::Rejection> {
         match StrictJson::<T, BYTES_MAX>::from_request(request, state).await {
             Ok(StrictJson(body)) => Ok(SecretJson(body)),
-            Err(refused) if refused.error.status() == StatusCode::BAD_REQUEST => Err(ApiError::bad_request(
-                "the body is not a strict JSON object of this route's schema (its values are not \
+            Err(refused) if refused.error.status() == StatusCode::BAD_REQUEST => {
+                Err(ApiError::bad_request(
+                    "the body is not a strict JSON object of this route's schema (its values are not \
                  quoted back: they may be secret)",
-            )),
+                ))
+            }
             Err(refused) => Err(refused.error),
         }
     }

@@ -70,16 +70,7 @@ fn decide(device: &KeyPair, user: &str, review: &Value, kind: DecisionKind) -> V
 async fn two_people_and_an_operator_propose_review_decide_call_and_revoke_over_http() {
     let upstream = Upstream::start(answer).await;
     let keep = Keep::start_with_cells(vec![upstream.port]).await;
-    keep.deploy(
-        Guest::ScriptedFull.bytes(),
-        json!({"name": "maker", "version": 1, "description": "Makes tools.",
-               "egress": {"mode": "allow", "rules": [local(upstream.port, &["GET"])]},
-               "memory": "read", "model_socket": true,
-               "resources": {"memory_mb": 64, "cpu_ms": 2000, "timeout_ms": 20_000},
-               "approval_timeout_s": 30}),
-    )
-    .await;
-    let alice_device = enrol(&keep, &keep.alice, "alice").await;
+    let (session, alice_device) = alice_with_maker(&keep, &upstream).await;
     let bob_device = enrol(&keep, &keep.bob, "bob").await;
     let ceiling = json!({
         "type": CEILING_TYPE, "user": "alice", "version": 1,
@@ -100,20 +91,7 @@ async fn two_people_and_an_operator_propose_review_decide_call_and_revoke_over_h
     assert_eq!(status, 200, "{body}");
 
     // Alice's session's cell proposes a fetch tool wanting GET and DELETE on the upstream.
-    let (_, session) = keep
-        .call(
-            &keep.alice,
-            "POST",
-            "/v1/sessions",
-            Some(json!({"agent": "maker"})),
-        )
-        .await;
-    let session = session["id"].as_str().expect("id").to_owned();
-    let bundle = base64::engine::general_purpose::STANDARD.encode(Guest::FetchTool.bytes());
-    for chunk in bundle.as_bytes().chunks(40_000) {
-        let text = std::str::from_utf8(chunk).expect("ascii");
-        say(&keep, &keep.alice, &session, json!({"buffer": text})).await;
-    }
+    send_bundle(&keep, &session, Guest::FetchTool).await;
     let proposal = json!({"emit": {"type": "tool.propose", "name": "fetcher", "bundle": "$buffer",
         "description": "Fetches things.",
         "manifest": {"name": "fetcher", "version": 1,
@@ -334,13 +312,18 @@ async fn alice_with_maker(keep: &Keep, upstream: &Upstream) -> (String, KeyPair)
     (session["id"].as_str().expect("id").to_owned(), device)
 }
 
-/// What alice's session answers when its cell proposes the pure tool as `name`.
-async fn propose_pure(keep: &Keep, session: &str, name: &str) -> Value {
-    let bundle = base64::engine::general_purpose::STANDARD.encode(Guest::PureTool.bytes());
+/// Puts `guest`'s bytes, in base64, in alice's session's buffer.
+async fn send_bundle(keep: &Keep, session: &str, guest: Guest) {
+    let bundle = base64::engine::general_purpose::STANDARD.encode(guest.bytes());
     for chunk in bundle.as_bytes().chunks(40_000) {
         let text = std::str::from_utf8(chunk).expect("ascii");
         say(keep, &keep.alice, session, json!({"buffer": text})).await;
     }
+}
+
+/// What alice's session answers when its cell proposes the pure tool as `name`.
+async fn propose_pure(keep: &Keep, session: &str, name: &str) -> Value {
+    send_bundle(keep, session, Guest::PureTool).await;
     let proposal = json!({"emit": {"type": "tool.propose", "name": name, "bundle": "$buffer",
         "description": "Echoes.", "manifest": {"name": name, "version": 1,
             "resources": {"memory_mb": 16, "cpu_ms": 500, "timeout_ms": 5000},
