@@ -13,7 +13,7 @@ use super::support::{START, pool};
 use super::tools::{Bench, decision, events_of, local, tool};
 
 /// Proposes `guest` as `name` with `extra` from a fresh session of alice's, and approves it.
-async fn deploy_tool(b: &Bench, guest: Guest, name: &str, extra: Value, confirm: bool) {
+pub(crate) async fn deploy_tool(b: &Bench, guest: Guest, name: &str, extra: Value, confirm: bool) {
     deploy_version(b, guest, (name, 1), extra, confirm).await;
 }
 

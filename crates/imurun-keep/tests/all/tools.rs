@@ -15,6 +15,7 @@ use imurun_keep::tool_intake::{PENDING_TOOL_PROPOSALS_MAX, TOOL_BUNDLE_BYTES_MAX
 use imurun_testkit::{Guest, Upstream};
 use serde_json::{Value, json};
 
+use super::attacks_tools::deploy_tool;
 use super::sessions::{Sessions, answer, manifest};
 use super::support::{START, pool};
 
@@ -1212,14 +1213,7 @@ async fn a_revoke_ends_the_call_in_flight_and_the_session_goes_on() {
 async fn only_sessions_of_the_agent_that_proposed_a_tool_may_call_it() {
     let b = Bench::start().await;
     let s = &b.s;
-    assert_eq!(
-        b.propose(Guest::PureTool, tool("calc", 1, json!({}))).await,
-        "emitted"
-    );
-    let review = b.only_review().await;
-    b.decide(&review, DecisionKind::ApproveProposal, false)
-        .await
-        .unwrap();
+    deploy_tool(&b, Guest::PureTool, "calc", json!({}), false).await;
     // Another of the operator's agents: the tool's review was against `maker`, so whatever
     // it adds to `narrow` no one reviewed. Refused by the agent's name, even where the two
     // manifests grant the same.
@@ -1254,6 +1248,7 @@ async fn only_sessions_of_the_agent_that_proposed_a_tool_may_call_it() {
     second["version"] = json!(2);
     s.deploy(Guest::ScriptedFull, manifest("maker", second))
         .await;
+    s.keep.stop_session(&s.alice, &maker.id).await.unwrap();
     let upgraded = s.keep.start_session(&s.alice, "maker").await.unwrap();
     let said = b.call(&upgraded.id, "calc", json!({})).await;
     assert!(
@@ -1469,26 +1464,14 @@ async fn a_tools_memory_is_the_persons_accepted_entries_of_its_agent() {
         .await
         .unwrap();
     for (name, memory) in [("recall", "read"), ("forgetful", "none")] {
-        assert_eq!(
-            b.propose_in(
-                &session.id,
-                Guest::MemoryTool,
-                tool(name, 1, json!({"memory": memory}))
-            )
-            .await,
-            "emitted"
-        );
-        let review = s
-            .keep
-            .tool_proposals(&s.alice)
-            .await
-            .unwrap()
-            .into_iter()
-            .find(|review| review.state == "pending")
-            .unwrap();
-        b.decide(&review, DecisionKind::ApproveProposal, false)
-            .await
-            .unwrap();
+        deploy_tool(
+            &b,
+            Guest::MemoryTool,
+            name,
+            json!({"memory": memory}),
+            false,
+        )
+        .await;
     }
     let said = b.call(&session.id, "recall", json!({"memory": true})).await;
     assert_eq!(said, r#"{"memory":["likes tea"]}"#);
