@@ -30,6 +30,7 @@ use crate::KeepError;
 use crate::manifest::{EgressMode, Manifest, MemoryAccess};
 use crate::proposals::{self, EmitGrants};
 use crate::service::KeepService;
+use crate::service::refusals::Bound;
 
 /// Live sessions one person may have at once; the next start is refused until one stops.
 pub const SESSIONS_PER_USER_MAX: usize = 4;
@@ -561,14 +562,30 @@ impl SessionHost {
 
     /// Journals a refusal, up to [`REFUSALS_JOURNALED_PER_SESSION_MAX`] per session.
     async fn journal_refusal(&self, action: &str, rule: &str, reason: &str) {
+        // The person's sessions together are bounded too: stopping and starting sessions
+        // journals no more in a minute than one session would.
+        let person = self.service.cell_refusal_bound(&self.user);
         let count = self.refusals_journaled.fetch_add(1, Ordering::Relaxed);
-        let detail = if count < REFUSALS_JOURNALED_PER_SESSION_MAX {
-            json!({"action": action, "rule": rule, "reason": cut_text(reason), "session": self.session_id})
-        } else if count == REFUSALS_JOURNALED_PER_SESSION_MAX {
+        let bound = |reason: &str| {
             json!({"action": action, "rule": "journal_bound", "session": self.session_id,
-                   "reason": "this session's further refusals are events only"})
-        } else {
-            return;
+                   "reason": reason})
+        };
+        let detail = match person {
+            Bound::EventsOnly => {
+                self.publish(json!({"type": "refusal", "action": action, "rule": rule,
+                                    "reason": cut_text(reason)}));
+                return;
+            }
+            Bound::LastEntry => {
+                bound("this person's sessions' further refusals this minute are events only")
+            }
+            Bound::Journal if count < REFUSALS_JOURNALED_PER_SESSION_MAX => {
+                json!({"action": action, "rule": rule, "reason": cut_text(reason), "session": self.session_id})
+            }
+            Bound::Journal if count == REFUSALS_JOURNALED_PER_SESSION_MAX => {
+                bound("this session's further refusals are events only")
+            }
+            Bound::Journal => return,
         };
         let subject = format!("session:{}", self.session_id);
         if let Err(error) = self
@@ -1066,9 +1083,9 @@ pub(crate) fn cut_text(text: &str) -> String {
     cut_chars(text, 200)
 }
 
-/// At most `max` characters of `text`, escaped as plain text.
+/// `text` escaped as plain text, then cut to at most `max` characters.
 pub(crate) fn cut_chars(text: &str, max: usize) -> String {
-    proposals::escape(&text.chars().take(max).collect::<String>())
+    proposals::escape(text).chars().take(max).collect()
 }
 
 /// The most of a header value an approval shows; a longer one says how long it is.

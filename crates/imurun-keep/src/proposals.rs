@@ -278,9 +278,31 @@ pub fn escape(value: &str) -> String {
     escaped
 }
 
+/// `text` as one line for the journal and events: escaped as [`escape`] does, newlines,
+/// carriage returns and tabs too, then cut to `max` characters (the escapes counted).
+pub fn one_line(text: &str, max: usize) -> String {
+    escape(text)
+        .chars()
+        .flat_map(|character| match character {
+            '\n' => vec!['\\', 'n'],
+            '\t' => vec!['\\', 't'],
+            other => vec![other],
+        })
+        .take(max)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_line_escapes_every_control_character_then_cuts() {
+        let text = "a\nb\tc\u{202e}d\u{1b}e";
+        assert_eq!(one_line(text, 200), "a\\nb\\tc\\u{202E}d\\u{001B}e");
+        assert_eq!(one_line(&"\u{1b}".repeat(500), 200).chars().count(), 200);
+        assert_eq!(one_line("short", 3), "sho");
+    }
 
     const ALL: EmitGrants = EmitGrants {
         memory: MemoryAccess::Write,

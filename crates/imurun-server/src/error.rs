@@ -17,6 +17,9 @@ use imurun_store::StoreError;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 
+/// The longest message an error answer carries, in characters.
+pub(crate) const ERROR_MESSAGE_CHARS_MAX: usize = 2_000;
+
 /// An error answer of the API: a status, a stable machine code, a human sentence, and
 /// optional extra fields.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,12 +31,19 @@ pub struct ApiError {
 }
 
 impl ApiError {
-    /// An error with this status, code and message.
+    /// An error with this status, code and message. A message quoting a huge request (serde
+    /// names an unknown field in full) is cut to [`ERROR_MESSAGE_CHARS_MAX`] characters, so an
+    /// error answer stays small whatever was sent.
     pub fn new(status: StatusCode, code: &'static str, message: impl Into<String>) -> Self {
+        let mut message = message.into();
+        if let Some((at, _)) = message.char_indices().nth(ERROR_MESSAGE_CHARS_MAX) {
+            message.truncate(at);
+            message.push_str("… (cut)");
+        }
         ApiError {
             status,
             code,
-            message: message.into(),
+            message,
             extra: Map::new(),
         }
     }
@@ -90,15 +100,29 @@ impl ApiError {
     }
 }
 
+/// An error answer's code and sentence, in the response's extensions, for Keep's door to
+/// journal without reading the body back.
+#[derive(Debug, Clone)]
+pub(crate) struct ErrorNote {
+    pub(crate) code: &'static str,
+    pub(crate) message: String,
+}
+
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
+        let note = ErrorNote {
+            code: self.code,
+            message: self.message.clone(),
+        };
         let mut error = Map::new();
         error.insert("code".to_owned(), Value::from(self.code));
         error.insert("message".to_owned(), Value::from(self.message));
         let mut body = Map::new();
         body.insert("error".to_owned(), Value::Object(error));
         body.extend(self.extra);
-        (self.status, Json(Value::Object(body))).into_response()
+        let mut response = (self.status, Json(Value::Object(body))).into_response();
+        response.extensions_mut().insert(note);
+        response
     }
 }
 

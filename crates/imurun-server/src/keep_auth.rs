@@ -14,7 +14,7 @@ use futures_util::{Stream, StreamExt};
 use imurun_keep::KeepError;
 use imurun_keep::service::{Claimed, DoorRefusal, Identity, KeepService, noting_refusals};
 
-use crate::error::ApiError;
+use crate::error::{ApiError, ErrorNote};
 use crate::state::ServerState;
 
 /// The assistant's routes under `/v1`: the OpenAI-compatible facade, which drives the
@@ -68,9 +68,6 @@ fn is_refusal(status: StatusCode) -> bool {
     status.is_client_error() && status != StatusCode::UNAUTHORIZED
 }
 
-/// The largest error body read back for the journal (error bodies are a code and a sentence).
-const REFUSAL_BODY_BYTES_MAX: usize = 64 << 10;
-
 /// `response`, after journaling it when it is a refusal. A 404 is journaled where only the
 /// operator reads it: an id of another person's answers exactly as one that never existed,
 /// and the person's own journal shows neither.
@@ -84,30 +81,30 @@ async fn journaled(
     if !is_refusal(status) {
         return response;
     }
-    let (parts, body) = response.into_parts();
-    let Ok(bytes) = axum::body::to_bytes(body, REFUSAL_BODY_BYTES_MAX).await else {
-        return Response::from_parts(parts, axum::body::Body::empty());
-    };
-    let error: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
-    let text = |pointer: &str| {
-        error
-            .pointer(pointer)
-            .and_then(serde_json::Value::as_str)
-            .unwrap_or_default()
-            .to_owned()
-    };
+    // The answer's own code and sentence, as the API's errors note them; an answer made
+    // elsewhere (a path the router could not read) by its status alone.
+    let note = response.extensions().get::<ErrorNote>();
     let refusal = DoorRefusal {
-        rule: text("/error/code"),
+        rule: note.map_or_else(
+            || {
+                status
+                    .canonical_reason()
+                    .unwrap_or("refused")
+                    .to_ascii_lowercase()
+                    .replace(' ', "_")
+            },
+            |note| note.code.to_owned(),
+        ),
         subject,
-        reason: text("/error/message"),
+        reason: note.map(|note| note.message.clone()).unwrap_or_default(),
         status: status.as_u16(),
         operator_only: status == StatusCode::NOT_FOUND,
-        claimed: parts.extensions.get::<Claimed>().cloned(),
+        claimed: response.extensions().get::<Claimed>().cloned(),
     };
     if let Err(error) = keep.journal_door_refusal(identity, &refusal).await {
         tracing::warn!("a refusal could not be journaled: {error}");
     }
-    Response::from_parts(parts, axum::body::Body::from(bytes))
+    response
 }
 
 fn unauthorized(error: KeepError) -> Response {

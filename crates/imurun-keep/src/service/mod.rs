@@ -10,7 +10,7 @@ mod devices;
 mod host_settings;
 mod journal_access;
 mod proposal_access;
-mod refusals;
+pub(crate) mod refusals;
 mod sessions;
 mod tool_access;
 mod tool_calls;
@@ -560,9 +560,11 @@ impl KeepService {
         ) {
             return Err(error);
         }
-        let reason: String = error.to_string().chars().take(500).collect();
+        // The reason and the subject may quote what the request sent: one line, escaped.
+        let reason = crate::proposals::one_line(&error.to_string(), 500);
         let detail = json!({"action": action, "rule": error.rule(), "reason": reason});
-        self.journal_refusal(caller, user, subject, detail).await?;
+        self.journal_refusal(caller, user, &escaped_and_cut(subject), detail)
+            .await?;
         Err(error)
     }
 }

@@ -69,14 +69,14 @@ pub struct DoorRefusal {
 pub(crate) struct RefusalCounts(Mutex<HashMap<String, (i64, u32)>>);
 
 /// Whether a refusal is journaled, or is the one entry that says the rest are not.
-enum Bound {
+pub(crate) enum Bound {
     Journal,
     LastEntry,
     EventsOnly,
 }
 
 impl RefusalCounts {
-    fn count(&self, actor: &str, minute: i64) -> Bound {
+    fn count(&self, actor: &str, minute: i64, max: u32) -> Bound {
         let mut counts = self
             .0
             .lock()
@@ -90,19 +90,17 @@ impl RefusalCounts {
         }
         entry.1 = entry.1.saturating_add(1);
         match entry.1 {
-            count if count <= REFUSALS_JOURNALED_PER_MINUTE_MAX => Bound::Journal,
-            count if count == REFUSALS_JOURNALED_PER_MINUTE_MAX + 1 => Bound::LastEntry,
+            count if count <= max => Bound::Journal,
+            count if count == max + 1 => Bound::LastEntry,
             _ => Bound::EventsOnly,
         }
     }
 }
 
-/// `text` escaped (control and bidi characters), then cut to [`REFUSAL_TEXT_CHARS_MAX`].
+/// `text` as one line, every control and bidi character escaped, then cut to
+/// [`REFUSAL_TEXT_CHARS_MAX`].
 pub fn escaped_and_cut(text: &str) -> String {
-    crate::proposals::escape(text)
-        .chars()
-        .take(REFUSAL_TEXT_CHARS_MAX)
-        .collect()
+    crate::proposals::one_line(text, REFUSAL_TEXT_CHARS_MAX)
 }
 
 impl KeepService {
@@ -144,15 +142,23 @@ impl KeepService {
     ) -> Result<(), KeepError> {
         let _ = JOURNALED.try_with(|journaled| journaled.set(true));
         let minute = self.now_s().div_euclid(60);
-        let detail = match self.refusal_counts.count(&caller.actor(), minute) {
-            Bound::Journal => detail,
-            Bound::LastEntry => json!({
-                "action": detail["action"], "rule": "journal_bound",
-                "reason": format!(
-                    "more than {REFUSALS_JOURNALED_PER_MINUTE_MAX} refusals of this identity \
-                     this minute: the rest of the minute are events only"
-                ),
-            }),
+        let bound =
+            self.refusal_counts
+                .count(&caller.actor(), minute, REFUSALS_JOURNALED_PER_MINUTE_MAX);
+        let (user, subject, detail) = match bound {
+            Bound::Journal => (user, subject, detail),
+            // Shown to the person whose refusals they are, and naming none of them.
+            Bound::LastEntry => (
+                caller.user(),
+                "refusals",
+                json!({
+                    "action": detail["action"], "rule": "journal_bound",
+                    "reason": format!(
+                        "more than {REFUSALS_JOURNALED_PER_MINUTE_MAX} refusals of this \
+                         identity this minute: the rest of the minute are events only"
+                    ),
+                }),
+            ),
             Bound::EventsOnly => {
                 self.refusal_event(caller, subject, &detail);
                 return Ok(());
@@ -162,6 +168,14 @@ impl KeepService {
         append(&mut tx, caller, user, "refusal", subject, detail).await?;
         tx.commit().await?;
         Ok(())
+    }
+
+    /// Counts one refusal of `user`'s cells against the person's bound: as many a minute,
+    /// over all their sessions, as one session may journal.
+    pub(crate) fn cell_refusal_bound(&self, user: &str) -> Bound {
+        let max = u32::try_from(crate::cells::REFUSALS_JOURNALED_PER_SESSION_MAX).unwrap_or(64);
+        self.refusal_counts
+            .count(&format!("cells:{user}"), self.now_s().div_euclid(60), max)
     }
 
     fn refusal_event(&self, caller: &Identity, subject: &str, detail: &Value) {

@@ -1481,3 +1481,38 @@ async fn a_tools_memory_is_the_persons_accepted_entries_of_its_agent() {
         .await;
     assert!(said.contains("did not start"), "{said}");
 }
+
+/// A cell's refusals are bounded per person too: stopping and starting sessions journals no
+/// more in a minute than one session may.
+#[tokio::test]
+async fn a_persons_sessions_together_journal_a_bounded_number_of_refusals() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    let journaled = |journal: &[imurun_keep::service::JournalView]| {
+        journal
+            .iter()
+            .filter(|entry| entry.kind == "refusal" && entry.user.as_deref() == Some("alice"))
+            .count()
+    };
+    let before = journaled(&s.host.keep.journal(&s.host.operator).await.unwrap());
+    for _ in 0..3 {
+        let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+        for call in 0..40 {
+            let said = b
+                .call(&session.id, &format!("nosuch{call}"), json!({}))
+                .await;
+            assert!(said.starts_with("refused: no tool named"), "{said}");
+        }
+        s.keep.stop_session(&s.alice, &session.id).await.unwrap();
+    }
+    let journal = s.host.keep.journal(&s.host.operator).await.unwrap();
+    let added = journaled(&journal) - before;
+    // 64 a minute and the entry that says so, over at most two minutes.
+    assert!((65..=130).contains(&added), "{added} entries");
+    assert!(
+        journal
+            .iter()
+            .any(|entry| entry.detail["rule"] == "journal_bound"),
+        "the bound is journaled"
+    );
+}

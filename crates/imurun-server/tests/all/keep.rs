@@ -382,6 +382,45 @@ async fn a_user_on_an_operator_route_is_journaled_and_refusals_are_bounded_per_m
         "{journal}"
     );
     // Past 20 in a minute, one entry says the rest are events only.
+    // An answer that quotes a huge body is still the 400 it is, and journaled one line short.
+    let huge = format!(r#"{{"agent": "maker", "{}": 1}}"#, "F".repeat(70_000));
+    let (status, body, _) = keep
+        .server
+        .request_as(Some(&keep.alice), "POST", "/v1/sessions", Some(huge))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    // Control and bidi characters the request sent reach no entry as they are.
+    let hostile = json!({"public_key": "\u{202e}\u{1b}]0;title\u{7}\nkey", "label": "x",
+                         "possession": "p", "enrol_code": "c"});
+    let (status, _) = keep
+        .call(&keep.alice, "POST", "/v1/devices", Some(hostile))
+        .await;
+    assert!(status >= 400, "{status}");
+    let (_, journal) = keep.call(&keep.alice, "GET", "/v1/journal", None).await;
+    let refusals: Vec<&Value> = journal["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter(|entry| entry["kind"] == "refusal")
+        .collect();
+    assert!(
+        refusals.iter().any(
+            |entry| entry["subject"] == "POST /v1/sessions" && entry["detail"]["status"] == 400
+        ),
+        "{journal}"
+    );
+    for entry in &refusals {
+        let text = entry.to_string();
+        let fields = [&entry["subject"], &entry["detail"]["reason"]];
+        for field in fields {
+            let field = field.as_str().unwrap_or_default();
+            assert!(field.chars().count() <= 500, "{text}");
+            assert!(
+                !field.chars().any(|c| c.is_control() || c == '\u{202e}'),
+                "{text}"
+            );
+        }
+    }
     // 45: should a minute turn during the loop, one of the two still holds more than 21.
     for _ in 0..45 {
         let (status, _) = keep.call(&keep.bob, "GET", "/v1/devices/nope", None).await;
