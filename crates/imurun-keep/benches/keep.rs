@@ -6,6 +6,7 @@
 //!
 //! `cargo bench --workspace --bench keep`
 
+use imurun_keep::random::OsRandom;
 use std::collections::BTreeMap;
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -87,7 +88,7 @@ fn decision(c: &mut Criterion) {
         user: "alice",
     };
     let envelope = Signed::sign(
-        &Decision::new(&expected, &device, NOW, 300, false).expect("decision"),
+        &Decision::new(&OsRandom, &expected, &device, NOW, 300, false).expect("decision"),
         &device,
     )
     .expect("sign");

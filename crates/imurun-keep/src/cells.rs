@@ -642,7 +642,7 @@ impl SessionHost {
                     Err(error) => error,
                 }
             }
-            Err(error) => error,
+            Err(error) => KeepError::from(error),
         };
         let reason = refused.to_string();
         self.publish(json!({
@@ -829,7 +829,7 @@ impl EgressHost for SessionHost {
                 }));
                 return false;
             }
-            let Ok(id) = crate::random::hex_id("ea-") else {
+            let Ok(id) = imurun_keep_rules::random::hex_id(self.service.random(), "ea-") else {
                 return false;
             };
             let whole: Vec<[String; 2]> = used

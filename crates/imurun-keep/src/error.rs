@@ -1,50 +1,17 @@
-//! The one error type of Keep's rules.
+//! The Keep host's error: a rule's refusal, or what the host itself refused or failed at.
 
-/// Why Keep refused a document, a key, a decision or a request. Every message says what was
-/// wrong and where, and never holds a secret.
+use imurun_keep_rules::RuleError;
+
+/// Why Keep refused a request or could not do it. Every message says what was wrong and where,
+/// and never holds a secret.
 #[derive(Debug, thiserror::Error)]
 pub enum KeepError {
-    /// JSON that cannot be signed or verified: duplicate names, a non-integer, a lone
-    /// surrogate, too big or too deep.
-    #[error("{0}")]
-    Canonical(String),
-    /// A field of a manifest, policy, ceiling, trust root or decision is missing, unknown or out
-    /// of bounds; `field` is its path (`egress.rules[2].port`).
-    #[error("{field}: {reason}")]
-    Invalid { field: String, reason: String },
-    /// A signature is missing, malformed or does not match, or a key is malformed.
-    #[error("signature refused: {0}")]
-    Signature(String),
-    /// The key is not trusted for this: unknown, retired, of the wrong role, or another user's.
-    #[error("key refused: {0}")]
-    Untrusted(String),
-    /// A document's or decision's `expires_at` has passed.
-    #[error("{what} expired at {expires_at} (now {now}, seconds since the Unix epoch)")]
-    Expired {
-        what: String,
-        expires_at: i64,
-        now: i64,
-    },
-    /// A version that is not above the highest this host has accepted: an old document replayed.
-    #[error("{what} version {version} is refused: version {highest} was accepted already")]
-    RolledBack {
-        what: String,
-        version: i64,
-        highest: i64,
-    },
-    /// A decision that does not hold for what it is used for (wrong kind, subject, hash, user,
-    /// versions, or a nonce already used).
-    #[error("decision refused: {0}")]
-    Decision(String),
+    /// One of the rules refused (a document, a key, a decision, a proposed tool).
+    #[error(transparent)]
+    Rule(#[from] RuleError),
     /// A key or secret file could not be written or read, or may be read by others.
     #[error("key file {path}: {reason}")]
     KeyFile { path: String, reason: String },
-    /// Sealing or opening a vault entry failed (a wrong key, or a changed ciphertext).
-    #[error("vault: {0}")]
-    Vault(String),
-    /// The operating system's random numbers failed.
-    #[error("{0}")]
-    Random(String),
     /// No token, or one that is unknown or revoked.
     #[error("a valid Keep token is needed: `Authorization: Bearer <token>`")]
     Unauthorized,
@@ -72,13 +39,6 @@ pub enum KeepError {
     /// Something the host needs for this is not running (cells, the model).
     #[error("{0}")]
     Unavailable(String),
-    /// Accepting something a tainted session proposed needs the person's explicit confirm.
-    #[error("{0}")]
-    ConfirmTainted(String),
-
-    /// A tool asked for authority no tool may have, whatever a ceiling says.
-    #[error("forbidden authority: {0}")]
-    ForbiddenAuthority(String),
     /// The store failed.
     #[error("the Keep store failed: {0}")]
     Store(#[from] imurun_store::StoreError),
@@ -88,16 +48,8 @@ impl KeepError {
     /// A stable name for the rule that refused: the API's error code and the journal's `rule`.
     pub fn rule(&self) -> &'static str {
         match self {
-            KeepError::Canonical(_) => "not_canonical",
-            KeepError::Invalid { .. } => "invalid",
-            KeepError::Signature(_) => "bad_signature",
-            KeepError::Untrusted(_) => "untrusted_key",
-            KeepError::Expired { .. } => "expired",
-            KeepError::RolledBack { .. } => "rolled_back",
-            KeepError::Decision(_) => "decision_refused",
+            KeepError::Rule(rule) => rule.rule(),
             KeepError::KeyFile { .. } => "key_file",
-            KeepError::Vault(_) => "vault",
-            KeepError::Random(_) => "random",
             KeepError::Unauthorized => "unauthorized",
             KeepError::Forbidden(_) => "forbidden",
             KeepError::NotFound(_) => "not_found",
@@ -106,17 +58,12 @@ impl KeepError {
             KeepError::NotInitialised => "keep_not_initialised",
             KeepError::Cell { kind, .. } => kind,
             KeepError::Unavailable(_) => "unavailable",
-            KeepError::ConfirmTainted(_) => "confirm_tainted",
-            KeepError::ForbiddenAuthority(_) => "forbidden_authority",
             KeepError::Store(_) => "store",
         }
     }
 
     /// A field error.
     pub fn invalid(field: impl Into<String>, reason: impl Into<String>) -> KeepError {
-        KeepError::Invalid {
-            field: field.into(),
-            reason: reason.into(),
-        }
+        KeepError::Rule(RuleError::invalid(field, reason))
     }
 }

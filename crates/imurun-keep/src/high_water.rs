@@ -70,7 +70,7 @@ impl HighWaterFile {
             serde_json::to_vec_pretty(&marks).map_err(|error| self.error(error.to_string()))?;
         let temporary = self.path.with_extension("json.tmp");
         let _ = std::fs::remove_file(&temporary);
-        crate::keys::write_private_file(&temporary, &text)?;
+        crate::key_files::write_private_file(&temporary, &text)?;
         std::fs::rename(&temporary, &self.path).map_err(|error| self.error(error.to_string()))
     }
 

@@ -11,13 +11,16 @@
 //! | `vault.key` | the vault's sealing key | the host |
 //! | `trust-root.json` | trust root version 1, signed by the policy key | a copy; the store holds the one in force |
 
+use imurun_keep_rules::RuleError;
 use std::path::{Path, PathBuf};
 
 use imurun_store::Store;
 
 use crate::KeepError;
 use crate::documents::{KeyRole, Signed, TRUST_ROOT_TYPE, TrustRoot, TrustedKey};
-use crate::keys::{KeyPair, refuse_shared_file, write_private_file};
+use crate::key_files::{read_key, refuse_shared_file, write_key, write_private_file};
+use crate::keys::KeyPair;
+use crate::random::OsRandom;
 use crate::service::{Clock, Identity, KeepService, NewToken, TokenRole};
 use crate::vault::VaultKey;
 
@@ -57,10 +60,10 @@ pub struct InitReport {
 pub async fn initialise(dir: &Path, store: Store, clock: Clock) -> Result<InitReport, KeepError> {
     let now = clock();
     create_private_dir(dir)?;
-    let policy = KeyPair::generate()?;
-    let signer = KeyPair::generate()?;
-    let host = KeyPair::generate()?;
-    let vault = VaultKey::generate()?;
+    let policy = KeyPair::generate(&OsRandom)?;
+    let signer = KeyPair::generate(&OsRandom)?;
+    let host = KeyPair::generate(&OsRandom)?;
+    let vault = VaultKey::generate(&OsRandom)?;
     let root = TrustRoot {
         kind: TRUST_ROOT_TYPE.to_owned(),
         version: 1,
@@ -83,12 +86,12 @@ pub async fn initialise(dir: &Path, store: Store, clock: Clock) -> Result<InitRe
             "this database has a Keep trust root already; `keep init` runs once per host".into(),
         ));
     }
-    policy.write_file(&dir.join(POLICY_KEY_FILE))?;
-    signer.write_file(&dir.join(SIGNER_KEY_FILE))?;
-    host.write_file(&dir.join(HOST_KEY_FILE))?;
+    write_key(&policy, &dir.join(POLICY_KEY_FILE))?;
+    write_key(&signer, &dir.join(SIGNER_KEY_FILE))?;
+    write_key(&host, &dir.join(HOST_KEY_FILE))?;
     write_private_file(&dir.join(VAULT_KEY_FILE), vault.to_hex().as_bytes())?;
     let text = serde_json::to_vec_pretty(&envelope)
-        .map_err(|error| KeepError::Canonical(error.to_string()))?;
+        .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
     write_private_file(&dir.join(TRUST_ROOT_FILE), &text)?;
     service.install_trust_root(&envelope).await?;
     let operator_token = service
@@ -105,7 +108,7 @@ pub async fn initialise(dir: &Path, store: Store, clock: Clock) -> Result<InitRe
 
 /// Opens the Keep service over `store` with the host's keys from `dir`.
 pub async fn open(dir: &Path, store: Store, clock: Clock) -> Result<KeepService, KeepError> {
-    let host = KeyPair::read_file(&dir.join(HOST_KEY_FILE))?;
+    let host = read_key(&dir.join(HOST_KEY_FILE))?;
     let vault_path = dir.join(VAULT_KEY_FILE);
     refuse_shared_file(&vault_path)?;
     let text = std::fs::read_to_string(&vault_path).map_err(|error| KeepError::KeyFile {

@@ -1,16 +1,16 @@
-//! The operating system's random numbers, for keys, nonces and tokens.
+//! The host's random numbers: the operating system's generator, passed to the rules.
 
-use crate::KeepError;
+use imurun_keep_rules::RuleError;
+use imurun_keep_rules::random::Random;
 
-/// Fills `bytes` from the operating system's generator.
-pub(crate) fn fill(bytes: &mut [u8]) -> Result<(), KeepError> {
-    getrandom::fill(bytes)
-        .map_err(|error| KeepError::Random(format!("the system's random numbers failed: {error}")))
-}
+/// The operating system's generator.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct OsRandom;
 
-/// A fresh id: `prefix` and 16 random bytes in hexadecimal.
-pub(crate) fn hex_id(prefix: &str) -> Result<String, KeepError> {
-    let mut bytes = [0_u8; 16];
-    fill(&mut bytes)?;
-    Ok(format!("{prefix}{}", hex::encode(bytes)))
+impl Random for OsRandom {
+    fn fill(&self, bytes: &mut [u8]) -> Result<(), RuleError> {
+        getrandom::fill(bytes).map_err(|error| {
+            RuleError::Random(format!("the system's random numbers failed: {error}"))
+        })
+    }
 }

@@ -11,15 +11,8 @@ mod all {
     mod attacks2;
     mod attacks_sessions;
     mod attacks_tools;
-    mod authority;
-    mod canonical;
-    mod decisions;
-    mod manifests;
-    mod properties;
-    mod proposals;
     mod service;
     mod sessions;
     mod support;
     mod tools;
-    mod trust;
 }

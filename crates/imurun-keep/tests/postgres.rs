@@ -12,16 +12,9 @@ mod all {
     mod attacks2;
     mod attacks_sessions;
     mod attacks_tools;
-    mod authority;
-    mod canonical;
-    mod decisions;
-    mod manifests;
     mod postgres_only;
-    mod properties;
-    mod proposals;
     mod service;
     mod sessions;
     mod support;
     mod tools;
-    mod trust;
 }

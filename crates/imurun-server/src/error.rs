@@ -402,20 +402,19 @@ pub(crate) fn keep_error(error: imurun_keep::KeepError) -> ApiError {
         }
     }
     let status = match &error {
-        KeepError::Canonical(_)
-        | KeepError::Invalid { .. }
-        | KeepError::MissingCredential { .. } => StatusCode::BAD_REQUEST,
+        KeepError::Rule(rule) => match rule_status(rule) {
+            Some(status) => status,
+            None => {
+                tracing::error!(error = %error, "a Keep request failed on the server's side");
+                return ApiError::internal();
+            }
+        },
+        KeepError::MissingCredential { .. } => StatusCode::BAD_REQUEST,
         KeepError::Unauthorized => StatusCode::UNAUTHORIZED,
-        KeepError::Signature(_)
-        | KeepError::Untrusted(_)
-        | KeepError::Expired { .. }
-        | KeepError::Decision(_)
-        | KeepError::Forbidden(_)
-        | KeepError::ForbiddenAuthority(_) => StatusCode::FORBIDDEN,
+        KeepError::Forbidden(_) => StatusCode::FORBIDDEN,
         KeepError::NotFound(_) => StatusCode::NOT_FOUND,
-        KeepError::RolledBack { .. } | KeepError::Conflict(_) => StatusCode::CONFLICT,
+        KeepError::Conflict(_) => StatusCode::CONFLICT,
         KeepError::NotInitialised | KeepError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
-        KeepError::ConfirmTainted(_) => StatusCode::CONFLICT,
         // The agent answered with an error of its own: the session goes on.
         KeepError::Cell { kind: "guest", .. } => StatusCode::UNPROCESSABLE_ENTITY,
         KeepError::Cell {
@@ -424,15 +423,28 @@ pub(crate) fn keep_error(error: imurun_keep::KeepError) -> ApiError {
         // The cell could not start (what it imports is not granted, it does not compile) or
         // ended (a limit, a trap).
         KeepError::Cell { .. } => StatusCode::CONFLICT,
-        KeepError::Store(_)
-        | KeepError::KeyFile { .. }
-        | KeepError::Vault(_)
-        | KeepError::Random(_) => {
+        KeepError::Store(_) | KeepError::KeyFile { .. } => {
             tracing::error!(error = %error, "a Keep request failed on the server's side");
             return ApiError::internal();
         }
     };
     ApiError::new(status, error.rule(), error.to_string())
+}
+
+/// A rule's refusal on the wire, or `None` where the rule failed on the server's side (the
+/// vault, the random numbers).
+fn rule_status(rule: &imurun_keep::RuleError) -> Option<StatusCode> {
+    use imurun_keep::RuleError;
+    Some(match rule {
+        RuleError::Canonical(_) | RuleError::Invalid { .. } => StatusCode::BAD_REQUEST,
+        RuleError::Signature(_)
+        | RuleError::Untrusted(_)
+        | RuleError::Expired { .. }
+        | RuleError::Decision(_)
+        | RuleError::ForbiddenAuthority(_) => StatusCode::FORBIDDEN,
+        RuleError::RolledBack { .. } | RuleError::ConfirmTainted(_) => StatusCode::CONFLICT,
+        RuleError::Vault(_) | RuleError::Random(_) => return None,
+    })
 }
 
 /// [`ApiJson`] for a body that may be left out: an empty body is `None`; one of white space

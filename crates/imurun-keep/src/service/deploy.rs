@@ -8,6 +8,7 @@
 //! credential the manifest names is in the operator's vault. A refusal is journaled with its
 //! rule.
 
+use imurun_keep_rules::RuleError;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -19,10 +20,6 @@ use crate::trust::check_increases;
 
 /// The largest bundle, in bytes.
 pub const BUNDLE_BYTES_MAX: usize = 16 << 20;
-
-/// The first eight bytes of a WebAssembly component (the magic and the component layer's
-/// version); a core module has `01 00 00 00` after the magic instead.
-const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
 
 /// What a deploy sends.
 #[derive(Debug, Clone)]
@@ -112,9 +109,9 @@ impl KeepService {
             }
         }
         let manifest_json = serde_json::to_value(&manifest)
-            .map_err(|error| KeepError::Canonical(error.to_string()))?;
+            .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
         let signature_text = serde_json::to_string(&request.bundle_signature)
-            .map_err(|error| KeepError::Canonical(error.to_string()))?;
+            .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
         let policy_text = envelope_text(&request.policy)?;
         let manifest_text = manifest_json.to_string();
 
@@ -190,7 +187,7 @@ impl KeepService {
             let unverified = refused_view(&row);
             let verified = match &trust {
                 Ok(trust) => self.verified_agent(row, trust).await,
-                Err(error) => Err(KeepError::Untrusted(error.to_string())),
+                Err(error) => Err(KeepError::Rule(RuleError::Untrusted(error.to_string()))),
             };
             match verified {
                 Ok(view) => views.push(view),
@@ -242,11 +239,11 @@ impl KeepService {
         let in_database = self.store().keep_high_water(AGENT_KIND, &row.name).await?;
         let highest = self.high_water(AGENT_KIND, &row.name, in_database)?;
         if row.version != highest {
-            return Err(KeepError::RolledBack {
+            return Err(KeepError::Rule(RuleError::RolledBack {
                 what: format!("the stored agent {}", row.name),
                 version: row.version,
                 highest,
-            });
+            }));
         }
         crate::seal::check_agent(
             &self.host_key().public(),
@@ -273,13 +270,13 @@ impl KeepService {
             || document.version != row.version
             || document.bundle_sha256 != row.bundle_sha256
         {
-            return Err(KeepError::Untrusted(format!(
+            return Err(KeepError::Rule(RuleError::Untrusted(format!(
                 "the stored agent {} does not match its signed policy",
                 row.name
-            )));
+            ))));
         }
         let signature: Signature = serde_json::from_str(&row.bundle_signature)
-            .map_err(|error| KeepError::Canonical(error.to_string()))?;
+            .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
         Ok(AgentView {
             name: row.name,
             version: row.version,
@@ -289,7 +286,7 @@ impl KeepService {
             signer_key_id: signature.key_id,
             policy_key_id: policy.signature.key_id,
             manifest: serde_json::to_value(&manifest)
-                .map_err(|error| KeepError::Canonical(error.to_string()))?,
+                .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?,
             deployed_at_ms: row.deployed_at_ms,
             refused: None,
         })
@@ -306,18 +303,7 @@ fn check_bundle(bundle: &[u8]) -> Result<(), KeepError> {
             ),
         ));
     }
-    check_component(bundle, "bundle")
-}
-
-/// Refuses bytes that are not a WebAssembly component; `field` names them in the error.
-pub(crate) fn check_component(bundle: &[u8], field: &str) -> Result<(), KeepError> {
-    if !bundle.starts_with(&COMPONENT_HEADER) {
-        return Err(KeepError::invalid(
-            field,
-            "not a WebAssembly component (it must start with `\\0asm` and the component layer's \
-             version)",
-        ));
-    }
+    crate::manifest::check_component(bundle, "bundle")?;
     Ok(())
 }
 

@@ -2,6 +2,7 @@
 //! devices (a decision signed by an existing device), retiring, and the decision verifier with
 //! its nonce consumed in the same write as what the decision allows.
 
+use imurun_keep_rules::RuleError;
 use std::collections::BTreeMap;
 
 use serde::Serialize;
@@ -51,7 +52,7 @@ impl KeepService {
         caller.require_operator()?;
         check_user(user, "user")?;
         crate::manifest::check_range(ttl_s, 1, ENROL_CODE_TTL_S_MAX, "ttl_s")?;
-        let code = new_secret(ENROL_CODE_PREFIX)?;
+        let code = new_secret(self.random(), ENROL_CODE_PREFIX)?;
         let expires_at_ms = self.now_s().saturating_add(ttl_s).saturating_mul(1_000);
         let mut tx = self.store().keep_begin().await?;
         tx.insert_enrol_code(&secret_hash(&code), user, expires_at_ms)
@@ -122,9 +123,9 @@ impl KeepService {
         }
         key.verify(&possession_message(user, &key), enrolment.possession)
             .map_err(|_| {
-                KeepError::Signature(
+                KeepError::Rule(RuleError::Signature(
                     "`possession` is not the new key's signature over this user and key".into(),
-                )
+                ))
             })?;
         let key_id = key.key_id();
         let expected_hashes = BTreeMap::from([("public_key".to_owned(), key.sha256())]);
@@ -275,7 +276,9 @@ pub(crate) async fn use_nonce(
     {
         Ok(())
     } else {
-        Err(KeepError::Decision("its nonce was used already".into()))
+        Err(KeepError::Rule(RuleError::Decision(
+            "its nonce was used already".into(),
+        )))
     }
 }
 

@@ -19,6 +19,8 @@ mod vault_access;
 use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use imurun_keep_rules::RuleError;
+use imurun_keep_rules::random::Random;
 use imurun_store::{JournalDraft, KeepTx, Store};
 use serde_json::{Value, json};
 
@@ -31,7 +33,6 @@ use crate::trust::Trust;
 use crate::vault::VaultKey;
 
 pub use ceilings::CeilingView;
-pub(crate) use deploy::check_component;
 pub use deploy::{AgentView, BUNDLE_BYTES_MAX, DeployRequest, PublicAgentView};
 pub use devices::{
     DEVICE_LABEL_CHARS_MAX, DeviceView, ENROL_CODE_TTL_S_DEFAULT, ENROL_CODE_TTL_S_MAX, EnrolProof,
@@ -173,6 +174,8 @@ pub struct KeepService {
     vault_key: Arc<VaultKey>,
     host_key: Arc<KeyPair>,
     clock: Clock,
+    /// Where keys, tokens, ids and nonces get their random numbers: the operating system's.
+    random: Arc<dyn Random>,
     /// The cells of live sessions (`None` where sessions are not served: the command line).
     cells: Option<Arc<crate::cells::Cells>>,
     /// People's last journal checks (see `verify_journal`): one runs at a time, and a person
@@ -203,6 +206,7 @@ impl KeepService {
             vault_key: Arc::new(vault_key),
             host_key: Arc::new(host_key),
             clock,
+            random: Arc::new(crate::random::OsRandom),
             cells: None,
             user_checks: Arc::default(),
             host_id: Arc::from(DEFAULT_HOST_ID),
@@ -359,6 +363,11 @@ impl KeepService {
         &self.host_key
     }
 
+    /// The generator the rules draw keys, tokens, ids and nonces from.
+    pub(crate) fn random(&self) -> &dyn Random {
+        self.random.as_ref()
+    }
+
     /// Writes a signed document row, sealed by the host key.
     pub(crate) async fn put_sealed_document(
         &self,
@@ -391,7 +400,11 @@ impl KeepService {
             version: row.version,
             envelope: &row.envelope,
         };
-        crate::seal::check_document(&self.host_key.public(), &fields, &row.seal)
+        Ok(crate::seal::check_document(
+            &self.host_key.public(),
+            &fields,
+            &row.seal,
+        )?)
     }
 
     /// Whether a trust root is installed.
@@ -453,7 +466,7 @@ impl KeepService {
             .ok_or(KeepError::NotInitialised)?;
         self.check_document_row(&row)?;
         let envelope = Signed::from_text(row.envelope.as_bytes())?;
-        Trust::load_expired(&envelope, highest)
+        Ok(Trust::load_expired(&envelope, highest)?)
     }
 
     /// Who holds `token`; unknown, revoked and malformed tokens are all [`KeepError::Unauthorized`].
@@ -499,7 +512,7 @@ impl KeepService {
         if let TokenRole::User(user) = role {
             crate::documents::check_user(user, "user")?;
         }
-        let token = new_secret(TOKEN_PREFIX)?;
+        let token = new_secret(self.random(), TOKEN_PREFIX)?;
         let hash = secret_hash(&token);
         let id = token_id(&hash);
         let (role_name, user) = match role {
@@ -556,7 +569,7 @@ impl KeepService {
     ) -> Result<T, KeepError> {
         if matches!(
             error,
-            KeepError::Store(_) | KeepError::Random(_) | KeepError::NotFound(_)
+            KeepError::Store(_) | KeepError::Rule(RuleError::Random(_)) | KeepError::NotFound(_)
         ) {
             return Err(error);
         }
@@ -610,10 +623,12 @@ pub(crate) async fn append_as(
         kind: kind.to_owned(),
         subject: subject.to_owned(),
         detail: String::from_utf8(crate::canonical::canonicalize(&detail))
-            .map_err(|error| KeepError::Canonical(error.to_string()))?,
+            .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?,
     };
-    tx.append_journal(draft, |row| entry_from_row(row)?.compute_hash())
-        .await??;
+    tx.append_journal(draft, |row| {
+        Ok::<_, KeepError>(entry_from_row(row)?.compute_hash()?)
+    })
+    .await??;
     Ok(())
 }
 
@@ -634,7 +649,8 @@ pub(crate) fn entry_from_row(row: &imurun_store::JournalRow) -> Result<JournalEn
 
 /// An envelope's JSON text, as stored.
 pub(crate) fn envelope_text(envelope: &Signed) -> Result<String, KeepError> {
-    serde_json::to_string(envelope).map_err(|error| KeepError::Canonical(error.to_string()))
+    serde_json::to_string(envelope)
+        .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))
 }
 
 /// The trust root's keys for the journal: ids, roles, retirement.

@@ -4,6 +4,7 @@
 //! agent. An accepted memory entry is what the agent's `memory.read` returns later; a card is
 //! display only.
 
+use imurun_keep_rules::RuleError;
 use serde::Serialize;
 use serde_json::{Value, json};
 
@@ -41,7 +42,7 @@ impl KeepService {
         proposal: &Proposal,
         taint: Option<&str>,
     ) -> Result<ProposalView, KeepError> {
-        let id = crate::random::hex_id("kp-")?;
+        let id = imurun_keep_rules::random::hex_id(self.random(), "kp-")?;
         let kind = proposal.kind.as_str();
         let payload = proposal.payload.to_string();
         let row = imurun_store::ProposalRow {
@@ -147,11 +148,11 @@ impl KeepService {
         }
         let subject = format!("proposal:{id}");
         let unconfirmed = |kind: &str, source: Option<&str>| {
-            KeepError::ConfirmTainted(format!(
+            KeepError::Rule(RuleError::ConfirmTainted(format!(
                 "this {kind} was made after its session was tainted ({}): accept it with \
                  `confirm_tainted: true` if you have read it",
                 source.unwrap_or("untrusted content")
-            ))
+            )))
         };
         if accept && current.tainted && !confirm_tainted {
             let error = unconfirmed(&current.kind, current.taint_source.as_deref());
@@ -217,8 +218,9 @@ impl KeepService {
 }
 
 fn proposal_view(row: imurun_store::ProposalRow) -> Result<ProposalView, KeepError> {
-    let payload = serde_json::from_str(&row.payload)
-        .map_err(|error| KeepError::Canonical(format!("a stored proposal: {error}")))?;
+    let payload = serde_json::from_str(&row.payload).map_err(|error| {
+        KeepError::Rule(RuleError::Canonical(format!("a stored proposal: {error}")))
+    })?;
     Ok(ProposalView {
         id: row.id,
         session_id: row.session_id,

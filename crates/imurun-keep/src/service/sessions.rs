@@ -3,6 +3,7 @@
 //! [`crate::cells`]); sessions are a person's own, and every other token reads one as a session
 //! that does not exist.
 
+use imurun_keep_rules::RuleError;
 use std::sync::Arc;
 
 use imurun_cell::World;
@@ -111,7 +112,7 @@ impl KeepService {
             .keep_agent_bundle(&view.name, view.version)
             .await?
             .ok_or(KeepError::NotFound("agent"))?;
-        let id = crate::random::hex_id("ks-")?;
+        let id = imurun_keep_rules::random::hex_id(self.random(), "ks-")?;
         let host = Arc::new(SessionHost::new(
             self.without_cells(),
             Arc::downgrade(cells),
@@ -350,9 +351,9 @@ impl KeepService {
                 self.check_egress_decision(user, id, view, envelope, approve)
                     .await
             }
-            (None, true) => Err(KeepError::Decision(
+            (None, true) => Err(KeepError::Rule(RuleError::Decision(
                 "this use's rule demands a decision signed on one of your devices".into(),
-            )),
+            ))),
             (None, false) => Ok(json!("person")),
         }
     }
@@ -766,9 +767,9 @@ impl KeepService {
         approve: bool,
     ) -> Result<serde_json::Value, KeepError> {
         if !approve {
-            return Err(KeepError::Decision(
+            return Err(KeepError::Rule(RuleError::Decision(
                 "an approve_egress decision approves; deny without one".into(),
-            ));
+            )));
         }
         let mut tx = self.store().keep_begin().await?;
         let signer = match tx.device(&envelope.signature.key_id).await? {

@@ -10,6 +10,7 @@
 //! that applies it: the proposal still pending, the ceiling and the agent's version unchanged,
 //! the clamped manifest's hash the same, the nonce unused.
 
+use imurun_keep_rules::RuleError;
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::IpAddr;
 
@@ -200,9 +201,9 @@ impl KeepService {
             .as_ref()
             .map(|(_, _, signer)| signer.clone())
             .unwrap_or_default();
-        let id = crate::random::hex_id(TOOL_PROPOSAL_ID_PREFIX)?;
+        let id = imurun_keep_rules::random::hex_id(self.random(), TOOL_PROPOSAL_ID_PREFIX)?;
         let manifest_text = serde_json::to_string(&intake.manifest)
-            .map_err(|error| KeepError::Canonical(error.to_string()))?;
+            .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
         let mut row = imurun_store::ToolProposalRow {
             id: id.clone(),
             user_name: user.to_owned(),
@@ -223,7 +224,7 @@ impl KeepService {
             decided_at_ms: None,
             seal: String::new(),
         };
-        row.seal = crate::seal::seal_tool_proposal(self.host_key(), &row);
+        row.seal = crate::seal::seal_tool_proposal(self.host_key(), &proposal_fields(&row));
         let base = agent.map(|(manifest, _, _)| manifest);
         let diff = authority::diff(&base.unwrap_or_else(no_authority), &intake.manifest);
         let mut tx = self.store().keep_begin().await?;
@@ -281,11 +282,11 @@ impl KeepService {
         let own = imurun_cell::own_addresses();
         for (index, rule) in manifest.egress.rules.iter().enumerate() {
             if targets_host_itself(&rule.host, rule.port, &own, loopback_ports, api_port) {
-                return Err(KeepError::ForbiddenAuthority(format!(
+                return Err(KeepError::Rule(RuleError::ForbiddenAuthority(format!(
                     "egress.rules[{index}] names {}:{}, one of this host's own addresses: its \
                      API, and with it the deploy route, is never a tool's egress target",
                     rule.host, rule.port
-                )));
+                ))));
             }
         }
         for (index, credential) in manifest.credentials.iter().enumerate() {
@@ -296,9 +297,9 @@ impl KeepService {
                 loopback_ports,
                 api_port,
             ) {
-                return Err(KeepError::ForbiddenAuthority(format!(
+                return Err(KeepError::Rule(RuleError::ForbiddenAuthority(format!(
                     "credentials[{index}] is bound to one of this host's own addresses"
-                )));
+                ))));
             }
             let owner = format!("user:{user}");
             let users = self
@@ -312,11 +313,11 @@ impl KeepService {
                 .await?
                 .is_some();
             if operators && !users {
-                return Err(KeepError::ForbiddenAuthority(format!(
+                return Err(KeepError::Rule(RuleError::ForbiddenAuthority(format!(
                     "credentials[{index}] names {}, a credential of the operator's: a tool \
                      reaches only its person's own connections",
                     credential.name
-                )));
+                ))));
             }
         }
         Ok(())
@@ -344,7 +345,7 @@ impl KeepService {
             .map(|entry| entry.name)
             .collect();
         let agent = self.agent_in_force(&row.agent).await;
-        let sealed = crate::seal::check_tool_proposal(&self.host_key().public(), &row);
+        let sealed = self.check_tool_proposal_row(&row);
         let mut basis = review_of(row, agent, &ceiling, &connections);
         if let Err(error) = sealed {
             basis.review.refused = Some(error.to_string());
@@ -422,7 +423,7 @@ impl KeepService {
         // A proposal the host refuses (edited in the database, or asking for what no manifest
         // may) never deploys; denying it grants nothing, so the person can clear it away.
         if approve && let Some(refused) = &review.refused {
-            return Err(KeepError::Untrusted(refused.clone()));
+            return Err(KeepError::Rule(RuleError::Untrusted(refused.clone())));
         }
         let trust = self.trust().await.ok();
         let kind = if approve {
@@ -440,7 +441,7 @@ impl KeepService {
         // What deploys is read from this row (name, version, taint): its seal is checked
         // again, so a row edited between the review and the lock never deploys, and a denial
         // journals its name and version only when they are the ones proposed.
-        let unsealed = crate::seal::check_tool_proposal(&self.host_key().public(), &locked).err();
+        let unsealed = self.check_tool_proposal_row(&locked).err();
         let unsealed = match unsealed {
             Some(error) if approve => return Err(error),
             unsealed => unsealed.map(|error| error.to_string()),
@@ -453,10 +454,10 @@ impl KeepService {
             .ceiling
             .version;
         if ceiling_now != review.ceiling_version {
-            return Err(KeepError::Decision(format!(
+            return Err(KeepError::Rule(RuleError::Decision(format!(
                 "the ceiling changed to version {ceiling_now} while the decision was checked; \
                  review the proposal again"
-            )));
+            ))));
         }
         if review.policy_version != 0 {
             let agent_now = self.high_water(
@@ -465,11 +466,11 @@ impl KeepService {
                 tx.high_water(AGENT_KIND, &locked.agent).await?,
             )?;
             if agent_now != review.policy_version {
-                return Err(KeepError::Decision(format!(
+                return Err(KeepError::Rule(RuleError::Decision(format!(
                     "the agent {} is at version {agent_now} now, not the {} the review compared \
                      against; review the proposal again",
                     locked.agent, review.policy_version
-                )));
+                ))));
             }
         }
         let signer = match tx.device(&envelope.signature.key_id).await? {
@@ -486,7 +487,7 @@ impl KeepService {
         };
         let decision = verify_decision(envelope, &expected, |_| signer, self.now_s())?;
         if approve && review.tainted && !decision.confirm_tainted {
-            return Err(KeepError::ConfirmTainted(format!(
+            return Err(KeepError::Rule(RuleError::ConfirmTainted(format!(
                 "this tool was proposed after its session was tainted ({}): the signed decision \
                  must say `confirm_tainted: true`",
                 review
@@ -494,7 +495,7 @@ impl KeepService {
                     .taint_source
                     .as_deref()
                     .unwrap_or("untrusted content")
-            )));
+            ))));
         }
         if approve {
             self.check_version_free(
@@ -539,12 +540,12 @@ impl KeepService {
                 .await?
                 .ok_or(KeepError::NotFound("proposal"))?;
             if crate::keys::sha256_hex(&bundle) != basis.bundle_sha256 {
-                return Err(KeepError::Untrusted(
+                return Err(KeepError::Rule(RuleError::Untrusted(
                     "the stored bundle is not the one proposed".into(),
-                ));
+                )));
             }
             let manifest_text = serde_json::to_string(&basis.clamped)
-                .map_err(|error| KeepError::Canonical(error.to_string()))?;
+                .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
             let decision_text = super::envelope_text(envelope)?;
             let seal = crate::seal::seal_tool(
                 self.host_key(),
@@ -848,7 +849,7 @@ impl KeepService {
     ) -> Result<ToolView, KeepError> {
         let view = self.tool(caller, name).await?;
         if let Some(refused) = view.refused {
-            return Err(KeepError::Untrusted(refused));
+            return Err(KeepError::Rule(RuleError::Untrusted(refused)));
         }
         let Some(basis) = view.clear_taint else {
             return Err(KeepError::Conflict(format!(
@@ -881,15 +882,16 @@ impl KeepService {
         // The row sealed again below is the one the person's decision names: this host's seal
         // holds on it, and its code and manifest are those whose hashes the decision signs.
         self.check_tool_row(&row)?;
-        let manifest: Manifest = serde_json::from_str(&row.manifest)
-            .map_err(|error| KeepError::Canonical(format!("a stored tool: {error}")))?;
+        let manifest: Manifest = serde_json::from_str(&row.manifest).map_err(|error| {
+            KeepError::Rule(RuleError::Canonical(format!("a stored tool: {error}")))
+        })?;
         let named = |key: &str| hashes.get(key).map(String::as_str);
         if named("bundle") != Some(row.bundle_sha256.as_str())
             || named("manifest") != Some(authority::manifest_sha256(&manifest).as_str())
         {
-            return Err(KeepError::Decision(
+            return Err(KeepError::Rule(RuleError::Decision(
                 "the tool changed while the decision was checked; review it again".into(),
-            ));
+            )));
         }
         let ceiling_row = tx.document(CEILING_KIND, user).await?;
         let highest =
@@ -899,9 +901,9 @@ impl KeepService {
             .ceiling
             .version;
         if ceiling_now != ceiling_version {
-            return Err(KeepError::Decision(
+            return Err(KeepError::Rule(RuleError::Decision(
                 "the ceiling changed while the decision was checked".into(),
-            ));
+            )));
         }
         let signer = match tx.device(&envelope.signature.key_id).await? {
             Some(device) => Some(device_key(device)?),
@@ -976,7 +978,7 @@ impl KeepService {
         }
         self.check_tool_row_current(&row).await?;
         let mut manifest: Manifest = serde_json::from_str(&row.manifest)
-            .map_err(|error| KeepError::Canonical(error.to_string()))?;
+            .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
         manifest.validate(crate::host::HostAllowance::Operator)?;
         // The ceiling in force bounds every call, not only the approval: a ceiling lowered or
         // expired since takes its authority away from tools deployed under the old one.
@@ -1030,11 +1032,11 @@ impl KeepService {
             self.store().keep_high_water(TOOL_KIND, &subject).await?,
         )?;
         if row.version < deployed {
-            return Err(KeepError::RolledBack {
+            return Err(KeepError::Rule(RuleError::RolledBack {
                 what: format!("tool u/{subject}"),
                 version: row.version,
                 highest: deployed,
-            });
+            }));
         }
         Ok(())
     }
@@ -1042,7 +1044,7 @@ impl KeepService {
     /// Checks a deployed tool's row against this host's seal: every column a call or a decision
     /// reads but its revocation.
     fn check_tool_row(&self, row: &imurun_store::ToolRow) -> Result<(), KeepError> {
-        crate::seal::check_tool(
+        Ok(crate::seal::check_tool(
             &self.host_key().public(),
             &crate::seal::ToolFields {
                 user: &row.user_name,
@@ -1055,7 +1057,20 @@ impl KeepService {
                 taint_cleared: row.taint_cleared.as_deref(),
             },
             &row.seal,
-        )
+        )?)
+    }
+
+    /// Checks a tool proposal's row against this host's seal.
+    pub(crate) fn check_tool_proposal_row(
+        &self,
+        row: &imurun_store::ToolProposalRow,
+    ) -> Result<(), KeepError> {
+        let fields = proposal_fields(row);
+        Ok(crate::seal::check_tool_proposal(
+            &self.host_key().public(),
+            &fields,
+            &row.seal,
+        )?)
     }
 
     /// Refuses a proposal whose name and version were deployed already (or a lower version):
@@ -1083,7 +1098,11 @@ impl KeepService {
             &subject,
             tx.high_water(TOOL_KIND, &subject).await?,
         )?;
-        crate::trust::check_increases(&format!("tool u/{user}/{name}"), version, highest)
+        Ok(crate::trust::check_increases(
+            &format!("tool u/{user}/{name}"),
+            version,
+            highest,
+        )?)
     }
 }
 
@@ -1274,8 +1293,9 @@ fn targets_host_itself(
 }
 
 fn tool_view(row: imurun_store::ToolRow, ceiling_version: i64) -> Result<ToolView, KeepError> {
-    let manifest: Manifest = serde_json::from_str(&row.manifest)
-        .map_err(|error| KeepError::Canonical(format!("a stored tool: {error}")))?;
+    let manifest: Manifest = serde_json::from_str(&row.manifest).map_err(|error| {
+        KeepError::Rule(RuleError::Canonical(format!("a stored tool: {error}")))
+    })?;
     let taint_cleared = row.taint_cleared.is_some();
     let egress_mode = if row.tainted && !taint_cleared && manifest.egress.mode != EgressMode::Deny {
         EgressMode::Ask
@@ -1314,4 +1334,25 @@ fn tool_view(row: imurun_store::ToolRow, ceiling_version: i64) -> Result<ToolVie
         clear_taint,
         refused: None,
     })
+}
+
+/// What a tool proposal's seal covers, read from its row.
+fn proposal_fields(row: &imurun_store::ToolProposalRow) -> crate::seal::ToolProposalFields<'_> {
+    crate::seal::ToolProposalFields {
+        id: &row.id,
+        user: &row.user_name,
+        session_id: &row.session_id,
+        agent: &row.agent,
+        agent_version: row.agent_version,
+        signer_key_id: &row.signer_key_id,
+        name: &row.name,
+        version: row.version,
+        description: &row.description,
+        manifest: &row.manifest,
+        bundle_sha256: &row.bundle_sha256,
+        bundle_size: row.bundle_size,
+        tainted: row.tainted,
+        taint_source: row.taint_source.as_deref(),
+        created_at_ms: row.created_at_ms,
+    }
 }

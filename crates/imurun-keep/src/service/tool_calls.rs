@@ -13,6 +13,7 @@
 //! other hosts on its database when they hear of it, or at their next sweep. See
 //! `docs/keep/tools.md`.
 
+use imurun_keep_rules::RuleError;
 use std::sync::Arc;
 
 use imurun_cell::World;
@@ -158,19 +159,20 @@ impl KeepService {
     /// its own seal here.
     async fn tool_proposer(&self, row: &imurun_store::ToolRow) -> Result<(String, i64), KeepError> {
         let envelope = Signed::from_text(row.decision.as_bytes())?;
-        let decision: Decision = serde_json::from_value(envelope.signed)
-            .map_err(|error| KeepError::Canonical(format!("a stored decision: {error}")))?;
+        let decision: Decision = serde_json::from_value(envelope.signed).map_err(|error| {
+            KeepError::Rule(RuleError::Canonical(format!("a stored decision: {error}")))
+        })?;
         if decision.subject != row.proposal_id {
-            return Err(KeepError::Decision(
+            return Err(KeepError::Rule(RuleError::Decision(
                 "the stored decision names another proposal than the tool's".to_owned(),
-            ));
+            )));
         }
         let proposal = self
             .store()
             .keep_tool_proposal(&row.proposal_id)
             .await?
             .ok_or(KeepError::NotFound("proposal"))?;
-        crate::seal::check_tool_proposal(&self.host_key().public(), &proposal)?;
+        self.check_tool_proposal_row(&proposal)?;
         Ok((proposal.agent, decision.policy_version))
     }
 }

@@ -31,7 +31,7 @@ impl KeepService {
             return Err(KeepError::invalid("value", "a credential cannot be empty"));
         }
         let owner = caller.vault_owner();
-        let sealed = self.vault_key().seal(&owner, name, value)?;
+        let sealed = self.vault_key().seal(self.random(), &owner, name, value)?;
         let mut tx = self.store().keep_begin().await?;
         // Counted under the write lock: two puts at once cannot both take the last place.
         let (count, replaces) = tx.vault_count(&owner, name).await?;
@@ -107,6 +107,6 @@ impl KeepService {
             .keep_vault_sealed(owner, name)
             .await?
             .ok_or(KeepError::NotFound("credential"))?;
-        self.vault_key().open(owner, name, &sealed)
+        Ok(self.vault_key().open(owner, name, &sealed)?)
     }
 }

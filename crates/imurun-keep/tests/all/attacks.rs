@@ -9,6 +9,7 @@ use imurun_keep::documents::{
 };
 use imurun_keep::journal::JournalEntry;
 use imurun_keep::keys::KeyPair;
+use imurun_keep::random::OsRandom;
 use imurun_keep::service::EnrolProof;
 use serde_json::json;
 use std::collections::BTreeMap;
@@ -22,7 +23,7 @@ use super::support::{Host, START, listed, pool, possession};
 #[tokio::test]
 async fn attack_rotation_to_a_root_without_its_signer_bricks_the_host() {
     let host = Host::new().await;
-    let new_policy = KeyPair::generate().expect("key");
+    let new_policy = KeyPair::generate(&OsRandom).expect("key");
     let root = TrustRoot {
         kind: TRUST_ROOT_TYPE.into(),
         version: 2,
@@ -310,7 +311,7 @@ async fn attack_decision_refusal_reveals_another_users_device() {
     let host = Host::new().await;
     let (alice, _) = host.user("alice").await;
     let (bob, _) = host.user("bob").await;
-    let bob_device = KeyPair::generate().expect("key");
+    let bob_device = KeyPair::generate(&OsRandom).expect("key");
     let code = host
         .keep
         .enrol_code(&host.operator, "bob", 600)
@@ -319,8 +320,8 @@ async fn attack_decision_refusal_reveals_another_users_device() {
     host.enrol(&bob, &bob_device, "bob", EnrolProof::Code(code))
         .await
         .expect("bob enrols");
-    let never = KeyPair::generate().expect("key");
-    let new_key = KeyPair::generate().expect("key");
+    let never = KeyPair::generate(&OsRandom).expect("key");
+    let new_key = KeyPair::generate(&OsRandom).expect("key");
     let hashes = BTreeMap::from([("public_key".to_owned(), new_key.public().sha256())]);
     let key_id = new_key.key_id();
     let refusal = |signer: &KeyPair| {
@@ -332,7 +333,8 @@ async fn attack_decision_refusal_reveals_another_users_device() {
             policy_version: 0,
             user: "alice",
         };
-        let decision = Decision::new(&expected, signer, START, 600, false).expect("decision");
+        let decision =
+            Decision::new(&OsRandom, &expected, signer, START, 600, false).expect("decision");
         Signed::sign(&decision, signer).expect("sign")
     };
     let error = |result: Result<_, KeepError>| result.expect_err("refused").to_string();
@@ -391,7 +393,7 @@ fn holds_number_forms_are_refused_or_canonical() {
 async fn holds_one_nonce_and_one_code_count_once_under_concurrency() {
     let host = Host::new().await;
     let (alice, _) = host.user("alice").await;
-    let first = KeyPair::generate().expect("key");
+    let first = KeyPair::generate(&OsRandom).expect("key");
     // Two enrolments racing on one code: exactly one wins.
     let code = host
         .keep
@@ -401,7 +403,7 @@ async fn holds_one_nonce_and_one_code_count_once_under_concurrency() {
     let mut tasks = Vec::new();
     for _ in 0..8 {
         let (keep, alice, code) = (host.keep.clone(), alice.clone(), code.clone());
-        let key = KeyPair::generate().expect("key");
+        let key = KeyPair::generate(&OsRandom).expect("key");
         tasks.push(tokio::spawn(async move {
             keep.enrol_device(
                 &alice,
@@ -429,7 +431,7 @@ async fn holds_one_nonce_and_one_code_count_once_under_concurrency() {
 async fn holds_a_decision_nonce_is_consumed_once_concurrently() {
     let host = Host::new().await;
     let (alice, _) = host.user("alice").await;
-    let first = KeyPair::generate().expect("key");
+    let first = KeyPair::generate(&OsRandom).expect("key");
     let code = host
         .keep
         .enrol_code(&host.operator, "alice", 600)
@@ -438,7 +440,7 @@ async fn holds_a_decision_nonce_is_consumed_once_concurrently() {
     host.enrol(&alice, &first, "alice", EnrolProof::Code(code))
         .await
         .expect("first");
-    let new_key = KeyPair::generate().expect("key");
+    let new_key = KeyPair::generate(&OsRandom).expect("key");
     let hashes = BTreeMap::from([("public_key".to_owned(), new_key.public().sha256())]);
     let key_id = new_key.key_id();
     let expected = Expected {
@@ -449,7 +451,8 @@ async fn holds_a_decision_nonce_is_consumed_once_concurrently() {
         policy_version: 0,
         user: "alice",
     };
-    let decision = Decision::new(&expected, &first, START, 600, false).expect("decision");
+    let decision =
+        Decision::new(&OsRandom, &expected, &first, START, 600, false).expect("decision");
     let envelope = Signed::sign(&decision, &first).expect("sign");
     let mut tasks = Vec::new();
     for _ in 0..8 {
@@ -468,7 +471,7 @@ async fn holds_a_decision_nonce_is_consumed_once_concurrently() {
     }
     assert_eq!(wins, 1);
     // The decision replayed for another key is refused (subject and hashes bind it).
-    let other = KeyPair::generate().expect("key");
+    let other = KeyPair::generate(&OsRandom).expect("key");
     assert!(
         host.enrol(&alice, &other, "alice", EnrolProof::Decision(envelope))
             .await
@@ -511,7 +514,7 @@ async fn holds_journal_tampering_is_named() {
 async fn attack_retiring_the_only_device_locks_the_user_out_for_good() {
     let host = Host::new().await;
     let (alice, _) = host.user("alice").await;
-    let first = KeyPair::generate().expect("key");
+    let first = KeyPair::generate(&OsRandom).expect("key");
     let code = host
         .keep
         .enrol_code(&host.operator, "alice", 600)
@@ -529,7 +532,7 @@ async fn attack_retiring_the_only_device_locks_the_user_out_for_good() {
         .enrol_code(&host.operator, "alice", 600)
         .await
         .expect("code");
-    let next = KeyPair::generate().expect("key");
+    let next = KeyPair::generate(&OsRandom).expect("key");
     host.enrol(&alice, &next, "alice", EnrolProof::Code(code))
         .await
         .expect("with no live device, an operator-issued code enrols a replacement");
@@ -542,7 +545,7 @@ async fn attack_a_user_can_squat_another_users_public_key() {
     let host = Host::new().await;
     let (alice, _) = host.user("alice").await;
     let (bob, _) = host.user("bob").await;
-    let bobs_key = KeyPair::generate().expect("key");
+    let bobs_key = KeyPair::generate(&OsRandom).expect("key");
     let code = host
         .keep
         .enrol_code(&host.operator, "alice", 600)
@@ -563,7 +566,7 @@ async fn attack_a_user_can_squat_another_users_public_key() {
         squatted.is_err(),
         "Bob's proof registered his key for Alice"
     );
-    let mine = KeyPair::generate().expect("key");
+    let mine = KeyPair::generate(&OsRandom).expect("key");
     let squatted = host
         .keep
         .enrol_device(

@@ -1,6 +1,7 @@
 //! A second attacker's run on Keep's rules, after the first run's fixes: each `attack2_` test is
 //! named after what broke and asserts the secure behaviour; each `holds2_` test checks what held.
 
+use imurun_keep::random::OsRandom;
 use std::sync::Arc;
 
 use imurun_keep::canonical::canonicalize;
@@ -48,7 +49,7 @@ fn wide_ceiling(user: &str, version: i64, expires_at: i64) -> Value {
 async fn attack2_leaked_retired_key_forges_a_stored_ceiling() {
     let host = Host::new().await;
     let leaked = &host.policy; // P1, leaks
-    let fresh = KeyPair::generate().expect("key");
+    let fresh = KeyPair::generate(&OsRandom).expect("key");
     rotate(
         &host,
         2,
@@ -108,7 +109,7 @@ async fn attack2_leaked_retired_key_forges_an_agents_manifest() {
         )
         .await
         .expect("deploy");
-    let fresh = KeyPair::generate().expect("key");
+    let fresh = KeyPair::generate(&OsRandom).expect("key");
     rotate(
         &host,
         2,
@@ -335,7 +336,7 @@ async fn attack2_unchecked_agent_columns_are_served() {
         )
         .await
         .expect("deploy");
-    let fake_signer = KeyPair::generate().expect("key");
+    let fake_signer = KeyPair::generate(&OsRandom).expect("key");
     let evil = Host::bundle(9);
     sqlx::query(
         "UPDATE keep_agents SET owner = 'user:mallory', bundle_size = $1, bundle = $2, \
@@ -373,7 +374,7 @@ async fn attack2_dropping_a_retired_key_breaks_the_operators_agent_list() {
         )
         .await
         .expect("deploy");
-    let p2 = KeyPair::generate().expect("key");
+    let p2 = KeyPair::generate(&OsRandom).expect("key");
     rotate(
         &host,
         2,
@@ -500,7 +501,7 @@ async fn holds2_possession_is_bound_and_keys_are_single_owner() {
     let host = Host::new().await;
     let (alice, _) = host.user("alice").await;
     let (bob, _) = host.user("bob").await;
-    let key = KeyPair::generate().expect("key");
+    let key = KeyPair::generate(&OsRandom).expect("key");
     let code = |user: &'static str| {
         let keep = host.keep.clone();
         let op = host.operator.clone();

@@ -2,6 +2,7 @@
 //! approvals and each person's events. Each `attack_` test names an attack and asserts that it
 //! fails; each `holds_` test checks a defence against a family of them.
 
+use imurun_keep::random::OsRandom;
 use std::time::Duration;
 
 use imurun_cell::egress::{EgressGrant, EgressMode, EgressRule, check_request};
@@ -636,7 +637,7 @@ async fn holds_a_device_decision_approves_only_its_own_use_for_its_own_person() 
         ),
     )
     .await;
-    let alice_device = KeyPair::generate().unwrap();
+    let alice_device = KeyPair::generate(&OsRandom).unwrap();
     let code = s
         .keep
         .enrol_code(&s.host.operator, "alice", 600)
@@ -646,7 +647,7 @@ async fn holds_a_device_decision_approves_only_its_own_use_for_its_own_person() 
         .enrol(&s.alice, &alice_device, "alice", EnrolProof::Code(code))
         .await
         .unwrap();
-    let bob_device = KeyPair::generate().unwrap();
+    let bob_device = KeyPair::generate(&OsRandom).unwrap();
     let code = s
         .keep
         .enrol_code(&s.host.operator, "bob", 600)
@@ -709,7 +710,7 @@ async fn holds_a_device_decision_approves_only_its_own_use_for_its_own_person() 
             policy_version: 1,
             user: "alice",
         };
-        let made = Decision::new(&expected, &alice_device, START, 600, false).unwrap();
+        let made = Decision::new(&OsRandom, &expected, &alice_device, START, 600, false).unwrap();
         Signed::sign(&serde_json::to_value(&made).unwrap(), &alice_device).unwrap()
     };
     refused(

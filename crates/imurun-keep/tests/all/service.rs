@@ -1,5 +1,6 @@
 //! The Keep service against a real SQLite store: two users and an operator.
 
+use imurun_keep::random::OsRandom;
 use std::collections::BTreeMap;
 
 use imurun_keep::KeepError;
@@ -75,7 +76,7 @@ async fn deploys_are_checked_and_refusals_journaled() {
     assert_eq!(rule_of(lower), "rolled_back");
 
     // A bundle signed by an unknown key, by the policy key, and a changed bundle.
-    let stranger = KeyPair::generate().expect("key");
+    let stranger = KeyPair::generate(&OsRandom).expect("key");
     let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
     request.bundle_signature = imurun_keep::trust::sign_bundle(&request.bundle, &stranger);
     assert_eq!(
@@ -253,7 +254,7 @@ async fn ceilings_are_versioned_per_user_and_private() {
 #[tokio::test]
 async fn trust_rotation_retires_keys_and_a_restored_root_is_refused() {
     let host = Host::new().await;
-    let new_policy = KeyPair::generate().expect("key");
+    let new_policy = KeyPair::generate(&OsRandom).expect("key");
     let root = TrustRoot {
         kind: TRUST_ROOT_TYPE.into(),
         version: 2,
@@ -391,7 +392,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
     let host = Host::new().await;
     let (alice, _) = host.user("alice").await;
     let (bob, _) = host.user("bob").await;
-    let first = KeyPair::generate().expect("key");
+    let first = KeyPair::generate(&OsRandom).expect("key");
     let code = host
         .keep
         .enrol_code(&host.operator, "alice", 600)
@@ -406,7 +407,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
     host.enrol(&alice, &first, "alice", EnrolProof::Code(code.clone()))
         .await
         .expect("enrol");
-    let second = KeyPair::generate().expect("key");
+    let second = KeyPair::generate(&OsRandom).expect("key");
     let reused = host
         .enrol(&alice, &second, "alice", EnrolProof::Code(code))
         .await;
@@ -434,7 +435,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
         .await
         .expect("code");
     host.advance(61);
-    let bobs = KeyPair::generate().expect("k");
+    let bobs = KeyPair::generate(&OsRandom).expect("k");
     let expired = host.enrol(&bob, &bobs, "bob", EnrolProof::Code(late)).await;
     assert_eq!(rule_of(expired), "forbidden");
 
@@ -451,7 +452,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
     };
     let now = START + 61;
     let decision = Signed::sign(
-        &Decision::new(&expected, &first, now, 300, false).expect("d"),
+        &Decision::new(&OsRandom, &expected, &first, now, 300, false).expect("d"),
         &first,
     )
     .expect("sign");
@@ -463,7 +464,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
     )
     .await
     .expect("second device");
-    let third = KeyPair::generate().expect("key");
+    let third = KeyPair::generate(&OsRandom).expect("key");
     let replay = host
         .enrol(&alice, &third, "alice", EnrolProof::Decision(decision))
         .await;
@@ -485,7 +486,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
         user: "alice",
     };
     let decision = Signed::sign(
-        &Decision::new(&stale, &first, now, 300, false).expect("d"),
+        &Decision::new(&OsRandom, &stale, &first, now, 300, false).expect("d"),
         &first,
     )
     .expect("sign");
@@ -525,7 +526,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
         ..stale
     };
     let decision = Signed::sign(
-        &Decision::new(&stale, &first, now, 300, false).expect("d"),
+        &Decision::new(&OsRandom, &stale, &first, now, 300, false).expect("d"),
         &first,
     )
     .expect("sign");

@@ -2,6 +2,7 @@
 //! requests through the egress broker to local upstreams, and what the host does with what
 //! they emit, taint included.
 
+use imurun_keep::random::OsRandom;
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -718,7 +719,7 @@ async fn ask_mode_waits_for_the_person_and_a_device_rule_for_a_signed_decision()
     assert_eq!(upstream.hits(), 1);
 
     // A device rule: the person's word is not enough; a signed decision is, once.
-    let device = KeyPair::generate().unwrap();
+    let device = KeyPair::generate(&OsRandom).unwrap();
     let code = s
         .keep
         .enrol_code(&s.host.operator, "alice", 600)
@@ -852,7 +853,7 @@ pub(crate) fn egress_decision(
         policy_version: 1,
         user,
     };
-    let made = Decision::new(&expected, device, START, 600, false).unwrap();
+    let made = Decision::new(&OsRandom, &expected, device, START, 600, false).unwrap();
     Signed::sign(&serde_json::to_value(&made).unwrap(), device).unwrap()
 }
 

@@ -1,6 +1,7 @@
 //! A Keep host in a temporary folder, made by `keep init`'s own code, with a clock the test
 //! moves.
 
+use imurun_keep::key_files::read_key;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicI64, Ordering};
 
@@ -57,8 +58,8 @@ impl Host {
             .await
             .expect("operator token");
         Host {
-            policy: KeyPair::read_file(&keep_dir.join(POLICY_KEY_FILE)).expect("policy key"),
-            signer: KeyPair::read_file(&keep_dir.join(SIGNER_KEY_FILE)).expect("signer key"),
+            policy: read_key(&keep_dir.join(POLICY_KEY_FILE)).expect("policy key"),
+            signer: read_key(&keep_dir.join(SIGNER_KEY_FILE)).expect("signer key"),
             dir,
             url,
             database,
@@ -179,12 +180,7 @@ pub(crate) fn listed(
     role: imurun_keep::documents::KeyRole,
     retired: bool,
 ) -> imurun_keep::documents::TrustedKey {
-    imurun_keep::documents::TrustedKey {
-        key_id: pair.key_id(),
-        public_key: pair.public().to_hex(),
-        role,
-        retired,
-    }
+    imurun_keep::documents::TrustedKey::listing(pair, role, retired)
 }
 
 /// A pool on the host's database, to edit rows behind the service's back.

@@ -2,6 +2,7 @@
 //! the authority diff and the clamped manifest, decides on a device, and calls the deployed
 //! tool from a session; taint, revocation and every refusal the seed asks for.
 
+use imurun_keep::random::OsRandom;
 use std::collections::BTreeMap;
 
 use base64::Engine;
@@ -183,7 +184,7 @@ pub(crate) fn tool(name: &str, version: i64, extra: Value) -> Value {
 }
 
 pub(crate) async fn enrol(s: &Sessions, who: &Identity, user: &str) -> KeyPair {
-    let device = KeyPair::generate().unwrap();
+    let device = KeyPair::generate(&OsRandom).unwrap();
     let code = s
         .keep
         .enrol_code(&s.host.operator, user, 600)
@@ -212,7 +213,7 @@ pub(crate) fn decision(
         policy_version: review.policy_version,
         user,
     };
-    let made = Decision::new(&expected, device, START, 600, confirm_tainted).unwrap();
+    let made = Decision::new(&OsRandom, &expected, device, START, 600, confirm_tainted).unwrap();
     Signed::sign(&serde_json::to_value(&made).unwrap(), device).unwrap()
 }
 
@@ -446,7 +447,7 @@ async fn decisions_are_refused_unsigned_flipped_replayed_foreign_expired_and_sta
         false,
     );
     assert_eq!(refused(bobs, one.id.clone()).await, "untrusted_key");
-    let stranger = KeyPair::generate().unwrap();
+    let stranger = KeyPair::generate(&OsRandom).unwrap();
     let strangers = decision(
         &stranger,
         "alice",
@@ -680,6 +681,7 @@ async fn denied_nonce(s: &Sessions) -> Value {
         .unwrap();
     let mut made = serde_json::to_value(
         Decision::new(
+            &OsRandom,
             &Expected {
                 kind: DecisionKind::DenyProposal,
                 subject: "x",
@@ -688,7 +690,7 @@ async fn denied_nonce(s: &Sessions) -> Value {
                 policy_version: 0,
                 user: "alice",
             },
-            &KeyPair::generate().unwrap(),
+            &KeyPair::generate(&OsRandom).unwrap(),
             START,
             60,
             false,
@@ -878,7 +880,7 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
             policy_version: 0,
             user,
         };
-        let made = Decision::new(&expected, device, START, 600, false).unwrap();
+        let made = Decision::new(&OsRandom, &expected, device, START, 600, false).unwrap();
         Signed::sign(&serde_json::to_value(&made).unwrap(), device).unwrap()
     };
     let error = s
@@ -953,7 +955,7 @@ async fn clearing_the_taint_of_an_edited_tool_row_seals_nothing() {
         policy_version: 0,
         user: "alice",
     };
-    let made = Decision::new(&expected, &b.alice_device, START, 600, false).unwrap();
+    let made = Decision::new(&OsRandom, &expected, &b.alice_device, START, 600, false).unwrap();
     let signed = Signed::sign(&serde_json::to_value(&made).unwrap(), &b.alice_device).unwrap();
     let error = s
         .keep

@@ -1,5 +1,7 @@
 //! Keep mode against the real router: an operator and two users, over HTTP.
 
+use imurun_keep::key_files::read_key;
+use imurun_keep::random::OsRandom;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -90,8 +92,8 @@ impl Keep {
         let server = TestServer::start_with(&dirs, model, options).await;
         let operator = report.operator_token.token;
         let mut keep = Keep {
-            policy: KeyPair::read_file(&keep_dir.join(POLICY_KEY_FILE)).expect("policy key"),
-            signer: KeyPair::read_file(&keep_dir.join(SIGNER_KEY_FILE)).expect("signer key"),
+            policy: read_key(&keep_dir.join(POLICY_KEY_FILE)).expect("policy key"),
+            signer: read_key(&keep_dir.join(SIGNER_KEY_FILE)).expect("signer key"),
             dirs,
             server,
             operator,
@@ -269,7 +271,7 @@ async fn another_users_objects_read_byte_for_byte_like_ids_that_never_existed() 
             Some(json!({"user": "alice"})),
         )
         .await;
-    let device = KeyPair::generate().expect("key");
+    let device = KeyPair::generate(&OsRandom).expect("key");
     let (status, enrolled) = keep
         .call(&keep.alice, "POST", "/v1/devices", Some(json!({"public_key": device.public().to_hex(), "label": "laptop", "possession": possession(&device, "alice"), "enrol_code": code["code"]})))
         .await;
@@ -566,7 +568,7 @@ async fn a_second_device_needs_a_decision_from_the_first_used_once() {
             Some(json!({"user": "alice"})),
         )
         .await;
-    let first = KeyPair::generate().expect("key");
+    let first = KeyPair::generate(&OsRandom).expect("key");
     let body = json!({"public_key": first.public().to_hex(), "possession": possession(&first, "alice"), "enrol_code": code["code"]});
     assert_eq!(
         keep.call(&keep.alice, "POST", "/v1/devices", Some(body.clone()))
@@ -582,7 +584,7 @@ async fn a_second_device_needs_a_decision_from_the_first_used_once() {
         "a code works once"
     );
 
-    let second = KeyPair::generate().expect("key");
+    let second = KeyPair::generate(&OsRandom).expect("key");
     let hashes = BTreeMap::from([("public_key".to_owned(), second.public().sha256())]);
     let key_id = second.key_id();
     let expected = Expected {
@@ -594,7 +596,8 @@ async fn a_second_device_needs_a_decision_from_the_first_used_once() {
         user: "alice",
     };
     let decision = Signed::sign(
-        &Decision::new(&expected, &first, (system_clock())(), 300, false).expect("decision"),
+        &Decision::new(&OsRandom, &expected, &first, (system_clock())(), 300, false)
+            .expect("decision"),
         &first,
     )
     .expect("sign");
@@ -614,7 +617,7 @@ async fn a_second_device_needs_a_decision_from_the_first_used_once() {
         .call(&keep.alice, "POST", "/v1/devices", Some(enrol.clone()))
         .await;
     assert_eq!(status, 201, "{body}");
-    let third = KeyPair::generate().expect("key");
+    let third = KeyPair::generate(&OsRandom).expect("key");
     let mut replay = enrol;
     replay["public_key"] = json!(third.public().to_hex());
     replay["possession"] = json!(possession(&third, "alice"));

@@ -5,6 +5,7 @@ use base64::Engine;
 use imurun_keep::decision::{Decision, DecisionKind, Expected};
 use imurun_keep::documents::{CEILING_TYPE, Signed};
 use imurun_keep::keys::KeyPair;
+use imurun_keep::random::OsRandom;
 use imurun_keep::service::system_clock;
 use imurun_testkit::{Guest, Upstream, ok};
 use serde_json::{Value, json};
@@ -42,7 +43,7 @@ async fn enrol(keep: &Keep, token: &str, user: &str) -> KeyPair {
             Some(json!({"user": user})),
         )
         .await;
-    let device = KeyPair::generate().expect("key");
+    let device = KeyPair::generate(&OsRandom).expect("key");
     let body = json!({"public_key": device.public().to_hex(), "label": "phone",
                       "possession": possession(&device, user), "enrol_code": code["code"]});
     let (status, enrolled) = keep.call(token, "POST", "/v1/devices", Some(body)).await;
@@ -61,7 +62,8 @@ fn decide(device: &KeyPair, user: &str, review: &Value, kind: DecisionKind) -> V
         policy_version: review["policy_version"].as_i64().expect("policy"),
         user,
     };
-    let made = Decision::new(&expected, device, (system_clock())(), 600, false).expect("made");
+    let made =
+        Decision::new(&OsRandom, &expected, device, (system_clock())(), 600, false).expect("made");
     let signed = Signed::sign(&serde_json::to_value(&made).expect("json"), device).expect("sign");
     json!({"decision": signed})
 }

@@ -2,6 +2,8 @@
 //! offline tools for keys, signatures and decisions (what an operator or a person runs on their
 //! own machine: nothing there touches the host's database).
 
+use imurun_keep::key_files::{read_key, write_key};
+use imurun_keep::random::OsRandom;
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -465,8 +467,8 @@ async fn init(config: ResolvedConfig, store: Store, dir: Option<PathBuf>) -> Res
 }
 
 fn keygen(out: &Path) -> Result<ExitCode> {
-    let pair = KeyPair::generate()?;
-    pair.write_file(out)?;
+    let pair = KeyPair::generate(&OsRandom)?;
+    write_key(&pair, out)?;
     println!(
         "{}",
         json!({"key_id": pair.key_id(), "public_key": pair.public().to_hex()})
@@ -475,7 +477,7 @@ fn keygen(out: &Path) -> Result<ExitCode> {
 }
 
 fn sign(args: &SignArgs) -> Result<ExitCode> {
-    let key = KeyPair::read_file(&args.key)?;
+    let key = read_key(&args.key)?;
     let bytes =
         std::fs::read(&args.path).with_context(|| format!("reading {}", args.path.display()))?;
     if args.bundle {
@@ -587,8 +589,8 @@ fn verify(args: &VerifyArgs) -> Result<ExitCode> {
 
 fn device_enrol(out: &Path, user: &str, label: &str) -> Result<ExitCode> {
     imurun_keep::documents::check_user(user, "--user")?;
-    let pair = KeyPair::generate()?;
-    pair.write_file(out)?;
+    let pair = KeyPair::generate(&OsRandom)?;
+    write_key(&pair, out)?;
     let possession = pair.sign(&imurun_keep::service::possession_message(
         user,
         &pair.public(),
@@ -605,7 +607,7 @@ fn device_enrol(out: &Path, user: &str, label: &str) -> Result<ExitCode> {
 }
 
 fn decide(args: &DecideArgs) -> Result<ExitCode> {
-    let device = KeyPair::read_file(&args.device)?;
+    let device = read_key(&args.device)?;
     let kind: DecisionKind = serde_json::from_value(Value::String(args.kind.clone()))
         .map_err(|_| anyhow!("--kind {:?} is not one of approve_proposal, deny_proposal, clear_taint, approve_egress, enrol_device", args.kind))?;
     let mut hashes = BTreeMap::new();
@@ -624,7 +626,14 @@ fn decide(args: &DecideArgs) -> Result<ExitCode> {
         user: &args.user,
     };
     let now = (system_clock())();
-    let decision = Decision::new(&expected, &device, now, args.ttl_s, args.confirm_tainted)?;
+    let decision = Decision::new(
+        &OsRandom,
+        &expected,
+        &device,
+        now,
+        args.ttl_s,
+        args.confirm_tainted,
+    )?;
     let envelope = Signed::sign(&decision, &device)?;
     println!("{}", serde_json::to_string_pretty(&envelope)?);
     Ok(ExitCode::SUCCESS)

@@ -3,6 +3,8 @@
 //! file on this machine, clearing a tool's taint, revoking a tool. The key never leaves the
 //! machine: only the signed decision is sent.
 
+use imurun_keep::key_files::read_key;
+use imurun_keep::random::OsRandom;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -127,7 +129,7 @@ impl Client {
                 approve,
                 confirm_tainted,
             } => {
-                let device = KeyPair::read_file(&device)?;
+                let device = read_key(&device)?;
                 let review = self
                     .call("GET", &format!("/v1/proposals/{id}"), None)
                     .await?;
@@ -170,7 +172,7 @@ impl Client {
                 );
             }
             ClientCommand::ClearTaint { name, device } => {
-                let device = KeyPair::read_file(&device)?;
+                let device = read_key(&device)?;
                 let tool = self
                     .call(
                         "GET",
@@ -311,7 +313,14 @@ fn check_review(review: &Value) -> Result<()> {
 
 fn sign(device: &KeyPair, expected: &Expected<'_>, confirm_tainted: bool) -> Result<Signed> {
     let now = (system_clock())();
-    let decision = Decision::new(expected, device, now, DECISION_TTL_S, confirm_tainted)?;
+    let decision = Decision::new(
+        &OsRandom,
+        expected,
+        device,
+        now,
+        DECISION_TTL_S,
+        confirm_tainted,
+    )?;
     Ok(Signed::sign(&decision, device)?)
 }
 

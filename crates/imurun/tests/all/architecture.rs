@@ -34,9 +34,15 @@ const ALLOWED: &[(&str, &[&str])] = &[
     ),
     ("imurun-store", &["imurun-core"]),
     ("imurun-cell", &["imurun-core", "imurun-net"]),
+    ("imurun-keep-rules", &["imurun-core"]),
     (
         "imurun-keep",
-        &["imurun-core", "imurun-cell", "imurun-store"],
+        &[
+            "imurun-core",
+            "imurun-keep-rules",
+            "imurun-cell",
+            "imurun-store",
+        ],
     ),
     (
         "imurun-server",
@@ -83,6 +89,9 @@ const ASYNC_IO: &[&str] = &["tokio", "axum", "hyper", "reqwest", "sqlx", "wasmti
 fn forbidden(name: &str) -> Vec<&'static str> {
     let mut list: Vec<&'static str> = match name {
         "imurun-core" | "imurun-calls" | "imurun-eval" => ASYNC_IO.to_vec(),
+        // Keep's rules are pure: no runtime, store, cell or HTTP (and, in their own source, no
+        // I/O: see `keeps_rules_do_no_io`).
+        "imurun-keep-rules" => [ASYNC_IO, &["imurun-store", "imurun-cell", "imurun-net"]].concat(),
         "imurun-policy" => vec![
             "axum",
             "hyper",
@@ -167,7 +176,11 @@ fn forbidden(name: &str) -> Vec<&'static str> {
 
 /// What a crate may reach only through another workspace crate, never as its own direct
 /// dependency: Keep knows HTTP only as the egress broker's door.
-const DIRECT_ONLY: &[(&str, &[&str])] = &[("imurun-keep", &["hyper", "reqwest", "imurun-net"])];
+const DIRECT_ONLY: &[(&str, &[&str])] = &[
+    ("imurun-keep", &["hyper", "reqwest", "imurun-net"]),
+    // The rules take their random numbers from a generator the host passes in.
+    ("imurun-keep-rules", &["getrandom"]),
+];
 
 /// A dependency graph: each crate's direct normal and build dependencies, by name.
 type Graph = BTreeMap<String, BTreeSet<String>>;
@@ -194,8 +207,7 @@ fn violations(graph: &Graph) -> Vec<String> {
                 .filter(|dep| owner == name && list.contains(&dep.as_str()))
             {
                 broken.push(format!(
-                    "{name} depends on {dep} directly; it may reach it only through the \
-                     workspace crate that owns it"
+                    "{name} depends on {dep} directly; only something it depends on may"
                 ));
             }
         }
@@ -324,6 +336,7 @@ fn every_crate_keeps_to_its_row_of_the_design() {
     let graph = real_graph();
     for expected in [
         "imurun-core",
+        "imurun-keep-rules",
         "imurun-exec",
         "imurun-net",
         "imurun",
@@ -412,6 +425,57 @@ fn the_rules_catch_a_forbidden_edge_direct_or_transitive() {
 }
 
 #[test]
+fn keeps_rules_stay_pure() {
+    let clean = graph(&[
+        ("imurun-core", &["serde"]),
+        ("imurun-keep-rules", &["imurun-core", "ed25519-dalek"]),
+        ("imurun-store", &["imurun-core", "sqlx"]),
+        (
+            "imurun-keep",
+            &[
+                "imurun-core",
+                "imurun-keep-rules",
+                "imurun-store",
+                "getrandom",
+            ],
+        ),
+    ]);
+    assert_eq!(violations(&clean), Vec::<String>::new());
+    for (dep, said) in [
+        (
+            "imurun-store",
+            "depends on imurun-store, which the design does not allow",
+        ),
+        ("tokio", "reaches tokio"),
+        ("getrandom", "depends on getrandom directly"),
+    ] {
+        let mut impure = clean.clone();
+        impure
+            .get_mut("imurun-keep-rules")
+            .unwrap()
+            .insert(dep.to_owned());
+        let broken = violations(&impure);
+        assert!(
+            broken
+                .iter()
+                .any(|line| line.starts_with("imurun-keep-rules") && line.contains(said)),
+            "{dep}: {broken:?}"
+        );
+    }
+    // The rules below the host, never the host below the rules.
+    let mut upside_down = clean;
+    upside_down
+        .get_mut("imurun-keep-rules")
+        .unwrap()
+        .insert("imurun-keep".to_owned());
+    assert!(
+        violations(&upside_down)
+            .iter()
+            .any(|line| line.contains("imurun-keep-rules depends on imurun-keep,")),
+    );
+}
+
+#[test]
 fn the_testkit_is_never_a_normal_dependency() {
     let graph = real_graph();
     for (name, deps) in &graph {
@@ -454,4 +518,35 @@ fn only_the_configuration_reads_the_environment() {
         }
     }
     assert!(readers.is_empty(), "{}", readers.join("\n"));
+}
+
+/// Keep's rules read no file, clock, network, process, environment or random numbers of their
+/// own: everything comes in as an argument, so a test can give them any state.
+#[test]
+fn keeps_rules_do_no_io() {
+    let src = workspace_root().join("crates/imurun-keep-rules/src");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&src).unwrap() {
+        let path = entry.unwrap().path();
+        let text = std::fs::read_to_string(&path).unwrap();
+        for needle in [
+            "std::fs",
+            "TcpStream",
+            "TcpListener",
+            "UdpSocket",
+            "to_socket_addrs",
+            "std::process",
+            "std::env",
+            "std::thread",
+            "SystemTime::now",
+            "Instant::now",
+            "getrandom",
+            "tokio",
+        ] {
+            if text.contains(needle) {
+                found.push(format!("{} uses {needle}", path.display()));
+            }
+        }
+    }
+    assert!(found.is_empty(), "{}", found.join("\n"));
 }

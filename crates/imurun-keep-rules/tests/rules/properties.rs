@@ -1,7 +1,7 @@
 //! Properties: canonical text is a fixed point, and a signature never survives a changed byte.
 
-use imurun_keep::canonical::{canonicalize, parse_document};
-use imurun_keep::keys::KeyPair;
+use imurun_keep_rules::canonical::{canonicalize, parse_document};
+use imurun_keep_rules::keys::KeyPair;
 use proptest::prelude::*;
 use serde_json::{Map, Value};
 

@@ -14,7 +14,7 @@
 use imurun_core::host::parse_rule_host;
 pub use imurun_core::host::{HOST_CHARS_MAX, Host};
 
-use crate::KeepError;
+use crate::RuleError;
 
 /// What the document that governs a host allows beyond plain names.
 #[derive(Debug, Clone, Copy)]
@@ -33,8 +33,8 @@ pub fn normalize_host(
     text: &str,
     allowance: HostAllowance<'_>,
     field: &str,
-) -> Result<Host, KeepError> {
-    let host = parse_rule_host(text).map_err(|reason| KeepError::invalid(field, reason))?;
+) -> Result<Host, RuleError> {
+    let host = parse_rule_host(text).map_err(|reason| RuleError::invalid(field, reason))?;
     let allowed = match (&host, allowance) {
         (_, HostAllowance::Operator) | (Host::Name(_), _) => true,
         (Host::Ipv4(_) | Host::Ipv6(_), HostAllowance::Within(ceiling)) => ceiling.contains(&host),
@@ -48,7 +48,7 @@ pub fn normalize_host(
         } else {
             "a wildcard the ceiling does not allow"
         };
-        return Err(KeepError::invalid(field, format!("{host} is {what}")));
+        return Err(RuleError::invalid(field, format!("{host} is {what}")));
     }
     Ok(host)
 }

@@ -1,8 +1,8 @@
 //! Manifest validation: unknown fields, every bound at N and N+1, hosts in normal form, and the
 //! field each error names.
 
-use imurun_keep::host::HostAllowance;
-use imurun_keep::manifest::{self, Manifest};
+use imurun_keep_rules::host::HostAllowance;
+use imurun_keep_rules::manifest::{self, Manifest};
 use serde_json::{Value, json};
 
 fn base() -> Value {
@@ -266,7 +266,7 @@ fn egress_needs_consistent_modes_and_schemes() {
 
 #[test]
 fn hosts_in_a_user_tool_are_bounded_by_the_ceiling() {
-    use imurun_keep::host::Host;
+    use imurun_keep_rules::host::Host;
     let ceiling = [Host::Wildcard("example.com".into())];
     let mut document = base();
     document["egress"]["rules"][0]["host"] = json!("*.example.com");

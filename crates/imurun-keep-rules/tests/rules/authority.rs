@@ -1,10 +1,10 @@
 //! The authority diff, case by case, and the clamp's promise over generated manifests and
 //! ceilings: what deploys is within the ceiling and within what was proposed.
 
-use imurun_keep::authority::{ChangeClass, clamp, diff, rule_within};
-use imurun_keep::documents::Ceiling;
-use imurun_keep::host::HostAllowance;
-use imurun_keep::manifest::{Manifest, rule_covers};
+use imurun_keep_rules::authority::{ChangeClass, clamp, diff, rule_within};
+use imurun_keep_rules::documents::Ceiling;
+use imurun_keep_rules::host::HostAllowance;
+use imurun_keep_rules::manifest::{Manifest, rule_covers};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 

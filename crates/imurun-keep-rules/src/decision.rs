@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::KeepError;
+use crate::RuleError;
 use crate::canonical::SAFE_INTEGER_MAX;
 use crate::documents::{DECISION_TYPE, Signed, check_type, check_user};
 use crate::keys::{KeyPair, PublicKey};
 use crate::manifest::{check_range, cut, from_value};
+use crate::random::Random;
 
 /// The longest a decision may be valid, in seconds: a decision is made for something waiting
 /// now, not kept for later.
@@ -115,16 +116,17 @@ pub struct DeviceKey {
 
 impl Decision {
     /// A new decision by `device` for `expected`, valid for `lifetime_s` from `now`, with a
-    /// fresh random nonce.
+    /// fresh nonce from `random`.
     pub fn new(
+        random: &dyn Random,
         expected: &Expected<'_>,
         device: &KeyPair,
         now: i64,
         lifetime_s: i64,
         confirm_tainted: bool,
-    ) -> Result<Decision, KeepError> {
+    ) -> Result<Decision, RuleError> {
         let mut nonce = [0_u8; 16];
-        crate::random::fill(&mut nonce)?;
+        random.fill(&mut nonce)?;
         Ok(Decision {
             kind_of_document: DECISION_TYPE.to_owned(),
             kind: expected.kind,
@@ -141,23 +143,23 @@ impl Decision {
         })
     }
 
-    fn validate(&self) -> Result<(), KeepError> {
+    fn validate(&self) -> Result<(), RuleError> {
         check_type(&self.kind_of_document, DECISION_TYPE, "decision.type")?;
         if self.subject.is_empty() || self.subject.chars().count() > SUBJECT_CHARS_MAX {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 "decision.subject",
                 format!("1 to {SUBJECT_CHARS_MAX} characters"),
             ));
         }
         if self.hashes.len() > HASHES_MAX {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 "decision.hashes",
                 format!("more than the {HASHES_MAX} allowed"),
             ));
         }
         for (name, value) in &self.hashes {
             crate::keys::hex_exact::<32>(value, "hash").map_err(|error| {
-                KeepError::invalid(format!("decision.hashes.{}", cut(name)), error.to_string())
+                RuleError::invalid(format!("decision.hashes.{}", cut(name)), error.to_string())
             })?;
         }
         check_range(
@@ -179,7 +181,7 @@ impl Decision {
                 .bytes()
                 .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-' || byte == b'_');
         if !nonce_ok {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 "decision.nonce",
                 "16 to 64 of letters, digits, `-` and `_`",
             ));
@@ -197,11 +199,11 @@ pub fn verify_decision(
     expected: &Expected<'_>,
     lookup: impl FnOnce(&str) -> Option<DeviceKey>,
     now: i64,
-) -> Result<Decision, KeepError> {
+) -> Result<Decision, RuleError> {
     let decision: Decision = from_value(&envelope.signed, "decision")?;
     decision.validate()?;
     if decision.device_key_id != envelope.signature.key_id {
-        return Err(KeepError::Decision(
+        return Err(RuleError::Decision(
             "the decision names one device key and is signed by another".into(),
         ));
     }
@@ -210,20 +212,20 @@ pub fn verify_decision(
     let device = lookup(&envelope.signature.key_id)
         .filter(|device| device.user == expected.user)
         .ok_or_else(|| {
-            KeepError::Untrusted(format!(
+            RuleError::Untrusted(format!(
                 "device key {} is not one of {}'s registered devices",
                 cut(&envelope.signature.key_id),
                 expected.user
             ))
         })?;
     if decision.user != expected.user {
-        return Err(KeepError::Untrusted(format!(
+        return Err(RuleError::Untrusted(format!(
             "the decision must be {}'s, made with one of their devices",
             expected.user
         )));
     }
     if device.retired {
-        return Err(KeepError::Untrusted(format!(
+        return Err(RuleError::Untrusted(format!(
             "device key {} is retired",
             device.key_id
         )));
@@ -234,34 +236,34 @@ pub fn verify_decision(
     Ok(decision)
 }
 
-fn check_matches(decision: &Decision, expected: &Expected<'_>) -> Result<(), KeepError> {
+fn check_matches(decision: &Decision, expected: &Expected<'_>) -> Result<(), RuleError> {
     if decision.kind != expected.kind {
-        return Err(KeepError::Decision(format!(
+        return Err(RuleError::Decision(format!(
             "it decides {}, and this needs {}",
             decision.kind.as_str(),
             expected.kind.as_str()
         )));
     }
     if decision.subject != expected.subject {
-        return Err(KeepError::Decision(format!(
+        return Err(RuleError::Decision(format!(
             "it is about {}, not {}",
             cut(&decision.subject),
             expected.subject
         )));
     }
     if &decision.hashes != expected.hashes {
-        return Err(KeepError::Decision(
+        return Err(RuleError::Decision(
             "its hashes are not those of the subject as it is now".into(),
         ));
     }
     if decision.ceiling_version != expected.ceiling_version {
-        return Err(KeepError::Decision(format!(
+        return Err(RuleError::Decision(format!(
             "it was decided against ceiling version {}; the ceiling in force is version {}",
             decision.ceiling_version, expected.ceiling_version
         )));
     }
     if decision.policy_version != expected.policy_version {
-        return Err(KeepError::Decision(format!(
+        return Err(RuleError::Decision(format!(
             "it was decided against policy version {}; the policy in force is version {}",
             decision.policy_version, expected.policy_version
         )));
@@ -269,15 +271,15 @@ fn check_matches(decision: &Decision, expected: &Expected<'_>) -> Result<(), Kee
     Ok(())
 }
 
-fn check_window(decision: &Decision, now: i64) -> Result<(), KeepError> {
+fn check_window(decision: &Decision, now: i64) -> Result<(), RuleError> {
     if decision.issued_at > now.saturating_add(CLOCK_SKEW_S_MAX) {
-        return Err(KeepError::Decision(format!(
+        return Err(RuleError::Decision(format!(
             "it was issued at {}, in the future (now {now})",
             decision.issued_at
         )));
     }
     if decision.expires_at.saturating_sub(decision.issued_at) > DECISION_LIFETIME_S_MAX {
-        return Err(KeepError::Decision(format!(
+        return Err(RuleError::Decision(format!(
             "it is valid for more than {DECISION_LIFETIME_S_MAX} seconds"
         )));
     }

@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::KeepError;
+use crate::RuleError;
 use crate::host::{Host, HostAllowance, normalize_host};
 
 /// Characters in an agent's or tool's name.
@@ -185,20 +185,20 @@ pub struct Resources {
 
 impl Manifest {
     /// Reads and validates a manifest from JSON (see [`Manifest::validate`]).
-    pub fn from_json(value: &Value, hosts: HostAllowance<'_>) -> Result<Manifest, KeepError> {
+    pub fn from_json(value: &Value, hosts: HostAllowance<'_>) -> Result<Manifest, RuleError> {
         let mut manifest: Manifest = from_value(value, "")?;
         manifest.validate(hosts)?;
         Ok(manifest)
     }
 
     /// Checks every field against its bounds and puts every host in normal form.
-    pub fn validate(&mut self, hosts: HostAllowance<'_>) -> Result<(), KeepError> {
+    pub fn validate(&mut self, hosts: HostAllowance<'_>) -> Result<(), RuleError> {
         check_name(&self.name, "name")?;
         check_version(self.version, "version")?;
         check_description(&self.description, "description")?;
         check_rules(&mut self.egress.rules, hosts, "egress.rules")?;
         if self.egress.mode == EgressMode::Deny && !self.egress.rules.is_empty() {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 "egress.mode",
                 "`deny` with rules is contradictory: drop the rules, or use `ask` or `allow`",
             ));
@@ -215,7 +215,7 @@ impl Manifest {
             let field = format!("credentials[{index}]");
             check_credential(credential, hosts, &field)?;
             if !names.insert(credential.name.clone()) {
-                return Err(KeepError::invalid(
+                return Err(RuleError::invalid(
                     format!("{field}.name"),
                     format!("{:?} is named twice", credential.name),
                 ));
@@ -226,7 +226,7 @@ impl Manifest {
                 .iter()
                 .any(|rule| rule_covers(rule, &credential.bind));
             if !reached {
-                return Err(KeepError::invalid(
+                return Err(RuleError::invalid(
                     format!("{field}.bind"),
                     "no https egress rule reaches the requests this credential is bound to \
                      (credentials never travel over http)",
@@ -254,7 +254,7 @@ impl Manifest {
 
 impl Resources {
     /// Checks each limit's range; `field` is this object's path.
-    pub fn validate(&self, field: &str) -> Result<(), KeepError> {
+    pub fn validate(&self, field: &str) -> Result<(), RuleError> {
         check_range(
             self.memory_mb,
             1,
@@ -275,7 +275,7 @@ impl Resources {
 pub(crate) fn from_value<T: serde::de::DeserializeOwned>(
     value: &Value,
     prefix: &str,
-) -> Result<T, KeepError> {
+) -> Result<T, RuleError> {
     serde_path_to_error::deserialize(value).map_err(|error| {
         let path = error.path().to_string();
         let field = match (prefix.is_empty(), path.as_str()) {
@@ -284,7 +284,7 @@ pub(crate) fn from_value<T: serde::de::DeserializeOwned>(
             (false, ".") => prefix.to_owned(),
             (false, _) => format!("{prefix}.{path}"),
         };
-        KeepError::invalid(field, error.into_inner().to_string())
+        RuleError::invalid(field, error.into_inner().to_string())
     })
 }
 
@@ -293,14 +293,14 @@ pub fn check_rules(
     rules: &mut [EgressRule],
     hosts: HostAllowance<'_>,
     field: &str,
-) -> Result<(), KeepError> {
+) -> Result<(), RuleError> {
     if rules.len() > EGRESS_RULES_MAX {
         return Err(too_many(field, rules.len(), EGRESS_RULES_MAX));
     }
     for (index, rule) in rules.iter_mut().enumerate() {
         let field = format!("{field}[{index}]");
         if !matches!(rule.scheme.as_str(), "https" | "http") {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 format!("{field}.scheme"),
                 format!("{:?} is not `https` or `http`", rule.scheme),
             ));
@@ -317,7 +317,7 @@ fn check_credential(
     credential: &mut Credential,
     hosts: HostAllowance<'_>,
     field: &str,
-) -> Result<(), KeepError> {
+) -> Result<(), RuleError> {
     check_credential_name(&credential.name, &format!("{field}.name"))?;
     let bind = &mut credential.bind;
     bind.host = normalize_host(&bind.host, hosts, &format!("{field}.bind.host"))?.to_string();
@@ -350,7 +350,7 @@ pub fn rule_covers(rule: &EgressRule, bind: &Binding) -> bool {
 /// Whether every path under `inner` is under `outer`: the egress broker's own rule (prefixes
 /// compare by whole segments when `outer` does not end in `/`: `/api` covers `/api` and
 /// `/api/v1`, not `/apix`).
-pub use imurun_cell::egress::path_within;
+pub use imurun_core::host::path_within;
 
 /// A stored host (already in normal form) read back.
 pub fn host_of(text: &str) -> Option<Host> {
@@ -358,7 +358,7 @@ pub fn host_of(text: &str) -> Option<Host> {
 }
 
 /// Names of agents and tools: 1 to 64 of `a-z`, `0-9` and `-`, starting with a letter or digit.
-pub fn check_name(name: &str, field: &str) -> Result<(), KeepError> {
+pub fn check_name(name: &str, field: &str) -> Result<(), RuleError> {
     check_word(
         name,
         field,
@@ -382,7 +382,7 @@ pub(crate) struct Word {
 }
 
 /// Checks `text` has the shape `word` describes; the error names `field` and the shape.
-pub(crate) fn check_word(text: &str, field: &str, word: &Word) -> Result<(), KeepError> {
+pub(crate) fn check_word(text: &str, field: &str, word: &Word) -> Result<(), RuleError> {
     let valid = !text.is_empty()
         && text.len() <= word.chars_max
         && text.bytes().next().is_some_and(word.first)
@@ -395,7 +395,7 @@ pub(crate) fn check_word(text: &str, field: &str, word: &Word) -> Result<(), Kee
     if valid {
         return Ok(());
     }
-    Err(KeepError::invalid(
+    Err(RuleError::invalid(
         field,
         format!(
             "{:?} is not 1 to {} of {}",
@@ -407,22 +407,22 @@ pub(crate) fn check_word(text: &str, field: &str, word: &Word) -> Result<(), Kee
 }
 
 /// A positive version number.
-pub fn check_version(version: i64, field: &str) -> Result<(), KeepError> {
+pub fn check_version(version: i64, field: &str) -> Result<(), RuleError> {
     check_range(version, 1, VERSION_MAX, field)
 }
 
 /// Plain text: no control characters but newline and tab, no bidi controls (they make text read
 /// differently from what it is), at most [`DESCRIPTION_CHARS_MAX`] characters.
-pub fn check_description(text: &str, field: &str) -> Result<(), KeepError> {
+pub fn check_description(text: &str, field: &str) -> Result<(), RuleError> {
     let count = text.chars().count();
     if count > DESCRIPTION_CHARS_MAX {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             field,
             format!("{count} characters, more than the {DESCRIPTION_CHARS_MAX} allowed"),
         ));
     }
     if let Some(found) = text.chars().find(|c| is_hidden_control(*c)) {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             field,
             format!(
                 "U+{:04X} is a control, bidi or invisible formatting character; descriptions \
@@ -451,7 +451,7 @@ pub fn is_hidden_control(character: char) -> bool {
 }
 
 /// A vault entry's name: 1 to 64 of `a-z`, `0-9`, `-` and `_`.
-pub fn check_credential_name(name: &str, field: &str) -> Result<(), KeepError> {
+pub fn check_credential_name(name: &str, field: &str) -> Result<(), RuleError> {
     check_word(
         name,
         field,
@@ -464,25 +464,25 @@ pub fn check_credential_name(name: &str, field: &str) -> Result<(), KeepError> {
     )
 }
 
-fn check_port(port: u16, field: &str) -> Result<(), KeepError> {
+fn check_port(port: u16, field: &str) -> Result<(), RuleError> {
     if port == 0 {
-        return Err(KeepError::invalid(field, "0 is not a port (1 to 65535)"));
+        return Err(RuleError::invalid(field, "0 is not a port (1 to 65535)"));
     }
     Ok(())
 }
 
 /// Methods from [`METHODS`], upper case, no repeats, at least one; sorted so that equal sets
 /// compare equal.
-fn check_methods(methods: &mut Vec<String>, field: &str) -> Result<(), KeepError> {
+fn check_methods(methods: &mut Vec<String>, field: &str) -> Result<(), RuleError> {
     if methods.is_empty() {
-        return Err(KeepError::invalid(field, "at least one method is needed"));
+        return Err(RuleError::invalid(field, "at least one method is needed"));
     }
     if methods.len() > METHODS_MAX {
         return Err(too_many(field, methods.len(), METHODS_MAX));
     }
     for method in methods.iter() {
         if !METHODS.contains(&method.as_str()) {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 field,
                 format!("{:?} is not one of {}", cut(method), METHODS.join(", ")),
             ));
@@ -490,15 +490,15 @@ fn check_methods(methods: &mut Vec<String>, field: &str) -> Result<(), KeepError
     }
     let unique: BTreeSet<String> = methods.iter().cloned().collect();
     if unique.len() != methods.len() {
-        return Err(KeepError::invalid(field, "a method is listed twice"));
+        return Err(RuleError::invalid(field, "a method is listed twice"));
     }
     *methods = unique.into_iter().collect();
     Ok(())
 }
 
-fn check_path_prefix(prefix: &str, field: &str) -> Result<(), KeepError> {
+fn check_path_prefix(prefix: &str, field: &str) -> Result<(), RuleError> {
     if prefix.len() > PATH_PREFIX_BYTES_MAX {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             field,
             format!(
                 "{} bytes, more than the {PATH_PREFIX_BYTES_MAX} allowed",
@@ -507,7 +507,7 @@ fn check_path_prefix(prefix: &str, field: &str) -> Result<(), KeepError> {
         ));
     }
     if !prefix.starts_with('/') {
-        return Err(KeepError::invalid(field, "a path prefix starts with `/`"));
+        return Err(RuleError::invalid(field, "a path prefix starts with `/`"));
     }
     if let Some(found) = prefix.chars().find(|c| {
         !c.is_ascii_graphic()
@@ -516,7 +516,7 @@ fn check_path_prefix(prefix: &str, field: &str) -> Result<(), KeepError> {
                 '?' | '#' | '\\' | '%' | ';' | '"' | '<' | '>' | '`' | '{' | '}'
             )
     }) {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             field,
             format!(
                 "{found:?} is not allowed in a path prefix (printable ASCII without `?`, `#`, \
@@ -531,7 +531,7 @@ fn check_path_prefix(prefix: &str, field: &str) -> Result<(), KeepError> {
         .any(|segment| segment == ".." || segment == ".")
         || prefix.contains("//")
     {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             field,
             "a path prefix has no `.` or `..` segments and no `//`",
         ));
@@ -539,14 +539,14 @@ fn check_path_prefix(prefix: &str, field: &str) -> Result<(), KeepError> {
     Ok(())
 }
 
-fn check_header(header: &str, field: &str) -> Result<(), KeepError> {
+fn check_header(header: &str, field: &str) -> Result<(), RuleError> {
     let token = !header.is_empty()
         && header.len() <= HEADER_CHARS_MAX
         && header
             .bytes()
             .all(|byte| byte.is_ascii_alphanumeric() || byte == b'-');
     if !token {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             field,
             format!(
                 "{:?} is not a header name (1 to {HEADER_CHARS_MAX} of letters, digits and `-`)",
@@ -555,7 +555,7 @@ fn check_header(header: &str, field: &str) -> Result<(), KeepError> {
         ));
     }
     if FORBIDDEN_HEADERS.contains(&header.to_ascii_lowercase().as_str()) {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             field,
             format!("{header} frames the request itself; a credential cannot be sent in it"),
         ));
@@ -564,25 +564,41 @@ fn check_header(header: &str, field: &str) -> Result<(), KeepError> {
 }
 
 /// Checks `value` lies in `low..=high`.
-pub fn check_range(value: i64, low: i64, high: i64, field: &str) -> Result<(), KeepError> {
+pub fn check_range(value: i64, low: i64, high: i64, field: &str) -> Result<(), RuleError> {
     if (low..=high).contains(&value) {
         Ok(())
     } else {
-        Err(KeepError::invalid(
+        Err(RuleError::invalid(
             field,
             format!("{value} is outside {low} to {high}"),
         ))
     }
 }
 
-fn too_many(field: &str, count: usize, max: usize) -> KeepError {
-    KeepError::invalid(
+fn too_many(field: &str, count: usize, max: usize) -> RuleError {
+    RuleError::invalid(
         field,
         format!("{count} entries, more than the {max} allowed"),
     )
 }
 
 /// The first 64 characters of a refused value, so a huge input makes no huge message.
-pub(crate) fn cut(text: &str) -> String {
+pub fn cut(text: &str) -> String {
     text.chars().take(64).collect()
+}
+
+/// The first eight bytes of a WebAssembly component (the magic and the component layer's
+/// version); a core module has `01 00 00 00` after the magic instead.
+const COMPONENT_HEADER: [u8; 8] = [0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
+
+/// Refuses bytes that are not a WebAssembly component; `field` names them in the error.
+pub fn check_component(bundle: &[u8], field: &str) -> Result<(), RuleError> {
+    if !bundle.starts_with(&COMPONENT_HEADER) {
+        return Err(RuleError::invalid(
+            field,
+            "not a WebAssembly component (it must start with `\\0asm` and the component layer's \
+             version)",
+        ));
+    }
+    Ok(())
 }

@@ -1,8 +1,8 @@
 //! Proposals a cell may emit: each kind's bounds hold at N and refuse N + 1, unknown fields
 //! and kinds are refused, and the grants that gate memory and cards are checked.
 
-use imurun_keep::manifest::MemoryAccess;
-use imurun_keep::proposals::{
+use imurun_keep_rules::manifest::MemoryAccess;
+use imurun_keep_rules::proposals::{
     CARD_BODY_CHARS_MAX, CARD_FIELDS_MAX, CARD_LABEL_CHARS_MAX, CARD_VALUE_CHARS_MAX, EmitGrants,
     MEMORY_CHARS_MAX, PAYLOAD_BYTES_MAX, PLAN_STEPS_MAX, ProposalKind, STEP_CHARS_MAX,
     SUGGESTION_CHARS_MAX, TITLE_CHARS_MAX, validate,

@@ -8,8 +8,8 @@
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::RuleError;
 use crate::canonical::parse_strict;
-use crate::error::KeepError;
 use crate::manifest::{MemoryAccess, from_value, is_hidden_control};
 
 /// The largest payload a cell may emit, in bytes, checked before it is parsed.
@@ -122,20 +122,20 @@ struct CardField {
 
 /// Validates an emitted event: `kind` as the cell named it (`memory.propose`, `suggestion`,
 /// `plan`, `card.propose`), `payload_json` its JSON object.
-pub fn validate(kind: &str, payload_json: &str, grants: EmitGrants) -> Result<Proposal, KeepError> {
+pub fn validate(kind: &str, payload_json: &str, grants: EmitGrants) -> Result<Proposal, RuleError> {
     let kind = match kind {
         "memory.propose" => ProposalKind::Memory,
         "suggestion" => ProposalKind::Suggestion,
         "plan" => ProposalKind::Plan,
         "card.propose" => ProposalKind::Card,
         "tool.propose" => {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 "kind",
                 "tool proposals go through the tool intake, which this host does not offer yet",
             ));
         }
         other => {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 "kind",
                 format!(
                     "{:?} is not an event a cell may emit (memory.propose, suggestion, plan, \
@@ -146,19 +146,19 @@ pub fn validate(kind: &str, payload_json: &str, grants: EmitGrants) -> Result<Pr
         }
     };
     if kind == ProposalKind::Memory && grants.memory != MemoryAccess::Write {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             "kind",
             "memory.propose needs `memory: write` in the agent's manifest",
         ));
     }
     if kind == ProposalKind::Card && !grants.card {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             "kind",
             "card.propose needs `card: true` in the agent's manifest",
         ));
     }
     if payload_json.len() > PAYLOAD_BYTES_MAX {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             "payload",
             format!(
                 "{} bytes, more than the {PAYLOAD_BYTES_MAX} allowed",
@@ -167,9 +167,9 @@ pub fn validate(kind: &str, payload_json: &str, grants: EmitGrants) -> Result<Pr
         ));
     }
     let value = parse_strict(payload_json.as_bytes(), PAYLOAD_BYTES_MAX)
-        .map_err(|error| KeepError::invalid("payload", error.to_string()))?;
+        .map_err(|error| RuleError::invalid("payload", error.to_string()))?;
     if !value.is_object() {
-        return Err(KeepError::invalid("payload", "a JSON object is expected"));
+        return Err(RuleError::invalid("payload", "a JSON object is expected"));
     }
     let payload = match kind {
         ProposalKind::Memory => {
@@ -186,7 +186,7 @@ pub fn validate(kind: &str, payload_json: &str, grants: EmitGrants) -> Result<Pr
         ProposalKind::Plan => {
             let plan: PlanPayload = from_value(&value, "payload")?;
             if plan.steps.is_empty() || plan.steps.len() > PLAN_STEPS_MAX {
-                return Err(KeepError::invalid(
+                return Err(RuleError::invalid(
                     "payload.steps",
                     format!(
                         "{} steps; a plan has 1 to {PLAN_STEPS_MAX}",
@@ -215,7 +215,7 @@ pub fn validate(kind: &str, payload_json: &str, grants: EmitGrants) -> Result<Pr
         ProposalKind::Card => {
             let card: CardPayload = from_value(&value, "payload")?;
             if card.fields.len() > CARD_FIELDS_MAX {
-                return Err(KeepError::invalid(
+                return Err(RuleError::invalid(
                     "payload.fields",
                     format!(
                         "{} fields, more than the {CARD_FIELDS_MAX} allowed",
@@ -233,7 +233,7 @@ pub fn validate(kind: &str, payload_json: &str, grants: EmitGrants) -> Result<Pr
                         "value": text(&field.value, CARD_VALUE_CHARS_MAX, &format!("payload.fields[{index}].value"), true)?,
                     }))
                 })
-                .collect::<Result<Vec<_>, KeepError>>()?;
+                .collect::<Result<Vec<_>, RuleError>>()?;
             json!({
                 "title": text(&card.title, TITLE_CHARS_MAX, "payload.title", false)?,
                 "body": text(&card.body, CARD_BODY_CHARS_MAX, "payload.body", true)?,
@@ -250,16 +250,16 @@ fn text(
     chars_max: usize,
     field: &str,
     may_be_empty: bool,
-) -> Result<String, KeepError> {
+) -> Result<String, RuleError> {
     let count = value.chars().count();
     if count > chars_max {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             field,
             format!("{count} characters, more than the {chars_max} allowed"),
         ));
     }
     if !may_be_empty && value.trim().is_empty() {
-        return Err(KeepError::invalid(field, "it is empty"));
+        return Err(RuleError::invalid(field, "it is empty"));
     }
     Ok(escape(value))
 }

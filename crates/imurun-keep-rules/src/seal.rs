@@ -9,7 +9,7 @@
 
 use serde_json::json;
 
-use crate::KeepError;
+use crate::RuleError;
 use crate::canonical::canonicalize;
 use crate::keys::{KeyPair, PublicKey, sha256_hex};
 
@@ -74,9 +74,9 @@ pub fn check_document(
     host: &PublicKey,
     fields: &DocumentFields<'_>,
     seal: &str,
-) -> Result<(), KeepError> {
+) -> Result<(), RuleError> {
     host.verify(&document_message(fields), seal).map_err(|_| {
-        KeepError::Untrusted(format!(
+        RuleError::Untrusted(format!(
             "the stored {} of {:?} is not sealed by this host: it was edited in the database or \
              never accepted",
             fields.kind, fields.subject
@@ -89,9 +89,9 @@ pub fn check_agent(
     host: &PublicKey,
     fields: &AgentFields<'_>,
     seal: &str,
-) -> Result<(), KeepError> {
+) -> Result<(), RuleError> {
     host.verify(&agent_message(fields), seal).map_err(|_| {
-        KeepError::Untrusted(format!(
+        RuleError::Untrusted(format!(
             "the stored agent {}@{} is not sealed by this host: it was edited in the database or \
              never accepted",
             fields.name, fields.version
@@ -134,9 +134,9 @@ pub fn seal_tool(host: &KeyPair, fields: &ToolFields<'_>) -> String {
 }
 
 /// Checks a tool row's seal.
-pub fn check_tool(host: &PublicKey, fields: &ToolFields<'_>, seal: &str) -> Result<(), KeepError> {
+pub fn check_tool(host: &PublicKey, fields: &ToolFields<'_>, seal: &str) -> Result<(), RuleError> {
     host.verify(&tool_message(fields), seal).map_err(|_| {
-        KeepError::Untrusted(format!(
+        RuleError::Untrusted(format!(
             "the stored tool u/{}/{}@{} is not sealed by this host: it was edited in the \
              database or never approved",
             fields.user, fields.name, fields.version
@@ -144,45 +144,67 @@ pub fn check_tool(host: &PublicKey, fields: &ToolFields<'_>, seal: &str) -> Resu
     })
 }
 
-/// The seal of a `keep_tool_proposals` row: every column but its state and decision time.
-pub fn seal_tool_proposal(host: &KeyPair, row: &imurun_store::ToolProposalRow) -> String {
-    host.sign(&tool_proposal_message(row))
+/// What a seal of a `keep_tool_proposals` row covers: every column but its state, its
+/// decision time and the seal.
+#[derive(Debug, Clone, Copy)]
+pub struct ToolProposalFields<'a> {
+    pub id: &'a str,
+    pub user: &'a str,
+    pub session_id: &'a str,
+    pub agent: &'a str,
+    pub agent_version: i64,
+    pub signer_key_id: &'a str,
+    pub name: &'a str,
+    pub version: i64,
+    pub description: &'a str,
+    pub manifest: &'a str,
+    pub bundle_sha256: &'a str,
+    pub bundle_size: i64,
+    pub tainted: bool,
+    pub taint_source: Option<&'a str>,
+    pub created_at_ms: i64,
+}
+
+/// The seal of a `keep_tool_proposals` row.
+pub fn seal_tool_proposal(host: &KeyPair, fields: &ToolProposalFields<'_>) -> String {
+    host.sign(&tool_proposal_message(fields))
 }
 
 /// Checks a tool proposal row's seal.
 pub fn check_tool_proposal(
     host: &PublicKey,
-    row: &imurun_store::ToolProposalRow,
-) -> Result<(), KeepError> {
-    host.verify(&tool_proposal_message(row), &row.seal)
+    fields: &ToolProposalFields<'_>,
+    seal: &str,
+) -> Result<(), RuleError> {
+    host.verify(&tool_proposal_message(fields), seal)
         .map_err(|_| {
-            KeepError::Untrusted(format!(
+            RuleError::Untrusted(format!(
                 "the stored tool proposal {} is not sealed by this host: it was edited in the \
                  database",
-                row.id
+                fields.id
             ))
         })
 }
 
-fn tool_proposal_message(row: &imurun_store::ToolProposalRow) -> Vec<u8> {
+fn tool_proposal_message(fields: &ToolProposalFields<'_>) -> Vec<u8> {
     canonicalize(&json!({
         "type": "imurun.row_seal",
         "table": "keep_tool_proposals",
-        "id": row.id,
-        "user": row.user_name,
-        "session_id": row.session_id,
-        "agent": row.agent,
-        "agent_version": row.agent_version,
-        "signer_key_id": row.signer_key_id,
-        "name": row.name,
-        "version": row.version,
-        "description_sha256": sha256_hex(row.description.as_bytes()),
-        "manifest_sha256": sha256_hex(row.manifest.as_bytes()),
-        "bundle_sha256": row.bundle_sha256,
-        "bundle_size": row.bundle_size,
-        "tainted": row.tainted,
-        "taint_source": row.taint_source,
-        "created_at_ms": row.created_at_ms,
+        "id": fields.id,
+        "user": fields.user,
+        "session_id": fields.session_id,
+        "agent": fields.agent,
+        "agent_version": fields.agent_version,
+        "signer_key_id": fields.signer_key_id,
+        "name": fields.name,
+        "version": fields.version,
+        "description_sha256": sha256_hex(fields.description.as_bytes()),
+        "manifest_sha256": sha256_hex(fields.manifest.as_bytes()),
+        "bundle_sha256": fields.bundle_sha256,
+        "bundle_size": fields.bundle_size,
+        "tainted": fields.tainted,
+        "taint_source": fields.taint_source,
+        "created_at_ms": fields.created_at_ms,
     }))
 }
 
@@ -223,10 +245,10 @@ pub fn check_egress_answer(
     host: &PublicKey,
     fields: &EgressAnswerFields<'_>,
     seal: &str,
-) -> Result<(), KeepError> {
+) -> Result<(), RuleError> {
     host.verify(&egress_answer_message(fields), seal)
         .map_err(|_| {
-            KeepError::Untrusted(format!(
+            RuleError::Untrusted(format!(
                 "the recorded answer to egress use {:?} is not sealed by a host: it was edited in \
                  the database",
                 fields.id
@@ -313,7 +335,7 @@ mod tests {
 
     #[test]
     fn a_notice_opens_only_as_a_host_sealed_it_for_its_channel_and_while_fresh() {
-        let seal = NoticeSeal::new(std::sync::Arc::new(KeyPair::generate().unwrap()));
+        let seal = NoticeSeal::new(std::sync::Arc::new(KeyPair::from_seed(&[3; 32])));
         let now = 1_800_000_000_000;
         let payload = "{\"u\":\"alice\"}";
         let notice = seal.seal("events", payload, now);
@@ -339,7 +361,7 @@ mod tests {
         for text in [payload, "", "..", "x.1.y"] {
             assert_eq!(seal.open("events", text, now), forged, "{text}");
         }
-        let other = NoticeSeal::new(std::sync::Arc::new(KeyPair::generate().unwrap()));
+        let other = NoticeSeal::new(std::sync::Arc::new(KeyPair::from_seed(&[4; 32])));
         assert_eq!(other.open("events", &notice, now), forged);
     }
 }

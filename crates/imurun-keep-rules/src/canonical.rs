@@ -15,7 +15,7 @@ use std::fmt;
 use serde::de::{self, DeserializeSeed, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
-use crate::KeepError;
+use crate::RuleError;
 
 /// The largest integer a signed document may hold (and its negation the smallest): the largest
 /// an IEEE-754 double holds exactly together with its neighbours, so JavaScript (the page signs
@@ -34,15 +34,15 @@ pub const DOCUMENT_DEPTH_MAX: usize = 16;
 /// Reads the text of a document to be signed or verified, refusing duplicate member names,
 /// non-integers, integers beyond ±[`SAFE_INTEGER_MAX`], lone surrogates, invalid UTF-8, more
 /// than [`DOCUMENT_BYTES_MAX`] bytes and nesting deeper than [`DOCUMENT_DEPTH_MAX`].
-pub fn parse_document(text: &[u8]) -> Result<Value, KeepError> {
+pub fn parse_document(text: &[u8]) -> Result<Value, RuleError> {
     parse_strict(text, DOCUMENT_BYTES_MAX)
 }
 
 /// [`parse_document`] with another size bound: for a request that carries a signed document
 /// beside bigger data (a deploy's bundle).
-pub fn parse_strict(text: &[u8], bytes_max: usize) -> Result<Value, KeepError> {
+pub fn parse_strict(text: &[u8], bytes_max: usize) -> Result<Value, RuleError> {
     if text.len() > bytes_max {
-        return Err(KeepError::Canonical(format!(
+        return Err(RuleError::Canonical(format!(
             "the document is {} bytes, more than the {bytes_max} allowed",
             text.len()
         )));
@@ -53,26 +53,26 @@ pub fn parse_strict(text: &[u8], bytes_max: usize) -> Result<Value, KeepError> {
         .map_err(read_error)?;
     reader
         .end()
-        .map_err(|error| KeepError::Canonical(error.to_string()))?;
+        .map_err(|error| RuleError::Canonical(error.to_string()))?;
     Ok(value)
 }
 
 /// serde_json's message, with what a `\\u` escape must be when that is what failed: its words
 /// for a lone surrogate ("unexpected end of hex escape") do not say so.
-fn read_error(error: serde_json::Error) -> KeepError {
+fn read_error(error: serde_json::Error) -> RuleError {
     let message = error.to_string();
     if message.contains("escape") || message.contains("surrogate") {
-        return KeepError::Canonical(format!(
+        return RuleError::Canonical(format!(
             "{message}: a \\u escape is four hexadecimal digits, and a surrogate must be half \
              of a pair"
         ));
     }
-    KeepError::Canonical(message)
+    RuleError::Canonical(message)
 }
 
 /// Checks that a value (made in code, not read from text) could be signed: integers within
 /// ±[`SAFE_INTEGER_MAX`] only, and no deeper than [`DOCUMENT_DEPTH_MAX`].
-pub fn check_document(value: &Value) -> Result<(), KeepError> {
+pub fn check_document(value: &Value) -> Result<(), RuleError> {
     check_value(value, 0)
 }
 
@@ -85,12 +85,12 @@ pub fn canonicalize(value: &Value) -> Vec<u8> {
 
 /// The canonical text of a document that may be signed: [`check_document`], then
 /// [`canonicalize`].
-pub fn canonical_document(value: &Value) -> Result<Vec<u8>, KeepError> {
+pub fn canonical_document(value: &Value) -> Result<Vec<u8>, RuleError> {
     check_document(value)?;
     Ok(canonicalize(value))
 }
 
-fn check_value(value: &Value, depth: usize) -> Result<(), KeepError> {
+fn check_value(value: &Value, depth: usize) -> Result<(), RuleError> {
     match value {
         Value::Number(number) => check_number(number),
         Value::Array(items) => {
@@ -107,21 +107,21 @@ fn check_value(value: &Value, depth: usize) -> Result<(), KeepError> {
     }
 }
 
-fn deeper(depth: usize) -> Result<usize, KeepError> {
+fn deeper(depth: usize) -> Result<usize, RuleError> {
     if depth >= DOCUMENT_DEPTH_MAX {
-        return Err(KeepError::Canonical(format!(
+        return Err(RuleError::Canonical(format!(
             "the document nests deeper than {DOCUMENT_DEPTH_MAX} levels"
         )));
     }
     Ok(depth + 1)
 }
 
-fn check_number(number: &Number) -> Result<(), KeepError> {
+fn check_number(number: &Number) -> Result<(), RuleError> {
     let within = match (number.as_i64(), number.as_u64()) {
         (Some(value), _) => (-SAFE_INTEGER_MAX..=SAFE_INTEGER_MAX).contains(&value),
         (None, Some(_)) => false,
         (None, None) => {
-            return Err(KeepError::Canonical(format!(
+            return Err(RuleError::Canonical(format!(
                 "{number} is not an integer: signed documents hold integers only"
             )));
         }
@@ -129,7 +129,7 @@ fn check_number(number: &Number) -> Result<(), KeepError> {
     if within {
         Ok(())
     } else {
-        Err(KeepError::Canonical(format!(
+        Err(RuleError::Canonical(format!(
             "{number} is beyond ±{SAFE_INTEGER_MAX}, the integers every reader holds exactly"
         )))
     }

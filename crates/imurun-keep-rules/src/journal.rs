@@ -8,7 +8,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
-use crate::KeepError;
+use crate::RuleError;
 use crate::canonical::canonical_document;
 use crate::keys::sha256_hex;
 
@@ -40,7 +40,7 @@ pub struct JournalEntry {
 
 impl JournalEntry {
     /// The hash this entry should have, computed from its fields.
-    pub fn compute_hash(&self) -> Result<String, KeepError> {
+    pub fn compute_hash(&self) -> Result<String, RuleError> {
         let body = json!({
             "seq": self.seq,
             "at_ms": self.at_ms,

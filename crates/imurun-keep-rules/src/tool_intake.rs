@@ -19,7 +19,7 @@ use base64::Engine;
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::KeepError;
+use crate::RuleError;
 use crate::canonical::parse_strict;
 use crate::host::HostAllowance;
 use crate::manifest::{DESCRIPTION_CHARS_MAX, Manifest, check_name, from_value};
@@ -78,9 +78,9 @@ pub struct NamesInUse {
 }
 
 /// Reads a `tool.propose` payload (see the module's comment).
-pub fn read(payload_json: &str, names: &NamesInUse) -> Result<ToolIntake, KeepError> {
+pub fn read(payload_json: &str, names: &NamesInUse) -> Result<ToolIntake, RuleError> {
     if payload_json.len() > TOOL_PAYLOAD_BYTES_MAX {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             "payload",
             format!(
                 "{} bytes, more than the {TOOL_PAYLOAD_BYTES_MAX} a tool proposal may have",
@@ -89,15 +89,15 @@ pub fn read(payload_json: &str, names: &NamesInUse) -> Result<ToolIntake, KeepEr
         ));
     }
     let value = parse_strict(payload_json.as_bytes(), TOOL_PAYLOAD_BYTES_MAX)
-        .map_err(|error| KeepError::invalid("payload", error.to_string()))?;
+        .map_err(|error| RuleError::invalid("payload", error.to_string()))?;
     if !value.is_object() {
-        return Err(KeepError::invalid("payload", "a JSON object is expected"));
+        return Err(RuleError::invalid("payload", "a JSON object is expected"));
     }
     let payload: Payload = from_value(&value, "payload")?;
     check_tool_name(&payload.name, names)?;
     let description_chars = payload.description.chars().count();
     if description_chars > DESCRIPTION_CHARS_MAX {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             "payload.description",
             format!(
                 "{description_chars} characters, more than the {DESCRIPTION_CHARS_MAX} allowed"
@@ -119,9 +119,9 @@ pub fn read(payload_json: &str, names: &NamesInUse) -> Result<ToolIntake, KeepEr
 
 /// The bundle's bytes: base64 of a component, or of its gzip compression, never more than
 /// [`TOOL_BUNDLE_BYTES_MAX`] whichever it is.
-pub fn read_bundle(text: &str) -> Result<Vec<u8>, KeepError> {
+pub fn read_bundle(text: &str) -> Result<Vec<u8>, RuleError> {
     if text.len() > TOOL_BUNDLE_BASE64_CHARS_MAX {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             "payload.bundle",
             format!(
                 "{} characters of base64, more than the {TOOL_BUNDLE_BASE64_CHARS_MAX} a \
@@ -132,11 +132,11 @@ pub fn read_bundle(text: &str) -> Result<Vec<u8>, KeepError> {
     }
     let decoded = base64::engine::general_purpose::STANDARD
         .decode(text)
-        .map_err(|error| KeepError::invalid("payload.bundle", format!("not base64: {error}")))?;
+        .map_err(|error| RuleError::invalid("payload.bundle", format!("not base64: {error}")))?;
     let bundle = if decoded.starts_with(&GZIP_MAGIC) {
         let inflated = inflate_bounded(&decoded)?;
         if inflated.starts_with(&GZIP_MAGIC) {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 "payload.bundle",
                 "a compressed bundle holds another compressed one; send the component once \
                  compressed at most",
@@ -147,7 +147,7 @@ pub fn read_bundle(text: &str) -> Result<Vec<u8>, KeepError> {
         decoded
     };
     if bundle.len() > TOOL_BUNDLE_BYTES_MAX {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             "payload.bundle",
             format!(
                 "{} bytes, more than the {TOOL_BUNDLE_BYTES_MAX} allowed",
@@ -155,23 +155,23 @@ pub fn read_bundle(text: &str) -> Result<Vec<u8>, KeepError> {
             ),
         ));
     }
-    crate::service::check_component(&bundle, "payload.bundle")?;
+    crate::manifest::check_component(&bundle, "payload.bundle")?;
     Ok(bundle)
 }
 
 /// Decompresses gzip into at most [`TOOL_BUNDLE_BYTES_MAX`] bytes: reading stops one byte past
 /// the bound, so a small payload that expands without end costs no more than the bound.
-fn inflate_bounded(compressed: &[u8]) -> Result<Vec<u8>, KeepError> {
+fn inflate_bounded(compressed: &[u8]) -> Result<Vec<u8>, RuleError> {
     let limit = u64::try_from(TOOL_BUNDLE_BYTES_MAX).unwrap_or(u64::MAX) + 1;
     let mut inflated = Vec::new();
     flate2::read::MultiGzDecoder::new(compressed)
         .take(limit)
         .read_to_end(&mut inflated)
         .map_err(|error| {
-            KeepError::invalid("payload.bundle", format!("not valid gzip: {error}"))
+            RuleError::invalid("payload.bundle", format!("not valid gzip: {error}"))
         })?;
     if inflated.len() > TOOL_BUNDLE_BYTES_MAX {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             "payload.bundle",
             format!(
                 "it expands past the {TOOL_BUNDLE_BYTES_MAX} bytes a bundle may have; reading \
@@ -182,24 +182,24 @@ fn inflate_bounded(compressed: &[u8]) -> Result<Vec<u8>, KeepError> {
     Ok(inflated)
 }
 
-fn read_manifest(value: Value, name: &str, description: &str) -> Result<Manifest, KeepError> {
+fn read_manifest(value: Value, name: &str, description: &str) -> Result<Manifest, RuleError> {
     let bytes = value.to_string().len();
     if bytes > TOOL_MANIFEST_BYTES_MAX {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             "payload.manifest",
             format!("{bytes} bytes, more than the {TOOL_MANIFEST_BYTES_MAX} allowed"),
         ));
     }
     let depth = depth_of(&value);
     if depth > TOOL_MANIFEST_DEPTH_MAX {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             "payload.manifest",
             format!("it nests {depth} levels, more than the {TOOL_MANIFEST_DEPTH_MAX} allowed"),
         ));
     }
     let mut manifest: Manifest = from_value(&value, "payload.manifest")?;
     if manifest.name != name {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             "payload.manifest.name",
             "the manifest names another tool than the proposal",
         ));
@@ -209,7 +209,7 @@ fn read_manifest(value: Value, name: &str, description: &str) -> Result<Manifest
     manifest
         .validate(HostAllowance::Operator)
         .map_err(|error| match error {
-            KeepError::Invalid { field, reason } => KeepError::Invalid {
+            RuleError::Invalid { field, reason } => RuleError::Invalid {
                 field: format!("payload.manifest.{field}"),
                 reason,
             },
@@ -228,10 +228,10 @@ fn depth_of(value: &Value) -> usize {
 
 /// A tool's name: no path characters, not the proposer's, not a look-alike of a name in use,
 /// then the shape every pack name has.
-pub fn check_tool_name(name: &str, names: &NamesInUse) -> Result<(), KeepError> {
+pub fn check_tool_name(name: &str, names: &NamesInUse) -> Result<(), RuleError> {
     const FIELD: &str = "payload.name";
     if name.is_empty() || name.chars().count() > crate::manifest::NAME_CHARS_MAX {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             FIELD,
             format!(
                 "a name is 1 to {} characters",
@@ -243,14 +243,14 @@ pub fn check_tool_name(name: &str, names: &NamesInUse) -> Result<(), KeepError> 
         .chars()
         .find(|c| matches!(c, '/' | '\\' | '.' | ':' | '~' | '\0'))
     {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             FIELD,
             format!("{found:?} is a path character; a tool's name has none"),
         ));
     }
     let shape = skeleton(name);
     if shape == skeleton(&names.proposer) {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             FIELD,
             format!(
                 "it is, or looks like, the proposing agent's own name ({}): an agent cannot \
@@ -260,7 +260,7 @@ pub fn check_tool_name(name: &str, names: &NamesInUse) -> Result<(), KeepError> 
         ));
     }
     if let Some(taken) = names.reserved.iter().find(|taken| shape == skeleton(taken)) {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             FIELD,
             format!("it is, or looks like, the agent {taken}'s name"),
         ));
@@ -270,7 +270,7 @@ pub fn check_tool_name(name: &str, names: &NamesInUse) -> Result<(), KeepError> 
         .iter()
         .find(|taken| taken.as_str() != name && shape == skeleton(taken))
     {
-        return Err(KeepError::invalid(
+        return Err(RuleError::invalid(
             FIELD,
             format!(
                 "it looks like your tool {taken}'s name; propose a new version of {taken}, or \

@@ -11,7 +11,8 @@ use std::fmt;
 use chacha20poly1305::aead::{Aead, KeyInit, Payload};
 use chacha20poly1305::{XChaCha20Poly1305, XNonce};
 
-use crate::KeepError;
+use crate::RuleError;
+use crate::random::Random;
 
 /// Bytes of a vault key.
 pub const VAULT_KEY_BYTES: usize = 32;
@@ -59,18 +60,18 @@ impl Drop for VaultKey {
 }
 
 impl VaultKey {
-    /// A new key from the operating system's random numbers.
-    pub fn generate() -> Result<VaultKey, KeepError> {
+    /// A new key from `random`'s numbers.
+    pub fn generate(random: &dyn Random) -> Result<VaultKey, RuleError> {
         let mut bytes = [0_u8; VAULT_KEY_BYTES];
-        crate::random::fill(&mut bytes)?;
+        random.fill(&mut bytes)?;
         Ok(VaultKey(bytes))
     }
 
     /// The key from its 64 hexadecimal characters (the vault key file's content).
-    pub fn from_hex(text: &str) -> Result<VaultKey, KeepError> {
+    pub fn from_hex(text: &str) -> Result<VaultKey, RuleError> {
         crate::keys::hex_exact::<VAULT_KEY_BYTES>(text.trim(), "vault key")
             .map(VaultKey)
-            .map_err(|_| KeepError::Vault("the vault key is not 64 hexadecimal characters".into()))
+            .map_err(|_| RuleError::Vault("the vault key is not 64 hexadecimal characters".into()))
     }
 
     /// The key in hexadecimal, to write its file once.
@@ -79,14 +80,20 @@ impl VaultKey {
     }
 
     /// Seals `value` for `owner`'s entry `name`: the nonce, then the ciphertext and tag.
-    pub fn seal(&self, owner: &str, name: &str, value: &[u8]) -> Result<Vec<u8>, KeepError> {
+    pub fn seal(
+        &self,
+        random: &dyn Random,
+        owner: &str,
+        name: &str,
+        value: &[u8],
+    ) -> Result<Vec<u8>, RuleError> {
         if value.len() > SECRET_BYTES_MAX {
-            return Err(KeepError::Vault(format!(
+            return Err(RuleError::Vault(format!(
                 "a credential is at most {SECRET_BYTES_MAX} bytes"
             )));
         }
         let mut nonce = [0_u8; NONCE_BYTES];
-        crate::random::fill(&mut nonce)?;
+        random.fill(&mut nonce)?;
         let aad = associated_data(owner, name);
         let sealed = self
             .cipher()
@@ -97,16 +104,16 @@ impl VaultKey {
                     aad: &aad,
                 },
             )
-            .map_err(|_| KeepError::Vault("sealing failed".into()))?;
+            .map_err(|_| RuleError::Vault("sealing failed".into()))?;
         let mut out = nonce.to_vec();
         out.extend_from_slice(&sealed);
         Ok(out)
     }
 
     /// Opens what [`VaultKey::seal`] made for the same owner and name.
-    pub fn open(&self, owner: &str, name: &str, sealed: &[u8]) -> Result<Secret, KeepError> {
+    pub fn open(&self, owner: &str, name: &str, sealed: &[u8]) -> Result<Secret, RuleError> {
         if sealed.len() < NONCE_BYTES {
-            return Err(KeepError::Vault("the sealed value is cut short".into()));
+            return Err(RuleError::Vault("the sealed value is cut short".into()));
         }
         let (nonce, body) = sealed.split_at(NONCE_BYTES);
         let mut nonce_bytes = [0_u8; NONCE_BYTES];
@@ -122,7 +129,7 @@ impl VaultKey {
             )
             .map(Secret)
             .map_err(|_| {
-                KeepError::Vault(format!(
+                RuleError::Vault(format!(
                     "the entry {name:?} of {owner:?} does not open with this host's vault key"
                 ))
             })
@@ -135,32 +142,4 @@ impl VaultKey {
 
 fn associated_data(owner: &str, name: &str) -> Vec<u8> {
     format!("imurun.vault\0{owner}\0{name}").into_bytes()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_sealed_value_opens_only_for_its_owner_name_and_key() {
-        let key = VaultKey::generate().expect("key");
-        let sealed = key.seal("alice", "github", b"ghp_canary").expect("seal");
-        assert!(!sealed.windows(10).any(|window| window == b"ghp_canary"));
-        assert_eq!(
-            key.open("alice", "github", &sealed).expect("open").expose(),
-            b"ghp_canary"
-        );
-        assert!(key.open("bob", "github", &sealed).is_err());
-        assert!(key.open("alice", "gitlab", &sealed).is_err());
-        let other = VaultKey::generate().expect("key");
-        assert!(other.open("alice", "github", &sealed).is_err());
-        let mut flipped = sealed.clone();
-        let last = flipped.len() - 1;
-        flipped[last] ^= 1;
-        assert!(key.open("alice", "github", &flipped).is_err());
-        assert_eq!(
-            format!("{:?}", key.open("alice", "github", &sealed).expect("open")),
-            "[redacted]"
-        );
-    }
 }

@@ -12,7 +12,7 @@
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 
-use crate::KeepError;
+use crate::RuleError;
 use crate::documents::{
     CEILING_TYPE, Ceiling, KeyRole, POLICY_TYPE, Policy, Signature, Signed, TRUST_ROOT_TYPE,
     TrustRoot,
@@ -29,7 +29,7 @@ pub struct Trust {
 impl Trust {
     /// The first trust root, made by `keep init`: trusted because the operator installed it,
     /// and checked to be signed by one of its own policy keys.
-    pub fn install(envelope: &Signed, now: i64) -> Result<Trust, KeepError> {
+    pub fn install(envelope: &Signed, now: i64) -> Result<Trust, RuleError> {
         let root = TrustRoot::from_document(&envelope.signed)?;
         let trust = Trust { root };
         trust.check_signed(envelope, KeyRole::Policy, TRUST_ROOT_TYPE)?;
@@ -43,7 +43,7 @@ impl Trust {
     /// A rotated root is signed by a key of the root before it, which the new root may list as
     /// retired: its signature was checked against that root when it was accepted, so here any
     /// policy key the root lists, retired or not, may have signed it.
-    pub fn load(envelope: &Signed, highest: i64, now: i64) -> Result<Trust, KeepError> {
+    pub fn load(envelope: &Signed, highest: i64, now: i64) -> Result<Trust, RuleError> {
         let trust = Trust::load_expired(envelope, highest)?;
         check_expiry("the trust root", trust.root.expires_at, now)?;
         Ok(trust)
@@ -51,19 +51,19 @@ impl Trust {
 
     /// [`Trust::load`] without the expiry check: only to verify the next root, which an expired
     /// root may still sign (otherwise an expired root could never be replaced).
-    pub fn load_expired(envelope: &Signed, highest: i64) -> Result<Trust, KeepError> {
+    pub fn load_expired(envelope: &Signed, highest: i64) -> Result<Trust, RuleError> {
         let root = TrustRoot::from_document(&envelope.signed)?;
         let listed = root
             .keys
             .iter()
             .find(|key| key.key_id == envelope.signature.key_id && key.role == KeyRole::Policy)
             .ok_or_else(|| {
-                KeepError::Untrusted("the stored trust root is not signed by a key it lists".into())
+                RuleError::Untrusted("the stored trust root is not signed by a key it lists".into())
             })?;
         envelope.verify_with(&PublicKey::from_hex(&listed.public_key)?, TRUST_ROOT_TYPE)?;
         let trust = Trust { root };
         if trust.root.version != highest {
-            return Err(KeepError::RolledBack {
+            return Err(RuleError::RolledBack {
                 what: "the stored trust root".into(),
                 version: trust.root.version,
                 highest,
@@ -82,7 +82,7 @@ impl Trust {
     ///
     /// The new root must list the key that signed it (as active or retired): that is how the
     /// host, reading the stored root back, knows which key to check it against.
-    pub fn rotate(&self, envelope: &Signed, now: i64) -> Result<Trust, KeepError> {
+    pub fn rotate(&self, envelope: &Signed, now: i64) -> Result<Trust, RuleError> {
         self.check_signed(envelope, KeyRole::Policy, TRUST_ROOT_TYPE)?;
         let next = TrustRoot::from_document(&envelope.signed)?;
         let lists_signer = next
@@ -90,7 +90,7 @@ impl Trust {
             .iter()
             .any(|key| key.key_id == envelope.signature.key_id && key.role == KeyRole::Policy);
         if !lists_signer {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 "trust_root.keys",
                 format!(
                     "the new root must list the policy key that signs it ({}), retired if it is \
@@ -110,7 +110,7 @@ impl Trust {
         &self,
         envelope: &Signed,
         now: i64,
-    ) -> Result<(Policy, Manifest), KeepError> {
+    ) -> Result<(Policy, Manifest), RuleError> {
         self.check_signed(envelope, KeyRole::Policy, POLICY_TYPE)?;
         let (policy, manifest) = Policy::from_document(&envelope.signed)?;
         check_expiry(
@@ -122,7 +122,7 @@ impl Trust {
     }
 
     /// A ceiling signed by an active policy key, not expired.
-    pub fn verify_ceiling(&self, envelope: &Signed, now: i64) -> Result<Ceiling, KeepError> {
+    pub fn verify_ceiling(&self, envelope: &Signed, now: i64) -> Result<Ceiling, RuleError> {
         self.check_signed(envelope, KeyRole::Policy, CEILING_TYPE)?;
         let ceiling = Ceiling::from_document(&envelope.signed)?;
         check_expiry(
@@ -137,14 +137,14 @@ impl Trust {
     /// be by a policy key this root lists, active or retired (a document signed before its key
     /// was retired stays valid), and its `type` must be `kind`. Guards against rows edited in
     /// the database.
-    pub fn verify_stored(&self, envelope: &Signed, kind: &str) -> Result<(), KeepError> {
+    pub fn verify_stored(&self, envelope: &Signed, kind: &str) -> Result<(), RuleError> {
         let listed = self
             .root
             .keys
             .iter()
             .find(|key| key.key_id == envelope.signature.key_id && key.role == KeyRole::Policy)
             .ok_or_else(|| {
-                KeepError::Untrusted(format!(
+                RuleError::Untrusted(format!(
                     "the stored {kind} is signed by a key trust root version {} does not list",
                     self.root.version
                 ))
@@ -154,38 +154,38 @@ impl Trust {
 
     /// A bundle signed by an active signer key: the signature covers the bundle's SHA-256 (32
     /// bytes). Returns the SHA-256 in hexadecimal.
-    pub fn verify_bundle(&self, bundle: &[u8], signature: &Signature) -> Result<String, KeepError> {
+    pub fn verify_bundle(&self, bundle: &[u8], signature: &Signature) -> Result<String, RuleError> {
         let key = self.key_for(signature, KeyRole::Signer)?;
         verify_bundle_signature(bundle, signature, &key)
     }
 
-    fn check_signed(&self, envelope: &Signed, role: KeyRole, kind: &str) -> Result<(), KeepError> {
+    fn check_signed(&self, envelope: &Signed, role: KeyRole, kind: &str) -> Result<(), RuleError> {
         let key = self.key_for(&envelope.signature, role)?;
         envelope.verify_with(&key, kind)
     }
 
     /// The active key of `role` that made `signature`.
-    fn key_for(&self, signature: &Signature, role: KeyRole) -> Result<PublicKey, KeepError> {
+    fn key_for(&self, signature: &Signature, role: KeyRole) -> Result<PublicKey, RuleError> {
         let listed = self
             .root
             .keys
             .iter()
             .find(|key| key.key_id == signature.key_id)
             .ok_or_else(|| {
-                KeepError::Untrusted(format!(
+                RuleError::Untrusted(format!(
                     "key {} is not in trust root version {}",
                     crate::manifest::cut(&signature.key_id),
                     self.root.version
                 ))
             })?;
         if listed.role != role {
-            return Err(KeepError::Untrusted(format!(
+            return Err(RuleError::Untrusted(format!(
                 "key {} is a {:?} key; this needs a {role:?} key",
                 listed.key_id, listed.role
             )));
         }
         if listed.retired {
-            return Err(KeepError::Untrusted(format!(
+            return Err(RuleError::Untrusted(format!(
                 "key {} is retired (trust root version {})",
                 listed.key_id, self.root.version
             )));
@@ -208,9 +208,9 @@ pub fn verify_bundle_signature(
     bundle: &[u8],
     signature: &Signature,
     key: &PublicKey,
-) -> Result<String, KeepError> {
+) -> Result<String, RuleError> {
     if key.key_id() != signature.key_id {
-        return Err(KeepError::Signature(format!(
+        return Err(RuleError::Signature(format!(
             "signed by key {}, not by {}",
             crate::manifest::cut(&signature.key_id),
             key.key_id()
@@ -218,15 +218,15 @@ pub fn verify_bundle_signature(
     }
     let digest = Sha256::digest(bundle);
     key.verify(&digest, &signature.sig).map_err(|_| {
-        KeepError::Signature("the bundle's signature does not match its bytes".into())
+        RuleError::Signature("the bundle's signature does not match its bytes".into())
     })?;
     Ok(hex::encode(digest))
 }
 
 /// Refuses a document whose `expires_at` is not after `now`.
-pub fn check_expiry(what: &str, expires_at: i64, now: i64) -> Result<(), KeepError> {
+pub fn check_expiry(what: &str, expires_at: i64, now: i64) -> Result<(), RuleError> {
     if expires_at <= now {
-        return Err(KeepError::Expired {
+        return Err(RuleError::Expired {
             what: what.to_owned(),
             expires_at,
             now,
@@ -236,9 +236,9 @@ pub fn check_expiry(what: &str, expires_at: i64, now: i64) -> Result<(), KeepErr
 }
 
 /// Refuses a version that is not above `highest`.
-pub fn check_increases(what: &str, version: i64, highest: i64) -> Result<(), KeepError> {
+pub fn check_increases(what: &str, version: i64, highest: i64) -> Result<(), RuleError> {
     if version <= highest {
-        return Err(KeepError::RolledBack {
+        return Err(RuleError::RolledBack {
             what: what.to_owned(),
             version,
             highest,

@@ -1,14 +1,12 @@
 //! Trust roots, rotation, retirement, expiry and rollback; policies, ceilings and bundles.
 
-use imurun_keep::KeepError;
-use imurun_keep::documents::{
+use imurun_keep_rules::RuleError;
+use imurun_keep_rules::documents::{
     CEILING_TYPE, KeyRole, POLICY_TYPE, Signed, TRUST_ROOT_TYPE, TrustRoot, TrustedKey,
 };
-use imurun_keep::keys::{KeyPair, sha256_hex};
-use imurun_keep::trust::{Trust, sign_bundle};
+use imurun_keep_rules::keys::{KeyPair, sha256_hex};
+use imurun_keep_rules::trust::{Trust, sign_bundle};
 use serde_json::{Value, json};
-
-use super::support::listed;
 
 const NOW: i64 = 1_800_000_000;
 
@@ -30,8 +28,8 @@ fn first() -> Trust {
     let document = root(
         1,
         vec![
-            listed(&key(1), KeyRole::Policy, false),
-            listed(&key(2), KeyRole::Signer, false),
+            TrustedKey::listing(&key(1), KeyRole::Policy, false),
+            TrustedKey::listing(&key(2), KeyRole::Signer, false),
         ],
     );
     Trust::install(&Signed::sign(&document, &key(1)).expect("sign"), NOW).expect("install")
@@ -52,7 +50,7 @@ fn policy(version: i64, expires_at: i64, bundle: &[u8]) -> Value {
     })
 }
 
-fn refused(result: Result<impl std::fmt::Debug, KeepError>, want: &str) {
+fn refused(result: Result<impl std::fmt::Debug, RuleError>, want: &str) {
     let error = result.expect_err(want).to_string();
     assert!(error.contains(want), "got {error:?}, want {want:?}");
 }
@@ -115,10 +113,10 @@ fn rotation_retires_keys_and_never_goes_back() {
     let next = root(
         2,
         vec![
-            listed(&key(1), KeyRole::Policy, true),
-            listed(&key(2), KeyRole::Signer, true),
-            listed(&key(3), KeyRole::Policy, false),
-            listed(&key(4), KeyRole::Signer, false),
+            TrustedKey::listing(&key(1), KeyRole::Policy, true),
+            TrustedKey::listing(&key(2), KeyRole::Signer, true),
+            TrustedKey::listing(&key(3), KeyRole::Policy, false),
+            TrustedKey::listing(&key(4), KeyRole::Signer, false),
         ],
     );
     let rotated = trust
@@ -154,17 +152,26 @@ fn rotation_retires_keys_and_never_goes_back() {
     );
 
     // A root signed by a retired key, one not above the current version, and an expired one.
-    let third = root(3, vec![listed(&key(3), KeyRole::Policy, false)]);
+    let third = root(
+        3,
+        vec![TrustedKey::listing(&key(3), KeyRole::Policy, false)],
+    );
     refused(
         rotated.rotate(&Signed::sign(&third, &key(1)).expect("sign"), NOW),
         "retired",
     );
-    let same = root(2, vec![listed(&key(3), KeyRole::Policy, false)]);
+    let same = root(
+        2,
+        vec![TrustedKey::listing(&key(3), KeyRole::Policy, false)],
+    );
     refused(
         rotated.rotate(&Signed::sign(&same, &key(3)).expect("sign"), NOW),
         "version 2 is refused: version 2 was accepted",
     );
-    let old = root(1, vec![listed(&key(3), KeyRole::Policy, false)]);
+    let old = root(
+        1,
+        vec![TrustedKey::listing(&key(3), KeyRole::Policy, false)],
+    );
     refused(
         rotated.rotate(&Signed::sign(&old, &key(3)).expect("sign"), NOW),
         "version 1 is refused",
@@ -182,7 +189,7 @@ fn rotation_retires_keys_and_never_goes_back() {
     );
 
     // A root that leaves no active policy key would lock the operator out.
-    let locked = root(3, vec![listed(&key(3), KeyRole::Policy, true)]);
+    let locked = root(3, vec![TrustedKey::listing(&key(3), KeyRole::Policy, true)]);
     refused(
         rotated.rotate(&Signed::sign(&locked, &key(3)).expect("sign"), NOW),
         "no policy key is left active",
@@ -190,7 +197,10 @@ fn rotation_retires_keys_and_never_goes_back() {
 
     // A stored root older than the highest accepted version is a restored old file or row.
     let stored_v1 = Signed::sign(
-        &root(1, vec![listed(&key(1), KeyRole::Policy, false)]),
+        &root(
+            1,
+            vec![TrustedKey::listing(&key(1), KeyRole::Policy, false)],
+        ),
         &key(1),
     )
     .expect("sign");

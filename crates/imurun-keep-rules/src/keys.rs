@@ -1,21 +1,19 @@
-//! Ed25519 keys, their ids, their files, and signatures over bytes.
+//! Ed25519 keys, their ids, their files' format, and signatures over bytes.
 //!
 //! A key's id is derived from its public key (the first 16 bytes of its SHA-256, in hexadecimal),
 //! so no two keys can share an id and an id cannot be pointed at another key. Signatures are
 //! checked with `verify_strict`, which also refuses the malleable and small-order forms plain
-//! Ed25519 verification lets through. Secret keys live in files only their owner may read: they
-//! are created `0600` (never over an existing file) and a file others may read is refused, as
-//! `ssh` refuses such a key.
+//! Ed25519 verification lets through. A secret key's file is written and read by the host
+//! (`imurun_keep::key_files`), which keeps it private to its owner.
 
 use std::fmt;
-use std::io::Write;
-use std::path::Path;
 
 use ed25519_dalek::{Signer, SigningKey, VerifyingKey};
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 
-use crate::KeepError;
+use crate::RuleError;
+use crate::random::Random;
 
 /// The `type` of a key file.
 pub const KEY_FILE_TYPE: &str = "imurun.key";
@@ -33,17 +31,17 @@ impl PublicKey {
     /// Reads a public key from 64 hexadecimal characters, refusing bytes that are not a point on
     /// the curve and the weak (small-order) keys that would let one signature verify for many
     /// messages.
-    pub fn from_hex(text: &str) -> Result<PublicKey, KeepError> {
+    pub fn from_hex(text: &str) -> Result<PublicKey, RuleError> {
         let bytes = hex_exact::<32>(text, "public key")?;
         PublicKey::from_bytes(&bytes)
     }
 
     /// The key from its 32 bytes (see [`PublicKey::from_hex`]).
-    pub fn from_bytes(bytes: &[u8; 32]) -> Result<PublicKey, KeepError> {
+    pub fn from_bytes(bytes: &[u8; 32]) -> Result<PublicKey, RuleError> {
         let key = VerifyingKey::from_bytes(bytes)
-            .map_err(|_| KeepError::Signature("the public key is not an Ed25519 point".into()))?;
+            .map_err(|_| RuleError::Signature("the public key is not an Ed25519 point".into()))?;
         if key.is_weak() {
-            return Err(KeepError::Signature(
+            return Err(RuleError::Signature(
                 "the public key is a weak (small-order) key".into(),
             ));
         }
@@ -67,12 +65,12 @@ impl PublicKey {
     }
 
     /// Checks `signature` (128 hexadecimal characters) over `message`.
-    pub fn verify(&self, message: &[u8], signature: &str) -> Result<(), KeepError> {
+    pub fn verify(&self, message: &[u8], signature: &str) -> Result<(), RuleError> {
         let bytes = hex_exact::<64>(signature, "signature")?;
         let signature = ed25519_dalek::Signature::from_bytes(&bytes);
         self.key
             .verify_strict(message, &signature)
-            .map_err(|_| KeepError::Signature("the signature does not match".into()))
+            .map_err(|_| RuleError::Signature("the signature does not match".into()))
     }
 }
 
@@ -89,10 +87,10 @@ pub struct KeyPair {
 }
 
 impl KeyPair {
-    /// A new key from the operating system's random numbers.
-    pub fn generate() -> Result<KeyPair, KeepError> {
+    /// A new key from `random`'s numbers.
+    pub fn generate(random: &dyn Random) -> Result<KeyPair, RuleError> {
         let mut seed = [0_u8; 32];
-        crate::random::fill(&mut seed)?;
+        random.fill(&mut seed)?;
         let key = SigningKey::from_bytes(&seed);
         seed.fill(0);
         Ok(KeyPair { key })
@@ -106,7 +104,7 @@ impl KeyPair {
     }
 
     /// A second copy of the key (for a service that keeps its own).
-    pub(crate) fn clone_pair(&self) -> KeyPair {
+    pub fn clone_pair(&self) -> KeyPair {
         KeyPair::from_seed(&self.key.to_bytes())
     }
 
@@ -127,9 +125,9 @@ impl KeyPair {
         hex::encode(self.key.sign(message).to_bytes())
     }
 
-    /// Writes the key to a new file at `path`, readable and writable by its owner only. An
-    /// existing file is never replaced: losing a key by typing the wrong path is not undoable.
-    pub fn write_file(&self, path: &Path) -> Result<(), KeepError> {
+    /// The key as a key file's bytes (`imurun.key`, pretty JSON holding the secret key): what
+    /// the host writes to a file only its owner may read.
+    pub fn to_file_bytes(&self) -> Vec<u8> {
         let file = KeyFile {
             kind: KEY_FILE_TYPE.to_owned(),
             algorithm: "ed25519".to_owned(),
@@ -137,37 +135,25 @@ impl KeyPair {
             public_key: self.public().to_hex(),
             secret_key: hex::encode(self.key.to_bytes()),
         };
-        let text = serde_json::to_vec_pretty(&file).map_err(|error| KeepError::KeyFile {
-            path: path.display().to_string(),
-            reason: error.to_string(),
-        })?;
-        write_private_file(path, &text)
+        serde_json::to_vec_pretty(&file).unwrap_or_default()
     }
 
-    /// Reads a key file written by [`KeyPair::write_file`]. A file that its group or others may
-    /// read is refused: the key may already be known to someone else.
-    pub fn read_file(path: &Path) -> Result<KeyPair, KeepError> {
-        let error = |reason: String| KeepError::KeyFile {
-            path: path.display().to_string(),
-            reason,
-        };
-        refuse_shared_file(path)?;
-        let text = std::fs::read(path).map_err(|source| error(source.to_string()))?;
-        let file: KeyFile = serde_json::from_slice(&text)
-            .map_err(|source| error(format!("not a key file: {source}")))?;
+    /// Reads a key file's bytes written by [`KeyPair::to_file_bytes`]; the error is the reason,
+    /// for the host to say with the file's path.
+    pub fn from_file_bytes(bytes: &[u8]) -> Result<KeyPair, String> {
+        let file: KeyFile =
+            serde_json::from_slice(bytes).map_err(|source| format!("not a key file: {source}"))?;
         if file.kind != KEY_FILE_TYPE || file.algorithm != "ed25519" {
-            return Err(error(format!(
+            return Err(format!(
                 "its type is {:?} / {:?}, not {KEY_FILE_TYPE:?} / \"ed25519\"",
                 file.kind, file.algorithm
-            )));
+            ));
         }
         let seed =
-            hex_exact::<32>(&file.secret_key, "secret key").map_err(|e| error(e.to_string()))?;
+            hex_exact::<32>(&file.secret_key, "secret key").map_err(|error| error.to_string())?;
         let pair = KeyPair::from_seed(&seed);
         if pair.public().to_hex() != file.public_key || pair.key_id() != file.key_id {
-            return Err(error(
-                "its public key or id does not belong to its secret key".into(),
-            ));
+            return Err("its public key or id does not belong to its secret key".into());
         }
         Ok(pair)
     }
@@ -191,63 +177,15 @@ struct KeyFile {
     secret_key: String,
 }
 
-/// Creates `path` with `bytes`, mode `0600`, failing if it exists.
-pub fn write_private_file(path: &Path, bytes: &[u8]) -> Result<(), KeepError> {
-    let error = |reason: String| KeepError::KeyFile {
-        path: path.display().to_string(),
-        reason,
-    };
-    let mut options = std::fs::OpenOptions::new();
-    options.write(true).create_new(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::OpenOptionsExt;
-        options.mode(0o600);
-    }
-    let mut file = options.open(path).map_err(|source| {
-        if source.kind() == std::io::ErrorKind::AlreadyExists {
-            error("it exists already; a key file is never replaced".into())
-        } else {
-            error(source.to_string())
-        }
-    })?;
-    file.write_all(bytes)
-        .and_then(|()| file.sync_all())
-        .map_err(|source| error(source.to_string()))
-}
-
-/// Refuses a file its group or others may read or write.
-pub fn refuse_shared_file(path: &Path) -> Result<(), KeepError> {
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let metadata = std::fs::metadata(path).map_err(|source| KeepError::KeyFile {
-            path: path.display().to_string(),
-            reason: source.to_string(),
-        })?;
-        let mode = metadata.permissions().mode() & 0o777;
-        if mode & 0o077 != 0 {
-            return Err(KeepError::KeyFile {
-                path: path.display().to_string(),
-                reason: format!(
-                    "its mode is {mode:03o}: others may read it; run `chmod 600` on it if it \
-                     is still secret"
-                ),
-            });
-        }
-    }
-    Ok(())
-}
-
 /// Reads exactly `N` bytes from lower-case hexadecimal.
-pub(crate) fn hex_exact<const N: usize>(text: &str, what: &str) -> Result<[u8; N], KeepError> {
+pub(crate) fn hex_exact<const N: usize>(text: &str, what: &str) -> Result<[u8; N], RuleError> {
     let valid = text.len() == N * 2
         && text
             .bytes()
             .all(|byte| byte.is_ascii_digit() || (b'a'..=b'f').contains(&byte));
     let mut out = [0_u8; N];
     if !valid || hex::decode_to_slice(text, &mut out).is_err() {
-        return Err(KeepError::Signature(format!(
+        return Err(RuleError::Signature(format!(
             "the {what} is not {} lower-case hexadecimal characters",
             N * 2
         )));
@@ -280,28 +218,15 @@ mod tests {
     }
 
     #[test]
-    fn key_files_are_private_and_never_replaced() {
-        let folder = tempfile::tempdir().expect("temp dir");
-        let path = folder.path().join("key.json");
-        let pair = KeyPair::generate().expect("key");
-        pair.write_file(&path).expect("write");
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(&path).expect("meta").permissions().mode();
-            assert_eq!(mode & 0o777, 0o600);
-        }
-        let read = KeyPair::read_file(&path).expect("read");
+    fn a_key_file_reads_back_as_its_key_and_a_changed_id_is_refused() {
+        let pair = KeyPair::from_seed(&[9; 32]);
+        let bytes = pair.to_file_bytes();
+        let read = KeyPair::from_file_bytes(&bytes).expect("read");
         assert_eq!(read.key_id(), pair.key_id());
-        let again = KeyPair::generate().expect("key").write_file(&path);
-        assert!(again.is_err_and(|error| error.to_string().contains("never replaced")));
-        #[cfg(unix)]
-        {
-            use std::os::unix::fs::PermissionsExt;
-            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).expect("chmod");
-            let refused = KeyPair::read_file(&path);
-            assert!(refused.is_err_and(|error| error.to_string().contains("644")));
-        }
+        let text = String::from_utf8(bytes).expect("utf-8");
+        let changed = text.replace(&pair.key_id(), &KeyPair::from_seed(&[1; 32]).key_id());
+        let refused = KeyPair::from_file_bytes(changed.as_bytes());
+        assert!(refused.is_err_and(|error| error.contains("does not belong")));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use imurun_keep::canonical::{canonicalize, parse_document};
+use imurun_keep_rules::canonical::{canonicalize, parse_document};
 
 fn data(name: &str) -> Vec<u8> {
     let path = PathBuf::from(env!("CARGO_MANIFEST_DIR"))

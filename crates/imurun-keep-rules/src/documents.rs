@@ -10,7 +10,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::KeepError;
+use crate::RuleError;
 use crate::canonical::{canonical_document, parse_document};
 use crate::host::{Host, HostAllowance};
 use crate::keys::{KeyPair, PublicKey, hex_exact};
@@ -57,9 +57,9 @@ pub struct Signature {
 
 impl Signed {
     /// Signs `document` (a value of a type that names itself) with `key`.
-    pub fn sign(document: &impl Serialize, key: &KeyPair) -> Result<Signed, KeepError> {
+    pub fn sign(document: &impl Serialize, key: &KeyPair) -> Result<Signed, RuleError> {
         let value = serde_json::to_value(document)
-            .map_err(|error| KeepError::Canonical(error.to_string()))?;
+            .map_err(|error| RuleError::Canonical(error.to_string()))?;
         let bytes = canonical_document(&value)?;
         Ok(Signed {
             signed: value,
@@ -72,28 +72,28 @@ impl Signed {
 
     /// Reads an envelope from its text: strictly (see [`parse_document`]), so duplicate names
     /// and floats are refused before any signature is checked.
-    pub fn from_text(text: &[u8]) -> Result<Signed, KeepError> {
+    pub fn from_text(text: &[u8]) -> Result<Signed, RuleError> {
         let value = parse_document(text)?;
         from_value(&value, "")
     }
 
     /// Reads an envelope from a JSON value that came from elsewhere (a request body): it is
     /// checked as strictly as text would be.
-    pub fn from_value(value: &Value) -> Result<Signed, KeepError> {
+    pub fn from_value(value: &Value) -> Result<Signed, RuleError> {
         crate::canonical::check_document(value)?;
         from_value(value, "")
     }
 
     /// The canonical bytes the signature covers.
-    pub fn signed_bytes(&self) -> Result<Vec<u8>, KeepError> {
+    pub fn signed_bytes(&self) -> Result<Vec<u8>, RuleError> {
         canonical_document(&self.signed)
     }
 
     /// Checks the signature with `key` (whose id must be the one named) and that the document's
     /// `type` is `kind`.
-    pub fn verify_with(&self, key: &PublicKey, kind: &str) -> Result<(), KeepError> {
+    pub fn verify_with(&self, key: &PublicKey, kind: &str) -> Result<(), RuleError> {
         if key.key_id() != self.signature.key_id {
-            return Err(KeepError::Signature(format!(
+            return Err(RuleError::Signature(format!(
                 "signed by key {}, not by {}",
                 self.signature.key_id,
                 key.key_id()
@@ -101,7 +101,7 @@ impl Signed {
         }
         let named = self.signed.get("type").and_then(Value::as_str);
         if named != Some(kind) {
-            return Err(KeepError::Signature(format!(
+            return Err(RuleError::Signature(format!(
                 "the document's type is {named:?}, not {kind:?}"
             )));
         }
@@ -110,7 +110,7 @@ impl Signed {
 
     /// The document's canonical text's SHA-256, in hexadecimal: how journal entries and
     /// decisions name a document.
-    pub fn document_sha256(&self) -> Result<String, KeepError> {
+    pub fn document_sha256(&self) -> Result<String, RuleError> {
         Ok(crate::keys::sha256_hex(&self.signed_bytes()?))
     }
 }
@@ -136,7 +136,7 @@ pub struct Policy {
 
 impl Policy {
     /// Reads a policy from a verified envelope's document and validates the manifest inside.
-    pub fn from_document(document: &Value) -> Result<(Policy, Manifest), KeepError> {
+    pub fn from_document(document: &Value) -> Result<(Policy, Manifest), RuleError> {
         let policy: Policy = from_value(document, "policy")?;
         check_type(&policy.kind, POLICY_TYPE, "policy.type")?;
         check_version(policy.version, "policy.version")?;
@@ -147,11 +147,11 @@ impl Policy {
             "policy.expires_at",
         )?;
         hex_exact::<32>(&policy.bundle_sha256, "bundle_sha256")
-            .map_err(|error| KeepError::invalid("policy.bundle_sha256", error.to_string()))?;
+            .map_err(|error| RuleError::invalid("policy.bundle_sha256", error.to_string()))?;
         let manifest = Manifest::from_json(&policy.manifest, HostAllowance::Operator)
             .map_err(|error| prefix_field(error, "policy.manifest"))?;
         if manifest.name != policy.agent || manifest.version != policy.version {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 "policy.manifest",
                 format!(
                     "the manifest is {}@{}, the policy is for {}@{}",
@@ -211,7 +211,7 @@ impl Ceiling {
     }
 
     /// Reads and validates a ceiling from a verified envelope's document.
-    pub fn from_document(document: &Value) -> Result<Ceiling, KeepError> {
+    pub fn from_document(document: &Value) -> Result<Ceiling, RuleError> {
         let mut ceiling: Ceiling = from_value(document, "ceiling")?;
         check_type(&ceiling.kind, CEILING_TYPE, "ceiling.type")?;
         check_user(&ceiling.user, "ceiling.user")?;
@@ -228,7 +228,7 @@ impl Ceiling {
             "ceiling.egress",
         )?;
         if ceiling.credentials.len() > CEILING_CREDENTIALS_MAX {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 "ceiling.credentials",
                 format!("more than the {CEILING_CREDENTIALS_MAX} allowed"),
             ));
@@ -288,6 +288,18 @@ pub struct TrustedKey {
     pub retired: bool,
 }
 
+impl TrustedKey {
+    /// The trust root's listing of `pair`'s public key.
+    pub fn listing(pair: &KeyPair, role: KeyRole, retired: bool) -> TrustedKey {
+        TrustedKey {
+            key_id: pair.key_id(),
+            public_key: pair.public().to_hex(),
+            role,
+            retired,
+        }
+    }
+}
+
 /// What a trusted key may sign.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -300,7 +312,7 @@ pub enum KeyRole {
 
 impl TrustRoot {
     /// Reads and validates a trust root from a document.
-    pub fn from_document(document: &Value) -> Result<TrustRoot, KeepError> {
+    pub fn from_document(document: &Value) -> Result<TrustRoot, RuleError> {
         let root: TrustRoot = from_value(document, "trust_root")?;
         check_type(&root.kind, TRUST_ROOT_TYPE, "trust_root.type")?;
         check_version(root.version, "trust_root.version")?;
@@ -311,7 +323,7 @@ impl TrustRoot {
             "trust_root.expires_at",
         )?;
         if root.keys.len() > TRUST_ROOT_KEYS_MAX {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 "trust_root.keys",
                 format!("more than the {TRUST_ROOT_KEYS_MAX} allowed"),
             ));
@@ -320,16 +332,16 @@ impl TrustRoot {
         for (index, key) in root.keys.iter().enumerate() {
             let field = format!("trust_root.keys[{index}]");
             let public = PublicKey::from_hex(&key.public_key).map_err(|error| {
-                KeepError::invalid(format!("{field}.public_key"), error.to_string())
+                RuleError::invalid(format!("{field}.public_key"), error.to_string())
             })?;
             if public.key_id() != key.key_id {
-                return Err(KeepError::invalid(
+                return Err(RuleError::invalid(
                     format!("{field}.key_id"),
                     format!("the key's id is {}, not {}", public.key_id(), key.key_id),
                 ));
             }
             if !seen.insert(key.key_id.clone()) {
-                return Err(KeepError::invalid(field, "the key is listed twice"));
+                return Err(RuleError::invalid(field, "the key is listed twice"));
             }
         }
         if !root
@@ -337,7 +349,7 @@ impl TrustRoot {
             .iter()
             .any(|key| key.role == KeyRole::Policy && !key.retired)
         {
-            return Err(KeepError::invalid(
+            return Err(RuleError::invalid(
                 "trust_root.keys",
                 "no policy key is left active: nobody could sign the next root",
             ));
@@ -347,7 +359,7 @@ impl TrustRoot {
 }
 
 /// Users' names: 1 to 32 of `a-z`, `0-9`, `-` and `_`, starting with a letter.
-pub fn check_user(user: &str, field: &str) -> Result<(), KeepError> {
+pub fn check_user(user: &str, field: &str) -> Result<(), RuleError> {
     crate::manifest::check_word(
         user,
         field,
@@ -360,11 +372,11 @@ pub fn check_user(user: &str, field: &str) -> Result<(), KeepError> {
     )
 }
 
-pub(crate) fn check_type(found: &str, want: &str, field: &str) -> Result<(), KeepError> {
+pub(crate) fn check_type(found: &str, want: &str, field: &str) -> Result<(), RuleError> {
     if found == want {
         Ok(())
     } else {
-        Err(KeepError::invalid(
+        Err(RuleError::invalid(
             field,
             format!("{:?} is not {want:?}", crate::manifest::cut(found)),
         ))
@@ -372,9 +384,9 @@ pub(crate) fn check_type(found: &str, want: &str, field: &str) -> Result<(), Kee
 }
 
 /// Puts `prefix` before a field error's path.
-pub(crate) fn prefix_field(error: KeepError, prefix: &str) -> KeepError {
+pub(crate) fn prefix_field(error: RuleError, prefix: &str) -> RuleError {
     match error {
-        KeepError::Invalid { field, reason } => KeepError::Invalid {
+        RuleError::Invalid { field, reason } => RuleError::Invalid {
             field: format!("{prefix}.{field}"),
             reason,
         },

@@ -1,10 +1,11 @@
 //! Device-signed decisions: what verifies, and everything that must not.
 
+use super::Counter;
 use std::collections::BTreeMap;
 
-use imurun_keep::decision::{Decision, DecisionKind, DeviceKey, Expected, verify_decision};
-use imurun_keep::documents::Signed;
-use imurun_keep::keys::{KeyPair, sha256_hex};
+use imurun_keep_rules::decision::{Decision, DecisionKind, DeviceKey, Expected, verify_decision};
+use imurun_keep_rules::documents::Signed;
+use imurun_keep_rules::keys::{KeyPair, sha256_hex};
 use serde_json::json;
 
 const NOW: i64 = 1_800_000_000;
@@ -58,7 +59,15 @@ fn a_valid_decision_verifies_and_every_change_is_refused() {
     let (old_pair, old) = device(3, "alice", true);
     let registered = [alice.clone(), bob, old];
     let hashes = hashes();
-    let decision = Decision::new(&expected(&hashes), &alice_pair, NOW, 300, false).expect("new");
+    let decision = Decision::new(
+        &Counter::default(),
+        &expected(&hashes),
+        &alice_pair,
+        NOW,
+        300,
+        false,
+    )
+    .expect("new");
     let envelope = Signed::sign(&decision, &alice_pair).expect("sign");
     assert_eq!(
         verify(&envelope, &registered).expect("valid").nonce,
@@ -128,7 +137,15 @@ fn a_valid_decision_verifies_and_every_change_is_refused() {
     }
 
     // Expired, issued in the future, valid too long.
-    let late = Decision::new(&expected(&hashes), &alice_pair, NOW - 301, 300, false).expect("new");
+    let late = Decision::new(
+        &Counter::default(),
+        &expected(&hashes),
+        &alice_pair,
+        NOW - 301,
+        300,
+        false,
+    )
+    .expect("new");
     refused(
         verify(
             &Signed::sign(&late, &alice_pair).expect("sign"),
@@ -136,7 +153,15 @@ fn a_valid_decision_verifies_and_every_change_is_refused() {
         ),
         "expired",
     );
-    let early = Decision::new(&expected(&hashes), &alice_pair, NOW + 600, 300, false).expect("new");
+    let early = Decision::new(
+        &Counter::default(),
+        &expected(&hashes),
+        &alice_pair,
+        NOW + 600,
+        300,
+        false,
+    )
+    .expect("new");
     refused(
         verify(
             &Signed::sign(&early, &alice_pair).expect("sign"),
@@ -144,7 +169,15 @@ fn a_valid_decision_verifies_and_every_change_is_refused() {
         ),
         "in the future",
     );
-    let long = Decision::new(&expected(&hashes), &alice_pair, NOW, 2 * 86_400, false).expect("new");
+    let long = Decision::new(
+        &Counter::default(),
+        &expected(&hashes),
+        &alice_pair,
+        NOW,
+        2 * 86_400,
+        false,
+    )
+    .expect("new");
     refused(
         verify(
             &Signed::sign(&long, &alice_pair).expect("sign"),
