@@ -48,6 +48,10 @@ pub enum RuleError {
     /// A tool asked for authority no tool may have, whatever a ceiling says.
     #[error("forbidden authority: {0}")]
     ForbiddenAuthority(String),
+    /// The decision clashes with the state it was checked against: decided already, nothing
+    /// left to decide, a version deployed already.
+    #[error("{0}")]
+    Conflict(String),
 }
 
 impl RuleError {
@@ -65,6 +69,7 @@ impl RuleError {
             RuleError::Random(_) => "random",
             RuleError::ConfirmTainted(_) => "confirm_tainted",
             RuleError::ForbiddenAuthority(_) => "forbidden_authority",
+            RuleError::Conflict(_) => "conflict",
         }
     }
 

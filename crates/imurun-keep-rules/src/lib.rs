@@ -20,10 +20,14 @@
 //! - [`tool_intake`]: reading a cell's `tool.propose`, bounded, and the look-alike check of
 //!   tool names;
 //! - [`authority`]: a proposed tool's authority diff against its agent, and its manifest
-//!   clamped by the person's ceiling.
+//!   clamped by the person's ceiling;
+//! - [`checks`]: each device-signed decision as one check over a snapshot of the state it
+//!   depends on, read under the lock that applies it: `check(&snapshot, &decision) ->
+//!   Result<plan, RuleError>`.
 
 pub mod authority;
 pub mod canonical;
+pub mod checks;
 pub mod decision;
 pub mod documents;
 mod error;

@@ -27,6 +27,7 @@ mod rules {
 
     mod authority;
     mod canonical;
+    mod checks;
     mod decisions;
     mod manifests;
     mod properties;

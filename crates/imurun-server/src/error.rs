@@ -442,7 +442,9 @@ fn rule_status(rule: &imurun_keep::RuleError) -> Option<StatusCode> {
         | RuleError::Expired { .. }
         | RuleError::Decision(_)
         | RuleError::ForbiddenAuthority(_) => StatusCode::FORBIDDEN,
-        RuleError::RolledBack { .. } | RuleError::ConfirmTainted(_) => StatusCode::CONFLICT,
+        RuleError::RolledBack { .. } | RuleError::ConfirmTainted(_) | RuleError::Conflict(_) => {
+            StatusCode::CONFLICT
+        }
         RuleError::Vault(_) | RuleError::Random(_) => return None,
     })
 }

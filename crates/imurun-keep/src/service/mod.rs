@@ -5,6 +5,7 @@
 //! directly with [`Identity::local_operator`].
 
 mod ceilings;
+mod decide;
 mod deploy;
 mod devices;
 mod host_settings;
@@ -14,6 +15,7 @@ pub(crate) mod refusals;
 mod sessions;
 mod tool_access;
 mod tool_calls;
+mod tool_decisions;
 mod vault_access;
 
 use std::sync::Arc;

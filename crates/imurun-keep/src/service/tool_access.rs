@@ -17,17 +17,17 @@ use std::net::IpAddr;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::devices::{device_key, use_nonce};
 use super::sessions::session_user;
-use super::{AGENT_KIND, CEILING_KIND, Identity, KeepService, append, append_as};
+use super::{Identity, KeepService, append, append_as};
 use crate::KeepError;
 use crate::authority::{self, Change, Clamped, Dropped};
 use crate::cells::SessionHost;
-use crate::decision::{DecisionKind, Expected, verify_decision};
+use crate::decision::DecisionKind;
 use crate::documents::{Ceiling, Signed};
 use crate::host::Host;
 use crate::manifest::{Egress, EgressMode, Manifest, MemoryAccess, Resources, host_of};
 use crate::tool_intake::{self, NamesInUse, PENDING_TOOL_PROPOSALS_MAX};
+use imurun_keep_rules::checks::tool_decision;
 
 /// How tool proposals' ids start (other proposals' start `kp-`).
 pub const TOOL_PROPOSAL_ID_PREFIX: &str = "kt-";
@@ -143,10 +143,10 @@ pub struct IntakeContext {
 }
 
 /// What a decision about a proposal is checked against, computed from the host's state.
-struct Basis {
-    review: ToolReview,
-    clamped: Manifest,
-    bundle_sha256: String,
+pub(super) struct Basis {
+    pub(super) review: ToolReview,
+    pub(super) clamped: Manifest,
+    pub(super) bundle_sha256: String,
 }
 
 impl KeepService {
@@ -334,7 +334,10 @@ impl KeepService {
     }
 
     /// A stored proposal's review against the host's state now.
-    async fn basis(&self, row: imurun_store::ToolProposalRow) -> Result<Basis, KeepError> {
+    pub(super) async fn basis(
+        &self,
+        row: imurun_store::ToolProposalRow,
+    ) -> Result<Basis, KeepError> {
         let user = row.user_name.clone();
         let ceiling = self.ceiling_in_force(&user).await?.ceiling;
         let connections: BTreeSet<String> = self
@@ -400,231 +403,6 @@ impl KeepService {
                     .await
             }
         }
-    }
-
-    async fn try_decide_tool(
-        &self,
-        caller: &Identity,
-        user: &str,
-        row: imurun_store::ToolProposalRow,
-        envelope: &Signed,
-    ) -> Result<ToolReview, KeepError> {
-        let id = row.id.clone();
-        if row.state != "pending" {
-            return Err(KeepError::Conflict(format!(
-                "the proposal was {} already",
-                row.state
-            )));
-        }
-        let basis = self.basis(row).await?;
-        let review = &basis.review;
-        let approve = envelope.signed.get("kind").and_then(Value::as_str)
-            == Some(DecisionKind::ApproveProposal.as_str());
-        // A proposal the host refuses (edited in the database, or asking for what no manifest
-        // may) never deploys; denying it grants nothing, so the person can clear it away.
-        if approve && let Some(refused) = &review.refused {
-            return Err(KeepError::Rule(RuleError::Untrusted(refused.clone())));
-        }
-        let trust = self.trust().await.ok();
-        let kind = if approve {
-            DecisionKind::ApproveProposal
-        } else {
-            DecisionKind::DenyProposal
-        };
-        let mut tx = self.store().keep_begin().await?;
-        // Everything the decision depends on, again under the write lock.
-        let Some(locked) = tx.pending_tool_proposal(&id, user).await? else {
-            return Err(KeepError::Conflict(
-                "the proposal was decided already".into(),
-            ));
-        };
-        // What deploys is read from this row (name, version, taint): its seal is checked
-        // again, so a row edited between the review and the lock never deploys, and a denial
-        // journals its name and version only when they are the ones proposed.
-        let unsealed = self.check_tool_proposal_row(&locked).err();
-        let unsealed = match unsealed {
-            Some(error) if approve => return Err(error),
-            unsealed => unsealed.map(|error| error.to_string()),
-        };
-        let ceiling_row = tx.document(CEILING_KIND, user).await?;
-        let highest =
-            self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
-        let ceiling_now = self
-            .ceiling_from_row(user, ceiling_row, highest, trust.as_ref())?
-            .ceiling
-            .version;
-        if ceiling_now != review.ceiling_version {
-            return Err(KeepError::Rule(RuleError::Decision(format!(
-                "the ceiling changed to version {ceiling_now} while the decision was checked; \
-                 review the proposal again"
-            ))));
-        }
-        if review.policy_version != 0 {
-            let agent_now = self.high_water(
-                AGENT_KIND,
-                &locked.agent,
-                tx.high_water(AGENT_KIND, &locked.agent).await?,
-            )?;
-            if agent_now != review.policy_version {
-                return Err(KeepError::Rule(RuleError::Decision(format!(
-                    "the agent {} is at version {agent_now} now, not the {} the review compared \
-                     against; review the proposal again",
-                    locked.agent, review.policy_version
-                ))));
-            }
-        }
-        let signer = match tx.device(&envelope.signature.key_id).await? {
-            Some(device) => Some(device_key(device)?),
-            None => None,
-        };
-        let expected = Expected {
-            kind,
-            subject: &id,
-            hashes: &review.hashes,
-            ceiling_version: review.ceiling_version,
-            policy_version: review.policy_version,
-            user,
-        };
-        let decision = verify_decision(envelope, &expected, |_| signer, self.now_s())?;
-        if approve && review.tainted && !decision.confirm_tainted {
-            return Err(KeepError::Rule(RuleError::ConfirmTainted(format!(
-                "this tool was proposed after its session was tainted ({}): the signed decision \
-                 must say `confirm_tainted: true`",
-                review
-                    .origin
-                    .taint_source
-                    .as_deref()
-                    .unwrap_or("untrusted content")
-            ))));
-        }
-        if approve {
-            self.check_version_free(
-                &mut tx,
-                user,
-                (&locked.name, locked.version),
-                &locked.bundle_sha256,
-            )
-            .await?;
-        }
-        use_nonce(&mut tx, &decision, self.now_s()).await?;
-        let state = if approve { "approved" } else { "denied" };
-        if !tx.decide_tool_proposal(&id, state).await? {
-            return Err(KeepError::Conflict(
-                "the proposal was decided already".into(),
-            ));
-        }
-        let subject = format!("proposal:{id}");
-        // What the journal says of the proposal is what was proposed only when its row held
-        // its seal, at the review and under the lock; a denial of an edited row names none of it.
-        let trusted = review.refused.is_none() && unsealed.is_none();
-        let detail = json!({
-            "action": if approve { "approve" } else { "deny" }, "kind": "tool",
-            "name": trusted.then_some(&locked.name),
-            "version": trusted.then_some(locked.version),
-            "bundle_sha256": trusted.then_some(&basis.bundle_sha256),
-            "manifest_sha256": review.hashes.get("manifest").filter(|_| trusted),
-            "ceiling_version": review.ceiling_version,
-            "policy_version": review.policy_version,
-            "decided_by": decision.device_key_id, "nonce": decision.nonce,
-            "tainted": trusted.then_some(review.tainted),
-            "confirm_tainted": decision.confirm_tainted,
-            "dropped": trusted.then_some(&review.dropped),
-            "granted_diff": trusted.then_some(&review.granted_diff),
-            "refused": review.refused.as_ref().or(unsealed.as_ref()),
-        });
-        append(&mut tx, caller, Some(user), "proposal", &subject, detail).await?;
-        if approve {
-            let bundle = self
-                .store()
-                .keep_tool_proposal_bundle(&id)
-                .await?
-                .ok_or(KeepError::NotFound("proposal"))?;
-            if crate::keys::sha256_hex(&bundle) != basis.bundle_sha256 {
-                return Err(KeepError::Rule(RuleError::Untrusted(
-                    "the stored bundle is not the one proposed".into(),
-                )));
-            }
-            let manifest_text = serde_json::to_string(&basis.clamped)
-                .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
-            let decision_text = super::envelope_text(envelope)?;
-            let seal = crate::seal::seal_tool(
-                self.host_key(),
-                &crate::seal::ToolFields {
-                    user,
-                    name: &locked.name,
-                    version: locked.version,
-                    bundle_sha256: &basis.bundle_sha256,
-                    manifest: &manifest_text,
-                    decision: &decision_text,
-                    tainted: locked.tainted,
-                    taint_cleared: None,
-                },
-            );
-            tx.insert_tool(&imurun_store::NewTool {
-                user_name: user,
-                name: &locked.name,
-                version: locked.version,
-                proposal_id: &id,
-                bundle_sha256: &basis.bundle_sha256,
-                bundle: &bundle,
-                manifest: &manifest_text,
-                decision: &decision_text,
-                tainted: locked.tainted,
-                taint_source: locked.taint_source.as_deref(),
-                seal: &seal,
-            })
-            .await
-            .map_err(|error| match error {
-                imurun_store::StoreError::AlreadyExists { .. } => KeepError::Conflict(format!(
-                    "u/{user}/{}@{} is deployed already; versions are immutable",
-                    locked.name, locked.version
-                )),
-                other => other.into(),
-            })?;
-            let high_water_subject = format!("{user}/{}", locked.name);
-            tx.raise_high_water(TOOL_KIND, &high_water_subject, locked.version)
-                .await?;
-            let detail = json!({
-                "action": "deploy", "tool": format!("u/{user}/{}", locked.name),
-                "version": locked.version, "bundle_sha256": basis.bundle_sha256,
-                "manifest_sha256": review.hashes.get("manifest"),
-                "egress_mode": if locked.tainted { EgressMode::Ask } else { basis.clamped.egress.mode },
-                "tainted": locked.tainted,
-                "host_key_id": self.host_key_id(),
-            });
-            append(
-                &mut tx,
-                caller,
-                Some(user),
-                "tool",
-                &format!("tool:u/{user}/{}@{}", locked.name, locked.version),
-                detail,
-            )
-            .await?;
-        }
-        if approve {
-            let subject = format!("{user}/{}", locked.name);
-            self.commit_and_mark(tx, (TOOL_KIND, subject, locked.version))
-                .await?;
-        } else {
-            tx.commit().await?;
-        }
-        let review = self.tool_proposal(caller, &id).await?;
-        if let Some(cells) = self.cells() {
-            cells.publish(
-                user,
-                json!({"type": "proposal.decided", "id": id, "kind": "tool", "state": review.state,
-                       "name": review.qualified_name, "version": review.version}),
-            );
-            if approve {
-                cells.publish(
-                    user,
-                    json!({"type": "tool.deployed", "name": review.qualified_name,
-                           "version": review.version, "tainted": review.tainted}),
-                );
-            }
-        }
-        Ok(review)
     }
 
     /// The calling person's tools, each at its highest version.
@@ -840,128 +618,6 @@ impl KeepService {
         }
     }
 
-    async fn try_clear_taint(
-        &self,
-        caller: &Identity,
-        user: &str,
-        name: &str,
-        envelope: &Signed,
-    ) -> Result<ToolView, KeepError> {
-        let view = self.tool(caller, name).await?;
-        if let Some(refused) = view.refused {
-            return Err(KeepError::Rule(RuleError::Untrusted(refused)));
-        }
-        let Some(basis) = view.clear_taint else {
-            return Err(KeepError::Conflict(format!(
-                "{} carries no taint to clear",
-                crate::manifest::cut(name)
-            )));
-        };
-        let (subject, hashes, ceiling_version) =
-            (basis.subject, basis.hashes, basis.ceiling_version);
-        let name = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
-        let trust = self.trust().await.ok();
-        let mut tx = self.store().keep_begin().await?;
-        let Some(row) = tx.tool(user, name).await? else {
-            return Err(KeepError::NotFound("tool"));
-        };
-        // Revoked by the row or by either mark, read under the lock.
-        if self.revoked_locked(&mut tx, &row).await? {
-            return Err(KeepError::Conflict(format!("u/{user}/{name} is revoked")));
-        }
-        if !row.tainted || row.taint_cleared.is_some() {
-            return Err(KeepError::Conflict(format!(
-                "u/{user}/{name} carries no taint to clear"
-            )));
-        }
-        if format!("u/{user}/{name}@{}", row.version) != subject {
-            return Err(KeepError::Conflict(
-                "a newer version was deployed while the decision was checked".into(),
-            ));
-        }
-        // The row sealed again below is the one the person's decision names: this host's seal
-        // holds on it, and its code and manifest are those whose hashes the decision signs.
-        self.check_tool_row(&row)?;
-        let manifest: Manifest = serde_json::from_str(&row.manifest).map_err(|error| {
-            KeepError::Rule(RuleError::Canonical(format!("a stored tool: {error}")))
-        })?;
-        let named = |key: &str| hashes.get(key).map(String::as_str);
-        if named("bundle") != Some(row.bundle_sha256.as_str())
-            || named("manifest") != Some(authority::manifest_sha256(&manifest).as_str())
-        {
-            return Err(KeepError::Rule(RuleError::Decision(
-                "the tool changed while the decision was checked; review it again".into(),
-            )));
-        }
-        let ceiling_row = tx.document(CEILING_KIND, user).await?;
-        let highest =
-            self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
-        let ceiling_now = self
-            .ceiling_from_row(user, ceiling_row, highest, trust.as_ref())?
-            .ceiling
-            .version;
-        if ceiling_now != ceiling_version {
-            return Err(KeepError::Rule(RuleError::Decision(
-                "the ceiling changed while the decision was checked".into(),
-            )));
-        }
-        let signer = match tx.device(&envelope.signature.key_id).await? {
-            Some(device) => Some(device_key(device)?),
-            None => None,
-        };
-        let expected = Expected {
-            kind: DecisionKind::ClearTaint,
-            subject: &subject,
-            hashes: &hashes,
-            ceiling_version,
-            policy_version: 0,
-            user,
-        };
-        let decision = verify_decision(envelope, &expected, |_| signer, self.now_s())?;
-        use_nonce(&mut tx, &decision, self.now_s()).await?;
-        let cleared = super::envelope_text(envelope)?;
-        let seal = crate::seal::seal_tool(
-            self.host_key(),
-            &crate::seal::ToolFields {
-                user,
-                name,
-                version: row.version,
-                bundle_sha256: &row.bundle_sha256,
-                manifest: &row.manifest,
-                decision: &row.decision,
-                tainted: row.tainted,
-                taint_cleared: Some(&cleared),
-            },
-        );
-        if !tx
-            .clear_tool_taint(user, name, row.version, &cleared, &seal)
-            .await?
-        {
-            return Err(KeepError::Conflict("the tool changed meanwhile".into()));
-        }
-        let detail = json!({
-            "action": "clear_taint", "tool": format!("u/{user}/{name}"), "version": row.version,
-            "decided_by": decision.device_key_id, "nonce": decision.nonce,
-        });
-        append(
-            &mut tx,
-            caller,
-            Some(user),
-            "tool",
-            &format!("tool:u/{user}/{name}@{}", row.version),
-            detail,
-        )
-        .await?;
-        tx.commit().await?;
-        if let Some(cells) = self.cells() {
-            cells.publish(
-                user,
-                json!({"type": "tool.taint_cleared", "name": format!("u/{user}/{name}"), "version": row.version}),
-            );
-        }
-        self.tool(caller, name).await
-    }
-
     /// `user`'s tool `name` in force for a call: not revoked, sealed by this host, its
     /// manifest valid. `None` for a tool that does not exist or was revoked (one answer for
     /// both, and for another person's).
@@ -1044,18 +700,10 @@ impl KeepService {
     /// Checks a deployed tool's row against this host's seal: every column a call or a decision
     /// reads but its revocation.
     fn check_tool_row(&self, row: &imurun_store::ToolRow) -> Result<(), KeepError> {
+        let fields = super::tool_decisions::tool_fields(row);
         Ok(crate::seal::check_tool(
             &self.host_key().public(),
-            &crate::seal::ToolFields {
-                user: &row.user_name,
-                name: &row.name,
-                version: row.version,
-                bundle_sha256: &row.bundle_sha256,
-                manifest: &row.manifest,
-                decision: &row.decision,
-                tainted: row.tainted,
-                taint_cleared: row.taint_cleared.as_deref(),
-            },
+            &fields,
             &row.seal,
         )?)
     }
@@ -1082,27 +730,31 @@ impl KeepService {
         (name, version): (&str, i64),
         bundle_sha256: &str,
     ) -> Result<(), KeepError> {
-        if let Some(existing) = tx.tool_version_sha256(user, name, version).await? {
-            let what = if existing == bundle_sha256 {
-                "with these bytes"
-            } else {
-                "with other bytes; versions are immutable"
-            };
-            return Err(KeepError::Conflict(format!(
-                "u/{user}/{name}@{version} is deployed already {what}: propose a higher version"
-            )));
-        }
+        let (deployed, highest) = self.version_state(tx, user, (name, version)).await?;
+        Ok(tool_decision::version_free(
+            (user, name, version),
+            bundle_sha256,
+            deployed.as_deref(),
+            highest,
+        )?)
+    }
+
+    /// The bundle hash deployed at `user`'s tool `name` at `version`, if any, and the highest
+    /// version of it ever accepted (in the database and in the Keep folder).
+    pub(crate) async fn version_state(
+        &self,
+        tx: &mut imurun_store::KeepTx,
+        user: &str,
+        (name, version): (&str, i64),
+    ) -> Result<(Option<String>, i64), KeepError> {
+        let deployed = tx.tool_version_sha256(user, name, version).await?;
         let subject = format!("{user}/{name}");
         let highest = self.high_water(
             TOOL_KIND,
             &subject,
             tx.high_water(TOOL_KIND, &subject).await?,
         )?;
-        Ok(crate::trust::check_increases(
-            &format!("tool u/{user}/{name}"),
-            version,
-            highest,
-        )?)
+        Ok((deployed, highest))
     }
 }
 
@@ -1337,7 +989,9 @@ fn tool_view(row: imurun_store::ToolRow, ceiling_version: i64) -> Result<ToolVie
 }
 
 /// What a tool proposal's seal covers, read from its row.
-fn proposal_fields(row: &imurun_store::ToolProposalRow) -> crate::seal::ToolProposalFields<'_> {
+pub(super) fn proposal_fields(
+    row: &imurun_store::ToolProposalRow,
+) -> crate::seal::ToolProposalFields<'_> {
     crate::seal::ToolProposalFields {
         id: &row.id,
         user: &row.user_name,

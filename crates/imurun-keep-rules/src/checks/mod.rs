@@ -1,0 +1,72 @@
+//! Keep's device-signed decisions as pure checks. The host reads a snapshot of everything a
+//! decision depends on under the write lock that will apply it, calls the decision's `check`,
+//! and applies the plan it returns (or journals the refusal): the host holds no rule of its
+//! own, and a test can give a check any state without a database.
+//!
+//! Every check verifies the signed decision the same way ([`signed`]): the device that signed
+//! it is the person's, live, and the decision names exactly the subject, hashes and versions
+//! the snapshot holds now. The nonce is consumed by the host when it applies the plan, in the
+//! same transaction.
+
+pub mod clear_taint;
+pub mod tool_decision;
+
+use std::collections::BTreeMap;
+
+use crate::RuleError;
+use crate::decision::{Decision, DecisionKind, DeviceKey, Expected, verify_decision};
+use crate::documents::Signed;
+
+/// What every device-signed decision is checked against: who decides, the signing device as
+/// registered (if it is), and the time.
+#[derive(Debug, Clone, Copy)]
+pub struct Signer<'a> {
+    /// The person whose decision it must be.
+    pub user: &'a str,
+    /// The device registered under the envelope's key id, read under the lock.
+    pub device: Option<&'a DeviceKey>,
+    /// Seconds since the Unix epoch.
+    pub now_s: i64,
+}
+
+/// What a decision must name to hold.
+#[derive(Debug, Clone, Copy)]
+pub struct Names<'a> {
+    pub kind: DecisionKind,
+    pub subject: &'a str,
+    pub hashes: &'a BTreeMap<String, String>,
+    pub ceiling_version: i64,
+    pub policy_version: i64,
+}
+
+/// The signed decision in `envelope`, verified against `names` and `signer`.
+pub fn signed(
+    envelope: &Signed,
+    names: &Names<'_>,
+    signer: &Signer<'_>,
+) -> Result<Decision, RuleError> {
+    let expected = Expected {
+        kind: names.kind,
+        subject: names.subject,
+        hashes: names.hashes,
+        ceiling_version: names.ceiling_version,
+        policy_version: names.policy_version,
+        user: signer.user,
+    };
+    verify_decision(
+        envelope,
+        &expected,
+        |_| signer.device.cloned(),
+        signer.now_s,
+    )
+}
+
+/// Refuses a decision made against a ceiling version that is no longer in force.
+pub(crate) fn ceiling_unchanged(decided: i64, now: i64) -> Result<(), RuleError> {
+    if decided == now {
+        return Ok(());
+    }
+    Err(RuleError::Decision(format!(
+        "the ceiling changed to version {now} while the decision was checked; review it again"
+    )))
+}
