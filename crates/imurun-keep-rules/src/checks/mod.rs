@@ -9,6 +9,8 @@
 //! same transaction.
 
 pub mod clear_taint;
+pub mod egress_answer;
+pub mod enrol;
 pub mod tool_decision;
 
 use std::collections::BTreeMap;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use imurun_keep_rules::authority::manifest_sha256;
-use imurun_keep_rules::checks::{Signer, clear_taint, tool_decision};
+use imurun_keep_rules::checks::{Signer, clear_taint, egress_answer, enrol, tool_decision};
 use imurun_keep_rules::decision::{Decision, DecisionKind, DeviceKey, Expected};
 use imurun_keep_rules::documents::Signed;
 use imurun_keep_rules::host::HostAllowance;
@@ -508,5 +508,178 @@ fn a_taint_is_cleared_only_on_the_row_the_person_was_shown() {
     assert_eq!(
         world.check(&envelope, &registered, &host).err().as_deref(),
         Some("decision_refused")
+    );
+}
+
+#[test]
+fn a_device_enrols_only_with_its_own_possession_and_an_existing_devices_decision() {
+    let new_key = KeyPair::from_seed(&[7; 32]);
+    let public_key = new_key.public().to_hex();
+    let possession = new_key.sign(&enrol::possession_message("alice", &new_key.public()));
+    let request = enrol::Request {
+        user: "alice",
+        public_key: &public_key,
+        label: "phone",
+        possession: &possession,
+    };
+    let new_device = enrol::read(&request).expect("a request that holds");
+    // The request's own rules.
+    let bob_possession = new_key.sign(&enrol::possession_message("bob", &new_key.public()));
+    let long_label = "x".repeat(enrol::DEVICE_LABEL_CHARS_MAX + 1);
+    let cases: [(&str, enrol::Request<'_>, &str); 4] = [
+        (
+            "a possession over another user",
+            enrol::Request {
+                possession: &bob_possession,
+                ..request
+            },
+            "bad_signature",
+        ),
+        (
+            "a key that is not one",
+            enrol::Request {
+                public_key: "00",
+                ..request
+            },
+            "invalid",
+        ),
+        (
+            "a long label",
+            enrol::Request {
+                label: &long_label,
+                ..request
+            },
+            "invalid",
+        ),
+        (
+            "a hidden control in the label",
+            enrol::Request {
+                label: "ph\u{202e}one",
+                ..request
+            },
+            "invalid",
+        ),
+    ];
+    for (what, request, rule) in cases {
+        assert_eq!(
+            enrol::read(&request).err().map(|error| error.rule()),
+            Some(rule),
+            "{what}"
+        );
+    }
+    // The decision that lets it in.
+    let (alice, registered) = device(1, "alice", false);
+    let expected = Expected {
+        kind: DecisionKind::EnrolDevice,
+        subject: &new_device.key_id,
+        hashes: &new_device.hashes,
+        ceiling_version: 4,
+        policy_version: 0,
+        user: "alice",
+    };
+    let envelope = decide(&alice, &expected, |_| {});
+    let check = |ceiling_now: i64, device_key: &DeviceKey, envelope: &Signed| {
+        let snapshot = enrol::Snapshot {
+            device: &new_device,
+            ceiling_version: 4,
+            ceiling_now,
+            signer: Signer {
+                user: "alice",
+                device: Some(device_key),
+                now_s: NOW,
+            },
+        };
+        enrol::check(&snapshot, envelope)
+            .map(|_| ())
+            .map_err(|error| error.rule())
+    };
+    assert_eq!(check(4, &registered, &envelope), Ok(()));
+    assert_eq!(
+        check(5, &registered, &envelope),
+        Err("conflict"),
+        "the ceiling changed"
+    );
+    let retired = DeviceKey {
+        retired: true,
+        ..registered.clone()
+    };
+    assert_eq!(
+        check(4, &retired, &envelope),
+        Err("untrusted_key"),
+        "a retired device"
+    );
+    let other_key = decide(&alice, &expected, |d| d.subject = "another-key".into());
+    assert_eq!(
+        check(4, &registered, &other_key),
+        Err("decision_refused"),
+        "another key"
+    );
+}
+
+#[test]
+fn an_egress_approval_holds_only_for_the_use_as_shown() {
+    let (alice, registered) = device(1, "alice", false);
+    let hashes = BTreeMap::from([
+        ("request".to_owned(), B1.to_owned()),
+        ("body".to_owned(), B2.to_owned()),
+    ]);
+    let expected = Expected {
+        kind: DecisionKind::ApproveEgress,
+        subject: "ea-1",
+        hashes: &hashes,
+        ceiling_version: 0,
+        policy_version: 2,
+        user: "alice",
+    };
+    let snapshot = |agent_version: i64, use_id: &'static str| egress_answer::Snapshot {
+        use_id,
+        hashes: &hashes,
+        agent_version,
+        signer: Signer {
+            user: "alice",
+            device: Some(&registered),
+            now_s: NOW,
+        },
+    };
+    let rule = |result: Result<Decision, imurun_keep_rules::RuleError>| {
+        result.map(|_| ()).map_err(|error| error.rule())
+    };
+    let envelope = decide(&alice, &expected, |_| {});
+    assert_eq!(
+        rule(egress_answer::check(&snapshot(2, "ea-1"), &envelope, true)),
+        Ok(())
+    );
+    assert_eq!(
+        rule(egress_answer::check_recorded(
+            &snapshot(2, "ea-1"),
+            &envelope
+        )),
+        Ok(())
+    );
+    assert_eq!(
+        rule(egress_answer::check(&snapshot(2, "ea-1"), &envelope, false)),
+        Err("decision_refused"),
+        "a denial by decision"
+    );
+    assert_eq!(
+        rule(egress_answer::check(&snapshot(2, "ea-2"), &envelope, true)),
+        Err("decision_refused"),
+        "another use"
+    );
+    assert_eq!(
+        rule(egress_answer::check(&snapshot(3, "ea-1"), &envelope, true)),
+        Err("decision_refused"),
+        "another agent version"
+    );
+    let other_body = decide(&alice, &expected, |d| {
+        d.hashes.insert("body".into(), B1.into());
+    });
+    assert_eq!(
+        rule(egress_answer::check_recorded(
+            &snapshot(2, "ea-1"),
+            &other_body
+        )),
+        Err("decision_refused"),
+        "another body"
     );
 }

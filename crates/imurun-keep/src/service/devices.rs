@@ -3,14 +3,16 @@
 //! its nonce consumed in the same write as what the decision allows.
 
 use imurun_keep_rules::RuleError;
-use std::collections::BTreeMap;
+use imurun_keep_rules::checks::enrol;
+use imurun_store::KeepTx;
 
 use serde::Serialize;
 use serde_json::json;
 
-use super::{CEILING_KIND, Identity, KeepService, append};
+use super::decide::Commit;
+use super::{Identity, KeepService, append};
 use crate::KeepError;
-use crate::decision::{Decision, DecisionKind, DeviceKey, Expected, verify_decision};
+use crate::decision::{Decision, DeviceKey};
 use crate::documents::{Signed, check_user};
 use crate::keys::PublicKey;
 use crate::tokens::{ENROL_CODE_PREFIX, TOKEN_BYTES_MAX, new_secret, secret_hash};
@@ -19,8 +21,6 @@ use crate::tokens::{ENROL_CODE_PREFIX, TOKEN_BYTES_MAX, new_secret, secret_hash}
 pub const ENROL_CODE_TTL_S_DEFAULT: i64 = 15 * 60;
 /// The longest an enrolment code may work, in seconds.
 pub const ENROL_CODE_TTL_S_MAX: i64 = 7 * 24 * 60 * 60;
-/// Characters of a device's label.
-pub const DEVICE_LABEL_CHARS_MAX: usize = 64;
 
 /// How a new device proves it is the user's.
 #[derive(Debug, Clone)]
@@ -88,13 +88,13 @@ impl KeepService {
             ));
         };
         let subject = format!("device:{}", crate::manifest::cut(public_key));
-        let enrolment = Enrolment {
+        let request = enrol::Request {
             user,
             public_key,
             label,
             possession,
         };
-        match self.try_enrol(caller, &enrolment, proof).await {
+        match self.try_enrol(caller, &request, proof).await {
             Ok(view) => Ok(view),
             Err(error) => {
                 self.refuse(caller, Some(user), "enrol_device", &subject, error)
@@ -106,91 +106,82 @@ impl KeepService {
     async fn try_enrol(
         &self,
         caller: &Identity,
-        enrolment: &Enrolment<'_>,
+        request: &enrol::Request<'_>,
         proof: EnrolProof,
     ) -> Result<DeviceView, KeepError> {
-        let user = enrolment.user;
-        let key = PublicKey::from_hex(enrolment.public_key)
-            .map_err(|error| KeepError::invalid("public_key", error.to_string()))?;
-        let label = enrolment.label;
-        if label.chars().count() > DEVICE_LABEL_CHARS_MAX
-            || label.chars().any(crate::manifest::is_hidden_control)
-        {
-            return Err(KeepError::invalid(
-                "label",
-                format!("at most {DEVICE_LABEL_CHARS_MAX} characters of plain text"),
-            ));
-        }
-        key.verify(&possession_message(user, &key), enrolment.possession)
-            .map_err(|_| {
-                KeepError::Rule(RuleError::Signature(
-                    "`possession` is not the new key's signature over this user and key".into(),
-                ))
-            })?;
-        let key_id = key.key_id();
-        let expected_hashes = BTreeMap::from([("public_key".to_owned(), key.sha256())]);
+        let user = request.user;
+        let device = enrol::read(request)?;
         // The ceiling in force is read (and verified) before the write lock; its version is read
         // again under the lock, so a decision never passes against a ceiling that just changed.
         let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
-        let trust = self.trust().await.ok();
-        let mut tx = self.store().keep_begin().await?;
-        let how = match proof {
+        match proof {
             EnrolProof::Code(code) => {
-                if tx.live_device_count(user).await? > 0 {
-                    return Err(KeepError::Forbidden(format!(
-                        "{user} has a device already: a new one needs an `enrol_device` decision \
-                         signed by an existing device, not a code"
-                    )));
-                }
-                let used = code.len() <= TOKEN_BYTES_MAX
-                    && tx
-                        .use_enrol_code(
-                            &secret_hash(&code),
-                            user,
-                            self.now_s().saturating_mul(1_000),
-                        )
-                        .await?;
-                if !used {
-                    return Err(KeepError::Forbidden(
-                        "the enrolment code is unknown, used, expired or another user's".into(),
-                    ));
-                }
-                json!({"proof": "enrol_code"})
+                let mut tx = self.store().keep_begin().await?;
+                self.use_code(&mut tx, user, &code).await?;
+                let how = json!({"proof": "enrol_code"});
+                self.insert_device(&mut tx, caller, request, &device.key_id, how)
+                    .await?;
+                tx.commit().await?;
             }
             EnrolProof::Decision(envelope) => {
-                // The ceiling in force, derived again from the row read under the lock.
-                let row = tx.document(CEILING_KIND, user).await?;
-                let highest =
-                    self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
-                let locked_version = self
-                    .ceiling_from_row(user, row, highest, trust.as_ref())?
-                    .ceiling
-                    .version;
-                if locked_version != ceiling_version {
-                    return Err(KeepError::Conflict(
-                        "the ceiling changed while the decision was checked; try again".into(),
-                    ));
-                }
-                // The deciding device is read under the write lock: one retired a moment ago
-                // signs nothing.
-                let signer = match tx.device(&envelope.signature.key_id).await? {
-                    Some(row) => Some(device_key(row)?),
-                    None => None,
-                };
-                let expected = Expected {
-                    kind: DecisionKind::EnrolDevice,
-                    subject: &key_id,
-                    hashes: &expected_hashes,
-                    ceiling_version,
-                    policy_version: 0,
+                self.decide_under_lock(
                     user,
-                };
-                let decision = verify_decision(&envelope, &expected, |_| signer, self.now_s())?;
-                use_nonce(&mut tx, &decision, self.now_s()).await?;
-                json!({"proof": "decision", "decided_by": decision.device_key_id, "nonce": decision.nonce})
+                    &envelope,
+                    async |tx| self.ceiling_version_locked(tx, user).await,
+                    |ceiling_now: &i64, signer| {
+                        let snapshot = enrol::Snapshot {
+                            device: &device,
+                            ceiling_version,
+                            ceiling_now: *ceiling_now,
+                            signer,
+                        };
+                        enrol::check(&snapshot, &envelope)
+                    },
+                    async |tx, _, decision| {
+                        let how = json!({"proof": "decision",
+                            "decided_by": decision.device_key_id, "nonce": decision.nonce});
+                        self.insert_device(tx, caller, request, &device.key_id, how)
+                            .await?;
+                        Ok(((), Commit::Plain))
+                    },
+                )
+                .await?;
             }
-        };
-        tx.insert_device(&key_id, user, enrolment.public_key, label)
+        }
+        self.device(caller, &device.key_id).await
+    }
+
+    /// Uses `user`'s enrolment code: only for a person with no live device yet.
+    async fn use_code(&self, tx: &mut KeepTx, user: &str, code: &str) -> Result<(), KeepError> {
+        if tx.live_device_count(user).await? > 0 {
+            return Err(KeepError::Forbidden(format!(
+                "{user} has a device already: a new one needs an `enrol_device` decision \
+                 signed by an existing device, not a code"
+            )));
+        }
+        let used = code.len() <= TOKEN_BYTES_MAX
+            && tx
+                .use_enrol_code(&secret_hash(code), user, self.now_s().saturating_mul(1_000))
+                .await?;
+        if !used {
+            return Err(KeepError::Forbidden(
+                "the enrolment code is unknown, used, expired or another user's".into(),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Registers the new device and journals how it came in.
+    async fn insert_device(
+        &self,
+        tx: &mut KeepTx,
+        caller: &Identity,
+        request: &enrol::Request<'_>,
+        key_id: &str,
+        how: serde_json::Value,
+    ) -> Result<(), KeepError> {
+        let (user, label) = (request.user, request.label);
+        tx.insert_device(key_id, user, request.public_key, label)
             .await
             .map_err(|error| match error {
                 imurun_store::StoreError::AlreadyExists { .. } => {
@@ -203,16 +194,14 @@ impl KeepService {
             target.extend(source.clone());
         }
         append(
-            &mut tx,
+            tx,
             caller,
             Some(user),
             "device",
             &format!("device:{key_id}"),
             detail,
         )
-        .await?;
-        tx.commit().await?;
-        self.device(caller, &key_id).await
+        .await
     }
 
     /// The calling user's device keys.
@@ -280,24 +269,6 @@ pub(crate) async fn use_nonce(
             "its nonce was used already".into(),
         )))
     }
-}
-
-/// What a new device sends about itself.
-struct Enrolment<'a> {
-    user: &'a str,
-    public_key: &'a str,
-    label: &'a str,
-    possession: &'a str,
-}
-
-/// The bytes a new device key signs to prove it is held by whoever enrols it: the canonical
-/// JSON of `{"type": "imurun.device_possession", "user", "public_key"}`.
-pub fn possession_message(user: &str, key: &PublicKey) -> Vec<u8> {
-    crate::canonical::canonicalize(&json!({
-        "type": "imurun.device_possession",
-        "user": user,
-        "public_key": key.to_hex(),
-    }))
 }
 
 /// A registered device's row as the decision verifier's key.

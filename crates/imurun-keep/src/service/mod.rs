@@ -36,11 +36,9 @@ use crate::vault::VaultKey;
 
 pub use ceilings::CeilingView;
 pub use deploy::{AgentView, BUNDLE_BYTES_MAX, DeployRequest, PublicAgentView};
-pub use devices::{
-    DEVICE_LABEL_CHARS_MAX, DeviceView, ENROL_CODE_TTL_S_DEFAULT, ENROL_CODE_TTL_S_MAX, EnrolProof,
-    possession_message,
-};
+pub use devices::{DeviceView, ENROL_CODE_TTL_S_DEFAULT, ENROL_CODE_TTL_S_MAX, EnrolProof};
 pub use host_settings::ToolProposeView;
+pub use imurun_keep_rules::checks::enrol::{DEVICE_LABEL_CHARS_MAX, possession_message};
 pub use journal_access::{
     BREAK_NOT_ABOUT_YOU, BadEntryView, JOURNAL_LIST_ENTRIES_MAX, JournalCheckView, JournalView,
     USER_CHECK_REUSE_S,

@@ -11,17 +11,18 @@ use serde::Serialize;
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::devices::{device_key, use_nonce};
+use super::decide::Commit;
+use super::devices::device_key;
 use super::{Identity, KeepService, append, append_as};
 use crate::KeepError;
 use crate::cells::{
     Cells, LiveSession, SESSIONS_PER_USER_MAX, SessionHost, WaitingView, cell_error, cut_chars,
     cut_text, imports_for, limits_for,
 };
-use crate::decision::{DecisionKind, Expected, verify_decision};
 use crate::documents::Signed;
 use crate::manifest::{Manifest, is_hidden_control};
 use crate::service::now_ms;
+use imurun_keep_rules::checks::{Signer, egress_answer};
 
 /// The longest message to a session, in bytes.
 pub const MESSAGE_BYTES_MAX: usize = 64 << 10;
@@ -699,19 +700,21 @@ impl KeepService {
         else {
             return false;
         };
-        let signer = match self.store().keep_device(&envelope.signature.key_id).await {
+        let device = match self.store().keep_device(&envelope.signature.key_id).await {
             Ok(Some(device)) => device_key(device).ok(),
             _ => None,
         };
-        let expected = Expected {
-            kind: DecisionKind::ApproveEgress,
-            subject: &row.id,
+        let snapshot = egress_answer::Snapshot {
+            use_id: &row.id,
             hashes: &view.hashes,
-            ceiling_version: 0,
-            policy_version: view.agent_version,
-            user: &row.user_name,
+            agent_version: view.agent_version,
+            signer: Signer {
+                user: &row.user_name,
+                device: device.as_ref(),
+                now_s: self.now_s(),
+            },
         };
-        verify_decision(&envelope, &expected, |_| signer, self.now_s()).is_ok()
+        egress_answer::check_recorded(&snapshot, &envelope).is_ok()
     }
 
     /// Hands the answer another host recorded for use `id` to the cell waiting on it here, if
@@ -766,28 +769,25 @@ impl KeepService {
         envelope: &Signed,
         approve: bool,
     ) -> Result<serde_json::Value, KeepError> {
-        if !approve {
-            return Err(KeepError::Rule(RuleError::Decision(
-                "an approve_egress decision approves; deny without one".into(),
-            )));
-        }
-        let mut tx = self.store().keep_begin().await?;
-        let signer = match tx.device(&envelope.signature.key_id).await? {
-            Some(row) => Some(device_key(row)?),
-            None => None,
-        };
-        let expected = Expected {
-            kind: DecisionKind::ApproveEgress,
-            subject: id,
-            hashes: &view.hashes,
-            ceiling_version: 0,
-            policy_version: view.agent_version,
+        self.decide_under_lock(
             user,
-        };
-        let decision = verify_decision(envelope, &expected, |_| signer, self.now_s())?;
-        use_nonce(&mut tx, &decision, self.now_s()).await?;
-        tx.commit().await?;
-        Ok(json!({"device": decision.device_key_id, "nonce": decision.nonce}))
+            envelope,
+            async |_| Ok(()),
+            |(), signer| {
+                let snapshot = egress_answer::Snapshot {
+                    use_id: id,
+                    hashes: &view.hashes,
+                    agent_version: view.agent_version,
+                    signer,
+                };
+                egress_answer::check(&snapshot, envelope, approve)
+            },
+            async |_, (), decision| {
+                let who = json!({"device": decision.device_key_id, "nonce": decision.nonce});
+                Ok((who, Commit::Plain))
+            },
+        )
+        .await
     }
 
     /// Journals the loopback ports the operator opened to cells' egress (at the host's start).

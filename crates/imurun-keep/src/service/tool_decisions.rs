@@ -9,7 +9,7 @@ use imurun_store::{KeepTx, ToolProposalRow, ToolRow};
 
 use super::decide::Commit;
 use super::tool_access::{Basis, TOOL_KIND, ToolReview, ToolView, own_tool_name, proposal_fields};
-use super::{AGENT_KIND, CEILING_KIND, Identity, KeepService, append};
+use super::{AGENT_KIND, Identity, KeepService, append};
 use crate::KeepError;
 use crate::documents::Signed;
 use crate::manifest::EgressMode;
@@ -86,15 +86,8 @@ impl KeepService {
         user: &str,
         id: &str,
     ) -> Result<ProposalState, KeepError> {
-        let trust = self.trust().await.ok();
         let locked = tx.pending_tool_proposal(id, user).await?;
-        let ceiling_row = tx.document(CEILING_KIND, user).await?;
-        let highest =
-            self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
-        let ceiling_now = self
-            .ceiling_from_row(user, ceiling_row, highest, trust.as_ref())?
-            .ceiling
-            .version;
+        let ceiling_now = self.ceiling_version_locked(tx, user).await?;
         let Some(row) = &locked else {
             return Ok(ProposalState {
                 locked,
@@ -370,19 +363,12 @@ impl KeepService {
         user: &str,
         name: &str,
     ) -> Result<ToolState, KeepError> {
-        let trust = self.trust().await.ok();
         let Some(row) = tx.tool(user, name).await? else {
             return Err(KeepError::NotFound("tool"));
         };
         // Revoked by the row or by either mark, read under the lock.
         let revoked = self.revoked_locked(tx, &row).await?;
-        let ceiling_row = tx.document(CEILING_KIND, user).await?;
-        let highest =
-            self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
-        let ceiling_now = self
-            .ceiling_from_row(user, ceiling_row, highest, trust.as_ref())?
-            .ceiling
-            .version;
+        let ceiling_now = self.ceiling_version_locked(tx, user).await?;
         Ok(ToolState {
             row,
             revoked,
