@@ -1,4 +1,9 @@
-//! The one error type of the store.
+//! The one error type of the store, and the opaque wrappers that carry the database driver's
+//! errors inside it.
+//!
+//! No public variant names a `sqlx` type: the driver's errors travel in [`DatabaseError`] and
+//! [`MigrationError`], which show its message and chain its sources but cannot be matched on, so
+//! other crates classify a failure with [`StoreError`]'s own methods and never depend on `sqlx`.
 
 use std::path::PathBuf;
 
@@ -18,7 +23,7 @@ pub enum StoreError {
     Open {
         database: String,
         #[source]
-        source: sqlx::Error,
+        source: DatabaseError,
     },
     /// A database URL of a kind the store does not run on (only `postgres://`, `postgresql://`
     /// and `sqlite://`). `url` is shown without its password.
@@ -29,10 +34,10 @@ pub enum StoreError {
     UnsupportedUrl { url: String },
     /// A schema migration failed; the database stays at the last migration that succeeded.
     #[error("cannot migrate the database: {0}")]
-    Migrate(#[from] sqlx::migrate::MigrateError),
+    Migrate(#[source] MigrationError),
     /// A query failed (I/O, a busy database past the busy timeout, a constraint).
     #[error("database query failed: {0}")]
-    Query(#[from] sqlx::Error),
+    Query(#[source] DatabaseError),
     /// A stored value this version cannot read: written by a newer version, or edited by hand.
     #[error("column {column} holds {value:?}, which this version cannot read")]
     Decode { column: &'static str, value: String },
@@ -92,6 +97,26 @@ pub enum StoreError {
     AuditRowsLost { rows: u64 },
 }
 
+/// The database driver's error, opaque: its message (`Display`) and its causes
+/// (`Error::source`) are the driver's; what it means for a caller is asked of [`StoreError`]
+/// (`is_unavailable`, `is_unstorable_text`).
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct DatabaseError(pub(crate) sqlx::Error);
+
+/// A schema migration's error, opaque like [`DatabaseError`].
+#[derive(Debug, thiserror::Error)]
+#[error(transparent)]
+pub struct MigrationError(pub(crate) sqlx::migrate::MigrateError);
+
+/// Every query's error becomes [`StoreError::Query`], so that `?` works on this crate's queries.
+/// Other crates have no use for it: they never hold a `sqlx` error.
+impl From<sqlx::Error> for StoreError {
+    fn from(error: sqlx::Error) -> Self {
+        StoreError::Query(DatabaseError(error))
+    }
+}
+
 impl StoreError {
     /// Whether the database refused a text it cannot hold (PostgreSQL's 22021: a NUL character
     /// in an id or a name that reached a query): the request's fault, not the database's.
@@ -99,7 +124,7 @@ impl StoreError {
         matches!(self, StoreError::NulCharacter { .. })
             || matches!(
                 self,
-                StoreError::Query(sqlx::Error::Database(error)) if error.code().as_deref() == Some("22021")
+                StoreError::Query(DatabaseError(sqlx::Error::Database(error))) if error.code().as_deref() == Some("22021")
             )
     }
 
@@ -109,8 +134,14 @@ impl StoreError {
     /// answer these "try again later".
     pub fn is_unavailable(&self) -> bool {
         let source = match self {
-            StoreError::Open { source, .. } | StoreError::Query(source) => source,
-            StoreError::Migrate(sqlx::migrate::MigrateError::Execute(source)) => source,
+            StoreError::Open {
+                source: DatabaseError(source),
+                ..
+            }
+            | StoreError::Query(DatabaseError(source)) => source,
+            StoreError::Migrate(MigrationError(sqlx::migrate::MigrateError::Execute(source))) => {
+                source
+            }
             _ => return false,
         };
         match source {
@@ -139,5 +170,114 @@ impl StoreError {
             }),
             _ => false,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::error::Error as _;
+
+    use super::{DatabaseError, MigrationError, StoreError};
+
+    /// What a caller learns of an error: whether to try again later, whether the request's text
+    /// was refused.
+    #[derive(Debug, PartialEq, Eq)]
+    struct Classes {
+        unavailable: bool,
+        unstorable_text: bool,
+    }
+
+    fn check(case: &str, error: StoreError, expected: Classes) {
+        let got = Classes {
+            unavailable: error.is_unavailable(),
+            unstorable_text: error.is_unstorable_text(),
+        };
+        assert_eq!(got, expected, "{case}: {error:?}");
+    }
+
+    /// The driver's errors are classified through the wrappers as they were when the variants
+    /// held them bare (the database's own codes are checked against live engines in the
+    /// integration tests).
+    #[test]
+    fn the_wrapped_driver_errors_keep_their_classes() {
+        let io = || std::io::Error::new(std::io::ErrorKind::ConnectionRefused, "refused");
+        let open = |source| StoreError::Open {
+            database: "imurun.db".to_owned(),
+            source: DatabaseError(source),
+        };
+        let migrate = |error| StoreError::Migrate(MigrationError(error));
+        let yes = || Classes {
+            unavailable: true,
+            unstorable_text: false,
+        };
+        let no = || Classes {
+            unavailable: false,
+            unstorable_text: false,
+        };
+        let cases = [
+            (
+                "query, pool timed out",
+                sqlx::Error::PoolTimedOut.into(),
+                yes(),
+            ),
+            ("query, pool closed", sqlx::Error::PoolClosed.into(), yes()),
+            (
+                "query, worker crashed",
+                sqlx::Error::WorkerCrashed.into(),
+                yes(),
+            ),
+            ("query, I/O", sqlx::Error::Io(io()).into(), yes()),
+            ("query, no row", sqlx::Error::RowNotFound.into(), no()),
+            ("open, I/O", open(sqlx::Error::Io(io())), yes()),
+            (
+                "open, bad URL",
+                open(sqlx::Error::Configuration("x".into())),
+                no(),
+            ),
+            (
+                "migration, its query's pool timed out",
+                migrate(sqlx::migrate::MigrateError::Execute(
+                    sqlx::Error::PoolTimedOut,
+                )),
+                yes(),
+            ),
+            (
+                "migration, a version this build lacks",
+                migrate(sqlx::migrate::MigrateError::VersionMissing(7)),
+                no(),
+            ),
+            (
+                "a NUL character",
+                StoreError::NulCharacter { what: "title" },
+                Classes {
+                    unavailable: false,
+                    unstorable_text: true,
+                },
+            ),
+        ];
+        for (case, error, expected) in cases {
+            check(case, error, expected);
+        }
+    }
+
+    /// The wrapper shows the driver's message and passes on its causes, so a logged error reads
+    /// as it did when the variant held the driver's error.
+    #[test]
+    fn a_wrapped_error_reads_as_the_drivers() {
+        let inner = std::io::Error::new(std::io::ErrorKind::ConnectionReset, "reset by peer");
+        let driver_message = sqlx::Error::Io(std::io::Error::new(
+            std::io::ErrorKind::ConnectionReset,
+            "reset by peer",
+        ))
+        .to_string();
+        let error = StoreError::from(sqlx::Error::Io(inner));
+        assert_eq!(
+            error.to_string(),
+            format!("database query failed: {driver_message}")
+        );
+        let wrapper = error.source().expect("the wrapper");
+        assert_eq!(wrapper.to_string(), driver_message);
+        let cause = wrapper.source().expect("the I/O error");
+        assert_eq!(cause.to_string(), "reset by peer");
     }
 }

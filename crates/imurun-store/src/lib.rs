@@ -17,8 +17,9 @@
 //!
 //! Every input has a stated bound (the `*_MAX` constants) and is checked before it reaches a
 //! query; a refused input is a [`StoreError`], never a panic. The store stamps every time itself,
-//! in milliseconds since the Unix epoch. Keep mode's tables are in `keep.rs`: every Keep write is a [`KeepTx`], which
-//! serialises Keep's writes and appends to the hash-chained journal in the same transaction.
+//! in milliseconds since the Unix epoch. Keep mode's tables are in `keep/`, one file per table:
+//! every Keep write is a [`KeepTx`], which serialises Keep's writes and appends to the
+//! hash-chained journal in the same transaction.
 //!
 //! The queries run unchanged on both engines (`$n` placeholders, portable types, `RETURNING` and
 //! `ON CONFLICT`, which both dialects have); only the migrations' DDL is per dialect
@@ -43,7 +44,7 @@ mod turns;
 pub use audit::{AUDIT_READ_ROWS_MAX, AuditRow};
 pub use audit_writer::{AuditStats, AuditWriter, AuditWriterOptions};
 pub use bounds::ID_CHARS_MAX;
-pub use error::StoreError;
+pub use error::{DatabaseError, MigrationError, StoreError};
 pub use keep::{
     AgentRow, DeviceRow, DocumentRow, EgressWaitRow, JournalDraft, JournalRow, JournalSnapshot,
     KEEP_JOURNAL_READ_ROWS_MAX, KEEP_LIST_ROWS_MAX, KeepTx, NewAgent, NewTool, NewToolProposal,

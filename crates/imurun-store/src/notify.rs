@@ -185,7 +185,7 @@ async fn hold_claim(
             }
             let taken = tokio::time::timeout(CLAIM_CHECK_EVERY * 5, take_claim(&url, &host_id))
                 .await
-                .unwrap_or(Err(StoreError::Query(sqlx::Error::PoolTimedOut)));
+                .unwrap_or(Err(StoreError::from(sqlx::Error::PoolTimedOut)));
             match taken {
                 Ok(Some(held)) => {
                     tracing::info!(%host_id, "this host's claim on its name is held again");

@@ -102,7 +102,7 @@ impl Store {
                         id,
                     }
                 } else {
-                    StoreError::Query(error)
+                    StoreError::from(error)
                 }
             })
     }

@@ -13,6 +13,7 @@ use sqlx::{AnyConnection, AnyPool};
 use sqlx::{Connection, Executor};
 
 use crate::StoreError;
+use crate::error::{DatabaseError, MigrationError};
 
 /// The schema, compiled into the binary, once per dialect: the DDL is the one place the
 /// dialects differ (an identity column, a binary column, a collation are spelled differently);
@@ -238,7 +239,10 @@ impl Store {
             Backend::Sqlite => &MIGRATOR_SQLITE,
             Backend::Postgres => &MIGRATOR_POSTGRES,
         };
-        migrator.run(&pool).await?;
+        migrator
+            .run(&pool)
+            .await
+            .map_err(|error| StoreError::Migrate(MigrationError(error)))?;
         Ok(Store {
             pool,
             backend,
@@ -343,7 +347,7 @@ pub fn redact_url(url: &str) -> String {
 fn open_error(name: &str, source: sqlx::Error) -> StoreError {
     StoreError::Open {
         database: name.to_owned(),
-        source,
+        source: DatabaseError(source),
     }
 }
 

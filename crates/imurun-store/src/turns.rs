@@ -189,7 +189,7 @@ impl Store {
                         id: turn_name(session_id, turn_id),
                     }
                 } else {
-                    StoreError::Query(error)
+                    StoreError::from(error)
                 }
             })?;
         transaction.commit().await?;
