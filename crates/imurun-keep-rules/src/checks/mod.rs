@@ -11,6 +11,7 @@
 pub mod clear_taint;
 pub mod egress_answer;
 pub mod enrol;
+pub mod revoke;
 pub mod tool_decision;
 
 use std::collections::BTreeMap;

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use imurun_keep_rules::authority::manifest_sha256;
-use imurun_keep_rules::checks::{Signer, clear_taint, egress_answer, enrol, tool_decision};
+use imurun_keep_rules::checks::{Signer, clear_taint, egress_answer, enrol, revoke, tool_decision};
 use imurun_keep_rules::decision::{Decision, DecisionKind, DeviceKey, Expected};
 use imurun_keep_rules::documents::Signed;
 use imurun_keep_rules::host::HostAllowance;
@@ -682,4 +682,88 @@ fn an_egress_approval_holds_only_for_the_use_as_shown() {
         Err("decision_refused"),
         "another body"
     );
+}
+
+#[test]
+fn a_revoke_covers_every_version_ever_deployed_and_vouches_only_for_its_own() {
+    use revoke::{Outcome, Plan, Row, Snapshot};
+    let row = |version, sealed| Some(Row { version, sealed });
+    let rows: &[(&str, Snapshot, Option<Plan>)] = &[
+        (
+            "nothing ever deployed",
+            Snapshot {
+                row: None,
+                deployed: 0,
+                deployed_here: 0,
+            },
+            None,
+        ),
+        (
+            "a sealed row",
+            Snapshot {
+                row: row(3, true),
+                deployed: 3,
+                deployed_here: 3,
+            },
+            Some(Plan {
+                revoked_version: 3,
+                vouched: 3,
+            }),
+        ),
+        (
+            "a row lowered in the database",
+            Snapshot {
+                row: row(1, false),
+                deployed: 3,
+                deployed_here: 3,
+            },
+            Some(Plan {
+                revoked_version: 3,
+                vouched: 3,
+            }),
+        ),
+        (
+            "a row deleted in the database",
+            Snapshot {
+                row: None,
+                deployed: 4,
+                deployed_here: 4,
+            },
+            Some(Plan {
+                revoked_version: 4,
+                vouched: 4,
+            }),
+        ),
+        (
+            "a database mark raised by hand",
+            Snapshot {
+                row: row(2, true),
+                deployed: 9,
+                deployed_here: 2,
+            },
+            Some(Plan {
+                revoked_version: 9,
+                vouched: 2,
+            }),
+        ),
+        (
+            "an unsealed row above this host's mark",
+            Snapshot {
+                row: row(7, false),
+                deployed: 2,
+                deployed_here: 2,
+            },
+            Some(Plan {
+                revoked_version: 7,
+                vouched: 2,
+            }),
+        ),
+    ];
+    for (what, snapshot, want) in rows {
+        assert_eq!(revoke::check(snapshot), *want, "{what}");
+    }
+    assert_eq!(revoke::outcome(true, true), Outcome::Revoked);
+    assert_eq!(revoke::outcome(false, true), Outcome::Revoked);
+    assert_eq!(revoke::outcome(true, false), Outcome::AlreadyRevoked);
+    assert_eq!(revoke::outcome(false, false), Outcome::NoRow);
 }

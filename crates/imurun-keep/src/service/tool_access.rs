@@ -27,7 +27,7 @@ use crate::documents::{Ceiling, Signed};
 use crate::host::Host;
 use crate::manifest::{Egress, EgressMode, Manifest, MemoryAccess, Resources, host_of};
 use crate::tool_intake::{self, NamesInUse, PENDING_TOOL_PROPOSALS_MAX};
-use imurun_keep_rules::checks::tool_decision;
+use imurun_keep_rules::checks::{revoke, tool_decision};
 
 /// How tool proposals' ids start (other proposals' start `kp-`).
 pub const TOOL_PROPOSAL_ID_PREFIX: &str = "kt-";
@@ -473,60 +473,84 @@ impl KeepService {
         let (user, name) = revoked_tool_name(caller, name)?;
         let mut tx = self.store().keep_begin().await?;
         let subject = format!("{user}/{name}");
-        // Every version deployed so far is revoked, whatever the rows say: the mark is the
-        // highest version ever deployed, so a row whose version was lowered, or that was
-        // marked revoked or deleted in the database beforehand, leaves no version outside it.
         let in_database = tx.high_water(TOOL_KIND, &subject).await?;
-        let deployed = self.high_water(TOOL_KIND, &subject, in_database)?;
         let row = tx.tool(user, name).await?;
-        if row.is_none() && deployed == 0 {
-            return Err(KeepError::NotFound("tool"));
-        }
-        let existed = row.is_some();
-        let changed = existed && tx.revoke_tool(user, name).await? > 0;
-        let revoked_version = row.as_ref().map_or(0, |row| row.version).max(deployed);
-        tx.raise_high_water(TOOL_REVOKED_KIND, &subject, revoked_version)
+        let snapshot = revoke::Snapshot {
+            row: row.as_ref().map(|row| revoke::Row {
+                version: row.version,
+                sealed: self.check_tool_row(row).is_ok(),
+            }),
+            deployed: self.high_water(TOOL_KIND, &subject, in_database)?,
+            deployed_here: self.high_water(TOOL_KIND, &subject, 0)?,
+        };
+        let plan = revoke::check(&snapshot).ok_or(KeepError::NotFound("tool"))?;
+        let changed = row.is_some() && tx.revoke_tool(user, name).await? > 0;
+        tx.raise_high_water(TOOL_REVOKED_KIND, &subject, plan.revoked_version)
             .await?;
-        // The mark outside the database holds only versions this host vouches for: its own
-        // deploy mark and a row that holds its seal. The database's unsealed mark goes no
-        // further than the database, so an edited one cannot refuse a later version here for
-        // good.
-        let vouched = self.high_water(TOOL_KIND, &subject, 0)?.max(
-            row.as_ref()
-                .filter(|row| self.check_tool_row(row).is_ok())
-                .map_or(0, |row| row.version),
-        );
-        // The file's mark is raised first, before anything else in the write can fail (an
-        // edited journal, a broken waiting use): should the write not commit, the tool is
-        // refused on this host all the same, and a request dropped after the commit cannot
-        // leave the revoke to the database alone. A mark that cannot be written (a full disk)
-        // does not hold the revoke back: the write commits, and the failure is logged.
+        self.mark_revoked_here(&subject, plan.vouched);
+        // A revoke is journaled, and refuses the tool's waiting uses, whatever the database
+        // said about the tool: the mark it raises is a revoke.
+        let detail = json!({
+            "action": "revoke", "tool": format!("u/{user}/{name}"),
+            "version": row.as_ref().map(|row| row.version),
+            "revoked_version": plan.revoked_version,
+            "bundle_sha256": row.as_ref().map(|row| row.bundle_sha256.clone()),
+            "database": if changed { "revoked" } else if row.is_some() { "revoked already" } else { "no row" },
+        });
+        let journal_subject = format!("tool:u/{user}/{name}");
+        append(
+            &mut tx,
+            caller,
+            Some(user),
+            "tool",
+            &journal_subject,
+            detail,
+        )
+        .await?;
+        let refused_here = self
+            .refuse_waiting_uses(&mut tx, caller, user, name)
+            .await?;
+        // In a task of its own, so a request dropped while it commits still commits.
+        tokio::spawn(tx.commit())
+            .await
+            .map_err(|error| KeepError::Unavailable(format!("a Keep write stopped: {error}")))??;
+        self.tell_revoked(user, name, plan.revoked_version, refused_here)
+            .await;
+        match revoke::outcome(row.is_some(), changed) {
+            revoke::Outcome::Revoked if caller.is_operator() => self.tool_of(user, name).await,
+            revoke::Outcome::Revoked => self.tool(caller, name).await,
+            revoke::Outcome::AlreadyRevoked => Err(KeepError::Conflict(format!(
+                "u/{user}/{name} was revoked already"
+            ))),
+            revoke::Outcome::NoRow => Err(KeepError::NotFound("tool")),
+        }
+    }
+
+    /// Raises the revocation mark in the Keep folder to `vouched` (nothing for 0). It is
+    /// raised before anything else in the write can fail (an edited journal, a broken waiting
+    /// use): should the write not commit, the tool is refused on this host all the same. A mark
+    /// that cannot be written (a full disk) does not hold the revoke back: the write commits,
+    /// and the failure is logged.
+    fn mark_revoked_here(&self, subject: &str, vouched: i64) {
         if vouched > 0
-            && let Err(error) = self.raise_high_water_file(TOOL_REVOKED_KIND, &subject, vouched)
+            && let Err(error) = self.raise_high_water_file(TOOL_REVOKED_KIND, subject, vouched)
         {
             tracing::error!(
                 "the revocation mark of u/{subject} could not be written outside the database \
                  ({error}); the revoke holds in the database"
             );
         }
-        // A revoke is journaled, and refuses the tool's waiting uses, whatever the database
-        // said about the tool: the mark it raises is a revoke.
-        let detail = json!({
-            "action": "revoke", "tool": format!("u/{user}/{name}"),
-            "version": row.as_ref().map(|row| row.version), "revoked_version": revoked_version,
-            "bundle_sha256": row.as_ref().map(|row| row.bundle_sha256.clone()),
-            "database": if changed { "revoked" } else if existed { "revoked already" } else { "no row" },
-        });
-        append(
-            &mut tx,
-            caller,
-            Some(user),
-            "tool",
-            &format!("tool:u/{user}/{name}"),
-            detail,
-        )
-        .await?;
-        // Its uses waiting for an answer, on any host, are refused in the same write.
+    }
+
+    /// Refuses, in the revoke's write, the uses of `user`'s tool `name` waiting for an answer
+    /// on any host; the ids of those waiting on this host.
+    async fn refuse_waiting_uses(
+        &self,
+        tx: &mut imurun_store::KeepTx,
+        caller: &Identity,
+        user: &str,
+        name: &str,
+    ) -> Result<Vec<String>, KeepError> {
         let agent = format!("u/{user}/{name}");
         let mut refused_here = Vec::new();
         for wait in tx.egress_waits(user, crate::service::now_ms()).await? {
@@ -545,14 +569,17 @@ impl KeepService {
                 by: json!("revoked"),
                 view: &view,
             };
-            if self.record_in(&mut tx, caller, &answer).await? && wait.host == self.host_id() {
+            if self.record_in(tx, caller, &answer).await? && wait.host == self.host_id() {
                 refused_here.push(wait.id);
             }
         }
-        // In a task of its own, so a request dropped while it commits still commits.
-        tokio::spawn(tx.commit())
-            .await
-            .map_err(|error| KeepError::Unavailable(format!("a Keep write stopped: {error}")))??;
+        Ok(refused_here)
+    }
+
+    /// After a revoke commits: its waiting uses here are told, its calls in flight here end
+    /// (the other hosts end theirs when they hear of it, [`KeepService::end_revoked_calls`]),
+    /// and the person hears of it.
+    async fn tell_revoked(&self, user: &str, name: &str, version: i64, refused_here: Vec<String>) {
         for id in refused_here {
             if let Err(error) = self.deliver_answer(&id).await {
                 // The use is refused in the database; its cell stops waiting at its timeout.
@@ -560,22 +587,12 @@ impl KeepService {
             }
         }
         if let Some(cells) = self.cells() {
-            // Its calls in flight on this host end now; the other hosts end theirs when they
-            // hear of it ([`KeepService::end_revoked_calls`]).
             cells.end_calls(user, name);
             cells.publish(
                 user,
-                json!({"type": "tool.revoked", "name": agent, "version": revoked_version}),
+                json!({"type": "tool.revoked", "name": format!("u/{user}/{name}"),
+                       "version": version}),
             );
-        }
-        match (existed, changed) {
-            (_, true) if caller.is_operator() => self.tool_of(user, name).await,
-            (_, true) => self.tool(caller, name).await,
-            // Nothing to revoke in the database; the mark still holds every version deployed.
-            (true, false) => Err(KeepError::Conflict(format!(
-                "u/{user}/{name} was revoked already"
-            ))),
-            (false, _) => Err(KeepError::NotFound("tool")),
         }
     }
 
