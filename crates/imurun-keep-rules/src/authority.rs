@@ -17,7 +17,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::documents::Ceiling;
-use crate::manifest::{EgressMode, EgressRule, Manifest, MemoryAccess, host_of, path_within};
+use crate::manifest::{
+    Credential, EgressMode, EgressRule, Manifest, MemoryAccess, Resources, host_of, path_within,
+};
 
 /// What kind of authority a change adds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
@@ -114,77 +116,114 @@ fn granted_rules(manifest: &Manifest) -> &[EgressRule] {
 /// never the operator's the agent holds, so each one is new reach), more memory access, the
 /// model socket, each higher limit and each longer timeout.
 pub fn diff(agent: &Manifest, tool: &Manifest) -> Vec<Change> {
+    let mut changes = egress_changes(agent, tool);
+    changes.extend(credential_changes(tool));
+    changes.extend(memory_change(agent, tool));
+    changes.extend(model_socket_change(agent, tool));
+    changes.extend(resource_changes(agent, tool));
+    changes.extend(timeout_changes(agent, tool));
+    changes
+}
+
+/// The diff's egress changes, one at most per rule the tool is granted, in the tool's order:
+/// a rule the agent holds may still lose the agent's asking or a narrower rule's friction; a
+/// rule the agent does not hold is more requests to a host it reaches, or a new host.
+fn egress_changes(agent: &Manifest, tool: &Manifest) -> Vec<Change> {
     let mut changes = Vec::new();
     let agent_rules = granted_rules(agent);
     for (index, rule) in granted_rules(tool).iter().enumerate() {
         let field = format!("egress.rules[{index}]");
         let held = agent_rules.iter().find(|outer| rule_within(rule, outer));
-        let to = rule_json(rule);
-        match held {
+        let change = match held {
             Some(outer)
                 if tool.egress.mode == EgressMode::Allow
                     && agent.egress.mode == EgressMode::Ask =>
             {
-                changes.push(Change {
-                    class: ChangeClass::Egress,
-                    field,
-                    from: rule_json(outer),
-                    to,
-                    summary: format!("{} without asking each time", rule_summary(rule)),
-                });
+                Some(unasked_change(field, rule, outer))
             }
-            Some(_) => {
-                // The agent's narrower, stricter rule binds the tool too when the tool carries
-                // that friction in a rule of its own over the same requests.
-                let carried = |strict: &EgressRule| {
-                    let narrow = narrowed(rule, strict);
-                    granted_rules(tool).iter().any(|own| {
-                        !stricter(strict, own)
-                            && same_target(&narrow, own)
-                            && narrow
-                                .methods
-                                .iter()
-                                .all(|method| own.methods.contains(method))
-                    })
-                };
-                if let Some(strict) = agent_rules.iter().find(|strict| {
-                    overlap(rule, strict) && stricter(strict, rule) && !carried(strict)
-                }) {
-                    changes.push(Change {
-                        class: ChangeClass::Egress,
-                        field,
-                        from: rule_json(strict),
-                        to,
-                        summary: format!(
-                            "{} without the friction the agent's narrower rule has ({})",
-                            rule_summary(rule),
-                            rule_summary(strict)
-                        ),
-                    });
-                }
-            }
-            None => {
-                let known_host = agent_rules
-                    .iter()
-                    .any(|outer| hosts_cover(&outer.host, &rule.host));
-                let (class, what) = if known_host {
-                    (
-                        ChangeClass::Egress,
-                        "more requests to a host the agent reaches",
-                    )
-                } else {
-                    (ChangeClass::NewHost, "a host the agent cannot reach")
-                };
-                changes.push(Change {
-                    class,
-                    field,
-                    from: Value::Null,
-                    to,
-                    summary: format!("{} ({what})", rule_summary(rule)),
-                });
-            }
-        }
+            Some(_) => lost_friction_change(field, rule, agent_rules, granted_rules(tool)),
+            None => Some(unheld_change(field, rule, agent_rules)),
+        };
+        changes.extend(change);
     }
+    changes
+}
+
+/// A rule the agent holds, allowed outright in the tool where the agent's egress asks each time.
+fn unasked_change(field: String, rule: &EgressRule, outer: &EgressRule) -> Change {
+    Change {
+        class: ChangeClass::Egress,
+        field,
+        from: rule_json(outer),
+        to: rule_json(rule),
+        summary: format!("{} without asking each time", rule_summary(rule)),
+    }
+}
+
+/// A held rule that overlaps a narrower, stricter agent rule whose friction (a device
+/// signature, or refusing a tainted write) none of the tool's own rules carries; none when
+/// every such friction is carried or no stricter agent rule overlaps.
+fn lost_friction_change(
+    field: String,
+    rule: &EgressRule,
+    agent_rules: &[EgressRule],
+    tool_rules: &[EgressRule],
+) -> Option<Change> {
+    // The agent's narrower, stricter rule binds the tool too when the tool carries that
+    // friction in a rule of its own over the same requests.
+    let carried = |strict: &EgressRule| {
+        let narrow = narrowed(rule, strict);
+        tool_rules.iter().any(|own| {
+            !stricter(strict, own)
+                && same_target(&narrow, own)
+                && narrow
+                    .methods
+                    .iter()
+                    .all(|method| own.methods.contains(method))
+        })
+    };
+    let strict = agent_rules
+        .iter()
+        .find(|strict| overlap(rule, strict) && stricter(strict, rule) && !carried(strict))?;
+    Some(Change {
+        class: ChangeClass::Egress,
+        field,
+        from: rule_json(strict),
+        to: rule_json(rule),
+        summary: format!(
+            "{} without the friction the agent's narrower rule has ({})",
+            rule_summary(rule),
+            rule_summary(strict)
+        ),
+    })
+}
+
+/// A rule no agent rule holds: more requests to a host the agent reaches, or a new host.
+fn unheld_change(field: String, rule: &EgressRule, agent_rules: &[EgressRule]) -> Change {
+    let known_host = agent_rules
+        .iter()
+        .any(|outer| hosts_cover(&outer.host, &rule.host));
+    let (class, what) = if known_host {
+        (
+            ChangeClass::Egress,
+            "more requests to a host the agent reaches",
+        )
+    } else {
+        (ChangeClass::NewHost, "a host the agent cannot reach")
+    };
+    Change {
+        class,
+        field,
+        from: Value::Null,
+        to: rule_json(rule),
+        summary: format!("{} ({what})", rule_summary(rule)),
+    }
+}
+
+/// One change per credential the tool sends, in its order: each is the person's own
+/// connection, so each is new reach.
+fn credential_changes(tool: &Manifest) -> Vec<Change> {
+    let mut changes = Vec::new();
     for (index, credential) in tool.credentials.iter().enumerate() {
         let bind = &credential.bind;
         changes.push(Change {
@@ -203,29 +242,38 @@ pub fn diff(agent: &Manifest, tool: &Manifest) -> Vec<Change> {
             ),
         });
     }
-    if tool.memory > agent.memory {
-        changes.push(Change {
-            class: ChangeClass::Memory,
-            field: "memory".into(),
-            from: json!(agent.memory),
-            to: json!(tool.memory),
-            summary: format!(
-                "memory access {} → {}",
-                memory_name(agent.memory),
-                memory_name(tool.memory)
-            ),
-        });
-    }
-    if tool.model_socket && !agent.model_socket {
-        changes.push(Change {
-            class: ChangeClass::Model,
-            field: "model_socket".into(),
-            from: json!(false),
-            to: json!(true),
-            summary: "the model socket".into(),
-        });
-    }
-    let raised = [
+    changes
+}
+
+/// The change in memory access, when the tool's is above the agent's.
+fn memory_change(agent: &Manifest, tool: &Manifest) -> Option<Change> {
+    (tool.memory > agent.memory).then(|| Change {
+        class: ChangeClass::Memory,
+        field: "memory".into(),
+        from: json!(agent.memory),
+        to: json!(tool.memory),
+        summary: format!(
+            "memory access {} → {}",
+            memory_name(agent.memory),
+            memory_name(tool.memory)
+        ),
+    })
+}
+
+/// The model socket, when the tool has it and the agent does not.
+fn model_socket_change(agent: &Manifest, tool: &Manifest) -> Option<Change> {
+    (tool.model_socket && !agent.model_socket).then(|| Change {
+        class: ChangeClass::Model,
+        field: "model_socket".into(),
+        from: json!(false),
+        to: json!(true),
+        summary: "the model socket".into(),
+    })
+}
+
+/// Each higher memory or CPU limit, memory first.
+fn resource_changes(agent: &Manifest, tool: &Manifest) -> Vec<Change> {
+    raised_limits(&[
         (
             "resources.memory_mb",
             ChangeClass::Resources,
@@ -240,6 +288,12 @@ pub fn diff(agent: &Manifest, tool: &Manifest) -> Vec<Change> {
             tool.resources.cpu_ms,
             "ms of CPU",
         ),
+    ])
+}
+
+/// Each longer timeout: the wall-time limit, then the wait for an approval.
+fn timeout_changes(agent: &Manifest, tool: &Manifest) -> Vec<Change> {
+    raised_limits(&[
         (
             "resources.timeout_ms",
             ChangeClass::Timeouts,
@@ -254,8 +308,13 @@ pub fn diff(agent: &Manifest, tool: &Manifest) -> Vec<Change> {
             tool.approval_timeout_s,
             "s of waiting for an approval",
         ),
-    ];
-    for (field, class, from, to, unit) in raised {
+    ])
+}
+
+/// A change for each `(field, class, agent's, tool's, unit)` limit the tool raises, in order.
+fn raised_limits(limits: &[(&str, ChangeClass, i64, i64, &str)]) -> Vec<Change> {
+    let mut changes = Vec::new();
+    for &(field, class, from, to, unit) in limits {
         if to > from {
             changes.push(Change {
                 class,
@@ -285,88 +344,142 @@ pub fn clamp(proposed: &Manifest, ceiling: &Ceiling) -> Clamped {
             reason: "a tool hands back its result; cards are an agent's".into(),
         });
     }
+    let rules = clamp_egress_rules(&proposed.egress.rules, &ceiling.egress, &mut dropped);
+    manifest.egress.rules = with_friction(rules, &ceiling.egress);
+    manifest.credentials = clamp_credentials(
+        &proposed.credentials,
+        &ceiling.credentials,
+        &manifest.egress.rules,
+        &mut dropped,
+    );
+    manifest.memory = clamp_memory(proposed.memory, ceiling.memory, &mut dropped);
+    manifest.model_socket =
+        clamp_model_socket(proposed.model_socket, ceiling.model_socket, &mut dropped);
+    clamp_limits(&mut manifest.resources, &ceiling.resources, &mut dropped);
+    Clamped { manifest, dropped }
+}
+
+/// The proposed egress rules each bounded by the ceiling's ([`clamp_egress_rule`]), in order,
+/// without duplicates; a rule the ceiling allows nothing of is dropped.
+fn clamp_egress_rules(
+    proposed: &[EgressRule],
+    ceiling: &[EgressRule],
+    dropped: &mut Vec<Dropped>,
+) -> Vec<EgressRule> {
     let mut rules = Vec::new();
-    for (index, rule) in proposed.egress.rules.iter().enumerate() {
+    for (index, rule) in proposed.iter().enumerate() {
         let field = format!("egress.rules[{index}]");
-        let reaching: Vec<&EgressRule> = ceiling
-            .egress
-            .iter()
-            .filter(|outer| same_target(rule, outer))
-            .collect();
-        let methods: Vec<String> = rule
-            .methods
-            .iter()
-            .filter(|method| reaching.iter().any(|outer| outer.methods.contains(method)))
-            .cloned()
-            .collect();
-        if methods.is_empty() {
-            dropped.push(Dropped {
-                field,
-                entry: rule_json(rule),
-                reason: if reaching.is_empty() {
-                    "your ceiling allows no requests to this scheme, host, port and path".into()
-                } else {
-                    "your ceiling allows none of these methods here".into()
-                },
-            });
-            continue;
-        }
-        // Only the rules that allow a kept method bear on its friction; the strictest of them
-        // applies, so the rule is within each of them.
-        let bearing: Vec<&&EgressRule> = reaching
-            .iter()
-            .filter(|outer| outer.methods.iter().any(|method| methods.contains(method)))
-            .collect();
-        let device_signature =
-            rule.device_signature || bearing.iter().any(|outer| outer.device_signature);
-        let ask_when_tainted =
-            rule.ask_when_tainted && bearing.iter().all(|outer| outer.ask_when_tainted);
-        let removed: Vec<&String> = rule
-            .methods
-            .iter()
-            .filter(|method| !methods.contains(method))
-            .collect();
-        if !removed.is_empty() {
-            dropped.push(Dropped {
-                field: format!("{field}.methods"),
-                entry: json!(removed),
-                reason: "your ceiling does not allow these methods here".into(),
-            });
-        }
-        if device_signature && !rule.device_signature {
-            dropped.push(Dropped {
-                field: format!("{field}.device_signature"),
-                entry: json!(false),
-                reason: "your ceiling needs a device signature for each use".into(),
-            });
-        }
-        if rule.ask_when_tainted && !ask_when_tainted {
-            dropped.push(Dropped {
-                field: format!("{field}.ask_when_tainted"),
-                entry: json!(true),
-                reason: "your ceiling refuses a tainted session's writes here rather than asking"
-                    .into(),
-            });
-        }
-        let kept = EgressRule {
-            methods,
-            device_signature,
-            ask_when_tainted,
-            ..rule.clone()
-        };
-        if !rules.contains(&kept) {
+        if let Some(kept) = clamp_egress_rule(field, rule, ceiling, dropped)
+            && !rules.contains(&kept)
+        {
             rules.push(kept);
         }
     }
-    manifest.egress.rules = with_friction(rules, &ceiling.egress);
-    let allowed: BTreeSet<&str> = ceiling.credentials.iter().map(String::as_str).collect();
+    rules
+}
+
+/// One egress rule bounded by the ceiling rules reaching its target: only the methods one of
+/// them allows, with the strictest friction of those that allow a kept method. Each method
+/// removed and each friction added is noted in `dropped`; with no method left, the whole rule
+/// is dropped instead.
+fn clamp_egress_rule(
+    field: String,
+    rule: &EgressRule,
+    ceiling: &[EgressRule],
+    dropped: &mut Vec<Dropped>,
+) -> Option<EgressRule> {
+    let reaching: Vec<&EgressRule> = ceiling
+        .iter()
+        .filter(|outer| same_target(rule, outer))
+        .collect();
+    let methods: Vec<String> = rule
+        .methods
+        .iter()
+        .filter(|method| reaching.iter().any(|outer| outer.methods.contains(method)))
+        .cloned()
+        .collect();
+    if methods.is_empty() {
+        dropped.push(Dropped {
+            field,
+            entry: rule_json(rule),
+            reason: if reaching.is_empty() {
+                "your ceiling allows no requests to this scheme, host, port and path".into()
+            } else {
+                "your ceiling allows none of these methods here".into()
+            },
+        });
+        return None;
+    }
+    // Only the rules that allow a kept method bear on its friction; the strictest of them
+    // applies, so the rule is within each of them.
+    let bearing: Vec<&&EgressRule> = reaching
+        .iter()
+        .filter(|outer| outer.methods.iter().any(|method| methods.contains(method)))
+        .collect();
+    let kept = EgressRule {
+        device_signature: rule.device_signature
+            || bearing.iter().any(|outer| outer.device_signature),
+        ask_when_tainted: rule.ask_when_tainted
+            && bearing.iter().all(|outer| outer.ask_when_tainted),
+        methods,
+        ..rule.clone()
+    };
+    note_narrowed_rule(&field, rule, &kept, dropped);
+    Some(kept)
+}
+
+/// What the ceiling took from a rule it keeps, in `dropped`: the methods it removed, then a
+/// device signature it added, then asking when tainted that it turned into refusing.
+fn note_narrowed_rule(
+    field: &str,
+    rule: &EgressRule,
+    kept: &EgressRule,
+    dropped: &mut Vec<Dropped>,
+) {
+    let removed: Vec<&String> = rule
+        .methods
+        .iter()
+        .filter(|method| !kept.methods.contains(method))
+        .collect();
+    if !removed.is_empty() {
+        dropped.push(Dropped {
+            field: format!("{field}.methods"),
+            entry: json!(removed),
+            reason: "your ceiling does not allow these methods here".into(),
+        });
+    }
+    if kept.device_signature && !rule.device_signature {
+        dropped.push(Dropped {
+            field: format!("{field}.device_signature"),
+            entry: json!(false),
+            reason: "your ceiling needs a device signature for each use".into(),
+        });
+    }
+    if rule.ask_when_tainted && !kept.ask_when_tainted {
+        dropped.push(Dropped {
+            field: format!("{field}.ask_when_tainted"),
+            entry: json!(true),
+            reason: "your ceiling refuses a tainted session's writes here rather than asking"
+                .into(),
+        });
+    }
+}
+
+/// The proposed credentials the ceiling lets through, in order: each one the ceiling names
+/// and that a kept rule still reaches; the others are dropped with the first reason that
+/// holds.
+fn clamp_credentials(
+    proposed: &[Credential],
+    ceiling: &[String],
+    kept_rules: &[EgressRule],
+    dropped: &mut Vec<Dropped>,
+) -> Vec<Credential> {
+    let allowed: BTreeSet<&str> = ceiling.iter().map(String::as_str).collect();
     let mut credentials = Vec::new();
-    for (index, credential) in proposed.credentials.iter().enumerate() {
+    for (index, credential) in proposed.iter().enumerate() {
         let reason = if !allowed.contains(credential.name.as_str()) {
             Some("your ceiling does not let a tool use this connection")
-        } else if !manifest
-            .egress
-            .rules
+        } else if !kept_rules
             .iter()
             .any(|rule| crate::manifest::rule_covers(rule, &credential.bind))
         {
@@ -383,41 +496,56 @@ pub fn clamp(proposed: &Manifest, ceiling: &Ceiling) -> Clamped {
             None => credentials.push(credential.clone()),
         }
     }
-    manifest.credentials = credentials;
-    if proposed.memory > ceiling.memory {
-        manifest.memory = ceiling.memory;
+    credentials
+}
+
+/// The lower of the proposed memory access and the ceiling's, noting a lowered one.
+fn clamp_memory(
+    proposed: MemoryAccess,
+    ceiling: MemoryAccess,
+    dropped: &mut Vec<Dropped>,
+) -> MemoryAccess {
+    if proposed > ceiling {
         dropped.push(Dropped {
             field: "memory".into(),
-            entry: json!(proposed.memory),
+            entry: json!(proposed),
             reason: format!(
                 "your ceiling allows memory access up to {}",
-                memory_name(ceiling.memory)
+                memory_name(ceiling)
             ),
         });
+        return ceiling;
     }
-    if proposed.model_socket && !ceiling.model_socket {
-        manifest.model_socket = false;
+    proposed
+}
+
+/// The model socket only when both the proposal and the ceiling have it, noting a removed one.
+fn clamp_model_socket(proposed: bool, ceiling: bool, dropped: &mut Vec<Dropped>) -> bool {
+    if proposed && !ceiling {
         dropped.push(Dropped {
             field: "model_socket".into(),
             entry: json!(true),
             reason: "your ceiling gives tools no model socket".into(),
         });
+        return false;
     }
+    proposed
+}
+
+/// Each resource limit (memory, CPU, then wall time) lowered to the ceiling's where it is
+/// above it, noting each one lowered.
+fn clamp_limits(resources: &mut Resources, ceiling: &Resources, dropped: &mut Vec<Dropped>) {
     let limits = [
         (
             "resources.memory_mb",
-            &mut manifest.resources.memory_mb,
-            ceiling.resources.memory_mb,
+            &mut resources.memory_mb,
+            ceiling.memory_mb,
         ),
-        (
-            "resources.cpu_ms",
-            &mut manifest.resources.cpu_ms,
-            ceiling.resources.cpu_ms,
-        ),
+        ("resources.cpu_ms", &mut resources.cpu_ms, ceiling.cpu_ms),
         (
             "resources.timeout_ms",
-            &mut manifest.resources.timeout_ms,
-            ceiling.resources.timeout_ms,
+            &mut resources.timeout_ms,
+            ceiling.timeout_ms,
         ),
     ];
     for (field, value, most) in limits {
@@ -430,7 +558,6 @@ pub fn clamp(proposed: &Manifest, ceiling: &Ceiling) -> Clamped {
             *value = most;
         }
     }
-    Clamped { manifest, dropped }
 }
 
 /// Whether one request can match both rules: the same scheme and port, one host covering the

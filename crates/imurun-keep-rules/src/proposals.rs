@@ -123,28 +123,44 @@ struct CardField {
 /// Validates an emitted event: `kind` as the cell named it (`memory.propose`, `suggestion`,
 /// `plan`, `card.propose`), `payload_json` its JSON object.
 pub fn validate(kind: &str, payload_json: &str, grants: EmitGrants) -> Result<Proposal, RuleError> {
-    let kind = match kind {
-        "memory.propose" => ProposalKind::Memory,
-        "suggestion" => ProposalKind::Suggestion,
-        "plan" => ProposalKind::Plan,
-        "card.propose" => ProposalKind::Card,
-        "tool.propose" => {
-            return Err(RuleError::invalid(
-                "kind",
-                "tool proposals go through the tool intake, which this host does not offer yet",
-            ));
-        }
-        other => {
-            return Err(RuleError::invalid(
-                "kind",
-                format!(
-                    "{:?} is not an event a cell may emit (memory.propose, suggestion, plan, \
-                     card.propose, tool.propose)",
-                    escape(&other.chars().take(64).collect::<String>())
-                ),
-            ));
-        }
+    let kind = emitted_kind(kind)?;
+    check_grants(kind, grants)?;
+    let value = payload_object(payload_json)?;
+    let payload = match kind {
+        ProposalKind::Memory => memory_payload(&value)?,
+        ProposalKind::Suggestion => suggestion_payload(&value)?,
+        ProposalKind::Plan => plan_payload(&value)?,
+        ProposalKind::Card => card_payload(&value)?,
     };
+    Ok(Proposal { kind, payload })
+}
+
+/// The proposal kind an emitted event's name stands for; `tool.propose` and unknown names are
+/// refused.
+fn emitted_kind(kind: &str) -> Result<ProposalKind, RuleError> {
+    match kind {
+        "memory.propose" => Ok(ProposalKind::Memory),
+        "suggestion" => Ok(ProposalKind::Suggestion),
+        "plan" => Ok(ProposalKind::Plan),
+        "card.propose" => Ok(ProposalKind::Card),
+        "tool.propose" => Err(RuleError::invalid(
+            "kind",
+            "tool proposals go through the tool intake, which this host does not offer yet",
+        )),
+        other => Err(RuleError::invalid(
+            "kind",
+            format!(
+                "{:?} is not an event a cell may emit (memory.propose, suggestion, plan, \
+                 card.propose, tool.propose)",
+                escape(&other.chars().take(64).collect::<String>())
+            ),
+        )),
+    }
+}
+
+/// Whether the emitting agent's manifest grants what the kind needs: `memory: write` for a
+/// memory entry, `card: true` for a card.
+fn check_grants(kind: ProposalKind, grants: EmitGrants) -> Result<(), RuleError> {
     if kind == ProposalKind::Memory && grants.memory != MemoryAccess::Write {
         return Err(RuleError::invalid(
             "kind",
@@ -157,6 +173,12 @@ pub fn validate(kind: &str, payload_json: &str, grants: EmitGrants) -> Result<Pr
             "card.propose needs `card: true` in the agent's manifest",
         ));
     }
+    Ok(())
+}
+
+/// The payload read as strict JSON, after its size is checked against [`PAYLOAD_BYTES_MAX`]
+/// (so an oversized one is never parsed); it must be an object.
+fn payload_object(payload_json: &str) -> Result<Value, RuleError> {
     if payload_json.len() > PAYLOAD_BYTES_MAX {
         return Err(RuleError::invalid(
             "payload",
@@ -171,77 +193,85 @@ pub fn validate(kind: &str, payload_json: &str, grants: EmitGrants) -> Result<Pr
     if !value.is_object() {
         return Err(RuleError::invalid("payload", "a JSON object is expected"));
     }
-    let payload = match kind {
-        ProposalKind::Memory => {
-            let memory: MemoryPayload = from_value(&value, "payload")?;
-            json!({"text": text(&memory.text, MEMORY_CHARS_MAX, "payload.text", false)?})
-        }
-        ProposalKind::Suggestion => {
-            let suggestion: SuggestionPayload = from_value(&value, "payload")?;
-            json!({
-                "title": text(&suggestion.title, TITLE_CHARS_MAX, "payload.title", true)?,
-                "text": text(&suggestion.text, SUGGESTION_CHARS_MAX, "payload.text", false)?,
-            })
-        }
-        ProposalKind::Plan => {
-            let plan: PlanPayload = from_value(&value, "payload")?;
-            if plan.steps.is_empty() || plan.steps.len() > PLAN_STEPS_MAX {
-                return Err(RuleError::invalid(
-                    "payload.steps",
-                    format!(
-                        "{} steps; a plan has 1 to {PLAN_STEPS_MAX}",
-                        plan.steps.len()
-                    ),
-                ));
-            }
-            let steps = plan
-                .steps
-                .iter()
-                .enumerate()
-                .map(|(index, step)| {
-                    text(
-                        step,
-                        STEP_CHARS_MAX,
-                        &format!("payload.steps[{index}]"),
-                        false,
-                    )
-                })
-                .collect::<Result<Vec<_>, _>>()?;
-            json!({
-                "title": text(&plan.title, TITLE_CHARS_MAX, "payload.title", false)?,
-                "steps": steps,
-            })
-        }
-        ProposalKind::Card => {
-            let card: CardPayload = from_value(&value, "payload")?;
-            if card.fields.len() > CARD_FIELDS_MAX {
-                return Err(RuleError::invalid(
-                    "payload.fields",
-                    format!(
-                        "{} fields, more than the {CARD_FIELDS_MAX} allowed",
-                        card.fields.len()
-                    ),
-                ));
-            }
-            let fields = card
-                .fields
-                .iter()
-                .enumerate()
-                .map(|(index, field)| {
-                    Ok(json!({
-                        "label": text(&field.label, CARD_LABEL_CHARS_MAX, &format!("payload.fields[{index}].label"), false)?,
-                        "value": text(&field.value, CARD_VALUE_CHARS_MAX, &format!("payload.fields[{index}].value"), true)?,
-                    }))
-                })
-                .collect::<Result<Vec<_>, RuleError>>()?;
-            json!({
-                "title": text(&card.title, TITLE_CHARS_MAX, "payload.title", false)?,
-                "body": text(&card.body, CARD_BODY_CHARS_MAX, "payload.body", true)?,
-                "fields": fields,
-            })
-        }
-    };
-    Ok(Proposal { kind, payload })
+    Ok(value)
+}
+
+/// A memory entry's payload in normal form: its text, bounded and escaped.
+fn memory_payload(value: &Value) -> Result<Value, RuleError> {
+    let memory: MemoryPayload = from_value(value, "payload")?;
+    Ok(json!({"text": text(&memory.text, MEMORY_CHARS_MAX, "payload.text", false)?}))
+}
+
+/// A suggestion's payload in normal form: an optional title and its text, bounded and escaped.
+fn suggestion_payload(value: &Value) -> Result<Value, RuleError> {
+    let suggestion: SuggestionPayload = from_value(value, "payload")?;
+    Ok(json!({
+        "title": text(&suggestion.title, TITLE_CHARS_MAX, "payload.title", true)?,
+        "text": text(&suggestion.text, SUGGESTION_CHARS_MAX, "payload.text", false)?,
+    }))
+}
+
+/// A plan's payload in normal form: 1 to [`PLAN_STEPS_MAX`] steps, then its title, each
+/// bounded and escaped.
+fn plan_payload(value: &Value) -> Result<Value, RuleError> {
+    let plan: PlanPayload = from_value(value, "payload")?;
+    if plan.steps.is_empty() || plan.steps.len() > PLAN_STEPS_MAX {
+        return Err(RuleError::invalid(
+            "payload.steps",
+            format!(
+                "{} steps; a plan has 1 to {PLAN_STEPS_MAX}",
+                plan.steps.len()
+            ),
+        ));
+    }
+    let steps = plan
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(index, step)| {
+            text(
+                step,
+                STEP_CHARS_MAX,
+                &format!("payload.steps[{index}]"),
+                false,
+            )
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(json!({
+        "title": text(&plan.title, TITLE_CHARS_MAX, "payload.title", false)?,
+        "steps": steps,
+    }))
+}
+
+/// A card's payload in normal form: at most [`CARD_FIELDS_MAX`] fields (each label and value
+/// bounded and escaped), then its title and optional body.
+fn card_payload(value: &Value) -> Result<Value, RuleError> {
+    let card: CardPayload = from_value(value, "payload")?;
+    if card.fields.len() > CARD_FIELDS_MAX {
+        return Err(RuleError::invalid(
+            "payload.fields",
+            format!(
+                "{} fields, more than the {CARD_FIELDS_MAX} allowed",
+                card.fields.len()
+            ),
+        ));
+    }
+    let fields = card
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(index, field)| {
+            Ok(json!({
+                "label": text(&field.label, CARD_LABEL_CHARS_MAX, &format!("payload.fields[{index}].label"), false)?,
+                "value": text(&field.value, CARD_VALUE_CHARS_MAX, &format!("payload.fields[{index}].value"), true)?,
+            }))
+        })
+        .collect::<Result<Vec<_>, RuleError>>()?;
+    Ok(json!({
+        "title": text(&card.title, TITLE_CHARS_MAX, "payload.title", false)?,
+        "body": text(&card.body, CARD_BODY_CHARS_MAX, "payload.body", true)?,
+        "fields": fields,
+    }))
 }
 
 /// `value` checked against its bound (in characters, counted before escaping) and escaped.
