@@ -48,6 +48,9 @@ pub enum RuleError {
     /// A tool asked for authority no tool may have, whatever a ceiling says.
     #[error("forbidden authority: {0}")]
     ForbiddenAuthority(String),
+    /// A pack names a credential its owner's vault does not hold.
+    #[error("credential {name:?} is not in {owner}'s vault")]
+    MissingCredential { owner: String, name: String },
     /// The decision clashes with the state it was checked against: decided already, nothing
     /// left to decide, a version deployed already.
     #[error("{0}")]
@@ -70,6 +73,7 @@ impl RuleError {
             RuleError::ConfirmTainted(_) => "confirm_tainted",
             RuleError::ForbiddenAuthority(_) => "forbidden_authority",
             RuleError::Conflict(_) => "conflict",
+            RuleError::MissingCredential { .. } => "missing_credential",
         }
     }
 

@@ -121,6 +121,12 @@ impl Trust {
         Ok((policy, manifest))
     }
 
+    /// Whether `envelope` of type `kind` is signed by an active key of `role` this root lists:
+    /// what a refusal says of the version and key id it names (verified, or only claimed).
+    pub fn signature_holds(&self, envelope: &Signed, role: KeyRole, kind: &str) -> bool {
+        self.check_signed(envelope, role, kind).is_ok()
+    }
+
     /// A ceiling signed by an active policy key, not expired.
     pub fn verify_ceiling(&self, envelope: &Signed, now: i64) -> Result<Ceiling, RuleError> {
         self.check_signed(envelope, KeyRole::Policy, CEILING_TYPE)?;

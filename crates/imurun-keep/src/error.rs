@@ -22,9 +22,6 @@ pub enum KeepError {
     /// else's. The two read exactly the same, on purpose.
     #[error("no such {0} is visible to this token")]
     NotFound(&'static str),
-    /// A pack names a credential its owner's vault does not hold.
-    #[error("credential {name:?} is not in {owner}'s vault")]
-    MissingCredential { owner: String, name: String },
     /// The request clashes with the host's state (a key already registered, a trust root
     /// already installed).
     #[error("{0}")]
@@ -53,7 +50,6 @@ impl KeepError {
             KeepError::Unauthorized => "unauthorized",
             KeepError::Forbidden(_) => "forbidden",
             KeepError::NotFound(_) => "not_found",
-            KeepError::MissingCredential { .. } => "missing_credential",
             KeepError::Conflict(_) => "conflict",
             KeepError::NotInitialised => "keep_not_initialised",
             KeepError::Cell { kind, .. } => kind,

@@ -409,7 +409,6 @@ pub(crate) fn keep_error(error: imurun_keep::KeepError) -> ApiError {
                 return ApiError::internal();
             }
         },
-        KeepError::MissingCredential { .. } => StatusCode::BAD_REQUEST,
         KeepError::Unauthorized => StatusCode::UNAUTHORIZED,
         KeepError::Forbidden(_) => StatusCode::FORBIDDEN,
         KeepError::NotFound(_) => StatusCode::NOT_FOUND,
@@ -436,7 +435,9 @@ pub(crate) fn keep_error(error: imurun_keep::KeepError) -> ApiError {
 fn rule_status(rule: &imurun_keep::RuleError) -> Option<StatusCode> {
     use imurun_keep::RuleError;
     Some(match rule {
-        RuleError::Canonical(_) | RuleError::Invalid { .. } => StatusCode::BAD_REQUEST,
+        RuleError::Canonical(_)
+        | RuleError::Invalid { .. }
+        | RuleError::MissingCredential { .. } => StatusCode::BAD_REQUEST,
         RuleError::Signature(_)
         | RuleError::Untrusted(_)
         | RuleError::Expired { .. }

@@ -9,6 +9,7 @@
 //! same transaction.
 
 pub mod clear_taint;
+pub mod documents;
 pub mod egress_answer;
 pub mod enrol;
 pub mod revoke;
@@ -19,6 +20,31 @@ use std::collections::BTreeMap;
 use crate::RuleError;
 use crate::decision::{Decision, DecisionKind, DeviceKey, Expected, verify_decision};
 use crate::documents::Signed;
+
+/// What a refused request claimed: the version and the key id it names, and whether its
+/// signature holds (else they are only claimed). A refusal's journal entry records it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Attempt {
+    pub version: Option<i64>,
+    pub key_id: String,
+    pub verified: bool,
+}
+
+/// The attempt a device-signed decision made: its key id, verified when `device` (the one
+/// registered under it) is `user`'s and signed it.
+pub fn decision_attempt(envelope: &Signed, device: Option<&DeviceKey>, user: &str) -> Attempt {
+    let verified = device.is_some_and(|device| {
+        device.user == user
+            && envelope
+                .verify_with(&device.public_key, crate::documents::DECISION_TYPE)
+                .is_ok()
+    });
+    Attempt {
+        version: None,
+        key_id: envelope.signature.key_id.clone(),
+        verified,
+    }
+}
 
 /// What every device-signed decision is checked against: who decides, the signing device as
 /// registered (if it is), and the time.

@@ -9,8 +9,8 @@ use serde_json::json;
 
 use super::{CEILING_KIND, Identity, KeepService, TRUST_ROOT_KIND, append, envelope_text};
 use crate::KeepError;
-use crate::documents::{Ceiling, Signed, TrustRoot};
-use crate::trust::check_increases;
+use crate::documents::{CEILING_TYPE, Ceiling, Signed, TRUST_ROOT_TYPE, TrustRoot};
+use imurun_keep_rules::checks::documents;
 
 /// A user's ceiling as the API shows it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -37,7 +37,12 @@ impl KeepService {
             Ok(ceiling) => Ok(ceiling),
             // An operator's refused write is the operator's business: its reason may name other
             // users and keys, so the entry is not about the user.
-            Err(error) => self.refuse(caller, None, "ceiling", &subject, error).await,
+            Err(error) => {
+                let trust = self.trust().await.ok();
+                let attempt = documents::attempt(trust.as_ref(), envelope, CEILING_TYPE);
+                self.refuse_attempt(caller, (None, "ceiling", &subject), Some(attempt), error)
+                    .await
+            }
         }
     }
 
@@ -48,20 +53,19 @@ impl KeepService {
         envelope: &Signed,
     ) -> Result<Ceiling, KeepError> {
         let trust = self.trust().await?;
-        let ceiling = trust.verify_ceiling(envelope, self.now_s())?;
-        if ceiling.user != user {
-            return Err(KeepError::invalid(
-                "ceiling.user",
-                format!("the ceiling is for {}, not {user}", ceiling.user),
-            ));
-        }
+        let ceiling = documents::verify_ceiling(&trust, user, envelope, self.now_s())?;
         let text = envelope_text(envelope)?;
         let mut tx = self.store().keep_begin().await?;
-        self.check_trust_root_unchanged(&mut tx, trust.root().version)
-            .await?;
-        let highest =
-            self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
-        check_increases(&format!("the ceiling for {user}"), ceiling.version, highest)?;
+        let locked = documents::Locked {
+            root_checked: trust.root().version,
+            root_now: self.trust_root_version_locked(&mut tx).await?,
+            highest: self.high_water(
+                CEILING_KIND,
+                user,
+                tx.high_water(CEILING_KIND, user).await?,
+            )?,
+        };
+        documents::check_ceiling(&ceiling, &locked)?;
         self.put_sealed_document(&mut tx, CEILING_KIND, user, ceiling.version, &text)
             .await?;
         tx.raise_high_water(CEILING_KIND, user, ceiling.version)
@@ -185,7 +189,10 @@ impl KeepService {
         match self.try_rotate(caller, envelope).await {
             Ok(root) => Ok(root),
             Err(error) => {
-                self.refuse(caller, None, "trust_root", "trust_root", error)
+                let trust = self.trust_even_expired().await.ok();
+                let attempt = documents::attempt(trust.as_ref(), envelope, TRUST_ROOT_TYPE);
+                let what = (None, "trust_root", "trust_root");
+                self.refuse_attempt(caller, what, Some(attempt), error)
                     .await
             }
         }
@@ -201,11 +208,12 @@ impl KeepService {
         let version = next.root().version;
         let text = envelope_text(envelope)?;
         let mut tx = self.store().keep_begin().await?;
-        // Checked against the root in force under the lock: a rotation accepted meanwhile
-        // refuses this one, which a key that rotation retired may have signed.
-        self.check_trust_root_unchanged(&mut tx, current.root().version)
-            .await?;
-        check_increases("the trust root", version, current.root().version)?;
+        let locked = documents::Locked {
+            root_checked: current.root().version,
+            root_now: self.trust_root_version_locked(&mut tx).await?,
+            highest: current.root().version,
+        };
+        documents::check_rotation(version, &locked)?;
         self.put_sealed_document(&mut tx, TRUST_ROOT_KIND, "", version, &text)
             .await?;
         tx.raise_high_water(TRUST_ROOT_KIND, "", version).await?;

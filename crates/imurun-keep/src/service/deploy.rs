@@ -14,12 +14,10 @@ use serde_json::{Value, json};
 
 use super::{AGENT_KIND, Identity, KeepService, append, envelope_text};
 use crate::KeepError;
-use crate::documents::{Signature, Signed};
+use crate::documents::{POLICY_TYPE, Signature, Signed};
 use crate::manifest::Manifest;
-use crate::trust::check_increases;
-
-/// The largest bundle, in bytes.
-pub const BUNDLE_BYTES_MAX: usize = 16 << 20;
+use imurun_keep_rules::checks::documents;
+pub use imurun_keep_rules::checks::documents::BUNDLE_BYTES_MAX;
 
 /// What a deploy sends.
 #[derive(Debug, Clone)]
@@ -76,7 +74,12 @@ impl KeepService {
             );
         match self.try_deploy(caller, &request).await {
             Ok(view) => Ok(view),
-            Err(error) => self.refuse(caller, None, "deploy", &subject, error).await,
+            Err(error) => {
+                let trust = self.trust().await.ok();
+                let attempt = documents::attempt(trust.as_ref(), &request.policy, POLICY_TYPE);
+                self.refuse_attempt(caller, (None, "deploy", &subject), Some(attempt), error)
+                    .await
+            }
         }
     }
 
@@ -85,36 +88,53 @@ impl KeepService {
         caller: &Identity,
         request: &DeployRequest,
     ) -> Result<AgentView, KeepError> {
-        check_bundle(&request.bundle)?;
         let trust = self.trust().await?;
-        let bundle_sha256 = trust.verify_bundle(&request.bundle, &request.bundle_signature)?;
-        let (policy, manifest) = trust.verify_policy(&request.policy, self.now_s())?;
-        if policy.bundle_sha256 != bundle_sha256 {
-            return Err(KeepError::invalid(
-                "policy.bundle_sha256",
-                "the policy governs another bundle than the one sent",
-            ));
-        }
-        for credential in &manifest.credentials {
-            let present = self
-                .store()
-                .keep_vault_sealed("operator", &credential.name)
-                .await?
-                .is_some();
-            if !present {
-                return Err(KeepError::MissingCredential {
-                    owner: "operator".into(),
-                    name: credential.name.clone(),
-                });
-            }
-        }
-        let manifest_json = serde_json::to_value(&manifest)
-            .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
-        let signature_text = serde_json::to_string(&request.bundle_signature)
-            .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
-        let policy_text = envelope_text(&request.policy)?;
-        let manifest_text = manifest_json.to_string();
+        let operator_credentials = self
+            .store()
+            .keep_vault_entries("operator")
+            .await?
+            .into_iter()
+            .map(|entry| entry.name)
+            .collect();
+        let deploy = documents::Deploy {
+            bundle: &request.bundle,
+            bundle_signature: &request.bundle_signature,
+            policy: &request.policy,
+        };
+        let verified =
+            documents::verify_deploy(&trust, &deploy, &operator_credentials, self.now_s())?;
+        let manifest = &verified.manifest;
+        let texts = DeployTexts::of(request, manifest)?;
+        let mut tx = self.store().keep_begin().await?;
+        let locked = documents::Locked {
+            root_checked: trust.root().version,
+            root_now: self.trust_root_version_locked(&mut tx).await?,
+            highest: self.high_water(
+                AGENT_KIND,
+                &manifest.name,
+                tx.high_water(AGENT_KIND, &manifest.name).await?,
+            )?,
+        };
+        documents::check_deploy(&verified, &locked)?;
+        self.insert_agent(&mut tx, request, &verified, &texts)
+            .await?;
+        let detail = deploy_detail(manifest, &verified.bundle_sha256, request)?;
+        let subject = format!("agent:{}@{}", manifest.name, manifest.version);
+        append(&mut tx, caller, None, "deploy", &subject, detail).await?;
+        self.commit_and_mark(tx, (AGENT_KIND, manifest.name.clone(), manifest.version))
+            .await?;
+        self.agent(caller, &manifest.name).await
+    }
 
+    /// Stores a verified agent, sealed by the host key, and raises its version's mark.
+    async fn insert_agent(
+        &self,
+        tx: &mut imurun_store::KeepTx,
+        request: &DeployRequest,
+        verified: &documents::Verified,
+        texts: &DeployTexts,
+    ) -> Result<(), KeepError> {
+        let manifest = &verified.manifest;
         let bundle_size = i64::try_from(request.bundle.len()).unwrap_or(i64::MAX);
         let seal = crate::seal::seal_agent(
             self.host_key(),
@@ -122,45 +142,27 @@ impl KeepService {
                 name: &manifest.name,
                 version: manifest.version,
                 owner: "operator",
-                bundle_sha256: &bundle_sha256,
+                bundle_sha256: &verified.bundle_sha256,
                 bundle_size,
-                bundle_signature: &signature_text,
-                policy: &policy_text,
+                bundle_signature: &texts.signature,
+                policy: &texts.policy,
             },
         );
-        let mut tx = self.store().keep_begin().await?;
-        self.check_trust_root_unchanged(&mut tx, trust.root().version)
-            .await?;
-        let highest = self.high_water(
-            AGENT_KIND,
-            &manifest.name,
-            tx.high_water(AGENT_KIND, &manifest.name).await?,
-        )?;
-        check_increases(
-            &format!("agent {}", manifest.name),
-            manifest.version,
-            highest,
-        )?;
         tx.insert_agent(&imurun_store::NewAgent {
             name: &manifest.name,
             version: manifest.version,
             owner: "operator",
-            bundle_sha256: &bundle_sha256,
+            bundle_sha256: &verified.bundle_sha256,
             bundle: &request.bundle,
-            bundle_signature: &signature_text,
-            policy: &policy_text,
-            manifest: &manifest_text,
+            bundle_signature: &texts.signature,
+            policy: &texts.policy,
+            manifest: &texts.manifest,
             seal: &seal,
         })
         .await?;
         tx.raise_high_water(AGENT_KIND, &manifest.name, manifest.version)
             .await?;
-        let detail = deploy_detail(&manifest, &bundle_sha256, request)?;
-        let subject = format!("agent:{}@{}", manifest.name, manifest.version);
-        append(&mut tx, caller, None, "deploy", &subject, detail).await?;
-        self.commit_and_mark(tx, (AGENT_KIND, manifest.name.clone(), manifest.version))
-            .await?;
-        self.agent(caller, &manifest.name).await
+        Ok(())
     }
 
     /// The operator's view of agent `name` in force.
@@ -293,18 +295,24 @@ impl KeepService {
     }
 }
 
-fn check_bundle(bundle: &[u8]) -> Result<(), KeepError> {
-    if bundle.len() > BUNDLE_BYTES_MAX {
-        return Err(KeepError::invalid(
-            "bundle",
-            format!(
-                "{} bytes, more than the {BUNDLE_BYTES_MAX} allowed",
-                bundle.len()
-            ),
-        ));
+/// A deploy's stored texts: the bundle's signature, the policy's envelope and the manifest.
+struct DeployTexts {
+    signature: String,
+    policy: String,
+    manifest: String,
+}
+
+impl DeployTexts {
+    fn of(request: &DeployRequest, manifest: &Manifest) -> Result<DeployTexts, KeepError> {
+        let canonical = |error: serde_json::Error| RuleError::Canonical(error.to_string());
+        Ok(DeployTexts {
+            signature: serde_json::to_string(&request.bundle_signature).map_err(canonical)?,
+            policy: envelope_text(&request.policy)?,
+            manifest: serde_json::to_value(manifest)
+                .map_err(canonical)?
+                .to_string(),
+        })
     }
-    crate::manifest::check_component(bundle, "bundle")?;
-    Ok(())
 }
 
 /// What the journal keeps of a deploy: names, versions, hashes and the authority granted; never

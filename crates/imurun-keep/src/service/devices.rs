@@ -3,7 +3,7 @@
 //! its nonce consumed in the same write as what the decision allows.
 
 use imurun_keep_rules::RuleError;
-use imurun_keep_rules::checks::enrol;
+use imurun_keep_rules::checks::{Attempt, enrol};
 use imurun_store::KeepTx;
 
 use serde::Serialize;
@@ -94,11 +94,15 @@ impl KeepService {
             label,
             possession,
         };
+        let attempt = match &proof {
+            EnrolProof::Decision(envelope) => Some(self.decision_attempt(envelope, user).await),
+            EnrolProof::Code(_) => None,
+        };
         match self.try_enrol(caller, &request, proof).await {
             Ok(view) => Ok(view),
             Err(error) => {
-                self.refuse(caller, Some(user), "enrol_device", &subject, error)
-                    .await
+                let what = (Some(user), "enrol_device", subject.as_str());
+                self.refuse_attempt(caller, what, attempt, error).await
             }
         }
     }
@@ -268,6 +272,18 @@ pub(crate) async fn use_nonce(
         Err(KeepError::Rule(RuleError::Decision(
             "its nonce was used already".into(),
         )))
+    }
+}
+
+impl KeepService {
+    /// What a refused device decision names: its key id, verified when the device registered
+    /// under it is `user`'s and signed it.
+    pub(crate) async fn decision_attempt(&self, envelope: &Signed, user: &str) -> Attempt {
+        let device = match self.store().keep_device(&envelope.signature.key_id).await {
+            Ok(Some(row)) => device_key(row).ok(),
+            _ => None,
+        };
+        imurun_keep_rules::checks::decision_attempt(envelope, device.as_ref(), user)
     }
 }
 

@@ -22,6 +22,7 @@ use std::sync::Arc;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use imurun_keep_rules::RuleError;
+use imurun_keep_rules::checks::Attempt;
 use imurun_keep_rules::random::Random;
 use imurun_store::{JournalDraft, KeepTx, Store};
 use serde_json::{Value, json};
@@ -282,26 +283,16 @@ impl KeepService {
         Ok(in_database.max(in_file))
     }
 
-    /// Refuses a write whose signatures were checked against trust root `checked` when another
-    /// root has been accepted since (read under `tx`'s write lock): a key the newer root retired
-    /// must not get a document in through a check made just before the rotation.
-    pub(crate) async fn check_trust_root_unchanged(
+    /// The trust root's version in force, read under the lock of `tx`.
+    pub(crate) async fn trust_root_version_locked(
         &self,
         tx: &mut KeepTx,
-        checked: i64,
-    ) -> Result<(), KeepError> {
-        let now = self.high_water(
+    ) -> Result<i64, KeepError> {
+        self.high_water(
             TRUST_ROOT_KIND,
             "",
             tx.high_water(TRUST_ROOT_KIND, "").await?,
-        )?;
-        if now != checked {
-            return Err(KeepError::Conflict(format!(
-                "the trust root changed to version {now} while this was checked against version \
-                 {checked}: send it again"
-            )));
-        }
-        Ok(())
+        )
     }
 
     /// Raises the file's mark (the database's is raised in the transaction).
@@ -567,6 +558,19 @@ impl KeepService {
         subject: &str,
         error: KeepError,
     ) -> Result<T, KeepError> {
+        self.refuse_attempt(caller, (user, action, subject), None, error)
+            .await
+    }
+
+    /// [`KeepService::refuse`] for a request that names a version and a signing key: the entry
+    /// records them, and whether the signature held.
+    pub(crate) async fn refuse_attempt<T>(
+        &self,
+        caller: &Identity,
+        (user, action, subject): (Option<&str>, &str, &str),
+        attempt: Option<Attempt>,
+        error: KeepError,
+    ) -> Result<T, KeepError> {
         if matches!(
             error,
             KeepError::Store(_) | KeepError::Rule(RuleError::Random(_)) | KeepError::NotFound(_)
@@ -575,7 +579,14 @@ impl KeepService {
         }
         // The reason and the subject may quote what the request sent: one line, escaped.
         let reason = crate::proposals::one_line(&error.to_string(), 500);
-        let detail = json!({"action": action, "rule": error.rule(), "reason": reason});
+        let mut detail = json!({"action": action, "rule": error.rule(), "reason": reason});
+        if let Some(attempt) = attempt {
+            detail["attempt"] = json!({
+                "version": attempt.version,
+                "key_id": escaped_and_cut(&attempt.key_id),
+                "verified": attempt.verified,
+            });
+        }
         self.journal_refusal(caller, user, &escaped_and_cut(subject), detail)
             .await?;
         Err(error)

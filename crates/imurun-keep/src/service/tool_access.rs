@@ -399,7 +399,9 @@ impl KeepService {
         match self.try_decide_tool(caller, user, row, envelope).await {
             Ok(review) => Ok(review),
             Err(error) => {
-                self.refuse(caller, Some(user), "decide_tool", &subject, error)
+                let attempt = self.decision_attempt(envelope, user).await;
+                let what = (Some(user), "decide_tool", subject.as_str());
+                self.refuse_attempt(caller, what, Some(attempt), error)
                     .await
             }
         }
@@ -629,7 +631,9 @@ impl KeepService {
         match self.try_clear_taint(caller, user, name, envelope).await {
             Ok(view) => Ok(view),
             Err(error) => {
-                self.refuse(caller, Some(user), "clear_taint", &subject, error)
+                let attempt = self.decision_attempt(envelope, user).await;
+                let what = (Some(user), "clear_taint", subject.as_str());
+                self.refuse_attempt(caller, what, Some(attempt), error)
                     .await
             }
         }

@@ -648,3 +648,45 @@ async fn a_tool_propose_switch_rolled_back_in_the_database_stays_off_on_a_host_t
         assert!(!read.enabled, "{read:?}");
     }
 }
+
+/// A refused signed document's entry names the version and the key it came with, and says
+/// whether the signature held: a rolled-back ceiling by the policy key is verified, a forged one
+/// by an unknown key is only claimed; a deploy likewise.
+#[tokio::test]
+async fn holds_a_refused_document_names_its_version_and_key_and_whether_they_held() {
+    let host = Host::new().await;
+    host.keep
+        .put_ceiling(&host.operator, "alice", &host.ceiling("alice", 2))
+        .await
+        .expect("ceiling 2");
+    let attempt = |entry: imurun_keep::service::JournalView| entry.detail["attempt"].clone();
+
+    let old = host.ceiling("alice", 1);
+    let refused = host.keep.put_ceiling(&host.operator, "alice", &old).await;
+    assert!(refused.is_err_and(|error| error.rule() == "rolled_back"));
+    assert_eq!(
+        attempt(host.last_entry().await),
+        json!({"version": 1, "key_id": host.policy.key_id(), "verified": true})
+    );
+
+    let stranger = KeyPair::generate(&OsRandom).expect("key");
+    let forged = Signed::sign(&old.signed, &stranger).expect("sign");
+    let mut forged = forged;
+    forged.signed["version"] = json!(3);
+    let refused = host.keep.put_ceiling(&host.operator, "alice", &forged).await;
+    assert!(refused.is_err());
+    assert_eq!(
+        attempt(host.last_entry().await),
+        json!({"version": 3, "key_id": stranger.key_id(), "verified": false})
+    );
+
+    let manifest = Host::manifest("helper", 1);
+    let mut deploy = host.deploy_request(&manifest, 1);
+    deploy.policy = host.policy_for(&manifest, &deploy.bundle, &stranger);
+    let refused = host.keep.deploy(&host.operator, deploy).await;
+    assert!(refused.is_err_and(|error| error.rule() == "untrusted_key"));
+    assert_eq!(
+        attempt(host.last_entry().await),
+        json!({"version": 1, "key_id": stranger.key_id(), "verified": false})
+    );
+}
