@@ -413,14 +413,18 @@ async fn holds_one_nonce_and_one_code_count_once_under_concurrency() {
                 EnrolProof::Code(code),
             )
             .await
-            .is_ok()
+            .map_err(|error| format!("{}: {error}", error.rule()))
         }));
     }
     let mut wins = 0;
+    let mut refused = Vec::new();
     for task in tasks {
-        wins += usize::from(task.await.expect("join"));
+        match task.await.expect("join") {
+            Ok(_) => wins += 1,
+            Err(error) => refused.push(error),
+        }
     }
-    assert_eq!(wins, 1);
+    assert_eq!(wins, 1, "refused: {refused:?}");
     let device = host.keep.devices(&alice).await.expect("devices");
     let _ = first;
     // Reuse the winner's device? We lack its key pair; enrol a decision-signed one instead.
@@ -462,14 +466,18 @@ async fn holds_a_decision_nonce_is_consumed_once_concurrently() {
         tasks.push(tokio::spawn(async move {
             keep.enrol_device(&alice, &public, "b", &proof, EnrolProof::Decision(envelope))
                 .await
-                .is_ok()
+                .map_err(|error| format!("{}: {error}", error.rule()))
         }));
     }
     let mut wins = 0;
+    let mut refused = Vec::new();
     for task in tasks {
-        wins += usize::from(task.await.expect("join"));
+        match task.await.expect("join") {
+            Ok(_) => wins += 1,
+            Err(error) => refused.push(error),
+        }
     }
-    assert_eq!(wins, 1);
+    assert_eq!(wins, 1, "refused: {refused:?}");
     // The decision replayed for another key is refused (subject and hashes bind it).
     let other = KeyPair::generate(&OsRandom).expect("key");
     assert!(

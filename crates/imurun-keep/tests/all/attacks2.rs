@@ -670,10 +670,13 @@ async fn holds_a_refused_document_names_its_version_and_key_and_whether_they_hel
     );
 
     let stranger = KeyPair::generate(&OsRandom).expect("key");
-    let forged = Signed::sign(&old.signed, &stranger).expect("sign");
-    let mut forged = forged;
-    forged.signed["version"] = json!(3);
-    let refused = host.keep.put_ceiling(&host.operator, "alice", &forged).await;
+    let mut document = old.signed.clone();
+    document["version"] = json!(3);
+    let forged = Signed::sign(&document, &stranger).expect("sign");
+    let refused = host
+        .keep
+        .put_ceiling(&host.operator, "alice", &forged)
+        .await;
     assert!(refused.is_err());
     assert_eq!(
         attempt(host.last_entry().await),

@@ -1,0 +1,252 @@
+//! Egress uses waiting for their person: what the person is shown, the hash a device decision
+//! names, and how a session's requests reach the broker and its approvals.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use imurun_cell::broker::{EgressDecision, EgressHost, EgressUse};
+use imurun_cell::egress::Approval;
+use imurun_core::BoxFuture;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+
+use super::{
+    APPROVALS_PER_MESSAGE_MAX, Cells, HEADER_VALUE_CHARS_SHOWN, REFUSED_BEFORE_SENDING,
+    SessionHost, URL_CHARS_SHOWN, Waiting, cut_chars, cut_text, lock,
+};
+/// What a person is shown about a waiting use, and what a device decision must name.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct WaitingView {
+    pub session_id: String,
+    pub agent: String,
+    pub agent_version: i64,
+    pub method: String,
+    pub url: String,
+    /// The headers the cell set, as `[name, value]` (values cut at 1 000 characters and
+    /// escaped for showing; the `request` hash covers them whole).
+    pub headers: Vec<[String; 2]>,
+    /// Whether the session is tainted (the person should know what may be steering it).
+    pub tainted: bool,
+    pub body_bytes: usize,
+    pub body_sha256: String,
+    /// The credentials the host would add, by name.
+    pub credentials: Vec<String>,
+    /// Only a decision signed on one of the person's devices approves it.
+    pub device_signature: bool,
+    /// The hashes a device decision names: `request` (the method, URL, headers, body's hash and
+    /// the credentials the host would add) and `body`.
+    pub hashes: BTreeMap<String, String>,
+    pub asked_at_ms: i64,
+}
+
+/// The hash a device decision about an egress use names as `request`: the SHA-256 of the
+/// canonical JSON `{"body_sha256", "credentials": [name, ...], "headers": [[name, value],
+/// ...], "method", "url"}`, with the credentials the host would add and the headers the cell
+/// set, whole and in the order it set them.
+pub fn egress_request_hash(
+    method: &str,
+    url: &str,
+    headers: &[[String; 2]],
+    body_sha256: &str,
+    credentials: &[String],
+) -> String {
+    let text = crate::canonical::canonicalize(&json!({
+        "body_sha256": body_sha256,
+        "credentials": credentials,
+        "headers": headers,
+        "method": method,
+        "url": url,
+    }));
+    imurun_cell::sha256_hex(&text)
+}
+
+impl EgressHost for SessionHost {
+    fn approve<'a>(&'a self, used: &'a EgressUse, approval: Approval) -> BoxFuture<'a, bool> {
+        Box::pin(async move {
+            let Some(cells) = self.cells.upgrade() else {
+                return false;
+            };
+            if self.approvals_asked.fetch_add(1, Ordering::Relaxed) >= APPROVALS_PER_MESSAGE_MAX {
+                self.publish(json!({
+                    "type": "egress.not_asked", "method": cut_chars(&used.method, 16),
+                    "url": cut_chars(&used.url, URL_CHARS_SHOWN),
+                    "reason": format!(
+                        "this message asked about {APPROVALS_PER_MESSAGE_MAX} uses already; \
+                         the rest are refused without asking"
+                    ),
+                }));
+                return false;
+            }
+            let Ok(id) = imurun_keep_rules::random::hex_id(self.service.random(), "ea-") else {
+                return false;
+            };
+            let whole: Vec<[String; 2]> = used
+                .headers
+                .iter()
+                .map(|header| [header.name.clone(), header.value.clone()])
+                .collect();
+            let hashes = BTreeMap::from([
+                ("body".to_owned(), used.body_sha256.clone()),
+                (
+                    "request".to_owned(),
+                    egress_request_hash(
+                        &used.method,
+                        &used.url,
+                        &whole,
+                        &used.body_sha256,
+                        &used.credentials,
+                    ),
+                ),
+            ]);
+            let shown = whole
+                .iter()
+                .map(|[name, value]| {
+                    let count = value.chars().count();
+                    let mut shown = cut_chars(value, HEADER_VALUE_CHARS_SHOWN);
+                    if count > HEADER_VALUE_CHARS_SHOWN {
+                        shown.push_str(&format!("… ({count} characters)"));
+                    }
+                    [name.clone(), shown]
+                })
+                .collect();
+            let view = WaitingView {
+                session_id: self.session_id.clone(),
+                agent: self.agent.clone(),
+                agent_version: self.agent_version,
+                method: used.method.clone(),
+                url: used.url.clone(),
+                headers: shown,
+                tainted: self.tainted_by().is_some(),
+                body_bytes: used.body_bytes,
+                body_sha256: used.body_sha256.clone(),
+                credentials: used.credentials.clone(),
+                device_signature: approval == Approval::Device,
+                hashes,
+                asked_at_ms: crate::service::now_ms(),
+            };
+            // Whatever ends the wait (an answer, the timeout, a stop), the entry goes, here and
+            // in the database. Made before the channel so that it is dropped after the
+            // receiver: once it removes the entry, an answer being put back sees the wait
+            // closed.
+            let _forget = Forget {
+                cells: &cells,
+                id: &id,
+                store: Some(self.service.store().clone()),
+            };
+            let (answer, answered) = oneshot::channel();
+            lock(&cells.waiting).insert(
+                id.clone(),
+                Waiting {
+                    user: self.user.clone(),
+                    view: view.clone(),
+                    answer,
+                },
+            );
+            // Every host lists it and may take its person's answer (docs/keep/scaling.md).
+            // Without the row only this host could: the use is refused rather than waiting
+            // where an answer may never reach it.
+            let row = imurun_store::EgressWaitRow {
+                id: id.clone(),
+                user_name: self.user.clone(),
+                host: self.service.host_id().to_owned(),
+                view: serde_json::to_string(&view).unwrap_or_default(),
+                asked_at_ms: view.asked_at_ms,
+                expires_at_ms: view.asked_at_ms.saturating_add(
+                    self.grant.as_ref().map_or(0, |grant| {
+                        i64::try_from(grant.approval_timeout.as_millis()).unwrap_or(i64::MAX)
+                    }),
+                ),
+                state: "waiting".into(),
+                answered_at_ms: None,
+                decision: None,
+                seal: None,
+            };
+            if let Err(error) = self.service.store().keep_egress_wait_insert(&row).await {
+                tracing::warn!("an egress use could not be recorded as waiting: {error}");
+                return false;
+            }
+            self.publish(json!({
+                "type": "egress.approval_needed",
+                "approval": waiting_json(&id, &view),
+            }));
+            answered.await.unwrap_or(false)
+        })
+    }
+
+    fn credential<'a>(&'a self, name: &'a str) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move {
+            // An agent's credentials are the operator's, checked at deploy; a tool's are its
+            // person's own connections.
+            let secret = self
+                .service
+                .open_credential(&self.credential_owner, name)
+                .await
+                .ok()?;
+            String::from_utf8(secret.expose().to_vec()).ok()
+        })
+    }
+
+    fn decided(&self, decision: &EgressDecision) {
+        let used = &decision.used;
+        let approval = match decision.approval {
+            Approval::None => "none",
+            Approval::Person => "person",
+            Approval::Device => "device",
+        };
+        let mut event = json!({
+            "type": "egress.decided",
+            "decision": if decision.refusal.is_none() { "allow" } else { "deny" },
+            "method": cut_chars(&used.method, 16),
+            "url": cut_chars(&used.url, URL_CHARS_SHOWN),
+            "rule": used.rule,
+            "credentials": used.credentials,
+            "approval": approval,
+        });
+        let reached_upstream = decision
+            .refusal
+            .as_ref()
+            .is_none_or(|refusal| !REFUSED_BEFORE_SENDING.contains(&refusal.rule));
+        if reached_upstream {
+            *lock(&self.last_sent) = Some(used.url.clone());
+        }
+        if let (Some(refusal), Some(fields)) = (&decision.refusal, event.as_object_mut()) {
+            fields.insert("refused_by".into(), Value::from(refusal.rule));
+            fields.insert("reason".into(), Value::from(cut_text(&refusal.reason)));
+            lock(&self.refused).push(decision.clone());
+        }
+        self.publish(event);
+    }
+}
+
+/// Removes a waiting approval when its wait ends, here and (in the background) from the
+/// database.
+struct Forget<'a> {
+    cells: &'a Cells,
+    id: &'a str,
+    store: Option<imurun_store::Store>,
+}
+
+impl Drop for Forget<'_> {
+    fn drop(&mut self) {
+        lock(&self.cells.waiting).remove(self.id);
+        if let (Some(store), Ok(runtime)) =
+            (self.store.take(), tokio::runtime::Handle::try_current())
+        {
+            let id = self.id.to_owned();
+            runtime.spawn(async move {
+                if let Err(error) = store.keep_egress_wait_delete(&id).await {
+                    tracing::warn!("an ended egress wait stays listed until restart: {error}");
+                }
+            });
+        }
+    }
+}
+
+/// A waiting approval as events show it: its id and what the person is shown.
+pub fn waiting_json(id: &str, view: &WaitingView) -> Value {
+    let mut value = serde_json::to_value(view).unwrap_or_else(|_| json!({}));
+    if let Some(fields) = value.as_object_mut() {
+        fields.insert("id".into(), Value::from(id));
+    }
+    value
+}
