@@ -117,18 +117,19 @@ impl KeepService {
     /// signed by a policy key of the trust root in force (`trust`; `None` when none is), not the
     /// user's, or expired. It reads nothing, so it may run under the write lock.
     /// The version of `user`'s ceiling in force, derived again from the row read under the
-    /// lock of `tx`.
+    /// lock of `tx`, with `trust`, the trust root read before the lock (nothing under the lock
+    /// waits for another connection).
     pub(crate) async fn ceiling_version_locked(
         &self,
         tx: &mut imurun_store::KeepTx,
         user: &str,
+        trust: Option<&crate::trust::Trust>,
     ) -> Result<i64, KeepError> {
-        let trust = self.trust().await.ok();
         let row = tx.document(CEILING_KIND, user).await?;
         let highest =
             self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
         Ok(self
-            .ceiling_from_row(user, row, highest, trust.as_ref())?
+            .ceiling_from_row(user, row, highest, trust)?
             .ceiling
             .version)
     }

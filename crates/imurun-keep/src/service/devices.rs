@@ -118,6 +118,7 @@ impl KeepService {
         // The ceiling in force is read (and verified) before the write lock; its version is read
         // again under the lock, so a decision never passes against a ceiling that just changed.
         let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
+        let trust = self.trust().await.ok();
         match proof {
             EnrolProof::Code(code) => {
                 let mut tx = self.store().keep_begin().await?;
@@ -131,7 +132,7 @@ impl KeepService {
                 self.decide_under_lock(
                     user,
                     &envelope,
-                    async |tx| self.ceiling_version_locked(tx, user).await,
+                    async |tx| self.ceiling_version_locked(tx, user, trust.as_ref()).await,
                     |ceiling_now: &i64, signer| {
                         let snapshot = enrol::Snapshot {
                             device: &device,

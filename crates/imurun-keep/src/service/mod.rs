@@ -8,6 +8,7 @@ mod ceilings;
 mod decide;
 mod deploy;
 mod devices;
+mod egress_answers;
 mod host_settings;
 mod journal_access;
 mod proposal_access;
@@ -16,6 +17,8 @@ mod sessions;
 mod tool_access;
 mod tool_calls;
 mod tool_decisions;
+mod tool_proposals;
+mod tool_revocation;
 mod vault_access;
 
 use std::sync::Arc;
@@ -38,6 +41,7 @@ use crate::vault::VaultKey;
 pub use ceilings::CeilingView;
 pub use deploy::{AgentView, BUNDLE_BYTES_MAX, DeployRequest, PublicAgentView};
 pub use devices::{DeviceView, ENROL_CODE_TTL_S_DEFAULT, ENROL_CODE_TTL_S_MAX, EnrolProof};
+pub use egress_answers::{ApprovalView, EGRESS_ANSWERS_CHANNEL};
 pub use host_settings::ToolProposeView;
 pub use imurun_keep_rules::checks::enrol::{DEVICE_LABEL_CHARS_MAX, possession_message};
 pub use journal_access::{
@@ -50,12 +54,11 @@ pub use refusals::{
     escaped_and_cut, noting_refusals,
 };
 pub use sessions::{
-    ApprovalView, EGRESS_ANSWERS_CHANNEL, FILE_NAME_CHARS_MAX, FILE_TEXT_BYTES_MAX,
-    MESSAGE_BYTES_MAX, REPLIES_BYTES_MAX, REPLY_EVENT_BYTES_MAX, SessionView,
+    FILE_NAME_CHARS_MAX, FILE_TEXT_BYTES_MAX, MESSAGE_BYTES_MAX, REPLIES_BYTES_MAX,
+    REPLY_EVENT_BYTES_MAX, SessionView,
 };
-pub use tool_access::{
-    DecisionBasis, IntakeContext, TOOL_PROPOSAL_ID_PREFIX, ToolOrigin, ToolReview, ToolView,
-};
+pub use tool_access::{DecisionBasis, TOOL_PROPOSAL_ID_PREFIX, ToolOrigin, ToolReview, ToolView};
+pub use tool_proposals::IntakeContext;
 pub use vault_access::{VAULT_ENTRIES_MAX, VaultEntryView};
 
 /// The `kind` of the trust root's row and high-water mark.

@@ -12,22 +12,18 @@
 
 use imurun_keep_rules::RuleError;
 use std::collections::{BTreeMap, BTreeSet};
-use std::net::IpAddr;
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::sessions::session_user;
-use super::{Identity, KeepService, append, append_as};
+use super::{Identity, KeepService};
 use crate::KeepError;
 use crate::authority::{self, Change, Clamped, Dropped};
-use crate::cells::SessionHost;
 use crate::decision::DecisionKind;
 use crate::documents::{Ceiling, Signed};
-use crate::host::Host;
-use crate::manifest::{Egress, EgressMode, Manifest, MemoryAccess, Resources, host_of};
-use crate::tool_intake::{self, NamesInUse, PENDING_TOOL_PROPOSALS_MAX};
-use imurun_keep_rules::checks::{revoke, tool_decision};
+use crate::manifest::{Egress, EgressMode, Manifest, MemoryAccess, Resources};
+use imurun_keep_rules::checks::tool_decision;
 
 /// How tool proposals' ids start (other proposals' start `kp-`).
 pub const TOOL_PROPOSAL_ID_PREFIX: &str = "kt-";
@@ -133,15 +129,6 @@ pub struct DecisionBasis {
     pub policy_version: i64,
 }
 
-/// What the host knows at intake beyond the store: the loopback ports the operator opened,
-/// its API's port, and the names of the tools it gives agents itself.
-#[derive(Debug, Clone, Default)]
-pub struct IntakeContext {
-    pub loopback_ports: Vec<u16>,
-    pub api_port: Option<u16>,
-    pub host_tools: Vec<String>,
-}
-
 /// What a decision about a proposal is checked against, computed from the host's state.
 pub(super) struct Basis {
     pub(super) review: ToolReview,
@@ -150,182 +137,9 @@ pub(super) struct Basis {
 }
 
 impl KeepService {
-    /// Stores a tool a session's cell proposed, for the session's person: read and bounded
-    /// ([`tool_intake::read`]), refused when it asks for forbidden authority, and otherwise
-    /// only stored. Journaled with its hashes and authority diff; never its code.
-    pub(crate) async fn store_tool_proposal(
-        &self,
-        host: &SessionHost,
-        payload_json: &str,
-        taint: Option<&str>,
-        context: &IntakeContext,
-    ) -> Result<ToolReview, KeepError> {
-        let user = host.user.as_str();
-        let full = || {
-            KeepError::Conflict(format!(
-                "{PENDING_TOOL_PROPOSALS_MAX} tool proposals wait for their person already: one \
-                 must be decided first"
-            ))
-        };
-        // The operator's switch first: when proposing is off, nothing is read or decoded.
-        if !self.tool_propose_in_force().await?.enabled {
-            return Err(KeepError::Forbidden(
-                "the operator turned tool.propose off for the hosts of this database".into(),
-            ));
-        }
-        // Counted first: past the bound, nothing is read or decoded. Counted again under the
-        // write lock.
-        if self.store().keep_pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
-            return Err(full());
-        }
-        let (agents, own) = self.store().keep_names_in_use(user).await?;
-        let names = NamesInUse {
-            proposer: host.agent.clone(),
-            reserved: agents
-                .into_iter()
-                .filter(|name| !own.contains(name))
-                .chain(context.host_tools.iter().cloned())
-                .collect(),
-            tools: own,
-        };
-        let intake = tool_intake::read(payload_json, &names)?;
-        self.check_forbidden(
-            user,
-            &intake.manifest,
-            &context.loopback_ports,
-            context.api_port,
-        )
-        .await?;
-        let agent = self.agent_in_force(&host.agent).await;
-        let signer_key_id = agent
-            .as_ref()
-            .map(|(_, _, signer)| signer.clone())
-            .unwrap_or_default();
-        let id = imurun_keep_rules::random::hex_id(self.random(), TOOL_PROPOSAL_ID_PREFIX)?;
-        let manifest_text = serde_json::to_string(&intake.manifest)
-            .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
-        let mut row = imurun_store::ToolProposalRow {
-            id: id.clone(),
-            user_name: user.to_owned(),
-            session_id: host.session_id.clone(),
-            agent: host.agent.clone(),
-            agent_version: host.agent_version,
-            signer_key_id,
-            name: intake.name.clone(),
-            version: intake.manifest.version,
-            description: intake.description.clone(),
-            manifest: manifest_text,
-            bundle_sha256: intake.bundle_sha256.clone(),
-            bundle_size: i64::try_from(intake.bundle.len()).unwrap_or(i64::MAX),
-            tainted: taint.is_some(),
-            taint_source: taint.map(str::to_owned),
-            state: "pending".to_owned(),
-            created_at_ms: super::now_ms(),
-            decided_at_ms: None,
-            seal: String::new(),
-        };
-        row.seal = crate::seal::seal_tool_proposal(self.host_key(), &proposal_fields(&row));
-        let base = agent.map(|(manifest, _, _)| manifest);
-        let diff = authority::diff(&base.unwrap_or_else(no_authority), &intake.manifest);
-        let mut tx = self.store().keep_begin().await?;
-        if tx.pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
-            return Err(full());
-        }
-        self.check_version_free(
-            &mut tx,
-            user,
-            (&intake.name, intake.manifest.version),
-            &intake.bundle_sha256,
-        )
-        .await?;
-        tx.insert_tool_proposal(&imurun_store::NewToolProposal {
-            row: &row,
-            bundle: &intake.bundle,
-        })
-        .await?;
-        let detail = json!({
-            "action": "propose", "kind": "tool", "session": host.session_id,
-            "name": intake.name, "version": intake.manifest.version,
-            "bundle_sha256": intake.bundle_sha256, "bundle_size": intake.bundle.len(),
-            "manifest_sha256": authority::manifest_sha256(&intake.manifest),
-            "description_sha256": crate::keys::sha256_hex(intake.description.as_bytes()),
-            "tainted": taint.is_some(),
-            "authority_diff": diff,
-        });
-        append_as(
-            &mut tx,
-            &format!("agent:{}", host.agent),
-            Some(user),
-            "proposal",
-            &format!("proposal:{id}"),
-            detail,
-        )
-        .await?;
-        tx.commit().await?;
-        let stored = self
-            .store()
-            .keep_tool_proposal(&id)
-            .await?
-            .ok_or(KeepError::NotFound("proposal"))?;
-        Ok(self.basis(stored).await?.review)
-    }
-
-    /// Refuses a manifest asking for what no tool may have, whatever a ceiling allows: the
-    /// operator's credentials, and the host's own addresses (its API, and so its deploy route).
-    async fn check_forbidden(
-        &self,
-        user: &str,
-        manifest: &Manifest,
-        loopback_ports: &[u16],
-        api_port: Option<u16>,
-    ) -> Result<(), KeepError> {
-        let own = imurun_cell::own_addresses();
-        for (index, rule) in manifest.egress.rules.iter().enumerate() {
-            if targets_host_itself(&rule.host, rule.port, &own, loopback_ports, api_port) {
-                return Err(KeepError::Rule(RuleError::ForbiddenAuthority(format!(
-                    "egress.rules[{index}] names {}:{}, one of this host's own addresses: its \
-                     API, and with it the deploy route, is never a tool's egress target",
-                    rule.host, rule.port
-                ))));
-            }
-        }
-        for (index, credential) in manifest.credentials.iter().enumerate() {
-            if targets_host_itself(
-                &credential.bind.host,
-                credential.bind.port,
-                &own,
-                loopback_ports,
-                api_port,
-            ) {
-                return Err(KeepError::Rule(RuleError::ForbiddenAuthority(format!(
-                    "credentials[{index}] is bound to one of this host's own addresses"
-                ))));
-            }
-            let owner = format!("user:{user}");
-            let users = self
-                .store()
-                .keep_vault_sealed(&owner, &credential.name)
-                .await?
-                .is_some();
-            let operators = self
-                .store()
-                .keep_vault_sealed("operator", &credential.name)
-                .await?
-                .is_some();
-            if operators && !users {
-                return Err(KeepError::Rule(RuleError::ForbiddenAuthority(format!(
-                    "credentials[{index}] names {}, a credential of the operator's: a tool \
-                     reaches only its person's own connections",
-                    credential.name
-                ))));
-            }
-        }
-        Ok(())
-    }
-
     /// The proposing agent in force: its manifest, version and bundle signer; `None` when none
     /// is (then a review compares against no authority at all).
-    async fn agent_in_force(&self, name: &str) -> Option<(Manifest, i64, String)> {
+    pub(super) async fn agent_in_force(&self, name: &str) -> Option<(Manifest, i64, String)> {
         let trust = self.trust().await.ok()?;
         let row = self.store().keep_agent(name).await.ok()??;
         let view = self.verified_agent(row, &trust).await.ok()?;
@@ -426,7 +240,7 @@ impl KeepService {
     }
 
     /// `user`'s tool `name`, as its owner sees it.
-    async fn tool_of(&self, user: &str, name: &str) -> Result<ToolView, KeepError> {
+    pub(super) async fn tool_of(&self, user: &str, name: &str) -> Result<ToolView, KeepError> {
         let row = self
             .store()
             .keep_tool(user, name)
@@ -463,159 +277,6 @@ impl KeepService {
         }
         view.refused = refused;
         Ok(view)
-    }
-
-    /// Revokes the calling person's tool `name`, every version: from this write on, no call
-    /// starts it, and its uses waiting for an answer (on any host) are refused. Taking
-    /// authority away needs no device.
-    ///
-    /// The operator may revoke any person's tool, named `u/<user>/<name>`: the entry is in
-    /// that person's journal, and the event on their stream.
-    pub async fn revoke_tool(&self, caller: &Identity, name: &str) -> Result<ToolView, KeepError> {
-        let (user, name) = revoked_tool_name(caller, name)?;
-        let mut tx = self.store().keep_begin().await?;
-        let subject = format!("{user}/{name}");
-        let in_database = tx.high_water(TOOL_KIND, &subject).await?;
-        let row = tx.tool(user, name).await?;
-        let snapshot = revoke::Snapshot {
-            row: row.as_ref().map(|row| revoke::Row {
-                version: row.version,
-                sealed: self.check_tool_row(row).is_ok(),
-            }),
-            deployed: self.high_water(TOOL_KIND, &subject, in_database)?,
-            deployed_here: self.high_water(TOOL_KIND, &subject, 0)?,
-        };
-        let plan = revoke::check(&snapshot).ok_or(KeepError::NotFound("tool"))?;
-        let changed = row.is_some() && tx.revoke_tool(user, name).await? > 0;
-        tx.raise_high_water(TOOL_REVOKED_KIND, &subject, plan.revoked_version)
-            .await?;
-        self.mark_revoked_here(&subject, plan.vouched);
-        // A revoke is journaled, and refuses the tool's waiting uses, whatever the database
-        // said about the tool: the mark it raises is a revoke.
-        let detail = json!({
-            "action": "revoke", "tool": format!("u/{user}/{name}"),
-            "version": row.as_ref().map(|row| row.version),
-            "revoked_version": plan.revoked_version,
-            "bundle_sha256": row.as_ref().map(|row| row.bundle_sha256.clone()),
-            "database": if changed { "revoked" } else if row.is_some() { "revoked already" } else { "no row" },
-        });
-        let journal_subject = format!("tool:u/{user}/{name}");
-        append(
-            &mut tx,
-            caller,
-            Some(user),
-            "tool",
-            &journal_subject,
-            detail,
-        )
-        .await?;
-        let refused_here = self
-            .refuse_waiting_uses(&mut tx, caller, user, name)
-            .await?;
-        // In a task of its own, so a request dropped while it commits still commits.
-        tokio::spawn(tx.commit())
-            .await
-            .map_err(|error| KeepError::Unavailable(format!("a Keep write stopped: {error}")))??;
-        self.tell_revoked(user, name, plan.revoked_version, refused_here)
-            .await;
-        match revoke::outcome(row.is_some(), changed) {
-            revoke::Outcome::Revoked if caller.is_operator() => self.tool_of(user, name).await,
-            revoke::Outcome::Revoked => self.tool(caller, name).await,
-            revoke::Outcome::AlreadyRevoked => Err(KeepError::Conflict(format!(
-                "u/{user}/{name} was revoked already"
-            ))),
-            revoke::Outcome::NoRow => Err(KeepError::NotFound("tool")),
-        }
-    }
-
-    /// Raises the revocation mark in the Keep folder to `vouched` (nothing for 0). It is
-    /// raised before anything else in the write can fail (an edited journal, a broken waiting
-    /// use): should the write not commit, the tool is refused on this host all the same. A mark
-    /// that cannot be written (a full disk) does not hold the revoke back: the write commits,
-    /// and the failure is logged.
-    fn mark_revoked_here(&self, subject: &str, vouched: i64) {
-        if vouched > 0
-            && let Err(error) = self.raise_high_water_file(TOOL_REVOKED_KIND, subject, vouched)
-        {
-            tracing::error!(
-                "the revocation mark of u/{subject} could not be written outside the database \
-                 ({error}); the revoke holds in the database"
-            );
-        }
-    }
-
-    /// Refuses, in the revoke's write, the uses of `user`'s tool `name` waiting for an answer
-    /// on any host; the ids of those waiting on this host.
-    async fn refuse_waiting_uses(
-        &self,
-        tx: &mut imurun_store::KeepTx,
-        caller: &Identity,
-        user: &str,
-        name: &str,
-    ) -> Result<Vec<String>, KeepError> {
-        let agent = format!("u/{user}/{name}");
-        let mut refused_here = Vec::new();
-        for wait in tx.egress_waits(user, crate::service::now_ms()).await? {
-            let Ok(view) = serde_json::from_str::<crate::cells::WaitingView>(&wait.view) else {
-                continue;
-            };
-            if view.agent != agent {
-                continue;
-            }
-            let answer = super::sessions::Answer {
-                user,
-                id: &wait.id,
-                host: &wait.host,
-                approve: false,
-                decision: None,
-                by: json!("revoked"),
-                view: &view,
-            };
-            if self.record_in(tx, caller, &answer).await? && wait.host == self.host_id() {
-                refused_here.push(wait.id);
-            }
-        }
-        Ok(refused_here)
-    }
-
-    /// After a revoke commits: its waiting uses here are told, its calls in flight here end
-    /// (the other hosts end theirs when they hear of it, [`KeepService::end_revoked_calls`]),
-    /// and the person hears of it.
-    async fn tell_revoked(&self, user: &str, name: &str, version: i64, refused_here: Vec<String>) {
-        for id in refused_here {
-            if let Err(error) = self.deliver_answer(&id).await {
-                // The use is refused in the database; its cell stops waiting at its timeout.
-                tracing::warn!("a revoked tool's waiting use was not told: {error}");
-            }
-        }
-        if let Some(cells) = self.cells() {
-            cells.end_calls(user, name);
-            cells.publish(
-                user,
-                json!({"type": "tool.revoked", "name": format!("u/{user}/{name}"),
-                       "version": version}),
-            );
-        }
-    }
-
-    /// Ends this host's calls in flight of every tool revoked since they started: the
-    /// database is read again for each tool with a call running, so a notice from another
-    /// host is only a hint, and a missed one is made up for at the next sweep.
-    pub async fn end_revoked_calls(&self) -> Result<usize, KeepError> {
-        let Some(cells) = self.cells() else {
-            return Ok(0);
-        };
-        let mut ended = 0;
-        for (user, name) in cells.tools_in_flight() {
-            let revoked = match self.store().keep_tool(&user, &name).await? {
-                Some(row) => self.revoked(&row).await?,
-                None => true,
-            };
-            if revoked {
-                ended += cells.end_calls(&user, &name);
-            }
-        }
-        Ok(ended)
     }
 
     /// Lifts the taint mark of the calling person's tool `name` with their device-signed
@@ -664,39 +325,6 @@ impl KeepService {
         Ok(Some((row, manifest)))
     }
 
-    /// Whether `row` is revoked: by the row, or by the revocation mark (the database's, or the
-    /// one kept outside it, so a revoke undone in the database still holds on the host that
-    /// took it).
-    pub(crate) async fn revoked(&self, row: &imurun_store::ToolRow) -> Result<bool, KeepError> {
-        let subject = format!("{}/{}", row.user_name, row.name);
-        let in_database = self
-            .store()
-            .keep_high_water(TOOL_REVOKED_KIND, &subject)
-            .await?;
-        self.covered_by_revocation(row, in_database)
-    }
-
-    /// [`Self::revoked`], the database's mark read under `tx`'s write lock.
-    pub(crate) async fn revoked_locked(
-        &self,
-        tx: &mut imurun_store::KeepTx,
-        row: &imurun_store::ToolRow,
-    ) -> Result<bool, KeepError> {
-        let subject = format!("{}/{}", row.user_name, row.name);
-        let in_database = tx.high_water(TOOL_REVOKED_KIND, &subject).await?;
-        self.covered_by_revocation(row, in_database)
-    }
-
-    fn covered_by_revocation(
-        &self,
-        row: &imurun_store::ToolRow,
-        in_database: i64,
-    ) -> Result<bool, KeepError> {
-        let subject = format!("{}/{}", row.user_name, row.name);
-        Ok(row.revoked_at_ms.is_some()
-            || self.high_water(TOOL_REVOKED_KIND, &subject, in_database)? >= row.version)
-    }
-
     /// [`Self::check_tool_row`], and that the row is the newest version ever deployed under its
     /// name: an older row, sealed but brought back by deleting newer ones in the database, is
     /// rolled back.
@@ -720,7 +348,7 @@ impl KeepService {
 
     /// Checks a deployed tool's row against this host's seal: every column a call or a decision
     /// reads but its revocation.
-    fn check_tool_row(&self, row: &imurun_store::ToolRow) -> Result<(), KeepError> {
+    pub(super) fn check_tool_row(&self, row: &imurun_store::ToolRow) -> Result<(), KeepError> {
         let fields = super::tool_decisions::tool_fields(row);
         Ok(crate::seal::check_tool(
             &self.host_key().public(),
@@ -744,7 +372,7 @@ impl KeepService {
 
     /// Refuses a proposal whose name and version were deployed already (or a lower version):
     /// versions are immutable, and a new version is a new proposal.
-    async fn check_version_free(
+    pub(super) async fn check_version_free(
         &self,
         tx: &mut imurun_store::KeepTx,
         user: &str,
@@ -884,7 +512,7 @@ fn review_of(
 
 /// A manifest with no authority at all: what a review compares against when the proposing
 /// agent is not in force.
-fn no_authority() -> Manifest {
+pub(super) fn no_authority() -> Manifest {
     Manifest {
         name: "none".into(),
         version: 1,
@@ -913,56 +541,6 @@ pub(crate) fn own_tool_name<'a>(user: &str, name: &'a str) -> Option<&'a str> {
         }
         None => Some(name),
     }
-}
-
-/// The person and the tool a revoke names: the caller's own (`name` or `u/<user>/<name>`),
-/// or for the operator any person's, named `u/<user>/<name>`.
-fn revoked_tool_name<'a>(
-    caller: &'a Identity,
-    name: &'a str,
-) -> Result<(&'a str, &'a str), KeepError> {
-    if caller.is_operator() {
-        let (user, name) = name
-            .strip_prefix("u/")
-            .and_then(|rest| rest.split_once('/'))
-            .ok_or_else(|| {
-                KeepError::invalid("name", "the operator names a tool as u/<user>/<name>")
-            })?;
-        return Ok((user, name));
-    }
-    let user = session_user(caller)?;
-    let name = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
-    Ok((user, name))
-}
-
-/// Whether `host:port` is this host itself: a loopback, unspecified or own address (or a
-/// `localhost` name) at the API's port or at a port the operator did not open.
-fn targets_host_itself(
-    host: &str,
-    port: u16,
-    own: &[IpAddr],
-    loopback_ports: &[u16],
-    api_port: Option<u16>,
-) -> bool {
-    let local = match host_of(host) {
-        Some(Host::Ipv4(address)) => {
-            let ip = IpAddr::V4(address);
-            address.is_loopback() || address.is_unspecified() || own.contains(&ip)
-        }
-        Some(Host::Ipv6(address)) => {
-            // Both the mapped (`::ffff:a.b.c.d`) and the compatible (`::a.b.c.d`) forms.
-            let mapped = address.to_ipv4();
-            address.is_loopback()
-                || address.is_unspecified()
-                || own.contains(&IpAddr::V6(address))
-                || mapped.is_some_and(|v4| {
-                    v4.is_loopback() || v4.is_unspecified() || own.contains(&IpAddr::V4(v4))
-                })
-        }
-        Some(host @ (Host::Name(_) | Host::Wildcard(_))) => host.is_loopback_name(),
-        None => true,
-    };
-    local && (Some(port) == api_port || !loopback_ports.contains(&port))
 }
 
 fn tool_view(row: imurun_store::ToolRow, ceiling_version: i64) -> Result<ToolView, KeepError> {

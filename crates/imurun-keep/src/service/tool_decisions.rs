@@ -14,6 +14,7 @@ use crate::KeepError;
 use crate::documents::Signed;
 use crate::manifest::EgressMode;
 use crate::seal::ToolFields;
+use crate::trust::Trust;
 
 /// What a tool decision reads under the lock.
 pub(super) struct ProposalState {
@@ -53,11 +54,20 @@ impl KeepService {
             refused: review.refused.as_deref(),
         };
         let host_key = self.host_key().public();
+        // Read before the lock: nothing under it waits for another connection.
+        let trust = self.trust().await.ok();
+        let bundle = match tool_decision::approves(envelope) {
+            true => self.store().keep_tool_proposal_bundle(&id).await?,
+            false => None,
+        };
         let approve = self
             .decide_under_lock(
                 user,
                 envelope,
-                async |tx| self.read_proposal_state(tx, user, &id).await,
+                async |tx| {
+                    self.read_proposal_state(tx, (user, &id), trust.as_ref())
+                        .await
+                },
                 |read: &ProposalState, signer| {
                     tool_decision::check(
                         &proposal_snapshot(&id, reviewed, read, &host_key, signer),
@@ -67,7 +77,14 @@ impl KeepService {
                 async |tx, read, plan| {
                     let approve = plan.approve;
                     let commit = self
-                        .apply_tool_decision(tx, caller, (user, &basis), read, plan, envelope)
+                        .apply_tool_decision(
+                            tx,
+                            caller,
+                            (user, &basis),
+                            (read, bundle.as_deref()),
+                            plan,
+                            envelope,
+                        )
                         .await?;
                     Ok((approve, commit))
                 },
@@ -83,11 +100,11 @@ impl KeepService {
     async fn read_proposal_state(
         &self,
         tx: &mut KeepTx,
-        user: &str,
-        id: &str,
+        (user, id): (&str, &str),
+        trust: Option<&Trust>,
     ) -> Result<ProposalState, KeepError> {
         let locked = tx.pending_tool_proposal(id, user).await?;
-        let ceiling_now = self.ceiling_version_locked(tx, user).await?;
+        let ceiling_now = self.ceiling_version_locked(tx, user, trust).await?;
         let Some(row) = &locked else {
             return Ok(ProposalState {
                 locked,
@@ -121,7 +138,7 @@ impl KeepService {
         tx: &mut KeepTx,
         caller: &Identity,
         (user, basis): (&str, &Basis),
-        read: &ProposalState,
+        (read, bundle): (&ProposalState, Option<&[u8]>),
         plan: tool_decision::Plan,
         envelope: &Signed,
     ) -> Result<Commit, KeepError> {
@@ -160,7 +177,7 @@ impl KeepService {
         if !plan.approve {
             return Ok(Commit::Plain);
         }
-        self.deploy_tool(tx, caller, (user, basis), locked, envelope)
+        self.deploy_tool(tx, caller, (user, basis), (locked, bundle), envelope)
             .await?;
         Ok(Commit::Mark(
             TOOL_KIND,
@@ -176,16 +193,12 @@ impl KeepService {
         tx: &mut KeepTx,
         caller: &Identity,
         (user, basis): (&str, &Basis),
-        locked: &ToolProposalRow,
+        (locked, bundle): (&ToolProposalRow, Option<&[u8]>),
         envelope: &Signed,
     ) -> Result<(), KeepError> {
         let id = &basis.review.id;
-        let bundle = self
-            .store()
-            .keep_tool_proposal_bundle(id)
-            .await?
-            .ok_or(KeepError::NotFound("proposal"))?;
-        if crate::keys::sha256_hex(&bundle) != basis.bundle_sha256 {
+        let bundle = bundle.ok_or(KeepError::NotFound("proposal"))?;
+        if crate::keys::sha256_hex(bundle) != basis.bundle_sha256 {
             return Err(imurun_keep_rules::RuleError::Untrusted(
                 "the stored bundle is not the one proposed".into(),
             )
@@ -211,7 +224,7 @@ impl KeepService {
             version: locked.version,
             proposal_id: id,
             bundle_sha256: &basis.bundle_sha256,
-            bundle: &bundle,
+            bundle,
             manifest: &manifest_text,
             decision: &decision_text,
             tainted: locked.tainted,
@@ -318,11 +331,13 @@ impl KeepService {
                 .map(|basis| (basis.subject.as_str(), &basis.hashes, basis.ceiling_version)),
         };
         let host_key = self.host_key().public();
+        // Read before the lock: nothing under it waits for another connection.
+        let trust = self.trust().await.ok();
         let version = self
             .decide_under_lock(
                 user,
                 envelope,
-                async |tx| self.read_tool_state(tx, user, own).await,
+                async |tx| self.read_tool_state(tx, (user, own), trust.as_ref()).await,
                 |read: &ToolState, signer| {
                     clear_taint::check(
                         &clear_taint::Snapshot {
@@ -360,15 +375,15 @@ impl KeepService {
     async fn read_tool_state(
         &self,
         tx: &mut KeepTx,
-        user: &str,
-        name: &str,
+        (user, name): (&str, &str),
+        trust: Option<&Trust>,
     ) -> Result<ToolState, KeepError> {
         let Some(row) = tx.tool(user, name).await? else {
             return Err(KeepError::NotFound("tool"));
         };
         // Revoked by the row or by either mark, read under the lock.
         let revoked = self.revoked_locked(tx, &row).await?;
-        let ceiling_now = self.ceiling_version_locked(tx, user).await?;
+        let ceiling_now = self.ceiling_version_locked(tx, user, trust).await?;
         Ok(ToolState {
             row,
             revoked,

@@ -1,0 +1,232 @@
+//! A tool a session's cell proposes: read and bounded by the rules' intake, refused when it asks
+//! for authority no tool may have or targets the host itself, and otherwise only stored for its
+//! person, sealed by the host key and journaled with its hashes and authority diff.
+
+use serde_json::json;
+
+use std::net::IpAddr;
+
+use imurun_keep_rules::RuleError;
+
+use super::tool_access::{TOOL_PROPOSAL_ID_PREFIX, ToolReview, no_authority, proposal_fields};
+use super::{KeepService, append_as};
+use crate::KeepError;
+use crate::authority;
+use crate::cells::SessionHost;
+use crate::host::Host;
+use crate::manifest::{Manifest, host_of};
+use crate::tool_intake::{self, NamesInUse, PENDING_TOOL_PROPOSALS_MAX};
+
+/// What the host knows at intake beyond the store: the loopback ports the operator opened,
+/// its API's port, and the names of the tools it gives agents itself.
+#[derive(Debug, Clone, Default)]
+pub struct IntakeContext {
+    pub loopback_ports: Vec<u16>,
+    pub api_port: Option<u16>,
+    pub host_tools: Vec<String>,
+}
+
+impl KeepService {
+    /// Stores a tool a session's cell proposed, for the session's person: read and bounded
+    /// ([`tool_intake::read`]), refused when it asks for forbidden authority, and otherwise
+    /// only stored. Journaled with its hashes and authority diff; never its code.
+    pub(crate) async fn store_tool_proposal(
+        &self,
+        host: &SessionHost,
+        payload_json: &str,
+        taint: Option<&str>,
+        context: &IntakeContext,
+    ) -> Result<ToolReview, KeepError> {
+        let user = host.user.as_str();
+        let full = || {
+            KeepError::Conflict(format!(
+                "{PENDING_TOOL_PROPOSALS_MAX} tool proposals wait for their person already: one \
+                 must be decided first"
+            ))
+        };
+        // The operator's switch first: when proposing is off, nothing is read or decoded.
+        if !self.tool_propose_in_force().await?.enabled {
+            return Err(KeepError::Forbidden(
+                "the operator turned tool.propose off for the hosts of this database".into(),
+            ));
+        }
+        // Counted first: past the bound, nothing is read or decoded. Counted again under the
+        // write lock.
+        if self.store().keep_pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
+            return Err(full());
+        }
+        let (agents, own) = self.store().keep_names_in_use(user).await?;
+        let names = NamesInUse {
+            proposer: host.agent.clone(),
+            reserved: agents
+                .into_iter()
+                .filter(|name| !own.contains(name))
+                .chain(context.host_tools.iter().cloned())
+                .collect(),
+            tools: own,
+        };
+        let intake = tool_intake::read(payload_json, &names)?;
+        self.check_forbidden(
+            user,
+            &intake.manifest,
+            &context.loopback_ports,
+            context.api_port,
+        )
+        .await?;
+        let agent = self.agent_in_force(&host.agent).await;
+        let signer_key_id = agent
+            .as_ref()
+            .map(|(_, _, signer)| signer.clone())
+            .unwrap_or_default();
+        let id = imurun_keep_rules::random::hex_id(self.random(), TOOL_PROPOSAL_ID_PREFIX)?;
+        let manifest_text = serde_json::to_string(&intake.manifest)
+            .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
+        let mut row = imurun_store::ToolProposalRow {
+            id: id.clone(),
+            user_name: user.to_owned(),
+            session_id: host.session_id.clone(),
+            agent: host.agent.clone(),
+            agent_version: host.agent_version,
+            signer_key_id,
+            name: intake.name.clone(),
+            version: intake.manifest.version,
+            description: intake.description.clone(),
+            manifest: manifest_text,
+            bundle_sha256: intake.bundle_sha256.clone(),
+            bundle_size: i64::try_from(intake.bundle.len()).unwrap_or(i64::MAX),
+            tainted: taint.is_some(),
+            taint_source: taint.map(str::to_owned),
+            state: "pending".to_owned(),
+            created_at_ms: super::now_ms(),
+            decided_at_ms: None,
+            seal: String::new(),
+        };
+        row.seal = crate::seal::seal_tool_proposal(self.host_key(), &proposal_fields(&row));
+        let base = agent.map(|(manifest, _, _)| manifest);
+        let diff = authority::diff(&base.unwrap_or_else(no_authority), &intake.manifest);
+        let mut tx = self.store().keep_begin().await?;
+        if tx.pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
+            return Err(full());
+        }
+        self.check_version_free(
+            &mut tx,
+            user,
+            (&intake.name, intake.manifest.version),
+            &intake.bundle_sha256,
+        )
+        .await?;
+        tx.insert_tool_proposal(&imurun_store::NewToolProposal {
+            row: &row,
+            bundle: &intake.bundle,
+        })
+        .await?;
+        let detail = json!({
+            "action": "propose", "kind": "tool", "session": host.session_id,
+            "name": intake.name, "version": intake.manifest.version,
+            "bundle_sha256": intake.bundle_sha256, "bundle_size": intake.bundle.len(),
+            "manifest_sha256": authority::manifest_sha256(&intake.manifest),
+            "description_sha256": crate::keys::sha256_hex(intake.description.as_bytes()),
+            "tainted": taint.is_some(),
+            "authority_diff": diff,
+        });
+        append_as(
+            &mut tx,
+            &format!("agent:{}", host.agent),
+            Some(user),
+            "proposal",
+            &format!("proposal:{id}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        let stored = self
+            .store()
+            .keep_tool_proposal(&id)
+            .await?
+            .ok_or(KeepError::NotFound("proposal"))?;
+        Ok(self.basis(stored).await?.review)
+    }
+
+    /// Refuses a manifest asking for what no tool may have, whatever a ceiling allows: the
+    /// operator's credentials, and the host's own addresses (its API, and so its deploy route).
+    async fn check_forbidden(
+        &self,
+        user: &str,
+        manifest: &Manifest,
+        loopback_ports: &[u16],
+        api_port: Option<u16>,
+    ) -> Result<(), KeepError> {
+        let own = imurun_cell::own_addresses();
+        for (index, rule) in manifest.egress.rules.iter().enumerate() {
+            if targets_host_itself(&rule.host, rule.port, &own, loopback_ports, api_port) {
+                return Err(KeepError::Rule(RuleError::ForbiddenAuthority(format!(
+                    "egress.rules[{index}] names {}:{}, one of this host's own addresses: its \
+                     API, and with it the deploy route, is never a tool's egress target",
+                    rule.host, rule.port
+                ))));
+            }
+        }
+        for (index, credential) in manifest.credentials.iter().enumerate() {
+            if targets_host_itself(
+                &credential.bind.host,
+                credential.bind.port,
+                &own,
+                loopback_ports,
+                api_port,
+            ) {
+                return Err(KeepError::Rule(RuleError::ForbiddenAuthority(format!(
+                    "credentials[{index}] is bound to one of this host's own addresses"
+                ))));
+            }
+            let owner = format!("user:{user}");
+            let users = self
+                .store()
+                .keep_vault_sealed(&owner, &credential.name)
+                .await?
+                .is_some();
+            let operators = self
+                .store()
+                .keep_vault_sealed("operator", &credential.name)
+                .await?
+                .is_some();
+            if operators && !users {
+                return Err(KeepError::Rule(RuleError::ForbiddenAuthority(format!(
+                    "credentials[{index}] names {}, a credential of the operator's: a tool \
+                     reaches only its person's own connections",
+                    credential.name
+                ))));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether `host:port` is this host itself: a loopback, unspecified or own address (or a
+/// `localhost` name) at the API's port or at a port the operator did not open.
+fn targets_host_itself(
+    host: &str,
+    port: u16,
+    own: &[IpAddr],
+    loopback_ports: &[u16],
+    api_port: Option<u16>,
+) -> bool {
+    let local = match host_of(host) {
+        Some(Host::Ipv4(address)) => {
+            let ip = IpAddr::V4(address);
+            address.is_loopback() || address.is_unspecified() || own.contains(&ip)
+        }
+        Some(Host::Ipv6(address)) => {
+            // Both the mapped (`::ffff:a.b.c.d`) and the compatible (`::a.b.c.d`) forms.
+            let mapped = address.to_ipv4();
+            address.is_loopback()
+                || address.is_unspecified()
+                || own.contains(&IpAddr::V6(address))
+                || mapped.is_some_and(|v4| {
+                    v4.is_loopback() || v4.is_unspecified() || own.contains(&IpAddr::V4(v4))
+                })
+        }
+        Some(host @ (Host::Name(_) | Host::Wildcard(_))) => host.is_loopback_name(),
+        None => true,
+    };
+    local && (Some(port) == api_port || !loopback_ports.contains(&port))
+}
