@@ -18,7 +18,8 @@ use serde_json::{Value, json};
 
 use crate::documents::Ceiling;
 use crate::manifest::{
-    Credential, EgressMode, EgressRule, Manifest, MemoryAccess, Resources, host_of, path_within,
+    Credential, Egress, EgressMode, EgressRule, Manifest, MemoryAccess, Resources, host_of,
+    path_within,
 };
 
 /// What kind of authority a change adds.
@@ -695,5 +696,26 @@ fn memory_name(access: MemoryAccess) -> &'static str {
         MemoryAccess::None => "none",
         MemoryAccess::Read => "read",
         MemoryAccess::Write => "write",
+    }
+}
+
+/// A manifest with no authority at all: what a review compares against when the proposing
+/// agent is not in force.
+pub fn no_authority() -> Manifest {
+    Manifest {
+        name: "none".into(),
+        version: 1,
+        description: String::new(),
+        egress: Egress::default(),
+        credentials: Vec::new(),
+        memory: MemoryAccess::None,
+        model_socket: false,
+        card: false,
+        resources: Resources {
+            memory_mb: 1,
+            cpu_ms: 1,
+            timeout_ms: 1,
+        },
+        approval_timeout_s: 1,
     }
 }

@@ -14,6 +14,7 @@ pub mod egress_answer;
 pub mod enrol;
 pub mod revoke;
 pub mod tool_decision;
+pub mod tool_review;
 
 use std::collections::BTreeMap;
 

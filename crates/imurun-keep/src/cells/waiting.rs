@@ -66,64 +66,13 @@ impl EgressHost for SessionHost {
             let Some(cells) = self.cells.upgrade() else {
                 return false;
             };
-            if self.approvals_asked.fetch_add(1, Ordering::Relaxed) >= APPROVALS_PER_MESSAGE_MAX {
-                self.publish(json!({
-                    "type": "egress.not_asked", "method": cut_chars(&used.method, 16),
-                    "url": cut_chars(&used.url, URL_CHARS_SHOWN),
-                    "reason": format!(
-                        "this message asked about {APPROVALS_PER_MESSAGE_MAX} uses already; \
-                         the rest are refused without asking"
-                    ),
-                }));
+            if !self.may_ask(used) {
                 return false;
             }
             let Ok(id) = imurun_keep_rules::random::hex_id(self.service.random(), "ea-") else {
                 return false;
             };
-            let whole: Vec<[String; 2]> = used
-                .headers
-                .iter()
-                .map(|header| [header.name.clone(), header.value.clone()])
-                .collect();
-            let hashes = BTreeMap::from([
-                ("body".to_owned(), used.body_sha256.clone()),
-                (
-                    "request".to_owned(),
-                    egress_request_hash(
-                        &used.method,
-                        &used.url,
-                        &whole,
-                        &used.body_sha256,
-                        &used.credentials,
-                    ),
-                ),
-            ]);
-            let shown = whole
-                .iter()
-                .map(|[name, value]| {
-                    let count = value.chars().count();
-                    let mut shown = cut_chars(value, HEADER_VALUE_CHARS_SHOWN);
-                    if count > HEADER_VALUE_CHARS_SHOWN {
-                        shown.push_str(&format!("… ({count} characters)"));
-                    }
-                    [name.clone(), shown]
-                })
-                .collect();
-            let view = WaitingView {
-                session_id: self.session_id.clone(),
-                agent: self.agent.clone(),
-                agent_version: self.agent_version,
-                method: used.method.clone(),
-                url: used.url.clone(),
-                headers: shown,
-                tainted: self.tainted_by().is_some(),
-                body_bytes: used.body_bytes,
-                body_sha256: used.body_sha256.clone(),
-                credentials: used.credentials.clone(),
-                device_signature: approval == Approval::Device,
-                hashes,
-                asked_at_ms: crate::service::now_ms(),
-            };
+            let view = self.waiting_view(used, approval);
             // Whatever ends the wait (an answer, the timeout, a stop), the entry goes, here and
             // in the database. Made before the channel so that it is dropped after the
             // receiver: once it removes the entry, an answer being put back sees the wait
@@ -142,27 +91,7 @@ impl EgressHost for SessionHost {
                     answer,
                 },
             );
-            // Every host lists it and may take its person's answer (docs/keep/scaling.md).
-            // Without the row only this host could: the use is refused rather than waiting
-            // where an answer may never reach it.
-            let row = imurun_store::EgressWaitRow {
-                id: id.clone(),
-                user_name: self.user.clone(),
-                host: self.service.host_id().to_owned(),
-                view: serde_json::to_string(&view).unwrap_or_default(),
-                asked_at_ms: view.asked_at_ms,
-                expires_at_ms: view.asked_at_ms.saturating_add(
-                    self.grant.as_ref().map_or(0, |grant| {
-                        i64::try_from(grant.approval_timeout.as_millis()).unwrap_or(i64::MAX)
-                    }),
-                ),
-                state: "waiting".into(),
-                answered_at_ms: None,
-                decision: None,
-                seal: None,
-            };
-            if let Err(error) = self.service.store().keep_egress_wait_insert(&row).await {
-                tracing::warn!("an egress use could not be recorded as waiting: {error}");
+            if !self.record_waiting(&id, &view).await {
                 return false;
             }
             self.publish(json!({
@@ -249,4 +178,98 @@ pub fn waiting_json(id: &str, view: &WaitingView) -> Value {
         fields.insert("id".into(), Value::from(id));
     }
     value
+}
+
+impl SessionHost {
+    /// Whether this message may ask its person about one more use; past the bound, the use is
+    /// refused without asking and the person is told.
+    fn may_ask(&self, used: &EgressUse) -> bool {
+        if self.approvals_asked.fetch_add(1, Ordering::Relaxed) < APPROVALS_PER_MESSAGE_MAX {
+            return true;
+        }
+        self.publish(json!({
+            "type": "egress.not_asked", "method": cut_chars(&used.method, 16),
+            "url": cut_chars(&used.url, URL_CHARS_SHOWN),
+            "reason": format!(
+                "this message asked about {APPROVALS_PER_MESSAGE_MAX} uses already; the rest are \
+                 refused without asking"
+            ),
+        }));
+        false
+    }
+
+    /// What the person is shown about `used`, and the hashes a device decision names: the
+    /// whole request's and the body's (header values are cut for showing only).
+    fn waiting_view(&self, used: &EgressUse, approval: Approval) -> WaitingView {
+        let whole: Vec<[String; 2]> = used
+            .headers
+            .iter()
+            .map(|header| [header.name.clone(), header.value.clone()])
+            .collect();
+        let request = egress_request_hash(
+            &used.method,
+            &used.url,
+            &whole,
+            &used.body_sha256,
+            &used.credentials,
+        );
+        let hashes = BTreeMap::from([
+            ("body".to_owned(), used.body_sha256.clone()),
+            ("request".to_owned(), request),
+        ]);
+        let shown = whole
+            .iter()
+            .map(|[name, value]| {
+                let count = value.chars().count();
+                let mut shown = cut_chars(value, HEADER_VALUE_CHARS_SHOWN);
+                if count > HEADER_VALUE_CHARS_SHOWN {
+                    shown.push_str(&format!("… ({count} characters)"));
+                }
+                [name.clone(), shown]
+            })
+            .collect();
+        WaitingView {
+            session_id: self.session_id.clone(),
+            agent: self.agent.clone(),
+            agent_version: self.agent_version,
+            method: used.method.clone(),
+            url: used.url.clone(),
+            headers: shown,
+            tainted: self.tainted_by().is_some(),
+            body_bytes: used.body_bytes,
+            body_sha256: used.body_sha256.clone(),
+            credentials: used.credentials.clone(),
+            device_signature: approval == Approval::Device,
+            hashes,
+            asked_at_ms: crate::service::now_ms(),
+        }
+    }
+
+    /// Records the use as waiting in the database, so every host lists it and may take its
+    /// person's answer (docs/keep/scaling.md). Without the row only this host could: the use is
+    /// refused (`false`) rather than waiting where an answer may never reach it.
+    async fn record_waiting(&self, id: &str, view: &WaitingView) -> bool {
+        let timeout_ms = self.grant.as_ref().map_or(0, |grant| {
+            i64::try_from(grant.approval_timeout.as_millis()).unwrap_or(i64::MAX)
+        });
+        let row = imurun_store::EgressWaitRow {
+            id: id.to_owned(),
+            user_name: self.user.clone(),
+            host: self.service.host_id().to_owned(),
+            view: serde_json::to_string(view).unwrap_or_default(),
+            asked_at_ms: view.asked_at_ms,
+            expires_at_ms: view.asked_at_ms.saturating_add(timeout_ms),
+            state: "waiting".into(),
+            answered_at_ms: None,
+            decision: None,
+            seal: None,
+        };
+        match self.service.store().keep_egress_wait_insert(&row).await {
+            Ok(()) => true,
+            Err(error) => {
+                tracing::warn!("an egress use could not be recorded as waiting: {error}");
+                false
+            }
+        }
+    }
 }

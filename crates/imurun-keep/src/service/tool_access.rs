@@ -19,11 +19,11 @@ use serde_json::Value;
 use super::sessions::session_user;
 use super::{Identity, KeepService};
 use crate::KeepError;
-use crate::authority::{self, Change, Clamped, Dropped};
+use crate::authority::{self, Change, Dropped};
 use crate::decision::DecisionKind;
 use crate::documents::{Ceiling, Signed};
-use crate::manifest::{Egress, EgressMode, Manifest, MemoryAccess, Resources};
-use imurun_keep_rules::checks::tool_decision;
+use crate::manifest::{EgressMode, Manifest};
+use imurun_keep_rules::checks::{tool_decision, tool_review};
 
 /// How tool proposals' ids start (other proposals' start `kp-`).
 pub const TOOL_PROPOSAL_ID_PREFIX: &str = "kt-";
@@ -417,61 +417,15 @@ fn review_of(
 ) -> Basis {
     let (base, policy_version) = match agent {
         Some((manifest, version, _)) => (manifest, version),
-        None => (no_authority(), 0),
+        None => (authority::no_authority(), 0),
     };
-    let proposed: Result<Manifest, String> = serde_json::from_str::<Manifest>(&row.manifest)
-        .map_err(|error| error.to_string())
-        .and_then(|mut manifest| {
-            manifest
-                .validate(crate::host::HostAllowance::Operator)
-                .map(|()| manifest)
-                .map_err(|error| error.to_string())
-        });
-    let (proposed, refused) = match proposed {
-        Ok(manifest) => (manifest, None),
-        Err(error) => (
-            no_authority(),
-            Some(format!("the stored proposal does not hold: {error}")),
-        ),
+    let proposed = tool_review::Proposed {
+        manifest: &row.manifest,
+        bundle_sha256: &row.bundle_sha256,
+        description: &row.description,
     };
-    let Clamped {
-        manifest: mut clamped,
-        mut dropped,
-    } = authority::clamp(&proposed, ceiling);
-    let mut kept = Vec::new();
-    for (index, credential) in clamped.credentials.iter().enumerate() {
-        if connections.contains(&credential.name) {
-            kept.push(credential.clone());
-        } else {
-            dropped.push(Dropped {
-                field: format!("credentials[{index}]"),
-                entry: serde_json::to_value(credential).unwrap_or(Value::Null),
-                reason: "it is not one of your connections (your vault holds no entry by this \
-                         name)"
-                    .into(),
-            });
-        }
-    }
-    clamped.credentials = kept;
-    let authority_diff = authority::diff(&base, &proposed);
-    let granted_diff = authority::diff(&base, &clamped);
-    let hashes = BTreeMap::from([
-        ("bundle".to_owned(), row.bundle_sha256.clone()),
-        ("manifest".to_owned(), authority::manifest_sha256(&clamped)),
-        (
-            "description".to_owned(),
-            crate::keys::sha256_hex(row.description.as_bytes()),
-        ),
-        (
-            "authority".to_owned(),
-            authority::review_sha256(
-                &serde_json::to_value(&authority_diff).unwrap_or(Value::Null),
-                &serde_json::to_value(&dropped).unwrap_or(Value::Null),
-                &serde_json::to_value(&granted_diff).unwrap_or(Value::Null),
-            ),
-        ),
-    ]);
-    let review = ToolReview {
+    let review = tool_review::review(&proposed, &base, ceiling, connections);
+    let view = ToolReview {
         kind: "tool",
         qualified_name: format!("u/{}/{}", row.user_name, row.name),
         name: row.name,
@@ -490,44 +444,23 @@ fn review_of(
         tainted: row.tainted,
         state: row.state,
         decided_at_ms: row.decided_at_ms,
-        proposed_manifest: serde_json::to_value(&proposed).unwrap_or(Value::Null),
-        no_new_authority: authority_diff.is_empty(),
-        authority_diff,
-        clamped_manifest: serde_json::to_value(&clamped).unwrap_or(Value::Null),
-        dropped,
-        granted_diff,
-        hashes,
+        proposed_manifest: serde_json::to_value(&review.proposed).unwrap_or(Value::Null),
+        no_new_authority: review.authority_diff.is_empty(),
+        authority_diff: review.authority_diff,
+        clamped_manifest: serde_json::to_value(&review.clamped).unwrap_or(Value::Null),
+        dropped: review.dropped,
+        granted_diff: review.granted_diff,
+        hashes: review.hashes,
         ceiling_version: ceiling.version,
         policy_version,
         needs_confirm_tainted: row.tainted,
-        refused,
+        refused: review.refused,
         id: row.id,
     };
     Basis {
-        review,
-        clamped,
+        review: view,
+        clamped: review.clamped,
         bundle_sha256: row.bundle_sha256,
-    }
-}
-
-/// A manifest with no authority at all: what a review compares against when the proposing
-/// agent is not in force.
-pub(super) fn no_authority() -> Manifest {
-    Manifest {
-        name: "none".into(),
-        version: 1,
-        description: String::new(),
-        egress: Egress::default(),
-        credentials: Vec::new(),
-        memory: MemoryAccess::None,
-        model_socket: false,
-        card: false,
-        resources: Resources {
-            memory_mb: 1,
-            cpu_ms: 1,
-            timeout_ms: 1,
-        },
-        approval_timeout_s: 1,
     }
 }
 

@@ -8,14 +8,15 @@ use std::net::IpAddr;
 
 use imurun_keep_rules::RuleError;
 
-use super::tool_access::{TOOL_PROPOSAL_ID_PREFIX, ToolReview, no_authority, proposal_fields};
+use super::tool_access::{TOOL_PROPOSAL_ID_PREFIX, ToolReview, proposal_fields};
 use super::{KeepService, append_as};
 use crate::KeepError;
 use crate::authority;
 use crate::cells::SessionHost;
 use crate::host::Host;
 use crate::manifest::{Manifest, host_of};
-use crate::tool_intake::{self, NamesInUse, PENDING_TOOL_PROPOSALS_MAX};
+use crate::tool_intake::{self, NamesInUse, PENDING_TOOL_PROPOSALS_MAX, ToolIntake};
+use imurun_store::ToolProposalRow;
 
 /// What the host knows at intake beyond the store: the loopback ports the operator opened,
 /// its API's port, and the names of the tools it gives agents itself.
@@ -37,23 +38,47 @@ impl KeepService {
         taint: Option<&str>,
         context: &IntakeContext,
     ) -> Result<ToolReview, KeepError> {
+        let intake = self
+            .admit_tool_proposal(host, payload_json, context)
+            .await?;
+        let agent = self.agent_in_force(&host.agent).await;
+        let signer_key_id = agent
+            .as_ref()
+            .map(|(_, _, signer)| signer.clone())
+            .unwrap_or_default();
+        let row = self.tool_proposal_row(host, &intake, taint, signer_key_id)?;
+        let base = agent.map(|(manifest, _, _)| manifest);
+        let diff = authority::diff(
+            &base.unwrap_or_else(authority::no_authority),
+            &intake.manifest,
+        );
+        self.insert_tool_proposal(host, &row, &intake, &diff)
+            .await?;
+        let stored = self
+            .store()
+            .keep_tool_proposal(&row.id)
+            .await?
+            .ok_or(KeepError::NotFound("proposal"))?;
+        Ok(self.basis(stored).await?.review)
+    }
+
+    /// Reads a cell's `tool.propose` within its bounds, once the operator's switch and the
+    /// person's pending proposals allow one: nothing is read or decoded before.
+    async fn admit_tool_proposal(
+        &self,
+        host: &SessionHost,
+        payload_json: &str,
+        context: &IntakeContext,
+    ) -> Result<ToolIntake, KeepError> {
         let user = host.user.as_str();
-        let full = || {
-            KeepError::Conflict(format!(
-                "{PENDING_TOOL_PROPOSALS_MAX} tool proposals wait for their person already: one \
-                 must be decided first"
-            ))
-        };
-        // The operator's switch first: when proposing is off, nothing is read or decoded.
         if !self.tool_propose_in_force().await?.enabled {
             return Err(KeepError::Forbidden(
                 "the operator turned tool.propose off for the hosts of this database".into(),
             ));
         }
-        // Counted first: past the bound, nothing is read or decoded. Counted again under the
-        // write lock.
+        // Counted again under the write lock.
         if self.store().keep_pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
-            return Err(full());
+            return Err(too_many_pending());
         }
         let (agents, own) = self.store().keep_names_in_use(user).await?;
         let names = NamesInUse {
@@ -73,17 +98,23 @@ impl KeepService {
             context.api_port,
         )
         .await?;
-        let agent = self.agent_in_force(&host.agent).await;
-        let signer_key_id = agent
-            .as_ref()
-            .map(|(_, _, signer)| signer.clone())
-            .unwrap_or_default();
+        Ok(intake)
+    }
+
+    /// A proposal's row, sealed by the host key.
+    fn tool_proposal_row(
+        &self,
+        host: &SessionHost,
+        intake: &ToolIntake,
+        taint: Option<&str>,
+        signer_key_id: String,
+    ) -> Result<ToolProposalRow, KeepError> {
         let id = imurun_keep_rules::random::hex_id(self.random(), TOOL_PROPOSAL_ID_PREFIX)?;
         let manifest_text = serde_json::to_string(&intake.manifest)
             .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
-        let mut row = imurun_store::ToolProposalRow {
-            id: id.clone(),
-            user_name: user.to_owned(),
+        let mut row = ToolProposalRow {
+            id,
+            user_name: host.user.clone(),
             session_id: host.session_id.clone(),
             agent: host.agent.clone(),
             agent_version: host.agent_version,
@@ -102,21 +133,28 @@ impl KeepService {
             seal: String::new(),
         };
         row.seal = crate::seal::seal_tool_proposal(self.host_key(), &proposal_fields(&row));
-        let base = agent.map(|(manifest, _, _)| manifest);
-        let diff = authority::diff(&base.unwrap_or_else(no_authority), &intake.manifest);
+        Ok(row)
+    }
+
+    /// Stores a proposal and its bundle, and journals it with its hashes and authority diff
+    /// (never its code), under the lock that counts the person's pending proposals again.
+    async fn insert_tool_proposal(
+        &self,
+        host: &SessionHost,
+        row: &ToolProposalRow,
+        intake: &ToolIntake,
+        diff: &[authority::Change],
+    ) -> Result<(), KeepError> {
+        let user = host.user.as_str();
         let mut tx = self.store().keep_begin().await?;
         if tx.pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
-            return Err(full());
+            return Err(too_many_pending());
         }
-        self.check_version_free(
-            &mut tx,
-            user,
-            (&intake.name, intake.manifest.version),
-            &intake.bundle_sha256,
-        )
-        .await?;
+        let version = (intake.name.as_str(), intake.manifest.version);
+        self.check_version_free(&mut tx, user, version, &intake.bundle_sha256)
+            .await?;
         tx.insert_tool_proposal(&imurun_store::NewToolProposal {
-            row: &row,
+            row,
             bundle: &intake.bundle,
         })
         .await?;
@@ -126,25 +164,14 @@ impl KeepService {
             "bundle_sha256": intake.bundle_sha256, "bundle_size": intake.bundle.len(),
             "manifest_sha256": authority::manifest_sha256(&intake.manifest),
             "description_sha256": crate::keys::sha256_hex(intake.description.as_bytes()),
-            "tainted": taint.is_some(),
+            "tainted": row.tainted,
             "authority_diff": diff,
         });
-        append_as(
-            &mut tx,
-            &format!("agent:{}", host.agent),
-            Some(user),
-            "proposal",
-            &format!("proposal:{id}"),
-            detail,
-        )
-        .await?;
+        let actor = format!("agent:{}", host.agent);
+        let subject = format!("proposal:{}", row.id);
+        append_as(&mut tx, &actor, Some(user), "proposal", &subject, detail).await?;
         tx.commit().await?;
-        let stored = self
-            .store()
-            .keep_tool_proposal(&id)
-            .await?
-            .ok_or(KeepError::NotFound("proposal"))?;
-        Ok(self.basis(stored).await?.review)
+        Ok(())
     }
 
     /// Refuses a manifest asking for what no tool may have, whatever a ceiling allows: the
@@ -229,4 +256,11 @@ fn targets_host_itself(
         None => true,
     };
     local && (Some(port) == api_port || !loopback_ports.contains(&port))
+}
+
+fn too_many_pending() -> KeepError {
+    KeepError::Conflict(format!(
+        "{PENDING_TOOL_PROPOSALS_MAX} tool proposals wait for their person already: one must be \
+         decided first"
+    ))
 }
