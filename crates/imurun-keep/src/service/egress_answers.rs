@@ -206,16 +206,26 @@ impl KeepService {
             }
         };
         if entry.answer.send(approve).is_err() {
-            let detail =
-                json!({"action": "not_delivered", "reason": "the request stopped waiting"});
-            let mut tx = self.store().keep_begin().await?;
-            append(&mut tx, caller, Some(user), "egress", &subject, detail).await?;
-            tx.commit().await?;
-            return Err(KeepError::Conflict(
-                "the request stopped waiting (its time ran out or its session ended)".into(),
-            ));
+            return self.not_delivered(caller, user, &subject).await;
         }
         Ok(approve)
+    }
+
+    /// Journals an answer its use was no longer waiting for (its time ran out or its session
+    /// ended), and says so.
+    async fn not_delivered(
+        &self,
+        caller: &Identity,
+        user: &str,
+        subject: &str,
+    ) -> Result<bool, KeepError> {
+        let detail = json!({"action": "not_delivered", "reason": "the request stopped waiting"});
+        let mut tx = self.store().keep_begin().await?;
+        append(&mut tx, caller, Some(user), "egress", subject, detail).await?;
+        tx.commit().await?;
+        Err(KeepError::Conflict(
+            "the request stopped waiting (its time ran out or its session ended)".into(),
+        ))
     }
 
     /// Puts back a use this host took to answer and could not: it waits again, unless another

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::{Identity, KeepService, append, append_as};
+use super::{AgentView, Identity, KeepService, append, append_as};
 use crate::KeepError;
 use crate::cells::{
     Cells, LiveSession, SESSIONS_PER_USER_MAX, SessionHost, cell_error, cut_chars, cut_text,
@@ -63,20 +63,7 @@ impl KeepService {
         let reservation = cells
             .reserve(user, SESSIONS_PER_USER_MAX)
             .ok_or_else(too_many_sessions)?;
-        let trust = self.trust().await?;
-        let row = self
-            .store()
-            .keep_agent(agent)
-            .await?
-            .ok_or(KeepError::NotFound("agent"))?;
-        let view = self.verified_agent(row, &trust).await?;
-        let manifest: Manifest = serde_json::from_value(view.manifest.clone())
-            .map_err(|error| KeepError::invalid("manifest", error.to_string()))?;
-        let bundle = self
-            .store()
-            .keep_agent_bundle(&view.name, view.version)
-            .await?
-            .ok_or(KeepError::NotFound("agent"))?;
+        let (view, manifest, bundle) = self.agent_to_run(agent).await?;
         let id = imurun_keep_rules::random::hex_id(self.random(), "ks-")?;
         let host = Arc::new(SessionHost::new(
             self.without_cells(),
@@ -104,14 +91,9 @@ impl KeepService {
         let cell = match started {
             Ok(cell) => cell,
             Err(error) => {
+                let refused = cell_error(error);
                 return self
-                    .refuse(
-                        caller,
-                        Some(user),
-                        "start_session",
-                        &subject,
-                        cell_error(error),
-                    )
+                    .refuse(caller, Some(user), "start_session", &subject, refused)
                     .await;
             }
         };
@@ -123,20 +105,7 @@ impl KeepService {
         });
         cells.insert(Arc::clone(&live));
         drop(reservation);
-        let written = async {
-            let mut tx = self.store().keep_begin().await?;
-            tx.insert_session(&id, user, &view.name, view.version)
-                .await?;
-            let detail = json!({
-                "action": "start", "agent": view.name, "version": view.version,
-                "bundle_sha256": view.bundle_sha256,
-            });
-            append(&mut tx, caller, Some(user), "session", &subject, detail).await?;
-            tx.commit().await?;
-            Ok::<(), KeepError>(())
-        }
-        .await;
-        if let Err(error) = written {
+        if let Err(error) = self.record_start(caller, (user, &id), &view).await {
             cells.remove(&id);
             return Err(error);
         }
@@ -144,6 +113,45 @@ impl KeepService {
             "type": "session.started", "agent": view.name, "agent_version": view.version,
         }));
         self.session(caller, &id).await
+    }
+
+    /// The agent `name` in force, its manifest and its bundle.
+    async fn agent_to_run(&self, name: &str) -> Result<(AgentView, Manifest, Vec<u8>), KeepError> {
+        let trust = self.trust().await?;
+        let row = self
+            .store()
+            .keep_agent(name)
+            .await?
+            .ok_or(KeepError::NotFound("agent"))?;
+        let view = self.verified_agent(row, &trust).await?;
+        let manifest: Manifest = serde_json::from_value(view.manifest.clone())
+            .map_err(|error| KeepError::invalid("manifest", error.to_string()))?;
+        let bundle = self
+            .store()
+            .keep_agent_bundle(&view.name, view.version)
+            .await?
+            .ok_or(KeepError::NotFound("agent"))?;
+        Ok((view, manifest, bundle))
+    }
+
+    /// Stores and journals a session that started.
+    async fn record_start(
+        &self,
+        caller: &Identity,
+        (user, id): (&str, &str),
+        view: &AgentView,
+    ) -> Result<(), KeepError> {
+        let mut tx = self.store().keep_begin().await?;
+        tx.insert_session(id, user, &view.name, view.version)
+            .await?;
+        let detail = json!({
+            "action": "start", "agent": view.name, "version": view.version,
+            "bundle_sha256": view.bundle_sha256,
+        });
+        let subject = format!("session:{id}");
+        append(&mut tx, caller, Some(user), "session", &subject, detail).await?;
+        tx.commit().await?;
+        Ok(())
     }
 
     /// The calling person's sessions, newest first.

@@ -526,8 +526,23 @@ fn only_the_configuration_reads_the_environment() {
 fn keeps_rules_do_no_io() {
     let src = workspace_root().join("crates/imurun-keep-rules/src");
     let mut found = Vec::new();
-    for entry in std::fs::read_dir(&src).unwrap() {
-        let path = entry.unwrap().path();
+    let mut folders = vec![src];
+    let mut files = Vec::new();
+    while let Some(folder) = folders.pop() {
+        for entry in std::fs::read_dir(&folder).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                folders.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    assert!(
+        files.len() > 10,
+        "the rules' sources were not found: {files:?}"
+    );
+    for path in files {
         let text = std::fs::read_to_string(&path).unwrap();
         for needle in [
             "std::fs",
