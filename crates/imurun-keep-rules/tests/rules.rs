@@ -25,6 +25,25 @@ mod rules {
         }
     }
 
+    /// A device key from `seed` and its registration as `user`'s.
+    pub(crate) fn device(
+        seed: u8,
+        user: &str,
+        retired: bool,
+    ) -> (
+        imurun_keep_rules::keys::KeyPair,
+        imurun_keep_rules::decision::DeviceKey,
+    ) {
+        let pair = imurun_keep_rules::keys::KeyPair::from_seed(&[seed; 32]);
+        let registered = imurun_keep_rules::decision::DeviceKey {
+            key_id: pair.key_id(),
+            public_key: pair.public(),
+            user: user.into(),
+            retired,
+        };
+        (pair, registered)
+    }
+
     mod authority;
     mod canonical;
     mod checks;

@@ -3,10 +3,10 @@
 
 use std::collections::BTreeMap;
 
-use super::{Names, Signer, ceiling_unchanged, signed};
+use super::{Signer, ceiling_unchanged, signed};
 use crate::RuleError;
 use crate::authority::manifest_sha256;
-use crate::decision::{Decision, DecisionKind};
+use crate::decision::{Decision, DecisionKind, Expected};
 use crate::documents::Signed;
 use crate::keys::PublicKey;
 use crate::manifest::{Manifest, cut};
@@ -58,14 +58,15 @@ pub fn check(snapshot: &Snapshot<'_>, envelope: &Signed) -> Result<Decision, Rul
     check_row(snapshot, subject)?;
     check_names_the_row(&snapshot.locked.fields, hashes)?;
     ceiling_unchanged(ceiling_version, snapshot.ceiling_now)?;
-    let names = Names {
+    let expected = Expected {
         kind: DecisionKind::ClearTaint,
         subject,
         hashes,
         ceiling_version,
         policy_version: 0,
+        user: snapshot.signer.user,
     };
-    signed(envelope, &names, &snapshot.signer)
+    signed(envelope, &expected, &snapshot.signer)
 }
 
 /// The row is live, tainted, the version shown, and sealed by this host.

@@ -3,9 +3,9 @@
 
 use std::collections::BTreeMap;
 
-use super::{Names, Signer, signed};
+use super::{Signer, signed};
 use crate::RuleError;
-use crate::decision::{Decision, DecisionKind};
+use crate::decision::{Decision, DecisionKind, Expected};
 use crate::documents::Signed;
 
 /// The use as the host showed it.
@@ -32,21 +32,22 @@ pub fn check(
             "an approve_egress decision approves; deny without one".into(),
         ));
     }
-    signed(envelope, &names(snapshot), &snapshot.signer)
+    signed(envelope, &expected(snapshot), &snapshot.signer)
 }
 
 /// Checks an approval another host recorded, again, where the use waits: it holds for the use
 /// as this host showed it. Its nonce was consumed where it was recorded.
 pub fn check_recorded(snapshot: &Snapshot<'_>, envelope: &Signed) -> Result<Decision, RuleError> {
-    signed(envelope, &names(snapshot), &snapshot.signer)
+    signed(envelope, &expected(snapshot), &snapshot.signer)
 }
 
-fn names<'a>(snapshot: &Snapshot<'a>) -> Names<'a> {
-    Names {
+fn expected<'a>(snapshot: &Snapshot<'a>) -> Expected<'a> {
+    Expected {
         kind: DecisionKind::ApproveEgress,
         subject: snapshot.use_id,
         hashes: snapshot.hashes,
         ceiling_version: 0,
         policy_version: snapshot.agent_version,
+        user: snapshot.signer.user,
     }
 }

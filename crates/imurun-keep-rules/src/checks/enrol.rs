@@ -6,9 +6,9 @@ use std::collections::BTreeMap;
 
 use serde_json::json;
 
-use super::{Names, Signer, signed};
+use super::{Signer, signed};
 use crate::RuleError;
-use crate::decision::{Decision, DecisionKind};
+use crate::decision::{Decision, DecisionKind, Expected};
 use crate::documents::Signed;
 use crate::keys::PublicKey;
 use crate::manifest::is_hidden_control;
@@ -87,12 +87,13 @@ pub fn check(snapshot: &Snapshot<'_>, envelope: &Signed) -> Result<Decision, Rul
             "the ceiling changed while the decision was checked; try again".into(),
         ));
     }
-    let names = Names {
+    let expected = Expected {
         kind: DecisionKind::EnrolDevice,
         subject: &snapshot.device.key_id,
         hashes: &snapshot.device.hashes,
         ceiling_version: snapshot.ceiling_version,
         policy_version: 0,
+        user: snapshot.signer.user,
     };
-    signed(envelope, &names, &snapshot.signer)
+    signed(envelope, &expected, &snapshot.signer)
 }

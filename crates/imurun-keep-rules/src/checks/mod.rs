@@ -16,10 +16,8 @@ pub mod revoke;
 pub mod tool_decision;
 pub mod tool_review;
 
-use std::collections::BTreeMap;
-
 use crate::RuleError;
-use crate::decision::{Decision, DecisionKind, DeviceKey, Expected, verify_decision};
+use crate::decision::{Decision, DeviceKey, Expected, verify_decision};
 use crate::documents::Signed;
 
 /// What a refused request claimed: the version and the key id it names, and whether its
@@ -59,36 +57,14 @@ pub struct Signer<'a> {
     pub now_s: i64,
 }
 
-/// What a decision must name to hold.
-#[derive(Debug, Clone, Copy)]
-pub struct Names<'a> {
-    pub kind: DecisionKind,
-    pub subject: &'a str,
-    pub hashes: &'a BTreeMap<String, String>,
-    pub ceiling_version: i64,
-    pub policy_version: i64,
-}
-
-/// The signed decision in `envelope`, verified against `names` and `signer`.
+/// The signed decision in `envelope`, verified against `expected` (its `user` is the
+/// signer's) and the device registered under its key id now.
 pub fn signed(
     envelope: &Signed,
-    names: &Names<'_>,
+    expected: &Expected<'_>,
     signer: &Signer<'_>,
 ) -> Result<Decision, RuleError> {
-    let expected = Expected {
-        kind: names.kind,
-        subject: names.subject,
-        hashes: names.hashes,
-        ceiling_version: names.ceiling_version,
-        policy_version: names.policy_version,
-        user: signer.user,
-    };
-    verify_decision(
-        envelope,
-        &expected,
-        |_| signer.device.cloned(),
-        signer.now_s,
-    )
+    verify_decision(envelope, expected, |_| signer.device.cloned(), signer.now_s)
 }
 
 /// Refuses a decision made against a ceiling version that is no longer in force.

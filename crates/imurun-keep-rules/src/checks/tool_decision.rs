@@ -4,9 +4,9 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::{Names, Signer, ceiling_unchanged, signed};
+use super::{Signer, ceiling_unchanged, signed};
 use crate::RuleError;
-use crate::decision::{Decision, DecisionKind};
+use crate::decision::{Decision, DecisionKind, Expected};
 use crate::documents::Signed;
 use crate::keys::PublicKey;
 use crate::seal::{ToolProposalFields, check_tool_proposal};
@@ -112,14 +112,15 @@ pub fn check(snapshot: &Snapshot<'_>, envelope: &Signed) -> Result<Plan, RuleErr
     } else {
         DecisionKind::DenyProposal
     };
-    let names = Names {
+    let expected = Expected {
         kind,
         subject: snapshot.proposal_id,
         hashes: reviewed.hashes,
         ceiling_version: reviewed.ceiling_version,
         policy_version: reviewed.policy_version,
+        user: snapshot.signer.user,
     };
-    let decision = signed(envelope, &names, &snapshot.signer)?;
+    let decision = signed(envelope, &expected, &snapshot.signer)?;
     if approve {
         check_taint_confirmed(reviewed, &decision)?;
         check_version_free(snapshot, locked)?;

@@ -15,7 +15,7 @@ use imurun_keep_rules::manifest::Manifest;
 use imurun_keep_rules::seal::{ToolFields, ToolProposalFields, seal_tool, seal_tool_proposal};
 use serde_json::json;
 
-use super::Counter;
+use super::{Counter, device};
 
 const NOW: i64 = 1_800_000_000;
 const ID: &str = "kt-1";
@@ -25,17 +25,6 @@ const B2: &str = "b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2b2
 
 fn host() -> KeyPair {
     KeyPair::from_seed(&[9; 32])
-}
-
-fn device(seed: u8, user: &str, retired: bool) -> (KeyPair, DeviceKey) {
-    let pair = KeyPair::from_seed(&[seed; 32]);
-    let registered = DeviceKey {
-        key_id: pair.key_id(),
-        public_key: pair.public(),
-        user: user.into(),
-        retired,
-    };
-    (pair, registered)
 }
 
 /// A signed decision by `pair`, `edit` applied to it before signing.

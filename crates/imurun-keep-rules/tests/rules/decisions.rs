@@ -1,6 +1,6 @@
 //! Device-signed decisions: what verifies, and everything that must not.
 
-use super::Counter;
+use super::{Counter, device};
 use std::collections::BTreeMap;
 
 use imurun_keep_rules::decision::{Decision, DecisionKind, DeviceKey, Expected, verify_decision};
@@ -9,17 +9,6 @@ use imurun_keep_rules::keys::{KeyPair, sha256_hex};
 use serde_json::json;
 
 const NOW: i64 = 1_800_000_000;
-
-fn device(seed: u8, user: &str, retired: bool) -> (KeyPair, DeviceKey) {
-    let pair = KeyPair::from_seed(&[seed; 32]);
-    let registered = DeviceKey {
-        key_id: pair.key_id(),
-        public_key: pair.public(),
-        user: user.into(),
-        retired,
-    };
-    (pair, registered)
-}
 
 fn hashes() -> BTreeMap<String, String> {
     BTreeMap::from([("bundle".to_owned(), sha256_hex(b"bundle"))])
