@@ -3,7 +3,7 @@
 //! the same clock, so a run under a frozen clock is the same run at any hour.
 
 use std::fmt;
-use std::time::SystemTime;
+use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The current instant, and the time zone "local" means.
 pub trait Clock: Send + Sync + fmt::Debug {
@@ -57,5 +57,33 @@ impl Clock for FixedClock {
 
     fn zone(&self) -> Option<&str> {
         self.zone.as_deref()
+    }
+}
+
+/// Milliseconds since the Unix epoch at `at`: 0 for an instant before it, `i64::MAX` past the
+/// year 292 million (a wrong stamp is better than a write refused for it).
+pub fn unix_ms(at: SystemTime) -> i64 {
+    at.duration_since(UNIX_EPOCH).map_or(0, |since| {
+        i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
+    })
+}
+
+/// The machine clock in milliseconds since the Unix epoch: the one reading of "now" as a
+/// number that every crate uses.
+pub fn now_unix_ms() -> i64 {
+    unix_ms(SystemClock.now())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+
+    #[test]
+    fn unix_milliseconds_are_zero_before_the_epoch_and_exact_after() {
+        assert_eq!(unix_ms(UNIX_EPOCH - Duration::from_secs(1)), 0);
+        assert_eq!(unix_ms(UNIX_EPOCH + Duration::from_millis(1_500)), 1_500);
+        assert!(now_unix_ms() > 1_700_000_000_000);
     }
 }

@@ -2,7 +2,6 @@
 
 use std::hash::{BuildHasher, RandomState};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 static COUNTER: AtomicU64 = AtomicU64::new(0);
 
@@ -16,9 +15,5 @@ pub(crate) fn new_id(prefix: &str) -> String {
 
 /// Milliseconds since the Unix epoch; 0 if the clock is before it.
 pub(crate) fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
+    imurun_core::now_unix_ms()
 }

@@ -25,7 +25,6 @@ use std::collections::VecDeque;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 use std::task::{Context, Poll};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use futures_util::Stream;
 use imurun_core::{Event, EventSink};
@@ -460,9 +459,5 @@ fn notice(event_type: &str, fields: Value) -> EventRecord {
 
 fn unix_ms() -> u64 {
     // A clock before 1970 is a broken clock; 0 keeps the field a number.
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| {
-            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
-        })
+    u64::try_from(imurun_core::now_unix_ms()).unwrap_or(0)
 }

@@ -18,7 +18,6 @@ use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use imurun_agent::{
     AgentError, AgentLoop, HISTORY_MESSAGES_MAX, PromptQueue, Skill, TurnRequest, TurnResult,
@@ -656,8 +655,6 @@ impl EventSink for TurnSink {
 fn new_turn_id() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     let count = COUNTER.fetch_add(1, Ordering::Relaxed);
-    let now_ms = SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_millis());
+    let now_ms = imurun_core::now_unix_ms();
     format!("turn-{now_ms:x}-{count}")
 }

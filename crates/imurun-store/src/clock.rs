@@ -1,7 +1,6 @@
 //! The store's clock: milliseconds since the Unix epoch that never repeat within a process.
 
 use std::sync::atomic::{AtomicI64, Ordering};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 /// The last time [`now_ms`] handed out.
 static LAST_MS: AtomicI64 = AtomicI64::new(0);
@@ -27,11 +26,7 @@ pub(crate) fn now_ms() -> i64 {
 /// A clock before 1970 reads as 0 and one past the year 292 million as `i64::MAX`, rather than
 /// failing: a wrong stamp is better than a write refused for it.
 fn wall_clock_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
+    imurun_core::now_unix_ms()
 }
 
 #[cfg(test)]

@@ -49,7 +49,6 @@
 use std::collections::VecDeque;
 use std::convert::Infallible;
 use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use axum::body::{Body, to_bytes};
 use axum::extract::Request;
@@ -820,7 +819,5 @@ pub(crate) async fn add_error_type(request: Request, next: Next) -> Response {
 }
 
 fn unix_seconds() -> u64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |elapsed| elapsed.as_secs())
+    u64::try_from(imurun_core::now_unix_ms() / 1_000).unwrap_or(0)
 }
