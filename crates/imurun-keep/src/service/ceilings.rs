@@ -108,14 +108,10 @@ impl KeepService {
         let row = self.store().keep_document(CEILING_KIND, user).await?;
         let in_database = self.store().keep_high_water(CEILING_KIND, user).await?;
         let highest = self.high_water(CEILING_KIND, user, in_database)?;
-        let trust = self.trust().await.ok();
+        let trust = self.trust_if_any().await?;
         self.ceiling_from_row(user, row, highest, trust.as_ref())
     }
 
-    /// The ceiling a stored row puts in force: the empty ceiling when there is no row, or when
-    /// the row does not hold — older than a version accepted, not sealed by this host, not
-    /// signed by a policy key of the trust root in force (`trust`; `None` when none is), not the
-    /// user's, or expired. It reads nothing, so it may run under the write lock.
     /// The version of `user`'s ceiling in force, derived again from the row read under the
     /// lock of `tx`, with `trust`, the trust root read before the lock (nothing under the lock
     /// waits for another connection).
@@ -134,6 +130,10 @@ impl KeepService {
             .version)
     }
 
+    /// The ceiling a stored row puts in force: the empty ceiling when there is no row, or when
+    /// the row does not hold — older than a version accepted, not sealed by this host, not
+    /// signed by a policy key of the trust root in force (`trust`; `None` when none is), not the
+    /// user's, or expired. It reads nothing, so it may run under the write lock.
     pub(crate) fn ceiling_from_row(
         &self,
         user: &str,

@@ -118,7 +118,7 @@ impl KeepService {
         // The ceiling in force is read (and verified) before the write lock; its version is read
         // again under the lock, so a decision never passes against a ceiling that just changed.
         let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
-        let trust = self.trust().await.ok();
+        let trust = self.trust_if_any().await?;
         match proof {
             EnrolProof::Code(code) => {
                 let mut tx = self.store().keep_begin().await?;

@@ -41,6 +41,23 @@ pub(crate) struct Answer<'a> {
 }
 
 impl KeepService {
+    /// Journals a refused answer, with its decision's device key id (and whether that person's
+    /// registered device signed it) when it came with one.
+    async fn refuse_answer<T>(
+        &self,
+        caller: &Identity,
+        (user, subject): (&str, &str),
+        decision: Option<&Signed>,
+        error: KeepError,
+    ) -> Result<T, KeepError> {
+        let attempt = match decision {
+            Some(envelope) => Some(self.decision_attempt(envelope, user).await),
+            None => None,
+        };
+        let what = (Some(user), "approve_egress", subject);
+        self.refuse_attempt(caller, what, attempt, error).await
+    }
+
     /// The calling person's egress uses waiting for an answer, oldest first: on every host
     /// that shares the database (docs/keep/scaling.md).
     pub async fn approvals(&self, caller: &Identity) -> Result<Vec<ApprovalView>, KeepError> {
@@ -163,13 +180,13 @@ impl KeepService {
                 // Revoked: refused, whatever the answer.
                 let _refused = entry.answer.send(false);
                 return self
-                    .refuse(caller, Some(user), "approve_egress", &subject, error)
+                    .refuse_answer(caller, (user, &subject), decision, error)
                     .await;
             }
             Err(error) => {
                 self.put_back(id, entry).await;
                 return self
-                    .refuse(caller, Some(user), "approve_egress", &subject, error)
+                    .refuse_answer(caller, (user, &subject), decision, error)
                     .await;
             }
         };
@@ -404,12 +421,12 @@ impl KeepService {
                     };
                     self.record_answer(caller, &refused).await?;
                     return self
-                        .refuse(caller, Some(user), "approve_egress", &subject, error)
+                        .refuse_answer(caller, (user, &subject), decision, error)
                         .await;
                 }
                 Err(error) => {
                     return self
-                        .refuse(caller, Some(user), "approve_egress", &subject, error)
+                        .refuse_answer(caller, (user, &subject), decision, error)
                         .await;
                 }
             };

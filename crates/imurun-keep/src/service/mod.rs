@@ -22,7 +22,6 @@ mod tool_revocation;
 mod vault_access;
 
 use std::sync::Arc;
-use std::time::{SystemTime, UNIX_EPOCH};
 
 use imurun_keep_rules::RuleError;
 use imurun_keep_rules::checks::Attempt;
@@ -144,22 +143,12 @@ pub type Clock = Arc<dyn Fn() -> i64 + Send + Sync>;
 
 /// Milliseconds since the Unix epoch, from the system clock.
 pub fn now_ms() -> i64 {
-    SystemTime::now()
-        .duration_since(UNIX_EPOCH)
-        .map_or(0, |since| {
-            i64::try_from(since.as_millis()).unwrap_or(i64::MAX)
-        })
+    imurun_core::now_unix_ms()
 }
 
 /// The system clock in seconds.
 pub fn system_clock() -> Clock {
-    Arc::new(|| {
-        SystemTime::now()
-            .duration_since(UNIX_EPOCH)
-            .map_or(0, |since| {
-                i64::try_from(since.as_secs()).unwrap_or(i64::MAX)
-            })
-    })
+    Arc::new(|| imurun_core::now_unix_ms() / 1_000)
 }
 
 /// The token id of the operator at the host (the command line): no token row has it (token ids
@@ -445,6 +434,18 @@ impl KeepService {
         let trust = self.trust_even_expired().await?;
         crate::trust::check_expiry("the trust root", trust.root().expires_at, self.now_s())?;
         Ok(trust)
+    }
+
+    /// The trust root in force, or `None` when none is (not set up, expired, or a stored root
+    /// that does not hold: then nothing it would verify is in force). A failing database is an
+    /// error, never "no trust root": a decision must not be checked against the empty ceiling
+    /// because a read failed.
+    pub(crate) async fn trust_if_any(&self) -> Result<Option<Trust>, KeepError> {
+        match self.trust().await {
+            Ok(trust) => Ok(Some(trust)),
+            Err(error @ KeepError::Store(_)) => Err(error),
+            Err(_) => Ok(None),
+        }
     }
 
     /// The trust root in force even when it has expired: what verifies its successor, and what

@@ -139,12 +139,23 @@ pub(super) struct Basis {
 impl KeepService {
     /// The proposing agent in force: its manifest, version and bundle signer; `None` when none
     /// is (then a review compares against no authority at all).
-    pub(super) async fn agent_in_force(&self, name: &str) -> Option<(Manifest, i64, String)> {
-        let trust = self.trust().await.ok()?;
-        let row = self.store().keep_agent(name).await.ok()??;
-        let view = self.verified_agent(row, &trust).await.ok()?;
-        let manifest: Manifest = serde_json::from_value(view.manifest).ok()?;
-        Some((manifest, view.version, view.signer_key_id))
+    pub(super) async fn agent_in_force(
+        &self,
+        name: &str,
+    ) -> Result<Option<(Manifest, i64, String)>, KeepError> {
+        let Some(trust) = self.trust_if_any().await? else {
+            return Ok(None);
+        };
+        let Some(row) = self.store().keep_agent(name).await? else {
+            return Ok(None);
+        };
+        let view = match self.verified_agent(row, &trust).await {
+            Ok(view) => view,
+            Err(error @ KeepError::Store(_)) => return Err(error),
+            Err(_) => return Ok(None),
+        };
+        let manifest: Option<Manifest> = serde_json::from_value(view.manifest).ok();
+        Ok(manifest.map(|manifest| (manifest, view.version, view.signer_key_id)))
     }
 
     /// A stored proposal's review against the host's state now.
@@ -161,7 +172,7 @@ impl KeepService {
             .into_iter()
             .map(|entry| entry.name)
             .collect();
-        let agent = self.agent_in_force(&row.agent).await;
+        let agent = self.agent_in_force(&row.agent).await?;
         let sealed = self.check_tool_proposal_row(&row);
         let mut basis = review_of(row, agent, &ceiling, &connections);
         if let Err(error) = sealed {

@@ -55,7 +55,7 @@ impl KeepService {
         };
         let host_key = self.host_key().public();
         // Read before the lock: nothing under it waits for another connection.
-        let trust = self.trust().await.ok();
+        let trust = self.trust_if_any().await?;
         let bundle = match tool_decision::approves(envelope) {
             true => self.store().keep_tool_proposal_bundle(&id).await?,
             false => None,
@@ -332,7 +332,7 @@ impl KeepService {
         };
         let host_key = self.host_key().public();
         // Read before the lock: nothing under it waits for another connection.
-        let trust = self.trust().await.ok();
+        let trust = self.trust_if_any().await?;
         let version = self
             .decide_under_lock(
                 user,

@@ -41,7 +41,7 @@ impl KeepService {
         let intake = self
             .admit_tool_proposal(host, payload_json, context)
             .await?;
-        let agent = self.agent_in_force(&host.agent).await;
+        let agent = self.agent_in_force(&host.agent).await?;
         let signer_key_id = agent
             .as_ref()
             .map(|(_, _, signer)| signer.clone())

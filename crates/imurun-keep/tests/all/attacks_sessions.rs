@@ -700,6 +700,19 @@ async fn holds_a_device_decision_approves_only_its_own_use_for_its_own_person() 
                 .unwrap_err(),
         );
     }
+    // The refusal of a decision signed by Bob's device for Alice names that key, unverified:
+    // it is not one of Alice's devices.
+    let journal = s.keep.journal(&s.alice).await.unwrap();
+    let attempts: Vec<&Value> = journal
+        .iter()
+        .filter(|entry| entry.detail["action"] == "approve_egress")
+        .map(|entry| &entry.detail["attempt"])
+        .collect();
+    assert!(
+        attempts
+            .contains(&&json!({"version": null, "key_id": bob_device.key_id(), "verified": false})),
+        "{attempts:?}"
+    );
     // A decision of another kind (flipped) naming B exactly.
     let flipped = {
         let expected = Expected {
