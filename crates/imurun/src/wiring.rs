@@ -2,6 +2,7 @@
 //! executor, MCP servers and agent settings here, from one [`ResolvedConfig`], so a call is
 //! decided, run and audited the same way whichever command makes it.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,8 +11,10 @@ use imurun_agent::{AgentConfig, AgentLoop, ModelSource, RunAgentTool, SkillStore
 use imurun_core::{AuditSink, Clock, EventSink, Model, NullEvents, SystemClock, ToolSpec};
 use imurun_exec::{Registry, ToolExecutor};
 use imurun_integrations::{McpHub, StdioBase};
+use imurun_keep::service::KeepService;
 use imurun_policy::{Settings, Workspace, WorkspaceConfig};
-use imurun_store::{AuditWriter, Store};
+use imurun_server::{KeepHubs, ModelSlot};
+use imurun_store::{AuditWriter, HostClaim, Store};
 use imurun_tools::{BuiltinConfig, ShellConfig, UnconfiguredTool, builtin_tools};
 
 use crate::config::ResolvedConfig;
@@ -82,6 +85,109 @@ pub(crate) struct Wiring {
 }
 
 impl Wiring {
+    /// Keep mode for a server listening at `addr`: the service over this wiring's store, this
+    /// host's name claimed among the hosts on its database (the claim is held for as long as
+    /// the server runs), the uses its last run left waiting forgotten, the other hosts'
+    /// events, and the cells with their egress broker and the model in `slot`.
+    pub(crate) async fn open_keep(
+        &self,
+        slot: &ModelSlot,
+        addr: SocketAddr,
+        keep_events: &KeepHubs,
+    ) -> Result<(KeepService, Option<HostClaim>)> {
+        let config = &self.config;
+        // The API (and its deploy route) is never a cell's egress target: the broker refuses
+        // it on loopback whatever is opened, and a configuration that opens it is a mistake
+        // said at once rather than a rule that silently does nothing.
+        if config.keep.egress_loopback_ports.contains(&addr.port()) {
+            anyhow::bail!(
+                "keep.egress_loopback_ports opens {}, the port this server's own API listens on: no cell may reach the API; remove it, or serve the API on another port",
+                addr.port()
+            );
+        }
+        let host_id = config
+            .keep
+            .host_id
+            .clone()
+            .unwrap_or_else(|| format!("{}:{}", machine_name(), addr.port()));
+        let service = imurun_keep::init::open(
+            &config.keep.dir,
+            self.store.clone(),
+            imurun_keep::service::system_clock(),
+        )
+        .await
+        .with_context(|| {
+            format!(
+                "opening Keep mode from {} (run `imurun keep init` once first)",
+                config.keep.dir.display()
+            )
+        })?
+        .with_host_id(&host_id);
+        // Held for as long as the server runs (taken again after a lost connection): a second
+        // host under this name is refused.
+        let host_claim = self
+            .store
+            .claim_host(&host_id)
+            .await
+            .context("claiming this host's name among the hosts on the database")?;
+        // At once: another host may answer a use of this name's last run until then.
+        let forgotten = service
+            .forget_waits_of_before()
+            .await
+            .context("forgetting the egress uses this host's cells waited on before it started")?;
+        if forgotten > 0 {
+            tracing::info!(
+                forgotten,
+                "egress uses left waiting by this host's last run were forgotten"
+            );
+        }
+        let service = self
+            .start_keep_cells(service, (slot, addr), &host_id, keep_events)
+            .await?;
+        Ok((service, host_claim))
+    }
+
+    /// Keep's cells for `service` (this host named `host_id`), its events shared with the
+    /// other hosts on a PostgreSQL database, and the loopback ports opened to cells journaled.
+    async fn start_keep_cells(
+        &self,
+        service: KeepService,
+        (slot, addr): (&ModelSlot, SocketAddr),
+        host_id: &str,
+        keep_events: &KeepHubs,
+    ) -> Result<KeepService> {
+        let config = &self.config;
+        // Hosts that share a PostgreSQL database tell each other their events (SQLite: one
+        // host, the hubs alone).
+        let events: Arc<dyn imurun_keep::cells::KeepEvents> =
+            if self.store.backend() == imurun_store::Backend::Postgres {
+                Arc::new(imurun_server::SharedKeepEvents::start(
+                    &self.store,
+                    keep_events.clone(),
+                    host_id,
+                    service.notice_seal(),
+                ))
+            } else {
+                Arc::new(keep_events.clone())
+            };
+        let service = with_cells(service, config, events, slot, addr.port())?;
+        if imurun_server::listen_to_other_hosts(&self.store, service.clone(), keep_events.clone())
+            .await
+            .context("listening to the other Keep hosts through the database")?
+        {
+            tracing::info!(%host_id, "Keep host sharing its database with other hosts");
+        }
+        let ports = &config.keep.egress_loopback_ports;
+        if !ports.is_empty() {
+            service
+                .note_loopback_ports(ports)
+                .await
+                .context("journaling the opened loopback ports")?;
+            tracing::warn!(?ports, "cells may reach these loopback ports");
+        }
+        Ok(service)
+    }
+
     /// Opens the store and its audit writer, the workspace, the tools of `plan`, and the
     /// executor over them with the configured permissions.
     pub(crate) async fn build(config: ResolvedConfig, plan: Plan) -> Result<Self> {
@@ -259,4 +365,46 @@ pub(crate) fn agent_config(config: &ResolvedConfig) -> AgentConfig {
         Some(persona) => agent.with_persona(persona.clone()),
         None => agent,
     }
+}
+
+/// Keep sessions' cells for `service`: the engine, the egress broker (refusing this machine's
+/// own addresses), each person's events, and the model in `slot` for `model.generate`.
+fn with_cells(
+    service: imurun_keep::service::KeepService,
+    config: &ResolvedConfig,
+    events: Arc<dyn imurun_keep::cells::KeepEvents>,
+    slot: &ModelSlot,
+    api_port: u16,
+) -> Result<imurun_keep::service::KeepService> {
+    let broker = imurun_cell::broker::Broker::new(
+        imurun_cell::broker::BrokerConfig::default(),
+        &imurun_cell::own_addresses(),
+    )
+    .context("starting the egress broker")?;
+    let model: imurun_keep::cells::ModelSource = {
+        let slot = slot.clone();
+        Arc::new(move || slot.model())
+    };
+    let cells = imurun_keep::cells::Cells::new(
+        &imurun_keep::cells::CellsConfig {
+            loopback_ports: config.keep.egress_loopback_ports.clone(),
+            api_port: Some(api_port),
+            ..imurun_keep::cells::CellsConfig::default()
+        },
+        broker,
+        events,
+        model,
+    )
+    .context("starting Keep's cells")?;
+    Ok(service.with_cells(cells))
+}
+
+/// This machine's name (Linux's `/proc/sys/kernel/hostname`), or `host-` and this process's
+/// id when it cannot be read: the first part of a Keep host's default name.
+fn machine_name() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|name| name.trim().to_owned())
+        .filter(|name| !name.is_empty() && name.len() <= 64)
+        .unwrap_or_else(|| format!("host-{}", std::process::id()))
 }

@@ -69,84 +69,11 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
         .with_context(|| format!("binding {}", config.server.addr))?;
     let addr = listener.local_addr().context("reading the bound address")?;
     let keep_events = imurun_server::KeepHubs::default();
-    let mut host_claim = None;
-    let keep = if config.keep.enabled {
-        // The API (and its deploy route) is never a cell's egress target: the broker refuses
-        // it on loopback whatever is opened, and a configuration that opens it is a mistake
-        // said at once rather than a rule that silently does nothing.
-        if config.keep.egress_loopback_ports.contains(&addr.port()) {
-            anyhow::bail!(
-                "keep.egress_loopback_ports opens {}, the port this server's own API listens on: no cell may reach the API; remove it, or serve the API on another port",
-                addr.port()
-            );
-        }
-        let host_id = config
-            .keep
-            .host_id
-            .clone()
-            .unwrap_or_else(|| format!("{}:{}", machine_name(), addr.port()));
-        let service = imurun_keep::init::open(
-            &config.keep.dir,
-            wiring.store.clone(),
-            imurun_keep::service::system_clock(),
-        )
-        .await
-        .with_context(|| {
-            format!(
-                "opening Keep mode from {} (run `imurun keep init` once first)",
-                config.keep.dir.display()
-            )
-        })?
-        .with_host_id(&host_id);
-        // Held for as long as the server runs (taken again after a lost connection): a second
-        // host under this name is refused.
-        host_claim = wiring
-            .store
-            .claim_host(&host_id)
-            .await
-            .context("claiming this host's name among the hosts on the database")?;
-        // At once: another host may answer a use of this name's last run until then.
-        let forgotten = service
-            .forget_waits_of_before()
-            .await
-            .context("forgetting the egress uses this host's cells waited on before it started")?;
-        if forgotten > 0 {
-            tracing::info!(
-                forgotten,
-                "egress uses left waiting by this host's last run were forgotten"
-            );
-        }
-        // Hosts that share a PostgreSQL database tell each other their events (SQLite: one
-        // host, the hubs alone).
-        let events: Arc<dyn imurun_keep::cells::KeepEvents> =
-            if wiring.store.backend() == imurun_store::Backend::Postgres {
-                Arc::new(imurun_server::SharedKeepEvents::start(
-                    &wiring.store,
-                    keep_events.clone(),
-                    &host_id,
-                    service.notice_seal(),
-                ))
-            } else {
-                Arc::new(keep_events.clone())
-            };
-        let service = with_cells(service, config, events, &slot, addr.port())?;
-        if imurun_server::listen_to_other_hosts(&wiring.store, service.clone(), keep_events.clone())
-            .await
-            .context("listening to the other Keep hosts through the database")?
-        {
-            tracing::info!(%host_id, "Keep host sharing its database with other hosts");
-        }
-        let ports = &config.keep.egress_loopback_ports;
-        if !ports.is_empty() {
-            service
-                .note_loopback_ports(ports)
-                .await
-                .context("journaling the opened loopback ports")?;
-            tracing::warn!(?ports, "cells may reach these loopback ports");
-        }
-        Some(service)
+    let (keep, host_claim) = if config.keep.enabled {
+        let (service, claim) = wiring.open_keep(&slot, addr, &keep_events).await?;
+        (Some(service), claim)
     } else {
-        None
+        (None, None)
     };
     let state = ServerState::new(ServerParts {
         store: wiring.store.clone(),
@@ -262,46 +189,4 @@ fn pinned_settings(config: &ResolvedConfig) -> Vec<String> {
         .filter(|(key, _)| !config.origin(key).yields_to_stored_settings())
         .map(|(_, setting)| (*setting).to_owned())
         .collect()
-}
-
-/// Keep sessions' cells for `service`: the engine, the egress broker (refusing this machine's
-/// own addresses), each person's events, and the model in `slot` for `model.generate`.
-fn with_cells(
-    service: imurun_keep::service::KeepService,
-    config: &ResolvedConfig,
-    events: Arc<dyn imurun_keep::cells::KeepEvents>,
-    slot: &ModelSlot,
-    api_port: u16,
-) -> Result<imurun_keep::service::KeepService> {
-    let broker = imurun_cell::broker::Broker::new(
-        imurun_cell::broker::BrokerConfig::default(),
-        &imurun_cell::own_addresses(),
-    )
-    .context("starting the egress broker")?;
-    let model: imurun_keep::cells::ModelSource = {
-        let slot = slot.clone();
-        Arc::new(move || slot.model())
-    };
-    let cells = imurun_keep::cells::Cells::new(
-        &imurun_keep::cells::CellsConfig {
-            loopback_ports: config.keep.egress_loopback_ports.clone(),
-            api_port: Some(api_port),
-            ..imurun_keep::cells::CellsConfig::default()
-        },
-        broker,
-        events,
-        model,
-    )
-    .context("starting Keep's cells")?;
-    Ok(service.with_cells(cells))
-}
-
-/// This machine's name (Linux's `/proc/sys/kernel/hostname`), or `host-` and this process's
-/// id when it cannot be read: the first part of a Keep host's default name.
-fn machine_name() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|name| name.trim().to_owned())
-        .filter(|name| !name.is_empty() && name.len() <= 64)
-        .unwrap_or_else(|| format!("host-{}", std::process::id()))
 }
