@@ -3,8 +3,7 @@
 /// What a revoke reads under the lock.
 #[derive(Debug, Clone, Copy)]
 pub struct Snapshot {
-    /// The tool's row, if there is one: its version, whether it holds this host's seal, and
-    /// whether the database marks it revoked already.
+    /// The tool's row, if there is one: its version and whether it holds this host's seal.
     pub row: Option<Row>,
     /// The highest version ever deployed (the database's mark and the Keep folder's).
     pub deployed: i64,

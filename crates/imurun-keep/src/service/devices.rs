@@ -94,13 +94,18 @@ impl KeepService {
             label,
             possession,
         };
-        let attempt = match &proof {
-            EnrolProof::Decision(envelope) => Some(self.decision_attempt(envelope, user).await),
+        // Only a refusal reads the deciding device again, for its entry.
+        let envelope = match &proof {
+            EnrolProof::Decision(envelope) => Some(envelope.clone()),
             EnrolProof::Code(_) => None,
         };
         match self.try_enrol(caller, &request, proof).await {
             Ok(view) => Ok(view),
             Err(error) => {
+                let attempt = match &envelope {
+                    Some(envelope) => Some(self.decision_attempt(envelope, user).await),
+                    None => None,
+                };
                 let what = (Some(user), "enrol_device", subject.as_str());
                 self.refuse_attempt(caller, what, attempt, error).await
             }
