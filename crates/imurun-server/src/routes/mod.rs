@@ -29,6 +29,8 @@
 //! | `GET /` | 200 the web page (`web/index.html`); not in the OpenAPI document |
 //! | `GET /assets/{file}` | 200 one of the page's files; 404; not in the OpenAPI document |
 //!
+//! Keep mode's routes under `/v1` are in [`keep`], one file per resource.
+//!
 //! Every error is an [`ApiError`](crate::ApiError) body; unknown paths are 404 and wrong
 //! methods 405 in the same shape. With an API token, every route but `GET /api/health` may also
 //! answer 401; every JSON body that is not a JSON object of its schema is a 400.
@@ -36,8 +38,6 @@
 pub(crate) mod events;
 pub(crate) mod integrations;
 pub(crate) mod keep;
-pub(crate) mod keep_sessions;
-pub(crate) mod keep_tools;
 pub(crate) mod meta;
 pub(crate) mod openai;
 pub(crate) mod page;
@@ -147,8 +147,8 @@ struct Route {
 /// The route table: every handler with its `#[utoipa::path]` annotation (the `__path_*` type
 /// the macro generates). The method and path come from the annotation, so the router serves
 /// exactly what the handler's documentation says; the same handler must also be listed in
-/// [`openapi::ApiDoc`], which the test checks. This is the only place routes are added: a
-/// tidy test fails on any other `.route(` in the crate.
+/// [`openapi::ApiDoc`], which the test checks. Keep's entries come from [`keep::table`]. This
+/// is the only place routes are added: a tidy test fails on any other `.route(` in the crate.
 fn table() -> Vec<Route> {
     [
         route(meta::__path_health, meta::health),
@@ -186,69 +186,7 @@ fn table() -> Vec<Route> {
         route(events::__path_stream, events::stream),
         route(openai::__path_models, openai::models),
         route(openai::__path_chat_completions, openai::chat_completions),
-        route_with_body_limit(
-            keep::__path_deploy,
-            keep::deploy,
-            keep::DEPLOY_BODY_BYTES_MAX,
-        ),
-        route(keep::__path_whoami, keep::whoami),
-        route(keep::__path_agents, keep::agents),
-        route(keep::__path_agent, keep::agent),
-        route(keep::__path_put_ceiling, keep::put_ceiling),
-        route(keep::__path_ceiling, keep::ceiling),
-        route(keep::__path_trust_root, keep::trust_root),
-        route(keep::__path_rotate_trust_root, keep::rotate_trust_root),
-        route(keep::__path_create_token, keep::create_token),
-        route(keep::__path_revoke_token, keep::revoke_token),
-        route(keep::__path_enrol_code, keep::enrol_code),
-        route(keep::__path_devices, keep::devices),
-        route(keep::__path_enrol_device, keep::enrol_device),
-        route(keep::__path_device, keep::device),
-        route(keep::__path_retire_device, keep::retire_device),
-        route(keep::__path_vault, keep::vault),
-        route(keep::__path_put_credential, keep::put_credential),
-        route(keep::__path_delete_credential, keep::delete_credential),
-        route(keep::__path_journal, keep::journal),
-        route(keep::__path_verify_journal, keep::verify_journal),
-        route(keep::__path_journal_entry, keep::journal_entry),
-        route(
-            keep_sessions::__path_start_session,
-            keep_sessions::start_session,
-        ),
-        route(keep_sessions::__path_sessions, keep_sessions::sessions),
-        route(keep_sessions::__path_session, keep_sessions::session),
-        route(keep_sessions::__path_message, keep_sessions::message),
-        route(keep_sessions::__path_file, keep_sessions::file),
-        route(
-            keep_sessions::__path_stop_session,
-            keep_sessions::stop_session,
-        ),
-        route(keep_sessions::__path_events, keep_sessions::events),
-        route(keep_sessions::__path_proposals, keep_sessions::proposals),
-        route(keep_sessions::__path_proposal, keep_sessions::proposal),
-        route(
-            keep_sessions::__path_accept_proposal,
-            keep_sessions::accept_proposal,
-        ),
-        route(
-            keep_sessions::__path_reject_proposal,
-            keep_sessions::reject_proposal,
-        ),
-        route(keep_tools::__path_decide, keep_tools::decide),
-        route(keep_tools::__path_tools, keep_tools::tools),
-        route(keep_tools::__path_tool, keep_tools::tool),
-        route(keep_tools::__path_revoke, keep_tools::revoke),
-        route(keep_tools::__path_clear_taint, keep_tools::clear_taint),
-        route(keep_tools::__path_tool_propose, keep_tools::tool_propose),
-        route(
-            keep_tools::__path_set_tool_propose,
-            keep_tools::set_tool_propose,
-        ),
-        route(keep_sessions::__path_approvals, keep_sessions::approvals),
-        route(
-            keep_sessions::__path_answer_approval,
-            keep_sessions::answer_approval,
-        ),
+        keep::table(),
         page_route(page::INDEX_PATH, get(page::index)),
         page_route("/assets/{file}", get(page::asset)),
     ]

@@ -1,32 +1,23 @@
 //! Keep sessions under `/v1`: a person starts an agent in a cell, sends it messages and files,
-//! stops it, watches their own events, decides the proposals it made and answers its egress
-//! approvals. Every route is a person's: the operator's token gets 403, and another person's
-//! session, proposal or approval reads as one that does not exist (404).
+//! stops it, and watches their own events (`GET /v1/events`). Every route is a person's: the
+//! operator's token gets 403, and another person's session reads as one that does not exist
+//! (404).
 
 use std::convert::Infallible;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use futures_util::{Stream, StreamExt};
-use serde::Deserialize;
 
+use super::Strict;
 use crate::error::{ApiError, StrictJson};
 use crate::keep_auth::{KeepCaller, while_authorized};
-use crate::keep_wire::{
-    AnyProposal, ApprovalAnswer, ApprovalAnswered, ApprovalInfo, ApprovalList, FileBody,
-    MessageBody, ProposalAccept, ProposalInfo, ProposalList, Replies, SessionCreate, SessionInfo,
-    SessionList, ToolReviewInfo,
-};
+use crate::keep_wire::{FileBody, MessageBody, Replies, SessionCreate, SessionInfo, SessionList};
 use crate::openapi::ErrorBody;
 use crate::sse::{HEARTBEAT_TEXT, last_event_id, sse_message};
 use crate::state::ServerState;
-
-/// The largest body of these routes: a 128 KiB file, escaped.
-const SESSION_BODY_BYTES_MAX: usize = 256 << 10;
-
-type Strict<T> = StrictJson<T, SESSION_BODY_BYTES_MAX>;
 
 /// `POST /v1/sessions`.
 #[utoipa::path(post, path = "/v1/sessions", tag = "keep", operation_id = "keep_start_session",
@@ -214,162 +205,6 @@ pub(crate) async fn events(
     ))
 }
 
-/// The query of `GET /v1/proposals`.
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-#[serde(deny_unknown_fields)]
-pub(crate) struct ProposalQuery {
-    /// Only proposals of this kind: `memory`, `suggestion`, `plan`, `card` or `tool`.
-    kind: Option<String>,
-}
-
-/// `GET /v1/proposals`.
-#[utoipa::path(get, path = "/v1/proposals", tag = "keep", operation_id = "keep_proposals",
-    summary = "The caller's proposals (memory entries, suggestions, plans, cards, and tools with their reviews), newest first",
-    params(ProposalQuery),
-    responses(
-        (status = 200, description = "The proposals.", body = ProposalList),
-        (status = 400, description = "An unknown `kind`; `invalid`, `bad_request`.", body = ErrorBody),
-        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
-        (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
-        (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
-    ))]
-pub(crate) async fn proposals(
-    caller: KeepCaller,
-    query: Result<Query<ProposalQuery>, axum::extract::rejection::QueryRejection>,
-) -> Result<Json<ProposalList>, ApiError> {
-    let Query(query) = query.map_err(|error| ApiError::bad_request(error.body_text()))?;
-    let kind = query.kind.as_deref();
-    let proposals = match kind {
-        Some("tool") => Vec::new(),
-        _ => caller.keep.proposals(&caller.identity, kind).await?,
-    };
-    let tools = match kind {
-        None | Some("tool") => caller.keep.tool_proposals(&caller.identity).await?,
-        Some(_) => Vec::new(),
-    };
-    Ok(Json(ProposalList {
-        proposals: proposals.into_iter().map(proposal_info).collect(),
-        tools: tools.into_iter().map(ToolReviewInfo::from).collect(),
-    }))
-}
-
-/// `GET /v1/proposals/{id}`.
-#[utoipa::path(get, path = "/v1/proposals/{id}", tag = "keep", operation_id = "keep_proposal",
-    summary = "One of the caller's proposals",
-    params(("id" = String, Path, description = "The proposal's id.")),
-    responses(
-        (status = 200, description = "The proposal: a tool's review (ids `kt-...`), or another kind.", body = AnyProposal),
-        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
-        (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
-        (status = 404, description = "Another person's proposal reads as one that does not exist; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
-    ))]
-pub(crate) async fn proposal(
-    caller: KeepCaller,
-    Path(id): Path<String>,
-) -> Result<Json<AnyProposal>, ApiError> {
-    if id.starts_with(imurun_keep::service::TOOL_PROPOSAL_ID_PREFIX) {
-        let review = caller.keep.tool_proposal(&caller.identity, &id).await?;
-        return Ok(Json(AnyProposal::Tool(Box::new(review.into()))));
-    }
-    let view = caller.keep.proposal(&caller.identity, &id).await?;
-    Ok(Json(AnyProposal::Other(Box::new(proposal_info(view)))))
-}
-
-/// `POST /v1/proposals/{id}/accept`.
-#[utoipa::path(post, path = "/v1/proposals/{id}/accept", tag = "keep", operation_id = "keep_accept_proposal",
-    summary = "Accept one of the caller's pending proposals; one from a tainted session needs `confirm_tainted`",
-    params(("id" = String, Path, description = "The proposal's id.")),
-    request_body = ProposalAccept,
-    responses(
-        (status = 200, description = "Accepted.", body = ProposalInfo),
-        (status = 400, description = "Not a `ProposalAccept`; `bad_request`.", body = ErrorBody),
-        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
-        (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such proposal of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
-        (status = 409, description = "Decided already (`conflict`); tainted and not confirmed (`confirm_tainted`).", body = ErrorBody),
-        (status = 413, description = "The body is over its limit; `too_large`.", body = ErrorBody),
-        (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
-    ))]
-pub(crate) async fn accept_proposal(
-    caller: KeepCaller,
-    Path(id): Path<String>,
-    StrictJson(body): Strict<ProposalAccept>,
-) -> Result<Json<ProposalInfo>, ApiError> {
-    let view = caller
-        .keep
-        .decide_proposal(&caller.identity, &id, true, body.confirm_tainted)
-        .await?;
-    Ok(Json(proposal_info(view)))
-}
-
-/// `POST /v1/proposals/{id}/reject`.
-#[utoipa::path(post, path = "/v1/proposals/{id}/reject", tag = "keep", operation_id = "keep_reject_proposal",
-    summary = "Reject one of the caller's pending proposals",
-    params(("id" = String, Path, description = "The proposal's id.")),
-    responses(
-        (status = 200, description = "Rejected.", body = ProposalInfo),
-        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
-        (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
-        (status = 404, description = "No such proposal of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
-        (status = 409, description = "Decided already; `conflict`.", body = ErrorBody),
-    ))]
-pub(crate) async fn reject_proposal(
-    caller: KeepCaller,
-    Path(id): Path<String>,
-) -> Result<Json<ProposalInfo>, ApiError> {
-    let view = caller
-        .keep
-        .decide_proposal(&caller.identity, &id, false, false)
-        .await?;
-    Ok(Json(proposal_info(view)))
-}
-
-/// `GET /v1/approvals`.
-#[utoipa::path(get, path = "/v1/approvals", tag = "keep", operation_id = "keep_approvals",
-    summary = "The caller's egress uses waiting for an answer, oldest first",
-    responses(
-        (status = 200, description = "The waiting uses.", body = ApprovalList),
-        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
-        (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
-        (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
-        (status = 503, description = "The host does not run sessions; `unavailable`.", body = ErrorBody),
-    ))]
-pub(crate) async fn approvals(caller: KeepCaller) -> Result<Json<ApprovalList>, ApiError> {
-    let list = caller.keep.approvals(&caller.identity).await?;
-    Ok(Json(ApprovalList {
-        approvals: list.into_iter().map(approval_info).collect(),
-    }))
-}
-
-/// `POST /v1/approvals/{id}`.
-#[utoipa::path(post, path = "/v1/approvals/{id}", tag = "keep", operation_id = "keep_answer_approval",
-    summary = "Approve or deny a waiting egress use; a rule demanding a device signature is approved only by a signed `approve_egress` decision",
-    params(("id" = String, Path, description = "The waiting use's id.")),
-    request_body = ApprovalAnswer,
-    responses(
-        (status = 200, description = "Handed to the waiting request.", body = ApprovalAnswered),
-        (status = 400, description = "Not an `ApprovalAnswer`; `bad_request`, `invalid`.", body = ErrorBody),
-        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
-        (status = 403, description = "The operator's token (`forbidden`); a decision missing, refused or replayed (`decision_refused`, `bad_signature`, `untrusted_key`, `expired`).", body = ErrorBody),
-        (status = 404, description = "No such waiting use of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
-        (status = 409, description = "The request stopped waiting meanwhile; `conflict`.", body = ErrorBody),
-        (status = 413, description = "The body is over its limit; `too_large`.", body = ErrorBody),
-        (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
-        (status = 503, description = "The host does not run sessions; `unavailable`.", body = ErrorBody),
-    ))]
-pub(crate) async fn answer_approval(
-    caller: KeepCaller,
-    Path(id): Path<String>,
-    StrictJson(body): Strict<ApprovalAnswer>,
-) -> Result<Json<ApprovalAnswered>, ApiError> {
-    let decision = body.decision.map(|decision| decision.into_signed());
-    let approved = caller
-        .keep
-        .answer_approval(&caller.identity, &id, body.approve, decision.as_ref())
-        .await?;
-    Ok(Json(ApprovalAnswered { id, approved }))
-}
-
 fn session_info(view: imurun_keep::service::SessionView) -> SessionInfo {
     SessionInfo {
         id: view.id,
@@ -382,40 +217,5 @@ fn session_info(view: imurun_keep::service::SessionView) -> SessionInfo {
         tainted_at_ms: view.tainted_at_ms,
         ended_at_ms: view.ended_at_ms,
         end_reason: view.end_reason,
-    }
-}
-
-fn proposal_info(view: imurun_keep::service::ProposalView) -> ProposalInfo {
-    ProposalInfo {
-        id: view.id,
-        session_id: view.session_id,
-        agent: view.agent,
-        kind: view.kind,
-        payload: view.payload,
-        tainted: view.tainted,
-        taint_source: view.taint_source,
-        state: view.state,
-        created_at_ms: view.created_at_ms,
-        decided_at_ms: view.decided_at_ms,
-    }
-}
-
-fn approval_info(view: imurun_keep::service::ApprovalView) -> ApprovalInfo {
-    let waiting = view.waiting;
-    ApprovalInfo {
-        id: view.id,
-        session_id: waiting.session_id,
-        agent: waiting.agent,
-        agent_version: waiting.agent_version,
-        method: waiting.method,
-        url: waiting.url,
-        headers: waiting.headers.into_iter().map(Vec::from).collect(),
-        tainted: waiting.tainted,
-        body_bytes: waiting.body_bytes,
-        body_sha256: waiting.body_sha256,
-        credentials: waiting.credentials,
-        device_signature: waiting.device_signature,
-        hashes: waiting.hashes,
-        asked_at_ms: waiting.asked_at_ms,
     }
 }
