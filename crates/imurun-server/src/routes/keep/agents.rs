@@ -56,7 +56,7 @@ pub(crate) async fn deploy(
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn agents(caller: KeepCaller) -> Result<Json<AgentList>, ApiError> {
+pub(crate) async fn list(caller: KeepCaller) -> Result<Json<AgentList>, ApiError> {
     let agents = caller.keep.public_agents().await?;
     Ok(Json(AgentList {
         agents: agents
@@ -81,7 +81,7 @@ pub(crate) async fn agents(caller: KeepCaller) -> Result<Json<AgentList>, ApiErr
         (status = 409, description = "The stored version is older than one accepted (an old row restored); `rolled_back`.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
     ))]
-pub(crate) async fn agent(
+pub(crate) async fn detail(
     OperatorCaller(caller): OperatorCaller,
     Path(name): Path<String>,
 ) -> Result<Json<AgentInfo>, ApiError> {

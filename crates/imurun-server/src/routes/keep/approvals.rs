@@ -22,7 +22,7 @@ use crate::openapi::ErrorBody;
         (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
         (status = 503, description = "The host does not run sessions; `unavailable`.", body = ErrorBody),
     ))]
-pub(crate) async fn approvals(caller: KeepCaller) -> Result<Json<ApprovalList>, ApiError> {
+pub(crate) async fn list(caller: KeepCaller) -> Result<Json<ApprovalList>, ApiError> {
     let list = caller.keep.approvals(&caller.identity).await?;
     Ok(Json(ApprovalList {
         approvals: list.into_iter().map(approval_info).collect(),
@@ -45,7 +45,7 @@ pub(crate) async fn approvals(caller: KeepCaller) -> Result<Json<ApprovalList>, 
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
         (status = 503, description = "The host does not run sessions; `unavailable`.", body = ErrorBody),
     ))]
-pub(crate) async fn answer_approval(
+pub(crate) async fn answer(
     caller: KeepCaller,
     Path(id): Path<String>,
     StrictJson(body): Strict<ApprovalAnswer>,

@@ -26,7 +26,7 @@ use crate::openapi::ErrorBody;
         (status = 413, description = "The body is over its limit; `too_large`.", body = ErrorBody),
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
     ))]
-pub(crate) async fn put_ceiling(
+pub(crate) async fn put(
     OperatorCaller(caller): OperatorCaller,
     Path(user): Path<String>,
     StrictJson(body): Strict<SignedDocument>,
@@ -50,7 +50,7 @@ pub(crate) async fn put_ceiling(
         (status = 404, description = "Another user's ceiling reads as one that does not exist; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
     ))]
-pub(crate) async fn ceiling(
+pub(crate) async fn detail(
     caller: KeepCaller,
     Path(user): Path<String>,
 ) -> Result<Json<CeilingInfo>, ApiError> {

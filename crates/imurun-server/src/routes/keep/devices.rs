@@ -53,7 +53,7 @@ pub(crate) async fn enrol_code(
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn devices(caller: KeepCaller) -> Result<Json<DeviceList>, ApiError> {
+pub(crate) async fn list(caller: KeepCaller) -> Result<Json<DeviceList>, ApiError> {
     let devices = caller.keep.devices(&caller.identity).await?;
     Ok(Json(DeviceList {
         devices: devices.into_iter().map(device_info).collect(),
@@ -74,7 +74,7 @@ pub(crate) async fn devices(caller: KeepCaller) -> Result<Json<DeviceList>, ApiE
         (status = 413, description = "The body is over its limit; `too_large`.", body = ErrorBody),
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
     ))]
-pub(crate) async fn enrol_device(
+pub(crate) async fn enrol(
     caller: KeepCaller,
     StrictJson(body): Strict<DeviceEnrol>,
 ) -> Result<(StatusCode, Json<DeviceInfo>), ApiError> {
@@ -109,7 +109,7 @@ pub(crate) async fn enrol_device(
         (status = 404, description = "Another user's key reads as one that does not exist; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
     ))]
-pub(crate) async fn device(
+pub(crate) async fn detail(
     caller: KeepCaller,
     Path(key_id): Path<String>,
 ) -> Result<Json<DeviceInfo>, ApiError> {
@@ -126,7 +126,7 @@ pub(crate) async fn device(
         (status = 404, description = "No live key of the caller's has this id; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
     ))]
-pub(crate) async fn retire_device(
+pub(crate) async fn retire(
     caller: KeepCaller,
     Path(key_id): Path<String>,
 ) -> Result<Json<DeviceInfo>, ApiError> {

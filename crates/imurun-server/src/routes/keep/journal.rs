@@ -16,7 +16,7 @@ use crate::openapi::ErrorBody;
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn journal(caller: KeepCaller) -> Result<Json<JournalList>, ApiError> {
+pub(crate) async fn list(caller: KeepCaller) -> Result<Json<JournalList>, ApiError> {
     let entries = caller.keep.journal(&caller.identity).await?;
     Ok(Json(JournalList {
         entries: entries.into_iter().map(journal_info).collect(),
@@ -32,7 +32,7 @@ pub(crate) async fn journal(caller: KeepCaller) -> Result<Json<JournalList>, Api
         (status = 404, description = "An entry about another user reads as one that does not exist; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
     ))]
-pub(crate) async fn journal_entry(
+pub(crate) async fn entry(
     caller: KeepCaller,
     Path(seq): Path<String>,
 ) -> Result<Json<JournalEntryInfo>, ApiError> {
@@ -53,7 +53,7 @@ pub(crate) async fn journal_entry(
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn verify_journal(caller: KeepCaller) -> Result<Json<JournalCheck>, ApiError> {
+pub(crate) async fn verify(caller: KeepCaller) -> Result<Json<JournalCheck>, ApiError> {
     let report = caller.keep.verify_journal(&caller.identity).await?;
     Ok(Json(JournalCheck {
         entries: report.entries,

@@ -36,7 +36,7 @@ pub(crate) struct ProposalQuery {
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn proposals(
+pub(crate) async fn list(
     caller: KeepCaller,
     query: Result<Query<ProposalQuery>, axum::extract::rejection::QueryRejection>,
 ) -> Result<Json<ProposalList>, ApiError> {
@@ -66,7 +66,7 @@ pub(crate) async fn proposals(
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "Another person's proposal reads as one that does not exist; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
     ))]
-pub(crate) async fn proposal(
+pub(crate) async fn detail(
     caller: KeepCaller,
     Path(id): Path<String>,
 ) -> Result<Json<AnyProposal>, ApiError> {
@@ -93,7 +93,7 @@ pub(crate) async fn proposal(
         (status = 413, description = "The body is over its limit; `too_large`.", body = ErrorBody),
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
     ))]
-pub(crate) async fn accept_proposal(
+pub(crate) async fn accept(
     caller: KeepCaller,
     Path(id): Path<String>,
     StrictJson(body): Strict<ProposalAccept>,
@@ -116,7 +116,7 @@ pub(crate) async fn accept_proposal(
         (status = 404, description = "No such proposal of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
         (status = 409, description = "Decided already; `conflict`.", body = ErrorBody),
     ))]
-pub(crate) async fn reject_proposal(
+pub(crate) async fn reject(
     caller: KeepCaller,
     Path(id): Path<String>,
 ) -> Result<Json<ProposalInfo>, ApiError> {

@@ -34,7 +34,7 @@ use crate::state::ServerState;
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
         (status = 503, description = "Every cell slot is taken (`no_slot`); the host does not run sessions (`unavailable`).", body = ErrorBody),
     ))]
-pub(crate) async fn start_session(
+pub(crate) async fn start(
     caller: KeepCaller,
     StrictJson(body): Strict<SessionCreate>,
 ) -> Result<(StatusCode, Json<SessionInfo>), ApiError> {
@@ -54,7 +54,7 @@ pub(crate) async fn start_session(
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn sessions(caller: KeepCaller) -> Result<Json<SessionList>, ApiError> {
+pub(crate) async fn list(caller: KeepCaller) -> Result<Json<SessionList>, ApiError> {
     let views = caller.keep.sessions(&caller.identity).await?;
     Ok(Json(SessionList {
         sessions: views.into_iter().map(session_info).collect(),
@@ -71,7 +71,7 @@ pub(crate) async fn sessions(caller: KeepCaller) -> Result<Json<SessionList>, Ap
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "Another person's session reads as one that does not exist; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
     ))]
-pub(crate) async fn session(
+pub(crate) async fn detail(
     caller: KeepCaller,
     Path(id): Path<String>,
 ) -> Result<Json<SessionInfo>, ApiError> {
@@ -154,7 +154,7 @@ pub(crate) async fn file(
         (status = 404, description = "No such session of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
         (status = 503, description = "The host does not run sessions; `unavailable`.", body = ErrorBody),
     ))]
-pub(crate) async fn stop_session(
+pub(crate) async fn stop(
     caller: KeepCaller,
     Path(id): Path<String>,
 ) -> Result<Json<SessionInfo>, ApiError> {

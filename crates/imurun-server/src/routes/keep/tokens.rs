@@ -48,7 +48,7 @@ pub(crate) async fn whoami(caller: KeepCaller) -> Json<Whoami> {
         (status = 413, description = "The body is over its limit; `too_large`.", body = ErrorBody),
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
     ))]
-pub(crate) async fn create_token(
+pub(crate) async fn create(
     OperatorCaller(caller): OperatorCaller,
     StrictJson(body): Strict<TokenCreate>,
 ) -> Result<(StatusCode, Json<TokenCreated>), ApiError> {
@@ -81,7 +81,7 @@ pub(crate) async fn create_token(
         (status = 404, description = "No live token has this id; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
     ))]
-pub(crate) async fn revoke_token(
+pub(crate) async fn revoke(
     OperatorCaller(caller): OperatorCaller,
     Path(id): Path<String>,
 ) -> Result<Json<TokenRevoked>, ApiError> {

@@ -22,7 +22,7 @@ use crate::openapi::ErrorBody;
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn tools(caller: KeepCaller) -> Result<Json<ToolList>, ApiError> {
+pub(crate) async fn list(caller: KeepCaller) -> Result<Json<ToolList>, ApiError> {
     let tools = caller.keep.tools(&caller.identity).await?;
     Ok(Json(ToolList {
         tools: tools.into_iter().map(ToolInfo::from).collect(),
@@ -39,7 +39,7 @@ pub(crate) async fn tools(caller: KeepCaller) -> Result<Json<ToolList>, ApiError
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such tool of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
     ))]
-pub(crate) async fn tool(
+pub(crate) async fn detail(
     caller: KeepCaller,
     Path(name): Path<String>,
 ) -> Result<Json<ToolInfo>, ApiError> {

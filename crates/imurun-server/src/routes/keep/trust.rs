@@ -19,7 +19,7 @@ use crate::openapi::ErrorBody;
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn trust_root(
+pub(crate) async fn detail(
     OperatorCaller(caller): OperatorCaller,
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let root = caller.keep.trust_root(&caller.identity).await?;
@@ -40,7 +40,7 @@ pub(crate) async fn trust_root(
         (status = 413, description = "The body is over its limit; `too_large`.", body = ErrorBody),
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
     ))]
-pub(crate) async fn rotate_trust_root(
+pub(crate) async fn rotate(
     OperatorCaller(caller): OperatorCaller,
     StrictJson(body): Strict<SignedDocument>,
 ) -> Result<Json<serde_json::Value>, ApiError> {

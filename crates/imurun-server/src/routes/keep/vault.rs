@@ -17,7 +17,7 @@ use crate::openapi::ErrorBody;
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn vault(caller: KeepCaller) -> Result<Json<VaultList>, ApiError> {
+pub(crate) async fn list(caller: KeepCaller) -> Result<Json<VaultList>, ApiError> {
     let entries = caller.keep.credentials(&caller.identity).await?;
     Ok(Json(VaultList {
         entries: entries
@@ -44,7 +44,7 @@ pub(crate) async fn vault(caller: KeepCaller) -> Result<Json<VaultList>, ApiErro
         (status = 413, description = "The body is over its limit; `too_large`.", body = ErrorBody),
         (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
     ))]
-pub(crate) async fn put_credential(
+pub(crate) async fn put(
     caller: KeepCaller,
     Path(name): Path<String>,
     SecretJson(body): SecretJson<VaultPut, KEEP_BODY_BYTES_MAX>,
@@ -79,7 +79,7 @@ pub(crate) async fn put_credential(
         (status = 404, description = "The caller has no credential of this name; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
     ))]
-pub(crate) async fn delete_credential(
+pub(crate) async fn remove(
     caller: KeepCaller,
     Path(name): Path<String>,
 ) -> Result<Json<VaultDeleted>, ApiError> {
