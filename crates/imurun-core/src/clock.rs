@@ -68,6 +68,16 @@ pub fn unix_ms(at: SystemTime) -> i64 {
     })
 }
 
+/// Whole seconds since the Unix epoch at `at` (Keep's documents and decisions count in seconds).
+pub fn unix_s(at: SystemTime) -> i64 {
+    unix_ms(at).div_euclid(1_000)
+}
+
+/// The machine clock in whole seconds since the Unix epoch.
+pub fn now_unix_s() -> i64 {
+    unix_s(SystemClock.now())
+}
+
 /// The machine clock in milliseconds since the Unix epoch: the one reading of "now" as a
 /// number that every crate uses.
 pub fn now_unix_ms() -> i64 {
@@ -84,6 +94,7 @@ mod tests {
     fn unix_milliseconds_are_zero_before_the_epoch_and_exact_after() {
         assert_eq!(unix_ms(UNIX_EPOCH - Duration::from_secs(1)), 0);
         assert_eq!(unix_ms(UNIX_EPOCH + Duration::from_millis(1_500)), 1_500);
+        assert_eq!(unix_s(UNIX_EPOCH + Duration::from_millis(1_999)), 1);
         assert!(now_unix_ms() > 1_700_000_000_000);
     }
 }

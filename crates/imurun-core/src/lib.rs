@@ -21,7 +21,7 @@ mod tool;
 mod url_secrets;
 
 pub use audit::{AuditRecord, AuditSink, NullAudit};
-pub use clock::{Clock, FixedClock, SystemClock, now_unix_ms, unix_ms};
+pub use clock::{Clock, FixedClock, SystemClock, now_unix_ms, now_unix_s, unix_ms, unix_s};
 pub use event::{
     CompactionMode, DenyReason, EVENT_STRING_CHARS_MAX, Event, EventSink, GroundingAction,
     NullEvents, PrefetchResult, StepKind, TurnStatus, cut_long_strings,

@@ -13,6 +13,7 @@
 
 use imurun_keep_rules::RuleError;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use imurun_store::Store;
 
@@ -21,7 +22,9 @@ use crate::documents::{KeyRole, Signed, TRUST_ROOT_TYPE, TrustRoot, TrustedKey};
 use crate::key_files::{read_key, refuse_shared_file, write_key, write_private_file};
 use crate::keys::KeyPair;
 use crate::random::OsRandom;
-use crate::service::{Clock, Identity, KeepService, NewToken, TokenRole};
+use imurun_core::Clock;
+
+use crate::service::{Identity, KeepService, NewToken, TokenRole};
 use crate::vault::VaultKey;
 
 /// The operator's policy key's file.
@@ -57,8 +60,12 @@ pub struct InitReport {
 /// Creates the Keep folder at `dir` with its keys and trust root, installs the trust root in
 /// `store` and makes the first operator token. A folder that holds any of the files already is
 /// refused: nothing is ever overwritten.
-pub async fn initialise(dir: &Path, store: Store, clock: Clock) -> Result<InitReport, KeepError> {
-    let now = clock();
+pub async fn initialise(
+    dir: &Path,
+    store: Store,
+    clock: Arc<dyn Clock>,
+) -> Result<InitReport, KeepError> {
+    let now = imurun_core::unix_s(clock.now());
     create_private_dir(dir)?;
     let policy = KeyPair::generate(&OsRandom)?;
     let signer = KeyPair::generate(&OsRandom)?;
@@ -81,7 +88,7 @@ pub async fn initialise(dir: &Path, store: Store, clock: Clock) -> Result<InitRe
         clock,
     )
     .with_high_water_file(crate::high_water::HighWaterFile::in_dir(dir));
-    if service.is_initialised().await? {
+    if service.trust_roots().is_installed().await? {
         return Err(KeepError::Conflict(
             "this database has a Keep trust root already; `keep init` runs once per host".into(),
         ));
@@ -93,9 +100,10 @@ pub async fn initialise(dir: &Path, store: Store, clock: Clock) -> Result<InitRe
     let text = serde_json::to_vec_pretty(&envelope)
         .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
     write_private_file(&dir.join(TRUST_ROOT_FILE), &text)?;
-    service.install_trust_root(&envelope).await?;
+    service.trust_roots().install(&envelope).await?;
     let operator_token = service
-        .create_token(&Identity::local_operator(), &TokenRole::Operator)
+        .tokens()
+        .create(&Identity::local_operator(), &TokenRole::Operator)
         .await?;
     Ok(InitReport {
         dir: dir.to_path_buf(),
@@ -107,7 +115,11 @@ pub async fn initialise(dir: &Path, store: Store, clock: Clock) -> Result<InitRe
 }
 
 /// Opens the Keep service over `store` with the host's keys from `dir`.
-pub async fn open(dir: &Path, store: Store, clock: Clock) -> Result<KeepService, KeepError> {
+pub async fn open(
+    dir: &Path,
+    store: Store,
+    clock: Arc<dyn Clock>,
+) -> Result<KeepService, KeepError> {
     let host = read_key(&dir.join(HOST_KEY_FILE))?;
     let vault_path = dir.join(VAULT_KEY_FILE);
     refuse_shared_file(&vault_path)?;
@@ -118,10 +130,10 @@ pub async fn open(dir: &Path, store: Store, clock: Clock) -> Result<KeepService,
     let vault = VaultKey::from_hex(&text)?;
     let service = KeepService::new(store, vault, host, clock)
         .with_high_water_file(crate::high_water::HighWaterFile::in_dir(dir));
-    if !service.is_initialised().await? {
+    if !service.trust_roots().is_installed().await? {
         return Err(KeepError::NotInitialised);
     }
-    service.trust_even_expired().await?;
+    service.trust_roots().even_expired().await?;
     Ok(service)
 }
 

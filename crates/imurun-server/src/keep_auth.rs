@@ -34,7 +34,7 @@ pub(crate) async fn check(
     let path = request.uri().path().to_owned();
     let token = given.and_then(|bytes| String::from_utf8(bytes).ok());
     let identity = match token {
-        Some(token) => keep.authenticate(&token).await,
+        Some(token) => keep.tokens().authenticate(&token).await,
         None => Err(KeepError::Unauthorized),
     };
     let identity = match identity {
@@ -101,7 +101,7 @@ async fn journaled(
         operator_only: status == StatusCode::NOT_FOUND,
         claimed: response.extensions().get::<Claimed>().cloned(),
     };
-    if let Err(error) = keep.journal_door_refusal(identity, &refusal).await {
+    if let Err(error) = keep.journal().door_refusal(identity, &refusal).await {
         tracing::warn!("a refusal could not be journaled: {error}");
     }
     response
@@ -190,7 +190,12 @@ where
     records
         .then(move |record| {
             let (keep, identity) = (keep.clone(), identity.clone());
-            async move { keep.still_authorized(&identity).await.then_some(record) }
+            async move {
+                keep.tokens()
+                    .still_authorized(&identity)
+                    .await
+                    .then_some(record)
+            }
         })
         .take_while(|record| std::future::ready(record.is_some()))
         .filter_map(std::future::ready)
@@ -204,7 +209,7 @@ const RECHECK_INTERVAL: std::time::Duration = std::time::Duration::from_secs(1);
 pub(crate) async fn until_revoked(keep: KeepService, identity: Identity) {
     loop {
         tokio::time::sleep(RECHECK_INTERVAL).await;
-        if !keep.still_authorized(&identity).await {
+        if !keep.tokens().still_authorized(&identity).await {
             return;
         }
     }

@@ -156,11 +156,11 @@ pub async fn listen_to_other_hosts(
         sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             sweep.tick().await;
-            if let Err(error) = sweeping.deliver_missed_answers().await {
+            if let Err(error) = sweeping.approvals().deliver_missed().await {
                 tracing::warn!("answers from other hosts were not looked up: {error}");
             }
             // A revoke whose notice this host missed ends its calls here at the next sweep.
-            if let Err(error) = sweeping.end_revoked_calls().await {
+            if let Err(error) = sweeping.tools().end_revoked_calls().await {
                 tracing::warn!("revoked tools' calls in flight were not looked up: {error}");
             }
         }
@@ -197,7 +197,7 @@ pub async fn listen_to_other_hosts(
                     }
                     match seal.open(&channel, &payload, now_ms()) {
                         Ok(payload) if channel == EGRESS_ANSWERS_CHANNEL => {
-                            if let Err(error) = keep.deliver_answer(payload).await {
+                            if let Err(error) = keep.approvals().deliver(payload).await {
                                 tracing::warn!(
                                     "an answer from another host was not delivered: {error}"
                                 );
@@ -206,7 +206,7 @@ pub async fn listen_to_other_hosts(
                         Ok(payload) => {
                             if heard_event(&hubs, &host_id, payload).as_deref()
                                 == Some("tool.revoked")
-                                && let Err(error) = keep.end_revoked_calls().await
+                                && let Err(error) = keep.tools().end_revoked_calls().await
                             {
                                 tracing::warn!(
                                     "a revoked tool's calls in flight were not ended: {error}"
@@ -239,7 +239,7 @@ pub async fn listen_to_other_hosts(
                          have missed events"
                     );
                     hubs.publish_all(missed_notice());
-                    if let Err(error) = keep.deliver_missed_answers().await {
+                    if let Err(error) = keep.approvals().deliver_missed().await {
                         tracing::warn!("answers from other hosts were not looked up: {error}");
                     }
                 }

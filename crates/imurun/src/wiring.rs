@@ -113,7 +113,7 @@ impl Wiring {
         let service = imurun_keep::init::open(
             &config.keep.dir,
             self.store.clone(),
-            imurun_keep::service::system_clock(),
+            Arc::clone(&self.clock),
         )
         .await
         .with_context(|| {
@@ -131,10 +131,10 @@ impl Wiring {
             .await
             .context("claiming this host's name among the hosts on the database")?;
         // At once: another host may answer a use of this name's last run until then.
-        let forgotten = service
-            .forget_waits_of_before()
-            .await
-            .context("forgetting the egress uses this host's cells waited on before it started")?;
+        let forgotten =
+            service.approvals().forget_waits_of_before().await.context(
+                "forgetting the egress uses this host's cells waited on before it started",
+            )?;
         if forgotten > 0 {
             tracing::info!(
                 forgotten,
@@ -180,6 +180,7 @@ impl Wiring {
         let ports = &config.keep.egress_loopback_ports;
         if !ports.is_empty() {
             service
+                .sessions()
                 .note_loopback_ports(ports)
                 .await
                 .context("journaling the opened loopback ports")?;

@@ -12,10 +12,13 @@
 //! the session (writes refused or asked about), and is copied onto every proposal made after.
 
 mod grants;
+mod port;
 mod session_host;
 mod waiting;
 
 pub use grants::{grant_for, imports_for, limits_for};
+pub use port::IntakeContext;
+pub(crate) use port::{Bound, SessionPort};
 pub(crate) use session_host::SessionHost;
 
 pub use waiting::{WaitingView, egress_request_hash, waiting_json};
@@ -268,6 +271,11 @@ impl Cells {
     /// Slots free for new cells.
     pub fn free_slots(&self) -> usize {
         self.engine.free_slots()
+    }
+
+    /// Where the cells' events go.
+    pub(crate) fn events(&self) -> Arc<dyn KeepEvents> {
+        Arc::clone(&self.events)
     }
 
     pub(crate) fn publish(&self, user: &str, event: Value) {

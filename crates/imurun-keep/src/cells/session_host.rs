@@ -10,6 +10,7 @@ use imurun_cell::{CellHost, ChatMessage, HttpRequest, HttpResponse, WallClock};
 use imurun_core::{BoxFuture, GenerateRequest, Message, Role};
 use serde_json::{Value, json};
 
+use super::port::{Bound, IntakeContext, SessionPort};
 use super::{
     Cells, EgressPorts, GENERATE_TOKENS_MAX, REFUSALS_JOURNALED_PER_SESSION_MAX, cut_chars,
     cut_text, grant_for, lock,
@@ -17,13 +18,11 @@ use super::{
 use crate::KeepError;
 use crate::manifest::{Manifest, MemoryAccess};
 use crate::proposals::{self, EmitGrants};
-use crate::service::KeepService;
-use crate::service::refusals::Bound;
 
 /// What the host does for one session's cell.
 pub(crate) struct SessionHost {
-    /// The service without its cells (no cycle through them).
-    pub(crate) service: KeepService,
+    /// What the cell may ask of the Keep service.
+    pub(crate) service: Arc<dyn SessionPort>,
     pub(crate) cells: Weak<Cells>,
     pub(crate) session_id: String,
     pub(crate) user: String,
@@ -56,7 +55,7 @@ pub(crate) struct SessionHost {
 
 impl SessionHost {
     pub(crate) fn new(
-        service: KeepService,
+        service: Arc<dyn SessionPort>,
         cells: Weak<Cells>,
         session_id: String,
         user: String,
@@ -99,7 +98,7 @@ impl SessionHost {
             grant.mode = egress::EgressMode::Ask;
         }
         SessionHost {
-            service: self.service.clone(),
+            service: Arc::clone(&self.service),
             cells: self.cells.clone(),
             session_id: self.session_id.clone(),
             user: self.user.clone(),
@@ -144,7 +143,7 @@ impl SessionHost {
         // The store decides which source was first; the session carries that one.
         let (newly, stored) = self
             .service
-            .taint_session(&self.user, &self.session_id, source)
+            .taint(&self.user, &self.session_id, source)
             .await?;
         *lock(&self.taint) = Some(stored.clone());
         if newly {
@@ -164,7 +163,7 @@ impl SessionHost {
     async fn journal_refusal(&self, action: &str, rule: &str, reason: &str) {
         // The person's sessions together are bounded too: stopping and starting sessions
         // journals no more in a minute than one session would.
-        let person = self.service.cell_refusal_bound(&self.user);
+        let person = self.service.refusal_bound(&self.user);
         let count = self.refusals_journaled.fetch_add(1, Ordering::Relaxed);
         let bound = |reason: &str| {
             json!({"action": action, "rule": "journal_bound", "session": self.session_id,
@@ -192,9 +191,8 @@ impl SessionHost {
             .service
             .journal_as(
                 &format!("agent:{}", self.agent),
-                Some(&self.user),
-                "refusal",
-                &subject,
+                &self.user,
+                ("refusal", &subject),
                 detail,
             )
             .await
@@ -232,13 +230,10 @@ impl SessionHost {
                 let taint = self.tainted_by();
                 match self
                     .service
-                    .store_proposal(self, &proposal, taint.as_deref())
+                    .propose(self, &proposal, taint.as_deref())
                     .await
                 {
-                    Ok(view) => {
-                        self.publish(json!({"type": "proposal.created", "proposal": view}));
-                        return Ok(());
-                    }
+                    Ok(()) => return Ok(()),
                     Err(error) => error,
                 }
             }
@@ -260,7 +255,7 @@ impl SessionHost {
         let context = self
             .cells
             .upgrade()
-            .map(|cells| crate::service::IntakeContext {
+            .map(|cells| IntakeContext {
                 loopback_ports: cells.loopback_ports.clone(),
                 api_port: cells.api_port,
                 host_tools: cells
@@ -273,13 +268,10 @@ impl SessionHost {
         let taint = self.tainted_by();
         let refused = match self
             .service
-            .store_tool_proposal(self, payload_json, taint.as_deref(), &context)
+            .propose_tool(self, payload_json, taint.as_deref(), &context)
             .await
         {
-            Ok(review) => {
-                self.publish(json!({"type": "proposal.created", "proposal": review}));
-                return Ok(());
-            }
+            Ok(()) => return Ok(()),
             Err(error) => error,
         };
         let reason = refused.to_string();
@@ -364,7 +356,7 @@ impl CellHost for SessionHost {
             }
             let (texts, tainted) = self
                 .service
-                .memory_texts(&self.user, &self.memory_of)
+                .memory(&self.user, &self.memory_of)
                 .await
                 .map_err(|error| error.to_string())?;
             // An entry accepted from a tainted session carries what tainted it.
@@ -395,7 +387,7 @@ impl CellHost for SessionHost {
                         .call(&self.user, &self.agent, &name, &args_json)
                         .await?
                 }
-                _ => self.service.call_user_tool(self, &name, &args_json).await?,
+                _ => self.service.call_tool(self, &name, &args_json).await?,
             };
             if answer.untrusted {
                 let source = format!("an untrusted result from tool {}", cut_text(&name));

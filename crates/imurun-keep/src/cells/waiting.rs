@@ -108,7 +108,7 @@ impl EgressHost for SessionHost {
             // person's own connections.
             let secret = self
                 .service
-                .open_credential(&self.credential_owner, name)
+                .credential(&self.credential_owner, name)
                 .await
                 .ok()?;
             String::from_utf8(secret.expose().to_vec()).ok()
@@ -241,7 +241,7 @@ impl SessionHost {
             credentials: used.credentials.clone(),
             device_signature: approval == Approval::Device,
             hashes,
-            asked_at_ms: crate::service::now_ms(),
+            asked_at_ms: imurun_core::now_unix_ms(),
         }
     }
 

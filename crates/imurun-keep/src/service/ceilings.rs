@@ -1,4 +1,4 @@
-//! Per-user ceilings (operator-signed, versioned) and trust-root rotation.
+//! Per-user ceilings (operator-signed, versioned).
 //!
 //! A user without a ceiling, or whose ceiling expired, has the empty ceiling
 //! ([`Ceiling::empty`]). A stored ceiling whose version is not the highest accepted for its user
@@ -7,9 +7,9 @@
 use serde::Serialize;
 use serde_json::json;
 
-use super::{CEILING_KIND, Identity, KeepService, TRUST_ROOT_KIND, append, envelope_text};
+use super::{CEILING_KIND, Ceilings, Identity, append, envelope_text};
 use crate::KeepError;
-use crate::documents::{CEILING_TYPE, Ceiling, Signed, TRUST_ROOT_TYPE, TrustRoot};
+use crate::documents::{CEILING_TYPE, Ceiling, Signed};
 use imurun_keep_rules::checks::documents;
 
 /// A user's ceiling as the API shows it.
@@ -21,11 +21,11 @@ pub struct CeilingView {
     pub empty_because: Option<String>,
 }
 
-impl KeepService {
+impl Ceilings<'_> {
     /// Sets `user`'s ceiling (operator only): signed by an active policy key, for that user, not
     /// expired, and of a higher version than any accepted before.
-    pub async fn put_ceiling(
-        &self,
+    pub async fn put(
+        self,
         caller: &Identity,
         user: &str,
         envelope: &Signed,
@@ -33,40 +33,42 @@ impl KeepService {
         caller.require_operator()?;
         crate::documents::check_user(user, "user")?;
         let subject = format!("ceiling:{user}");
-        match self.try_put_ceiling(caller, user, envelope).await {
+        match self.try_put(caller, user, envelope).await {
             Ok(ceiling) => Ok(ceiling),
             // An operator's refused write is the operator's business: its reason may name other
             // users and keys, so the entry is not about the user.
             Err(error) => {
-                let trust = self.trust().await.ok();
+                let trust = self.core.trust().await.ok();
                 let attempt = documents::attempt(trust.as_ref(), envelope, CEILING_TYPE);
-                self.refuse_attempt(caller, (None, "ceiling", &subject), Some(attempt), error)
+                self.core
+                    .refuse_attempt(caller, (None, "ceiling", &subject), Some(attempt), error)
                     .await
             }
         }
     }
 
-    async fn try_put_ceiling(
-        &self,
+    async fn try_put(
+        self,
         caller: &Identity,
         user: &str,
         envelope: &Signed,
     ) -> Result<Ceiling, KeepError> {
-        let trust = self.trust().await?;
-        let ceiling = documents::verify_ceiling(&trust, user, envelope, self.now_s())?;
+        let trust = self.core.trust().await?;
+        let ceiling = documents::verify_ceiling(&trust, user, envelope, self.core.now_s())?;
         let text = envelope_text(envelope)?;
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         let locked = documents::Locked {
             root_checked: trust.root().version,
-            root_now: self.trust_root_version_locked(&mut tx).await?,
-            highest: self.high_water(
+            root_now: self.core.trust_root_version_locked(&mut tx).await?,
+            highest: self.core.high_water(
                 CEILING_KIND,
                 user,
                 tx.high_water(CEILING_KIND, user).await?,
             )?,
         };
         documents::check_ceiling(&ceiling, &locked)?;
-        self.put_sealed_document(&mut tx, CEILING_KIND, user, ceiling.version, &text)
+        self.core
+            .put_sealed_document(&mut tx, CEILING_KIND, user, ceiling.version, &text)
             .await?;
         tx.raise_high_water(CEILING_KIND, user, ceiling.version)
             .await?;
@@ -84,14 +86,15 @@ impl KeepService {
         });
         let subject = format!("ceiling:{user}@{}", ceiling.version);
         append(&mut tx, caller, Some(user), "ceiling", &subject, detail).await?;
-        self.commit_and_mark(tx, (CEILING_KIND, user.to_owned(), ceiling.version))
+        self.core
+            .commit_and_mark(tx, (CEILING_KIND, user.to_owned(), ceiling.version))
             .await?;
         Ok(ceiling)
     }
 
     /// `user`'s ceiling in force. The operator may read anyone's; a user only their own, and
     /// another user's answers exactly as a user that does not exist.
-    pub async fn ceiling(&self, caller: &Identity, user: &str) -> Result<CeilingView, KeepError> {
+    pub async fn get(self, caller: &Identity, user: &str) -> Result<CeilingView, KeepError> {
         if let Some(own) = caller.user()
             && own != user
         {
@@ -100,42 +103,44 @@ impl KeepService {
         if crate::documents::check_user(user, "user").is_err() {
             return Err(KeepError::NotFound("ceiling"));
         }
-        self.ceiling_in_force(user).await
+        self.in_force(user).await
     }
 
     /// `user`'s ceiling in force, whoever asks (for the host's own decisions).
-    pub async fn ceiling_in_force(&self, user: &str) -> Result<CeilingView, KeepError> {
-        let row = self.store().keep_document(CEILING_KIND, user).await?;
-        let in_database = self.store().keep_high_water(CEILING_KIND, user).await?;
-        let highest = self.high_water(CEILING_KIND, user, in_database)?;
-        let trust = self.trust_if_any().await?;
-        self.ceiling_from_row(user, row, highest, trust.as_ref())
+    pub async fn in_force(self, user: &str) -> Result<CeilingView, KeepError> {
+        let row = self.core.store().keep_document(CEILING_KIND, user).await?;
+        let in_database = self
+            .core
+            .store()
+            .keep_high_water(CEILING_KIND, user)
+            .await?;
+        let highest = self.core.high_water(CEILING_KIND, user, in_database)?;
+        let trust = self.core.trust_if_any().await?;
+        self.of_row(user, row, highest, trust.as_ref())
     }
 
     /// The version of `user`'s ceiling in force, derived again from the row read under the
     /// lock of `tx`, with `trust`, the trust root read before the lock (nothing under the lock
     /// waits for another connection).
-    pub(crate) async fn ceiling_version_locked(
-        &self,
+    pub(crate) async fn version_locked(
+        self,
         tx: &mut imurun_store::KeepTx,
         user: &str,
         trust: Option<&crate::trust::Trust>,
     ) -> Result<i64, KeepError> {
         let row = tx.document(CEILING_KIND, user).await?;
         let highest =
-            self.high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
-        Ok(self
-            .ceiling_from_row(user, row, highest, trust)?
-            .ceiling
-            .version)
+            self.core
+                .high_water(CEILING_KIND, user, tx.high_water(CEILING_KIND, user).await?)?;
+        Ok(self.of_row(user, row, highest, trust)?.ceiling.version)
     }
 
     /// The ceiling a stored row puts in force: the empty ceiling when there is no row, or when
     /// the row does not hold — older than a version accepted, not sealed by this host, not
     /// signed by a policy key of the trust root in force (`trust`; `None` when none is), not the
     /// user's, or expired. It reads nothing, so it may run under the write lock.
-    pub(crate) fn ceiling_from_row(
-        &self,
+    pub(crate) fn of_row(
+        self,
         user: &str,
         row: Option<imurun_store::DocumentRow>,
         highest: i64,
@@ -153,7 +158,7 @@ impl KeepService {
                 "rolled back: the stored ceiling is older than one accepted",
             ));
         }
-        if self.check_document_row(&row).is_err() {
+        if self.core.check_document_row(&row).is_err() {
             return Ok(empty("the stored ceiling is not sealed by this host"));
         }
         let Some(trust) = trust else {
@@ -170,78 +175,12 @@ impl KeepService {
         if ceiling.user != user || ceiling.version != row.version {
             return Ok(empty("the stored ceiling does not match its row"));
         }
-        if ceiling.expires_at <= self.now_s() {
+        if ceiling.expires_at <= self.core.now_s() {
             return Ok(empty("expired"));
         }
         Ok(CeilingView {
             ceiling,
             empty_because: None,
         })
-    }
-
-    /// Puts a new trust root in force (operator only): signed by an active policy key of the
-    /// current root, a higher version, not expired.
-    pub async fn rotate_trust_root(
-        &self,
-        caller: &Identity,
-        envelope: &Signed,
-    ) -> Result<TrustRoot, KeepError> {
-        caller.require_operator()?;
-        match self.try_rotate(caller, envelope).await {
-            Ok(root) => Ok(root),
-            Err(error) => {
-                let trust = self.trust_even_expired().await.ok();
-                let attempt = documents::attempt(trust.as_ref(), envelope, TRUST_ROOT_TYPE);
-                let what = (None, "trust_root", "trust_root");
-                self.refuse_attempt(caller, what, Some(attempt), error)
-                    .await
-            }
-        }
-    }
-
-    async fn try_rotate(
-        &self,
-        caller: &Identity,
-        envelope: &Signed,
-    ) -> Result<TrustRoot, KeepError> {
-        let current = self.trust_even_expired().await?;
-        let next = current.rotate(envelope, self.now_s())?;
-        let version = next.root().version;
-        let text = envelope_text(envelope)?;
-        let mut tx = self.store().keep_begin().await?;
-        let locked = documents::Locked {
-            root_checked: current.root().version,
-            root_now: self.trust_root_version_locked(&mut tx).await?,
-            highest: current.root().version,
-        };
-        documents::check_rotation(version, &locked)?;
-        self.put_sealed_document(&mut tx, TRUST_ROOT_KIND, "", version, &text)
-            .await?;
-        tx.raise_high_water(TRUST_ROOT_KIND, "", version).await?;
-        let detail = json!({
-            "version": version,
-            "previous_version": current.root().version,
-            "root_sha256": envelope.document_sha256()?,
-            "signed_by": envelope.signature.key_id,
-            "keys": next.root().keys.iter().map(|key| json!({"key_id": key.key_id, "role": key.role, "retired": key.retired})).collect::<Vec<_>>(),
-        });
-        append(
-            &mut tx,
-            caller,
-            None,
-            "trust_root",
-            &format!("trust_root@{version}"),
-            detail,
-        )
-        .await?;
-        self.commit_and_mark(tx, (TRUST_ROOT_KIND, String::new(), version))
-            .await?;
-        Ok(next.root().clone())
-    }
-
-    /// The trust root in force (operator only).
-    pub async fn trust_root(&self, caller: &Identity) -> Result<TrustRoot, KeepError> {
-        caller.require_operator()?;
-        Ok(self.trust().await?.root().clone())
     }
 }

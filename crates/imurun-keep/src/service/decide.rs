@@ -7,7 +7,7 @@ use imurun_keep_rules::checks::Signer;
 use imurun_keep_rules::decision::Decision;
 use imurun_store::KeepTx;
 
-use super::KeepService;
+use super::Core;
 use super::devices::{device_key, use_nonce};
 use crate::KeepError;
 use crate::documents::Signed;
@@ -36,7 +36,7 @@ impl Verified for imurun_keep_rules::checks::tool_decision::Plan {
     }
 }
 
-impl KeepService {
+impl Core {
     /// Applies `envelope`, `user`'s decision: `read` reads the state in the transaction,
     /// `check` is the rules' check over it, `apply` writes the plan and says how to commit.
     pub(crate) async fn decide_under_lock<S, P: Verified, R>(

@@ -12,7 +12,7 @@ use imurun_keep_rules::RuleError;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use super::{AGENT_KIND, Identity, KeepService, append, envelope_text};
+use super::{AGENT_KIND, Agents, Identity, append, envelope_text};
 use crate::KeepError;
 use crate::documents::{POLICY_TYPE, Signature, Signed};
 use crate::manifest::Manifest;
@@ -55,10 +55,10 @@ pub struct PublicAgentView {
     pub description: String,
 }
 
-impl KeepService {
+impl Agents<'_> {
     /// Deploys an agent version (see the module's comment for the checks).
     pub async fn deploy(
-        &self,
+        self,
         caller: &Identity,
         request: DeployRequest,
     ) -> Result<AgentView, KeepError> {
@@ -75,21 +75,23 @@ impl KeepService {
         match self.try_deploy(caller, &request).await {
             Ok(view) => Ok(view),
             Err(error) => {
-                let trust = self.trust().await.ok();
+                let trust = self.core.trust().await.ok();
                 let attempt = documents::attempt(trust.as_ref(), &request.policy, POLICY_TYPE);
-                self.refuse_attempt(caller, (None, "deploy", &subject), Some(attempt), error)
+                self.core
+                    .refuse_attempt(caller, (None, "deploy", &subject), Some(attempt), error)
                     .await
             }
         }
     }
 
     async fn try_deploy(
-        &self,
+        self,
         caller: &Identity,
         request: &DeployRequest,
     ) -> Result<AgentView, KeepError> {
-        let trust = self.trust().await?;
+        let trust = self.core.trust().await?;
         let operator_credentials = self
+            .core
             .store()
             .keep_vault_entries("operator")
             .await?
@@ -102,14 +104,14 @@ impl KeepService {
             policy: &request.policy,
         };
         let verified =
-            documents::verify_deploy(&trust, &deploy, &operator_credentials, self.now_s())?;
+            documents::verify_deploy(&trust, &deploy, &operator_credentials, self.core.now_s())?;
         let manifest = &verified.manifest;
         let texts = DeployTexts::of(request, manifest)?;
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         let locked = documents::Locked {
             root_checked: trust.root().version,
-            root_now: self.trust_root_version_locked(&mut tx).await?,
-            highest: self.high_water(
+            root_now: self.core.trust_root_version_locked(&mut tx).await?,
+            highest: self.core.high_water(
                 AGENT_KIND,
                 &manifest.name,
                 tx.high_water(AGENT_KIND, &manifest.name).await?,
@@ -121,14 +123,15 @@ impl KeepService {
         let detail = deploy_detail(manifest, &verified.bundle_sha256, request)?;
         let subject = format!("agent:{}@{}", manifest.name, manifest.version);
         append(&mut tx, caller, None, "deploy", &subject, detail).await?;
-        self.commit_and_mark(tx, (AGENT_KIND, manifest.name.clone(), manifest.version))
+        self.core
+            .commit_and_mark(tx, (AGENT_KIND, manifest.name.clone(), manifest.version))
             .await?;
-        self.agent(caller, &manifest.name).await
+        self.get(caller, &manifest.name).await
     }
 
     /// Stores a verified agent, sealed by the host key, and raises its version's mark.
     async fn insert_agent(
-        &self,
+        self,
         tx: &mut imurun_store::KeepTx,
         request: &DeployRequest,
         verified: &documents::Verified,
@@ -137,7 +140,7 @@ impl KeepService {
         let manifest = &verified.manifest;
         let bundle_size = i64::try_from(request.bundle.len()).unwrap_or(i64::MAX);
         let seal = crate::seal::seal_agent(
-            self.host_key(),
+            self.core.host_key(),
             &crate::seal::AgentFields {
                 name: &manifest.name,
                 version: manifest.version,
@@ -166,29 +169,30 @@ impl KeepService {
     }
 
     /// The operator's view of agent `name` in force.
-    pub async fn agent(&self, caller: &Identity, name: &str) -> Result<AgentView, KeepError> {
+    pub async fn get(self, caller: &Identity, name: &str) -> Result<AgentView, KeepError> {
         caller.require_operator()?;
         let row = self
+            .core
             .store()
             .keep_agent(name)
             .await?
             .ok_or(KeepError::NotFound("agent"))?;
-        let trust = self.trust().await?;
-        self.verified_agent(row, &trust).await
+        let trust = self.core.trust().await?;
+        self.verified(row, &trust).await
     }
 
     /// Every agent, as the operator sees it: those in force, and those refused with why (one
     /// row that does not hold must not hide the others).
-    pub async fn agents(&self, caller: &Identity) -> Result<Vec<AgentView>, KeepError> {
+    pub async fn list(self, caller: &Identity) -> Result<Vec<AgentView>, KeepError> {
         caller.require_operator()?;
         // The trust root is read once for the whole list; without one in force, every agent is
         // listed as refused, with why.
-        let trust = self.trust().await;
+        let trust = self.core.trust().await;
         let mut views = Vec::new();
-        for row in self.store().keep_agents().await? {
+        for row in self.core.store().keep_agents().await? {
             let unverified = refused_view(&row);
             let verified = match &trust {
-                Ok(trust) => self.verified_agent(row, trust).await,
+                Ok(trust) => self.verified(row, trust).await,
                 Err(error) => Err(KeepError::Rule(RuleError::Untrusted(error.to_string()))),
             };
             match verified {
@@ -204,15 +208,15 @@ impl KeepService {
     }
 
     /// Every agent in force, as any identity may see it.
-    pub async fn public_agents(&self) -> Result<Vec<PublicAgentView>, KeepError> {
+    pub async fn public(self) -> Result<Vec<PublicAgentView>, KeepError> {
         // Without a trust root in force no agent is offered.
-        let Ok(trust) = self.trust().await else {
+        let Ok(trust) = self.core.trust().await else {
             return Ok(Vec::new());
         };
         let mut views = Vec::new();
-        for row in self.store().keep_agents().await? {
+        for row in self.core.store().keep_agents().await? {
             // An agent whose stored row does not hold is not offered to anyone.
-            let Ok(view) = self.verified_agent(row, &trust).await else {
+            let Ok(view) = self.verified(row, &trust).await else {
                 continue;
             };
             let description = view.manifest["description"]
@@ -233,13 +237,17 @@ impl KeepService {
     /// and only as its stored policy says: the policy's signature must hold under a policy key
     /// the trust root in force (`trust`) lists, it must name this agent, version and bundle, and the manifest shown
     /// is the one inside it (a row edited in the database is refused).
-    pub(crate) async fn verified_agent(
-        &self,
+    pub(crate) async fn verified(
+        self,
         row: imurun_store::AgentRow,
         trust: &crate::trust::Trust,
     ) -> Result<AgentView, KeepError> {
-        let in_database = self.store().keep_high_water(AGENT_KIND, &row.name).await?;
-        let highest = self.high_water(AGENT_KIND, &row.name, in_database)?;
+        let in_database = self
+            .core
+            .store()
+            .keep_high_water(AGENT_KIND, &row.name)
+            .await?;
+        let highest = self.core.high_water(AGENT_KIND, &row.name, in_database)?;
         if row.version != highest {
             return Err(KeepError::Rule(RuleError::RolledBack {
                 what: format!("the stored agent {}", row.name),
@@ -248,7 +256,7 @@ impl KeepService {
             }));
         }
         crate::seal::check_agent(
-            &self.host_key().public(),
+            &self.core.host_key().public(),
             &crate::seal::AgentFields {
                 name: &row.name,
                 version: row.version,
@@ -266,7 +274,7 @@ impl KeepService {
         crate::trust::check_expiry(
             &format!("the policy for {}", document.agent),
             document.expires_at,
-            self.now_s(),
+            self.core.now_s(),
         )?;
         if document.agent != row.name
             || document.version != row.version

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 
 use super::decide::Commit;
-use super::{Identity, KeepService, append};
+use super::{Core, Devices, Identity, append};
 use crate::KeepError;
 use crate::decision::{Decision, DeviceKey};
 use crate::documents::{Signed, check_user};
@@ -41,10 +41,10 @@ pub struct DeviceView {
     pub retired_at_ms: Option<i64>,
 }
 
-impl KeepService {
+impl Devices<'_> {
     /// Issues a one-time enrolment code for `user` (operator only), working for `ttl_s` seconds.
     pub async fn enrol_code(
-        &self,
+        self,
         caller: &Identity,
         user: &str,
         ttl_s: i64,
@@ -52,9 +52,13 @@ impl KeepService {
         caller.require_operator()?;
         check_user(user, "user")?;
         crate::manifest::check_range(ttl_s, 1, ENROL_CODE_TTL_S_MAX, "ttl_s")?;
-        let code = new_secret(self.random(), ENROL_CODE_PREFIX)?;
-        let expires_at_ms = self.now_s().saturating_add(ttl_s).saturating_mul(1_000);
-        let mut tx = self.store().keep_begin().await?;
+        let code = new_secret(self.core.random(), ENROL_CODE_PREFIX)?;
+        let expires_at_ms = self
+            .core
+            .now_s()
+            .saturating_add(ttl_s)
+            .saturating_mul(1_000);
+        let mut tx = self.core.store().keep_begin().await?;
         tx.insert_enrol_code(&secret_hash(&code), user, expires_at_ms)
             .await?;
         let detail = json!({"user": user, "expires_at_ms": expires_at_ms});
@@ -74,8 +78,8 @@ impl KeepService {
     /// Registers a device key for the calling user. `possession` is the new key's signature
     /// over [`possession_message`] for this user and key: proof that the caller holds the key,
     /// so that nobody registers a public key that is someone else's.
-    pub async fn enrol_device(
-        &self,
+    pub async fn enrol(
+        self,
         caller: &Identity,
         public_key: &str,
         label: &str,
@@ -103,17 +107,17 @@ impl KeepService {
             Ok(view) => Ok(view),
             Err(error) => {
                 let attempt = match &envelope {
-                    Some(envelope) => Some(self.decision_attempt(envelope, user).await),
+                    Some(envelope) => Some(self.core.decision_attempt(envelope, user).await),
                     None => None,
                 };
                 let what = (Some(user), "enrol_device", subject.as_str());
-                self.refuse_attempt(caller, what, attempt, error).await
+                self.core.refuse_attempt(caller, what, attempt, error).await
             }
         }
     }
 
     async fn try_enrol(
-        &self,
+        self,
         caller: &Identity,
         request: &enrol::Request<'_>,
         proof: EnrolProof,
@@ -122,11 +126,11 @@ impl KeepService {
         let device = enrol::read(request)?;
         // The ceiling in force is read (and verified) before the write lock; its version is read
         // again under the lock, so a decision never passes against a ceiling that just changed.
-        let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
-        let trust = self.trust_if_any().await?;
+        let ceiling_version = self.keep.ceilings().in_force(user).await?.ceiling.version;
+        let trust = self.core.trust_if_any().await?;
         match proof {
             EnrolProof::Code(code) => {
-                let mut tx = self.store().keep_begin().await?;
+                let mut tx = self.core.store().keep_begin().await?;
                 self.use_code(&mut tx, user, &code).await?;
                 let how = json!({"proof": "enrol_code"});
                 self.insert_device(&mut tx, caller, request, &device.key_id, how)
@@ -134,35 +138,41 @@ impl KeepService {
                 tx.commit().await?;
             }
             EnrolProof::Decision(envelope) => {
-                self.decide_under_lock(
-                    user,
-                    &envelope,
-                    async |tx| self.ceiling_version_locked(tx, user, trust.as_ref()).await,
-                    |ceiling_now: &i64, signer| {
-                        let snapshot = enrol::Snapshot {
-                            device: &device,
-                            ceiling_version,
-                            ceiling_now: *ceiling_now,
-                            signer,
-                        };
-                        enrol::check(&snapshot, &envelope)
-                    },
-                    async |tx, _, decision| {
-                        let how = json!({"proof": "decision",
+                self.core
+                    .decide_under_lock(
+                        user,
+                        &envelope,
+                        async |tx| {
+                            self.keep
+                                .ceilings()
+                                .version_locked(tx, user, trust.as_ref())
+                                .await
+                        },
+                        |ceiling_now: &i64, signer| {
+                            let snapshot = enrol::Snapshot {
+                                device: &device,
+                                ceiling_version,
+                                ceiling_now: *ceiling_now,
+                                signer,
+                            };
+                            enrol::check(&snapshot, &envelope)
+                        },
+                        async |tx, _, decision| {
+                            let how = json!({"proof": "decision",
                             "decided_by": decision.device_key_id, "nonce": decision.nonce});
-                        self.insert_device(tx, caller, request, &device.key_id, how)
-                            .await?;
-                        Ok(((), Commit::Plain))
-                    },
-                )
-                .await?;
+                            self.insert_device(tx, caller, request, &device.key_id, how)
+                                .await?;
+                            Ok(((), Commit::Plain))
+                        },
+                    )
+                    .await?;
             }
         }
-        self.device(caller, &device.key_id).await
+        self.get(caller, &device.key_id).await
     }
 
     /// Uses `user`'s enrolment code: only for a person with no live device yet.
-    async fn use_code(&self, tx: &mut KeepTx, user: &str, code: &str) -> Result<(), KeepError> {
+    async fn use_code(self, tx: &mut KeepTx, user: &str, code: &str) -> Result<(), KeepError> {
         if tx.live_device_count(user).await? > 0 {
             return Err(KeepError::Forbidden(format!(
                 "{user} has a device already: a new one needs an `enrol_device` decision \
@@ -171,7 +181,11 @@ impl KeepService {
         }
         let used = code.len() <= TOKEN_BYTES_MAX
             && tx
-                .use_enrol_code(&secret_hash(code), user, self.now_s().saturating_mul(1_000))
+                .use_enrol_code(
+                    &secret_hash(code),
+                    user,
+                    self.core.now_s().saturating_mul(1_000),
+                )
                 .await?;
         if !used {
             return Err(KeepError::Forbidden(
@@ -183,7 +197,7 @@ impl KeepService {
 
     /// Registers the new device and journals how it came in.
     async fn insert_device(
-        &self,
+        self,
         tx: &mut KeepTx,
         caller: &Identity,
         request: &enrol::Request<'_>,
@@ -215,11 +229,12 @@ impl KeepService {
     }
 
     /// The calling user's device keys.
-    pub async fn devices(&self, caller: &Identity) -> Result<Vec<DeviceView>, KeepError> {
+    pub async fn list(self, caller: &Identity) -> Result<Vec<DeviceView>, KeepError> {
         let Some(user) = caller.user() else {
             return Ok(Vec::new());
         };
         Ok(self
+            .core
             .store()
             .keep_devices(user)
             .await?
@@ -229,8 +244,8 @@ impl KeepService {
     }
 
     /// One of the calling user's device keys; another user's answers as one that does not exist.
-    pub async fn device(&self, caller: &Identity, key_id: &str) -> Result<DeviceView, KeepError> {
-        let row = self.store().keep_device(key_id).await?;
+    pub async fn get(self, caller: &Identity, key_id: &str) -> Result<DeviceView, KeepError> {
+        let row = self.core.store().keep_device(key_id).await?;
         match (row, caller.user()) {
             (Some(row), Some(user)) if row.user_name == user => Ok(device_view(row)),
             _ => Err(KeepError::NotFound("device")),
@@ -238,13 +253,9 @@ impl KeepService {
     }
 
     /// Retires one of the calling user's device keys: it signs nothing from now on.
-    pub async fn retire_device(
-        &self,
-        caller: &Identity,
-        key_id: &str,
-    ) -> Result<DeviceView, KeepError> {
+    pub async fn retire(self, caller: &Identity, key_id: &str) -> Result<DeviceView, KeepError> {
         let user = caller.user().ok_or(KeepError::NotFound("device"))?;
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         if !tx.retire_device(key_id, user).await? {
             return Err(KeepError::NotFound("device"));
         }
@@ -259,7 +270,7 @@ impl KeepService {
         )
         .await?;
         tx.commit().await?;
-        self.device(caller, key_id).await
+        self.get(caller, key_id).await
     }
 }
 
@@ -281,7 +292,7 @@ pub(crate) async fn use_nonce(
     }
 }
 
-impl KeepService {
+impl Core {
     /// What a refused device decision names: its key id, verified when the device registered
     /// under it is `user`'s and signed it.
     pub(crate) async fn decision_attempt(&self, envelope: &Signed, user: &str) -> Attempt {

@@ -9,7 +9,7 @@ use serde_json::json;
 use super::decide::Commit;
 use super::devices::device_key;
 use super::sessions::{person_tool, session_user};
-use super::{Identity, KeepService, append};
+use super::{Approvals, Identity, append};
 use crate::KeepError;
 use crate::cells::{WaitingView, cut_text};
 use crate::documents::Signed;
@@ -40,27 +40,27 @@ pub(crate) struct Answer<'a> {
     pub(crate) view: &'a WaitingView,
 }
 
-impl KeepService {
+impl Approvals<'_> {
     /// Journals a refused answer, with its decision's device key id (and whether that person's
     /// registered device signed it) when it came with one.
     async fn refuse_answer<T>(
-        &self,
+        self,
         caller: &Identity,
         (user, subject): (&str, &str),
         decision: Option<&Signed>,
         error: KeepError,
     ) -> Result<T, KeepError> {
         let attempt = match decision {
-            Some(envelope) => Some(self.decision_attempt(envelope, user).await),
+            Some(envelope) => Some(self.core.decision_attempt(envelope, user).await),
             None => None,
         };
         let what = (Some(user), "approve_egress", subject);
-        self.refuse_attempt(caller, what, attempt, error).await
+        self.core.refuse_attempt(caller, what, attempt, error).await
     }
 
     /// The calling person's egress uses waiting for an answer, oldest first: on every host
     /// that shares the database (docs/keep/scaling.md).
-    pub async fn approvals(&self, caller: &Identity) -> Result<Vec<ApprovalView>, KeepError> {
+    pub async fn list(self, caller: &Identity) -> Result<Vec<ApprovalView>, KeepError> {
         let user = session_user(caller)?;
         let rows = self.waits(user).await?;
         Ok(rows
@@ -78,14 +78,14 @@ impl KeepService {
     /// `user`'s uses waiting for an answer on every host, oldest first. One recorded as waiting
     /// on this host counts only while a cell here waits on it: a wait that just ended (a stop,
     /// a timeout) may leave its row a moment longer.
-    async fn waits(&self, user: &str) -> Result<Vec<imurun_store::EgressWaitRow>, KeepError> {
-        let cells = self.running_cells()?;
-        let rows = self.store().keep_egress_waits(user, now_ms()).await?;
+    async fn waits(self, user: &str) -> Result<Vec<imurun_store::EgressWaitRow>, KeepError> {
+        let cells = self.keep.running_cells()?;
+        let rows = self.core.store().keep_egress_waits(user, now_ms()).await?;
         // Read after the rows: a wait starts here before its row is written.
         let here: std::collections::HashSet<String> = cells.waiting_ids().into_iter().collect();
         Ok(rows
             .into_iter()
-            .filter(|row| row.host != self.host_id() || here.contains(&row.id))
+            .filter(|row| row.host != self.keep.host_id() || here.contains(&row.id))
             .collect())
     }
 
@@ -94,15 +94,15 @@ impl KeepService {
     /// naming the use's id and hashes; denying needs no signature. A decision given is always
     /// checked. The use may wait on another host: the answer then reaches it through the
     /// database. The answer recorded: a refusal when the use's tool was revoked meanwhile.
-    pub async fn answer_approval(
-        &self,
+    pub async fn answer(
+        self,
         caller: &Identity,
         id: &str,
         approve: bool,
         decision: Option<&Signed>,
     ) -> Result<bool, KeepError> {
         let user = session_user(caller)?;
-        let cells = self.running_cells()?;
+        let cells = self.keep.running_cells()?;
         match cells.take_waiting(user, id) {
             Some(entry) => {
                 self.answer_here(caller, user, id, entry, approve, decision)
@@ -119,7 +119,7 @@ impl KeepService {
     /// was revoked, or asked by a version since replaced, is refused, whatever the answer; a decision given is checked, and an
     /// approval a rule demands a device signature for needs one. Who decided.
     async fn check_answer(
-        &self,
+        self,
         user: &str,
         id: &str,
         view: &WaitingView,
@@ -147,14 +147,16 @@ impl KeepService {
     /// Whether a use `view` shows may still be approved: for a person's tool
     /// (`u/<user>/<name>`), the tool is in force for a call ([`Self::tool_for_call`]) at the
     /// version that asked; anything else (an agent's use) is.
-    async fn tool_use_in_force(&self, user: &str, view: &WaitingView) -> Result<bool, KeepError> {
+    async fn tool_use_in_force(self, user: &str, view: &WaitingView) -> Result<bool, KeepError> {
         let name = match person_tool(user, &view.agent) {
             None => return Ok(true),
             Some(None) => return Ok(false),
             Some(Some(name)) => name,
         };
         Ok(self
-            .tool_for_call(user, name)
+            .keep
+            .tools()
+            .for_call(user, name)
             .await?
             .is_some_and(|(row, _)| row.version == view.agent_version))
     }
@@ -162,7 +164,7 @@ impl KeepService {
     /// Answers a use this host's cell waits on: the answer is recorded (once: another host
     /// may have answered first) and journaled, then handed to the cell.
     async fn answer_here(
-        &self,
+        self,
         caller: &Identity,
         user: &str,
         id: &str,
@@ -195,7 +197,7 @@ impl KeepService {
         let answer = Answer {
             user,
             id,
-            host: self.host_id(),
+            host: self.keep.host_id(),
             approve,
             decision: decision_text.as_deref(),
             by,
@@ -207,7 +209,7 @@ impl KeepService {
             Ok(None) => {
                 // Answered on another host first: the answer recorded there stands (if it
                 // verifies), whatever was answered here.
-                let released = match self.store().keep_egress_wait(id).await {
+                let released = match self.core.store().keep_egress_wait(id).await {
                     Ok(Some(row)) => self.recorded_approval(user, &row, &entry.view).await,
                     _ => false,
                 };
@@ -231,13 +233,13 @@ impl KeepService {
     /// Journals an answer its use was no longer waiting for (its time ran out or its session
     /// ended), and says so.
     async fn not_delivered(
-        &self,
+        self,
         caller: &Identity,
         user: &str,
         subject: &str,
     ) -> Result<bool, KeepError> {
         let detail = json!({"action": "not_delivered", "reason": "the request stopped waiting"});
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         append(&mut tx, caller, Some(user), "egress", subject, detail).await?;
         tx.commit().await?;
         Err(KeepError::Conflict(
@@ -248,12 +250,12 @@ impl KeepService {
     /// Puts back a use this host took to answer and could not: it waits again, unless another
     /// host recorded an answer meanwhile (its notice found nothing to hand the answer to while
     /// the use was taken), which is handed to the cell now.
-    async fn put_back(&self, id: &str, entry: crate::cells::Waiting) {
-        let Ok(cells) = self.running_cells() else {
+    async fn put_back(self, id: &str, entry: crate::cells::Waiting) {
+        let Ok(cells) = self.keep.running_cells() else {
             return;
         };
         cells.put_back(id.to_owned(), entry);
-        if let Err(error) = self.deliver_answer(id).await {
+        if let Err(error) = self.deliver(id).await {
             tracing::warn!("an answer to egress use {id} could not be looked up: {error}");
         }
     }
@@ -263,17 +265,17 @@ impl KeepService {
     /// one write: the answer recorded (a refusal when its tool was revoked meanwhile), or
     /// `None` when it no longer waited.
     async fn record_answer(
-        &self,
+        self,
         caller: &Identity,
         answer: &Answer<'_>,
     ) -> Result<Option<bool>, KeepError> {
         let (user, id, host, view) = (answer.user, answer.id, answer.host, answer.view);
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         if tx.egress_wait(id, user, now_ms()).await?.is_none() {
             return Ok(None);
         }
         // The waiting host is gone (killed, restarted under another name): nothing waits.
-        if host != self.host_id() && tx.host_gone(host).await? {
+        if host != self.keep.host_id() && tx.host_gone(host).await? {
             return Ok(None);
         }
         // A tool revoked after the answer was checked, on any host, is read again here: its
@@ -288,7 +290,7 @@ impl KeepService {
                     // version deployed is not the one that asked.
                     Some(row) => {
                         row.version == view.agent_version
-                            && !self.revoked_locked(&mut tx, &row).await?
+                            && !self.keep.tools().revoked_locked(&mut tx, &row).await?
                     }
                     None => false,
                 },
@@ -320,7 +322,7 @@ impl KeepService {
     /// Records `answer` in `tx` (sealed, journaled, and told to the waiting host when it is
     /// another): whether the use still waited.
     pub(crate) async fn record_in(
-        &self,
+        self,
         tx: &mut imurun_store::KeepTx,
         caller: &Identity,
         answer: &Answer<'_>,
@@ -336,7 +338,7 @@ impl KeepService {
         } = *answer;
         let view_sha256 = view_sha256(view);
         let seal = crate::seal::seal_egress_answer(
-            self.host_key(),
+            self.core.host_key(),
             &crate::seal::EgressAnswerFields {
                 id,
                 user,
@@ -357,7 +359,7 @@ impl KeepService {
             "method": view.method, "url": cut_text(&view.url), "session": view.session_id,
             "body_sha256": view.body_sha256, "by": by,
         });
-        if host != self.host_id()
+        if host != self.keep.host_id()
             && let Some(fields) = detail.as_object_mut()
         {
             fields.insert("waits_on".into(), json!(host));
@@ -371,8 +373,9 @@ impl KeepService {
             detail,
         )
         .await?;
-        if host != self.host_id() {
+        if host != self.keep.host_id() {
             let notice = self
+                .keep
                 .notice_seal()
                 .seal(EGRESS_ANSWERS_CHANNEL, id, now_ms());
             tx.notify(EGRESS_ANSWERS_CHANNEL, &notice).await?;
@@ -384,9 +387,9 @@ impl KeepService {
     /// with this host's seal, journaled, and that host told (PostgreSQL's NOTIFY, sent when
     /// the write commits); it checks the seal (and a device decision the use needs, against
     /// what it showed) before it hands the answer to its cell
-    /// ([`KeepService::deliver_answer`]).
+    /// ([`Approvals::deliver`]).
     async fn answer_elsewhere(
-        &self,
+        self,
         caller: &Identity,
         user: &str,
         id: &str,
@@ -399,7 +402,7 @@ impl KeepService {
             .waits(user)
             .await?
             .into_iter()
-            .find(|row| row.id == id && row.host != self.host_id())
+            .find(|row| row.id == id && row.host != self.keep.host_id())
             .ok_or(KeepError::NotFound("approval"))?;
         let view: WaitingView =
             serde_json::from_str(&row.view).map_err(|_| KeepError::NotFound("approval"))?;
@@ -455,12 +458,12 @@ impl KeepService {
     /// whose user was edited to another person's answers nothing of `user`'s use. Anything
     /// else is a refusal.
     async fn recorded_approval(
-        &self,
+        self,
         user: &str,
         row: &imurun_store::EgressWaitRow,
         view: &WaitingView,
     ) -> bool {
-        if row.state != "approved" || row.host != self.host_id() || row.user_name != user {
+        if row.state != "approved" || row.host != self.keep.host_id() || row.user_name != user {
             return false;
         }
         let Some(seal) = &row.seal else {
@@ -477,7 +480,8 @@ impl KeepService {
             approve: true,
             decision: row.decision.as_deref(),
         };
-        if crate::seal::check_egress_answer(&self.host_key().public(), &fields, seal).is_err() {
+        if crate::seal::check_egress_answer(&self.core.host_key().public(), &fields, seal).is_err()
+        {
             return false;
         }
         // An approval recorded on another host releases nothing of a tool this host holds
@@ -495,7 +499,12 @@ impl KeepService {
         else {
             return false;
         };
-        let device = match self.store().keep_device(&envelope.signature.key_id).await {
+        let device = match self
+            .core
+            .store()
+            .keep_device(&envelope.signature.key_id)
+            .await
+        {
             Ok(Some(device)) => device_key(device).ok(),
             _ => None,
         };
@@ -506,7 +515,7 @@ impl KeepService {
             signer: Signer {
                 user: &row.user_name,
                 device: device.as_ref(),
-                now_s: self.now_s(),
+                now_s: self.core.now_s(),
             },
         };
         egress_answer::check_recorded(&snapshot, &envelope).is_ok()
@@ -515,14 +524,14 @@ impl KeepService {
     /// Hands the answer another host recorded for use `id` to the cell waiting on it here, if
     /// one does (called when the database says an answer came). Only a sealed approval that
     /// holds for the use as this host showed it releases the use; anything else refuses it.
-    pub async fn deliver_answer(&self, id: &str) -> Result<(), KeepError> {
-        let Some(cells) = self.cells() else {
+    pub async fn deliver(self, id: &str) -> Result<(), KeepError> {
+        let Some(cells) = self.keep.cells() else {
             return Ok(());
         };
-        let Some(row) = self.store().keep_egress_wait(id).await? else {
+        let Some(row) = self.core.store().keep_egress_wait(id).await? else {
             return Ok(());
         };
-        if row.host != self.host_id() || row.state == "waiting" {
+        if row.host != self.keep.host_id() || row.state == "waiting" {
             return Ok(());
         }
         if let Some(entry) = cells.take_waiting(&row.user_name, id) {
@@ -537,52 +546,54 @@ impl KeepService {
 
     /// Looks again at every use waiting here, for answers whose notice may have been missed
     /// (the connection to the database was lost a while).
-    pub async fn deliver_missed_answers(&self) -> Result<(), KeepError> {
-        let Some(cells) = self.cells() else {
+    pub async fn deliver_missed(self) -> Result<(), KeepError> {
+        let Some(cells) = self.keep.cells() else {
             return Ok(());
         };
         for id in cells.waiting_ids() {
-            self.deliver_answer(&id).await?;
+            self.deliver(&id).await?;
         }
         Ok(())
     }
 
     /// Forgets the uses this host's cells waited on before it started: those cells are gone.
-    pub async fn forget_waits_of_before(&self) -> Result<u64, KeepError> {
+    pub async fn forget_waits_of_before(self) -> Result<u64, KeepError> {
         Ok(self
+            .core
             .store()
-            .keep_egress_waits_forget_host(self.host_id())
+            .keep_egress_waits_forget_host(self.keep.host_id())
             .await?)
     }
 
     /// Verifies a device decision about waiting use `id` and uses its nonce; who decided.
     async fn check_egress_decision(
-        &self,
+        self,
         user: &str,
         id: &str,
         view: &WaitingView,
         envelope: &Signed,
         approve: bool,
     ) -> Result<serde_json::Value, KeepError> {
-        self.decide_under_lock(
-            user,
-            envelope,
-            async |_| Ok(()),
-            |(), signer| {
-                let snapshot = egress_answer::Snapshot {
-                    use_id: id,
-                    hashes: &view.hashes,
-                    agent_version: view.agent_version,
-                    signer,
-                };
-                egress_answer::check(&snapshot, envelope, approve)
-            },
-            async |_, (), decision| {
-                let who = json!({"device": decision.device_key_id, "nonce": decision.nonce});
-                Ok((who, Commit::Plain))
-            },
-        )
-        .await
+        self.core
+            .decide_under_lock(
+                user,
+                envelope,
+                async |_| Ok(()),
+                |(), signer| {
+                    let snapshot = egress_answer::Snapshot {
+                        use_id: id,
+                        hashes: &view.hashes,
+                        agent_version: view.agent_version,
+                        signer,
+                    };
+                    egress_answer::check(&snapshot, envelope, approve)
+                },
+                async |_, (), decision| {
+                    let who = json!({"device": decision.device_key_id, "nonce": decision.nonce});
+                    Ok((who, Commit::Plain))
+                },
+            )
+            .await
     }
 }
 

@@ -7,7 +7,7 @@
 use serde::Serialize;
 use serde_json::json;
 
-use super::{Identity, KeepService, append};
+use super::{HostSettings, Identity, append};
 use crate::KeepError;
 
 /// The documents' kind.
@@ -28,27 +28,32 @@ pub struct ToolProposeView {
     pub refused: Option<String>,
 }
 
-impl KeepService {
+impl HostSettings<'_> {
     /// Turns `tool.propose` on or off for every host on the database (operator only).
     /// Proposals already pending stay pending: each still needs its person's device-signed
     /// decision, and may be approved or denied.
     pub async fn set_tool_propose(
-        &self,
+        self,
         caller: &Identity,
         enabled: bool,
     ) -> Result<ToolProposeView, KeepError> {
         caller.require_operator()?;
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         let in_database = tx.high_water(HOST_SETTING_KIND, TOOL_PROPOSE).await?;
-        let version = self.high_water(HOST_SETTING_KIND, TOOL_PROPOSE, in_database)? + 1;
+        let version = self
+            .core
+            .high_water(HOST_SETTING_KIND, TOOL_PROPOSE, in_database)?
+            + 1;
         let text = json!({"enabled": enabled}).to_string();
-        self.put_sealed_document(&mut tx, HOST_SETTING_KIND, TOOL_PROPOSE, version, &text)
+        self.core
+            .put_sealed_document(&mut tx, HOST_SETTING_KIND, TOOL_PROPOSE, version, &text)
             .await?;
         tx.raise_high_water(HOST_SETTING_KIND, TOOL_PROPOSE, version)
             .await?;
         let detail = json!({"action": "tool_propose", "enabled": enabled, "version": version});
         append(&mut tx, caller, None, "host", "host:tool_propose", detail).await?;
-        self.commit_and_mark(tx, (HOST_SETTING_KIND, TOOL_PROPOSE.to_owned(), version))
+        self.core
+            .commit_and_mark(tx, (HOST_SETTING_KIND, TOOL_PROPOSE.to_owned(), version))
             .await?;
         Ok(ToolProposeView {
             enabled,
@@ -58,20 +63,24 @@ impl KeepService {
     }
 
     /// The `tool.propose` switch in force (operator only).
-    pub async fn tool_propose(&self, caller: &Identity) -> Result<ToolProposeView, KeepError> {
+    pub async fn tool_propose(self, caller: &Identity) -> Result<ToolProposeView, KeepError> {
         caller.require_operator()?;
         self.tool_propose_in_force().await
     }
 
     /// The `tool.propose` switch in force: on when never set; off when the stored setting is
     /// not this host's, or older than its mark.
-    pub(crate) async fn tool_propose_in_force(&self) -> Result<ToolProposeView, KeepError> {
+    pub(crate) async fn tool_propose_in_force(self) -> Result<ToolProposeView, KeepError> {
         let in_database = self
+            .core
             .store()
             .keep_high_water(HOST_SETTING_KIND, TOOL_PROPOSE)
             .await?;
-        let highest = self.high_water(HOST_SETTING_KIND, TOOL_PROPOSE, in_database)?;
+        let highest = self
+            .core
+            .high_water(HOST_SETTING_KIND, TOOL_PROPOSE, in_database)?;
         let row = self
+            .core
             .store()
             .keep_document(HOST_SETTING_KIND, TOOL_PROPOSE)
             .await?;
@@ -90,7 +99,7 @@ impl KeepService {
                 _ => refused("the setting was removed from the database"),
             });
         };
-        if self.check_document_row(&row).is_err() {
+        if self.core.check_document_row(&row).is_err() {
             return Ok(refused("the stored setting does not hold this host's seal"));
         }
         if row.version < highest {
@@ -104,9 +113,10 @@ impl KeepService {
         // database reads as off here too. A mark that cannot be written is logged: the
         // database's mark still holds.
         if enabled.is_some()
-            && row.version > self.high_water(HOST_SETTING_KIND, TOOL_PROPOSE, 0)?
+            && row.version > self.core.high_water(HOST_SETTING_KIND, TOOL_PROPOSE, 0)?
             && let Err(error) =
-                self.raise_high_water_file(HOST_SETTING_KIND, TOOL_PROPOSE, row.version)
+                self.core
+                    .raise_high_water_file(HOST_SETTING_KIND, TOOL_PROPOSE, row.version)
         {
             tracing::warn!("the tool.propose setting's mark could not be kept: {error}");
         }

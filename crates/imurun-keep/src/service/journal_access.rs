@@ -5,7 +5,7 @@
 
 use serde::Serialize;
 
-use super::{Identity, KeepService, entry_from_row};
+use super::{Identity, Journal, entry_from_row};
 use crate::KeepError;
 use crate::journal::{ChainCheck, ChainReport, Head, JournalEntry};
 
@@ -54,11 +54,12 @@ const USER_CHECKS_MAX: usize = 1_024;
 pub(crate) type UserChecks =
     tokio::sync::Mutex<std::collections::HashMap<String, (Head, i64, JournalCheckView)>>;
 
-impl KeepService {
+impl Journal<'_> {
     /// The newest entries the caller may read (at most [`JOURNAL_LIST_ENTRIES_MAX`]), newest
     /// first.
-    pub async fn journal(&self, caller: &Identity) -> Result<Vec<JournalView>, KeepError> {
+    pub async fn list(self, caller: &Identity) -> Result<Vec<JournalView>, KeepError> {
         let rows = self
+            .core
             .store()
             .keep_journal_newest(caller.user(), JOURNAL_LIST_ENTRIES_MAX)
             .await?;
@@ -66,12 +67,9 @@ impl KeepService {
     }
 
     /// One entry the caller may read; another user's answers as one that does not exist.
-    pub async fn journal_entry(
-        &self,
-        caller: &Identity,
-        seq: i64,
-    ) -> Result<JournalView, KeepError> {
+    pub async fn entry(self, caller: &Identity, seq: i64) -> Result<JournalView, KeepError> {
         let row = self
+            .core
             .store()
             .keep_journal_entry(seq)
             .await?
@@ -87,17 +85,23 @@ impl KeepService {
     /// entries appended while it runs are not part of the check. Anyone may ask; the operator
     /// sees the whole result, a user the same check told through what they may read (see
     /// [`JournalCheckView`]).
-    pub async fn verify_journal(&self, caller: &Identity) -> Result<JournalCheckView, KeepError> {
+    pub async fn verify(self, caller: &Identity) -> Result<JournalCheckView, KeepError> {
         let Some(user) = caller.user() else {
             return self.check_view(caller).await;
         };
         // Any token may ask, and a check reads the whole journal: people's checks run one at a
         // time, and the same person asking again within [`USER_CHECK_REUSE_S`], the head
         // unmoved, gets the last answer rather than another read of everything.
-        let mut checks = self.user_checks.lock().await;
-        let (seq, hash) = self.store().keep_journal_snapshot().await?.head().await?;
+        let mut checks = self.core.user_checks.lock().await;
+        let (seq, hash) = self
+            .core
+            .store()
+            .keep_journal_snapshot()
+            .await?
+            .head()
+            .await?;
         let head = Head { seq, hash };
-        let now = self.now_s();
+        let now = self.core.now_s();
         if let Some((at, when, view)) = checks.get(user)
             && *at == head
             && now.saturating_sub(*when) < USER_CHECK_REUSE_S
@@ -113,7 +117,7 @@ impl KeepService {
     }
 
     /// The whole chain's check, as `caller` may see it.
-    async fn check_view(&self, caller: &Identity) -> Result<JournalCheckView, KeepError> {
+    async fn check_view(self, caller: &Identity) -> Result<JournalCheckView, KeepError> {
         let checked = self.check_chain(caller.user()).await?;
         let (entries, bad_entry_shown) = match caller.user() {
             None => (checked.report.entries, true),
@@ -137,8 +141,8 @@ impl KeepService {
 
     /// The whole chain's check, counting on the way the entries about `user` (when one is
     /// named) and noting whether the entry that breaks the chain is about them.
-    async fn check_chain(&self, user: Option<&str>) -> Result<CheckedChain, KeepError> {
-        let mut snapshot = self.store().keep_journal_snapshot().await?;
+    async fn check_chain(self, user: Option<&str>) -> Result<CheckedChain, KeepError> {
+        let mut snapshot = self.core.store().keep_journal_snapshot().await?;
         let (seq, hash) = snapshot.head().await?;
         let mut check = ChainCheck::new();
         let mut entries_about_user = 0;

@@ -9,7 +9,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use super::sessions::session_user;
-use super::{Identity, KeepService, append, append_as};
+use super::{Identity, Proposals, append, append_as};
 use crate::KeepError;
 use crate::cells::SessionHost;
 use crate::proposals::{PENDING_PER_KIND_MAX, Proposal, ProposalKind};
@@ -33,16 +33,16 @@ pub struct ProposalView {
     pub decided_at_ms: Option<i64>,
 }
 
-impl KeepService {
+impl Proposals<'_> {
     /// Stores a proposal `host`'s cell emitted, for the session's person; refused when that
     /// person has [`PENDING_PER_KIND_MAX`] of its kind waiting.
-    pub(crate) async fn store_proposal(
-        &self,
+    pub(crate) async fn store(
+        self,
         host: &SessionHost,
         proposal: &Proposal,
         taint: Option<&str>,
     ) -> Result<ProposalView, KeepError> {
-        let id = imurun_keep_rules::random::hex_id(self.random(), "kp-")?;
+        let id = imurun_keep_rules::random::hex_id(self.core.random(), "kp-")?;
         let kind = proposal.kind.as_str();
         let payload = proposal.payload.to_string();
         let row = imurun_store::ProposalRow {
@@ -67,6 +67,7 @@ impl KeepService {
         // Counted first without the write lock, so that a cell emitting in a loop past the
         // bound does not hold every Keep write up; counted again under the lock.
         if self
+            .core
             .store()
             .keep_pending_proposals(&host.user, kind)
             .await?
@@ -74,7 +75,7 @@ impl KeepService {
         {
             return Err(full());
         }
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         if tx.pending_proposals(&host.user, kind).await? >= PENDING_PER_KIND_MAX {
             return Err(full());
         }
@@ -98,8 +99,8 @@ impl KeepService {
     }
 
     /// The calling person's proposals, newest first; only those of `kind` when it is given.
-    pub async fn proposals(
-        &self,
+    pub async fn list(
+        self,
         caller: &Identity,
         kind: Option<&str>,
     ) -> Result<Vec<ProposalView>, KeepError> {
@@ -112,7 +113,8 @@ impl KeepService {
                 "one of memory, suggestion, plan or card",
             ));
         }
-        self.store()
+        self.core
+            .store()
             .keep_proposals(user, kind)
             .await?
             .into_iter()
@@ -121,9 +123,9 @@ impl KeepService {
     }
 
     /// One of the calling person's proposals.
-    pub async fn proposal(&self, caller: &Identity, id: &str) -> Result<ProposalView, KeepError> {
+    pub async fn get(self, caller: &Identity, id: &str) -> Result<ProposalView, KeepError> {
         let user = session_user(caller)?;
-        match self.store().keep_proposal(id).await? {
+        match self.core.store().keep_proposal(id).await? {
             Some(row) if row.user_name == user => proposal_view(row),
             _ => Err(KeepError::NotFound("proposal")),
         }
@@ -131,15 +133,15 @@ impl KeepService {
 
     /// Accepts or rejects one of the calling person's pending proposals. Accepting one made in
     /// a tainted session needs `confirm_tainted`.
-    pub async fn decide_proposal(
-        &self,
+    pub async fn decide(
+        self,
         caller: &Identity,
         id: &str,
         accept: bool,
         confirm_tainted: bool,
     ) -> Result<ProposalView, KeepError> {
         let user = session_user(caller)?;
-        let current = self.proposal(caller, id).await?;
+        let current = self.get(caller, id).await?;
         if current.state != "pending" {
             return Err(KeepError::Conflict(format!(
                 "the proposal was {} already",
@@ -157,11 +159,12 @@ impl KeepService {
         if accept && current.tainted && !confirm_tainted {
             let error = unconfirmed(&current.kind, current.taint_source.as_deref());
             return self
+                .core
                 .refuse(caller, Some(user), "accept_proposal", &subject, error)
                 .await;
         }
         let state = if accept { "accepted" } else { "rejected" };
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         // The row as the write lock holds it decides, not the copy read before it.
         let Some(locked) = tx.decide_proposal(id, user, state).await? else {
             return Err(KeepError::Conflict(
@@ -172,6 +175,7 @@ impl KeepService {
             drop(tx);
             let error = unconfirmed(&locked.kind, locked.taint_source.as_deref());
             return self
+                .core
                 .refuse(caller, Some(user), "accept_proposal", &subject, error)
                 .await;
         }
@@ -181,8 +185,8 @@ impl KeepService {
         });
         append(&mut tx, caller, Some(user), "proposal", &subject, detail).await?;
         tx.commit().await?;
-        let view = self.proposal(caller, id).await?;
-        if let Some(cells) = self.cells() {
+        let view = self.get(caller, id).await?;
+        if let Some(cells) = self.keep.cells() {
             cells.publish(
                 user,
                 json!({
@@ -197,11 +201,11 @@ impl KeepService {
     /// The texts of the memory entries `user` accepted from `agent`, oldest first, and
     /// whether any of them came from a tainted session.
     pub(crate) async fn memory_texts(
-        &self,
+        self,
         user: &str,
         agent: &str,
     ) -> Result<(Vec<String>, bool), KeepError> {
-        let entries = self.store().keep_memory(user, agent).await?;
+        let entries = self.core.store().keep_memory(user, agent).await?;
         let tainted = entries.iter().any(|(_, tainted)| *tainted);
         let texts = entries
             .iter()

@@ -1,5 +1,5 @@
 //! One refusal path: every refusal of a signed-in identity outside a cell is journaled here,
-//! whether the service refused (through [`KeepService::refuse`]) or the server's door did (the
+//! whether the service refused (through [`Core::refuse`]) or the server's door did (the
 //! strict reader, the role check, another person's id), at most
 //! [`REFUSALS_JOURNALED_PER_MINUTE_MAX`] per identity per minute.
 //!
@@ -13,8 +13,9 @@ use std::sync::Mutex;
 
 use serde_json::{Value, json};
 
-use super::{Identity, KeepService, append};
+use super::{Core, Identity, Journal, append};
 use crate::KeepError;
+use crate::cells::Bound;
 
 /// Refusals outside a cell journaled per identity per minute; one more entry says the rest of
 /// that minute are events only.
@@ -68,13 +69,6 @@ pub struct DoorRefusal {
 #[derive(Debug, Default)]
 pub(crate) struct RefusalCounts(Mutex<HashMap<String, (i64, u32)>>);
 
-/// Whether a refusal is journaled, or is the one entry that says the rest are not.
-pub(crate) enum Bound {
-    Journal,
-    LastEntry,
-    EventsOnly,
-}
-
 impl RefusalCounts {
     fn count(&self, actor: &str, minute: i64, max: u32) -> Bound {
         let mut counts = self
@@ -103,11 +97,11 @@ pub fn escaped_and_cut(text: &str) -> String {
     crate::proposals::one_line(text, REFUSAL_TEXT_CHARS_MAX)
 }
 
-impl KeepService {
+impl Journal<'_> {
     /// Journals a refusal at the server's door (unless this request's service journaled one
     /// already: see [`noting_refusals`]).
-    pub async fn journal_door_refusal(
-        &self,
+    pub async fn door_refusal(
+        self,
         caller: &Identity,
         refusal: &DoorRefusal,
     ) -> Result<(), KeepError> {
@@ -128,9 +122,13 @@ impl KeepService {
             caller.user()
         };
         let subject = escaped_and_cut(&refusal.subject);
-        self.journal_refusal(caller, user, &subject, detail).await
+        self.core
+            .journal_refusal(caller, user, &subject, detail)
+            .await
     }
+}
 
+impl Core {
     /// Journals one refusal entry, within the per-identity bound; past it, the refusal goes to
     /// the person's event stream (the operator's to the log).
     pub(crate) async fn journal_refusal(
@@ -179,8 +177,8 @@ impl KeepService {
     }
 
     fn refusal_event(&self, caller: &Identity, subject: &str, detail: &Value) {
-        match (caller.user(), self.cells()) {
-            (Some(user), Some(cells)) => cells.publish(
+        match (caller.user(), &self.events) {
+            (Some(user), Some(events)) => events.publish(
                 user,
                 json!({"type": "refusal", "subject": subject, "detail": detail}),
             ),

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde_json::json;
 use tokio::sync::watch;
 
-use super::{AgentView, Identity, KeepService, append, append_as};
+use super::{AgentView, Identity, KeepService, Sessions, append, append_as};
 use crate::KeepError;
 use crate::cells::{
     Cells, LiveSession, SESSIONS_PER_USER_MAX, SessionHost, cell_error, cut_chars, cut_text,
@@ -49,24 +49,20 @@ pub struct SessionView {
     pub end_reason: Option<String>,
 }
 
-impl KeepService {
+impl Sessions<'_> {
     /// Starts a session of `agent` for the calling person: the agent in force, in a cell with
     /// what its manifest grants.
-    pub async fn start_session(
-        &self,
-        caller: &Identity,
-        agent: &str,
-    ) -> Result<SessionView, KeepError> {
+    pub async fn start(self, caller: &Identity, agent: &str) -> Result<SessionView, KeepError> {
         let user = session_user(caller)?;
-        let cells = self.running_cells()?;
+        let cells = self.keep.running_cells()?;
         // Counted with the ones being started, before a slot is taken.
         let reservation = cells
             .reserve(user, SESSIONS_PER_USER_MAX)
             .ok_or_else(too_many_sessions)?;
         let (view, manifest, bundle) = self.agent_to_run(agent).await?;
-        let id = imurun_keep_rules::random::hex_id(self.random(), "ks-")?;
+        let id = imurun_keep_rules::random::hex_id(self.core.random(), "ks-")?;
         let host = Arc::new(SessionHost::new(
-            self.without_cells(),
+            Arc::new(self.keep.without_cells()),
             Arc::downgrade(cells),
             id.clone(),
             user.to_owned(),
@@ -93,6 +89,7 @@ impl KeepService {
             Err(error) => {
                 let refused = cell_error(error);
                 return self
+                    .core
                     .refuse(caller, Some(user), "start_session", &subject, refused)
                     .await;
             }
@@ -112,21 +109,23 @@ impl KeepService {
         host.publish(json!({
             "type": "session.started", "agent": view.name, "agent_version": view.version,
         }));
-        self.session(caller, &id).await
+        self.get(caller, &id).await
     }
 
     /// The agent `name` in force, its manifest and its bundle.
-    async fn agent_to_run(&self, name: &str) -> Result<(AgentView, Manifest, Vec<u8>), KeepError> {
-        let trust = self.trust().await?;
+    async fn agent_to_run(self, name: &str) -> Result<(AgentView, Manifest, Vec<u8>), KeepError> {
+        let trust = self.core.trust().await?;
         let row = self
+            .core
             .store()
             .keep_agent(name)
             .await?
             .ok_or(KeepError::NotFound("agent"))?;
-        let view = self.verified_agent(row, &trust).await?;
+        let view = self.keep.agents().verified(row, &trust).await?;
         let manifest: Manifest = serde_json::from_value(view.manifest.clone())
             .map_err(|error| KeepError::invalid("manifest", error.to_string()))?;
         let bundle = self
+            .core
             .store()
             .keep_agent_bundle(&view.name, view.version)
             .await?
@@ -136,12 +135,12 @@ impl KeepService {
 
     /// Stores and journals a session that started.
     async fn record_start(
-        &self,
+        self,
         caller: &Identity,
         (user, id): (&str, &str),
         view: &AgentView,
     ) -> Result<(), KeepError> {
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         tx.insert_session(id, user, &view.name, view.version)
             .await?;
         let detail = json!({
@@ -155,17 +154,17 @@ impl KeepService {
     }
 
     /// The calling person's sessions, newest first.
-    pub async fn sessions(&self, caller: &Identity) -> Result<Vec<SessionView>, KeepError> {
+    pub async fn list(self, caller: &Identity) -> Result<Vec<SessionView>, KeepError> {
         let user = session_user(caller)?;
-        let rows = self.store().keep_sessions(user).await?;
-        Ok(rows.into_iter().map(|row| self.session_view(row)).collect())
+        let rows = self.core.store().keep_sessions(user).await?;
+        Ok(rows.into_iter().map(|row| self.view(row)).collect())
     }
 
     /// One of the calling person's sessions.
-    pub async fn session(&self, caller: &Identity, id: &str) -> Result<SessionView, KeepError> {
+    pub async fn get(self, caller: &Identity, id: &str) -> Result<SessionView, KeepError> {
         let user = session_user(caller)?;
-        match self.store().keep_session(id).await? {
-            Some(row) if row.user_name == user => Ok(self.session_view(row)),
+        match self.core.store().keep_session(id).await? {
+            Some(row) if row.user_name == user => Ok(self.view(row)),
             _ => Err(KeepError::NotFound("session")),
         }
     }
@@ -173,7 +172,7 @@ impl KeepService {
     /// Hands `text` to the session's agent and answers its replies. A limit, a trap or a stop
     /// ends the session; the agent's own error answer does not.
     pub async fn send_message(
-        &self,
+        self,
         caller: &Identity,
         id: &str,
         text: &str,
@@ -192,7 +191,7 @@ impl KeepService {
     /// Hands a file the person chose to the session: the session is tainted first (its content
     /// comes from outside), then the agent receives `{"file": {"name", "text"}}`.
     pub async fn upload_file(
-        &self,
+        self,
         caller: &Identity,
         id: &str,
         name: &str,
@@ -228,13 +227,9 @@ impl KeepService {
 
     /// Stops one of the calling person's sessions: a call in flight is dropped, the cell ends
     /// and its slot is free. Stopping an ended session answers it as it is.
-    pub async fn stop_session(
-        &self,
-        caller: &Identity,
-        id: &str,
-    ) -> Result<SessionView, KeepError> {
+    pub async fn stop(self, caller: &Identity, id: &str) -> Result<SessionView, KeepError> {
         let user = session_user(caller)?;
-        let cells = self.running_cells()?;
+        let cells = self.keep.running_cells()?;
         if let Some(live) = cells.get(user, id) {
             live.stopped.send_replace(true);
             let cell = live.cell.lock().await.take();
@@ -242,13 +237,13 @@ impl KeepService {
             self.end_session(&live, "stopped", "the person stopped it")
                 .await?;
         }
-        self.session(caller, id).await
+        self.get(caller, id).await
     }
 
     /// Journals the loopback ports the operator opened to cells' egress (at the host's start).
-    pub async fn note_loopback_ports(&self, ports: &[u16]) -> Result<(), KeepError> {
+    pub async fn note_loopback_ports(self, ports: &[u16]) -> Result<(), KeepError> {
         let detail = json!({"action": "egress_loopback_ports", "ports": ports});
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         append(
             &mut tx,
             &Identity::local_operator(),
@@ -264,13 +259,13 @@ impl KeepService {
 
     /// Marks session `id` of `user` tainted by `source` unless it is: whether it was not, and
     /// the source the store holds (the first one). The mark is journaled.
-    pub(crate) async fn taint_session(
-        &self,
+    pub(crate) async fn taint(
+        self,
         user: &str,
         id: &str,
         source: &str,
     ) -> Result<(bool, String), KeepError> {
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         let newly = tx.taint_session(id, source).await?;
         if newly {
             let detail = json!({"action": "taint", "source": source});
@@ -288,14 +283,17 @@ impl KeepService {
         let stored = if newly {
             None
         } else {
-            self.store()
+            self.core
+                .store()
                 .keep_session(id)
                 .await?
                 .and_then(|row| row.taint_source)
         };
         Ok((newly, stored.unwrap_or_else(|| source.to_owned())))
     }
+}
 
+impl KeepService {
     pub(super) fn running_cells(&self) -> Result<&Arc<Cells>, KeepError> {
         self.cells().ok_or_else(|| {
             KeepError::Unavailable(
@@ -304,14 +302,16 @@ impl KeepService {
             )
         })
     }
+}
 
+impl Sessions<'_> {
     /// `user`'s live session `id`; an ended one is a conflict, anyone else's is not found.
-    async fn live_session(&self, user: &str, id: &str) -> Result<Arc<LiveSession>, KeepError> {
-        let cells = self.running_cells()?;
+    async fn live_session(self, user: &str, id: &str) -> Result<Arc<LiveSession>, KeepError> {
+        let cells = self.keep.running_cells()?;
         if let Some(live) = cells.get(user, id) {
             return Ok(live);
         }
-        match self.store().keep_session(id).await? {
+        match self.core.store().keep_session(id).await? {
             Some(row) if row.user_name == user => Err(KeepError::Conflict(format!(
                 "the session has ended ({}): start a new one",
                 row.end_reason
@@ -325,18 +325,18 @@ impl KeepService {
     /// Runs one message on a task of its own, so that a caller who stops waiting does not stop
     /// the cell; its replies are also published.
     async fn deliver(
-        &self,
+        self,
         live: Arc<LiveSession>,
         message: String,
     ) -> Result<Vec<String>, KeepError> {
-        let service = self.clone();
-        tokio::spawn(async move { service.run_message(live, message).await })
+        let service = self.keep.clone();
+        tokio::spawn(async move { service.sessions().run_message(live, message).await })
             .await
             .map_err(|_| KeepError::Unavailable("the session's task failed".into()))?
     }
 
     async fn run_message(
-        &self,
+        self,
         live: Arc<LiveSession>,
         message: String,
     ) -> Result<Vec<String>, KeepError> {
@@ -399,16 +399,16 @@ impl KeepService {
 
     /// Records that a live session ended (`reason`), journals it and says so.
     async fn end_session(
-        &self,
+        self,
         live: &LiveSession,
         reason: &str,
         message: &str,
     ) -> Result<(), KeepError> {
         let host = &live.host;
-        if let Some(cells) = self.cells() {
+        if let Some(cells) = self.keep.cells() {
             cells.remove(&host.session_id);
         }
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         if tx.end_session(&host.session_id, reason).await? {
             let detail = json!({"action": "end", "reason": reason, "message": cut_text(message)});
             let subject = format!("session:{}", host.session_id);
@@ -427,8 +427,9 @@ impl KeepService {
         Ok(())
     }
 
-    fn session_view(&self, row: imurun_store::SessionRow) -> SessionView {
+    fn view(self, row: imurun_store::SessionRow) -> SessionView {
         let live = self
+            .keep
             .cells()
             .is_some_and(|cells| cells.get(&row.user_name, &row.id).is_some());
         SessionView {

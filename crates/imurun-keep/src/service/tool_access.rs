@@ -17,7 +17,7 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::sessions::session_user;
-use super::{Identity, KeepService};
+use super::{Agents, Identity, ToolProposals, Tools};
 use crate::KeepError;
 use crate::authority::{self, Change, Dropped};
 use crate::decision::DecisionKind;
@@ -136,20 +136,20 @@ pub(super) struct Basis {
     pub(super) bundle_sha256: String,
 }
 
-impl KeepService {
+impl Agents<'_> {
     /// The proposing agent in force: its manifest, version and bundle signer; `None` when none
     /// is (then a review compares against no authority at all).
-    pub(super) async fn agent_in_force(
-        &self,
+    pub(super) async fn in_force(
+        self,
         name: &str,
     ) -> Result<Option<(Manifest, i64, String)>, KeepError> {
-        let Some(trust) = self.trust_if_any().await? else {
+        let Some(trust) = self.core.trust_if_any().await? else {
             return Ok(None);
         };
-        let Some(row) = self.store().keep_agent(name).await? else {
+        let Some(row) = self.core.store().keep_agent(name).await? else {
             return Ok(None);
         };
-        let view = match self.verified_agent(row, &trust).await {
+        let view = match self.verified(row, &trust).await {
             Ok(view) => view,
             Err(error @ KeepError::Store(_)) => return Err(error),
             Err(_) => return Ok(None),
@@ -157,23 +157,26 @@ impl KeepService {
         let manifest: Option<Manifest> = serde_json::from_value(view.manifest).ok();
         Ok(manifest.map(|manifest| (manifest, view.version, view.signer_key_id)))
     }
+}
 
+impl ToolProposals<'_> {
     /// A stored proposal's review against the host's state now.
     pub(super) async fn basis(
-        &self,
+        self,
         row: imurun_store::ToolProposalRow,
     ) -> Result<Basis, KeepError> {
         let user = row.user_name.clone();
-        let ceiling = self.ceiling_in_force(&user).await?.ceiling;
+        let ceiling = self.keep.ceilings().in_force(&user).await?.ceiling;
         let connections: BTreeSet<String> = self
+            .core
             .store()
             .keep_vault_entries(&format!("user:{user}"))
             .await?
             .into_iter()
             .map(|entry| entry.name)
             .collect();
-        let agent = self.agent_in_force(&row.agent).await?;
-        let sealed = self.check_tool_proposal_row(&row);
+        let agent = self.keep.agents().in_force(&row.agent).await?;
+        let sealed = self.check_row(&row);
         let mut basis = review_of(row, agent, &ceiling, &connections);
         if let Err(error) = sealed {
             basis.review.refused = Some(error.to_string());
@@ -182,10 +185,10 @@ impl KeepService {
     }
 
     /// The calling person's tool proposals, newest first.
-    pub async fn tool_proposals(&self, caller: &Identity) -> Result<Vec<ToolReview>, KeepError> {
+    pub async fn list(self, caller: &Identity) -> Result<Vec<ToolReview>, KeepError> {
         let user = session_user(caller)?;
         let mut reviews = Vec::new();
-        for row in self.store().keep_tool_proposals(user).await? {
+        for row in self.core.store().keep_tool_proposals(user).await? {
             reviews.push(self.basis(row).await?.review);
         }
         Ok(reviews)
@@ -193,13 +196,9 @@ impl KeepService {
 
     /// One of the calling person's tool proposals; another person's reads as one that does not
     /// exist.
-    pub async fn tool_proposal(
-        &self,
-        caller: &Identity,
-        id: &str,
-    ) -> Result<ToolReview, KeepError> {
+    pub async fn get(self, caller: &Identity, id: &str) -> Result<ToolReview, KeepError> {
         let user = session_user(caller)?;
-        match self.store().keep_tool_proposal(id).await? {
+        match self.core.store().keep_tool_proposal(id).await? {
             Some(row) if row.user_name == user => Ok(self.basis(row).await?.review),
             _ => Err(KeepError::NotFound("proposal")),
         }
@@ -209,66 +208,70 @@ impl KeepService {
     /// deploys the clamped manifest as `u/<user>/<name>@<version>`; `deny_proposal` refuses it,
     /// also when the host refuses the proposal itself (it can then only be denied). Refusals
     /// are journaled with their reason.
-    pub async fn decide_tool_proposal(
-        &self,
+    pub async fn decide(
+        self,
         caller: &Identity,
         id: &str,
         envelope: &Signed,
     ) -> Result<ToolReview, KeepError> {
         let user = session_user(caller)?;
-        let row = match self.store().keep_tool_proposal(id).await? {
+        let row = match self.core.store().keep_tool_proposal(id).await? {
             Some(row) if row.user_name == user => row,
             _ => return Err(KeepError::NotFound("proposal")),
         };
         let subject = format!("proposal:{id}");
-        match self.try_decide_tool(caller, user, row, envelope).await {
+        match self.try_decide(caller, user, row, envelope).await {
             Ok(review) => Ok(review),
             Err(error) => {
-                let attempt = self.decision_attempt(envelope, user).await;
+                let attempt = self.core.decision_attempt(envelope, user).await;
                 let what = (Some(user), "decide_tool", subject.as_str());
-                self.refuse_attempt(caller, what, Some(attempt), error)
+                self.core
+                    .refuse_attempt(caller, what, Some(attempt), error)
                     .await
             }
         }
     }
+}
 
+impl Tools<'_> {
     /// The calling person's tools, each at its highest version.
-    pub async fn tools(&self, caller: &Identity) -> Result<Vec<ToolView>, KeepError> {
+    pub async fn list(self, caller: &Identity) -> Result<Vec<ToolView>, KeepError> {
         let user = session_user(caller)?;
-        let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
+        let ceiling_version = self.keep.ceilings().in_force(user).await?.ceiling.version;
         let mut views = Vec::new();
-        for row in self.store().keep_tools(user).await? {
+        for row in self.core.store().keep_tools(user).await? {
             views.push(self.checked_tool_view(row, ceiling_version).await?);
         }
         Ok(views)
     }
 
     /// One of the calling person's tools, by name (`name` or `u/<user>/<name>`).
-    pub async fn tool(&self, caller: &Identity, name: &str) -> Result<ToolView, KeepError> {
+    pub async fn get(self, caller: &Identity, name: &str) -> Result<ToolView, KeepError> {
         let user = session_user(caller)?;
         let name = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
         self.tool_of(user, name).await
     }
 
     /// `user`'s tool `name`, as its owner sees it.
-    pub(super) async fn tool_of(&self, user: &str, name: &str) -> Result<ToolView, KeepError> {
+    pub(super) async fn tool_of(self, user: &str, name: &str) -> Result<ToolView, KeepError> {
         let row = self
+            .core
             .store()
             .keep_tool(user, name)
             .await?
             .ok_or(KeepError::NotFound("tool"))?;
-        let ceiling_version = self.ceiling_in_force(user).await?.ceiling.version;
+        let ceiling_version = self.keep.ceilings().in_force(user).await?.ceiling.version;
         self.checked_tool_view(row, ceiling_version).await
     }
 
     /// [`tool_view`] with the host's verdict on the row's seal.
     async fn checked_tool_view(
-        &self,
+        self,
         row: imurun_store::ToolRow,
         ceiling_version: i64,
     ) -> Result<ToolView, KeepError> {
         let mut refused = self
-            .check_tool_row_current(&row)
+            .check_row_current(&row)
             .await
             .err()
             .map(|error| error.to_string());
@@ -292,8 +295,8 @@ impl KeepService {
 
     /// Lifts the taint mark of the calling person's tool `name` with their device-signed
     /// `clear_taint` decision: its egress leaves ask mode. Nothing a cell does reaches this.
-    pub async fn clear_tool_taint(
-        &self,
+    pub async fn clear_taint(
+        self,
         caller: &Identity,
         name: &str,
         envelope: &Signed,
@@ -303,9 +306,10 @@ impl KeepService {
         match self.try_clear_taint(caller, user, name, envelope).await {
             Ok(view) => Ok(view),
             Err(error) => {
-                let attempt = self.decision_attempt(envelope, user).await;
+                let attempt = self.core.decision_attempt(envelope, user).await;
                 let what = (Some(user), "clear_taint", subject.as_str());
-                self.refuse_attempt(caller, what, Some(attempt), error)
+                self.core
+                    .refuse_attempt(caller, what, Some(attempt), error)
                     .await
             }
         }
@@ -314,24 +318,24 @@ impl KeepService {
     /// `user`'s tool `name` in force for a call: not revoked, sealed by this host, its
     /// manifest valid. `None` for a tool that does not exist or was revoked (one answer for
     /// both, and for another person's).
-    pub(crate) async fn tool_for_call(
-        &self,
+    pub(crate) async fn for_call(
+        self,
         user: &str,
         name: &str,
     ) -> Result<Option<(imurun_store::ToolRow, Manifest)>, KeepError> {
-        let Some(row) = self.store().keep_tool(user, name).await? else {
+        let Some(row) = self.core.store().keep_tool(user, name).await? else {
             return Ok(None);
         };
         if self.revoked(&row).await? {
             return Ok(None);
         }
-        self.check_tool_row_current(&row).await?;
+        self.check_row_current(&row).await?;
         let mut manifest: Manifest = serde_json::from_str(&row.manifest)
             .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
         manifest.validate(crate::host::HostAllowance::Operator)?;
         // The ceiling in force bounds every call, not only the approval: a ceiling lowered or
         // expired since takes its authority away from tools deployed under the old one.
-        let ceiling = self.ceiling_in_force(user).await?.ceiling;
+        let ceiling = self.keep.ceilings().in_force(user).await?.ceiling;
         let manifest = authority::clamp(&manifest, &ceiling).manifest;
         Ok(Some((row, manifest)))
     }
@@ -339,13 +343,16 @@ impl KeepService {
     /// [`Self::check_tool_row`], and that the row is the newest version ever deployed under its
     /// name: an older row, sealed but brought back by deleting newer ones in the database, is
     /// rolled back.
-    async fn check_tool_row_current(&self, row: &imurun_store::ToolRow) -> Result<(), KeepError> {
+    async fn check_row_current(self, row: &imurun_store::ToolRow) -> Result<(), KeepError> {
         self.check_tool_row(row)?;
         let subject = format!("{}/{}", row.user_name, row.name);
-        let deployed = self.high_water(
+        let deployed = self.core.high_water(
             TOOL_KIND,
             &subject,
-            self.store().keep_high_water(TOOL_KIND, &subject).await?,
+            self.core
+                .store()
+                .keep_high_water(TOOL_KIND, &subject)
+                .await?,
         )?;
         if row.version < deployed {
             return Err(KeepError::Rule(RuleError::RolledBack {
@@ -359,23 +366,22 @@ impl KeepService {
 
     /// Checks a deployed tool's row against this host's seal: every column a call or a decision
     /// reads but its revocation.
-    pub(super) fn check_tool_row(&self, row: &imurun_store::ToolRow) -> Result<(), KeepError> {
+    pub(super) fn check_tool_row(self, row: &imurun_store::ToolRow) -> Result<(), KeepError> {
         let fields = super::tool_decisions::tool_fields(row);
         Ok(crate::seal::check_tool(
-            &self.host_key().public(),
+            &self.core.host_key().public(),
             &fields,
             &row.seal,
         )?)
     }
+}
 
+impl ToolProposals<'_> {
     /// Checks a tool proposal's row against this host's seal.
-    pub(crate) fn check_tool_proposal_row(
-        &self,
-        row: &imurun_store::ToolProposalRow,
-    ) -> Result<(), KeepError> {
+    pub(crate) fn check_row(self, row: &imurun_store::ToolProposalRow) -> Result<(), KeepError> {
         let fields = proposal_fields(row);
         Ok(crate::seal::check_tool_proposal(
-            &self.host_key().public(),
+            &self.core.host_key().public(),
             &fields,
             &row.seal,
         )?)
@@ -384,7 +390,7 @@ impl KeepService {
     /// Refuses a proposal whose name and version were deployed already (or a lower version):
     /// versions are immutable, and a new version is a new proposal.
     pub(super) async fn check_version_free(
-        &self,
+        self,
         tx: &mut imurun_store::KeepTx,
         user: &str,
         (name, version): (&str, i64),
@@ -402,14 +408,14 @@ impl KeepService {
     /// The bundle hash deployed at `user`'s tool `name` at `version`, if any, and the highest
     /// version of it ever accepted (in the database and in the Keep folder).
     pub(crate) async fn version_state(
-        &self,
+        self,
         tx: &mut imurun_store::KeepTx,
         user: &str,
         (name, version): (&str, i64),
     ) -> Result<(Option<String>, i64), KeepError> {
         let deployed = tx.tool_version_sha256(user, name, version).await?;
         let subject = format!("{user}/{name}");
-        let highest = self.high_water(
+        let highest = self.core.high_water(
             TOOL_KIND,
             &subject,
             tx.high_water(TOOL_KIND, &subject).await?,

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use imurun_cell::World;
 
-use super::KeepService;
+use super::Tools;
 use super::tool_access::own_tool_name;
 use crate::KeepError;
 use crate::cells::{
@@ -28,11 +28,11 @@ use crate::decision::Decision;
 use crate::documents::Signed;
 use crate::manifest::Manifest;
 
-impl KeepService {
+impl Tools<'_> {
     /// Runs `user`'s tool `name` (`name` or `u/<user>/<name>`) for `parent`'s cell. A tool that
     /// does not exist, was revoked or is another person's gets one answer.
-    pub(crate) async fn call_user_tool(
-        &self,
+    pub(crate) async fn call(
+        self,
         parent: &SessionHost,
         name: &str,
         args_json: &str,
@@ -47,7 +47,7 @@ impl KeepService {
         // Registered before the row is read: a revoke that commits after the read ends it.
         let in_flight = cells.start_call(&parent.user, own);
         let found = self
-            .tool_for_call(&parent.user, own)
+            .for_call(&parent.user, own)
             .await
             .map_err(|error| format!("the tool cannot be run: {error}"))?;
         let Some((row, manifest)) = found else {
@@ -63,7 +63,7 @@ impl KeepService {
     /// Runs a tool that passed its checks in a cell of its own, until it answers or `in_flight`
     /// says it was revoked.
     async fn run_tool(
-        &self,
+        self,
         parent: &SessionHost,
         cells: &Cells,
         mut in_flight: CallInFlight,
@@ -73,6 +73,7 @@ impl KeepService {
     ) -> Result<ToolAnswer, String> {
         let qualified = format!("u/{}/{}", row.user_name, row.name);
         let bundle = self
+            .core
             .store()
             .keep_tool_bundle(&row.user_name, &row.name, row.version)
             .await
@@ -127,13 +128,13 @@ impl KeepService {
     /// review was compared against: its proposing agent (from the sealed proposal its signed
     /// decision names), at the version the decision names (any, for a review against none).
     async fn check_caller(
-        &self,
+        self,
         parent: &SessionHost,
         row: &imurun_store::ToolRow,
     ) -> Result<(), String> {
         let refused = |why: String| format!("u/{}/{}: {why}", row.user_name, row.name);
         let (agent, version) = self
-            .tool_proposer(row)
+            .proposer(row)
             .await
             .map_err(|error| refused(format!("its proposer cannot be read: {error}")))?;
         if agent != parent.agent {
@@ -155,9 +156,9 @@ impl KeepService {
 
     /// The agent that proposed `row`'s tool and the version of it the decision was made
     /// against (0: against no authority). The decision is covered by the tool row's seal
-    /// (checked by [`KeepService::tool_for_call`]); the proposal it names is checked against
+    /// (checked by [`Tools::for_call`]); the proposal it names is checked against
     /// its own seal here.
-    async fn tool_proposer(&self, row: &imurun_store::ToolRow) -> Result<(String, i64), KeepError> {
+    async fn proposer(self, row: &imurun_store::ToolRow) -> Result<(String, i64), KeepError> {
         let envelope = Signed::from_text(row.decision.as_bytes())?;
         let decision: Decision = serde_json::from_value(envelope.signed).map_err(|error| {
             KeepError::Rule(RuleError::Canonical(format!("a stored decision: {error}")))
@@ -168,11 +169,12 @@ impl KeepService {
             )));
         }
         let proposal = self
+            .core
             .store()
             .keep_tool_proposal(&row.proposal_id)
             .await?
             .ok_or(KeepError::NotFound("proposal"))?;
-        self.check_tool_proposal_row(&proposal)?;
+        self.keep.tool_proposals().check_row(&proposal)?;
         Ok((proposal.agent, decision.policy_version))
     }
 }

@@ -9,7 +9,7 @@ use imurun_store::{KeepTx, ToolProposalRow, ToolRow};
 
 use super::decide::Commit;
 use super::tool_access::{Basis, TOOL_KIND, ToolReview, ToolView, own_tool_name, proposal_fields};
-use super::{AGENT_KIND, Identity, KeepService, append};
+use super::{AGENT_KIND, Identity, ToolProposals, Tools, append};
 use crate::KeepError;
 use crate::documents::Signed;
 use crate::manifest::EgressMode;
@@ -32,9 +32,9 @@ pub(super) struct ToolState {
     ceiling_now: i64,
 }
 
-impl KeepService {
-    pub(super) async fn try_decide_tool(
-        &self,
+impl ToolProposals<'_> {
+    pub(super) async fn try_decide(
+        self,
         caller: &Identity,
         user: &str,
         row: ToolProposalRow,
@@ -53,14 +53,15 @@ impl KeepService {
             taint_source: review.origin.taint_source.as_deref(),
             refused: review.refused.as_deref(),
         };
-        let host_key = self.host_key().public();
+        let host_key = self.core.host_key().public();
         // Read before the lock: nothing under it waits for another connection.
-        let trust = self.trust_if_any().await?;
+        let trust = self.core.trust_if_any().await?;
         let bundle = match tool_decision::approves(envelope) {
-            true => self.store().keep_tool_proposal_bundle(&id).await?,
+            true => self.core.store().keep_tool_proposal_bundle(&id).await?,
             false => None,
         };
         let approve = self
+            .core
             .decide_under_lock(
                 user,
                 envelope,
@@ -90,21 +91,21 @@ impl KeepService {
                 },
             )
             .await?;
-        let review = self.tool_proposal(caller, &id).await?;
+        let review = self.get(caller, &id).await?;
         self.publish_tool_decision(user, &review, approve);
         Ok(review)
     }
 }
 
-impl KeepService {
+impl ToolProposals<'_> {
     async fn read_proposal_state(
-        &self,
+        self,
         tx: &mut KeepTx,
         (user, id): (&str, &str),
         trust: Option<&Trust>,
     ) -> Result<ProposalState, KeepError> {
         let locked = tx.pending_tool_proposal(id, user).await?;
-        let ceiling_now = self.ceiling_version_locked(tx, user, trust).await?;
+        let ceiling_now = self.keep.ceilings().version_locked(tx, user, trust).await?;
         let Some(row) = &locked else {
             return Ok(ProposalState {
                 locked,
@@ -114,7 +115,7 @@ impl KeepService {
                 tool_highest: 0,
             });
         };
-        let agent_now = self.high_water(
+        let agent_now = self.core.high_water(
             AGENT_KIND,
             &row.agent,
             tx.high_water(AGENT_KIND, &row.agent).await?,
@@ -134,7 +135,7 @@ impl KeepService {
     /// Writes a tool decision: the proposal's state, its journal entry and, for an approval,
     /// the deploy.
     async fn apply_tool_decision(
-        &self,
+        self,
         tx: &mut KeepTx,
         caller: &Identity,
         (user, basis): (&str, &Basis),
@@ -189,7 +190,7 @@ impl KeepService {
     /// Deploys an approved proposal: its bundle (checked against the hash reviewed) and its
     /// clamped manifest, sealed by the host key, and the deploy's journal entry.
     async fn deploy_tool(
-        &self,
+        self,
         tx: &mut KeepTx,
         caller: &Identity,
         (user, basis): (&str, &Basis),
@@ -217,7 +218,7 @@ impl KeepService {
             tainted: locked.tainted,
             taint_cleared: None,
         };
-        let seal = crate::seal::seal_tool(self.host_key(), &fields);
+        let seal = crate::seal::seal_tool(self.core.host_key(), &fields);
         tx.insert_tool(&imurun_store::NewTool {
             user_name: user,
             name: &locked.name,
@@ -243,7 +244,7 @@ impl KeepService {
     }
 
     async fn journal_deploy(
-        &self,
+        self,
         tx: &mut KeepTx,
         caller: &Identity,
         (user, basis): (&str, &Basis),
@@ -263,14 +264,14 @@ impl KeepService {
             "manifest_sha256": basis.review.hashes.get("manifest"),
             "egress_mode": mode,
             "tainted": locked.tainted,
-            "host_key_id": self.host_key_id(),
+            "host_key_id": self.keep.host_key_id(),
         });
         let subject = format!("tool:u/{user}/{}@{}", locked.name, locked.version);
         append(tx, caller, Some(user), "tool", &subject, detail).await
     }
 
-    fn publish_tool_decision(&self, user: &str, review: &ToolReview, approve: bool) {
-        let Some(cells) = self.cells() else {
+    fn publish_tool_decision(self, user: &str, review: &ToolReview, approve: bool) {
+        let Some(cells) = self.keep.cells() else {
             return;
         };
         cells.publish(
@@ -313,15 +314,15 @@ fn proposal_snapshot<'a>(
     }
 }
 
-impl KeepService {
+impl Tools<'_> {
     pub(super) async fn try_clear_taint(
-        &self,
+        self,
         caller: &Identity,
         user: &str,
         name: &str,
         envelope: &Signed,
     ) -> Result<ToolView, KeepError> {
-        let view = self.tool(caller, name).await?;
+        let view = self.get(caller, name).await?;
         let own = own_tool_name(user, name).ok_or(KeepError::NotFound("tool"))?;
         let shown = clear_taint::Shown {
             refused: view.refused.as_deref(),
@@ -330,10 +331,11 @@ impl KeepService {
                 .as_ref()
                 .map(|basis| (basis.subject.as_str(), &basis.hashes, basis.ceiling_version)),
         };
-        let host_key = self.host_key().public();
+        let host_key = self.core.host_key().public();
         // Read before the lock: nothing under it waits for another connection.
-        let trust = self.trust_if_any().await?;
+        let trust = self.core.trust_if_any().await?;
         let version = self
+            .core
             .decide_under_lock(
                 user,
                 envelope,
@@ -362,18 +364,18 @@ impl KeepService {
                 },
             )
             .await?;
-        if let Some(cells) = self.cells() {
+        if let Some(cells) = self.keep.cells() {
             cells.publish(
                 user,
                 json!({"type": "tool.taint_cleared", "name": format!("u/{user}/{own}"),
                        "version": version}),
             );
         }
-        self.tool(caller, own).await
+        self.get(caller, own).await
     }
 
     async fn read_tool_state(
-        &self,
+        self,
         tx: &mut KeepTx,
         (user, name): (&str, &str),
         trust: Option<&Trust>,
@@ -383,7 +385,7 @@ impl KeepService {
         };
         // Revoked by the row or by either mark, read under the lock.
         let revoked = self.revoked_locked(tx, &row).await?;
-        let ceiling_now = self.ceiling_version_locked(tx, user, trust).await?;
+        let ceiling_now = self.keep.ceilings().version_locked(tx, user, trust).await?;
         Ok(ToolState {
             row,
             revoked,
@@ -392,7 +394,7 @@ impl KeepService {
     }
 
     async fn apply_clear_taint(
-        &self,
+        self,
         tx: &mut KeepTx,
         caller: &Identity,
         row: &ToolRow,
@@ -405,7 +407,7 @@ impl KeepService {
             taint_cleared: Some(&cleared),
             ..tool_fields(row)
         };
-        let seal = crate::seal::seal_tool(self.host_key(), &fields);
+        let seal = crate::seal::seal_tool(self.core.host_key(), &fields);
         if !tx
             .clear_tool_taint(user, name, row.version, &cleared, &seal)
             .await?

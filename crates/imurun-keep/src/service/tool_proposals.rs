@@ -9,52 +9,41 @@ use std::net::IpAddr;
 use imurun_keep_rules::RuleError;
 
 use super::tool_access::{TOOL_PROPOSAL_ID_PREFIX, ToolReview, proposal_fields};
-use super::{KeepService, append_as};
+use super::{ToolProposals, append_as};
 use crate::KeepError;
 use crate::authority;
-use crate::cells::SessionHost;
+use crate::cells::{IntakeContext, SessionHost};
 use crate::host::Host;
 use crate::manifest::{Manifest, host_of};
 use crate::tool_intake::{self, NamesInUse, PENDING_TOOL_PROPOSALS_MAX, ToolIntake};
 use imurun_store::ToolProposalRow;
 
-/// What the host knows at intake beyond the store: the loopback ports the operator opened,
-/// its API's port, and the names of the tools it gives agents itself.
-#[derive(Debug, Clone, Default)]
-pub struct IntakeContext {
-    pub loopback_ports: Vec<u16>,
-    pub api_port: Option<u16>,
-    pub host_tools: Vec<String>,
-}
-
-impl KeepService {
+impl ToolProposals<'_> {
     /// Stores a tool a session's cell proposed, for the session's person: read and bounded
     /// ([`tool_intake::read`]), refused when it asks for forbidden authority, and otherwise
     /// only stored. Journaled with its hashes and authority diff; never its code.
-    pub(crate) async fn store_tool_proposal(
-        &self,
+    pub(crate) async fn store(
+        self,
         host: &SessionHost,
         payload_json: &str,
         taint: Option<&str>,
         context: &IntakeContext,
     ) -> Result<ToolReview, KeepError> {
-        let intake = self
-            .admit_tool_proposal(host, payload_json, context)
-            .await?;
-        let agent = self.agent_in_force(&host.agent).await?;
+        let intake = self.admit(host, payload_json, context).await?;
+        let agent = self.keep.agents().in_force(&host.agent).await?;
         let signer_key_id = agent
             .as_ref()
             .map(|(_, _, signer)| signer.clone())
             .unwrap_or_default();
-        let row = self.tool_proposal_row(host, &intake, taint, signer_key_id)?;
+        let row = self.row(host, &intake, taint, signer_key_id)?;
         let base = agent.map(|(manifest, _, _)| manifest);
         let diff = authority::diff(
             &base.unwrap_or_else(authority::no_authority),
             &intake.manifest,
         );
-        self.insert_tool_proposal(host, &row, &intake, &diff)
-            .await?;
+        self.insert(host, &row, &intake, &diff).await?;
         let stored = self
+            .core
             .store()
             .keep_tool_proposal(&row.id)
             .await?
@@ -64,23 +53,30 @@ impl KeepService {
 
     /// Reads a cell's `tool.propose` within its bounds, once the operator's switch and the
     /// person's pending proposals allow one: nothing is read or decoded before.
-    async fn admit_tool_proposal(
-        &self,
+    async fn admit(
+        self,
         host: &SessionHost,
         payload_json: &str,
         context: &IntakeContext,
     ) -> Result<ToolIntake, KeepError> {
         let user = host.user.as_str();
-        if !self.tool_propose_in_force().await?.enabled {
+        if !self
+            .keep
+            .host_settings()
+            .tool_propose_in_force()
+            .await?
+            .enabled
+        {
             return Err(KeepError::Forbidden(
                 "the operator turned tool.propose off for the hosts of this database".into(),
             ));
         }
         // Counted again under the write lock.
-        if self.store().keep_pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
+        if self.core.store().keep_pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX
+        {
             return Err(too_many_pending());
         }
-        let (agents, own) = self.store().keep_names_in_use(user).await?;
+        let (agents, own) = self.core.store().keep_names_in_use(user).await?;
         let names = NamesInUse {
             proposer: host.agent.clone(),
             reserved: agents
@@ -102,14 +98,14 @@ impl KeepService {
     }
 
     /// A proposal's row, sealed by the host key.
-    fn tool_proposal_row(
-        &self,
+    fn row(
+        self,
         host: &SessionHost,
         intake: &ToolIntake,
         taint: Option<&str>,
         signer_key_id: String,
     ) -> Result<ToolProposalRow, KeepError> {
-        let id = imurun_keep_rules::random::hex_id(self.random(), TOOL_PROPOSAL_ID_PREFIX)?;
+        let id = imurun_keep_rules::random::hex_id(self.core.random(), TOOL_PROPOSAL_ID_PREFIX)?;
         let manifest_text = serde_json::to_string(&intake.manifest)
             .map_err(|error| KeepError::Rule(RuleError::Canonical(error.to_string())))?;
         let mut row = ToolProposalRow {
@@ -132,21 +128,21 @@ impl KeepService {
             decided_at_ms: None,
             seal: String::new(),
         };
-        row.seal = crate::seal::seal_tool_proposal(self.host_key(), &proposal_fields(&row));
+        row.seal = crate::seal::seal_tool_proposal(self.core.host_key(), &proposal_fields(&row));
         Ok(row)
     }
 
     /// Stores a proposal and its bundle, and journals it with its hashes and authority diff
     /// (never its code), under the lock that counts the person's pending proposals again.
-    async fn insert_tool_proposal(
-        &self,
+    async fn insert(
+        self,
         host: &SessionHost,
         row: &ToolProposalRow,
         intake: &ToolIntake,
         diff: &[authority::Change],
     ) -> Result<(), KeepError> {
         let user = host.user.as_str();
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         if tx.pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
             return Err(too_many_pending());
         }
@@ -177,7 +173,7 @@ impl KeepService {
     /// Refuses a manifest asking for what no tool may have, whatever a ceiling allows: the
     /// operator's credentials, and the host's own addresses (its API, and so its deploy route).
     async fn check_forbidden(
-        &self,
+        self,
         user: &str,
         manifest: &Manifest,
         loopback_ports: &[u16],
@@ -207,11 +203,13 @@ impl KeepService {
             }
             let owner = format!("user:{user}");
             let users = self
+                .core
                 .store()
                 .keep_vault_sealed(&owner, &credential.name)
                 .await?
                 .is_some();
             let operators = self
+                .core
                 .store()
                 .keep_vault_sealed("operator", &credential.name)
                 .await?

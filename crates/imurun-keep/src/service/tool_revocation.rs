@@ -5,20 +5,20 @@ use serde_json::json;
 
 use super::sessions::session_user;
 use super::tool_access::{TOOL_KIND, TOOL_REVOKED_KIND, ToolView, own_tool_name};
-use super::{Identity, KeepService, append};
+use super::{Identity, Tools, append};
 use crate::KeepError;
 use imurun_keep_rules::checks::revoke;
 
-impl KeepService {
+impl Tools<'_> {
     /// Revokes the calling person's tool `name`, every version: from this write on, no call
     /// starts it, and its uses waiting for an answer (on any host) are refused. Taking
     /// authority away needs no device.
     ///
     /// The operator may revoke any person's tool, named `u/<user>/<name>`: the entry is in
     /// that person's journal, and the event on their stream.
-    pub async fn revoke_tool(&self, caller: &Identity, name: &str) -> Result<ToolView, KeepError> {
+    pub async fn revoke(self, caller: &Identity, name: &str) -> Result<ToolView, KeepError> {
         let (user, name) = revoked_tool_name(caller, name)?;
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         let subject = format!("{user}/{name}");
         let in_database = tx.high_water(TOOL_KIND, &subject).await?;
         let row = tx.tool(user, name).await?;
@@ -27,8 +27,8 @@ impl KeepService {
                 version: row.version,
                 sealed: self.check_tool_row(row).is_ok(),
             }),
-            deployed: self.high_water(TOOL_KIND, &subject, in_database)?,
-            deployed_here: self.high_water(TOOL_KIND, &subject, 0)?,
+            deployed: self.core.high_water(TOOL_KIND, &subject, in_database)?,
+            deployed_here: self.core.high_water(TOOL_KIND, &subject, 0)?,
         };
         let plan = revoke::check(&snapshot).ok_or(KeepError::NotFound("tool"))?;
         let changed = row.is_some() && tx.revoke_tool(user, name).await? > 0;
@@ -65,7 +65,7 @@ impl KeepService {
             .await;
         match revoke::outcome(row.is_some(), changed) {
             revoke::Outcome::Revoked if caller.is_operator() => self.tool_of(user, name).await,
-            revoke::Outcome::Revoked => self.tool(caller, name).await,
+            revoke::Outcome::Revoked => self.get(caller, name).await,
             revoke::Outcome::AlreadyRevoked => Err(KeepError::Conflict(format!(
                 "u/{user}/{name} was revoked already"
             ))),
@@ -78,9 +78,11 @@ impl KeepService {
     /// use): should the write not commit, the tool is refused on this host all the same. A mark
     /// that cannot be written (a full disk) does not hold the revoke back: the write commits,
     /// and the failure is logged.
-    fn mark_revoked_here(&self, subject: &str, vouched: i64) {
+    fn mark_revoked_here(self, subject: &str, vouched: i64) {
         if vouched > 0
-            && let Err(error) = self.raise_high_water_file(TOOL_REVOKED_KIND, subject, vouched)
+            && let Err(error) = self
+                .core
+                .raise_high_water_file(TOOL_REVOKED_KIND, subject, vouched)
         {
             tracing::error!(
                 "the revocation mark of u/{subject} could not be written outside the database \
@@ -92,7 +94,7 @@ impl KeepService {
     /// Refuses, in the revoke's write, the uses of `user`'s tool `name` waiting for an answer
     /// on any host; the ids of those waiting on this host.
     async fn refuse_waiting_uses(
-        &self,
+        self,
         tx: &mut imurun_store::KeepTx,
         caller: &Identity,
         user: &str,
@@ -116,7 +118,9 @@ impl KeepService {
                 by: json!("revoked"),
                 view: &view,
             };
-            if self.record_in(tx, caller, &answer).await? && wait.host == self.host_id() {
+            if self.keep.approvals().record_in(tx, caller, &answer).await?
+                && wait.host == self.keep.host_id()
+            {
                 refused_here.push(wait.id);
             }
         }
@@ -124,16 +128,16 @@ impl KeepService {
     }
 
     /// After a revoke commits: its waiting uses here are told, its calls in flight here end
-    /// (the other hosts end theirs when they hear of it, [`KeepService::end_revoked_calls`]),
+    /// (the other hosts end theirs when they hear of it, [`Tools::end_revoked_calls`]),
     /// and the person hears of it.
-    async fn tell_revoked(&self, user: &str, name: &str, version: i64, refused_here: Vec<String>) {
+    async fn tell_revoked(self, user: &str, name: &str, version: i64, refused_here: Vec<String>) {
         for id in refused_here {
-            if let Err(error) = self.deliver_answer(&id).await {
+            if let Err(error) = self.keep.approvals().deliver(&id).await {
                 // The use is refused in the database; its cell stops waiting at its timeout.
                 tracing::warn!("a revoked tool's waiting use was not told: {error}");
             }
         }
-        if let Some(cells) = self.cells() {
+        if let Some(cells) = self.keep.cells() {
             cells.end_calls(user, name);
             cells.publish(
                 user,
@@ -146,13 +150,13 @@ impl KeepService {
     /// Ends this host's calls in flight of every tool revoked since they started: the
     /// database is read again for each tool with a call running, so a notice from another
     /// host is only a hint, and a missed one is made up for at the next sweep.
-    pub async fn end_revoked_calls(&self) -> Result<usize, KeepError> {
-        let Some(cells) = self.cells() else {
+    pub async fn end_revoked_calls(self) -> Result<usize, KeepError> {
+        let Some(cells) = self.keep.cells() else {
             return Ok(0);
         };
         let mut ended = 0;
         for (user, name) in cells.tools_in_flight() {
-            let revoked = match self.store().keep_tool(&user, &name).await? {
+            let revoked = match self.core.store().keep_tool(&user, &name).await? {
                 Some(row) => self.revoked(&row).await?,
                 None => true,
             };
@@ -166,9 +170,10 @@ impl KeepService {
     /// Whether `row` is revoked: by the row, or by the revocation mark (the database's, or the
     /// one kept outside it, so a revoke undone in the database still holds on the host that
     /// took it).
-    pub(crate) async fn revoked(&self, row: &imurun_store::ToolRow) -> Result<bool, KeepError> {
+    pub(crate) async fn revoked(self, row: &imurun_store::ToolRow) -> Result<bool, KeepError> {
         let subject = format!("{}/{}", row.user_name, row.name);
         let in_database = self
+            .core
             .store()
             .keep_high_water(TOOL_REVOKED_KIND, &subject)
             .await?;
@@ -177,7 +182,7 @@ impl KeepService {
 
     /// [`Self::revoked`], the database's mark read under `tx`'s write lock.
     pub(crate) async fn revoked_locked(
-        &self,
+        self,
         tx: &mut imurun_store::KeepTx,
         row: &imurun_store::ToolRow,
     ) -> Result<bool, KeepError> {
@@ -187,13 +192,16 @@ impl KeepService {
     }
 
     fn covered_by_revocation(
-        &self,
+        self,
         row: &imurun_store::ToolRow,
         in_database: i64,
     ) -> Result<bool, KeepError> {
         let subject = format!("{}/{}", row.user_name, row.name);
         Ok(row.revoked_at_ms.is_some()
-            || self.high_water(TOOL_REVOKED_KIND, &subject, in_database)? >= row.version)
+            || self
+                .core
+                .high_water(TOOL_REVOKED_KIND, &subject, in_database)?
+                >= row.version)
     }
 }
 

@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::json;
 
-use super::{Identity, KeepService, append};
+use super::{Identity, Vault, append};
 use crate::KeepError;
 use crate::manifest::check_credential_name;
 
@@ -18,10 +18,10 @@ pub struct VaultEntryView {
     pub updated_at_ms: i64,
 }
 
-impl KeepService {
+impl Vault<'_> {
     /// Stores (or replaces) the caller's credential `name`.
-    pub async fn put_credential(
-        &self,
+    pub async fn put(
+        self,
         caller: &Identity,
         name: &str,
         value: &[u8],
@@ -31,8 +31,11 @@ impl KeepService {
             return Err(KeepError::invalid("value", "a credential cannot be empty"));
         }
         let owner = caller.vault_owner();
-        let sealed = self.vault_key().seal(self.random(), &owner, name, value)?;
-        let mut tx = self.store().keep_begin().await?;
+        let sealed = self
+            .core
+            .vault_key()
+            .seal(self.core.random(), &owner, name, value)?;
+        let mut tx = self.core.store().keep_begin().await?;
         // Counted under the write lock: two puts at once cannot both take the last place.
         let (count, replaces) = tx.vault_count(&owner, name).await?;
         if !replaces && count >= VAULT_ENTRIES_MAX as i64 {
@@ -52,7 +55,7 @@ impl KeepService {
         )
         .await?;
         tx.commit().await?;
-        self.credentials(caller)
+        self.list(caller)
             .await?
             .into_iter()
             .find(|entry| entry.name == name)
@@ -60,8 +63,9 @@ impl KeepService {
     }
 
     /// The caller's credentials' names.
-    pub async fn credentials(&self, caller: &Identity) -> Result<Vec<VaultEntryView>, KeepError> {
+    pub async fn list(self, caller: &Identity) -> Result<Vec<VaultEntryView>, KeepError> {
         Ok(self
+            .core
             .store()
             .keep_vault_entries(&caller.vault_owner())
             .await?
@@ -74,11 +78,11 @@ impl KeepService {
     }
 
     /// Deletes the caller's credential `name`.
-    pub async fn delete_credential(&self, caller: &Identity, name: &str) -> Result<(), KeepError> {
+    pub async fn delete(self, caller: &Identity, name: &str) -> Result<(), KeepError> {
         if check_credential_name(name, "name").is_err() {
             return Err(KeepError::NotFound("credential"));
         }
-        let mut tx = self.store().keep_begin().await?;
+        let mut tx = self.core.store().keep_begin().await?;
         if !tx.delete_vault(&caller.vault_owner(), name).await? {
             return Err(KeepError::NotFound("credential"));
         }
@@ -97,16 +101,13 @@ impl KeepService {
     }
 
     /// Opens the caller's credential `name`: for the egress broker only, never for an answer.
-    pub async fn open_credential(
-        &self,
-        owner: &str,
-        name: &str,
-    ) -> Result<crate::vault::Secret, KeepError> {
+    pub async fn open(self, owner: &str, name: &str) -> Result<crate::vault::Secret, KeepError> {
         let sealed = self
+            .core
             .store()
             .keep_vault_sealed(owner, name)
             .await?
             .ok_or(KeepError::NotFound("credential"))?;
-        Ok(self.vault_key().open(owner, name, &sealed)?)
+        Ok(self.core.vault_key().open(owner, name, &sealed)?)
     }
 }

@@ -35,7 +35,8 @@ async fn attack_rotation_to_a_root_without_its_signer_bricks_the_host() {
     };
     let rotated = host
         .keep
-        .rotate_trust_root(
+        .trust_roots()
+        .rotate(
             &host.operator,
             &Signed::sign(&root, &host.policy).expect("sign"),
         )
@@ -46,12 +47,14 @@ async fn attack_rotation_to_a_root_without_its_signer_bricks_the_host() {
     }
     // The rotation was accepted: the host must go on working with the new root.
     host.keep
-        .trust_root(&host.operator)
+        .trust_roots()
+        .view(&host.operator)
         .await
         .expect("the root just accepted is readable");
     let mut request = host.deploy_request(&Host::manifest("helper", 1), 1);
     request.policy = host.policy_for(&Host::manifest("helper", 1), &request.bundle, &new_policy);
     host.keep
+        .agents()
         .deploy(&host.operator, request)
         .await
         .expect("the new policy key deploys");
@@ -64,7 +67,12 @@ async fn attack_rotation_to_a_root_without_its_signer_bricks_the_host() {
 #[tokio::test]
 async fn attack_an_expired_root_can_never_be_replaced() {
     let host = Host::new().await;
-    let current = host.keep.trust_root(&host.operator).await.expect("root");
+    let current = host
+        .keep
+        .trust_roots()
+        .view(&host.operator)
+        .await
+        .expect("root");
     // The first root lives a year; let it lapse by a second.
     host.now
         .store(current.expires_at, std::sync::atomic::Ordering::SeqCst);
@@ -75,7 +83,8 @@ async fn attack_an_expired_root_can_never_be_replaced() {
         keys: current.keys.clone(),
     };
     host.keep
-        .rotate_trust_root(
+        .trust_roots()
+        .rotate(
             &host.operator,
             &Signed::sign(&root, &host.policy).expect("sign"),
         )
@@ -141,12 +150,14 @@ async fn attack_journal_past_ten_thousand_entries() {
 
     // One more real write through the service.
     host.keep
-        .put_credential(&host.operator, "gh", b"x")
+        .vault()
+        .put(&host.operator, "gh", b"x")
         .await
         .expect("put");
     let report = host
         .keep
-        .verify_journal(&host.operator)
+        .journal()
+        .verify(&host.operator)
         .await
         .expect("verify");
     assert_eq!(
@@ -159,7 +170,8 @@ async fn attack_journal_past_ten_thousand_entries() {
         "the newest entry is missing from the journal"
     );
     host.keep
-        .journal_entry(&host.operator, 10_002)
+        .journal()
+        .entry(&host.operator, 10_002)
         .await
         .expect("entry 10002 is readable");
 }
@@ -170,7 +182,8 @@ async fn attack_journal_past_ten_thousand_entries() {
 async fn attack_a_forged_stored_ceiling_is_served() {
     let host = Host::new().await;
     host.keep
-        .put_ceiling(&host.operator, "alice", &host.ceiling("alice", 1))
+        .ceilings()
+        .put(&host.operator, "alice", &host.ceiling("alice", 1))
         .await
         .expect("ceiling");
     let forged = Signed {
@@ -192,7 +205,12 @@ async fn attack_a_forged_stored_ceiling_is_served() {
         .await
         .expect("edit");
     let (alice, _) = host.user("alice").await;
-    let view = host.keep.ceiling(&alice, "alice").await.expect("ceiling");
+    let view = host
+        .keep
+        .ceilings()
+        .get(&alice, "alice")
+        .await
+        .expect("ceiling");
     assert!(
         !view.ceiling.model_socket && view.empty_because.is_some(),
         "an unsigned ceiling is in force: {view:?}"
@@ -206,6 +224,7 @@ async fn attack_a_forged_stored_ceiling_is_served() {
 async fn attack_an_edited_stored_manifest_is_served() {
     let host = Host::new().await;
     host.keep
+        .agents()
         .deploy(
             &host.operator,
             host.deploy_request(&Host::manifest("helper", 1), 1),
@@ -220,7 +239,7 @@ async fn attack_an_edited_stored_manifest_is_served() {
         .execute(&pool(&host).await)
         .await
         .expect("edit");
-    let view = host.keep.agent(&host.operator, "helper").await;
+    let view = host.keep.agents().get(&host.operator, "helper").await;
     if let Ok(view) = view {
         assert_eq!(
             view.manifest["model_socket"],
@@ -238,7 +257,8 @@ async fn attack_vault_bound_overshoots_under_concurrency() {
     let (alice, _) = host.user("alice").await;
     for index in 0..250 {
         host.keep
-            .put_credential(&alice, &format!("k{index}"), b"v")
+            .vault()
+            .put(&alice, &format!("k{index}"), b"v")
             .await
             .expect("put");
     }
@@ -247,7 +267,8 @@ async fn attack_vault_bound_overshoots_under_concurrency() {
         let keep = host.keep.clone();
         let alice = alice.clone();
         tasks.push(tokio::spawn(async move {
-            keep.put_credential(&alice, &format!("race{index}"), b"v")
+            keep.vault()
+                .put(&alice, &format!("race{index}"), b"v")
                 .await
                 .is_ok()
         }));
@@ -255,7 +276,7 @@ async fn attack_vault_bound_overshoots_under_concurrency() {
     for task in tasks {
         task.await.expect("join");
     }
-    let count = host.keep.credentials(&alice).await.expect("list").len();
+    let count = host.keep.vault().list(&alice).await.expect("list").len();
     assert!(
         count <= 256,
         "the vault holds {count} entries, over its bound of 256"
@@ -275,9 +296,7 @@ async fn attack_journal_verify_false_alarm_under_concurrent_writes() {
         tokio::spawn(async move {
             let mut n = 0;
             while !stop.load(std::sync::atomic::Ordering::SeqCst) && n < 400 {
-                keep.put_credential(&operator, "k", b"v")
-                    .await
-                    .expect("put");
+                keep.vault().put(&operator, "k", b"v").await.expect("put");
                 n += 1;
             }
         })
@@ -286,7 +305,8 @@ async fn attack_journal_verify_false_alarm_under_concurrent_writes() {
     for _ in 0..400 {
         let report = host
             .keep
-            .verify_journal(&host.operator)
+            .journal()
+            .verify(&host.operator)
             .await
             .expect("verify");
         if let Some(bad) = report.first_bad {
@@ -314,6 +334,7 @@ async fn attack_decision_refusal_reveals_another_users_device() {
     let bob_device = KeyPair::generate(&OsRandom).expect("key");
     let code = host
         .keep
+        .devices()
         .enrol_code(&host.operator, "bob", 600)
         .await
         .expect("code");
@@ -397,6 +418,7 @@ async fn holds_one_nonce_and_one_code_count_once_under_concurrency() {
     // Two enrolments racing on one code: exactly one wins.
     let code = host
         .keep
+        .devices()
         .enrol_code(&host.operator, "alice", 600)
         .await
         .expect("code");
@@ -405,15 +427,16 @@ async fn holds_one_nonce_and_one_code_count_once_under_concurrency() {
         let (keep, alice, code) = (host.keep.clone(), alice.clone(), code.clone());
         let key = KeyPair::generate(&OsRandom).expect("key");
         tasks.push(tokio::spawn(async move {
-            keep.enrol_device(
-                &alice,
-                &key.public().to_hex(),
-                "x",
-                &possession(&key, "alice"),
-                EnrolProof::Code(code),
-            )
-            .await
-            .map_err(|error| format!("{}: {error}", error.rule()))
+            keep.devices()
+                .enrol(
+                    &alice,
+                    &key.public().to_hex(),
+                    "x",
+                    &possession(&key, "alice"),
+                    EnrolProof::Code(code),
+                )
+                .await
+                .map_err(|error| format!("{}: {error}", error.rule()))
         }));
     }
     let mut wins = 0;
@@ -425,7 +448,7 @@ async fn holds_one_nonce_and_one_code_count_once_under_concurrency() {
         }
     }
     assert_eq!(wins, 1, "refused: {refused:?}");
-    let device = host.keep.devices(&alice).await.expect("devices");
+    let device = host.keep.devices().list(&alice).await.expect("devices");
     let _ = first;
     // Reuse the winner's device? We lack its key pair; enrol a decision-signed one instead.
     assert_eq!(device.len(), 1);
@@ -438,6 +461,7 @@ async fn holds_a_decision_nonce_is_consumed_once_concurrently() {
     let first = KeyPair::generate(&OsRandom).expect("key");
     let code = host
         .keep
+        .devices()
         .enrol_code(&host.operator, "alice", 600)
         .await
         .expect("code");
@@ -464,7 +488,8 @@ async fn holds_a_decision_nonce_is_consumed_once_concurrently() {
         let public = new_key.public().to_hex();
         let proof = possession(&new_key, "alice");
         tasks.push(tokio::spawn(async move {
-            keep.enrol_device(&alice, &public, "b", &proof, EnrolProof::Decision(envelope))
+            keep.devices()
+                .enrol(&alice, &public, "b", &proof, EnrolProof::Decision(envelope))
                 .await
                 .map_err(|error| format!("{}: {error}", error.rule()))
         }));
@@ -492,7 +517,8 @@ async fn holds_journal_tampering_is_named() {
     let host = Host::new().await;
     for index in 0..6 {
         host.keep
-            .put_credential(&host.operator, &format!("k{index}"), b"v")
+            .vault()
+            .put(&host.operator, &format!("k{index}"), b"v")
             .await
             .expect("put");
     }
@@ -509,7 +535,8 @@ async fn holds_journal_tampering_is_named() {
         .expect("edit");
     let report = host
         .keep
-        .verify_journal(&host.operator)
+        .journal()
+        .verify(&host.operator)
         .await
         .expect("verify");
     assert_eq!(report.first_bad.and_then(|bad| bad.seq), Some(head));
@@ -525,6 +552,7 @@ async fn attack_retiring_the_only_device_locks_the_user_out_for_good() {
     let first = KeyPair::generate(&OsRandom).expect("key");
     let code = host
         .keep
+        .devices()
         .enrol_code(&host.operator, "alice", 600)
         .await
         .expect("code");
@@ -532,11 +560,13 @@ async fn attack_retiring_the_only_device_locks_the_user_out_for_good() {
         .await
         .expect("enrol");
     host.keep
-        .retire_device(&alice, &first.key_id())
+        .devices()
+        .retire(&alice, &first.key_id())
         .await
         .expect("retire");
     let code = host
         .keep
+        .devices()
         .enrol_code(&host.operator, "alice", 600)
         .await
         .expect("code");
@@ -556,13 +586,15 @@ async fn attack_a_user_can_squat_another_users_public_key() {
     let bobs_key = KeyPair::generate(&OsRandom).expect("key");
     let code = host
         .keep
+        .devices()
         .enrol_code(&host.operator, "alice", 600)
         .await
         .expect("code");
     let squatted = host
         .keep
         // All Alice can present: Bob's own proof (made for Bob), or one made with her key.
-        .enrol_device(
+        .devices()
+        .enrol(
             &alice,
             &bobs_key.public().to_hex(),
             "not mine",
@@ -577,7 +609,8 @@ async fn attack_a_user_can_squat_another_users_public_key() {
     let mine = KeyPair::generate(&OsRandom).expect("key");
     let squatted = host
         .keep
-        .enrol_device(
+        .devices()
+        .enrol(
             &alice,
             &bobs_key.public().to_hex(),
             "not mine",
@@ -587,6 +620,7 @@ async fn attack_a_user_can_squat_another_users_public_key() {
         .await;
     let code = host
         .keep
+        .devices()
         .enrol_code(&host.operator, "bob", 600)
         .await
         .expect("code");

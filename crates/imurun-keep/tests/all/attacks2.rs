@@ -3,6 +3,7 @@
 
 use imurun_keep::random::OsRandom;
 use std::sync::Arc;
+use std::sync::atomic::AtomicI64;
 
 use imurun_keep::canonical::canonicalize;
 use imurun_keep::documents::{
@@ -25,7 +26,8 @@ async fn rotate(host: &Host, version: i64, keys: Vec<TrustedKey>, by: &KeyPair) 
         keys,
     };
     host.keep
-        .rotate_trust_root(&host.operator, &Signed::sign(&root, by).expect("sign"))
+        .trust_roots()
+        .rotate(&host.operator, &Signed::sign(&root, by).expect("sign"))
         .await
         .expect("rotation accepted");
 }
@@ -64,14 +66,16 @@ async fn attack2_leaked_retired_key_forges_a_stored_ceiling() {
     // The operator sets Alice's ceiling with the new key.
     let narrow = Signed::sign(&host.ceiling("alice", 1).signed, &fresh).expect("sign");
     host.keep
-        .put_ceiling(&host.operator, "alice", &narrow)
+        .ceilings()
+        .put(&host.operator, "alice", &narrow)
         .await
         .expect("ceiling");
     // The retired key is refused for anything new through the API (this holds):
     let forged = Signed::sign(&wide_ceiling("alice", 2, START + 86_400), leaked).expect("sign");
     assert!(
         host.keep
-            .put_ceiling(&host.operator, "alice", &forged)
+            .ceilings()
+            .put(&host.operator, "alice", &forged)
             .await
             .is_err()
     );
@@ -84,7 +88,12 @@ async fn attack2_leaked_retired_key_forges_a_stored_ceiling() {
     .execute(&pool(&host).await)
     .await
     .expect("edit");
-    let view = host.keep.ceiling_in_force("alice").await.expect("ceiling");
+    let view = host
+        .keep
+        .ceilings()
+        .in_force("alice")
+        .await
+        .expect("ceiling");
     assert!(
         !view.ceiling.model_socket
             && view
@@ -103,6 +112,7 @@ async fn attack2_leaked_retired_key_forges_a_stored_ceiling() {
 async fn attack2_leaked_retired_key_forges_an_agents_manifest() {
     let host = Host::new().await;
     host.keep
+        .agents()
         .deploy(
             &host.operator,
             host.deploy_request(&Host::manifest("helper", 1), 1),
@@ -132,7 +142,7 @@ async fn attack2_leaked_retired_key_forges_an_agents_manifest() {
         .execute(&pool(&host).await)
         .await
         .expect("edit");
-    if let Ok(view) = host.keep.agent(&host.operator, "helper").await {
+    if let Ok(view) = host.keep.agents().get(&host.operator, "helper").await {
         assert_eq!(
             view.manifest["model_socket"],
             json!(false),
@@ -149,13 +159,15 @@ async fn attack2_leaked_retired_key_forges_an_agents_manifest() {
 async fn attack2_a_refused_ceiling_at_the_current_version_is_served() {
     let host = Host::new().await;
     host.keep
-        .put_ceiling(&host.operator, "alice", &host.ceiling("alice", 1))
+        .ceilings()
+        .put(&host.operator, "alice", &host.ceiling("alice", 1))
         .await
         .expect("ceiling");
     let draft =
         Signed::sign(&wide_ceiling("alice", 1, START + 86_400), &host.policy).expect("sign");
     host.keep
-        .put_ceiling(&host.operator, "alice", &draft)
+        .ceilings()
+        .put(&host.operator, "alice", &draft)
         .await
         .expect_err("same version: refused (rolled_back)");
     sqlx::query(
@@ -165,7 +177,12 @@ async fn attack2_a_refused_ceiling_at_the_current_version_is_served() {
     .execute(&pool(&host).await)
     .await
     .expect("edit");
-    let view = host.keep.ceiling_in_force("alice").await.expect("ceiling");
+    let view = host
+        .keep
+        .ceilings()
+        .in_force("alice")
+        .await
+        .expect("ceiling");
     assert!(
         !view.ceiling.model_socket,
         "a ceiling the host refused is served as in force: {view:?}"
@@ -180,6 +197,7 @@ async fn attack2_a_refused_ceiling_at_the_current_version_is_served() {
 async fn attack2_an_old_database_restored_serves_the_old_agent() {
     let host = Host::new().await;
     host.keep
+        .agents()
         .deploy(
             &host.operator,
             host.deploy_request(&Host::manifest("helper", 1), 1),
@@ -188,6 +206,7 @@ async fn attack2_an_old_database_restored_serves_the_old_agent() {
         .expect("deploy 1");
     let (old, _old_guard) = super::support::backup(&host).await;
     host.keep
+        .agents()
         .deploy(
             &host.operator,
             host.deploy_request(&Host::manifest("helper", 2), 2),
@@ -196,11 +215,11 @@ async fn attack2_an_old_database_restored_serves_the_old_agent() {
         .expect("deploy 2");
     // The operator (or an attacker with the disk) restores yesterday's backup.
     let store = Store::open_url(&old).await.expect("old store");
-    let clock: imurun_keep::service::Clock = Arc::new(|| START);
+    let clock = Arc::new(super::support::TestClock(Arc::new(AtomicI64::new(START))));
     let keep = imurun_keep::init::open(&host.dir.path().join("keep"), store, clock)
         .await
         .expect("the host starts on the restored database");
-    let served = keep.agent(&host.operator, "helper").await;
+    let served = keep.agents().get(&host.operator, "helper").await;
     assert!(
         served.is_err(),
         "the old database's helper@1 is served after helper@2 was deployed: {:?}",
@@ -216,6 +235,7 @@ async fn attack2_an_old_database_restored_serves_the_old_agent() {
 async fn attack2_an_agent_is_served_after_its_policy_expired() {
     let host = Host::new().await;
     host.keep
+        .agents()
         .deploy(
             &host.operator,
             host.deploy_request(&Host::manifest("helper", 1), 1),
@@ -223,9 +243,15 @@ async fn attack2_an_agent_is_served_after_its_policy_expired() {
         .await
         .expect("deploy"); // policy expires at START + 86_400
     host.advance(30 * 86_400);
-    let listed = host.keep.public_agents().await.expect("agents");
+    let listed = host.keep.agents().public().await.expect("agents");
     assert!(
-        listed.is_empty() && host.keep.agent(&host.operator, "helper").await.is_err(),
+        listed.is_empty()
+            && host
+                .keep
+                .agents()
+                .get(&host.operator, "helper")
+                .await
+                .is_err(),
         "an agent whose policy expired 29 days ago is still in force and offered to users"
     );
 }
@@ -244,19 +270,30 @@ async fn attack2_an_expired_root_still_vouches_for_stored_ceilings() {
     )
     .expect("sign");
     host.keep
-        .put_ceiling(&host.operator, "alice", &ceiling)
+        .ceilings()
+        .put(&host.operator, "alice", &ceiling)
         .await
         .expect("ceiling");
-    let root = host.keep.trust_root(&host.operator).await.expect("root");
+    let root = host
+        .keep
+        .trust_roots()
+        .view(&host.operator)
+        .await
+        .expect("root");
     host.now.store(
         root.expires_at + 86_400,
         std::sync::atomic::Ordering::SeqCst,
     );
     assert!(
-        host.keep.trust_root(&host.operator).await.is_err(),
+        host.keep.trust_roots().view(&host.operator).await.is_err(),
         "root expired"
     );
-    let view = host.keep.ceiling_in_force("alice").await.expect("ceiling");
+    let view = host
+        .keep
+        .ceilings()
+        .in_force("alice")
+        .await
+        .expect("ceiling");
     assert!(
         view.empty_because.is_some(),
         "a ceiling is in force under an expired trust root: {view:?}"
@@ -302,19 +339,21 @@ async fn attack2_an_entry_at_seq_zero_or_below_passes_verify() {
     }
     let report = host
         .keep
-        .verify_journal(&host.operator)
+        .journal()
+        .verify(&host.operator)
         .await
         .expect("verify");
     let listed: Vec<i64> = host
         .keep
-        .journal(&alice)
+        .journal()
+        .list(&alice)
         .await
         .expect("journal")
         .iter()
         .map(|e| e.seq)
         .collect();
     assert!(listed.contains(&0) && listed.contains(&-7), "{listed:?}");
-    assert!(host.keep.journal_entry(&alice, -7).await.is_ok());
+    assert!(host.keep.journal().entry(&alice, -7).await.is_ok());
     assert!(
         report.first_bad.is_some(),
         "two forged entries shown to Alice, and the journal verifies as intact ({} entries)",
@@ -330,6 +369,7 @@ async fn attack2_an_entry_at_seq_zero_or_below_passes_verify() {
 async fn attack2_unchecked_agent_columns_are_served() {
     let host = Host::new().await;
     host.keep
+        .agents()
         .deploy(
             &host.operator,
             host.deploy_request(&Host::manifest("helper", 1), 1),
@@ -348,7 +388,7 @@ async fn attack2_unchecked_agent_columns_are_served() {
     .execute(&pool(&host).await)
     .await
     .expect("edit");
-    if let Ok(view) = host.keep.agent(&host.operator, "helper").await {
+    if let Ok(view) = host.keep.agents().get(&host.operator, "helper").await {
         assert!(
             view.owner == "operator" && view.signer_key_id == host.signer.key_id(),
             "edited owner / signer / bundle served: owner {} signer {} size {}",
@@ -368,6 +408,7 @@ async fn attack2_unchecked_agent_columns_are_served() {
 async fn attack2_dropping_a_retired_key_breaks_the_operators_agent_list() {
     let host = Host::new().await;
     host.keep
+        .agents()
         .deploy(
             &host.operator,
             host.deploy_request(&Host::manifest("old", 1), 1),
@@ -389,6 +430,7 @@ async fn attack2_dropping_a_retired_key_breaks_the_operators_agent_list() {
     let mut request = host.deploy_request(&Host::manifest("fresh", 1), 2);
     request.policy = host.policy_for(&Host::manifest("fresh", 1), &request.bundle, &p2);
     host.keep
+        .agents()
         .deploy(&host.operator, request)
         .await
         .expect("deploy fresh");
@@ -403,7 +445,7 @@ async fn attack2_dropping_a_retired_key_breaks_the_operators_agent_list() {
         &p2,
     )
     .await;
-    let agents = host.keep.agents(&host.operator).await;
+    let agents = host.keep.agents().list(&host.operator).await;
     assert!(
         agents.is_ok(),
         "the operator's agent list fails as a whole: {:?}",
@@ -487,7 +529,8 @@ async fn holds2_page_boundary_tampering_is_found() {
         sqlx::query(sql).execute(&pool).await.expect("tamper");
         let report = host
             .keep
-            .verify_journal(&host.operator)
+            .journal()
+            .verify(&host.operator)
             .await
             .expect("verify");
         assert!(report.first_bad.is_some(), "case {case} not found");
@@ -505,12 +548,18 @@ async fn holds2_possession_is_bound_and_keys_are_single_owner() {
     let code = |user: &'static str| {
         let keep = host.keep.clone();
         let op = host.operator.clone();
-        async move { keep.enrol_code(&op, user, 600).await.expect("code") }
+        async move {
+            keep.devices()
+                .enrol_code(&op, user, 600)
+                .await
+                .expect("code")
+        }
     };
     // Alice's proof replayed by Bob.
     assert!(
         host.keep
-            .enrol_device(
+            .devices()
+            .enrol(
                 &bob,
                 &key.public().to_hex(),
                 "x",
@@ -521,7 +570,8 @@ async fn holds2_possession_is_bound_and_keys_are_single_owner() {
             .is_err()
     );
     host.keep
-        .enrol_device(
+        .devices()
+        .enrol(
             &alice,
             &key.public().to_hex(),
             "x",
@@ -533,7 +583,8 @@ async fn holds2_possession_is_bound_and_keys_are_single_owner() {
     // Bob holding the same key (shared), proving it for himself: refused.
     assert!(
         host.keep
-            .enrol_device(
+            .devices()
+            .enrol(
                 &bob,
                 &key.public().to_hex(),
                 "x",
@@ -544,12 +595,14 @@ async fn holds2_possession_is_bound_and_keys_are_single_owner() {
             .is_err()
     );
     host.keep
-        .retire_device(&alice, &key.key_id())
+        .devices()
+        .retire(&alice, &key.key_id())
         .await
         .expect("retire");
     assert!(
         host.keep
-            .enrol_device(
+            .devices()
+            .enrol(
                 &alice,
                 &key.public().to_hex(),
                 "x",
@@ -563,7 +616,8 @@ async fn holds2_possession_is_bound_and_keys_are_single_owner() {
     // Uppercase hex of the same key: same id, refused.
     assert!(
         host.keep
-            .enrol_device(
+            .devices()
+            .enrol(
                 &alice,
                 &key.public().to_hex().to_uppercase(),
                 "x",
@@ -583,6 +637,7 @@ async fn holds2_possession_is_bound_and_keys_are_single_owner() {
 async fn a_tool_propose_switch_rolled_back_in_the_database_stays_off_on_a_host_that_read_it() {
     let host = Host::new().await;
     host.keep
+        .host_settings()
         .set_tool_propose(&host.operator, true)
         .await
         .expect("on");
@@ -593,6 +648,7 @@ async fn a_tool_propose_switch_rolled_back_in_the_database_stays_off_on_a_host_t
             .await
             .expect("the setting's row");
     host.keep
+        .host_settings()
         .set_tool_propose(&host.operator, false)
         .await
         .expect("off");
@@ -611,11 +667,19 @@ async fn a_tool_propose_switch_rolled_back_in_the_database_stays_off_on_a_host_t
         }
     }
     let store = Store::open_url(&host.url).await.expect("store");
-    let other = imurun_keep::init::open(&other_keep, store, imurun_keep::service::system_clock())
-        .await
-        .expect("open");
+    let other = imurun_keep::init::open(
+        &other_keep,
+        store,
+        std::sync::Arc::new(imurun_core::SystemClock),
+    )
+    .await
+    .expect("open");
     let operator = imurun_keep::service::Identity::local_operator();
-    let read = other.tool_propose(&operator).await.expect("read");
+    let read = other
+        .host_settings()
+        .tool_propose(&operator)
+        .await
+        .expect("read");
     assert_eq!((read.enabled, read.version), (false, 2));
     // Rolled back to the genuine, sealed version 1 (`enabled: true`), marks and all.
     sqlx::query(
@@ -631,7 +695,11 @@ async fn a_tool_propose_switch_rolled_back_in_the_database_stays_off_on_a_host_t
         .execute(&pool)
         .await
         .expect("roll back the mark");
-    let read = other.tool_propose(&operator).await.expect("read");
+    let read = other
+        .host_settings()
+        .tool_propose(&operator)
+        .await
+        .expect("read");
     assert!(!read.enabled, "{read:?}");
     assert!(read.refused.is_some(), "{read:?}");
     // Removed, marks and all.
@@ -644,7 +712,11 @@ async fn a_tool_propose_switch_rolled_back_in_the_database_stays_off_on_a_host_t
         .await
         .expect("delete the mark");
     for keep in [&other, &host.keep] {
-        let read = keep.tool_propose(&operator).await.expect("read");
+        let read = keep
+            .host_settings()
+            .tool_propose(&operator)
+            .await
+            .expect("read");
         assert!(!read.enabled, "{read:?}");
     }
 }
@@ -656,13 +728,18 @@ async fn a_tool_propose_switch_rolled_back_in_the_database_stays_off_on_a_host_t
 async fn holds_a_refused_document_names_its_version_and_key_and_whether_they_held() {
     let host = Host::new().await;
     host.keep
-        .put_ceiling(&host.operator, "alice", &host.ceiling("alice", 2))
+        .ceilings()
+        .put(&host.operator, "alice", &host.ceiling("alice", 2))
         .await
         .expect("ceiling 2");
     let attempt = |entry: imurun_keep::service::JournalView| entry.detail["attempt"].clone();
 
     let old = host.ceiling("alice", 1);
-    let refused = host.keep.put_ceiling(&host.operator, "alice", &old).await;
+    let refused = host
+        .keep
+        .ceilings()
+        .put(&host.operator, "alice", &old)
+        .await;
     assert!(refused.is_err_and(|error| error.rule() == "rolled_back"));
     assert_eq!(
         attempt(host.last_entry().await),
@@ -675,7 +752,8 @@ async fn holds_a_refused_document_names_its_version_and_key_and_whether_they_hel
     let forged = Signed::sign(&document, &stranger).expect("sign");
     let refused = host
         .keep
-        .put_ceiling(&host.operator, "alice", &forged)
+        .ceilings()
+        .put(&host.operator, "alice", &forged)
         .await;
     assert!(refused.is_err());
     assert_eq!(
@@ -686,7 +764,7 @@ async fn holds_a_refused_document_names_its_version_and_key_and_whether_they_hel
     let manifest = Host::manifest("helper", 1);
     let mut deploy = host.deploy_request(&manifest, 1);
     deploy.policy = host.policy_for(&manifest, &deploy.bundle, &stranger);
-    let refused = host.keep.deploy(&host.operator, deploy).await;
+    let refused = host.keep.agents().deploy(&host.operator, deploy).await;
     assert!(refused.is_err_and(|error| error.rule() == "untrusted_key"));
     assert_eq!(
         attempt(host.last_entry().await),

@@ -49,7 +49,7 @@ async fn attack_a_refused_redirect_hands_upstream_text_to_the_cell_without_taint
         ),
     )
     .await;
-    let session = s.keep.start_session(&s.alice, "fetcher").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "fetcher").await.unwrap();
     let url = |path: &str| format!("http://127.0.0.1:{port}{path}");
     let said = s
         .say(
@@ -62,7 +62,7 @@ async fn attack_a_refused_redirect_hands_upstream_text_to_the_cell_without_taint
             ]}),
         )
         .await;
-    let view = s.keep.session(&s.alice, &session.id).await.unwrap();
+    let view = s.keep.sessions().get(&s.alice, &session.id).await.unwrap();
     let leaked: Vec<&String> = said
         .iter()
         .filter(|line| line.to_ascii_uppercase().contains("IGNORE"))
@@ -82,7 +82,12 @@ async fn attack_a_refused_redirect_hands_upstream_text_to_the_cell_without_taint
         .requests()
         .iter()
         .any(|request| request.starts_with("POST /api/exfil"));
-    let plans = s.keep.proposals(&s.alice, Some("plan")).await.unwrap();
+    let plans = s
+        .keep
+        .proposals()
+        .list(&s.alice, Some("plan"))
+        .await
+        .unwrap();
     eprintln!(
         "replies: {said:#?}\ntainted after reading them: {}\nnext: {next:#?}\nPOST sent: {posted}\n\
          plan tainted: {}",
@@ -123,15 +128,15 @@ async fn holds_every_answer_taints_even_errors_and_empty_bodies() {
     )
     .await;
     for path in ["/api/500", "/api/204"] {
-        let session = s.keep.start_session(&s.alice, "fetcher").await.unwrap();
+        let session = s.keep.sessions().start(&s.alice, "fetcher").await.unwrap();
         let url = format!("http://127.0.0.1:{port}{path}");
         s.say(&s.alice, &session.id, fetch("GET", &url, "")).await;
-        let view = s.keep.session(&s.alice, &session.id).await.unwrap();
+        let view = s.keep.sessions().get(&s.alice, &session.id).await.unwrap();
         assert!(view.tainted, "{path} did not taint");
-        s.keep.stop_session(&s.alice, &session.id).await.unwrap();
+        s.keep.sessions().stop(&s.alice, &session.id).await.unwrap();
     }
     // A redirect loop: refused after 5 with no upstream text.
-    let session = s.keep.start_session(&s.alice, "fetcher").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "fetcher").await.unwrap();
     let url = format!("http://127.0.0.1:{port}/api/loop");
     let said = s.say(&s.alice, &session.id, fetch("GET", &url, "")).await;
     assert!(said[0].contains("redirect"), "{said:?}");
@@ -151,11 +156,18 @@ async fn holds_tainted_writes_are_refused_in_every_spelling() {
         ),
     )
     .await;
-    let session = s.keep.start_session(&s.alice, "fetcher").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "fetcher").await.unwrap();
     let url = |path: &str| format!("http://127.0.0.1:{port}{path}");
     s.say(&s.alice, &session.id, fetch("GET", &url("/api/read"), ""))
         .await;
-    assert!(s.keep.session(&s.alice, &session.id).await.unwrap().tainted);
+    assert!(
+        s.keep
+            .sessions()
+            .get(&s.alice, &session.id)
+            .await
+            .unwrap()
+            .tainted
+    );
     let before = upstream.hits();
     let mut steps = Vec::new();
     for method in [
@@ -200,10 +212,17 @@ async fn holds_a_tainted_session_sends_no_body_with_get_and_options() {
         ),
     )
     .await;
-    let session = s.keep.start_session(&s.alice, "fetcher").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "fetcher").await.unwrap();
     let url = format!("http://127.0.0.1:{port}/api/x");
     s.say(&s.alice, &session.id, fetch("GET", &url, "")).await;
-    assert!(s.keep.session(&s.alice, &session.id).await.unwrap().tainted);
+    assert!(
+        s.keep
+            .sessions()
+            .get(&s.alice, &session.id)
+            .await
+            .unwrap()
+            .tainted
+    );
     s.say(
         &s.alice,
         &session.id,
@@ -254,7 +273,7 @@ async fn attack_a_device_signature_rule_is_bypassed_by_other_spellings_of_its_pa
     .await;
     let url = |path: &str| format!("http://127.0.0.1:{port}{path}");
     // The plain spelling waits for a device decision, and nobody gives one.
-    let session = s.keep.start_session(&s.alice, "payer").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "payer").await.unwrap();
     let said = s
         .say(
             &s.alice,
@@ -264,11 +283,11 @@ async fn attack_a_device_signature_rule_is_bypassed_by_other_spellings_of_its_pa
         .await;
     assert!(said[0].contains("within 1 s"), "{said:?}");
     assert_eq!(upstream.hits(), 0);
-    s.keep.stop_session(&s.alice, &session.id).await.unwrap();
+    s.keep.sessions().stop(&s.alice, &session.id).await.unwrap();
     let mut bypassed = Vec::new();
     for spelling in PAY_SPELLINGS {
         // A fresh (untainted) session each time: an answer taints the one it reaches.
-        let session = s.keep.start_session(&s.alice, "payer").await.unwrap();
+        let session = s.keep.sessions().start(&s.alice, "payer").await.unwrap();
         let said = s
             .say(
                 &s.alice,
@@ -279,7 +298,7 @@ async fn attack_a_device_signature_rule_is_bypassed_by_other_spellings_of_its_pa
         if !said[0].contains("\"error\"") {
             bypassed.push(*spelling);
         }
-        s.keep.stop_session(&s.alice, &session.id).await.unwrap();
+        s.keep.sessions().stop(&s.alice, &session.id).await.unwrap();
     }
     eprintln!("sent without a device signature: {:?}", upstream.requests());
     assert!(
@@ -403,7 +422,7 @@ async fn holds_sessions_per_person_under_a_race() {
         let keep = s.keep.clone();
         let alice = s.alice.clone();
         starts.push(tokio::spawn(async move {
-            keep.start_session(&alice, "echo").await
+            keep.sessions().start(&alice, "echo").await
         }));
     }
     let mut started = 0;
@@ -417,7 +436,8 @@ async fn holds_sessions_per_person_under_a_race() {
     assert_eq!(s.free_slots(), free - SESSIONS_PER_USER_MAX);
     let live = s
         .keep
-        .sessions(&s.alice)
+        .sessions()
+        .list(&s.alice)
         .await
         .unwrap()
         .iter()
@@ -433,7 +453,7 @@ async fn holds_pending_per_kind_across_concurrent_sessions() {
         .await;
     let mut sends = Vec::new();
     for n in 0..SESSIONS_PER_USER_MAX {
-        let session = s.keep.start_session(&s.alice, "scripted").await.unwrap();
+        let session = s.keep.sessions().start(&s.alice, "scripted").await.unwrap();
         let steps: Vec<Value> = (0..20).map(|i| plan(&format!("{n}-{i}"))).collect();
         sends.push(s.spawn_say(&s.alice, &session.id, json!({"steps": steps})));
     }
@@ -449,7 +469,8 @@ async fn holds_pending_per_kind_across_concurrent_sessions() {
     }
     let pending = s
         .keep
-        .proposals(&s.alice, Some("plan"))
+        .proposals()
+        .list(&s.alice, Some("plan"))
         .await
         .unwrap()
         .len();
@@ -471,19 +492,20 @@ async fn holds_a_stop_during_an_approval_wait_frees_everything() {
     )
     .await;
     let free = s.free_slots();
-    let session = s.keep.start_session(&s.alice, "asker").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "asker").await.unwrap();
     let url = format!("http://127.0.0.1:{port}/api/x");
     let waiting = s.spawn_say(&s.alice, &session.id, fetch("GET", &url, ""));
     let ids = wait_for_approvals(&s.keep, &s.alice, 1).await;
-    let stopped = s.keep.stop_session(&s.alice, &session.id).await.unwrap();
+    let stopped = s.keep.sessions().stop(&s.alice, &session.id).await.unwrap();
     assert_eq!(stopped.end_reason.as_deref(), Some("stopped"));
     let error = waiting.await.unwrap().unwrap_err();
     assert_eq!(error.rule(), "conflict", "{error}");
     assert_eq!(s.free_slots(), free);
-    assert!(s.keep.approvals(&s.alice).await.unwrap().is_empty());
+    assert!(s.keep.approvals().list(&s.alice).await.unwrap().is_empty());
     let error = s
         .keep
-        .answer_approval(&s.alice, &ids[0], true, None)
+        .approvals()
+        .answer(&s.alice, &ids[0], true, None)
         .await
         .unwrap_err();
     assert_eq!(error.rule(), "not_found", "{error}");
@@ -491,12 +513,14 @@ async fn holds_a_stop_during_an_approval_wait_frees_everything() {
     // The stopped session takes no more messages, from its person or anyone.
     let error = s
         .keep
+        .sessions()
         .send_message(&s.alice, &session.id, "hi")
         .await
         .unwrap_err();
     assert_eq!(error.rule(), "conflict");
     let error = s
         .keep
+        .sessions()
         .send_message(&s.bob, &session.id, "hi")
         .await
         .unwrap_err();
@@ -516,14 +540,15 @@ async fn holds_an_approval_answered_after_its_timeout_lets_nothing_out() {
         ),
     )
     .await;
-    let session = s.keep.start_session(&s.alice, "asker").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "asker").await.unwrap();
     let url = format!("http://127.0.0.1:{port}/api/x");
     let waiting = s.spawn_say(&s.alice, &session.id, fetch("GET", &url, ""));
     let ids = wait_for_approvals(&s.keep, &s.alice, 1).await;
     tokio::time::sleep(Duration::from_millis(1500)).await;
     let error = s
         .keep
-        .answer_approval(&s.alice, &ids[0], true, None)
+        .approvals()
+        .answer(&s.alice, &ids[0], true, None)
         .await
         .unwrap_err();
     assert!(matches!(error.rule(), "not_found" | "conflict"), "{error}");
@@ -544,7 +569,7 @@ async fn holds_a_stopped_busy_cell_gives_its_only_slot_to_the_next() {
     )
     .await;
     for round in 0..5 {
-        let session = s.keep.start_session(&s.alice, "scripted").await.unwrap();
+        let session = s.keep.sessions().start(&s.alice, "scripted").await.unwrap();
         let busy = s.spawn_say(
             &s.alice,
             &session.id,
@@ -555,11 +580,11 @@ async fn holds_a_stopped_busy_cell_gives_its_only_slot_to_the_next() {
             },
         );
         tokio::time::sleep(Duration::from_millis(150)).await;
-        s.keep.stop_session(&s.alice, &session.id).await.unwrap();
+        s.keep.sessions().stop(&s.alice, &session.id).await.unwrap();
         assert_eq!(busy.await.unwrap().unwrap_err().rule(), "conflict");
         assert_eq!(s.free_slots(), 1, "round {round}");
     }
-    let next = s.keep.start_session(&s.alice, "scripted").await;
+    let next = s.keep.sessions().start(&s.alice, "scripted").await;
     assert!(next.is_ok(), "{next:?}");
 }
 
@@ -568,29 +593,42 @@ async fn holds_the_operator_has_no_session_routes() {
     let s = Sessions::start(Vec::new()).await;
     s.deploy(Guest::Echo, manifest("echo", json!({}))).await;
     let op = &s.host.operator;
-    let session = s.keep.start_session(&s.alice, "echo").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "echo").await.unwrap();
     let id = session.id.as_str();
     let rules = vec![
-        s.keep.start_session(op, "echo").await.unwrap_err().rule(),
-        s.keep.sessions(op).await.unwrap_err().rule(),
-        s.keep.session(op, id).await.unwrap_err().rule(),
-        s.keep.send_message(op, id, "hi").await.unwrap_err().rule(),
         s.keep
+            .sessions()
+            .start(op, "echo")
+            .await
+            .unwrap_err()
+            .rule(),
+        s.keep.sessions().list(op).await.unwrap_err().rule(),
+        s.keep.sessions().get(op, id).await.unwrap_err().rule(),
+        s.keep
+            .sessions()
+            .send_message(op, id, "hi")
+            .await
+            .unwrap_err()
+            .rule(),
+        s.keep
+            .sessions()
             .upload_file(op, id, "a", "b")
             .await
             .unwrap_err()
             .rule(),
-        s.keep.stop_session(op, id).await.unwrap_err().rule(),
-        s.keep.approvals(op).await.unwrap_err().rule(),
+        s.keep.sessions().stop(op, id).await.unwrap_err().rule(),
+        s.keep.approvals().list(op).await.unwrap_err().rule(),
         s.keep
-            .answer_approval(op, "ea-1", true, None)
+            .approvals()
+            .answer(op, "ea-1", true, None)
             .await
             .unwrap_err()
             .rule(),
-        s.keep.proposals(op, None).await.unwrap_err().rule(),
-        s.keep.proposal(op, "kp-1").await.unwrap_err().rule(),
+        s.keep.proposals().list(op, None).await.unwrap_err().rule(),
+        s.keep.proposals().get(op, "kp-1").await.unwrap_err().rule(),
         s.keep
-            .decide_proposal(op, "kp-1", true, true)
+            .proposals()
+            .decide(op, "kp-1", true, true)
             .await
             .unwrap_err()
             .rule(),
@@ -599,11 +637,12 @@ async fn holds_the_operator_has_no_session_routes() {
     // Bob: every one of Alice's ids reads as one that does not exist.
     let bob = &s.bob;
     assert_eq!(
-        s.keep.session(bob, id).await.unwrap_err().rule(),
+        s.keep.sessions().get(bob, id).await.unwrap_err().rule(),
         "not_found"
     );
     assert_eq!(
         s.keep
+            .sessions()
             .upload_file(bob, id, "a", "b")
             .await
             .unwrap_err()
@@ -611,11 +650,11 @@ async fn holds_the_operator_has_no_session_routes() {
         "not_found"
     );
     assert_eq!(
-        s.keep.stop_session(bob, id).await.unwrap_err().rule(),
+        s.keep.sessions().stop(bob, id).await.unwrap_err().rule(),
         "not_found"
     );
-    assert!(s.keep.session(&s.alice, id).await.unwrap().live);
-    assert!(!s.keep.session(&s.alice, id).await.unwrap().tainted);
+    assert!(s.keep.sessions().get(&s.alice, id).await.unwrap().live);
+    assert!(!s.keep.sessions().get(&s.alice, id).await.unwrap().tainted);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -640,6 +679,7 @@ async fn holds_a_device_decision_approves_only_its_own_use_for_its_own_person() 
     let alice_device = KeyPair::generate(&OsRandom).unwrap();
     let code = s
         .keep
+        .devices()
         .enrol_code(&s.host.operator, "alice", 600)
         .await
         .unwrap();
@@ -650,6 +690,7 @@ async fn holds_a_device_decision_approves_only_its_own_use_for_its_own_person() 
     let bob_device = KeyPair::generate(&OsRandom).unwrap();
     let code = s
         .keep
+        .devices()
         .enrol_code(&s.host.operator, "bob", 600)
         .await
         .unwrap();
@@ -657,14 +698,14 @@ async fn holds_a_device_decision_approves_only_its_own_use_for_its_own_person() 
         .enrol(&s.bob, &bob_device, "bob", EnrolProof::Code(code))
         .await
         .unwrap();
-    let one = s.keep.start_session(&s.alice, "payer").await.unwrap();
-    let two = s.keep.start_session(&s.alice, "payer").await.unwrap();
+    let one = s.keep.sessions().start(&s.alice, "payer").await.unwrap();
+    let two = s.keep.sessions().start(&s.alice, "payer").await.unwrap();
     let url = |path: &str| format!("http://127.0.0.1:{port}{path}");
     let first = s.spawn_say(&s.alice, &one.id, fetch("POST", &url("/api/pay/1"), "one"));
     wait_for_approvals(&s.keep, &s.alice, 1).await;
     let second = s.spawn_say(&s.alice, &two.id, fetch("POST", &url("/api/pay/2"), "two"));
     wait_for_approvals(&s.keep, &s.alice, 2).await;
-    let listed = s.keep.approvals(&s.alice).await.unwrap();
+    let listed = s.keep.approvals().list(&s.alice).await.unwrap();
     let (a, b) = (&listed[0], &listed[1]);
     assert_ne!(a.waiting.hashes, b.waiting.hashes);
     let refused = |error: imurun_keep::KeepError| {
@@ -695,14 +736,15 @@ async fn holds_a_device_decision_approves_only_its_own_use_for_its_own_person() 
     ] {
         refused(
             s.keep
-                .answer_approval(who, &b.id, true, Some(&decision))
+                .approvals()
+                .answer(who, &b.id, true, Some(&decision))
                 .await
                 .unwrap_err(),
         );
     }
     // The refusal of a decision signed by Bob's device for Alice names that key, unverified:
     // it is not one of Alice's devices.
-    let journal = s.keep.journal(&s.alice).await.unwrap();
+    let journal = s.keep.journal().list(&s.alice).await.unwrap();
     let attempts: Vec<&Value> = journal
         .iter()
         .filter(|entry| entry.detail["action"] == "approve_egress")
@@ -728,35 +770,40 @@ async fn holds_a_device_decision_approves_only_its_own_use_for_its_own_person() 
     };
     refused(
         s.keep
-            .answer_approval(&s.alice, &b.id, true, Some(&flipped))
+            .approvals()
+            .answer(&s.alice, &b.id, true, Some(&flipped))
             .await
             .unwrap_err(),
     );
     // A plain approval, then the right one for A, then its replay.
     refused(
         s.keep
-            .answer_approval(&s.alice, &b.id, true, None)
+            .approvals()
+            .answer(&s.alice, &b.id, true, None)
             .await
             .unwrap_err(),
     );
     assert_eq!(upstream.hits(), 0);
     assert_eq!(
-        s.keep.approvals(&s.alice).await.unwrap().len(),
+        s.keep.approvals().list(&s.alice).await.unwrap().len(),
         2,
         "refusals put them back"
     );
     s.keep
-        .answer_approval(&s.alice, &a.id, true, Some(&for_a))
+        .approvals()
+        .answer(&s.alice, &a.id, true, Some(&for_a))
         .await
         .unwrap();
     refused(
         s.keep
-            .answer_approval(&s.alice, &a.id, true, Some(&for_a))
+            .approvals()
+            .answer(&s.alice, &a.id, true, Some(&for_a))
             .await
             .unwrap_err(),
     );
     s.keep
-        .answer_approval(&s.alice, &b.id, false, None)
+        .approvals()
+        .answer(&s.alice, &b.id, false, None)
         .await
         .unwrap();
     let first = first.await.unwrap().unwrap();
@@ -782,8 +829,8 @@ async fn holds_kinds_and_grants_of_emits() {
         manifest("reader", json!({"memory": "read"})),
     )
     .await;
-    let plain = s.keep.start_session(&s.alice, "plain").await.unwrap();
-    let reader = s.keep.start_session(&s.alice, "reader").await.unwrap();
+    let plain = s.keep.sessions().start(&s.alice, "plain").await.unwrap();
+    let reader = s.keep.sessions().start(&s.alice, "reader").await.unwrap();
     let emit = |kind: &str, payload: Value| {
         let mut event = payload;
         event["type"] = json!(kind);
@@ -809,7 +856,14 @@ async fn holds_kinds_and_grants_of_emits() {
         let said = s.say(&s.alice, session, emit(kind, payload)).await;
         assert!(said[0].starts_with("refused:"), "{kind}: {said:?}");
     }
-    assert!(s.keep.proposals(&s.alice, None).await.unwrap().is_empty());
+    assert!(
+        s.keep
+            .proposals()
+            .list(&s.alice, None)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     // A component importing memory under a manifest without it does not start.
     s.deploy(
         Guest::ScriptedFull,
@@ -820,7 +874,12 @@ async fn holds_kinds_and_grants_of_emits() {
         ),
     )
     .await;
-    let error = s.keep.start_session(&s.alice, "nomem").await.unwrap_err();
+    let error = s
+        .keep
+        .sessions()
+        .start(&s.alice, "nomem")
+        .await
+        .unwrap_err();
     assert_eq!(error.rule(), "not_granted", "{error}");
 }
 
@@ -994,7 +1053,7 @@ async fn attack_refused_emits_carry_raw_bidi_into_events_and_the_journal() {
     let s = Sessions::start(Vec::new()).await;
     s.deploy(Guest::Scripted, manifest("scripted", json!({})))
         .await;
-    let session = s.keep.start_session(&s.alice, "scripted").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "scripted").await.unwrap();
     let said = s
         .say(
             &s.alice,
@@ -1016,7 +1075,8 @@ async fn attack_refused_emits_carry_raw_bidi_into_events_and_the_journal() {
         .collect();
     let journal: Vec<String> = s
         .keep
-        .journal(&s.host.operator)
+        .journal()
+        .list(&s.host.operator)
         .await
         .unwrap()
         .into_iter()
@@ -1039,11 +1099,12 @@ async fn attack_proposal_decided_has_no_session_id() {
     let s = Sessions::start(Vec::new()).await;
     s.deploy(Guest::Scripted, manifest("scripted", json!({})))
         .await;
-    let session = s.keep.start_session(&s.alice, "scripted").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "scripted").await.unwrap();
     s.say(&s.alice, &session.id, plan("p")).await;
-    let listed = s.keep.proposals(&s.alice, None).await.unwrap();
+    let listed = s.keep.proposals().list(&s.alice, None).await.unwrap();
     s.keep
-        .decide_proposal(&s.alice, &listed[0].id, false, false)
+        .proposals()
+        .decide(&s.alice, &listed[0].id, false, false)
         .await
         .unwrap();
     let missing: Vec<Value> = s
@@ -1063,7 +1124,7 @@ async fn holds_a_looping_refused_door_writes_at_most_65_journal_entries() {
     let s = Sessions::start(Vec::new()).await;
     s.deploy(Guest::Scripted, manifest("scripted", json!({})))
         .await;
-    let session = s.keep.start_session(&s.alice, "scripted").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "scripted").await.unwrap();
     for _ in 0..3 {
         let steps: Vec<Value> = (0..60)
             .map(|n| json!({"emit": {"type": format!("nope-{n}"), "x": 1}}))
@@ -1073,7 +1134,8 @@ async fn holds_a_looping_refused_door_writes_at_most_65_journal_entries() {
     let subject = format!("session:{}", session.id);
     let written = s
         .keep
-        .journal(&s.host.operator)
+        .journal()
+        .list(&s.host.operator)
         .await
         .unwrap()
         .into_iter()
@@ -1093,7 +1155,7 @@ async fn holds_events_carry_agent_text_bounded() {
         ),
     )
     .await;
-    let session = s.keep.start_session(&s.alice, "fetcher").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "fetcher").await.unwrap();
     let long = format!("http://127.0.0.1:9/api/{}", "a".repeat(60_000));
     let method = "M".repeat(1000);
     s.say(

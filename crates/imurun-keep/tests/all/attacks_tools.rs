@@ -25,14 +25,20 @@ async fn deploy_version(
     extra: Value,
     confirm: bool,
 ) {
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b
         .propose_in(&session.id, guest, tool(name, version, extra))
         .await;
     assert_eq!(said, "emitted", "{name}");
     let review =
         b.s.keep
-            .tool_proposals(&b.s.alice)
+            .tool_proposals()
+            .list(&b.s.alice)
             .await
             .unwrap()
             .into_iter()
@@ -50,7 +56,8 @@ fn reader_manifest(port: u16) -> Value {
 async fn put_ceiling(b: &Bench, document: Value) {
     let envelope = Signed::sign(&document, &b.s.host.policy).unwrap();
     b.s.keep
-        .put_ceiling(&b.s.host.operator, "alice", &envelope)
+        .ceilings()
+        .put(&b.s.host.operator, "alice", &envelope)
         .await
         .unwrap();
 }
@@ -69,7 +76,12 @@ async fn attack_ceiling_lowered_after_deploy_still_lets_the_tool_out() {
     let port = b.upstream.port;
     deploy_tool(&b, Guest::FetchTool, "reader", reader_manifest(port), false).await;
     let url = format!("http://127.0.0.1:{port}/api/page");
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b.call(&session.id, "reader", json!({"url": url})).await;
     assert!(said.contains("\"status\":200"), "baseline: {said}");
     let hits_before = b.upstream.hits();
@@ -83,7 +95,12 @@ async fn attack_ceiling_lowered_after_deploy_still_lets_the_tool_out() {
         }),
     )
     .await;
-    let fresh = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let fresh =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b.call(&fresh.id, "reader", json!({"url": url})).await;
     assert_eq!(
         b.upstream.hits(),
@@ -110,11 +127,21 @@ async fn attack_ceiling_expired_after_deploy_still_lets_the_tool_out() {
     deploy_tool(&b, Guest::FetchTool, "reader", reader_manifest(port), false).await;
     b.s.host.advance(400);
     assert_eq!(
-        b.s.keep.tool(&b.s.alice, "reader").await.unwrap().name,
+        b.s.keep
+            .tools()
+            .get(&b.s.alice, "reader")
+            .await
+            .unwrap()
+            .name,
         "reader"
     );
     let url = format!("http://127.0.0.1:{port}/api/page");
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b.call(&session.id, "reader", json!({"url": url})).await;
     assert_eq!(
         b.upstream.hits(),
@@ -134,8 +161,13 @@ async fn attack_ceiling_expired_after_deploy_still_lets_the_tool_out() {
 async fn attack_db_cleared_revoked_at_brings_a_revoked_tool_back() {
     let b = Bench::start().await;
     deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
-    b.s.keep.revoke_tool(&b.s.alice, "echo").await.unwrap();
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    b.s.keep.tools().revoke(&b.s.alice, "echo").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b.call(&session.id, "echo", json!({"n": 1})).await;
     assert!(said.starts_with("refused: no tool named"), "{said}");
     let pool = pool(&b.s.host).await;
@@ -180,7 +212,7 @@ async fn attack_db_flipped_proposal_taint_deploys_without_confirm_and_without_as
     let decided = b
         .decide(&review, DecisionKind::ApproveProposal, false)
         .await;
-    let deployed = s.keep.tool(&s.alice, "reader").await;
+    let deployed = s.keep.tools().get(&s.alice, "reader").await;
     assert!(
         decided.is_err() && deployed.is_err(),
         "a tainted session's proposal deployed without confirm_tainted, egress {:?}",
@@ -200,7 +232,12 @@ async fn attack_db_swapped_tool_bundle_does_not_run() {
         .execute(&pool)
         .await
         .unwrap();
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b.call(&session.id, "keys", json!({"n": 3})).await;
     assert!(!said.contains("\"echo\""), "swapped code ran: {said}");
 }
@@ -218,7 +255,12 @@ async fn attack_db_edited_tool_manifest_or_taint_does_not_run() {
         "UPDATE keep_tools SET taint_cleared = '{}'",
         "UPDATE keep_tools SET tainted = 1",
     ];
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     for edit in edits {
         let saved: (String, i64, Option<String>) =
             sqlx::query_as("SELECT manifest, tainted, taint_cleared FROM keep_tools")
@@ -256,7 +298,12 @@ async fn attack_tool_calls_bypass_the_per_session_refusal_journal_bound() {
     let b = Bench::start().await;
     let port = b.upstream.port;
     deploy_tool(&b, Guest::FetchTool, "reader", reader_manifest(port), false).await;
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let url = format!("http://127.0.0.1:{port}/outside");
     let step = json!({"tool": {"name": "reader", "args": {"url": url}}});
     for _ in 0..8 {
@@ -264,7 +311,7 @@ async fn attack_tool_calls_bypass_the_per_session_refusal_journal_bound() {
         b.s.say(&b.s.alice, &session.id, json!({"steps": steps}))
             .await;
     }
-    let journal = b.s.keep.journal(&b.s.host.operator).await.unwrap();
+    let journal = b.s.keep.journal().list(&b.s.host.operator).await.unwrap();
     let refusals = journal
         .iter()
         .filter(|entry| entry.kind == "refusal" && entry.detail["session"] == session.id)
@@ -300,7 +347,7 @@ async fn attack_a_proposed_tool_takes_a_host_tools_name_and_shadows_it() {
         ),
     )
     .await;
-    let full = s.keep.start_session(&s.alice, "full").await.unwrap();
+    let full = s.keep.sessions().start(&s.alice, "full").await.unwrap();
     let said = b.call(&full.id, "search", json!({})).await;
     assert_eq!(said, "a page from outside", "baseline");
     let said = b
@@ -316,9 +363,15 @@ async fn attack_a_proposed_tool_takes_a_host_tools_name_and_shadows_it() {
     b.decide(&review, DecisionKind::ApproveProposal, false)
         .await
         .unwrap();
-    let fresh = s.keep.start_session(&s.alice, "full").await.unwrap();
+    let fresh = s.keep.sessions().start(&s.alice, "full").await.unwrap();
     let said = b.call(&fresh.id, "search", json!({"q": "x"})).await;
-    let tainted = s.keep.session(&s.alice, &fresh.id).await.unwrap().tainted;
+    let tainted = s
+        .keep
+        .sessions()
+        .get(&s.alice, &fresh.id)
+        .await
+        .unwrap()
+        .tainted;
     panic!(
         "a tool named like one of the host's own tools was accepted and now answers the \
          host tool's calls: `search` said {said:?}, session tainted: {tainted}"
@@ -365,7 +418,8 @@ async fn attack_names_with_namespaces_case_and_look_alikes_are_refused() {
     }
     assert!(
         b.s.keep
-            .tool_proposals(&b.s.alice)
+            .tool_proposals()
+            .list(&b.s.alice)
             .await
             .unwrap()
             .is_empty()
@@ -399,7 +453,7 @@ async fn attack_the_host_itself_in_other_spellings_is_refused_at_intake() {
         ),
     )
     .await;
-    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let bundle = {
         use base64::Engine;
         base64::engine::general_purpose::STANDARD.encode(Guest::FetchTool.bytes())
@@ -443,11 +497,12 @@ async fn attack_the_host_itself_in_other_spellings_is_refused_at_intake() {
             accepted.push(host);
         }
         // Keep the pending count low.
-        for review in s.keep.tool_proposals(&s.alice).await.unwrap() {
+        for review in s.keep.tool_proposals().list(&s.alice).await.unwrap() {
             if review.state == "pending" {
                 let deny = decision(&device, "alice", &review, DecisionKind::DenyProposal, false);
                 s.keep
-                    .decide_tool_proposal(&s.alice, &review.id, &deny)
+                    .tool_proposals()
+                    .decide(&s.alice, &review.id, &deny)
                     .await
                     .unwrap();
             }
@@ -474,10 +529,17 @@ async fn attack_tainted_session_tool_call_cannot_write_and_taint_propagates() {
     deploy_tool(&b, Guest::FetchTool, "reader", reader_manifest(port), false).await;
     let url = format!("http://127.0.0.1:{port}/api/page");
     // Propagation: the tool reads from outside, the session is tainted.
-    let clean = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let clean = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let said = b.call(&clean.id, "reader", json!({"url": url})).await;
     assert!(said.contains("\"status\":200"), "{said}");
-    assert!(s.keep.session(&s.alice, &clean.id).await.unwrap().tainted);
+    assert!(
+        s.keep
+            .sessions()
+            .get(&s.alice, &clean.id)
+            .await
+            .unwrap()
+            .tainted
+    );
     // The same (now tainted) session asks its tool to POST.
     let hits = b.upstream.hits();
     let said = b
@@ -657,20 +719,33 @@ async fn holds_deleting_the_newest_row_does_not_roll_a_tool_back() {
     let b = Bench::start().await;
     deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
     deploy_version(&b, Guest::FetchTool, ("echo", 2), json!({}), false).await;
-    assert_eq!(b.s.keep.tool(&b.s.alice, "echo").await.unwrap().version, 2);
+    assert_eq!(
+        b.s.keep
+            .tools()
+            .get(&b.s.alice, "echo")
+            .await
+            .unwrap()
+            .version,
+        2
+    );
     edit(
         &b,
         "DELETE FROM keep_tools WHERE name = 'echo' AND version = 2",
     )
     .await;
-    let shown = b.s.keep.tool(&b.s.alice, "echo").await.unwrap();
+    let shown = b.s.keep.tools().get(&b.s.alice, "echo").await.unwrap();
     assert_eq!(shown.version, 1);
     let refused = shown.refused.expect("an older row is refused");
     assert!(
         refused.contains("rolled back") || refused.contains("version"),
         "{refused}"
     );
-    let fresh = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let fresh =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b.call(&fresh.id, "echo", json!({"n": 3})).await;
     assert!(
         !said.contains("\"n\":3"),
@@ -685,14 +760,19 @@ async fn holds_deleting_the_newest_row_does_not_roll_a_tool_back() {
 async fn holds_a_revoke_of_a_row_whose_version_was_lowered() {
     let b = Bench::start().await;
     deploy_tool(&b, Guest::PureTool, "kept", json!({}), false).await;
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b.call(&session.id, "kept", json!({"n": 1})).await;
     assert!(
         said.contains("\"n\":1"),
         "the tool runs before the edits: {said}"
     );
     edit(&b, "UPDATE keep_tools SET version = 0 WHERE name = 'kept'").await;
-    b.s.keep.revoke_tool(&b.s.alice, "kept").await.unwrap();
+    b.s.keep.tools().revoke(&b.s.alice, "kept").await.unwrap();
     // The row and the database's marks put back: only the mark outside it remains.
     edit(
         &b,
@@ -700,7 +780,12 @@ async fn holds_a_revoke_of_a_row_whose_version_was_lowered() {
     )
     .await;
     edit(&b, "DELETE FROM keep_versions WHERE kind = 'tool_revoked'").await;
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b.call(&session.id, "kept", json!({})).await;
     assert!(said.starts_with("refused: no tool named"), "{said}");
 }
@@ -714,7 +799,12 @@ async fn holds_a_revoke_the_database_said_was_done_survives_the_database_undone(
     let b = Bench::start().await;
     deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
     deploy_tool(&b, Guest::PureTool, "gone", json!({}), false).await;
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b.call(&session.id, "gone", json!({"n": 1})).await;
     assert!(
         said.contains("\"n\":1"),
@@ -731,9 +821,19 @@ async fn holds_a_revoke_the_database_said_was_done_survives_the_database_undone(
     )
     .await;
     edit(&b, "DELETE FROM keep_tools WHERE name = 'gone'").await;
-    let error = b.s.keep.revoke_tool(&b.s.alice, "echo").await.unwrap_err();
+    let error =
+        b.s.keep
+            .tools()
+            .revoke(&b.s.alice, "echo")
+            .await
+            .unwrap_err();
     assert_eq!(error.rule(), "conflict", "{error}");
-    let error = b.s.keep.revoke_tool(&b.s.alice, "gone").await.unwrap_err();
+    let error =
+        b.s.keep
+            .tools()
+            .revoke(&b.s.alice, "gone")
+            .await
+            .unwrap_err();
     assert_eq!(error.rule(), "not_found", "{error}");
     // Everything undone in the database, its marks included: only the file remains.
     edit(
@@ -751,12 +851,12 @@ async fn holds_a_revoke_the_database_said_was_done_survives_the_database_undone(
         let said = b.call(&session.id, name, json!({"n": 2})).await;
         assert!(said.starts_with("refused: no tool named"), "{name}: {said}");
         // Shown as what it is: refused, with no taint to clear.
-        let shown = b.s.keep.tool(&b.s.alice, name).await.unwrap();
+        let shown = b.s.keep.tools().get(&b.s.alice, name).await.unwrap();
         let refused = shown.refused.clone().expect("shown refused");
         assert!(refused.contains("revoked"), "{name}: {refused}");
         assert!(shown.clear_taint.is_none(), "{name}: {shown:?}");
     }
-    let journal = b.s.keep.journal(&b.s.host.operator).await.unwrap();
+    let journal = b.s.keep.journal().list(&b.s.host.operator).await.unwrap();
     for name in ["echo", "gone"] {
         let subject = format!("tool:u/alice/{name}");
         assert!(
@@ -769,7 +869,12 @@ async fn holds_a_revoke_the_database_said_was_done_survives_the_database_undone(
     let told = events_of(&b.s, "alice", "tool.revoked");
     assert_eq!(told.len(), 2, "tool.revoked events: {told:?}");
     // A name never deployed is simply not found, and leaves nothing behind.
-    let error = b.s.keep.revoke_tool(&b.s.alice, "never").await.unwrap_err();
+    let error =
+        b.s.keep
+            .tools()
+            .revoke(&b.s.alice, "never")
+            .await
+            .unwrap_err();
     assert_eq!(error.rule(), "not_found", "{error}");
     assert_eq!(events_of(&b.s, "alice", "tool.revoked").len(), 2);
 }
@@ -787,10 +892,15 @@ async fn holds_a_rollback_with_the_database_mark_deleted_too() {
     )
     .await;
     edit(&b, "DELETE FROM keep_versions WHERE kind = 'tool'").await;
-    let shown = b.s.keep.tool(&b.s.alice, "echo").await.unwrap();
+    let shown = b.s.keep.tools().get(&b.s.alice, "echo").await.unwrap();
     assert_eq!(shown.version, 1);
     assert!(shown.refused.is_some(), "{shown:?}");
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b.call(&session.id, "echo", json!({"n": 3})).await;
     assert!(!said.contains("\"n\":3"), "{said}");
 }
@@ -808,7 +918,7 @@ async fn holds_a_database_mark_raised_before_a_revoke_does_not_burn_the_name() {
          WHERE kind = 'tool' AND subject = 'alice/echo'",
     )
     .await;
-    b.s.keep.revoke_tool(&b.s.alice, "echo").await.unwrap();
+    b.s.keep.tools().revoke(&b.s.alice, "echo").await.unwrap();
     // The operator puts the database's marks back (a restore, or by hand).
     edit(
         &b,
@@ -816,9 +926,14 @@ async fn holds_a_database_mark_raised_before_a_revoke_does_not_burn_the_name() {
     )
     .await;
     deploy_version(&b, Guest::PureTool, ("echo", 2), json!({}), false).await;
-    let shown = b.s.keep.tool(&b.s.alice, "echo").await.unwrap();
+    let shown = b.s.keep.tools().get(&b.s.alice, "echo").await.unwrap();
     assert_eq!((shown.version, shown.refused.as_deref()), (2, None));
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b.call(&session.id, "echo", json!({"n": 2})).await;
     assert!(
         said.contains("\"n\":2"),
@@ -836,7 +951,7 @@ async fn holds_a_revoke_dropped_after_its_commit_still_marks_the_tool() {
     deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
     let pool = pool(&b.s.host).await;
     {
-        let mut revoke = std::pin::pin!(b.s.keep.revoke_tool(&b.s.alice, "echo"));
+        let mut revoke = std::pin::pin!(b.s.keep.tools().revoke(&b.s.alice, "echo"));
         loop {
             let done = std::future::poll_fn(|cx| {
                 std::task::Poll::Ready(revoke.as_mut().poll(cx).is_ready())
@@ -866,7 +981,12 @@ async fn holds_a_revoke_dropped_after_its_commit_still_marks_the_tool() {
     )
     .await;
     edit(&b, "DELETE FROM keep_versions WHERE kind = 'tool_revoked'").await;
-    let session = b.s.keep.start_session(&b.s.alice, "maker").await.unwrap();
+    let session =
+        b.s.keep
+            .sessions()
+            .start(&b.s.alice, "maker")
+            .await
+            .unwrap();
     let said = b.call(&session.id, "echo", json!({"n": 2})).await;
     assert!(
         !said.contains("\"n\":2"),
@@ -882,10 +1002,10 @@ async fn holds_a_revoke_whose_write_fails_still_marks_the_tool() {
     let b = Bench::start().await;
     deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
     edit(&b, "UPDATE keep_journal_head SET seq = 1 WHERE one = 1").await;
-    assert!(b.s.keep.revoke_tool(&b.s.alice, "echo").await.is_err());
+    assert!(b.s.keep.tools().revoke(&b.s.alice, "echo").await.is_err());
     // The view reads the marks as a call does (starting a session would journal, which the
     // edited head refuses).
-    let shown = b.s.keep.tool(&b.s.alice, "echo").await.unwrap();
+    let shown = b.s.keep.tools().get(&b.s.alice, "echo").await.unwrap();
     assert!(shown.revoked_at_ms.is_none(), "the database took no revoke");
     let refused = shown.refused.expect("shown refused");
     assert!(refused.contains("revoked"), "{refused}");

@@ -32,19 +32,33 @@ async fn an_answer_to_a_use_waiting_on_a_gone_host_is_refused() {
             now_ms + 60_000
         ));
     }
-    let listed = s.keep.approvals(&s.alice).await.unwrap();
+    let listed = s.keep.approvals().list(&s.alice).await.unwrap();
     assert_eq!(listed.len(), 2, "{listed:?}");
-    let before = s.host.keep.journal(&s.host.operator).await.unwrap().len();
+    let before = s
+        .host
+        .keep
+        .journal()
+        .list(&s.host.operator)
+        .await
+        .unwrap()
+        .len();
     let answered = s
         .keep
-        .answer_approval(&s.alice, "ea-gone", true, None)
+        .approvals()
+        .answer(&s.alice, "ea-gone", true, None)
         .await;
     assert!(
         matches!(answered, Err(imurun_keep::KeepError::Conflict(_))),
         "{answered:?}"
     );
     assert_eq!(
-        s.host.keep.journal(&s.host.operator).await.unwrap().len(),
+        s.host
+            .keep
+            .journal()
+            .list(&s.host.operator)
+            .await
+            .unwrap()
+            .len(),
         before,
         "nothing journaled"
     );
@@ -53,7 +67,8 @@ async fn an_answer_to_a_use_waiting_on_a_gone_host_is_refused() {
         "waiting"
     );
     s.keep
-        .answer_approval(&s.alice, "ea-live", true, None)
+        .approvals()
+        .answer(&s.alice, "ea-live", true, None)
         .await
         .expect("a live host's use is answered");
     assert_eq!(
@@ -61,7 +76,13 @@ async fn an_answer_to_a_use_waiting_on_a_gone_host_is_refused() {
         "approved"
     );
     assert_eq!(
-        s.host.keep.journal(&s.host.operator).await.unwrap().len(),
+        s.host
+            .keep
+            .journal()
+            .list(&s.host.operator)
+            .await
+            .unwrap()
+            .len(),
         before + 1
     );
 }

@@ -24,23 +24,27 @@ async fn user_tokens_cannot_use_operator_operations() {
     let (alice, _) = host.user("alice").await;
     let request = host.deploy_request(&Host::manifest("helper", 1), 1);
     assert_eq!(
-        rule_of(host.keep.deploy(&alice, request).await),
+        rule_of(host.keep.agents().deploy(&alice, request).await),
         "forbidden"
     );
     assert_eq!(
         rule_of(
             host.keep
-                .put_ceiling(&alice, "alice", &host.ceiling("alice", 1))
+                .ceilings()
+                .put(&alice, "alice", &host.ceiling("alice", 1))
                 .await
         ),
         "forbidden"
     );
     assert_eq!(
-        rule_of(host.keep.enrol_code(&alice, "alice", 60).await),
+        rule_of(host.keep.devices().enrol_code(&alice, "alice", 60).await),
         "forbidden"
     );
-    assert_eq!(rule_of(host.keep.agents(&alice).await), "forbidden");
-    assert_eq!(rule_of(host.keep.trust_root(&alice).await), "forbidden");
+    assert_eq!(rule_of(host.keep.agents().list(&alice).await), "forbidden");
+    assert_eq!(
+        rule_of(host.keep.trust_roots().view(&alice).await),
+        "forbidden"
+    );
 }
 
 #[tokio::test]
@@ -49,6 +53,7 @@ async fn deploys_are_checked_and_refusals_journaled() {
     let manifest = Host::manifest("helper", 2);
     let deployed = host
         .keep
+        .agents()
         .deploy(&host.operator, host.deploy_request(&manifest, 1))
         .await
         .expect("deploy");
@@ -58,6 +63,7 @@ async fn deploys_are_checked_and_refusals_journaled() {
     // Same version again, and a lower one: rolled back.
     let again = host
         .keep
+        .agents()
         .deploy(&host.operator, host.deploy_request(&manifest, 2))
         .await;
     assert_eq!(rule_of(again), "rolled_back");
@@ -68,6 +74,7 @@ async fn deploys_are_checked_and_refusals_journaled() {
     );
     let lower = host
         .keep
+        .agents()
         .deploy(
             &host.operator,
             host.deploy_request(&Host::manifest("helper", 1), 2),
@@ -80,19 +87,19 @@ async fn deploys_are_checked_and_refusals_journaled() {
     let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
     request.bundle_signature = imurun_keep::trust::sign_bundle(&request.bundle, &stranger);
     assert_eq!(
-        rule_of(host.keep.deploy(&host.operator, request).await),
+        rule_of(host.keep.agents().deploy(&host.operator, request).await),
         "untrusted_key"
     );
     let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
     request.bundle_signature = imurun_keep::trust::sign_bundle(&request.bundle, &host.policy);
     assert_eq!(
-        rule_of(host.keep.deploy(&host.operator, request).await),
+        rule_of(host.keep.agents().deploy(&host.operator, request).await),
         "untrusted_key"
     );
     let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
     request.bundle[20] ^= 1;
     assert_eq!(
-        rule_of(host.keep.deploy(&host.operator, request).await),
+        rule_of(host.keep.agents().deploy(&host.operator, request).await),
         "bad_signature"
     );
 
@@ -100,25 +107,25 @@ async fn deploys_are_checked_and_refusals_journaled() {
     let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
     request.policy = host.policy_for(&Host::manifest("helper", 3), &request.bundle, &stranger);
     assert_eq!(
-        rule_of(host.keep.deploy(&host.operator, request).await),
+        rule_of(host.keep.agents().deploy(&host.operator, request).await),
         "untrusted_key"
     );
     let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
     request.policy = host.policy_for(&Host::manifest("helper", 3), &request.bundle, &host.signer);
     assert_eq!(
-        rule_of(host.keep.deploy(&host.operator, request).await),
+        rule_of(host.keep.agents().deploy(&host.operator, request).await),
         "untrusted_key"
     );
     let mut request = host.deploy_request(&Host::manifest("helper", 3), 3);
     request.policy.signed["manifest"]["model_socket"] = json!(true);
     assert_eq!(
-        rule_of(host.keep.deploy(&host.operator, request).await),
+        rule_of(host.keep.agents().deploy(&host.operator, request).await),
         "bad_signature"
     );
     let request = host.deploy_request(&Host::manifest("helper", 3), 3);
     host.advance(86_400);
     assert_eq!(
-        rule_of(host.keep.deploy(&host.operator, request).await),
+        rule_of(host.keep.agents().deploy(&host.operator, request).await),
         "expired"
     );
 
@@ -126,13 +133,14 @@ async fn deploys_are_checked_and_refusals_journaled() {
     let mut request = host.deploy_request(&Host::manifest("other", 1), 3);
     request.bundle = b"\0asm\x01\0\0\0core".to_vec();
     assert_eq!(
-        rule_of(host.keep.deploy(&host.operator, request).await),
+        rule_of(host.keep.agents().deploy(&host.operator, request).await),
         "invalid"
     );
 
     let refusals = host
         .keep
-        .journal(&host.operator)
+        .journal()
+        .list(&host.operator)
         .await
         .expect("journal")
         .into_iter()
@@ -149,29 +157,34 @@ async fn a_credential_missing_from_the_vault_refuses_the_deploy() {
     manifest["credentials"] = json!([{"name": "mail_key", "bind": {"host": "api.example.com", "port": 443, "methods": ["POST"], "path_prefix": "/send"}, "header": "Authorization"}]);
     let refused = host
         .keep
+        .agents()
         .deploy(&host.operator, host.deploy_request(&manifest, 1))
         .await;
     assert_eq!(rule_of(refused), "missing_credential");
     // A user's entry of that name is not the operator's.
     let (alice, _) = host.user("alice").await;
     host.keep
-        .put_credential(&alice, "mail_key", b"alice-secret")
+        .vault()
+        .put(&alice, "mail_key", b"alice-secret")
         .await
         .expect("put");
     assert_eq!(
         rule_of(
             host.keep
+                .agents()
                 .deploy(&host.operator, host.deploy_request(&manifest, 1))
                 .await
         ),
         "missing_credential"
     );
     host.keep
-        .put_credential(&host.operator, "mail_key", b"operator-secret")
+        .vault()
+        .put(&host.operator, "mail_key", b"operator-secret")
         .await
         .expect("put");
     let deployed = host
         .keep
+        .agents()
         .deploy(&host.operator, host.deploy_request(&manifest, 1))
         .await
         .expect("deploy");
@@ -183,7 +196,12 @@ async fn ceilings_are_versioned_per_user_and_private() {
     let host = Host::new().await;
     let (alice, _) = host.user("alice").await;
     let (bob, _) = host.user("bob").await;
-    let view = host.keep.ceiling(&alice, "alice").await.expect("empty");
+    let view = host
+        .keep
+        .ceilings()
+        .get(&alice, "alice")
+        .await
+        .expect("empty");
     assert_eq!(
         (view.ceiling.version, view.empty_because.as_deref()),
         (0, Some("none set"))
@@ -195,12 +213,14 @@ async fn ceilings_are_versioned_per_user_and_private() {
     );
 
     host.keep
-        .put_ceiling(&host.operator, "alice", &host.ceiling("alice", 2))
+        .ceilings()
+        .put(&host.operator, "alice", &host.ceiling("alice", 2))
         .await
         .expect("put");
     assert_eq!(
         host.keep
-            .ceiling(&alice, "alice")
+            .ceilings()
+            .get(&alice, "alice")
             .await
             .expect("own")
             .ceiling
@@ -210,7 +230,8 @@ async fn ceilings_are_versioned_per_user_and_private() {
     assert_eq!(
         rule_of(
             host.keep
-                .put_ceiling(&host.operator, "alice", &host.ceiling("alice", 2))
+                .ceilings()
+                .put(&host.operator, "alice", &host.ceiling("alice", 2))
                 .await
         ),
         "rolled_back"
@@ -218,7 +239,8 @@ async fn ceilings_are_versioned_per_user_and_private() {
     assert_eq!(
         rule_of(
             host.keep
-                .put_ceiling(&host.operator, "bob", &host.ceiling("alice", 3))
+                .ceilings()
+                .put(&host.operator, "bob", &host.ceiling("alice", 3))
                 .await
         ),
         "invalid"
@@ -227,13 +249,15 @@ async fn ceilings_are_versioned_per_user_and_private() {
     // Bob reading Alice's ceiling reads as a user that does not exist.
     let theirs = host
         .keep
-        .ceiling(&bob, "alice")
+        .ceilings()
+        .get(&bob, "alice")
         .await
         .expect_err("hidden")
         .to_string();
     let nobody = host
         .keep
-        .ceiling(&bob, "nobody")
+        .ceilings()
+        .get(&bob, "nobody")
         .await
         .expect_err("hidden")
         .to_string();
@@ -246,7 +270,7 @@ async fn ceilings_are_versioned_per_user_and_private() {
         .execute(&pool(&host).await)
         .await
         .expect("restore old row");
-    let view = host.keep.ceiling_in_force("alice").await.expect("view");
+    let view = host.keep.ceilings().in_force("alice").await.expect("view");
     assert_eq!(view.ceiling.version, 0);
     assert!(view.empty_because.expect("why").starts_with("rolled back"));
 }
@@ -272,7 +296,8 @@ async fn trust_rotation_retires_keys_and_a_restored_root_is_refused() {
     .await
     .expect("root");
     host.keep
-        .rotate_trust_root(
+        .trust_roots()
+        .rotate(
             &host.operator,
             &Signed::sign(&root, &host.policy).expect("sign"),
         )
@@ -281,13 +306,14 @@ async fn trust_rotation_retires_keys_and_a_restored_root_is_refused() {
     // The retired policy key signs no new policy or ceiling.
     let request = host.deploy_request(&Host::manifest("helper", 1), 1);
     assert_eq!(
-        rule_of(host.keep.deploy(&host.operator, request).await),
+        rule_of(host.keep.agents().deploy(&host.operator, request).await),
         "untrusted_key"
     );
     assert_eq!(
         rule_of(
             host.keep
-                .put_ceiling(&host.operator, "alice", &host.ceiling("alice", 1))
+                .ceilings()
+                .put(&host.operator, "alice", &host.ceiling("alice", 1))
                 .await
         ),
         "untrusted_key"
@@ -295,6 +321,7 @@ async fn trust_rotation_retires_keys_and_a_restored_root_is_refused() {
     let mut request = host.deploy_request(&Host::manifest("helper", 1), 1);
     request.policy = host.policy_for(&Host::manifest("helper", 1), &request.bundle, &new_policy);
     host.keep
+        .agents()
         .deploy(&host.operator, request)
         .await
         .expect("the new key deploys");
@@ -309,12 +336,12 @@ async fn trust_rotation_retires_keys_and_a_restored_root_is_refused() {
     .await
     .expect("restore");
     assert_eq!(
-        rule_of(host.keep.trust_root(&host.operator).await),
+        rule_of(host.keep.trust_roots().view(&host.operator).await),
         "rolled_back"
     );
     let request = host.deploy_request(&Host::manifest("helper", 2), 2);
     assert_eq!(
-        rule_of(host.keep.deploy(&host.operator, request).await),
+        rule_of(host.keep.agents().deploy(&host.operator, request).await),
         "rolled_back"
     );
 }
@@ -339,12 +366,12 @@ async fn a_write_checked_against_a_root_replaced_while_it_waited_is_refused() {
     let ceiling = {
         let (keep, operator) = (host.keep.clone(), host.operator.clone());
         let signed = host.ceiling("alice", 1);
-        tokio::spawn(async move { keep.put_ceiling(&operator, "alice", &signed).await })
+        tokio::spawn(async move { keep.ceilings().put(&operator, "alice", &signed).await })
     };
     let deploy = {
         let (keep, operator) = (host.keep.clone(), host.operator.clone());
         let request = host.deploy_request(&Host::manifest("helper", 1), 1);
-        tokio::spawn(async move { keep.deploy(&operator, request).await })
+        tokio::spawn(async move { keep.agents().deploy(&operator, request).await })
     };
     // Both check their signatures against the root in force, then wait for the lock.
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
@@ -363,6 +390,7 @@ async fn a_write_checked_against_a_root_replaced_while_it_waited_is_refused() {
 async fn a_restored_old_agent_row_is_not_served() {
     let host = Host::new().await;
     host.keep
+        .agents()
         .deploy(
             &host.operator,
             host.deploy_request(&Host::manifest("helper", 1), 1),
@@ -370,6 +398,7 @@ async fn a_restored_old_agent_row_is_not_served() {
         .await
         .expect("v1");
     host.keep
+        .agents()
         .deploy(
             &host.operator,
             host.deploy_request(&Host::manifest("helper", 2), 2),
@@ -381,10 +410,10 @@ async fn a_restored_old_agent_row_is_not_served() {
         .await
         .expect("delete");
     assert_eq!(
-        rule_of(host.keep.agent(&host.operator, "helper").await),
+        rule_of(host.keep.agents().get(&host.operator, "helper").await),
         "rolled_back"
     );
-    assert!(host.keep.public_agents().await.expect("list").is_empty());
+    assert!(host.keep.agents().public().await.expect("list").is_empty());
 }
 
 #[tokio::test]
@@ -395,6 +424,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
     let first = KeyPair::generate(&OsRandom).expect("key");
     let code = host
         .keep
+        .devices()
         .enrol_code(&host.operator, "alice", 600)
         .await
         .expect("code");
@@ -415,6 +445,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
     // Even a fresh code does not enrol a second device.
     let fresh = host
         .keep
+        .devices()
         .enrol_code(&host.operator, "alice", 600)
         .await
         .expect("code");
@@ -431,6 +462,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
     // An expired code.
     let late = host
         .keep
+        .devices()
         .enrol_code(&host.operator, "bob", 60)
         .await
         .expect("code");
@@ -472,7 +504,8 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
 
     // A decision made against an older ceiling version is refused once the ceiling moved.
     host.keep
-        .put_ceiling(&host.operator, "alice", &host.ceiling("alice", 1))
+        .ceilings()
+        .put(&host.operator, "alice", &host.ceiling("alice", 1))
         .await
         .expect("ceiling");
     let hashes = BTreeMap::from([("public_key".to_owned(), third.public().sha256())]);
@@ -501,16 +534,25 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
     );
 
     // Bob sees none of Alice's devices, and one of hers reads like one that does not exist.
-    assert!(host.keep.devices(&bob).await.expect("list").is_empty());
+    assert!(
+        host.keep
+            .devices()
+            .list(&bob)
+            .await
+            .expect("list")
+            .is_empty()
+    );
     let hers = host
         .keep
-        .device(&bob, &first.key_id())
+        .devices()
+        .get(&bob, &first.key_id())
         .await
         .expect_err("hidden")
         .to_string();
     let none = host
         .keep
-        .device(&bob, &"0".repeat(32))
+        .devices()
+        .get(&bob, &"0".repeat(32))
         .await
         .expect_err("hidden")
         .to_string();
@@ -518,7 +560,8 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
 
     // A retired device signs nothing.
     host.keep
-        .retire_device(&alice, &first.key_id())
+        .devices()
+        .retire(&alice, &first.key_id())
         .await
         .expect("retire");
     let stale = Expected {
@@ -541,6 +584,7 @@ async fn the_journal_names_the_first_tampered_entry() {
     let host = Host::new().await;
     for version in 1..=4 {
         host.keep
+            .agents()
             .deploy(
                 &host.operator,
                 host.deploy_request(&Host::manifest("helper", version), version as u8),
@@ -550,7 +594,8 @@ async fn the_journal_names_the_first_tampered_entry() {
     }
     let report = host
         .keep
-        .verify_journal(&host.operator)
+        .journal()
+        .verify(&host.operator)
         .await
         .expect("verify");
     assert_eq!((report.entries, report.first_bad.clone()), (6, None));
@@ -626,21 +671,19 @@ async fn a_user_checks_the_whole_chain_and_learns_only_of_entries_about_them() {
     let (alice, _) = host.user("alice").await;
     let (bob, _) = host.user("bob").await;
     for (who, name) in [(&alice, "github"), (&bob, "mail"), (&alice, "notes")] {
-        host.keep
-            .put_credential(who, name, b"v")
-            .await
-            .expect("put");
+        host.keep.vault().put(who, name, b"v").await.expect("put");
     }
     let alices: Vec<i64> = host
         .keep
-        .journal(&alice)
+        .journal()
+        .list(&alice)
         .await
         .expect("journal")
         .iter()
         .map(|entry| entry.seq)
         .collect();
     assert_eq!(
-        host.keep.verify_journal(&alice).await.expect("verify"),
+        host.keep.journal().verify(&alice).await.expect("verify"),
         JournalCheckView {
             entries: alices.len(),
             first_bad: None
@@ -679,12 +722,12 @@ async fn a_user_checks_the_whole_chain_and_learns_only_of_entries_about_them() {
         if tampered == bobs_newest {
             // Asked again at once, with the head unmoved, the last answer stands: a person's
             // check reads the whole journal at most once per USER_CHECK_REUSE_S seconds.
-            let again = host.keep.verify_journal(&alice).await.expect("verify");
+            let again = host.keep.journal().verify(&alice).await.expect("verify");
             assert_eq!(again.first_bad, None, "the last answer is reused");
         }
         host.advance(USER_CHECK_REUSE_S);
         assert_eq!(
-            host.keep.verify_journal(&alice).await.expect("verify"),
+            host.keep.journal().verify(&alice).await.expect("verify"),
             JournalCheckView {
                 entries: alices.iter().filter(|seq| **seq <= tampered).count(),
                 first_bad: Some(BadEntryView {
@@ -706,7 +749,8 @@ async fn a_user_checks_the_whole_chain_and_learns_only_of_entries_about_them() {
     }
     assert_eq!(
         host.keep
-            .verify_journal(&alice)
+            .journal()
+            .verify(&alice)
             .await
             .expect("verify")
             .first_bad,
@@ -720,16 +764,19 @@ async fn a_vault_canary_is_nowhere_but_sealed() {
     let host = Host::new().await;
     let (alice, _) = host.user("alice").await;
     host.keep
-        .put_credential(&alice, "github", CANARY.as_bytes())
+        .vault()
+        .put(&alice, "github", CANARY.as_bytes())
         .await
         .expect("put");
     host.keep
-        .put_credential(&host.operator, "mail_key", CANARY.as_bytes())
+        .vault()
+        .put(&host.operator, "mail_key", CANARY.as_bytes())
         .await
         .expect("put");
     assert_eq!(
         host.keep
-            .open_credential("user:alice", "github")
+            .vault()
+            .open("user:alice", "github")
             .await
             .expect("open")
             .expose(),
@@ -737,8 +784,12 @@ async fn a_vault_canary_is_nowhere_but_sealed() {
     );
     let views = format!(
         "{:?} {:?}",
-        host.keep.credentials(&alice).await.expect("list"),
-        host.keep.journal(&host.operator).await.expect("journal")
+        host.keep.vault().list(&alice).await.expect("list"),
+        host.keep
+            .journal()
+            .list(&host.operator)
+            .await
+            .expect("journal")
     );
     assert!(!views.contains(CANARY));
     assert!(views.contains("github"));
@@ -761,21 +812,23 @@ async fn a_vault_canary_is_nowhere_but_sealed() {
     // The user cannot open or list the operator's entry.
     assert!(
         host.keep
-            .credentials(&alice)
+            .vault()
+            .list(&alice)
             .await
             .expect("list")
             .iter()
             .all(|e| e.name != "mail_key")
     );
     assert_eq!(
-        rule_of(host.keep.delete_credential(&alice, "mail_key").await),
+        rule_of(host.keep.vault().delete(&alice, "mail_key").await),
         "not_found"
     );
 }
 
 async fn first_bad(host: &Host) -> Option<i64> {
     host.keep
-        .verify_journal(&host.operator)
+        .journal()
+        .verify(&host.operator)
         .await
         .expect("verify")
         .first_bad
@@ -795,34 +848,49 @@ async fn a_token_revoked_after_its_request_was_let_in_writes_nothing() {
     };
     let before = host
         .keep
-        .journal(&host.operator)
+        .journal()
+        .list(&host.operator)
         .await
         .expect("journal")
         .len();
     host.keep
-        .revoke_token(&host.operator, &token_id)
+        .tokens()
+        .revoke(&host.operator, &token_id)
         .await
         .expect("revoke");
     let refused = host
         .keep
-        .put_credential(&alice, "late", b"written after the revoke")
+        .vault()
+        .put(&alice, "late", b"written after the revoke")
         .await;
     assert!(
         matches!(refused, Err(imurun_keep::KeepError::Unauthorized)),
         "{refused:?}"
     );
-    let journal = host.keep.journal(&host.operator).await.expect("journal");
+    let journal = host
+        .keep
+        .journal()
+        .list(&host.operator)
+        .await
+        .expect("journal");
     assert_eq!(journal.len(), before + 1, "only the revoke is journaled");
-    assert!(host.keep.credentials(&host.operator).await.is_ok());
+    assert!(host.keep.vault().list(&host.operator).await.is_ok());
     // The operator may revoke the very token it uses.
     let second = host
         .keep
-        .create_token(&host.operator, &imurun_keep::service::TokenRole::Operator)
+        .tokens()
+        .create(&host.operator, &imurun_keep::service::TokenRole::Operator)
         .await
         .expect("a second operator token");
-    let second_identity = host.keep.authenticate(&second.token).await.expect("auth");
+    let second_identity = host
+        .keep
+        .tokens()
+        .authenticate(&second.token)
+        .await
+        .expect("auth");
     host.keep
-        .revoke_token(&second_identity, &second.id)
+        .tokens()
+        .revoke(&second_identity, &second.id)
         .await
         .expect("an operator revokes its own token");
 }

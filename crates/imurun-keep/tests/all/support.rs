@@ -44,8 +44,7 @@ impl Host {
         let store = Store::open_url(&url).await.expect("store");
         assert_eq!(store.backend(), super::BACKEND);
         let now = Arc::new(AtomicI64::new(START));
-        let clock_now = now.clone();
-        let clock: imurun_keep::service::Clock = Arc::new(move || clock_now.load(Ordering::SeqCst));
+        let clock: Arc<dyn imurun_core::Clock> = Arc::new(TestClock(now.clone()));
         let keep_dir = dir.path().join("keep");
         let report = init::initialise(&keep_dir, store.clone(), clock.clone())
             .await
@@ -54,6 +53,7 @@ impl Host {
             .await
             .expect("open");
         let operator = keep
+            .tokens()
             .authenticate(&report.operator_token.token)
             .await
             .expect("operator token");
@@ -76,11 +76,13 @@ impl Host {
     pub(crate) async fn user(&self, name: &str) -> (Identity, String) {
         let token = self
             .keep
-            .create_token(&self.operator, &TokenRole::User(name.into()))
+            .tokens()
+            .create(&self.operator, &TokenRole::User(name.into()))
             .await
             .expect("user token");
         let identity = self
             .keep
+            .tokens()
             .authenticate(&token.token)
             .await
             .expect("authenticate");
@@ -135,7 +137,8 @@ impl Host {
     /// The journal's newest entry.
     pub(crate) async fn last_entry(&self) -> imurun_keep::service::JournalView {
         self.keep
-            .journal(&self.operator)
+            .journal()
+            .list(&self.operator)
             .await
             .expect("journal")
             .into_iter()
@@ -155,7 +158,8 @@ impl Host {
         proof: imurun_keep::service::EnrolProof,
     ) -> Result<imurun_keep::service::DeviceView, imurun_keep::KeepError> {
         self.keep
-            .enrol_device(
+            .devices()
+            .enrol(
                 who,
                 &key.public().to_hex(),
                 "device",
@@ -227,5 +231,16 @@ pub(crate) async fn backup(host: &Host) -> (String, Option<imurun_testkit::TestD
                 .expect("backup");
             (format!("sqlite://{}", old.display()), None)
         }
+    }
+}
+
+/// A clock the test moves: whole seconds since the Unix epoch.
+#[derive(Debug)]
+pub(super) struct TestClock(pub Arc<AtomicI64>);
+
+impl imurun_core::Clock for TestClock {
+    fn now(&self) -> std::time::SystemTime {
+        let seconds = u64::try_from(self.0.load(Ordering::SeqCst)).unwrap_or(0);
+        std::time::UNIX_EPOCH + std::time::Duration::from_secs(seconds)
     }
 }

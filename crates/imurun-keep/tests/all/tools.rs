@@ -76,7 +76,8 @@ impl Bench {
         let session = bench
             .s
             .keep
-            .start_session(&bench.s.alice, "maker")
+            .sessions()
+            .start(&bench.s.alice, "maker")
             .await
             .unwrap();
         Bench {
@@ -98,7 +99,8 @@ impl Bench {
         let envelope = Signed::sign(&document, &self.s.host.policy).unwrap();
         self.s
             .keep
-            .put_ceiling(&self.s.host.operator, "alice", &envelope)
+            .ceilings()
+            .put(&self.s.host.operator, "alice", &envelope)
             .await
             .unwrap();
     }
@@ -135,7 +137,13 @@ impl Bench {
     }
 
     pub(crate) async fn only_review(&self) -> ToolReview {
-        let reviews = self.s.keep.tool_proposals(&self.s.alice).await.unwrap();
+        let reviews = self
+            .s
+            .keep
+            .tool_proposals()
+            .list(&self.s.alice)
+            .await
+            .unwrap();
         assert_eq!(reviews.len(), 1, "{reviews:?}");
         reviews.into_iter().next().unwrap()
     }
@@ -150,7 +158,8 @@ impl Bench {
         let envelope = decision(&self.alice_device, "alice", review, kind, confirm_tainted);
         self.s
             .keep
-            .decide_tool_proposal(&self.s.alice, &review.id, &envelope)
+            .tool_proposals()
+            .decide(&self.s.alice, &review.id, &envelope)
             .await
     }
 
@@ -187,6 +196,7 @@ pub(crate) async fn enrol(s: &Sessions, who: &Identity, user: &str) -> KeyPair {
     let device = KeyPair::generate(&OsRandom).unwrap();
     let code = s
         .keep
+        .devices()
         .enrol_code(&s.host.operator, user, 600)
         .await
         .unwrap();
@@ -232,7 +242,7 @@ async fn a_proposal_is_reviewed_approved_on_a_device_called_and_revoked() {
     // Proposing does nothing but store it.
     let said = b.propose(Guest::PureTool, tool("echo", 1, json!({}))).await;
     assert_eq!(said, "emitted");
-    assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
+    assert!(s.keep.tools().list(&s.alice).await.unwrap().is_empty());
     let review = b.only_review().await;
     assert_eq!(review.qualified_name, "u/alice/echo");
     assert_eq!(review.state, "pending");
@@ -255,9 +265,26 @@ async fn a_proposal_is_reviewed_approved_on_a_device_called_and_revoked() {
     assert!(!review.tainted);
     assert_eq!(events_of(s, "alice", "proposal.created").len(), 1);
     // Bob sees nothing, and his answer is a random id's, word for word.
-    assert!(s.keep.tool_proposals(&s.bob).await.unwrap().is_empty());
-    let theirs = s.keep.tool_proposal(&s.bob, &review.id).await.unwrap_err();
-    let random = s.keep.tool_proposal(&s.bob, "kt-0000").await.unwrap_err();
+    assert!(
+        s.keep
+            .tool_proposals()
+            .list(&s.bob)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    let theirs = s
+        .keep
+        .tool_proposals()
+        .get(&s.bob, &review.id)
+        .await
+        .unwrap_err();
+    let random = s
+        .keep
+        .tool_proposals()
+        .get(&s.bob, "kt-0000")
+        .await
+        .unwrap_err();
     assert_eq!(theirs.to_string(), random.to_string());
     assert_eq!(theirs.rule(), "not_found");
     // Bob cannot decide it, with his own device or with alice's decision.
@@ -270,7 +297,8 @@ async fn a_proposal_is_reviewed_approved_on_a_device_called_and_revoked() {
     );
     let error = s
         .keep
-        .decide_tool_proposal(&s.bob, &review.id, &bobs)
+        .tool_proposals()
+        .decide(&s.bob, &review.id, &bobs)
         .await
         .unwrap_err();
     assert_eq!(error.to_string(), random.to_string());
@@ -283,7 +311,8 @@ async fn a_proposal_is_reviewed_approved_on_a_device_called_and_revoked() {
     );
     let error = s
         .keep
-        .decide_tool_proposal(&s.bob, &review.id, &alices)
+        .tool_proposals()
+        .decide(&s.bob, &review.id, &alices)
         .await
         .unwrap_err();
     assert_eq!(error.rule(), "not_found");
@@ -294,12 +323,12 @@ async fn a_proposal_is_reviewed_approved_on_a_device_called_and_revoked() {
         .await
         .unwrap();
     assert_eq!(decided.state, "approved");
-    let tools = s.keep.tools(&s.alice).await.unwrap();
+    let tools = s.keep.tools().list(&s.alice).await.unwrap();
     assert_eq!(tools.len(), 1);
     assert_eq!(tools[0].qualified_name, "u/alice/echo");
     assert_eq!(tools[0].manifest, review.clamped_manifest);
     assert_eq!(tools[0].approved_by, b.alice_device.key_id());
-    assert!(s.keep.tools(&s.bob).await.unwrap().is_empty());
+    assert!(s.keep.tools().list(&s.bob).await.unwrap().is_empty());
     for kind in ["proposal.decided", "tool.deployed"] {
         assert_eq!(events_of(s, "alice", kind).len(), 1, "{kind}");
         assert!(events_of(s, "bob", kind).is_empty(), "{kind}");
@@ -312,12 +341,12 @@ async fn a_proposal_is_reviewed_approved_on_a_device_called_and_revoked() {
     assert_eq!(again.rule(), "conflict", "{again}");
 
     // Callable from a new session, by its name or its full name; bob cannot call it.
-    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     for name in ["echo", "u/alice/echo"] {
         let said = b.call(&session.id, name, json!({"n": 7})).await;
         assert_eq!(said, r#"{"echo":{"n":7}}"#, "{name}");
     }
-    let bob_session = s.keep.start_session(&s.bob, "maker").await.unwrap();
+    let bob_session = s.keep.sessions().start(&s.bob, "maker").await.unwrap();
     let mut refusals = Vec::new();
     for name in ["u/alice/echo", "echo", "u/alice/nothing"] {
         let said = s
@@ -336,21 +365,21 @@ async fn a_proposal_is_reviewed_approved_on_a_device_called_and_revoked() {
     );
 
     // Revoked: at once, no call starts it, in this session or a new one.
-    let revoked = s.keep.revoke_tool(&s.alice, "echo").await.unwrap();
+    let revoked = s.keep.tools().revoke(&s.alice, "echo").await.unwrap();
     assert!(revoked.revoked_at_ms.is_some());
     let said = b.call(&session.id, "echo", json!({})).await;
     assert!(said.starts_with("refused: no tool named"), "{said}");
-    let fresh = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let fresh = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let said = b.call(&fresh.id, "echo", json!({})).await;
     assert!(said.starts_with("refused: no tool named"), "{said}");
     assert_eq!(events_of(s, "alice", "tool.revoked").len(), 1);
-    let again = s.keep.revoke_tool(&s.alice, "echo").await.unwrap_err();
+    let again = s.keep.tools().revoke(&s.alice, "echo").await.unwrap_err();
     assert_eq!(again.rule(), "conflict");
-    let bobs = s.keep.revoke_tool(&s.bob, "echo").await.unwrap_err();
+    let bobs = s.keep.tools().revoke(&s.bob, "echo").await.unwrap_err();
     assert_eq!(bobs.rule(), "not_found");
 
     // The journal holds proposal, approval, deploy and revoke: names, hashes, diffs; no code.
-    let journal = s.keep.journal(&s.host.operator).await.unwrap();
+    let journal = s.keep.journal().list(&s.host.operator).await.unwrap();
     let actions: Vec<(String, String)> = journal
         .iter()
         .filter(|entry| matches!(entry.kind.as_str(), "proposal" | "tool"))
@@ -390,7 +419,8 @@ async fn a_proposal_is_reviewed_approved_on_a_device_called_and_revoked() {
     assert!(proposed.detail["authority_diff"].is_array());
     assert!(
         s.keep
-            .verify_journal(&s.host.operator)
+            .journal()
+            .verify(&s.host.operator)
             .await
             .unwrap()
             .first_bad
@@ -410,14 +440,15 @@ async fn decisions_are_refused_unsigned_flipped_replayed_foreign_expired_and_sta
         b.propose(Guest::PureTool, tool("two", 1, json!({}))).await,
         "emitted"
     );
-    let reviews = s.keep.tool_proposals(&s.alice).await.unwrap();
+    let reviews = s.keep.tool_proposals().list(&s.alice).await.unwrap();
     let (two, one) = (&reviews[0], &reviews[1]);
     assert_eq!(one.name, "one");
     let refused = |envelope: Signed, id: String| {
         let keep = s.keep.clone();
         let alice = s.alice.clone();
         async move {
-            keep.decide_tool_proposal(&alice, &id, &envelope)
+            keep.tool_proposals()
+                .decide(&alice, &id, &envelope)
                 .await
                 .unwrap_err()
                 .rule()
@@ -509,7 +540,12 @@ async fn decisions_are_refused_unsigned_flipped_replayed_foreign_expired_and_sta
         refused(good.clone(), one.id.clone()).await,
         "decision_refused"
     );
-    let fresh = s.keep.tool_proposal(&s.alice, &one.id).await.unwrap();
+    let fresh = s
+        .keep
+        .tool_proposals()
+        .get(&s.alice, &one.id)
+        .await
+        .unwrap();
     assert_eq!(fresh.ceiling_version, 2);
     // A deny counts once; its nonce cannot be used again, even for the other proposal.
     let deny = decision(
@@ -521,14 +557,20 @@ async fn decisions_are_refused_unsigned_flipped_replayed_foreign_expired_and_sta
     );
     let denied = s
         .keep
-        .decide_tool_proposal(&s.alice, &one.id, &deny)
+        .tool_proposals()
+        .decide(&s.alice, &one.id, &deny)
         .await
         .unwrap();
     assert_eq!(denied.state, "denied");
-    assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
+    assert!(s.keep.tools().list(&s.alice).await.unwrap().is_empty());
     assert_eq!(refused(deny, one.id.clone()).await, "conflict");
     // Replayed nonce on another proposal: a decision naming `two` with the same nonce.
-    let two_now = s.keep.tool_proposal(&s.alice, &two.id).await.unwrap();
+    let two_now = s
+        .keep
+        .tool_proposals()
+        .get(&s.alice, &two.id)
+        .await
+        .unwrap();
     let mut replay: Decision = serde_json::from_value(
         decision(
             &b.alice_device,
@@ -546,7 +588,7 @@ async fn decisions_are_refused_unsigned_flipped_replayed_foreign_expired_and_sta
     let replayed = Signed::sign(&serde_json::to_value(&replay).unwrap(), &b.alice_device).unwrap();
     assert_eq!(refused(replayed, two.id.clone()).await, "decision_refused");
     // Every refusal is journaled with its rule.
-    let journal = s.keep.journal(&s.host.operator).await.unwrap();
+    let journal = s.keep.journal().list(&s.host.operator).await.unwrap();
     let refusals = journal
         .iter()
         .filter(|entry| entry.kind == "refusal" && entry.detail["action"] == "decide_tool")
@@ -566,30 +608,34 @@ async fn a_refused_proposal_cannot_be_approved_and_can_be_denied() {
             .await,
         "emitted"
     );
-    let id = s.keep.tool_proposals(&s.alice).await.unwrap()[0].id.clone();
+    let id = s.keep.tool_proposals().list(&s.alice).await.unwrap()[0]
+        .id
+        .clone();
     sqlx::query("UPDATE keep_tool_proposals SET description = $1 WHERE id = $2")
         .bind("The edited tool, now harmless-sounding.")
         .bind(&id)
         .execute(&pool(&s.host).await)
         .await
         .expect("edit");
-    let review = s.keep.tool_proposal(&s.alice, &id).await.unwrap();
+    let review = s.keep.tool_proposals().get(&s.alice, &id).await.unwrap();
     let refused = review.refused.clone().expect("an edited row is refused");
     assert!(refused.contains("edited in the database"), "{refused}");
     let on = |device: &KeyPair, user: &str, kind| decision(device, user, &review, kind, false);
     let approve = on(&b.alice_device, "alice", DecisionKind::ApproveProposal);
     let error = s
         .keep
-        .decide_tool_proposal(&s.alice, &id, &approve)
+        .tool_proposals()
+        .decide(&s.alice, &id, &approve)
         .await
         .unwrap_err();
     assert_eq!(error.rule(), "untrusted_key", "{error}");
-    assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
+    assert!(s.keep.tools().list(&s.alice).await.unwrap().is_empty());
     // Bob cannot deny it for her: another person's proposal reads as none.
     let bobs = on(&b.bob_device, "bob", DecisionKind::DenyProposal);
     assert_eq!(
         s.keep
-            .decide_tool_proposal(&s.bob, &id, &bobs)
+            .tool_proposals()
+            .decide(&s.bob, &id, &bobs)
             .await
             .unwrap_err()
             .rule(),
@@ -598,12 +644,13 @@ async fn a_refused_proposal_cannot_be_approved_and_can_be_denied() {
     let deny = on(&b.alice_device, "alice", DecisionKind::DenyProposal);
     let denied = s
         .keep
-        .decide_tool_proposal(&s.alice, &id, &deny)
+        .tool_proposals()
+        .decide(&s.alice, &id, &deny)
         .await
         .unwrap();
     assert_eq!(denied.state, "denied");
-    assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
-    let journal = s.keep.journal(&s.host.operator).await.unwrap();
+    assert!(s.keep.tools().list(&s.alice).await.unwrap().is_empty());
+    let journal = s.keep.journal().list(&s.host.operator).await.unwrap();
     // The denial says the host had refused the proposal, and why; the name and version of a
     // row that does not hold its seal are not the proposal's, so none are journaled.
     let denial = journal
@@ -620,7 +667,8 @@ async fn a_refused_proposal_cannot_be_approved_and_can_be_denied() {
     // Decided once: the same decision again is a conflict, not a second entry.
     assert_eq!(
         s.keep
-            .decide_tool_proposal(&s.alice, &id, &deny)
+            .tool_proposals()
+            .decide(&s.alice, &id, &deny)
             .await
             .unwrap_err()
             .rule(),
@@ -639,7 +687,7 @@ async fn a_row_edited_while_the_approval_waits_for_the_lock_deploys_nothing() {
             .await,
         "emitted"
     );
-    let review = s.keep.tool_proposals(&s.alice).await.unwrap()[0].clone();
+    let review = s.keep.tool_proposals().list(&s.alice).await.unwrap()[0].clone();
     assert!(review.refused.is_none());
     let approve = decision(
         &b.alice_device,
@@ -662,19 +710,19 @@ async fn a_row_edited_while_the_approval_waits_for_the_lock_deploys_nothing() {
         .expect("edit");
     let deciding = {
         let (keep, alice, id) = (s.keep.clone(), s.alice.clone(), review.id.clone());
-        tokio::spawn(async move { keep.decide_tool_proposal(&alice, &id, &approve).await })
+        tokio::spawn(async move { keep.tool_proposals().decide(&alice, &id, &approve).await })
     };
     // The decision reads the review as it was, then waits for the lock.
     tokio::time::sleep(std::time::Duration::from_secs(1)).await;
     editor.commit().await.expect("commit");
     let error = deciding.await.unwrap().unwrap_err();
     assert_eq!(error.rule(), "untrusted_key", "{error}");
-    assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
+    assert!(s.keep.tools().list(&s.alice).await.unwrap().is_empty());
 }
 
 /// The decision document of the journal's `deny` entry's nonce, as a decision to copy it from.
 async fn denied_nonce(s: &Sessions) -> Value {
-    let journal = s.keep.journal(&s.host.operator).await.unwrap();
+    let journal = s.keep.journal().list(&s.host.operator).await.unwrap();
     let entry = journal
         .iter()
         .find(|entry| entry.detail["action"] == "deny")
@@ -767,10 +815,10 @@ async fn the_ceiling_clamps_what_deploys_and_the_review_says_what_it_dropped() {
     b.decide(&review, DecisionKind::ApproveProposal, false)
         .await
         .unwrap();
-    let deployed = &s.keep.tools(&s.alice).await.unwrap()[0];
+    let deployed = &s.keep.tools().list(&s.alice).await.unwrap()[0];
     assert_eq!(&deployed.manifest, clamped);
     // The tool reaches what the clamp kept and nothing it dropped.
-    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let url = format!("http://127.0.0.1:{port}/api/items/1");
     let said = b
         .call(&session.id, "poster", json!({"url": url, "method": "POST"}))
@@ -786,7 +834,14 @@ async fn the_ceiling_clamps_what_deploys_and_the_review_says_what_it_dropped() {
     assert!(said.contains("refused"), "{said}");
     assert_eq!(b.upstream.hits(), 1);
     // What the tool read from outside taints the session that called it.
-    assert!(s.keep.session(&s.alice, &session.id).await.unwrap().tainted);
+    assert!(
+        s.keep
+            .sessions()
+            .get(&s.alice, &session.id)
+            .await
+            .unwrap()
+            .tainted
+    );
 }
 
 /// A session that read from outside (tainted) proposes the fetch tool as `reader`; approved
@@ -826,7 +881,7 @@ async fn tainted_reader(b: &Bench) -> (String, imurun_keep::service::ToolView) {
     b.decide(&review, DecisionKind::ApproveProposal, true)
         .await
         .unwrap();
-    let deployed = s.keep.tool(&s.alice, "reader").await.unwrap();
+    let deployed = s.keep.tools().get(&s.alice, "reader").await.unwrap();
     assert!(deployed.tainted && !deployed.taint_cleared);
     assert_eq!(
         serde_json::to_value(deployed.egress_mode).unwrap(),
@@ -842,17 +897,18 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
     let s = &b.s;
     let (url, deployed) = tainted_reader(&b).await;
     // Its egress waits for the person even though its rule allows.
-    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let call = s.spawn_say(
         &s.alice,
         &session.id,
         json!({"tool": {"name": "reader", "args": {"url": url}}}),
     );
     let approval = super::sessions::wait_for_approvals(&s.keep, &s.alice, 1).await;
-    let waiting = s.keep.approvals(&s.alice).await.unwrap();
+    let waiting = s.keep.approvals().list(&s.alice).await.unwrap();
     assert_eq!(waiting[0].waiting.agent, "u/alice/reader");
     s.keep
-        .answer_approval(&s.alice, &approval[0], false, None)
+        .approvals()
+        .answer(&s.alice, &approval[0], false, None)
         .await
         .unwrap();
     let said = call.await.unwrap().unwrap();
@@ -868,7 +924,14 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
             .await;
         assert!(said[0].starts_with("refused:"), "{kind}: {said:?}");
     }
-    assert!(!s.keep.tool(&s.alice, "reader").await.unwrap().taint_cleared);
+    assert!(
+        !s.keep
+            .tools()
+            .get(&s.alice, "reader")
+            .await
+            .unwrap()
+            .taint_cleared
+    );
     // A clear-taint decision needs the device: bob's key and a stale basis are refused.
     let basis = deployed.clear_taint.clone().unwrap();
     let clear = |device: &KeyPair, user: &str, ceiling_version: i64| {
@@ -885,7 +948,8 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
     };
     let error = s
         .keep
-        .clear_tool_taint(
+        .tools()
+        .clear_taint(
             &s.alice,
             "reader",
             &clear(&b.bob_device, "alice", basis.ceiling_version),
@@ -895,7 +959,8 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
     assert_eq!(error.rule(), "untrusted_key");
     let error = s
         .keep
-        .clear_tool_taint(
+        .tools()
+        .clear_taint(
             &s.alice,
             "reader",
             &clear(&b.alice_device, "alice", basis.ceiling_version + 1),
@@ -905,7 +970,8 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
     assert_eq!(error.rule(), "decision_refused");
     let cleared = s
         .keep
-        .clear_tool_taint(
+        .tools()
+        .clear_taint(
             &s.alice,
             "reader",
             &clear(&b.alice_device, "alice", basis.ceiling_version),
@@ -931,7 +997,7 @@ async fn clearing_the_taint_of_an_edited_tool_row_seals_nothing() {
         .execute(&pool(&s.host).await)
         .await
         .expect("edit");
-    let edited = s.keep.tool(&s.alice, "reader").await.unwrap();
+    let edited = s.keep.tools().get(&s.alice, "reader").await.unwrap();
     assert!(
         edited.manifest.to_string().contains("POST"),
         "{}",
@@ -942,7 +1008,9 @@ async fn clearing_the_taint_of_an_edited_tool_row_seals_nothing() {
     assert!(refused.contains("edited in the database"), "{refused}");
     assert!(edited.clear_taint.is_none());
     assert_eq!(
-        s.keep.tools(&s.alice).await.unwrap()[0].refused.as_deref(),
+        s.keep.tools().list(&s.alice).await.unwrap()[0]
+            .refused
+            .as_deref(),
         Some(refused.as_str())
     );
     // A decision signed before the edit, over the genuine row, seals nothing either.
@@ -959,12 +1027,20 @@ async fn clearing_the_taint_of_an_edited_tool_row_seals_nothing() {
     let signed = Signed::sign(&serde_json::to_value(&made).unwrap(), &b.alice_device).unwrap();
     let error = s
         .keep
-        .clear_tool_taint(&s.alice, "reader", &signed)
+        .tools()
+        .clear_taint(&s.alice, "reader", &signed)
         .await
         .unwrap_err();
     assert_eq!(error.rule(), "untrusted_key", "{error}");
-    assert!(!s.keep.tool(&s.alice, "reader").await.unwrap().taint_cleared);
-    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    assert!(
+        !s.keep
+            .tools()
+            .get(&s.alice, "reader")
+            .await
+            .unwrap()
+            .taint_cleared
+    );
+    let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let said = b.call(&session.id, "reader", json!({"url": url})).await;
     assert!(said.contains("refused"), "{said}");
 }
@@ -977,22 +1053,22 @@ async fn revoking_a_tool_refuses_its_uses_waiting_for_an_answer() {
     let s = &b.s;
     let (url, _) = tainted_reader(&b).await;
     // Its egress waits for the person even though its rule allows.
-    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let call = s.spawn_say(
         &s.alice,
         &session.id,
         json!({"tool": {"name": "reader", "args": {"url": url}}}),
     );
     let approval = super::sessions::wait_for_approvals(&s.keep, &s.alice, 1).await;
-    s.keep.revoke_tool(&s.alice, "reader").await.unwrap();
+    s.keep.tools().revoke(&s.alice, "reader").await.unwrap();
     // The call ends either way: its use denied, or its cell stopped by the revoke.
     let said = call.await.unwrap().unwrap();
     assert!(
         said[0].contains("denied") || said[0].starts_with("refused: revoked:"),
         "{said:?}"
     );
-    assert!(s.keep.approvals(&s.alice).await.unwrap().is_empty());
-    let journal = s.host.keep.journal(&s.host.operator).await.unwrap();
+    assert!(s.keep.approvals().list(&s.alice).await.unwrap().is_empty());
+    let journal = s.host.keep.journal().list(&s.host.operator).await.unwrap();
     let refused = journal
         .iter()
         .find(|entry| entry.subject == format!("approval:{}", approval[0]))
@@ -1002,7 +1078,8 @@ async fn revoking_a_tool_refuses_its_uses_waiting_for_an_answer() {
     // Answered already: the person's answer finds nothing waiting.
     let error = s
         .keep
-        .answer_approval(&s.alice, &approval[0], true, None)
+        .approvals()
+        .answer(&s.alice, &approval[0], true, None)
         .await
         .unwrap_err();
     assert_eq!(error.rule(), "not_found", "{error}");
@@ -1090,7 +1167,8 @@ async fn intake_holds_its_bounds_and_refuses_what_is_not_a_plain_proposal() {
     assert_eq!(b.propose(Guest::FetchTool, sly).await, "emitted");
     let review = s
         .keep
-        .tool_proposals(&s.alice)
+        .tool_proposals()
+        .list(&s.alice)
         .await
         .unwrap()
         .into_iter()
@@ -1103,7 +1181,7 @@ async fn intake_holds_its_bounds_and_refuses_what_is_not_a_plain_proposal() {
     assert!(!review.no_new_authority);
     assert_eq!(review.authority_diff.len(), 1);
     // Pending proposals: N held, N+1 refused.
-    let pending = s.keep.tool_proposals(&s.alice).await.unwrap().len() as i64;
+    let pending = s.keep.tool_proposals().list(&s.alice).await.unwrap().len() as i64;
     for index in pending..PENDING_TOOL_PROPOSALS_MAX {
         let name = format!("filler{}", (b'a' + index as u8) as char);
         assert_eq!(
@@ -1115,7 +1193,7 @@ async fn intake_holds_its_bounds_and_refuses_what_is_not_a_plain_proposal() {
     let said = refused(b.propose(Guest::PureTool, pure("onemore")).await, "N+1");
     assert!(said.contains("wait for their person"), "{said}");
     assert_eq!(
-        s.keep.tool_proposals(&s.alice).await.unwrap().len() as i64,
+        s.keep.tool_proposals().list(&s.alice).await.unwrap().len() as i64,
         PENDING_TOOL_PROPOSALS_MAX
     );
     // Each refusal is an event and in the journal.
@@ -1156,7 +1234,8 @@ async fn versions_are_immutable_and_a_new_version_is_a_new_proposal() {
     );
     let second = s
         .keep
-        .tool_proposals(&s.alice)
+        .tool_proposals()
+        .list(&s.alice)
         .await
         .unwrap()
         .into_iter()
@@ -1166,7 +1245,10 @@ async fn versions_are_immutable_and_a_new_version_is_a_new_proposal() {
     b.decide(&second, DecisionKind::ApproveProposal, false)
         .await
         .unwrap();
-    assert_eq!(s.keep.tool(&s.alice, "calc").await.unwrap().version, 2);
+    assert_eq!(
+        s.keep.tools().get(&s.alice, "calc").await.unwrap().version,
+        2
+    );
 }
 
 #[tokio::test]
@@ -1181,7 +1263,7 @@ async fn a_revoke_ends_the_call_in_flight_and_the_session_goes_on() {
     b.decide(&review, DecisionKind::ApproveProposal, false)
         .await
         .unwrap();
-    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     // Once, so that the component is compiled before the race.
     assert_eq!(
         b.call(&session.id, "slow", json!({})).await,
@@ -1194,7 +1276,7 @@ async fn a_revoke_ends_the_call_in_flight_and_the_session_goes_on() {
     );
     // By now the call has read the tool's row and is sleeping in its cell.
     tokio::time::sleep(std::time::Duration::from_millis(1000)).await;
-    s.keep.revoke_tool(&s.alice, "slow").await.unwrap();
+    s.keep.tools().revoke(&s.alice, "slow").await.unwrap();
     // Stopped, not run to its end: the call's answer is "revoked", never the tool's echo.
     let said = call.await.unwrap().unwrap();
     assert_eq!(said.len(), 1, "{said:?}");
@@ -1226,7 +1308,7 @@ async fn only_sessions_of_the_agent_that_proposed_a_tool_may_call_it() {
     });
     s.deploy(Guest::ScriptedFull, manifest("narrow", authority.clone()))
         .await;
-    let narrow = s.keep.start_session(&s.alice, "narrow").await.unwrap();
+    let narrow = s.keep.sessions().start(&s.alice, "narrow").await.unwrap();
     let said = b.call(&narrow.id, "calc", json!({})).await;
     assert!(
         said.starts_with(
@@ -1237,21 +1319,21 @@ async fn only_sessions_of_the_agent_that_proposed_a_tool_may_call_it() {
     let said = b.call(&narrow.id, "u/alice/calc", json!({})).await;
     assert!(said.contains("only sessions of the agent"), "{said}");
     // Refused calls are journaled for alice, with their rule.
-    let journal = s.host.keep.journal(&s.host.operator).await.unwrap();
+    let journal = s.host.keep.journal().list(&s.host.operator).await.unwrap();
     let refused = journal
         .iter()
         .filter(|entry| entry.kind == "refusal" && entry.detail["rule"] == "not_proposer")
         .count();
     assert_eq!(refused, 2);
-    let maker = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let maker = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     assert_eq!(b.call(&maker.id, "calc", json!({})).await, r#"{"echo":{}}"#);
     // A new version of `maker` is another authority: the tool is proposed again from it.
     let mut second = authority;
     second["version"] = json!(2);
     s.deploy(Guest::ScriptedFull, manifest("maker", second))
         .await;
-    s.keep.stop_session(&s.alice, &maker.id).await.unwrap();
-    let upgraded = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    s.keep.sessions().stop(&s.alice, &maker.id).await.unwrap();
+    let upgraded = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let said = b.call(&upgraded.id, "calc", json!({})).await;
     assert!(
         said.contains("reviewed against maker version 1") && said.contains("version 2"),
@@ -1272,7 +1354,7 @@ async fn a_tool_cannot_sign_mint_propose_or_reach_the_host_itself() {
     b.decide(&review, DecisionKind::ApproveProposal, false)
         .await
         .unwrap();
-    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let said = b.call(&session.id, "keys", json!({})).await;
     assert!(
         said.contains("did not start") && said.contains("keys"),
@@ -1285,7 +1367,8 @@ async fn a_tool_cannot_sign_mint_propose_or_reach_the_host_itself() {
     );
     let pure = s
         .keep
-        .tool_proposals(&s.alice)
+        .tool_proposals()
+        .list(&s.alice)
         .await
         .unwrap()
         .into_iter()
@@ -1302,7 +1385,10 @@ async fn a_tool_cannot_sign_mint_propose_or_reach_the_host_itself() {
         )
         .await;
     assert!(said.contains("proposes nothing"), "{said}");
-    assert_eq!(s.keep.tool_proposals(&s.alice).await.unwrap().len(), 2);
+    assert_eq!(
+        s.keep.tool_proposals().list(&s.alice).await.unwrap().len(),
+        2
+    );
 }
 
 #[tokio::test]
@@ -1337,10 +1423,11 @@ async fn the_host_itself_is_forbidden_authority_whatever_the_ceiling_allows() {
     });
     let envelope = Signed::sign(&document, &s.host.policy).unwrap();
     s.keep
-        .put_ceiling(&s.host.operator, "alice", &envelope)
+        .ceilings()
+        .put(&s.host.operator, "alice", &envelope)
         .await
         .unwrap();
-    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let bundle = base64::engine::general_purpose::STANDARD.encode(Guest::FetchTool.bytes());
     for (host, path) in [
         ("127.0.0.1", "/v1/agents"),
@@ -1367,9 +1454,16 @@ async fn the_host_itself_is_forbidden_authority_whatever_the_ceiling_allows() {
         let said = s.say(&s.alice, &session.id, json!({"emit": payload})).await;
         assert!(said[0].contains("forbidden authority"), "{host}: {said:?}");
     }
-    assert!(s.keep.tool_proposals(&s.alice).await.unwrap().is_empty());
+    assert!(
+        s.keep
+            .tool_proposals()
+            .list(&s.alice)
+            .await
+            .unwrap()
+            .is_empty()
+    );
     assert_eq!(api.hits(), 0, "the host's own API was reached");
-    let journal = s.keep.journal(&s.host.operator).await.unwrap();
+    let journal = s.keep.journal().list(&s.host.operator).await.unwrap();
     assert!(journal.iter().any(|entry| entry.kind == "refusal"
         && entry.detail["action"] == "review"
         && entry.detail["rule"] == "forbidden_authority"));
@@ -1388,8 +1482,15 @@ async fn a_model_reply_holding_a_tool_call_creates_no_proposal_and_no_tool() {
         )
         .await;
     assert_eq!(said, [reply]);
-    assert!(s.keep.tool_proposals(&s.alice).await.unwrap().is_empty());
-    assert!(s.keep.tools(&s.alice).await.unwrap().is_empty());
+    assert!(
+        s.keep
+            .tool_proposals()
+            .list(&s.alice)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(s.keep.tools().list(&s.alice).await.unwrap().is_empty());
     assert!(events_of(s, "alice", "proposal.created").is_empty());
 }
 
@@ -1408,7 +1509,7 @@ async fn a_deployed_tool_cannot_reach_the_hosts_api_in_any_address_form() {
     b.decide(&review, DecisionKind::ApproveProposal, false)
         .await
         .unwrap();
-    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let port = api.port;
     for url in [
         format!("http://127.0.0.1:{port}/v1/agents"),
@@ -1451,18 +1552,24 @@ async fn a_tools_memory_is_the_persons_accepted_entries_of_its_agent() {
     });
     s.deploy(Guest::ScriptedFull, manifest("maker", writer))
         .await;
-    let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+    let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let remember = json!({"emit": {"type": "memory.propose", "text": "likes tea"}});
     assert_eq!(s.say(&s.alice, &session.id, remember).await, ["emitted"]);
     let pending = json!({"emit": {"type": "memory.propose", "text": "not accepted"}});
     assert_eq!(s.say(&s.alice, &session.id, pending).await, ["emitted"]);
-    let entries = s.keep.proposals(&s.alice, Some("memory")).await.unwrap();
+    let entries = s
+        .keep
+        .proposals()
+        .list(&s.alice, Some("memory"))
+        .await
+        .unwrap();
     let tea = entries
         .iter()
         .find(|entry| entry.payload["text"] == "likes tea")
         .unwrap();
     s.keep
-        .decide_proposal(&s.alice, &tea.id, true, false)
+        .proposals()
+        .decide(&s.alice, &tea.id, true, false)
         .await
         .unwrap();
     for (name, memory) in [("recall", "read"), ("forgetful", "none")] {
@@ -1496,18 +1603,18 @@ async fn a_persons_sessions_together_journal_a_bounded_number_of_refusals() {
             .filter(|entry| entry.kind == "refusal" && entry.user.as_deref() == Some("alice"))
             .count()
     };
-    let before = journaled(&s.host.keep.journal(&s.host.operator).await.unwrap());
+    let before = journaled(&s.host.keep.journal().list(&s.host.operator).await.unwrap());
     for _ in 0..3 {
-        let session = s.keep.start_session(&s.alice, "maker").await.unwrap();
+        let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
         for call in 0..40 {
             let said = b
                 .call(&session.id, &format!("nosuch{call}"), json!({}))
                 .await;
             assert!(said.starts_with("refused: no tool named"), "{said}");
         }
-        s.keep.stop_session(&s.alice, &session.id).await.unwrap();
+        s.keep.sessions().stop(&s.alice, &session.id).await.unwrap();
     }
-    let journal = s.host.keep.journal(&s.host.operator).await.unwrap();
+    let journal = s.host.keep.journal().list(&s.host.operator).await.unwrap();
     let added = journaled(&journal) - before;
     // 64 a minute and the entry that says so, over at most two minutes.
     assert!((65..=130).contains(&added), "{added} entries");

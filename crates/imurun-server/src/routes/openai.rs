@@ -494,7 +494,7 @@ async fn whole_answer(
                     return Err(keep_error(KeepError::Unauthorized));
                 }
             };
-            if !keep.still_authorized(&identity).await {
+            if !keep.tokens().still_authorized(&identity).await {
                 return Err(keep_error(KeepError::Unauthorized));
             }
             view

@@ -10,7 +10,6 @@ use imurun_keep::decision::{Decision, DecisionKind, Expected};
 use imurun_keep::documents::{POLICY_TYPE, Signed};
 use imurun_keep::init::{POLICY_KEY_FILE, SIGNER_KEY_FILE};
 use imurun_keep::keys::{KeyPair, sha256_hex};
-use imurun_keep::service::system_clock;
 use imurun_server::ServerOptions;
 use imurun_store::Store;
 use imurun_testkit::SseClient;
@@ -54,12 +53,20 @@ impl Keep {
         std::fs::create_dir_all(dirs.db.parent().expect("parent")).expect("data dir");
         let store = Store::open(&dirs.db).await.expect("store");
         let keep_dir = dirs.db.parent().expect("parent").join("keep");
-        let report = imurun_keep::init::initialise(&keep_dir, store.clone(), system_clock())
-            .await
-            .expect("keep init");
-        let service = imurun_keep::init::open(&keep_dir, store, system_clock())
-            .await
-            .expect("open keep");
+        let report = imurun_keep::init::initialise(
+            &keep_dir,
+            store.clone(),
+            std::sync::Arc::new(imurun_core::SystemClock),
+        )
+        .await
+        .expect("keep init");
+        let service = imurun_keep::init::open(
+            &keep_dir,
+            store,
+            std::sync::Arc::new(imurun_core::SystemClock),
+        )
+        .await
+        .expect("open keep");
         let keep_events = imurun_server::KeepHubs::default();
         let service = match cells {
             None => service,
@@ -164,7 +171,7 @@ impl Keep {
         let (name, version) = (manifest["name"].clone(), manifest["version"].clone());
         let policy = json!({
             "type": POLICY_TYPE, "agent": name, "version": version,
-            "expires_at": (system_clock())() + 3_600,
+            "expires_at": imurun_core::now_unix_s() + 3_600,
             "bundle_sha256": sha256_hex(&bundle), "manifest": manifest,
         });
         json!({
@@ -596,8 +603,15 @@ async fn a_second_device_needs_a_decision_from_the_first_used_once() {
         user: "alice",
     };
     let decision = Signed::sign(
-        &Decision::new(&OsRandom, &expected, &first, (system_clock())(), 300, false)
-            .expect("decision"),
+        &Decision::new(
+            &OsRandom,
+            &expected,
+            &first,
+            imurun_core::now_unix_s(),
+            300,
+            false,
+        )
+        .expect("decision"),
         &first,
     )
     .expect("sign");

@@ -6,7 +6,6 @@ use imurun_keep::decision::{Decision, DecisionKind, Expected};
 use imurun_keep::documents::{CEILING_TYPE, Signed};
 use imurun_keep::keys::KeyPair;
 use imurun_keep::random::OsRandom;
-use imurun_keep::service::system_clock;
 use imurun_testkit::{Guest, Upstream, ok};
 use serde_json::{Value, json};
 
@@ -62,8 +61,15 @@ fn decide(device: &KeyPair, user: &str, review: &Value, kind: DecisionKind) -> V
         policy_version: review["policy_version"].as_i64().expect("policy"),
         user,
     };
-    let made =
-        Decision::new(&OsRandom, &expected, device, (system_clock())(), 600, false).expect("made");
+    let made = Decision::new(
+        &OsRandom,
+        &expected,
+        device,
+        imurun_core::now_unix_s(),
+        600,
+        false,
+    )
+    .expect("made");
     let signed = Signed::sign(&serde_json::to_value(&made).expect("json"), device).expect("sign");
     json!({"decision": signed})
 }
@@ -76,7 +82,7 @@ async fn two_people_and_an_operator_propose_review_decide_call_and_revoke_over_h
     let bob_device = enrol(&keep, &keep.bob, "bob").await;
     let ceiling = json!({
         "type": CEILING_TYPE, "user": "alice", "version": 1,
-        "expires_at": (system_clock())() + 3_600,
+        "expires_at": imurun_core::now_unix_s() + 3_600,
         "egress": [local(upstream.port, &["GET", "POST"])], "credentials": [],
         "memory": "none", "model_socket": false,
         "resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 5000}

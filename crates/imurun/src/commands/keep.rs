@@ -12,9 +12,7 @@ use anyhow::{Context, Result, anyhow, bail};
 use imurun_keep::decision::{Decision, DecisionKind, Expected};
 use imurun_keep::documents::{Signature, Signed};
 use imurun_keep::keys::{KeyPair, PublicKey};
-use imurun_keep::service::{
-    ENROL_CODE_TTL_S_DEFAULT, Identity, KeepService, TokenRole, system_clock,
-};
+use imurun_keep::service::{ENROL_CODE_TTL_S_DEFAULT, Identity, KeepService, TokenRole};
 use imurun_store::Store;
 use serde_json::{Value, json};
 
@@ -338,7 +336,8 @@ pub(crate) fn run(
             };
             at_keep(config_flag, flags, environment, move |keep| async move {
                 let token = keep
-                    .create_token(&Identity::local_operator(), &role)
+                    .tokens()
+                    .create(&Identity::local_operator(), &role)
                     .await?;
                 println!("{}", json!({"id": token.id, "token": token.token}));
                 eprintln!("the token is shown once; it is stored only as its hash");
@@ -348,7 +347,9 @@ pub(crate) fn run(
         KeepCommand::Token(TokenCommand::Revoke { id, flags }) => {
             let id = id.clone();
             at_keep(config_flag, flags, environment, move |keep| async move {
-                keep.revoke_token(&Identity::local_operator(), &id).await?;
+                keep.tokens()
+                    .revoke(&Identity::local_operator(), &id)
+                    .await?;
                 println!("{}", json!({"id": id, "revoked": true}));
                 Ok(ExitCode::SUCCESS)
             })
@@ -361,6 +362,7 @@ pub(crate) fn run(
                 environment,
                 move |keep| async move {
                     let code = keep
+                        .devices()
                         .enrol_code(&Identity::local_operator(), &user, ttl_s)
                         .await?;
                     println!(
@@ -373,7 +375,7 @@ pub(crate) fn run(
         }
         KeepCommand::Journal(JournalCommand::Verify { flags }) => {
             at_keep(config_flag, flags, environment, |keep| async move {
-                let report = keep.verify_journal(&Identity::local_operator()).await?;
+                let report = keep.journal().verify(&Identity::local_operator()).await?;
                 println!("{}", serde_json::to_string(&report)?);
                 Ok(match report.first_bad {
                     None => ExitCode::SUCCESS,
@@ -431,14 +433,18 @@ where
         flags,
         environment,
         |config, store| async move {
-            let keep = imurun_keep::init::open(&config.keep.dir, store, system_clock())
-                .await
-                .with_context(|| {
-                    format!(
-                        "opening Keep from {} (run `imurun keep init` once first)",
-                        config.keep.dir.display()
-                    )
-                })?;
+            let keep = imurun_keep::init::open(
+                &config.keep.dir,
+                store,
+                std::sync::Arc::new(imurun_core::SystemClock),
+            )
+            .await
+            .with_context(|| {
+                format!(
+                    "opening Keep from {} (run `imurun keep init` once first)",
+                    config.keep.dir.display()
+                )
+            })?;
             work(keep).await
         },
     )
@@ -446,7 +452,9 @@ where
 
 async fn init(config: ResolvedConfig, store: Store, dir: Option<PathBuf>) -> Result<ExitCode> {
     let dir = dir.unwrap_or(config.keep.dir);
-    let report = imurun_keep::init::initialise(&dir, store, system_clock()).await?;
+    let report =
+        imurun_keep::init::initialise(&dir, store, std::sync::Arc::new(imurun_core::SystemClock))
+            .await?;
     println!("Keep is set up in {}", report.dir.display());
     println!(
         "  policy key {} (policy.key: sign policies, ceilings and trust roots; keep it off this host once set up)",
@@ -625,7 +633,7 @@ fn decide(args: &DecideArgs) -> Result<ExitCode> {
         policy_version: args.policy_version,
         user: &args.user,
     };
-    let now = (system_clock())();
+    let now = imurun_core::now_unix_s();
     let decision = Decision::new(
         &OsRandom,
         &expected,

@@ -13,7 +13,6 @@ use imurun_keep::decision::{Decision, DecisionKind, Expected};
 use imurun_keep::documents::Signed;
 use imurun_keep::keys::KeyPair;
 use imurun_keep::proposals::escape;
-use imurun_keep::service::system_clock;
 use serde_json::{Value, json};
 
 use crate::config::{ConfigFlags, Environment, ResolvedConfig};
@@ -312,7 +311,7 @@ fn check_review(review: &Value) -> Result<()> {
 }
 
 fn sign(device: &KeyPair, expected: &Expected<'_>, confirm_tainted: bool) -> Result<Signed> {
-    let now = (system_clock())();
+    let now = imurun_core::now_unix_s();
     let decision = Decision::new(
         &OsRandom,
         expected,

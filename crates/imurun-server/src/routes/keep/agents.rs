@@ -44,7 +44,11 @@ pub(crate) async fn deploy(
         },
         policy: body.policy.into_signed(),
     };
-    let view = caller.keep.deploy(&caller.identity, request).await?;
+    let view = caller
+        .keep
+        .agents()
+        .deploy(&caller.identity, request)
+        .await?;
     Ok((StatusCode::CREATED, Json(agent_info(view))))
 }
 
@@ -57,7 +61,7 @@ pub(crate) async fn deploy(
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn list(caller: KeepCaller) -> Result<Json<AgentList>, ApiError> {
-    let agents = caller.keep.public_agents().await?;
+    let agents = caller.keep.agents().public().await?;
     Ok(Json(AgentList {
         agents: agents
             .into_iter()
@@ -85,7 +89,7 @@ pub(crate) async fn detail(
     OperatorCaller(caller): OperatorCaller,
     Path(name): Path<String>,
 ) -> Result<Json<AgentInfo>, ApiError> {
-    let view = caller.keep.agent(&caller.identity, &name).await?;
+    let view = caller.keep.agents().get(&caller.identity, &name).await?;
     Ok(Json(agent_info(view)))
 }
 

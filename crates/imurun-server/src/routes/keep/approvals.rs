@@ -23,7 +23,7 @@ use crate::openapi::ErrorBody;
         (status = 503, description = "The host does not run sessions; `unavailable`.", body = ErrorBody),
     ))]
 pub(crate) async fn list(caller: KeepCaller) -> Result<Json<ApprovalList>, ApiError> {
-    let list = caller.keep.approvals(&caller.identity).await?;
+    let list = caller.keep.approvals().list(&caller.identity).await?;
     Ok(Json(ApprovalList {
         approvals: list.into_iter().map(approval_info).collect(),
     }))
@@ -53,7 +53,8 @@ pub(crate) async fn answer(
     let decision = body.decision.map(|decision| decision.into_signed());
     let approved = caller
         .keep
-        .answer_approval(&caller.identity, &id, body.approve, decision.as_ref())
+        .approvals()
+        .answer(&caller.identity, &id, body.approve, decision.as_ref())
         .await?;
     Ok(Json(ApprovalAnswered { id, approved }))
 }

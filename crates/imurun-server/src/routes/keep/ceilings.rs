@@ -33,7 +33,8 @@ pub(crate) async fn put(
 ) -> Result<Json<CeilingInfo>, ApiError> {
     let ceiling = caller
         .keep
-        .put_ceiling(&caller.identity, &user, &body.into_signed())
+        .ceilings()
+        .put(&caller.identity, &user, &body.into_signed())
         .await?;
     Ok(Json(CeilingInfo {
         ceiling: to_value(&ceiling)?,
@@ -54,7 +55,7 @@ pub(crate) async fn detail(
     caller: KeepCaller,
     Path(user): Path<String>,
 ) -> Result<Json<CeilingInfo>, ApiError> {
-    let view = caller.keep.ceiling(&caller.identity, &user).await?;
+    let view = caller.keep.ceilings().get(&caller.identity, &user).await?;
     Ok(Json(CeilingInfo {
         ceiling: to_value(&view.ceiling)?,
         empty_because: view.empty_because,

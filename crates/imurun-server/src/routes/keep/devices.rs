@@ -34,6 +34,7 @@ pub(crate) async fn enrol_code(
     let ttl_s = body.ttl_s.unwrap_or(ENROL_CODE_TTL_S_DEFAULT);
     let code = caller
         .keep
+        .devices()
         .enrol_code(&caller.identity, &body.user, ttl_s)
         .await?;
     Ok((
@@ -54,7 +55,7 @@ pub(crate) async fn enrol_code(
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn list(caller: KeepCaller) -> Result<Json<DeviceList>, ApiError> {
-    let devices = caller.keep.devices(&caller.identity).await?;
+    let devices = caller.keep.devices().list(&caller.identity).await?;
     Ok(Json(DeviceList {
         devices: devices.into_iter().map(device_info).collect(),
     }))
@@ -89,7 +90,8 @@ pub(crate) async fn enrol(
     };
     let device = caller
         .keep
-        .enrol_device(
+        .devices()
+        .enrol(
             &caller.identity,
             &body.public_key,
             &body.label,
@@ -113,7 +115,7 @@ pub(crate) async fn detail(
     caller: KeepCaller,
     Path(key_id): Path<String>,
 ) -> Result<Json<DeviceInfo>, ApiError> {
-    let device = caller.keep.device(&caller.identity, &key_id).await?;
+    let device = caller.keep.devices().get(&caller.identity, &key_id).await?;
     Ok(Json(device_info(device)))
 }
 
@@ -130,7 +132,11 @@ pub(crate) async fn retire(
     caller: KeepCaller,
     Path(key_id): Path<String>,
 ) -> Result<Json<DeviceInfo>, ApiError> {
-    let device = caller.keep.retire_device(&caller.identity, &key_id).await?;
+    let device = caller
+        .keep
+        .devices()
+        .retire(&caller.identity, &key_id)
+        .await?;
     Ok(Json(device_info(device)))
 }
 

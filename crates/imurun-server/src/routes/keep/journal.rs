@@ -17,7 +17,7 @@ use crate::openapi::ErrorBody;
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn list(caller: KeepCaller) -> Result<Json<JournalList>, ApiError> {
-    let entries = caller.keep.journal(&caller.identity).await?;
+    let entries = caller.keep.journal().list(&caller.identity).await?;
     Ok(Json(JournalList {
         entries: entries.into_iter().map(journal_info).collect(),
     }))
@@ -41,7 +41,7 @@ pub(crate) async fn entry(
             "journal entry",
         )));
     };
-    let entry = caller.keep.journal_entry(&caller.identity, seq).await?;
+    let entry = caller.keep.journal().entry(&caller.identity, seq).await?;
     Ok(Json(journal_info(entry)))
 }
 
@@ -54,7 +54,7 @@ pub(crate) async fn entry(
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn verify(caller: KeepCaller) -> Result<Json<JournalCheck>, ApiError> {
-    let report = caller.keep.verify_journal(&caller.identity).await?;
+    let report = caller.keep.journal().verify(&caller.identity).await?;
     Ok(Json(JournalCheck {
         entries: report.entries,
         intact: report.first_bad.is_none(),

@@ -44,10 +44,10 @@ pub(crate) async fn list(
     let kind = query.kind.as_deref();
     let proposals = match kind {
         Some("tool") => Vec::new(),
-        _ => caller.keep.proposals(&caller.identity, kind).await?,
+        _ => caller.keep.proposals().list(&caller.identity, kind).await?,
     };
     let tools = match kind {
-        None | Some("tool") => caller.keep.tool_proposals(&caller.identity).await?,
+        None | Some("tool") => caller.keep.tool_proposals().list(&caller.identity).await?,
         Some(_) => Vec::new(),
     };
     Ok(Json(ProposalList {
@@ -71,10 +71,14 @@ pub(crate) async fn detail(
     Path(id): Path<String>,
 ) -> Result<Json<AnyProposal>, ApiError> {
     if id.starts_with(imurun_keep::service::TOOL_PROPOSAL_ID_PREFIX) {
-        let review = caller.keep.tool_proposal(&caller.identity, &id).await?;
+        let review = caller
+            .keep
+            .tool_proposals()
+            .get(&caller.identity, &id)
+            .await?;
         return Ok(Json(AnyProposal::Tool(Box::new(review.into()))));
     }
-    let view = caller.keep.proposal(&caller.identity, &id).await?;
+    let view = caller.keep.proposals().get(&caller.identity, &id).await?;
     Ok(Json(AnyProposal::Other(Box::new(proposal_info(view)))))
 }
 
@@ -100,7 +104,8 @@ pub(crate) async fn accept(
 ) -> Result<Json<ProposalInfo>, ApiError> {
     let view = caller
         .keep
-        .decide_proposal(&caller.identity, &id, true, body.confirm_tainted)
+        .proposals()
+        .decide(&caller.identity, &id, true, body.confirm_tainted)
         .await?;
     Ok(Json(proposal_info(view)))
 }
@@ -122,7 +127,8 @@ pub(crate) async fn reject(
 ) -> Result<Json<ProposalInfo>, ApiError> {
     let view = caller
         .keep
-        .decide_proposal(&caller.identity, &id, false, false)
+        .proposals()
+        .decide(&caller.identity, &id, false, false)
         .await?;
     Ok(Json(proposal_info(view)))
 }
@@ -149,7 +155,8 @@ pub(crate) async fn decide(
 ) -> Result<Json<ToolReviewInfo>, ApiError> {
     let review = caller
         .keep
-        .decide_tool_proposal(&caller.identity, &id, &body.decision.into_signed())
+        .tool_proposals()
+        .decide(&caller.identity, &id, &body.decision.into_signed())
         .await?;
     Ok(Json(review.into()))
 }

@@ -40,7 +40,8 @@ pub(crate) async fn start(
 ) -> Result<(StatusCode, Json<SessionInfo>), ApiError> {
     let view = caller
         .keep
-        .start_session(&caller.identity, &body.agent)
+        .sessions()
+        .start(&caller.identity, &body.agent)
         .await?;
     Ok((StatusCode::CREATED, Json(session_info(view))))
 }
@@ -55,7 +56,7 @@ pub(crate) async fn start(
         (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn list(caller: KeepCaller) -> Result<Json<SessionList>, ApiError> {
-    let views = caller.keep.sessions(&caller.identity).await?;
+    let views = caller.keep.sessions().list(&caller.identity).await?;
     Ok(Json(SessionList {
         sessions: views.into_iter().map(session_info).collect(),
     }))
@@ -75,7 +76,7 @@ pub(crate) async fn detail(
     caller: KeepCaller,
     Path(id): Path<String>,
 ) -> Result<Json<SessionInfo>, ApiError> {
-    let view = caller.keep.session(&caller.identity, &id).await?;
+    let view = caller.keep.sessions().get(&caller.identity, &id).await?;
     Ok(Json(session_info(view)))
 }
 
@@ -103,6 +104,7 @@ pub(crate) async fn message(
 ) -> Result<Json<Replies>, ApiError> {
     let replies = caller
         .keep
+        .sessions()
         .send_message(&caller.identity, &id, &body.text)
         .await?;
     Ok(Json(Replies {
@@ -135,6 +137,7 @@ pub(crate) async fn file(
 ) -> Result<Json<Replies>, ApiError> {
     let replies = caller
         .keep
+        .sessions()
         .upload_file(&caller.identity, &id, &body.name, &body.text)
         .await?;
     Ok(Json(Replies {
@@ -158,7 +161,7 @@ pub(crate) async fn stop(
     caller: KeepCaller,
     Path(id): Path<String>,
 ) -> Result<Json<SessionInfo>, ApiError> {
-    let view = caller.keep.stop_session(&caller.identity, &id).await?;
+    let view = caller.keep.sessions().stop(&caller.identity, &id).await?;
     Ok(Json(session_info(view)))
 }
 

@@ -22,7 +22,12 @@ pub(crate) async fn tool_propose(
     OperatorCaller(caller): OperatorCaller,
 ) -> Result<Json<ToolProposeInfo>, ApiError> {
     Ok(Json(
-        caller.keep.tool_propose(&caller.identity).await?.into(),
+        caller
+            .keep
+            .host_settings()
+            .tool_propose(&caller.identity)
+            .await?
+            .into(),
     ))
 }
 
@@ -45,6 +50,7 @@ pub(crate) async fn set_tool_propose(
 ) -> Result<Json<ToolProposeInfo>, ApiError> {
     let view = caller
         .keep
+        .host_settings()
         .set_tool_propose(&caller.identity, body.enabled)
         .await?;
     Ok(Json(view.into()))

@@ -61,7 +61,7 @@ pub(crate) async fn create(
             ));
         }
     };
-    let token = caller.keep.create_token(&caller.identity, &role).await?;
+    let token = caller.keep.tokens().create(&caller.identity, &role).await?;
     Ok((
         StatusCode::CREATED,
         Json(TokenCreated {
@@ -85,6 +85,6 @@ pub(crate) async fn revoke(
     OperatorCaller(caller): OperatorCaller,
     Path(id): Path<String>,
 ) -> Result<Json<TokenRevoked>, ApiError> {
-    caller.keep.revoke_token(&caller.identity, &id).await?;
+    caller.keep.tokens().revoke(&caller.identity, &id).await?;
     Ok(Json(TokenRevoked { id, revoked: true }))
 }

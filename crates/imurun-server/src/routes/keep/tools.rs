@@ -23,7 +23,7 @@ use crate::openapi::ErrorBody;
         (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn list(caller: KeepCaller) -> Result<Json<ToolList>, ApiError> {
-    let tools = caller.keep.tools(&caller.identity).await?;
+    let tools = caller.keep.tools().list(&caller.identity).await?;
     Ok(Json(ToolList {
         tools: tools.into_iter().map(ToolInfo::from).collect(),
     }))
@@ -44,7 +44,12 @@ pub(crate) async fn detail(
     Path(name): Path<String>,
 ) -> Result<Json<ToolInfo>, ApiError> {
     Ok(Json(
-        caller.keep.tool(&caller.identity, &name).await?.into(),
+        caller
+            .keep
+            .tools()
+            .get(&caller.identity, &name)
+            .await?
+            .into(),
     ))
 }
 
@@ -66,7 +71,8 @@ pub(crate) async fn revoke(
     Ok(Json(
         caller
             .keep
-            .revoke_tool(&caller.identity, &name)
+            .tools()
+            .revoke(&caller.identity, &name)
             .await?
             .into(),
     ))
@@ -94,7 +100,8 @@ pub(crate) async fn clear_taint(
 ) -> Result<Json<ToolInfo>, ApiError> {
     let view = caller
         .keep
-        .clear_tool_taint(&caller.identity, &name, &body.decision.into_signed())
+        .tools()
+        .clear_taint(&caller.identity, &name, &body.decision.into_signed())
         .await?;
     Ok(Json(view.into()))
 }

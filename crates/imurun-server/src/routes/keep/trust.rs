@@ -22,7 +22,7 @@ use crate::openapi::ErrorBody;
 pub(crate) async fn detail(
     OperatorCaller(caller): OperatorCaller,
 ) -> Result<Json<serde_json::Value>, ApiError> {
-    let root = caller.keep.trust_root(&caller.identity).await?;
+    let root = caller.keep.trust_roots().view(&caller.identity).await?;
     Ok(Json(to_value(&root)?))
 }
 
@@ -46,7 +46,8 @@ pub(crate) async fn rotate(
 ) -> Result<Json<serde_json::Value>, ApiError> {
     let root = caller
         .keep
-        .rotate_trust_root(&caller.identity, &body.into_signed())
+        .trust_roots()
+        .rotate(&caller.identity, &body.into_signed())
         .await?;
     Ok(Json(to_value(&root)?))
 }

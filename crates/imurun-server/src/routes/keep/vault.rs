@@ -18,7 +18,7 @@ use crate::openapi::ErrorBody;
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn list(caller: KeepCaller) -> Result<Json<VaultList>, ApiError> {
-    let entries = caller.keep.credentials(&caller.identity).await?;
+    let entries = caller.keep.vault().list(&caller.identity).await?;
     Ok(Json(VaultList {
         entries: entries
             .into_iter()
@@ -62,7 +62,8 @@ pub(crate) async fn put(
     }
     let entry = caller
         .keep
-        .put_credential(&caller.identity, &name, value.as_bytes())
+        .vault()
+        .put(&caller.identity, &name, value.as_bytes())
         .await?;
     Ok(Json(VaultEntry {
         name: entry.name,
@@ -83,10 +84,7 @@ pub(crate) async fn remove(
     caller: KeepCaller,
     Path(name): Path<String>,
 ) -> Result<Json<VaultDeleted>, ApiError> {
-    caller
-        .keep
-        .delete_credential(&caller.identity, &name)
-        .await?;
+    caller.keep.vault().delete(&caller.identity, &name).await?;
     Ok(Json(VaultDeleted {
         name,
         deleted: true,
