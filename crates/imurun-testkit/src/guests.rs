@@ -20,6 +20,8 @@ pub enum Guest {
     KeyTool,
     /// The pure tool with `memory`: `{"memory": true}` answers the entries it may read.
     MemoryTool,
+    /// The pure tool with `model`: `{"generate": [...]}` answers the model's reply.
+    ModelTool,
     /// The scripted agent with only `events`.
     Scripted,
     /// The scripted agent with `events` and `http`.
@@ -37,6 +39,7 @@ impl Guest {
             Guest::PureTool => "pure_tool.wasm",
             Guest::KeyTool => "key_tool.wasm",
             Guest::MemoryTool => "memory_tool.wasm",
+            Guest::ModelTool => "model_tool.wasm",
             Guest::Scripted => "scripted_agent.wasm",
             Guest::ScriptedHttp => "scripted_agent_http.wasm",
             Guest::ScriptedFull => "scripted_agent_full.wasm",
@@ -71,7 +74,7 @@ fn build_guests() -> PathBuf {
     let lock = std::fs::File::create(target.join(".lock")).expect("creating the guests' lock");
     lock.lock().expect("locking the guests' folder");
     let built = target.join("wasm32-wasip2/release");
-    let variants: [Variant; 4] = [
+    let variants: [Variant; 5] = [
         (
             "the guests",
             &[],
@@ -93,6 +96,11 @@ fn build_guests() -> PathBuf {
             "the pure tool with memory",
             &["-p", "pure-tool", "--features", "memory"],
             &[("pure_tool.wasm", "memory_tool.wasm")],
+        ),
+        (
+            "the pure tool with the model",
+            &["-p", "pure-tool", "--features", "model"],
+            &[("pure_tool.wasm", "model_tool.wasm")],
         ),
         (
             "the scripted agent with every import",

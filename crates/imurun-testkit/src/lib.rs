@@ -6,7 +6,9 @@
 //! PostgreSQL databases and servers for the tests that run on PostgreSQL.
 //!
 //! It depends on `imurun-core` and `imurun-policy` (the workspace) only, so any crate's tests
-//! may use it without pulling in an HTTP client, MCP or a model back-end.
+//! may use it without pulling in an HTTP client, MCP or a model back-end. The feature `tls`
+//! adds the upstream over TLS ([`Upstream::start_tls`]), for the suites that follow a
+//! credential to its upstream.
 
 mod guests;
 mod llama_server;
@@ -17,6 +19,8 @@ mod process;
 mod repository;
 mod sinks;
 mod sse;
+#[cfg(feature = "tls")]
+mod tls;
 mod tools;
 mod upstream;
 mod workspace;

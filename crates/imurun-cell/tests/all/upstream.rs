@@ -1,4 +1,5 @@
-//! The local upstream over TLS, and a name lookup that answers what a test tells it to.
+//! The local upstream over TLS (the test kit's), and a name lookup that answers what a test
+//! tells it to.
 
 use std::collections::{HashMap, VecDeque};
 use std::future::Future;
@@ -8,43 +9,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 
 use imurun_net::Lookup;
-use imurun_testkit::{Accept, Accepted, UpstreamStream};
 pub(crate) use imurun_testkit::{Upstream, ok, redirect};
-
-/// The upstream of [`imurun_testkit::Upstream`] over TLS, with a certificate for `name` made
-/// for the test; also returns the certificate (DER) for the client to trust.
-pub(crate) async fn start_tls(answer: fn(&str) -> String, name: &str) -> (Upstream, Vec<u8>) {
-    let certified = rcgen::generate_simple_self_signed(vec![name.to_owned()]).unwrap();
-    let der = certified.cert.der().to_vec();
-    let key =
-        rustls::pki_types::PrivateKeyDer::try_from(certified.signing_key.serialize_der()).unwrap();
-    let config = rustls::ServerConfig::builder_with_provider(Arc::new(
-        rustls::crypto::aws_lc_rs::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .unwrap()
-    .with_no_client_auth()
-    .with_single_cert(vec![certified.cert.der().clone()], key)
-    .unwrap();
-    let acceptor = Tls(tokio_rustls::TlsAcceptor::from(Arc::new(config)));
-    (
-        Upstream::start_accepting(answer, Some(Arc::new(acceptor))).await,
-        der,
-    )
-}
-
-/// A TLS handshake before the exchange.
-struct Tls(tokio_rustls::TlsAcceptor);
-
-impl Accept for Tls {
-    fn accept(&self, stream: tokio::net::TcpStream) -> Accepted {
-        let acceptor = self.0.clone();
-        Box::pin(async move {
-            let stream = acceptor.accept(stream).await.ok()?;
-            Some(Box::new(stream) as Box<dyn UpstreamStream>)
-        })
-    }
-}
 
 /// Answers each name with the next of its answers (the last one again once they run out),
 /// counting lookups.
@@ -102,7 +67,7 @@ pub(crate) async fn tls_api(
     imurun_cell::egress::EgressGrant,
 ) {
     use imurun_cell::egress::{CredentialRule, EgressGrant, EgressMode, EgressRule};
-    let (upstream, der) = start_tls(answer, "api.test").await;
+    let (upstream, der) = Upstream::start_tls(answer, "api.test").await;
     let port = upstream.port;
     let lookup = ScriptedLookup::answering("api.test", &[&["127.0.0.1"]]);
     let config = imurun_cell::broker::BrokerConfig {

@@ -250,6 +250,28 @@ impl TestServer {
         options: ServerOptions,
         tools: Vec<Arc<dyn Tool>>,
     ) -> TestServer {
+        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
+        Self::start_listening(listener, dirs, model, options, tools).await
+    }
+
+    /// A server with these options on `listener`, bound by the caller: a Keep host learns its
+    /// own API's port before it starts, as `imurun serve` binds first.
+    pub(crate) async fn start_on(
+        listener: TcpListener,
+        dirs: &Dirs,
+        model: Option<Arc<dyn Model>>,
+        options: ServerOptions,
+    ) -> TestServer {
+        Self::start_listening(listener, dirs, model, options, Vec::new()).await
+    }
+
+    async fn start_listening(
+        listener: TcpListener,
+        dirs: &Dirs,
+        model: Option<Arc<dyn Model>>,
+        options: ServerOptions,
+        tools: Vec<Arc<dyn Tool>>,
+    ) -> TestServer {
         let hub = EventHub::default();
         let workspace = Workspace::open(&WorkspaceConfig {
             root: dirs.workspace.clone(),
@@ -293,7 +315,6 @@ impl TestServer {
                 ..options
             },
         });
-        let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind");
         let addr = listener.local_addr().expect("addr");
         let (shutdown, stop) = oneshot::channel::<()>();
         let task = tokio::spawn(serve(listener, state.clone(), async move {

@@ -1,17 +1,12 @@
 //! Keep mode against the real router: an operator and two users, over HTTP.
 
-use imurun_keep::key_files::read_key;
 use imurun_keep::random::OsRandom;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use base64::Engine;
 use imurun_keep::decision::{Decision, DecisionKind, Expected};
-use imurun_keep::documents::{POLICY_TYPE, Signed};
-use imurun_keep::init::{POLICY_KEY_FILE, SIGNER_KEY_FILE};
-use imurun_keep::keys::{KeyPair, sha256_hex};
-use imurun_server::ServerOptions;
-use imurun_store::Store;
+use imurun_keep::documents::Signed;
+use imurun_keep::keys::KeyPair;
 use imurun_testkit::SseClient;
 use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -20,167 +15,9 @@ use tokio::sync::Semaphore;
 
 use crate::api_support::{Dirs, Reply, TestModel, TestServer, WAIT_MAX};
 use crate::openapi::{concrete_path, operations};
+use crate::support::{Keep, possession};
 
 const CANARY: &str = "canary-b7e1-4f0c-9d2a-keep-vault";
-
-pub(crate) struct Keep {
-    dirs: Dirs,
-    pub(crate) server: TestServer,
-    pub(crate) operator: String,
-    pub(crate) alice: String,
-    pub(crate) bob: String,
-    pub(crate) policy: KeyPair,
-    signer: KeyPair,
-}
-
-impl Keep {
-    async fn start() -> Keep {
-        Keep::start_serving(None, None).await
-    }
-
-    /// A Keep host whose sessions run in cells, reaching the loopback ports given.
-    pub(crate) async fn start_with_cells(loopback_ports: Vec<u16>) -> Keep {
-        Keep::start_serving(Some(loopback_ports), None).await
-    }
-
-    /// A Keep host whose assistant answers with `model`.
-    async fn start_with_model(model: Arc<TestModel>) -> Keep {
-        Keep::start_serving(None, Some(model)).await
-    }
-
-    async fn start_serving(cells: Option<Vec<u16>>, model: Option<Arc<TestModel>>) -> Keep {
-        let dirs = Dirs::new();
-        std::fs::create_dir_all(dirs.db.parent().expect("parent")).expect("data dir");
-        let store = Store::open(&dirs.db).await.expect("store");
-        let keep_dir = dirs.db.parent().expect("parent").join("keep");
-        let report = imurun_keep::init::initialise(
-            &keep_dir,
-            store.clone(),
-            std::sync::Arc::new(imurun_core::SystemClock),
-        )
-        .await
-        .expect("keep init");
-        let service = imurun_keep::init::open(
-            &keep_dir,
-            store,
-            std::sync::Arc::new(imurun_core::SystemClock),
-        )
-        .await
-        .expect("open keep");
-        let keep_events = imurun_server::KeepHubs::default();
-        let service = match cells {
-            None => service,
-            Some(loopback_ports) => {
-                let broker = imurun_cell::broker::Broker::new(
-                    imurun_cell::broker::BrokerConfig::default(),
-                    &imurun_cell::own_addresses(),
-                )
-                .expect("broker");
-                let config = imurun_keep::cells::CellsConfig {
-                    loopback_ports,
-                    ..imurun_keep::cells::CellsConfig::default()
-                };
-                let cells = imurun_keep::cells::Cells::new(
-                    &config,
-                    broker,
-                    std::sync::Arc::new(keep_events.clone()),
-                    std::sync::Arc::new(|| None),
-                )
-                .expect("cells");
-                service.with_cells(cells)
-            }
-        };
-        let options = ServerOptions {
-            keep: Some(service),
-            keep_events,
-            ..ServerOptions::default()
-        };
-        let model = model.map(|model| model as Arc<dyn imurun_core::Model>);
-        let server = TestServer::start_with(&dirs, model, options).await;
-        let operator = report.operator_token.token;
-        let mut keep = Keep {
-            policy: read_key(&keep_dir.join(POLICY_KEY_FILE)).expect("policy key"),
-            signer: read_key(&keep_dir.join(SIGNER_KEY_FILE)).expect("signer key"),
-            dirs,
-            server,
-            operator,
-            alice: String::new(),
-            bob: String::new(),
-        };
-        keep.alice = keep.token_for("alice").await;
-        keep.bob = keep.token_for("bob").await;
-        keep
-    }
-
-    async fn token_for(&self, user: &str) -> String {
-        let (status, body) = self
-            .call(
-                &self.operator,
-                "POST",
-                "/v1/tokens",
-                Some(json!({"user": user})),
-            )
-            .await;
-        assert_eq!(status, 201, "{body}");
-        body["token"].as_str().expect("token").to_owned()
-    }
-
-    pub(crate) async fn call(
-        &self,
-        token: &str,
-        method: &str,
-        path: &str,
-        body: Option<Value>,
-    ) -> (u16, Value) {
-        let (status, value, _) = self
-            .server
-            .request_as(Some(token), method, path, body.map(|body| body.to_string()))
-            .await;
-        (status, value)
-    }
-
-    async fn raw(&self, token: &str, method: &str, path: &str) -> (u16, String) {
-        let (status, _, text) = self
-            .server
-            .request_as(Some(token), method, path, None)
-            .await;
-        (status, text)
-    }
-
-    fn deploy_body(&self, name: &str, version: i64) -> Value {
-        let mut bundle = vec![0x00, 0x61, 0x73, 0x6d, 0x0d, 0x00, 0x01, 0x00];
-        bundle.extend_from_slice(format!("{name}@{version}").as_bytes());
-        let manifest = json!({
-            "name": name, "version": version, "description": "A helper.",
-            "resources": {"memory_mb": 64, "cpu_ms": 100, "timeout_ms": 1000},
-            "approval_timeout_s": 30
-        });
-        self.deploy_bundle(bundle, manifest)
-    }
-
-    /// Deploys `bundle` with `manifest` over HTTP, as the operator.
-    pub(crate) async fn deploy(&self, bundle: Vec<u8>, manifest: Value) {
-        let body = self.deploy_bundle(bundle, manifest);
-        let (status, answer) = self
-            .call(&self.operator, "POST", "/v1/agents", Some(body))
-            .await;
-        assert_eq!(status, 201, "{answer}");
-    }
-
-    fn deploy_bundle(&self, bundle: Vec<u8>, manifest: Value) -> Value {
-        let (name, version) = (manifest["name"].clone(), manifest["version"].clone());
-        let policy = json!({
-            "type": POLICY_TYPE, "agent": name, "version": version,
-            "expires_at": imurun_core::now_unix_s() + 3_600,
-            "bundle_sha256": sha256_hex(&bundle), "manifest": manifest,
-        });
-        json!({
-            "bundle": base64::engine::general_purpose::STANDARD.encode(&bundle),
-            "bundle_signature": imurun_keep::trust::sign_bundle(&bundle, &self.signer),
-            "policy": Signed::sign(&policy, &self.policy).expect("sign"),
-        })
-    }
-}
 
 #[tokio::test]
 async fn every_route_needs_a_token_and_the_assistant_is_the_operators() {
@@ -795,14 +632,6 @@ async fn every_keep_operation_answers_as_documented() {
     }
     assert!(checked >= 21, "{checked} Keep operations");
     keep.server.stop().await;
-}
-
-/// The new key's proof that it is held, for `user`.
-pub(crate) fn possession(key: &KeyPair, user: &str) -> String {
-    key.sign(&imurun_keep::service::possession_message(
-        user,
-        &key.public(),
-    ))
 }
 
 /// `GET /api/events` opened with `token`.

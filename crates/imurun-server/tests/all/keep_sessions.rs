@@ -3,7 +3,7 @@
 use imurun_testkit::{Guest, SseClient, Upstream, ok};
 use serde_json::{Value, json};
 
-use crate::keep::Keep;
+use crate::support::Keep;
 
 fn manifest(name: &str, extra: Value) -> Value {
     let mut manifest = json!({

@@ -1,15 +1,13 @@
 //! Agent-proposed tools against the real router: an operator and two people over HTTP, a real
 //! cell proposing a tool, the review, device-signed decisions, calls, revocation.
 
-use base64::Engine;
-use imurun_keep::decision::{Decision, DecisionKind, Expected};
+use imurun_keep::decision::DecisionKind;
 use imurun_keep::documents::{CEILING_TYPE, Signed};
 use imurun_keep::keys::KeyPair;
-use imurun_keep::random::OsRandom;
 use imurun_testkit::{Guest, Upstream, ok};
 use serde_json::{Value, json};
 
-use crate::keep::{Keep, possession};
+use crate::support::{Keep, decide, enrol, say, send_bundle};
 
 fn answer(head: &str) -> String {
     let path = head.split_whitespace().nth(1).unwrap_or_default();
@@ -18,60 +16,6 @@ fn answer(head: &str) -> String {
 
 fn local(port: u16, methods: &[&str]) -> Value {
     json!({"scheme": "http", "host": "127.0.0.1", "port": port, "methods": methods, "path_prefix": "/api"})
-}
-
-async fn say(keep: &Keep, token: &str, session: &str, message: Value) -> Value {
-    let (status, said) = keep
-        .call(
-            token,
-            "POST",
-            &format!("/v1/sessions/{session}/messages"),
-            Some(json!({"text": message.to_string()})),
-        )
-        .await;
-    assert_eq!(status, 200, "{said}");
-    said["replies"][0].clone()
-}
-
-async fn enrol(keep: &Keep, token: &str, user: &str) -> KeyPair {
-    let (_, code) = keep
-        .call(
-            &keep.operator,
-            "POST",
-            "/v1/enrol-codes",
-            Some(json!({"user": user})),
-        )
-        .await;
-    let device = KeyPair::generate(&OsRandom).expect("key");
-    let body = json!({"public_key": device.public().to_hex(), "label": "phone",
-                      "possession": possession(&device, user), "enrol_code": code["code"]});
-    let (status, enrolled) = keep.call(token, "POST", "/v1/devices", Some(body)).await;
-    assert_eq!(status, 201, "{enrolled}");
-    device
-}
-
-/// `user`'s decision of `kind` on the review `review` (as the API shows it), by `device`.
-fn decide(device: &KeyPair, user: &str, review: &Value, kind: DecisionKind) -> Value {
-    let hashes = serde_json::from_value(review["hashes"].clone()).expect("hashes");
-    let expected = Expected {
-        kind,
-        subject: review["id"].as_str().expect("id"),
-        hashes: &hashes,
-        ceiling_version: review["ceiling_version"].as_i64().expect("ceiling"),
-        policy_version: review["policy_version"].as_i64().expect("policy"),
-        user,
-    };
-    let made = Decision::new(
-        &OsRandom,
-        &expected,
-        device,
-        imurun_core::now_unix_s(),
-        600,
-        false,
-    )
-    .expect("made");
-    let signed = Signed::sign(&serde_json::to_value(&made).expect("json"), device).expect("sign");
-    json!({"decision": signed})
 }
 
 #[tokio::test]
@@ -99,7 +43,7 @@ async fn two_people_and_an_operator_propose_review_decide_call_and_revoke_over_h
     assert_eq!(status, 200, "{body}");
 
     // Alice's session's cell proposes a fetch tool wanting GET and DELETE on the upstream.
-    send_bundle(&keep, &session, Guest::FetchTool).await;
+    send_bundle(&keep, &keep.alice, &session, Guest::FetchTool).await;
     let proposal = json!({"emit": {"type": "tool.propose", "name": "fetcher", "bundle": "$buffer",
         "description": "Fetches things.",
         "manifest": {"name": "fetcher", "version": 1,
@@ -320,18 +264,9 @@ async fn alice_with_maker(keep: &Keep, upstream: &Upstream) -> (String, KeyPair)
     (session["id"].as_str().expect("id").to_owned(), device)
 }
 
-/// Puts `guest`'s bytes, in base64, in alice's session's buffer.
-async fn send_bundle(keep: &Keep, session: &str, guest: Guest) {
-    let bundle = base64::engine::general_purpose::STANDARD.encode(guest.bytes());
-    for chunk in bundle.as_bytes().chunks(40_000) {
-        let text = std::str::from_utf8(chunk).expect("ascii");
-        say(keep, &keep.alice, session, json!({"buffer": text})).await;
-    }
-}
-
 /// What alice's session answers when its cell proposes the pure tool as `name`.
 async fn propose_pure(keep: &Keep, session: &str, name: &str) -> Value {
-    send_bundle(keep, session, Guest::PureTool).await;
+    send_bundle(keep, &keep.alice, session, Guest::PureTool).await;
     let proposal = json!({"emit": {"type": "tool.propose", "name": name, "bundle": "$buffer",
         "description": "Echoes.", "manifest": {"name": name, "version": 1,
             "resources": {"memory_mb": 16, "cpu_ms": 500, "timeout_ms": 5000},

@@ -11,6 +11,7 @@ mod backpressure;
 mod filter;
 mod has_subscriber;
 mod keep;
+mod keep_authority;
 mod keep_sessions;
 mod keep_tools;
 mod load_small;
