@@ -48,6 +48,7 @@ mod rules {
     mod canonical;
     mod checks;
     mod decisions;
+    mod document_checks;
     mod manifests;
     mod properties;
     mod proposals;
