@@ -199,7 +199,8 @@ fn a_ceiling_holds_only_for_its_person_signed_by_a_policy_key_above_every_versio
             verify_ceiling(&trust(), for_user, &envelope, NOW).map_err(|error| error.rule())?;
         rule(check_ceiling(&ceiling, &lock))
     };
-    let rows: &[(&str, Result<(), &str>, Result<(), &str>)] = &[
+    type Row<'a> = (&'a str, Result<(), &'a str>, Result<(), &'a str>);
+    let rows: &[Row] = &[
         (
             "as sent",
             check(ceiling("alice", 2, NOW + 60), 1, "alice", locked(1, 1)),
