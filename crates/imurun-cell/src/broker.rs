@@ -170,10 +170,7 @@ impl Broker {
                 }
             };
             let used = used_of(&method, &target, Some(&checked), grant, &headers, &body);
-            if body
-                .windows(b"_method".len())
-                .any(|window| window.eq_ignore_ascii_case(b"_method"))
-            {
+            if crate::egress::names_method_override(&body) {
                 // Rails, Laravel and Symfony read a `_method` field of a body as the method.
                 let refusal = Refusal {
                     rule: "method",

@@ -186,7 +186,7 @@ pub fn check_request(
     let path = url.path().to_owned();
     if url
         .query()
-        .is_some_and(|query| query.to_ascii_lowercase().contains("_method"))
+        .is_some_and(|query| names_method_override(query.as_bytes()))
     {
         return Err(Refusal::new(
             "method",
@@ -532,7 +532,9 @@ fn check_headers(grant: &EgressGrant, headers: &[Header]) -> Result<(), Refusal>
         ));
     }
     for header in headers {
-        let name = header.name.to_ascii_lowercase();
+        // Some servers (CGI-style ones) read `_` in a header's name as `-`: the refused names
+        // are matched in both spellings.
+        let name = header.name.to_ascii_lowercase().replace('_', "-");
         let valid_name = !name.is_empty()
             && name
                 .bytes()
@@ -572,6 +574,95 @@ fn check_headers(grant: &EgressGrant, headers: &[Header]) -> Result<(), Refusal>
         }
     }
     Ok(())
+}
+
+/// Whether `text` (a query or a body) names a `_method` field, in any spelling a server's
+/// decoder reads as that name: percent-encoded (once or more), with JSON's `\u` escapes, in any
+/// letter case, or mangled as PHP mangles field names (`.method`, `[method`, ` method` and
+/// `+method` where a name starts). Rails, Laravel and Symfony run a request with such a field
+/// as the method it names.
+pub fn names_method_override(text: &[u8]) -> bool {
+    let mut decoded = text.to_ascii_lowercase();
+    // Each round undoes one layer of percent-encoding and JSON escapes; a few layers are all a
+    // server's decoders ever undo.
+    for _ in 0..4 {
+        if mentions_method_field(&decoded) {
+            return true;
+        }
+        let next = unescape_json(&percent_decode(&decoded)).to_ascii_lowercase();
+        if next == decoded {
+            return false;
+        }
+        decoded = next;
+    }
+    mentions_method_field(&decoded)
+}
+
+/// `_method` anywhere, or `method` after a character PHP reads as `_` where a field's name
+/// starts (the start, `&`, `?`, `;`, a quote, `{` or `,`).
+fn mentions_method_field(text: &[u8]) -> bool {
+    const NAME: &[u8] = b"method";
+    text.windows(NAME.len() + 1)
+        .enumerate()
+        .any(|(at, window)| {
+            let (first, rest) = (window[0], &window[1..]);
+            if rest != NAME {
+                return false;
+            }
+            match first {
+                b'_' => true,
+                b'.' | b'[' | b' ' | b'+' => at == 0 || b"&?;\"'{,".contains(&text[at - 1]),
+                _ => false,
+            }
+        })
+}
+
+/// `text` with each `%XX` decoded (other bytes as they are).
+fn percent_decode(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let hex = text.get(at + 1..at + 3).and_then(|pair| {
+            std::str::from_utf8(pair)
+                .ok()
+                .and_then(|pair| u8::from_str_radix(pair, 16).ok())
+        });
+        match (text[at], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                at += 3;
+            }
+            (byte, _) => {
+                out.push(byte);
+                at += 1;
+            }
+        }
+    }
+    out
+}
+
+/// `text` with each JSON `\uXXXX` escape of an ASCII character decoded.
+fn unescape_json(text: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut at = 0;
+    while at < text.len() {
+        let escaped = (text[at] == b'\\' && text.get(at + 1) == Some(&b'u'))
+            .then(|| text.get(at + 2..at + 6))
+            .flatten()
+            .and_then(|hex| std::str::from_utf8(hex).ok())
+            .and_then(|hex| u8::from_str_radix(hex, 16).ok().filter(u8::is_ascii));
+        match escaped {
+            Some(byte) => {
+                out.push(byte);
+                at += 6;
+            }
+            None => {
+                out.push(text[at]);
+                at += 1;
+            }
+        }
+    }
+    out
 }
 
 /// The refusal for an error the door returned while connecting (an address refused at

@@ -346,6 +346,11 @@ async fn host_and_credential_headers_set_by_a_cell_are_refused() {
         ("X-Forwarded-For", "a\r\nHost: evil.test"),
         ("Accept-Encoding", "gzip"),
         ("X-HTTP-Method-Override", "DELETE"),
+        // CGI-style servers read `_` in a header's name as `-`.
+        ("X_HTTP_METHOD_OVERRIDE", "DELETE"),
+        ("X_Original_URL", "/admin"),
+        ("Proxy_Authorization", "Basic x"),
+        ("X_Forwarded_For", "10.0.0.1"),
     ] {
         let mut smuggled = request("GET", &format!("http://upstream.test:{port}/api/x"));
         smuggled.headers.push(Header {
@@ -359,6 +364,61 @@ async fn host_and_credential_headers_set_by_a_cell_are_refused() {
         assert_eq!(refused.rule, "header", "{name}: {refused}");
     }
     assert_eq!(upstream.hits(), 0);
+}
+
+#[tokio::test]
+async fn a_method_override_is_refused_in_every_spelling_a_decoder_reads_and_plain_words_pass() {
+    let upstream = Upstream::start(answer).await;
+    let port = upstream.port;
+    let broker = broker(ScriptedLookup::answering(
+        "upstream.test",
+        &[&["127.0.0.1"]],
+    ));
+    let grant = grant(port, EgressMode::Allow);
+    let host = Host::new(Person::Approves);
+    let target = format!("http://upstream.test:{port}/api/x");
+    let clock = clock();
+    let send = |query: &str, body: &str| {
+        let mut sent = request("POST", &format!("{target}{query}"));
+        sent.body = body.as_bytes().to_vec();
+        broker.send(&grant, false, sent, &host, &clock)
+    };
+    let bodies = [
+        "_method=DELETE",
+        "%5Fmethod=DELETE",
+        "%5fmethod=DELETE",
+        "_%6Dethod=DELETE",
+        "%255Fmethod=DELETE",
+        "a=1&.method=DELETE",
+        "[method=DELETE",
+        "a=1&+method=DELETE",
+        r#"{"_method":"DELETE"}"#,
+        r#"{"\u005fmethod":"DELETE"}"#,
+        r#"{"_\u006dethod":"DELETE"}"#,
+        r#"{"a":1,".method":"DELETE"}"#,
+    ];
+    for body in bodies {
+        let refused = send("", body).await.unwrap_err();
+        assert_eq!(refused.rule, "method", "body {body}: {refused}");
+    }
+    for query in [
+        "?_method=DELETE",
+        "?%5Fmethod=DELETE",
+        "?_%6Dethod=DELETE",
+        "?.method=x",
+    ] {
+        let refused = send(query, "").await.unwrap_err();
+        assert_eq!(refused.rule, "method", "query {query}: {refused}");
+    }
+    assert_eq!(upstream.hits(), 0);
+    for body in [
+        "the payment method=card",
+        r#"{"method":"card"}"#,
+        "a=1&methods=2",
+    ] {
+        let passed = send("", body).await.expect(body);
+        assert_eq!(passed.status, 200, "{body}");
+    }
 }
 
 #[tokio::test]

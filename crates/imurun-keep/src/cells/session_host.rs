@@ -169,22 +169,25 @@ impl SessionHost {
             json!({"action": action, "rule": "journal_bound", "session": self.session_id,
                    "reason": reason})
         };
+        // Past either bound a refusal is still an event for the person, never silence.
+        let events_only = match person {
+            Bound::EventsOnly => true,
+            Bound::Journal => count > REFUSALS_JOURNALED_PER_SESSION_MAX,
+            Bound::LastEntry => false,
+        };
+        if events_only {
+            self.publish(json!({"type": "refusal", "action": action, "rule": rule,
+                                "reason": cut_text(reason)}));
+            return;
+        }
         let detail = match person {
-            Bound::EventsOnly => {
-                self.publish(json!({"type": "refusal", "action": action, "rule": rule,
-                                    "reason": cut_text(reason)}));
-                return;
-            }
             Bound::LastEntry => {
                 bound("this person's sessions' further refusals this minute are events only")
             }
             Bound::Journal if count < REFUSALS_JOURNALED_PER_SESSION_MAX => {
                 json!({"action": action, "rule": rule, "reason": cut_text(reason), "session": self.session_id})
             }
-            Bound::Journal if count == REFUSALS_JOURNALED_PER_SESSION_MAX => {
-                bound("this session's further refusals are events only")
-            }
-            Bound::Journal => return,
+            _ => bound("this session's further refusals are events only"),
         };
         let subject = format!("session:{}", self.session_id);
         if let Err(error) = self

@@ -341,7 +341,13 @@ impl Sessions<'_> {
         message: String,
     ) -> Result<Vec<String>, KeepError> {
         let mut stopped = live.stopped.subscribe();
-        let mut slot = live.cell.lock().await;
+        // One message at a time, and none waits behind it: a client cannot pile work up on a
+        // cell.
+        let Ok(mut slot) = live.cell.try_lock() else {
+            return Err(KeepError::Conflict(
+                "a message is running in this session: send the next when it has answered".into(),
+            ));
+        };
         let Some(cell) = slot.as_mut() else {
             return Err(KeepError::Conflict("the session has ended".into()));
         };

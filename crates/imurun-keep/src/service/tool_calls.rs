@@ -114,7 +114,11 @@ impl Tools<'_> {
         match result {
             Ok(text) => Ok(ToolAnswer { text, untrusted }),
             Err(error) => {
-                if untrusted && let Some(source) = host.tainted_by() {
+                // A failure's words are the tool's too: they taint as its answer would.
+                if untrusted {
+                    let source = host.tainted_by().unwrap_or_else(|| {
+                        format!("a failure of {qualified}, proposed by a tainted session")
+                    });
                     parent.taint(&source).await.map_err(|error| {
                         format!("the session could not be marked tainted: {error}")
                     })?;

@@ -306,11 +306,21 @@ async fn attack_tool_calls_bypass_the_per_session_refusal_journal_bound() {
             .unwrap();
     let url = format!("http://127.0.0.1:{port}/outside");
     let step = json!({"tool": {"name": "reader", "args": {"url": url}}});
-    for _ in 0..8 {
+    for round in 0..8 {
+        // Past a minute the person's own bound starts again; the session's does not.
+        if round == 4 {
+            b.s.host.advance(60);
+        }
         let steps: Vec<Value> = std::iter::repeat_n(step.clone(), 10).collect();
         b.s.say(&b.s.alice, &session.id, json!({"steps": steps}))
             .await;
     }
+    // Past the session's bound a refusal is still the person's event, never silence.
+    let told = events_of(&b.s, "alice", "refusal").len();
+    assert!(
+        told >= 80 - imurun_keep::cells::REFUSALS_JOURNALED_PER_SESSION_MAX - 1,
+        "{told} refusals told as events"
+    );
     let journal = b.s.keep.journal().list(&b.s.host.operator).await.unwrap();
     let refusals = journal
         .iter()

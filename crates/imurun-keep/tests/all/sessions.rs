@@ -771,6 +771,14 @@ async fn ask_mode_waits_for_the_person_and_a_device_rule_for_a_signed_decision()
         "nothing leaves before the person answers"
     );
     assert!(s.keep.approvals().list(&s.bob).await.unwrap().is_empty());
+    // None waits behind a running message: the next is refused while it runs.
+    let busy = s
+        .keep
+        .sessions()
+        .send_message(&s.alice, &session.id, &fetch("/api/other"))
+        .await
+        .unwrap_err();
+    assert_eq!(busy.rule(), "conflict", "{busy}");
     let error = s
         .keep
         .approvals()

@@ -985,6 +985,26 @@ async fn a_tainted_proposal_needs_the_confirm_and_deploys_asking_until_a_device_
     assert!(said.contains("\"status\":200"), "{said}");
 }
 
+/// A tool proposed by a tainted session taints the session that calls it with whatever it
+/// answers, a failure included: the failure's words are the tool's.
+#[tokio::test]
+async fn a_failure_of_a_tool_proposed_by_a_tainted_session_taints_its_caller() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    tainted_reader(&b).await;
+    let session = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
+    let said = s
+        .say(
+            &s.alice,
+            &session.id,
+            json!({"tool": {"name": "reader", "args": "not an object"}}),
+        )
+        .await;
+    assert!(said[0].contains("the tool failed"), "{said:?}");
+    let view = s.keep.sessions().get(&s.alice, &session.id).await.unwrap();
+    assert!(view.tainted, "the failure taints: {said:?}");
+}
+
 /// A tainted tool's row edited in the database (its manifest widened) is not sealed again by
 /// clearing its taint, even with a decision signed over the edited row as the host shows it:
 /// the seal is checked under the write lock, and the tool stays tainted and uncallable.

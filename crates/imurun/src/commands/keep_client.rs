@@ -184,13 +184,14 @@ impl Client {
                     bail!("{name} carries no taint to clear");
                 }
                 let user = self.user().await?;
+                let subject = clear_taint_subject(&tool, &name, &user)?;
                 let hashes =
                     serde_json::from_value(basis["hashes"].clone()).context("the hashes")?;
                 let decision = sign(
                     &device,
                     &Expected {
                         kind: DecisionKind::ClearTaint,
-                        subject: basis["subject"].as_str().unwrap_or_default(),
+                        subject: &subject,
                         hashes: &hashes,
                         ceiling_version: basis["ceiling_version"].as_i64().unwrap_or(0),
                         policy_version: basis["policy_version"].as_i64().unwrap_or(0),
@@ -298,9 +299,12 @@ fn check_review(review: &Value) -> Result<()> {
         &review["dropped"],
         &review["granted_diff"],
     );
-    if review["hashes"]["manifest"].as_str() != Some(manifest_sha256.as_str())
-        || review["hashes"]["description"].as_str() != Some(description_sha256.as_str())
-        || review["hashes"]["authority"].as_str() != Some(authority_sha256.as_str())
+    let hashes = &review["hashes"];
+    if !same_keys(hashes, &["authority", "bundle", "description", "manifest"])
+        || hashes["manifest"].as_str() != Some(manifest_sha256.as_str())
+        || hashes["description"].as_str() != Some(description_sha256.as_str())
+        || hashes["authority"].as_str() != Some(authority_sha256.as_str())
+        || hashes["bundle"].as_str() != review["bundle_sha256"].as_str()
     {
         bail!(
             "the host's review names other hashes than the manifest, description and authority \
@@ -308,6 +312,35 @@ fn check_review(review: &Value) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// Whether `value` is an object with exactly the members `names`.
+fn same_keys(value: &Value, names: &[&str]) -> bool {
+    value.as_object().is_some_and(|members| {
+        members.len() == names.len() && names.iter().all(|name| members.contains_key(*name))
+    })
+}
+
+/// The subject of a `clear_taint` decision on the tool the person named (`name`, with or
+/// without `u/<user>/`), built here: refused when the host answered about another tool, or
+/// names hashes other than those of the tool's bundle and manifest it shows.
+fn clear_taint_subject(tool: &Value, name: &str, user: &str) -> Result<String> {
+    let own = format!("u/{user}/");
+    let named = name.strip_prefix(&own).unwrap_or(name);
+    let manifest: imurun_keep::manifest::Manifest =
+        serde_json::from_value(tool["manifest"].clone()).context("the tool's manifest")?;
+    let hashes = &tool["clear_taint"]["hashes"];
+    if tool["name"].as_str() != Some(named)
+        || !same_keys(hashes, &["bundle", "manifest"])
+        || hashes["bundle"].as_str() != tool["bundle_sha256"].as_str()
+        || hashes["manifest"].as_str()
+            != Some(imurun_keep::authority::manifest_sha256(&manifest).as_str())
+    {
+        bail!(
+            "the host's answer is about another tool than {named}, or names other hashes than              its bundle and manifest: nothing was signed"
+        );
+    }
+    Ok(format!("{own}{named}@{}", tool["version"]))
 }
 
 fn sign(device: &KeyPair, expected: &Expected<'_>, confirm_tainted: bool) -> Result<Signed> {
@@ -430,5 +463,71 @@ mod tests {
         assert!(shown.contains("TAINTED"));
         assert!(!shown.contains("authority: no new authority"));
         assert!(show(&review, true).contains("\u{1b}[1;31m+ [new_host]"));
+    }
+
+    /// A review whose hashes are those of what it shows.
+    fn honest_review() -> Value {
+        let manifest: imurun_keep::manifest::Manifest = serde_json::from_value(json!({
+            "name": "x", "version": 1,
+            "resources": {"memory_mb": 16, "cpu_ms": 100, "timeout_ms": 1000},
+            "approval_timeout_s": 30
+        }))
+        .expect("manifest");
+        let mut review = json!({
+            "description": "Adds.", "bundle_sha256": "b1", "clamped_manifest": manifest,
+            "authority_diff": [], "dropped": [], "granted_diff": [],
+        });
+        review["hashes"] = json!({
+            "manifest": imurun_keep::authority::manifest_sha256(&manifest),
+            "description": imurun_keep::keys::sha256_hex(b"Adds."),
+            "authority": imurun_keep::authority::review_sha256(
+                &review["authority_diff"], &review["dropped"], &review["granted_diff"]),
+            "bundle": "b1",
+        });
+        review
+    }
+
+    #[test]
+    fn a_review_is_signed_only_when_its_hashes_are_those_of_what_it_shows() {
+        assert!(check_review(&honest_review()).is_ok());
+        let mut other_bundle = honest_review();
+        other_bundle["hashes"]["bundle"] = json!("b2");
+        assert!(check_review(&other_bundle).is_err(), "a bundle not shown");
+        let mut shown_other = honest_review();
+        shown_other["bundle_sha256"] = json!("b2");
+        assert!(check_review(&shown_other).is_err(), "another bundle shown");
+        let mut extra = honest_review();
+        extra["hashes"]["policy"] = json!("p");
+        assert!(check_review(&extra).is_err(), "a hash not shown");
+    }
+
+    #[test]
+    fn a_taint_is_cleared_only_on_the_tool_the_person_named_as_shown() {
+        let review = honest_review();
+        let manifest_sha256 = review["hashes"]["manifest"].clone();
+        let tool = json!({
+            "name": "weather", "version": 3, "bundle_sha256": "b1",
+            "manifest": review["clamped_manifest"],
+            "clear_taint": {"hashes": {"bundle": "b1", "manifest": manifest_sha256},
+                            "subject": "u/alice/evil@1"},
+        });
+        assert_eq!(
+            clear_taint_subject(&tool, "weather", "alice").expect("holds"),
+            "u/alice/weather@3"
+        );
+        assert_eq!(
+            clear_taint_subject(&tool, "u/alice/weather", "alice").expect("holds"),
+            "u/alice/weather@3"
+        );
+        assert!(
+            clear_taint_subject(&tool, "evil", "alice").is_err(),
+            "another tool"
+        );
+        let mut other_bundle = tool.clone();
+        other_bundle["clear_taint"]["hashes"]["bundle"] = json!("b9");
+        assert!(clear_taint_subject(&other_bundle, "weather", "alice").is_err());
+        let mut other_manifest = tool.clone();
+        other_manifest["clear_taint"]["hashes"]["manifest"] = json!("m9");
+        assert!(clear_taint_subject(&other_manifest, "weather", "alice").is_err());
     }
 }
