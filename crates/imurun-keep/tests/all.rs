@@ -11,6 +11,7 @@ mod all {
     mod attacks2;
     mod attacks_sessions;
     mod attacks_tools;
+    mod journal_fixture;
     mod service;
     mod sessions;
     mod support;
