@@ -117,6 +117,34 @@ impl JournalDetail {
     }
 }
 
+/// Each kind's detail is a [`JournalDetail`] of that kind.
+macro_rules! kinds {
+    ($($variant:ident($detail:ty)),* $(,)?) => {$(
+        impl From<$detail> for JournalDetail {
+            fn from(detail: $detail) -> JournalDetail {
+                JournalDetail::$variant(detail.into())
+            }
+        }
+    )*};
+}
+
+kinds!(
+    TrustRoot(TrustRootDetail),
+    Deploy(DeployDetail),
+    Ceiling(CeilingDetail),
+    Token(TokenDetail),
+    EnrolCode(EnrolCodeDetail),
+    Device(DeviceDetail),
+    Vault(VaultDetail),
+    Host(HostDetail),
+    Config(ConfigDetail),
+    Session(SessionDetail),
+    Proposal(ProposalDetail),
+    Tool(ToolDetail),
+    Egress(EgressDetail),
+    Refusal(RefusalDetail),
+);
+
 /// A trust root put in force.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(untagged)]

@@ -19,6 +19,18 @@ pub enum RefusalDetail {
     Refused(Refused),
 }
 
+impl RefusalDetail {
+    /// The action refused.
+    pub fn action(&self) -> &str {
+        match self {
+            RefusalDetail::Door(_) => "request",
+            RefusalDetail::Bound(bound) => &bound.action,
+            RefusalDetail::Session(refused) => &refused.action,
+            RefusalDetail::Refused(refused) => &refused.action,
+        }
+    }
+}
+
 /// A request the service refused.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]

@@ -16,6 +16,7 @@ use super::{
     cut_text, grant_for, lock,
 };
 use crate::KeepError;
+use crate::journal_detail::{BoundRule, RefusalDetail, RefusalsBound, SessionRefused};
 use crate::manifest::{Manifest, MemoryAccess};
 use crate::proposals::{self, EmitGrants};
 
@@ -166,8 +167,12 @@ impl SessionHost {
         let person = self.service.refusal_bound(&self.user);
         let count = self.refusals_journaled.fetch_add(1, Ordering::Relaxed);
         let bound = |reason: &str| {
-            json!({"action": action, "rule": "journal_bound", "session": self.session_id,
-                   "reason": reason})
+            RefusalDetail::Bound(RefusalsBound {
+                action: action.to_owned(),
+                rule: BoundRule::JournalBound,
+                reason: reason.to_owned(),
+                session: Some(self.session_id.clone()),
+            })
         };
         let detail = match person {
             Bound::EventsOnly => {
@@ -179,7 +184,12 @@ impl SessionHost {
                 bound("this person's sessions' further refusals this minute are events only")
             }
             Bound::Journal if count < REFUSALS_JOURNALED_PER_SESSION_MAX => {
-                json!({"action": action, "rule": rule, "reason": cut_text(reason), "session": self.session_id})
+                RefusalDetail::Session(SessionRefused {
+                    action: action.to_owned(),
+                    rule: rule.to_owned(),
+                    reason: cut_text(reason),
+                    session: self.session_id.clone(),
+                })
             }
             Bound::Journal if count == REFUSALS_JOURNALED_PER_SESSION_MAX => {
                 bound("this session's further refusals are events only")
@@ -192,8 +202,8 @@ impl SessionHost {
             .journal_as(
                 &format!("agent:{}", self.agent),
                 &self.user,
-                ("refusal", &subject),
-                detail,
+                &subject,
+                detail.into(),
             )
             .await
         {

@@ -3,11 +3,12 @@
 use imurun_core::BoxFuture;
 use imurun_keep_rules::random::Random;
 use imurun_store::Store;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::KeepService;
 use crate::KeepError;
 use crate::cells::{Bound, IntakeContext, SessionHost, SessionPort, ToolAnswer};
+use crate::journal_detail::JournalDetail;
 use crate::proposals::Proposal;
 use crate::vault::Secret;
 
@@ -32,13 +33,10 @@ impl SessionPort for KeepService {
         &'a self,
         actor: &'a str,
         user: &'a str,
-        (kind, subject): (&'a str, &'a str),
-        detail: Value,
+        subject: &'a str,
+        detail: JournalDetail,
     ) -> BoxFuture<'a, Result<(), KeepError>> {
-        Box::pin(
-            self.core
-                .journal_as(actor, Some(user), kind, subject, detail),
-        )
+        Box::pin(self.core.journal_as(actor, Some(user), subject, detail))
     }
 
     fn taint<'a>(

@@ -12,6 +12,7 @@ use super::sessions::session_user;
 use super::{Identity, Proposals, append, append_as};
 use crate::KeepError;
 use crate::cells::SessionHost;
+use crate::journal_detail::{OtherProposed, ProposalDecided, ProposalDetail, Proposed};
 use crate::proposals::{PENDING_PER_KIND_MAX, Proposal, ProposalKind};
 
 /// A proposal as its person sees it.
@@ -80,16 +81,16 @@ impl Proposals<'_> {
             return Err(full());
         }
         tx.insert_proposal(&row).await?;
-        let detail = json!({
-            "action": "propose", "kind": kind, "session": host.session_id,
-            "tainted": taint.is_some(),
-            "payload_sha256": imurun_cell::sha256_hex(payload.as_bytes()),
-        });
+        let detail = ProposalDetail::Propose(Proposed::Other(OtherProposed {
+            kind: kind.to_owned(),
+            session: host.session_id.clone(),
+            tainted: taint.is_some(),
+            payload_sha256: imurun_cell::sha256_hex(payload.as_bytes()),
+        }));
         append_as(
             &mut tx,
             &format!("agent:{}", host.agent),
             Some(&host.user),
-            "proposal",
             &format!("proposal:{id}"),
             detail,
         )
@@ -179,11 +180,17 @@ impl Proposals<'_> {
                 .refuse(caller, Some(user), "accept_proposal", &subject, error)
                 .await;
         }
-        let detail = json!({
-            "action": if accept { "accept" } else { "reject" }, "kind": locked.kind,
-            "tainted": locked.tainted, "confirm_tainted": confirm_tainted,
-        });
-        append(&mut tx, caller, Some(user), "proposal", &subject, detail).await?;
+        let decided = ProposalDecided {
+            kind: locked.kind,
+            tainted: locked.tainted,
+            confirm_tainted,
+        };
+        let detail = if accept {
+            ProposalDetail::Accept(decided)
+        } else {
+            ProposalDetail::Reject(decided)
+        };
+        append(&mut tx, caller, Some(user), &subject, detail).await?;
         tx.commit().await?;
         let view = self.get(caller, id).await?;
         if let Some(cells) = self.keep.cells() {

@@ -16,6 +16,7 @@ use crate::cells::{
     Cells, LiveSession, SESSIONS_PER_USER_MAX, SessionHost, cell_error, cut_chars, cut_text,
     imports_for, limits_for,
 };
+use crate::journal_detail::{ConfigDetail, SessionDetail};
 use crate::manifest::{Manifest, is_hidden_control};
 
 /// The longest message to a session, in bytes.
@@ -143,12 +144,13 @@ impl Sessions<'_> {
         let mut tx = self.core.store().keep_begin().await?;
         tx.insert_session(id, user, &view.name, view.version)
             .await?;
-        let detail = json!({
-            "action": "start", "agent": view.name, "version": view.version,
-            "bundle_sha256": view.bundle_sha256,
-        });
+        let detail = SessionDetail::Start {
+            agent: view.name.clone(),
+            version: view.version,
+            bundle_sha256: view.bundle_sha256.clone(),
+        };
         let subject = format!("session:{id}");
-        append(&mut tx, caller, Some(user), "session", &subject, detail).await?;
+        append(&mut tx, caller, Some(user), &subject, detail).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -242,17 +244,11 @@ impl Sessions<'_> {
 
     /// Journals the loopback ports the operator opened to cells' egress (at the host's start).
     pub async fn note_loopback_ports(self, ports: &[u16]) -> Result<(), KeepError> {
-        let detail = json!({"action": "egress_loopback_ports", "ports": ports});
+        let detail = ConfigDetail::EgressLoopbackPorts {
+            ports: ports.to_vec(),
+        };
         let mut tx = self.core.store().keep_begin().await?;
-        append(
-            &mut tx,
-            &Identity::local_operator(),
-            None,
-            "config",
-            "egress",
-            detail,
-        )
-        .await?;
+        append(&mut tx, &Identity::local_operator(), None, "egress", detail).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -268,12 +264,13 @@ impl Sessions<'_> {
         let mut tx = self.core.store().keep_begin().await?;
         let newly = tx.taint_session(id, source).await?;
         if newly {
-            let detail = json!({"action": "taint", "source": source});
+            let detail = SessionDetail::Taint {
+                source: source.to_owned(),
+            };
             append_as(
                 &mut tx,
                 "host",
                 Some(user),
-                "session",
                 &format!("session:{id}"),
                 detail,
             )
@@ -410,17 +407,12 @@ impl Sessions<'_> {
         }
         let mut tx = self.core.store().keep_begin().await?;
         if tx.end_session(&host.session_id, reason).await? {
-            let detail = json!({"action": "end", "reason": reason, "message": cut_text(message)});
+            let detail = SessionDetail::End {
+                reason: reason.to_owned(),
+                message: cut_text(message),
+            };
             let subject = format!("session:{}", host.session_id);
-            append_as(
-                &mut tx,
-                "host",
-                Some(&host.user),
-                "session",
-                &subject,
-                detail,
-            )
-            .await?;
+            append_as(&mut tx, "host", Some(&host.user), &subject, detail).await?;
         }
         tx.commit().await?;
         host.publish(json!({"type": "session.ended", "reason": reason}));
