@@ -17,13 +17,16 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use imurun_keep::cells::KeepEvents;
+use imurun_keep::events::KeepEvent;
 use imurun_keep::seal::{NOTICE_SEAL_BYTES, NoticeRefused, NoticeSeal};
 use imurun_keep::service::{EGRESS_ANSWERS_CHANNEL, KeepService, now_ms};
 use imurun_store::{Heard, NOTIFY_PAYLOAD_BYTES_MAX, Store};
-use serde_json::{Value, json};
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
 use tokio::sync::mpsc;
 
 use crate::KeepHubs;
+use crate::keep_events::{KeepNotice, OmittedEvent, to_json};
 
 /// The channel Keep's events cross hosts on.
 pub const KEEP_EVENTS_CHANNEL: &str = "imurun_keep_events";
@@ -90,7 +93,11 @@ impl SharedKeepEvents {
         tokio::spawn(async move {
             while let Some(payload) = queue.recv().await {
                 if dropped.swap(false, Ordering::Relaxed) {
-                    let missed = json!({"h": &*host, "missed": true}).to_string();
+                    let missed = Crossing::Missed {
+                        h: host.to_string(),
+                        missed: true,
+                    }
+                    .text();
                     let missed = seal.seal(KEEP_EVENTS_CHANNEL, &missed, now_ms());
                     if store.notify(KEEP_EVENTS_CHANNEL, &missed).await.is_err() {
                         dropped.store(true, Ordering::Relaxed);
@@ -108,30 +115,51 @@ impl SharedKeepEvents {
 }
 
 impl KeepEvents for SharedKeepEvents {
-    fn publish(&self, user: &str, event: Value) {
-        let payload = crossing_payload(&self.host_id, user, &event);
-        self.hubs.publish(user, event);
+    fn publish(&self, user: &str, event: KeepEvent) {
+        let json = to_json(&event);
+        let payload = crossing_payload(&self.host_id, user, &event, &json);
+        self.hubs.publish_serialized(user, &event, json);
         if self.outgoing.try_send(payload).is_err() {
             self.dropped.store(true, Ordering::Relaxed);
         }
     }
 }
 
-/// What crosses to the other hosts for `user`'s `event` (before its seal): the whole event,
-/// or, when it would not fit in a notification, a notice of its type, its session and its size (the page reloads
-/// what an event is about; an API client reads the rest from the database's views).
-fn crossing_payload(host: &str, user: &str, event: &Value) -> String {
-    let whole = json!({"h": host, "u": user, "e": event}).to_string();
+/// What one host tells the others on [`KEEP_EVENTS_CHANNEL`] (before its seal).
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+enum Crossing {
+    /// `e`, an event (as its host serialized it) for person `u`, from host `h`.
+    Event { h: String, u: String, e: Value },
+    /// Host `h` could not send some events: streams reload.
+    Missed { h: String, missed: bool },
+}
+
+impl Crossing {
+    fn text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// What crosses to the other hosts for `user`'s `event` (serialized as `json`, before its
+/// seal): the whole event, or, when it would not fit in a notification, a notice of its type,
+/// its session and its size (the page reloads what an event is about; an API client reads the
+/// rest from the database's views).
+fn crossing_payload(host: &str, user: &str, event: &KeepEvent, json: &Value) -> String {
+    let crossing = |e: Value| {
+        Crossing::Event {
+            h: host.to_owned(),
+            u: user.to_owned(),
+            e,
+        }
+        .text()
+    };
+    let whole = crossing(json.clone());
     if whole.len() <= NOTIFY_PAYLOAD_BYTES_MAX - NOTICE_SEAL_BYTES {
         return whole;
     }
-    let notice = json!({
-        "type": event.get("type").cloned().unwrap_or(Value::Null),
-        "session_id": event.get("session_id").cloned().unwrap_or(Value::Null),
-        "omitted_bytes": event.to_string().len(),
-        "happened_on": host,
-    });
-    json!({"h": host, "u": user, "e": notice}).to_string()
+    let omitted = OmittedEvent::of(event, json.to_string().len(), Some(host));
+    crossing(to_json(&omitted))
 }
 
 /// Hears the other hosts for as long as the task runs: their events go to this host's hubs,
@@ -171,7 +199,7 @@ pub async fn listen_to_other_hosts(
             let tell = late_told.is_none_or(|told| told.elapsed() >= LATE_NOTICE_MISSED_EVERY);
             if tell {
                 tracing::warn!("{why}: streams are told they may have missed events");
-                hubs.publish_all(missed_notice());
+                hubs.publish_all(&KeepNotice::missed());
                 late_told = Some(std::time::Instant::now());
             }
             tell
@@ -238,7 +266,7 @@ pub async fn listen_to_other_hosts(
                         "the connection to the database was lost: streams are told they may \
                          have missed events"
                     );
-                    hubs.publish_all(missed_notice());
+                    hubs.publish_all(&KeepNotice::missed());
                     if let Err(error) = keep.approvals().deliver_missed().await {
                         tracing::warn!("answers from other hosts were not looked up: {error}");
                     }
@@ -251,54 +279,62 @@ pub async fn listen_to_other_hosts(
 
 /// Publishes an event another host sent to this host's hubs; the event's type, if it had one.
 fn heard_event(hubs: &KeepHubs, host_id: &str, payload: &str) -> Option<String> {
-    let message = serde_json::from_str::<Value>(payload).ok()?;
-    if message.get("h").and_then(Value::as_str) == Some(host_id) {
-        return None;
+    match serde_json::from_str::<Crossing>(payload).ok()? {
+        Crossing::Event { h, .. } | Crossing::Missed { h, .. } if h == host_id => None,
+        Crossing::Missed { missed, .. } => {
+            if missed {
+                hubs.publish_all(&KeepNotice::missed());
+            }
+            None
+        }
+        Crossing::Event { u, e, .. } => {
+            let event_type = e.get("type").and_then(Value::as_str).map(str::to_owned);
+            hubs.publish_heard(&u, e);
+            event_type
+        }
     }
-    if message.get("missed").and_then(Value::as_bool) == Some(true) {
-        hubs.publish_all(missed_notice());
-        return None;
-    }
-    let (user, event) = (message.get("u").and_then(Value::as_str)?, message.get("e")?);
-    hubs.publish(user, event.clone());
-    event.get("type").and_then(Value::as_str).map(str::to_owned)
-}
-
-/// What a stream is told when events may have been missed: reload from the database.
-fn missed_notice() -> Value {
-    json!({
-        "type": "stream.missed",
-        "reason": "events from another host may have been missed; what is shown should be loaded again",
-    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    fn crossing(event: &KeepEvent) -> String {
+        crossing_payload("a", "alice", event, &to_json(event))
+    }
 
     #[test]
     fn an_event_too_large_to_cross_becomes_a_notice_of_its_type_and_size() {
-        let small =
-            json!({"type": "proposal.created", "session_id": "s1", "proposal": {"id": "p"}});
-        let payload: Value = serde_json::from_str(&crossing_payload("a", "alice", &small)).unwrap();
-        assert_eq!(payload["e"], small);
+        let small = KeepEvent::SessionTainted {
+            session_id: "s1".into(),
+            source: "a file".into(),
+        };
+        let payload: Value = serde_json::from_str(&crossing(&small)).unwrap();
+        assert_eq!(payload["e"], to_json(&small));
         assert_eq!(
             (payload["h"].as_str(), payload["u"].as_str()),
             (Some("a"), Some("alice"))
         );
 
-        let large =
-            json!({"type": "proposal.created", "session_id": "s1", "text": "x".repeat(9_000)});
-        let crossing = crossing_payload("a", "alice", &large);
+        let large = KeepEvent::SessionTainted {
+            session_id: "s1".into(),
+            source: "x".repeat(9_000),
+        };
+        let crossed = crossing(&large);
         assert!(
-            crossing.len() + NOTICE_SEAL_BYTES <= NOTIFY_PAYLOAD_BYTES_MAX,
+            crossed.len() + NOTICE_SEAL_BYTES <= NOTIFY_PAYLOAD_BYTES_MAX,
             "{}",
-            crossing.len()
+            crossed.len()
         );
-        let payload: Value = serde_json::from_str(&crossing).unwrap();
-        assert_eq!(payload["e"]["type"], "proposal.created");
+        let payload: Value = serde_json::from_str(&crossed).unwrap();
+        assert_eq!(payload["e"]["type"], "session.tainted");
         assert_eq!(payload["e"]["session_id"], "s1");
-        assert_eq!(payload["e"]["omitted_bytes"], large.to_string().len());
+        assert_eq!(
+            payload["e"]["omitted_bytes"],
+            to_json(&large).to_string().len()
+        );
+        assert_eq!(payload["e"]["happened_on"], "a");
     }
 
     #[test]

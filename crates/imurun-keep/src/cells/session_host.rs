@@ -8,7 +8,6 @@ use imurun_cell::broker::EgressDecision;
 use imurun_cell::egress::{self, EgressGrant};
 use imurun_cell::{CellHost, ChatMessage, HttpRequest, HttpResponse, WallClock};
 use imurun_core::{BoxFuture, GenerateRequest, Message, Role};
-use serde_json::{Value, json};
 
 use super::port::{Bound, IntakeContext, SessionPort};
 use super::{
@@ -16,6 +15,7 @@ use super::{
     cut_text, grant_for, lock,
 };
 use crate::KeepError;
+use crate::events::KeepEvent;
 use crate::journal_detail::{BoundRule, RefusalDetail, RefusalsBound, SessionRefused};
 use crate::manifest::{Manifest, MemoryAccess};
 use crate::proposals::{self, EmitGrants};
@@ -118,10 +118,9 @@ impl SessionHost {
         }
     }
 
-    pub(crate) fn publish(&self, mut event: Value) {
-        if let Some(fields) = event.as_object_mut() {
-            fields.insert("session_id".into(), Value::from(self.session_id.clone()));
-        }
+    /// Publishes `event`, one of this session's, to its person.
+    pub(crate) fn publish(&self, event: KeepEvent) {
+        debug_assert_eq!(event.session_id(), Some(self.session_id.as_str()));
         if let Some(cells) = self.cells.upgrade() {
             cells.publish(&self.user, event);
         }
@@ -148,7 +147,10 @@ impl SessionHost {
             .await?;
         *lock(&self.taint) = Some(stored.clone());
         if newly {
-            self.publish(json!({"type": "session.tainted", "source": stored}));
+            self.publish(KeepEvent::SessionTainted {
+                session_id: self.session_id.clone(),
+                source: stored,
+            });
         }
         Ok(())
     }
@@ -176,20 +178,18 @@ impl SessionHost {
         };
         let detail = match person {
             Bound::EventsOnly => {
-                self.publish(json!({"type": "refusal", "action": action, "rule": rule,
-                                    "reason": cut_text(reason)}));
+                self.publish(KeepEvent::Refusal {
+                    session_id: Some(self.session_id.clone()),
+                    subject: format!("session:{}", self.session_id),
+                    detail: self.refused(action, rule, reason),
+                });
                 return;
             }
             Bound::LastEntry => {
                 bound("this person's sessions' further refusals this minute are events only")
             }
             Bound::Journal if count < REFUSALS_JOURNALED_PER_SESSION_MAX => {
-                RefusalDetail::Session(SessionRefused {
-                    action: action.to_owned(),
-                    rule: rule.to_owned(),
-                    reason: cut_text(reason),
-                    session: self.session_id.clone(),
-                })
+                self.refused(action, rule, reason)
             }
             Bound::Journal if count == REFUSALS_JOURNALED_PER_SESSION_MAX => {
                 bound("this session's further refusals are events only")
@@ -207,8 +207,21 @@ impl SessionHost {
             )
             .await
         {
-            self.publish(json!({"type": "journal.failed", "reason": error.to_string()}));
+            self.publish(KeepEvent::JournalFailed {
+                session_id: self.session_id.clone(),
+                reason: error.to_string(),
+            });
         }
+    }
+
+    /// A refusal of this session's cell by `rule`, as its journal entry holds it.
+    fn refused(&self, action: &str, rule: &str, reason: &str) -> RefusalDetail {
+        RefusalDetail::Session(SessionRefused {
+            action: action.to_owned(),
+            rule: rule.to_owned(),
+            reason: cut_text(reason),
+            session: self.session_id.clone(),
+        })
     }
 
     async fn journal_refused_egress(&self) {
@@ -250,10 +263,12 @@ impl SessionHost {
             Err(error) => KeepError::from(error),
         };
         let reason = refused.to_string();
-        self.publish(json!({
-            "type": "proposal.refused", "kind": cut_text(&kind), "rule": refused.rule(),
-            "reason": proposals::escape(&reason),
-        }));
+        self.publish(KeepEvent::ProposalRefused {
+            session_id: self.session_id.clone(),
+            kind: cut_text(&kind),
+            rule: refused.rule().to_owned(),
+            reason: proposals::escape(&reason),
+        });
         self.journal_refusal("propose", refused.rule(), &reason)
             .await;
         Err(reason)
@@ -285,10 +300,12 @@ impl SessionHost {
             Err(error) => error,
         };
         let reason = refused.to_string();
-        self.publish(json!({
-            "type": "proposal.refused", "kind": "tool.propose", "rule": refused.rule(),
-            "reason": proposals::escape(&cut_chars(&reason, 500)),
-        }));
+        self.publish(KeepEvent::ProposalRefused {
+            session_id: self.session_id.clone(),
+            kind: "tool.propose".to_owned(),
+            rule: refused.rule().to_owned(),
+            reason: proposals::escape(&cut_chars(&reason, 500)),
+        });
         self.journal_refusal("review", refused.rule(), &reason)
             .await;
         Err(reason)

@@ -19,10 +19,12 @@ use crate::service::now_ms;
 /// (the payload is the use's id).
 pub const EGRESS_ANSWERS_CHANNEL: &str = "imurun_keep_egress_answers";
 
-/// An egress use waiting for its person.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An egress use waiting for its person: its id and what the person is shown, as
+/// `GET /v1/approvals` lists it and `egress.approval_needed` carries it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct ApprovalView {
     pub id: String,
+    #[serde(flatten)]
     pub waiting: WaitingView,
 }
 

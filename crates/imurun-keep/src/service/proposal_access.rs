@@ -6,14 +6,24 @@
 
 use imurun_keep_rules::RuleError;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::sessions::session_user;
 use super::{Identity, Proposals, append, append_as};
 use crate::KeepError;
 use crate::cells::SessionHost;
+use crate::events::KeepEvent;
 use crate::journal_detail::{OtherProposed, ProposalDecided, ProposalDetail, Proposed};
 use crate::proposals::{PENDING_PER_KIND_MAX, Proposal, ProposalKind};
+
+/// One of a person's proposals: a tool's review, or another kind; as
+/// `GET /v1/proposals/{id}` answers it and `proposal.created` carries it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(untagged)]
+pub enum AnyProposal {
+    Tool(Box<crate::service::ToolReview>),
+    Other(Box<ProposalView>),
+}
 
 /// A proposal as its person sees it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -196,10 +206,14 @@ impl Proposals<'_> {
         if let Some(cells) = self.keep.cells() {
             cells.publish(
                 user,
-                json!({
-                    "type": "proposal.decided", "id": id, "session_id": view.session_id,
-                    "state": view.state, "kind": view.kind,
-                }),
+                KeepEvent::ProposalDecided {
+                    id: id.to_owned(),
+                    session_id: view.session_id.clone(),
+                    kind: view.kind.clone(),
+                    state: view.state.clone(),
+                    name: None,
+                    version: None,
+                },
             );
         }
         Ok(view)

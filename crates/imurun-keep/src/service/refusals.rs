@@ -11,11 +11,10 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Mutex;
 
-use serde_json::json;
-
 use super::{Core, Identity, Journal, append};
 use crate::KeepError;
 use crate::cells::Bound;
+use crate::events::KeepEvent;
 use crate::journal_detail::{
     BoundRule, ClaimedDetail, DoorAction, DoorRefused, RefusalDetail, RefusalsBound,
 };
@@ -185,7 +184,11 @@ impl Core {
         match (caller.user(), &self.events) {
             (Some(user), Some(events)) => events.publish(
                 user,
-                json!({"type": "refusal", "subject": subject, "detail": detail}),
+                KeepEvent::Refusal {
+                    session_id: None,
+                    subject: subject.to_owned(),
+                    detail: detail.clone(),
+                },
             ),
             _ => {
                 let detail = serde_json::to_string(detail).unwrap_or_default();

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use imurun_cell::World;
 use serde::Serialize;
-use serde_json::json;
 use tokio::sync::watch;
 
 use super::{AgentView, Identity, KeepService, Sessions, append, append_as};
@@ -16,6 +15,7 @@ use crate::cells::{
     Cells, LiveSession, SESSIONS_PER_USER_MAX, SessionHost, cell_error, cut_chars, cut_text,
     imports_for, limits_for,
 };
+use crate::events::KeepEvent;
 use crate::journal_detail::{ConfigDetail, SessionDetail};
 use crate::manifest::{Manifest, is_hidden_control};
 
@@ -31,6 +31,18 @@ pub const REPLY_EVENT_BYTES_MAX: usize = 64 << 10;
 /// The most an agent may answer one message, in bytes of all its replies together; more is
 /// refused as the agent's error (the session goes on).
 pub const REPLIES_BYTES_MAX: usize = 1 << 20;
+
+/// What a session's agent receives for a file its person hands it: `{"file": {"name", "text"}}`.
+#[derive(Serialize)]
+struct FileMessage<'a> {
+    file: FileBody<'a>,
+}
+
+#[derive(Serialize)]
+struct FileBody<'a> {
+    name: &'a str,
+    text: &'a str,
+}
 
 /// A session as its person sees it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -107,9 +119,11 @@ impl Sessions<'_> {
             cells.remove(&id);
             return Err(error);
         }
-        host.publish(json!({
-            "type": "session.started", "agent": view.name, "agent_version": view.version,
-        }));
+        host.publish(KeepEvent::SessionStarted {
+            session_id: id.clone(),
+            agent: view.name.clone(),
+            agent_version: view.version,
+        });
         self.get(caller, &id).await
     }
 
@@ -223,7 +237,10 @@ impl Sessions<'_> {
         live.host
             .taint(&format!("a file the person uploaded: {}", cut_text(name)))
             .await?;
-        let message = json!({"file": {"name": name, "text": text}}).to_string();
+        let message = serde_json::to_string(&FileMessage {
+            file: FileBody { name, text },
+        })
+        .map_err(|error| KeepError::invalid("text", error.to_string()))?;
         self.deliver(live, message).await
     }
 
@@ -363,32 +380,35 @@ impl Sessions<'_> {
         });
         match outcome {
             Ok(replies) => {
-                let bytes: usize = replies.iter().map(String::len).sum();
                 // Events are kept for replay: a long answer is in the response, not the event.
-                let event = if bytes <= REPLY_EVENT_BYTES_MAX {
-                    json!({"type": "session.reply", "replies": replies})
-                } else {
-                    json!({"type": "session.reply", "replies_bytes": bytes, "truncated": true})
-                };
-                live.host.publish(event);
+                let session_id = &live.host.session_id;
+                live.host.publish(KeepEvent::reply(
+                    session_id,
+                    &replies,
+                    REPLY_EVENT_BYTES_MAX,
+                ));
                 Ok(replies)
             }
             Err(error) if error.ends_cell() => {
                 *slot = None;
                 drop(slot);
                 let message = error.to_string();
-                live.host.publish(json!({
-                    "type": "session.error", "kind": error.kind(),
-                    "message": cut_chars(&message, 2_000), "ended": true,
-                }));
+                live.host.publish(KeepEvent::SessionError {
+                    session_id: live.host.session_id.clone(),
+                    kind: error.kind().to_owned(),
+                    message: cut_chars(&message, 2_000),
+                    ended: true,
+                });
                 self.end_session(&live, error.kind(), &message).await?;
                 Err(cell_error(error))
             }
             Err(error) => {
-                live.host.publish(json!({
-                    "type": "session.error", "kind": error.kind(),
-                    "message": cut_chars(&error.to_string(), 2_000), "ended": false,
-                }));
+                live.host.publish(KeepEvent::SessionError {
+                    session_id: live.host.session_id.clone(),
+                    kind: error.kind().to_owned(),
+                    message: cut_chars(&error.to_string(), 2_000),
+                    ended: false,
+                });
                 Err(cell_error(error))
             }
         }
@@ -415,7 +435,10 @@ impl Sessions<'_> {
             append_as(&mut tx, "host", Some(&host.user), &subject, detail).await?;
         }
         tx.commit().await?;
-        host.publish(json!({"type": "session.ended", "reason": reason}));
+        host.publish(KeepEvent::SessionEnded {
+            session_id: host.session_id.clone(),
+            reason: reason.to_owned(),
+        });
         Ok(())
     }
 

@@ -2,8 +2,6 @@
 //! approval deploys it into `u/<user>/<name>@<version>`), and clearing a deployed tool's taint.
 //! The rules are `imurun_keep_rules::checks`; this applies their plans.
 
-use serde_json::json;
-
 use imurun_keep_rules::checks::{Signer, clear_taint, tool_decision};
 use imurun_store::{KeepTx, ToolProposalRow, ToolRow};
 
@@ -12,6 +10,7 @@ use super::tool_access::{Basis, TOOL_KIND, ToolReview, ToolView, own_tool_name, 
 use super::{AGENT_KIND, Identity, ToolProposals, Tools, append};
 use crate::KeepError;
 use crate::documents::Signed;
+use crate::events::KeepEvent;
 use crate::journal_detail::{ProposalDetail, ToolDetail, ToolKind, ToolProposalDecided};
 use crate::manifest::EgressMode;
 use crate::seal::ToolFields;
@@ -284,15 +283,23 @@ impl ToolProposals<'_> {
         };
         cells.publish(
             user,
-            json!({"type": "proposal.decided", "id": review.id, "kind": "tool",
-                   "state": review.state, "name": review.qualified_name,
-                   "version": review.version}),
+            KeepEvent::ProposalDecided {
+                id: review.id.clone(),
+                session_id: review.origin.session_id.clone(),
+                kind: review.kind.to_owned(),
+                state: review.state.clone(),
+                name: Some(review.qualified_name.clone()),
+                version: Some(review.version),
+            },
         );
         if approve {
             cells.publish(
                 user,
-                json!({"type": "tool.deployed", "name": review.qualified_name,
-                       "version": review.version, "tainted": review.tainted}),
+                KeepEvent::ToolDeployed {
+                    name: review.qualified_name.clone(),
+                    version: review.version,
+                    tainted: review.tainted,
+                },
             );
         }
     }
@@ -375,8 +382,10 @@ impl Tools<'_> {
         if let Some(cells) = self.keep.cells() {
             cells.publish(
                 user,
-                json!({"type": "tool.taint_cleared", "name": format!("u/{user}/{own}"),
-                       "version": version}),
+                KeepEvent::ToolTaintCleared {
+                    name: format!("u/{user}/{own}"),
+                    version,
+                },
             );
         }
         self.get(caller, own).await

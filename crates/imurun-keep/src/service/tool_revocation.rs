@@ -1,12 +1,11 @@
 //! Revoking a person's tool: every version ever deployed, on every host sharing the database;
 //! its waiting uses refused and its calls in flight ended.
 
-use serde_json::json;
-
 use super::sessions::session_user;
 use super::tool_access::{TOOL_KIND, TOOL_REVOKED_KIND, ToolView, own_tool_name};
 use super::{Identity, Tools, append};
 use crate::KeepError;
+use crate::events::KeepEvent;
 use crate::journal_detail::{EgressBy, RevokedInDatabase, ToolDetail};
 use imurun_keep_rules::checks::revoke;
 
@@ -138,8 +137,10 @@ impl Tools<'_> {
             cells.end_calls(user, name);
             cells.publish(
                 user,
-                json!({"type": "tool.revoked", "name": format!("u/{user}/{name}"),
-                       "version": version}),
+                KeepEvent::ToolRevoked {
+                    name: format!("u/{user}/{name}"),
+                    version,
+                },
             );
         }
     }
