@@ -24,6 +24,7 @@ use crate::manifest::{
 
 /// What kind of authority a change adds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeClass {
     /// Requests to a host the agent cannot reach at all.
@@ -45,6 +46,7 @@ pub enum ChangeClass {
 
 /// One change in authority.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Change {
     pub class: ChangeClass,
@@ -60,6 +62,7 @@ pub struct Change {
 
 /// An entry of a proposed manifest the ceiling does not let through, and why.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Dropped {
     /// Where in the proposed manifest.

@@ -16,8 +16,12 @@ use super::{
 };
 use crate::events::{EgressApproval, EgressVerdict, KeepEvent};
 use crate::service::ApprovalView;
-/// What a person is shown about a waiting use, and what a device decision must name.
+
+/// What a person is shown about a waiting use, and what a device decision must name. Its JSON
+/// is recorded with the use (and an answer's seal covers it): its fields and their order are
+/// part of what other hosts read.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WaitingView {
     pub session_id: String,
     pub agent: String,
@@ -26,14 +30,15 @@ pub struct WaitingView {
     pub url: String,
     /// The headers the cell set, as `[name, value]` (values cut at 1 000 characters and
     /// escaped for showing; the `request` hash covers them whole).
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Vec<String>>))]
     pub headers: Vec<[String; 2]>,
-    /// Whether the session is tainted (the person should know what may be steering it).
+    /// Whether the session is tainted: what it read may be steering this request.
     pub tainted: bool,
     pub body_bytes: usize,
     pub body_sha256: String,
     /// The credentials the host would add, by name.
     pub credentials: Vec<String>,
-    /// Only a decision signed on one of the person's devices approves it.
+    /// Only an `approve_egress` decision signed on one of the person's devices approves it.
     pub device_signature: bool,
     /// The hashes a device decision names: `request` (the method, URL, headers, body's hash and
     /// the credentials the host would add) and `body`.

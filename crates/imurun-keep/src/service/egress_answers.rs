@@ -22,6 +22,7 @@ pub const EGRESS_ANSWERS_CHANNEL: &str = "imurun_keep_egress_answers";
 /// An egress use waiting for its person: its id and what the person is shown, as
 /// `GET /v1/approvals` lists it and `egress.approval_needed` carries it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepApprovalInfo))]
 pub struct ApprovalView {
     pub id: String,
     #[serde(flatten)]

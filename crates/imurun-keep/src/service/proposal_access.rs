@@ -19,21 +19,26 @@ use crate::proposals::{PENDING_PER_KIND_MAX, Proposal, ProposalKind};
 /// One of a person's proposals: a tool's review, or another kind; as
 /// `GET /v1/proposals/{id}` answers it and `proposal.created` carries it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(untagged)]
 pub enum AnyProposal {
     Tool(Box<crate::service::ToolReview>),
     Other(Box<ProposalView>),
 }
 
-/// A proposal as its person sees it.
+/// A proposal that is not a tool, as its person sees it: a memory entry, a suggestion, a plan
+/// or a card.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ProposalInfo))]
 pub struct ProposalView {
     pub id: String,
     pub session_id: String,
     pub agent: String,
     /// `memory`, `suggestion`, `plan` or `card`.
     pub kind: String,
-    /// The validated payload: plain text with control and bidi characters escaped.
+    /// The validated payload; plain text, with control and bidi characters escaped as
+    /// `\u{XXXX}`. See `docs/keep/proposals.md`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub payload: Value,
     /// Whether its session was tainted when it was made, and by what.
     pub tainted: bool,
@@ -106,7 +111,11 @@ impl Proposals<'_> {
         )
         .await?;
         tx.commit().await?;
-        proposal_view(row)
+        // The proposal as stored (the store stamps its time), as its route answers it.
+        match self.core.store().keep_proposal(&id).await? {
+            Some(stored) => proposal_view(stored),
+            None => Err(KeepError::NotFound("proposal")),
+        }
     }
 
     /// The calling person's proposals, newest first; only those of `kind` when it is given.

@@ -44,8 +44,9 @@ struct FileBody<'a> {
     text: &'a str,
 }
 
-/// A session as its person sees it.
+/// A Keep session, as its person sees it (`GET /v1/sessions/{id}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepSessionInfo))]
 pub struct SessionView {
     pub id: String,
     pub agent: String,
@@ -53,12 +54,12 @@ pub struct SessionView {
     pub created_at_ms: i64,
     /// Whether its cell runs on this host now.
     pub live: bool,
+    /// Whether it received untrusted content, and what that was.
     pub tainted: bool,
-    /// What tainted it.
     pub taint_source: Option<String>,
     pub tainted_at_ms: Option<i64>,
     pub ended_at_ms: Option<i64>,
-    /// `stopped`, or the cell's error (`cpu_limit`, `memory_limit`, `timeout`, `trap`, ...).
+    /// `stopped`, or what ended its cell: `cpu_limit`, `memory_limit`, `timeout`, `trap`, `host`.
     pub end_reason: Option<String>,
 }
 

@@ -13,6 +13,7 @@ mod has_subscriber;
 mod keep;
 mod keep_authority;
 mod keep_sessions;
+mod keep_shapes;
 mod keep_tools;
 mod load_small;
 mod openai_facade;

@@ -534,19 +534,33 @@ fn routes_are_added_only_through_the_route_table() {
 fn every_schema_name_is_one_types() {
     let crates = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut names: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for crate_name in ["imurun-core", "imurun-server"] {
+    // The crates whose types go on the wire as they are: Keep's derive `ToSchema` under their
+    // `openapi` feature (`#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), ...)]`).
+    let crate_names = [
+        "imurun-core",
+        "imurun-server",
+        "imurun-keep",
+        "imurun-keep-rules",
+    ];
+    let renamed_as = |line: &str| {
+        let rest = &line[line.find("schema(as = ")? + "schema(as = ".len()..];
+        rest.split(')').next().map(str::to_owned)
+    };
+    for crate_name in crate_names {
         let source = crates.join(crate_name).join("src");
         for file in rust_files(&source) {
             let text = std::fs::read_to_string(&file).expect("read a source file");
             let mut deriving = false;
             let mut renamed = None;
             for line in text.lines().map(str::trim) {
-                if line.starts_with("#[derive(") && line.contains("ToSchema") {
+                if (line.starts_with("#[derive(") || line.starts_with("#[cfg_attr("))
+                    && line.contains("ToSchema")
+                {
                     deriving = true;
-                    renamed = None;
+                    renamed = renamed_as(line);
                 } else if deriving && line.starts_with("#[") {
-                    if let Some(rest) = line.strip_prefix("#[schema(as = ") {
-                        renamed = rest.strip_suffix(")]").map(str::to_owned);
+                    if let Some(name) = renamed_as(line) {
+                        renamed = Some(name);
                     }
                 } else if deriving {
                     let declared = ["pub struct ", "pub enum ", "struct ", "enum "]
@@ -567,6 +581,7 @@ fn every_schema_name_is_one_types() {
         }
     }
     assert!(names.contains_key("KeepSessionCreate") && names.contains_key("PromptRequest"));
+    assert!(names.contains_key("KeepSessionInfo") && names.contains_key("Change"));
     let shared: Vec<_> = names
         .iter()
         .filter(|(_, places)| places.len() > 1)
