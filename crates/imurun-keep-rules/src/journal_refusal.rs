@@ -19,6 +19,51 @@ pub enum RefusalDetail {
     Refused(Refused),
 }
 
+/// `anyOf` the shapes, not `oneOf` as a derive would say: a bound's entry (`journal_bound`)
+/// has the fields of a refusal of its kind.
+#[cfg(feature = "openapi")]
+impl utoipa::PartialSchema for RefusalDetail {
+    fn schema() -> utoipa::openapi::RefOr<utoipa::openapi::schema::Schema> {
+        use utoipa::ToSchema;
+        use utoipa::openapi::schema::{AnyOfBuilder, Ref};
+        AnyOfBuilder::new()
+            .description(Some(
+                "What a refusal's journal entry holds: the action refused, the rule that fired \
+                 and the reason, and by where it was refused: at the server's door \
+                 (`DoorRefused`), by a session's cell (`SessionRefused`), by the service \
+                 (`Refused`), or the entry that says the rest of a bound's refusals are events \
+                 only (`RefusalsBound`).",
+            ))
+            .item(Ref::from_schema_name(DoorRefused::name()))
+            .item(Ref::from_schema_name(RefusalsBound::name()))
+            .item(Ref::from_schema_name(SessionRefused::name()))
+            .item(Ref::from_schema_name(Refused::name()))
+            .into()
+    }
+}
+
+/// The named schemas of an OpenAPI document's components.
+#[cfg(feature = "openapi")]
+type Schemas = Vec<(
+    String,
+    utoipa::openapi::RefOr<utoipa::openapi::schema::Schema>,
+)>;
+
+#[cfg(feature = "openapi")]
+impl utoipa::ToSchema for RefusalDetail {
+    fn schemas(schemas: &mut Schemas) {
+        use utoipa::ToSchema;
+        fn add<T: ToSchema>(schemas: &mut Schemas) {
+            schemas.push((T::name().into_owned(), T::schema()));
+            T::schemas(schemas);
+        }
+        add::<DoorRefused>(schemas);
+        add::<RefusalsBound>(schemas);
+        add::<SessionRefused>(schemas);
+        add::<Refused>(schemas);
+    }
+}
+
 impl RefusalDetail {
     /// The action refused.
     pub fn action(&self) -> &str {
@@ -32,6 +77,7 @@ impl RefusalDetail {
 }
 
 /// A request the service refused.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Refused {
@@ -47,6 +93,7 @@ pub struct Refused {
 }
 
 /// A request the server's door refused: the answer's error code is the rule.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct DoorRefused {
@@ -61,6 +108,7 @@ pub struct DoorRefused {
 }
 
 /// The action of every door refusal: `request`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DoorAction {
@@ -68,6 +116,7 @@ pub enum DoorAction {
 }
 
 /// What a body the strict reader refused claims, never verified.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct ClaimedDetail {
@@ -78,6 +127,7 @@ pub struct ClaimedDetail {
 }
 
 /// A refusal a session's cell met.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SessionRefused {
@@ -90,6 +140,7 @@ pub struct SessionRefused {
 
 /// The last refusal journaled within a bound: the rest are events only. It names none of the
 /// refusals it stands for.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RefusalsBound {
@@ -103,6 +154,7 @@ pub struct RefusalsBound {
 }
 
 /// The rule of a bound's entry: `journal_bound`.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum BoundRule {

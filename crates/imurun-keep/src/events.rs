@@ -12,6 +12,7 @@ use crate::journal_detail::RefusalDetail;
 use crate::service::{AnyProposal, ApprovalView};
 
 /// One event on a person's stream; its JSON's `type` names it.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "type")]
 pub enum KeepEvent {
@@ -148,6 +149,7 @@ pub enum KeepEvent {
 }
 
 /// The broker's verdict on a use.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EgressVerdict {
@@ -156,6 +158,7 @@ pub enum EgressVerdict {
 }
 
 /// Who approved a use: nobody had to, the person, or one of their devices.
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EgressApproval {

@@ -7,17 +7,18 @@
 use imurun_keep::events::KeepEvent;
 use serde::Serialize;
 use serde_json::Value;
+use utoipa::ToSchema;
 
 /// The largest event kept for a person, as JSON; a larger one is replaced by a notice that
 /// says how large it was (the hub keeps 512 events for replay).
 pub const KEEP_EVENT_BYTES_MAX: usize = 128 << 10;
 
-/// An event too large to keep for replay (over [`KEEP_EVENT_BYTES_MAX`]) or to cross to
-/// another host, in its place: its `type` (the event's own, so a client reloads what it is
-/// about), its session and its size. What it said is in the database's views.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+/// An event too large to keep for replay (over 128 KiB) or to cross to another host, in its
+/// place: its `type` (the event's own, so a client reloads what it is about), its session and
+/// its size. What it said is in the database's views.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 pub struct OmittedEvent {
-    /// The omitted event's `type`.
+    /// The omitted event's own `type` (one of `KeepEvent`'s).
     #[serde(rename = "type")]
     pub event_type: String,
     /// The omitted event's session, `null` for an event of no session.
@@ -42,7 +43,7 @@ impl OmittedEvent {
 }
 
 /// The host's notices to a person's streams.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, ToSchema)]
 #[serde(tag = "type")]
 pub enum KeepNotice {
     /// Events from another host may have been missed (a lost connection to the database, a

@@ -23,6 +23,7 @@ use crate::documents::Signed;
 /// What a refused request claimed: the version and the key id it names, and whether its
 /// signature holds (else they are only claimed). A refusal's journal entry records it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(deny_unknown_fields)]
 pub struct Attempt {
     pub version: Option<i64>,

@@ -18,6 +18,8 @@ mod keep_tools;
 mod load_small;
 mod openai_facade;
 mod openapi;
+mod openapi_events;
+mod openapi_keep_events;
 mod ordering;
 mod page;
 mod replay;

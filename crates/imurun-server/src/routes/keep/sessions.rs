@@ -171,7 +171,7 @@ pub(crate) async fn stop(
         ("access_token" = Option<String>, Query, description = "The token, for browsers' `EventSource`, which cannot send a header."),
     ),
     responses(
-        (status = 200, description = "A `text/event-stream` in the wire format of `GET /api/events`, carrying only the caller's events: `session.*`, `egress.*`, `proposal.*`. See `docs/keep/sessions.md`.", content_type = "text/event-stream", body = crate::openapi::EventMessage),
+        (status = 200, description = "A `text/event-stream` in the wire format of `GET /api/events`, carrying only the caller's events, each a `KeepStreamEvent`: `session.*`, `egress.*`, `proposal.*`, `tool.*`, `refusal`, `journal.failed`. See `docs/keep/sessions.md`.", content_type = "text/event-stream", body = crate::openapi::KeepEventMessage),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
