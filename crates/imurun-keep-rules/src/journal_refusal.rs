@@ -248,7 +248,7 @@ mod tests {
     }
 
     #[test]
-    fn refusals_and_answers_are_the_json_written_before() {
+    fn egress_answers_are_the_json_written_before() {
         let answer = |by: EgressBy, waits_on: Option<&str>| EgressAnswer {
             method: "GET".into(),
             url: "https://example.com/".into(),
@@ -286,6 +286,10 @@ mod tests {
             }),
             json!({"action": "not_delivered", "reason": "the request stopped waiting"}),
         );
+    }
+
+    #[test]
+    fn refusals_are_the_json_written_before() {
         check(
             JournalDetail::Refusal(RefusalDetail::Door(DoorRefused {
                 action: DoorAction::Request,

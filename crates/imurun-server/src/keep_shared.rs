@@ -170,111 +170,154 @@ pub async fn listen_to_other_hosts(
     keep: KeepService,
     hubs: KeepHubs,
 ) -> Result<bool, imurun_store::StoreError> {
-    let Some(mut listener) = store
+    let Some(listener) = store
         .listen(&[KEEP_EVENTS_CHANNEL, EGRESS_ANSWERS_CHANNEL])
         .await?
     else {
         return Ok(false);
     };
-    let host_id = keep.host_id().to_owned();
-    let seal = keep.notice_seal();
-    let sweeping = keep.clone();
-    tokio::spawn(async move {
-        let mut sweep = tokio::time::interval(ANSWER_SWEEP_EVERY);
-        sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            sweep.tick().await;
-            if let Err(error) = sweeping.approvals().deliver_missed().await {
-                tracing::warn!("answers from other hosts were not looked up: {error}");
-            }
-            // A revoke whose notice this host missed ends its calls here at the next sweep.
-            if let Err(error) = sweeping.tools().end_revoked_calls().await {
-                tracing::warn!("revoked tools' calls in flight were not looked up: {error}");
-            }
-        }
-    });
-    tokio::spawn(async move {
-        let mut late_told: Option<std::time::Instant> = None;
-        let mut tell_missed = |hubs: &KeepHubs, why: &str| {
-            let tell = late_told.is_none_or(|told| told.elapsed() >= LATE_NOTICE_MISSED_EVERY);
-            if tell {
-                tracing::warn!("{why}: streams are told they may have missed events");
-                hubs.publish_all(&KeepNotice::missed());
-                late_told = Some(std::time::Instant::now());
-            }
-            tell
-        };
-        let (mut second, mut opened) = (std::time::Instant::now(), 0_u32);
-        loop {
-            match listener.next().await {
-                Heard::Notification { channel, payload } => {
-                    if second.elapsed() >= std::time::Duration::from_secs(1) {
-                        (second, opened) = (std::time::Instant::now(), 0);
-                    }
-                    opened += 1;
-                    if opened > NOTICES_PER_SECOND_MAX {
-                        // A flood: what is queued for this host is let go of unread (it may be
-                        // gigabytes), and the connection made anew (heard as `Missed`).
-                        tracing::warn!(
-                            "more notices came than a host opens in a second: those queued are \
-                             dropped unread"
-                        );
-                        listener.drop_backlog();
-                        (second, opened) = (std::time::Instant::now(), 0);
-                        continue;
-                    }
-                    match seal.open(&channel, &payload, now_ms()) {
-                        Ok(payload) if channel == EGRESS_ANSWERS_CHANNEL => {
-                            if let Err(error) = keep.approvals().deliver(payload).await {
-                                tracing::warn!(
-                                    "an answer from another host was not delivered: {error}"
-                                );
-                            }
-                        }
-                        Ok(payload) => {
-                            if heard_event(&hubs, &host_id, payload).as_deref()
-                                == Some("tool.revoked")
-                                && let Err(error) = keep.tools().end_revoked_calls().await
-                            {
-                                tracing::warn!(
-                                    "a revoked tool's calls in flight were not ended: {error}"
-                                );
-                            }
-                        }
-                        // Sealed, but late: streams reload (the answers' sweep finds an
-                        // answer), and what is queued behind it, likely late too (a backlog),
-                        // is let go of as after a flood, at most every 5 seconds.
-                        Err(NoticeRefused::Stale) => {
-                            if tell_missed(
-                                &hubs,
-                                "a notice from another host came late (a stalled host, a \
-                                 backlog, or clocks more than a minute apart)",
-                            ) {
-                                listener.drop_backlog();
-                            }
-                        }
-                        Err(NoticeRefused::Forged) => {
-                            tracing::debug!(%channel, "a notice not sealed by a host was dropped");
-                        }
-                    }
-                    // Many notices at once (a flood from anyone who can reach the database)
-                    // never hold the runtime: each one lets the rest run.
-                    tokio::task::yield_now().await;
-                }
-                Heard::Missed => {
-                    tracing::warn!(
-                        "the connection to the database was lost: streams are told they may \
-                         have missed events"
-                    );
-                    hubs.publish_all(&KeepNotice::missed());
-                    if let Err(error) = keep.approvals().deliver_missed().await {
-                        tracing::warn!("answers from other hosts were not looked up: {error}");
-                    }
-                }
-            }
-        }
-    });
+    tokio::spawn(sweep(keep.clone()));
+    tokio::spawn(hear(listener, Hearing::new(keep, hubs)));
     Ok(true)
+}
+
+/// Looks in the database every [`ANSWER_SWEEP_EVERY`] for answers to the uses this host's
+/// cells wait on and for revokes of the tools they call, whatever was heard.
+async fn sweep(keep: KeepService) {
+    let mut sweep = tokio::time::interval(ANSWER_SWEEP_EVERY);
+    sweep.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        sweep.tick().await;
+        if let Err(error) = keep.approvals().deliver_missed().await {
+            tracing::warn!("answers from other hosts were not looked up: {error}");
+        }
+        // A revoke whose notice this host missed ends its calls here at the next sweep.
+        if let Err(error) = keep.tools().end_revoked_calls().await {
+            tracing::warn!("revoked tools' calls in flight were not looked up: {error}");
+        }
+    }
+}
+
+/// Hears `listener` until the runtime ends.
+async fn hear(mut listener: imurun_store::Listener, mut hearing: Hearing) {
+    loop {
+        match listener.next().await {
+            Heard::Notification { channel, payload } => {
+                if hearing.flooded() {
+                    // A flood: what is queued for this host is let go of unread (it may be
+                    // gigabytes), and the connection made anew (heard as `Missed`).
+                    tracing::warn!(
+                        "more notices came than a host opens in a second: those queued are \
+                         dropped unread"
+                    );
+                    listener.drop_backlog();
+                    continue;
+                }
+                if hearing.open(&channel, &payload).await {
+                    listener.drop_backlog();
+                }
+                // Many notices at once (a flood from anyone who can reach the database)
+                // never hold the runtime: each one lets the rest run.
+                tokio::task::yield_now().await;
+            }
+            Heard::Missed => {
+                tracing::warn!(
+                    "the connection to the database was lost: streams are told they may \
+                     have missed events"
+                );
+                hearing.hubs.publish_all(&KeepNotice::missed());
+                if let Err(error) = hearing.keep.approvals().deliver_missed().await {
+                    tracing::warn!("answers from other hosts were not looked up: {error}");
+                }
+            }
+        }
+    }
+}
+
+/// What a host hearing the others keeps: where what it hears goes, and its counts.
+struct Hearing {
+    keep: KeepService,
+    hubs: KeepHubs,
+    host_id: String,
+    seal: NoticeSeal,
+    /// When streams were last told of a late notice.
+    late_told: Option<std::time::Instant>,
+    /// The second notices are counted in, and how many were opened in it.
+    second: std::time::Instant,
+    opened: u32,
+}
+
+impl Hearing {
+    fn new(keep: KeepService, hubs: KeepHubs) -> Hearing {
+        Hearing {
+            host_id: keep.host_id().to_owned(),
+            seal: keep.notice_seal(),
+            keep,
+            hubs,
+            late_told: None,
+            second: std::time::Instant::now(),
+            opened: 0,
+        }
+    }
+
+    /// Counts one notice: whether more came this second than a host opens.
+    fn flooded(&mut self) -> bool {
+        if self.second.elapsed() >= std::time::Duration::from_secs(1) {
+            (self.second, self.opened) = (std::time::Instant::now(), 0);
+        }
+        self.opened += 1;
+        let flooded = self.opened > NOTICES_PER_SECOND_MAX;
+        if flooded {
+            (self.second, self.opened) = (std::time::Instant::now(), 0);
+        }
+        flooded
+    }
+
+    /// Opens one notice and acts on it: whether what is queued behind it should be let go of.
+    async fn open(&mut self, channel: &str, payload: &str) -> bool {
+        match self.seal.open(channel, payload, now_ms()) {
+            Ok(payload) if channel == EGRESS_ANSWERS_CHANNEL => {
+                if let Err(error) = self.keep.approvals().deliver(payload).await {
+                    tracing::warn!("an answer from another host was not delivered: {error}");
+                }
+                false
+            }
+            Ok(payload) => {
+                if heard_event(&self.hubs, &self.host_id, payload).as_deref()
+                    == Some("tool.revoked")
+                    && let Err(error) = self.keep.tools().end_revoked_calls().await
+                {
+                    tracing::warn!("a revoked tool's calls in flight were not ended: {error}");
+                }
+                false
+            }
+            // Sealed, but late: streams reload (the answers' sweep finds an answer), and what
+            // is queued behind it, likely late too (a backlog), is let go of as after a flood,
+            // at most every 5 seconds.
+            Err(NoticeRefused::Stale) => self.tell_missed(
+                "a notice from another host came late (a stalled host, a backlog, or clocks \
+                 more than a minute apart)",
+            ),
+            Err(NoticeRefused::Forged) => {
+                tracing::debug!(%channel, "a notice not sealed by a host was dropped");
+                false
+            }
+        }
+    }
+
+    /// Tells every stream events may have been missed, at most every
+    /// [`LATE_NOTICE_MISSED_EVERY`]: whether it did.
+    fn tell_missed(&mut self, why: &str) -> bool {
+        let tell = self
+            .late_told
+            .is_none_or(|told| told.elapsed() >= LATE_NOTICE_MISSED_EVERY);
+        if tell {
+            tracing::warn!("{why}: streams are told they may have missed events");
+            self.hubs.publish_all(&KeepNotice::missed());
+            self.late_told = Some(std::time::Instant::now());
+        }
+        tell
+    }
 }
 
 /// Publishes an event another host sent to this host's hubs; the event's type, if it had one.

@@ -212,11 +212,17 @@ impl Proposals<'_> {
         append(&mut tx, caller, Some(user), &subject, detail).await?;
         tx.commit().await?;
         let view = self.get(caller, id).await?;
+        self.publish_decided(user, &view);
+        Ok(view)
+    }
+
+    /// Tells `user` their proposal `view` was decided.
+    fn publish_decided(self, user: &str, view: &ProposalView) {
         if let Some(cells) = self.keep.cells() {
             cells.publish(
                 user,
                 KeepEvent::ProposalDecided {
-                    id: id.to_owned(),
+                    id: view.id.clone(),
                     session_id: view.session_id.clone(),
                     kind: view.kind.clone(),
                     state: view.state.clone(),
@@ -225,7 +231,6 @@ impl Proposals<'_> {
                 },
             );
         }
-        Ok(view)
     }
 
     /// The texts of the memory entries `user` accepted from `agent`, oldest first, and

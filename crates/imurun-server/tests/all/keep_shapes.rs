@@ -23,9 +23,9 @@ async fn route(keep: &Keep, path: &str) -> Value {
     body
 }
 
-#[tokio::test]
-async fn an_object_on_the_event_stream_is_what_its_route_answers() {
-    let upstream = Upstream::start(answer).await;
+/// A host whose agent `maker` asks alice before each egress use, alice's event stream, and a
+/// session of hers.
+async fn maker_session(upstream: &Upstream) -> (Keep, SseClient, String) {
     let keep = Keep::start_with_cells(vec![upstream.port]).await;
     let rule = json!({"scheme": "http", "host": "127.0.0.1", "port": upstream.port,
                       "methods": ["GET"], "path_prefix": "/api"});
@@ -38,7 +38,7 @@ async fn an_object_on_the_event_stream_is_what_its_route_answers() {
                "approval_timeout_s": 30}),
     )
     .await;
-    let mut events = SseClient::connect_with(
+    let events = SseClient::connect_with(
         keep.server.addr,
         "/v1/events",
         &format!("Authorization: Bearer {}\r\n", keep.alice),
@@ -54,6 +54,13 @@ async fn an_object_on_the_event_stream_is_what_its_route_answers() {
         .await;
     assert_eq!(status, 201, "{session}");
     let session = session["id"].as_str().expect("id").to_owned();
+    (keep, events, session)
+}
+
+#[tokio::test]
+async fn a_proposal_and_a_tools_review_on_the_event_stream_are_what_their_routes_answer() {
+    let upstream = Upstream::start(answer).await;
+    let (keep, mut events, session) = maker_session(&upstream).await;
 
     // A plan: the event's proposal is the route's, and the list's.
     let plan = json!({"emit": {"type": "plan", "title": "Tidy up", "steps": ["look", "tell"]}});
@@ -83,8 +90,13 @@ async fn an_object_on_the_event_stream_is_what_its_route_answers() {
     assert!(id.starts_with("kt-"), "{review}");
     assert_eq!(&route(&keep, &format!("/v1/proposals/{id}")).await, review);
     assert_eq!(&route(&keep, "/v1/proposals").await["tools"][0], review);
+    keep.server.stop().await;
+}
 
-    // A waiting egress use: the event's approval is the one `GET /v1/approvals` lists.
+#[tokio::test]
+async fn a_waiting_egress_use_on_the_event_stream_is_what_its_route_lists() {
+    let upstream = Upstream::start(answer).await;
+    let (keep, mut events, session) = maker_session(&upstream).await;
     let url = format!("http://127.0.0.1:{}/api/news", upstream.port);
     let fetch = say(
         &keep,

@@ -65,8 +65,35 @@ async fn the_keep_stream_has_a_schema_of_its_own_built_from_keeps_types() {
 /// One event of each kind `KeepEvent` has. The match is exhaustive on purpose: a new kind does
 /// not compile here until it has a sample; its schema comes from the type.
 fn keep_samples() -> Vec<KeepEvent> {
-    let session_id = "ks-1".to_owned();
-    let samples = vec![
+    let mut samples = session_samples("ks-1");
+    samples.extend(other_samples("ks-1"));
+    for sample in &samples {
+        match sample {
+            KeepEvent::SessionStarted { .. }
+            | KeepEvent::SessionReply { .. }
+            | KeepEvent::SessionError { .. }
+            | KeepEvent::SessionEnded { .. }
+            | KeepEvent::SessionTainted { .. }
+            | KeepEvent::EgressApprovalNeeded { .. }
+            | KeepEvent::EgressDecided { .. }
+            | KeepEvent::EgressNotAsked { .. }
+            | KeepEvent::ProposalCreated { .. }
+            | KeepEvent::ProposalRefused { .. }
+            | KeepEvent::ProposalDecided { .. }
+            | KeepEvent::Refusal { .. }
+            | KeepEvent::JournalFailed { .. }
+            | KeepEvent::ToolDeployed { .. }
+            | KeepEvent::ToolTaintCleared { .. }
+            | KeepEvent::ToolRevoked { .. } => {}
+        }
+    }
+    samples
+}
+
+/// Events of a session's life and its egress.
+fn session_samples(session_id: &str) -> Vec<KeepEvent> {
+    let session_id = session_id.to_owned();
+    vec![
         KeepEvent::SessionStarted {
             session_id: session_id.clone(),
             agent: "news".into(),
@@ -109,6 +136,13 @@ fn keep_samples() -> Vec<KeepEvent> {
             url: "https://api.example.com/".into(),
             reason: "eight asked already".into(),
         },
+    ]
+}
+
+/// Events of proposals, refusals and tools.
+fn other_samples(session_id: &str) -> Vec<KeepEvent> {
+    let session_id = session_id.to_owned();
+    vec![
         KeepEvent::ProposalCreated {
             session_id: session_id.clone(),
             proposal: AnyProposal::Tool(Box::new(review(&session_id))),
@@ -154,28 +188,7 @@ fn keep_samples() -> Vec<KeepEvent> {
             name: "u/alice/echo".into(),
             version: 1,
         },
-    ];
-    for sample in &samples {
-        match sample {
-            KeepEvent::SessionStarted { .. }
-            | KeepEvent::SessionReply { .. }
-            | KeepEvent::SessionError { .. }
-            | KeepEvent::SessionEnded { .. }
-            | KeepEvent::SessionTainted { .. }
-            | KeepEvent::EgressApprovalNeeded { .. }
-            | KeepEvent::EgressDecided { .. }
-            | KeepEvent::EgressNotAsked { .. }
-            | KeepEvent::ProposalCreated { .. }
-            | KeepEvent::ProposalRefused { .. }
-            | KeepEvent::ProposalDecided { .. }
-            | KeepEvent::Refusal { .. }
-            | KeepEvent::JournalFailed { .. }
-            | KeepEvent::ToolDeployed { .. }
-            | KeepEvent::ToolTaintCleared { .. }
-            | KeepEvent::ToolRevoked { .. } => {}
-        }
-    }
-    samples
+    ]
 }
 
 fn approval(session_id: &str) -> ApprovalView {
