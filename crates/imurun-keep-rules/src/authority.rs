@@ -13,7 +13,7 @@
 
 use std::collections::BTreeSet;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::documents::Ceiling;
@@ -23,7 +23,8 @@ use crate::manifest::{
 };
 
 /// What kind of authority a change adds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum ChangeClass {
     /// Requests to a host the agent cannot reach at all.
@@ -44,7 +45,9 @@ pub enum ChangeClass {
 }
 
 /// One change in authority.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
 pub struct Change {
     pub class: ChangeClass,
     /// Where in the tool's manifest: `egress.rules[0]`, `credentials[1]`, `memory`, ...
@@ -58,7 +61,9 @@ pub struct Change {
 }
 
 /// An entry of a proposed manifest the ceiling does not let through, and why.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
 pub struct Dropped {
     /// Where in the proposed manifest.
     pub field: String,

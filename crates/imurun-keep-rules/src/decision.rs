@@ -34,6 +34,7 @@ pub const NONCE_CHARS: std::ops::RangeInclusive<usize> = 16..=64;
 
 /// What a device decides.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionKind {
     /// Deploy a proposed tool (clamped to the ceiling).

@@ -13,6 +13,7 @@
 //! - [`trust`]: which key may sign what, rotation, expiry and rollback;
 //! - [`decision`]: the one format for everything a person's device decides, and its verifier;
 //! - [`journal`]: the hash chain and its check;
+//! - [`journal_detail`]: what each kind of journal entry holds, typed;
 //! - [`vault`]: sealing credentials at rest;
 //! - [`seal`]: the host key's seal over each stored row it accepted;
 //! - [`tokens`]: bearer tokens and enrolment codes, kept only as hashes;
@@ -33,6 +34,8 @@ pub mod documents;
 mod error;
 pub mod host;
 pub mod journal;
+pub mod journal_detail;
+mod journal_refusal;
 pub mod keys;
 pub mod manifest;
 pub mod proposals;

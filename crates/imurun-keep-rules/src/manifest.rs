@@ -101,6 +101,7 @@ pub struct Egress {
 
 /// How egress is granted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 #[serde(rename_all = "snake_case")]
 pub enum EgressMode {
     /// No requests.

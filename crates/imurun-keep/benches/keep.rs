@@ -14,6 +14,7 @@ use imurun_keep::decision::{Decision, DecisionKind, DeviceKey, Expected, verify_
 use imurun_keep::documents::{
     KeyRole, POLICY_TYPE, Signed, TRUST_ROOT_TYPE, TrustRoot, TrustedKey,
 };
+use imurun_keep::journal_detail::SessionDetail;
 use imurun_keep::keys::{KeyPair, sha256_hex};
 use imurun_keep::service::{Identity, append};
 use imurun_keep::trust::{Trust, sign_bundle};
@@ -127,18 +128,14 @@ fn journal(c: &mut Criterion) {
         b.iter(|| {
             runtime.block_on(async {
                 let mut tx = store.keep_begin().await.expect("begin");
-                let detail =
-                    json!({"agent": "helper", "version": 1, "bundle_sha256": sha256_hex(b"x")});
-                append(
-                    &mut tx,
-                    &operator,
-                    Some("alice"),
-                    "deploy",
-                    "agent:helper@1",
-                    detail,
-                )
-                .await
-                .expect("append");
+                let detail = SessionDetail::Start {
+                    agent: "helper".into(),
+                    version: 1,
+                    bundle_sha256: sha256_hex(b"x"),
+                };
+                append(&mut tx, &operator, Some("alice"), "session:ks-1", detail)
+                    .await
+                    .expect("append");
                 tx.commit().await.expect("commit");
             })
         })

@@ -11,7 +11,10 @@ mod all {
     mod attacks2;
     mod attacks_sessions;
     mod attacks_tools;
+    mod events;
+    mod journal_fixture;
     mod service;
+    mod session_bench;
     mod sessions;
     mod support;
     mod tools;

@@ -14,6 +14,7 @@ mod all {
     mod attacks_tools;
     mod postgres_only;
     mod service;
+    mod session_bench;
     mod sessions;
     mod support;
     mod tools;

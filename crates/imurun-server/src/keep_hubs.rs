@@ -5,9 +5,14 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use imurun_keep::cells::KeepEvents;
+use imurun_keep::events::KeepEvent;
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::hub::{EventHub, HubConfig, Subscription};
+use crate::keep_events::{kept, to_json};
+
+pub use crate::keep_events::KEEP_EVENT_BYTES_MAX;
 
 /// Events kept per person for replay after a reconnect.
 pub const KEEP_BUFFER_EVENTS_MAX: usize = 512;
@@ -34,9 +39,10 @@ impl KeepHubs {
             .clone()
     }
 
-    /// Publishes `event` to every person's hub this host has (a notice that concerns every
+    /// Publishes `notice` to every person's hub this host has (a notice that concerns every
     /// stream, such as events missed from another host).
-    pub fn publish_all(&self, event: Value) {
+    pub fn publish_all<T: Serialize>(&self, notice: &T) {
+        let event = to_json(notice);
         let hubs: Vec<EventHub> = self
             .hubs
             .lock()
@@ -49,29 +55,28 @@ impl KeepHubs {
         }
     }
 
+    /// Publishes to `user`'s hub an event another host sent, as it sent it (its host kept it
+    /// within [`crate::keep_events::KEEP_EVENT_BYTES_MAX`] and its notice's size).
+    pub(crate) fn publish_heard(&self, user: &str, event: Value) {
+        // Every Keep event is an object with a `type`; one that is not is dropped.
+        let _ = self.hub(user).publish_value(None, event);
+    }
+
+    /// Publishes `event`, serialized as `json`, to `user`'s hub: whole, or the notice in its
+    /// place when it is too large to keep.
+    pub(crate) fn publish_serialized(&self, user: &str, event: &KeepEvent, json: Value) {
+        let _ = self.hub(user).publish_value(None, kept(event, json));
+    }
+
     /// A subscription to `user`'s events, replaying those after `last_event_id`.
     pub fn subscribe(&self, user: &str, last_event_id: Option<u64>) -> Subscription {
         self.hub(user).subscribe(None, last_event_id)
     }
 }
 
-/// The largest event kept for a person, as JSON; a larger one is replaced by a notice that
-/// says how large it was (the hub keeps 512 events for replay).
-pub const KEEP_EVENT_BYTES_MAX: usize = 128 << 10;
-
 impl KeepEvents for KeepHubs {
-    fn publish(&self, user: &str, event: Value) {
-        let bytes = event.to_string().len();
-        let event = if bytes > KEEP_EVENT_BYTES_MAX {
-            serde_json::json!({
-                "type": event.get("type").cloned().unwrap_or(Value::Null),
-                "session_id": event.get("session_id").cloned().unwrap_or(Value::Null),
-                "omitted_bytes": bytes,
-            })
-        } else {
-            event
-        };
-        // Every Keep event is an object with a `type`; one that is not is dropped.
-        let _ = self.hub(user).publish_value(None, event);
+    fn publish(&self, user: &str, event: KeepEvent) {
+        let json = to_json(&event);
+        self.publish_serialized(user, &event, json);
     }
 }

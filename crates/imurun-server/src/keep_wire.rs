@@ -1,10 +1,17 @@
 //! The shapes of Keep's `/v1` routes on the wire. Signed documents travel as
 //! [`SignedDocument`]s and are read strictly (see `StrictJson`); manifests, ceilings and trust
-//! roots are described in `docs/keep/` and appear here as JSON objects.
+//! roots are described in `docs/keep/` and appear here as JSON objects. The objects Keep's
+//! events carry too (sessions, proposals and reviews, tools, waiting egress uses) are
+//! `imurun_keep`'s own views, answered as they are, so a route and the event stream show each
+//! object in one shape.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use utoipa::ToSchema;
+
+pub use imurun_keep::service::{
+    AnyProposal, ApprovalView, ProposalView, SessionView, ToolReview, ToolView,
+};
 
 /// Who holds the token.
 #[derive(Debug, Serialize, ToSchema)]
@@ -251,31 +258,12 @@ pub struct SessionCreate {
     pub agent: String,
 }
 
-/// A Keep session, as its person sees it.
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = KeepSessionInfo)]
-pub struct SessionInfo {
-    pub id: String,
-    pub agent: String,
-    pub agent_version: i64,
-    pub created_at_ms: i64,
-    /// Whether its cell runs on this host now.
-    pub live: bool,
-    /// Whether it received untrusted content, and what that was.
-    pub tainted: bool,
-    pub taint_source: Option<String>,
-    pub tainted_at_ms: Option<i64>,
-    pub ended_at_ms: Option<i64>,
-    /// `stopped`, or what ended its cell: `cpu_limit`, `memory_limit`, `timeout`, `trap`, `host`.
-    pub end_reason: Option<String>,
-}
-
 /// `GET /v1/sessions`.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = KeepSessionList)]
 pub struct SessionList {
     /// Newest first.
-    pub sessions: Vec<SessionInfo>,
+    pub sessions: Vec<SessionView>,
 }
 
 /// `POST /v1/sessions/{id}/messages`.
@@ -303,127 +291,13 @@ pub struct Replies {
     pub replies: Vec<String>,
 }
 
-/// A proposal that is not a tool: a memory entry, a suggestion, a plan or a card.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ProposalInfo {
-    pub id: String,
-    pub session_id: String,
-    pub agent: String,
-    /// `memory`, `suggestion`, `plan` or `card`.
-    pub kind: String,
-    /// The validated payload; plain text, with control and bidi characters escaped as
-    /// `\u{XXXX}`. See `docs/keep/proposals.md`.
-    #[schema(value_type = Object)]
-    pub payload: Value,
-    /// Whether its session was tainted when it was made, and by what.
-    pub tainted: bool,
-    pub taint_source: Option<String>,
-    /// `pending`, `accepted` or `rejected`.
-    pub state: String,
-    pub created_at_ms: i64,
-    pub decided_at_ms: Option<i64>,
-}
-
 /// `GET /v1/proposals`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct ProposalList {
     /// Memory entries, suggestions, plans and cards, newest first.
-    pub proposals: Vec<ProposalInfo>,
+    pub proposals: Vec<ProposalView>,
     /// Tool proposals with their reviews, newest first.
-    pub tools: Vec<ToolReviewInfo>,
-}
-
-/// A tool proposal's review: where it came from, its authority diff against the proposing
-/// agent, and the manifest clamped by the caller's ceiling, which is what an approval deploys.
-/// See `docs/keep/tools.md`.
-#[derive(Debug, Serialize, ToSchema)]
-pub struct ToolReviewInfo {
-    pub id: String,
-    /// Always `tool`.
-    pub kind: String,
-    pub name: String,
-    /// `u/<user>/<name>`: where it deploys.
-    pub qualified_name: String,
-    pub version: i64,
-    /// Plain text; control and bidi characters shown as `\u{XXXX}` escapes.
-    pub description: String,
-    pub bundle_sha256: String,
-    pub bundle_size: i64,
-    /// `{agent, agent_version, signer_key_id, session_id, created_at_ms, taint_source}`.
-    #[schema(value_type = Object)]
-    pub origin: Value,
-    pub tainted: bool,
-    /// `pending`, `approved` or `denied`.
-    pub state: String,
-    pub decided_at_ms: Option<i64>,
-    #[schema(value_type = Object)]
-    pub proposed_manifest: Value,
-    /// Each change `{class, field, from, to, summary}`; `class` is `new_host`, `egress`,
-    /// `credential_reach`, `memory`, `model`, `resources` or `timeouts`.
-    #[schema(value_type = Vec<Object>)]
-    pub authority_diff: Value,
-    /// True exactly when `authority_diff` is empty.
-    pub no_new_authority: bool,
-    /// What an approval now deploys.
-    #[schema(value_type = Object)]
-    pub clamped_manifest: Value,
-    /// Each entry the ceiling dropped or lowered: `{field, entry, reason}`.
-    #[schema(value_type = Vec<Object>)]
-    pub dropped: Value,
-    /// The authority the clamped manifest has beyond the agent.
-    #[schema(value_type = Vec<Object>)]
-    pub granted_diff: Value,
-    /// What a decision names in `hashes`: `bundle`, `manifest` (clamped), `description`.
-    pub hashes: std::collections::BTreeMap<String, String>,
-    /// The versions a decision names: the caller's ceiling, and the proposing agent in force.
-    pub ceiling_version: i64,
-    pub policy_version: i64,
-    pub needs_confirm_tainted: bool,
-    /// Why it cannot be approved as it stands, if so.
-    pub refused: Option<String>,
-}
-
-impl From<imurun_keep::service::ToolReview> for ToolReviewInfo {
-    fn from(review: imurun_keep::service::ToolReview) -> Self {
-        ToolReviewInfo {
-            origin: to_json(&review.origin),
-            authority_diff: to_json(&review.authority_diff),
-            dropped: to_json(&review.dropped),
-            granted_diff: to_json(&review.granted_diff),
-            id: review.id,
-            kind: review.kind.to_owned(),
-            name: review.name,
-            qualified_name: review.qualified_name,
-            version: review.version,
-            description: review.description,
-            bundle_sha256: review.bundle_sha256,
-            bundle_size: review.bundle_size,
-            tainted: review.tainted,
-            state: review.state,
-            decided_at_ms: review.decided_at_ms,
-            proposed_manifest: review.proposed_manifest,
-            no_new_authority: review.no_new_authority,
-            clamped_manifest: review.clamped_manifest,
-            hashes: review.hashes,
-            ceiling_version: review.ceiling_version,
-            policy_version: review.policy_version,
-            needs_confirm_tainted: review.needs_confirm_tainted,
-            refused: review.refused,
-        }
-    }
-}
-
-/// A value as JSON, for the fields the API document shows as objects.
-fn to_json<T: Serialize>(value: &T) -> Value {
-    serde_json::to_value(value).unwrap_or(Value::Null)
-}
-
-/// One of the caller's proposals: a tool's review, or another kind.
-#[derive(Debug, Serialize, ToSchema)]
-#[serde(untagged)]
-pub enum AnyProposal {
-    Tool(Box<ToolReviewInfo>),
-    Other(Box<ProposalInfo>),
+    pub tools: Vec<ToolReview>,
 }
 
 /// `POST /v1/proposals/{id}/decision`.
@@ -435,70 +309,12 @@ pub struct ToolDecisionBody {
     pub decision: SignedDocument,
 }
 
-/// A deployed tool.
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = KeepToolInfo)]
-pub struct ToolInfo {
-    pub name: String,
-    pub qualified_name: String,
-    pub version: i64,
-    pub bundle_sha256: String,
-    /// The clamped manifest the person approved.
-    #[schema(value_type = Object)]
-    pub manifest: Value,
-    /// `ask` while a tainted tool's taint is not cleared, else the manifest's.
-    pub egress_mode: String,
-    pub tainted: bool,
-    pub taint_source: Option<String>,
-    pub taint_cleared: bool,
-    /// The device key that approved it.
-    pub approved_by: String,
-    pub proposal_id: String,
-    /// The host key's signature over the bundle's hash, manifest, decision and taint.
-    pub host_signature: String,
-    pub deployed_at_ms: i64,
-    pub revoked_at_ms: Option<i64>,
-    /// While the taint is not cleared: what a `clear_taint` decision names
-    /// (`{kind, subject, hashes, ceiling_version, policy_version}`).
-    #[schema(value_type = Option<Object>)]
-    pub clear_taint: Option<Value>,
-    /// Why the host refuses this tool's row (it does not hold the host's seal: edited in the
-    /// database); such a tool is never called and its taint never cleared.
-    pub refused: Option<String>,
-}
-
-impl From<imurun_keep::service::ToolView> for ToolInfo {
-    fn from(view: imurun_keep::service::ToolView) -> Self {
-        ToolInfo {
-            egress_mode: to_json(&view.egress_mode)
-                .as_str()
-                .unwrap_or("deny")
-                .to_owned(),
-            clear_taint: view.clear_taint.as_ref().map(to_json),
-            name: view.name,
-            qualified_name: view.qualified_name,
-            version: view.version,
-            bundle_sha256: view.bundle_sha256,
-            manifest: view.manifest,
-            tainted: view.tainted,
-            taint_source: view.taint_source,
-            taint_cleared: view.taint_cleared,
-            approved_by: view.approved_by,
-            proposal_id: view.proposal_id,
-            host_signature: view.host_signature,
-            deployed_at_ms: view.deployed_at_ms,
-            revoked_at_ms: view.revoked_at_ms,
-            refused: view.refused,
-        }
-    }
-}
-
 /// `GET /v1/tools`.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = KeepToolList)]
 pub struct ToolList {
     /// Each tool at its highest version, by name.
-    pub tools: Vec<ToolInfo>,
+    pub tools: Vec<ToolView>,
 }
 
 /// `POST /v1/tools/{name}/clear-taint`.
@@ -519,38 +335,12 @@ pub struct ProposalAccept {
     pub confirm_tainted: bool,
 }
 
-/// An egress use waiting for its person.
-#[derive(Debug, Serialize, ToSchema)]
-#[schema(as = KeepApprovalInfo)]
-pub struct ApprovalInfo {
-    pub id: String,
-    pub session_id: String,
-    pub agent: String,
-    pub agent_version: i64,
-    pub method: String,
-    pub url: String,
-    /// The headers the cell set, as `[name, value]` (values cut at 1 000 characters and
-    /// escaped; the `request` hash covers them whole).
-    pub headers: Vec<Vec<String>>,
-    pub body_bytes: usize,
-    pub body_sha256: String,
-    /// The credentials the host would add, by name.
-    pub credentials: Vec<String>,
-    /// Whether the session is tainted: what it read may be steering this request.
-    pub tainted: bool,
-    /// Only an `approve_egress` decision signed on one of the person's devices approves it.
-    pub device_signature: bool,
-    /// What such a decision names in `hashes`: `request` and `body`.
-    pub hashes: std::collections::BTreeMap<String, String>,
-    pub asked_at_ms: i64,
-}
-
 /// `GET /v1/approvals`.
 #[derive(Debug, Serialize, ToSchema)]
 #[schema(as = KeepApprovalList)]
 pub struct ApprovalList {
     /// Oldest first.
-    pub approvals: Vec<ApprovalInfo>,
+    pub approvals: Vec<ApprovalView>,
 }
 
 /// `POST /v1/approvals/{id}`.

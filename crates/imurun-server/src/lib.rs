@@ -27,6 +27,7 @@ mod error;
 mod events;
 pub mod hub;
 mod keep_auth;
+pub mod keep_events;
 pub mod keep_hubs;
 pub mod keep_shared;
 pub mod keep_wire;

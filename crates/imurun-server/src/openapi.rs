@@ -8,8 +8,10 @@
 //! [`ApiDoc`] are exactly the routes served, so a route cannot be added without appearing here.
 //! The live events are described by the types that are serialized onto the stream
 //! (`imurun_core::Event`, `ServerEvent`, `TurnEvent`) composed with the hub's stamp (see
-//! [`StreamEventSchema`]); the same test file checks real events against those schemas, field
-//! by field. What the whole router does to every request, the API token and the request id, is
+//! [`StreamEventSchema`]), and a person's Keep events (`GET /v1/events`) by Keep's own
+//! (`imurun_keep::events::KeepEvent` and the server's `keep_events`, see
+//! [`KeepStreamEventSchema`]); the tests check real events against those schemas, field by
+//! field. What the whole router does to every request, the API token and the request id, is
 //! added to every operation in one place too ([`TokenAuth`], [`RequestIds`]), as the router adds
 //! it in one middleware.
 
@@ -30,7 +32,9 @@ use utoipa::openapi::{Content, OpenApi as Document, RefOr, Required};
 use utoipa::{Modify, OpenApi, ToSchema};
 
 use crate::events::{ServerEvent, TurnEvent};
+use crate::keep_events::{KeepNotice, OmittedEvent};
 use crate::routes::REQUEST_ID_HEADER;
+use imurun_keep::events::KeepEvent;
 
 /// The OpenAPI document of this server's API.
 pub fn api_document() -> Document {
@@ -147,8 +151,18 @@ pub(crate) async fn openapi_json() -> Json<Document> {
         EventStamp,
         StreamNotice,
         EventMessage,
+        KeepEvent,
+        OmittedEvent,
+        KeepNotice,
+        KeepEventMessage,
     )),
-    modifiers(&StreamEventSchema, &TokenAuth, &RequestIds, &OptionalBodies),
+    modifiers(
+        &StreamEventSchema,
+        &KeepStreamEventSchema,
+        &TokenAuth,
+        &RequestIds,
+        &OptionalBodies
+    ),
     tags(
         (name = "meta", description = "Health, the model slot and this document."),
         (name = "tools", description = "Tools, running one by hand, and approvals."),
@@ -272,6 +286,31 @@ impl utoipa::PartialSchema for EventMessage {
 
 impl ToSchema for EventMessage {}
 
+/// One message of `GET /v1/events`: its `data` a JSON `KeepStreamEvent`.
+#[derive(Debug)]
+pub struct KeepEventMessage;
+
+impl utoipa::PartialSchema for KeepEventMessage {
+    fn schema() -> RefOr<Schema> {
+        let id = ObjectBuilder::new()
+            .schema_type(Type::String)
+            .pattern(Some("^[0-9]+$"))
+            .description(Some(
+                "The event's `id`, numbered per person (absent on the `stream.*` notices of the \
+                 hub): send the last one received as `Last-Event-ID` when reconnecting.",
+            ));
+        sse_event_schema(
+            "One SSE message of a person's Keep events: an `id:` line (absent on the hub's \
+             `stream.*` notices) and one `data:` line holding a `KeepStreamEvent`. No `event:` \
+             line is sent.",
+            json_string(Ref::from_schema_name(KEEP_STREAM_EVENT).into()),
+            Some(id.into()),
+        )
+    }
+}
+
+impl ToSchema for KeepEventMessage {}
+
 /// The schema of one event of a `text/event-stream` response, as OpenAPI 3.1 (and 3.2's
 /// `itemSchema`) describes it: an object of the event's fields, `data` (the `data:` line's
 /// text) and, where the server sends one, `id`.
@@ -318,16 +357,18 @@ const STREAM_EVENT_DESCRIPTION: &str = "One SSE message's `data:`: a JSON object
 #[derive(Debug)]
 struct StreamEventSchema;
 
+/// The schema `name` with the hub's stamp (`id`, `ts`).
+fn stamped(name: std::borrow::Cow<'static, str>) -> Schema {
+    Schema::AllOf(
+        AllOfBuilder::new()
+            .item(Ref::from_schema_name(name))
+            .item(Ref::from_schema_name(EventStamp::name()))
+            .build(),
+    )
+}
+
 impl Modify for StreamEventSchema {
     fn modify(&self, document: &mut Document) {
-        let stamped = |name: std::borrow::Cow<'static, str>| {
-            Schema::AllOf(
-                AllOfBuilder::new()
-                    .item(Ref::from_schema_name(name))
-                    .item(Ref::from_schema_name(EventStamp::name()))
-                    .build(),
-            )
-        };
         let stream_event = Schema::AnyOf(
             AnyOfBuilder::new()
                 .description(Some(STREAM_EVENT_DESCRIPTION))
@@ -342,6 +383,44 @@ impl Modify for StreamEventSchema {
             .get_or_insert_with(Default::default)
             .schemas
             .insert("StreamEvent".to_owned(), RefOr::T(stream_event));
+    }
+}
+
+/// The name of the schema of one `data:` of `GET /v1/events`.
+const KEEP_STREAM_EVENT: &str = "KeepStreamEvent";
+
+/// What `KeepStreamEvent` says to a person reading the document.
+const KEEP_STREAM_EVENT_DESCRIPTION: &str = "One SSE message's `data:` on a person's Keep \
+    stream (`GET /v1/events`): a JSON object whose `type` says which event it is. One of Keep's \
+    events (`KeepEvent`: `session.*`, `egress.*`, `proposal.*`, `tool.*`, `refusal`, \
+    `journal.failed`), an event too large to keep or to cross hosts in its place \
+    (`OmittedEvent`, its `type` the event's own) or the host's `stream.missed` (`KeepNotice`), \
+    each stamped by the person's hub with `id` and `ts` (`EventStamp`); or one of the hub's \
+    notices (`StreamNotice`). See `docs/keep/sessions.md`. New types may appear: ignore the \
+    ones you do not know.";
+
+/// Adds `KeepStreamEvent`: the schema of one message of `GET /v1/events`, composed from the
+/// types the host serializes onto a person's stream and the hub's stamp, as `StreamEvent` is
+/// for the assistant's. `anyOf`: an `OmittedEvent` carries a Keep event's `type`.
+#[derive(Debug)]
+struct KeepStreamEventSchema;
+
+impl Modify for KeepStreamEventSchema {
+    fn modify(&self, document: &mut Document) {
+        let keep_stream_event = Schema::AnyOf(
+            AnyOfBuilder::new()
+                .description(Some(KEEP_STREAM_EVENT_DESCRIPTION))
+                .item(stamped(KeepEvent::name()))
+                .item(stamped(OmittedEvent::name()))
+                .item(stamped(KeepNotice::name()))
+                .item(Ref::from_schema_name(StreamNotice::name()))
+                .build(),
+        );
+        document
+            .components
+            .get_or_insert_with(Default::default)
+            .schemas
+            .insert(KEEP_STREAM_EVENT.to_owned(), RefOr::T(keep_stream_event));
     }
 }
 

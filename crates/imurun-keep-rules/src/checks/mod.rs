@@ -22,7 +22,9 @@ use crate::documents::Signed;
 
 /// What a refused request claimed: the version and the key id it names, and whether its
 /// signature holds (else they are only claimed). A refusal's journal entry records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
 pub struct Attempt {
     pub version: Option<i64>,
     pub key_id: String,

@@ -21,7 +21,7 @@ pub use port::IntakeContext;
 pub(crate) use port::{Bound, SessionPort};
 pub(crate) use session_host::SessionHost;
 
-pub use waiting::{WaitingView, egress_request_hash, waiting_json};
+pub use waiting::{WaitingView, egress_request_hash};
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -30,10 +30,10 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use imurun_cell::broker::Broker;
 use imurun_cell::{Cell, CellConfig, CellEngine, CellError};
 use imurun_core::{BoxFuture, Model};
-use serde_json::Value;
 use tokio::sync::{oneshot, watch};
 
 use crate::KeepError;
+use crate::events::KeepEvent;
 use crate::proposals::{self};
 
 /// Live sessions one person may have at once; the next start is refused until one stops.
@@ -69,10 +69,10 @@ pub const APPROVALS_PER_MESSAGE_MAX: usize = 8;
 pub const GENERATE_TOKENS_MAX: usize = 512;
 
 /// Where Keep's live events go. The server gives each person's events to that person's
-/// streams only.
+/// streams only, serialized once there.
 pub trait KeepEvents: Send + Sync {
-    /// Hands `event` (a JSON object with a `type`) to `user`'s streams.
-    fn publish(&self, user: &str, event: Value);
+    /// Hands `event` to `user`'s streams.
+    fn publish(&self, user: &str, event: KeepEvent);
 }
 
 /// The model cells call through `model.generate`, once it is loaded: the same `Model` seam the
@@ -278,7 +278,7 @@ impl Cells {
         Arc::clone(&self.events)
     }
 
-    pub(crate) fn publish(&self, user: &str, event: Value) {
+    pub(crate) fn publish(&self, user: &str, event: KeepEvent) {
         self.events.publish(user, event);
     }
 

@@ -5,10 +5,10 @@
 use imurun_core::BoxFuture;
 use imurun_keep_rules::random::Random;
 use imurun_store::Store;
-use serde_json::Value;
 
 use super::{SessionHost, ToolAnswer};
 use crate::KeepError;
+use crate::journal_detail::JournalDetail;
 use crate::proposals::Proposal;
 use crate::vault::Secret;
 
@@ -47,8 +47,8 @@ pub(crate) trait SessionPort: Send + Sync {
         &'a self,
         actor: &'a str,
         user: &'a str,
-        kind_subject: (&'a str, &'a str),
-        detail: Value,
+        subject: &'a str,
+        detail: JournalDetail,
     ) -> BoxFuture<'a, Result<(), KeepError>>;
 
     /// Marks session `session` of `user` tainted by `source` unless it is: whether it was not,

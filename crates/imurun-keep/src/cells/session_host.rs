@@ -8,7 +8,6 @@ use imurun_cell::broker::EgressDecision;
 use imurun_cell::egress::{self, EgressGrant};
 use imurun_cell::{CellHost, ChatMessage, HttpRequest, HttpResponse, WallClock};
 use imurun_core::{BoxFuture, GenerateRequest, Message, Role};
-use serde_json::{Value, json};
 
 use super::port::{Bound, IntakeContext, SessionPort};
 use super::{
@@ -16,6 +15,8 @@ use super::{
     cut_text, grant_for, lock,
 };
 use crate::KeepError;
+use crate::events::KeepEvent;
+use crate::journal_detail::{BoundRule, RefusalDetail, RefusalsBound, SessionRefused};
 use crate::manifest::{Manifest, MemoryAccess};
 use crate::proposals::{self, EmitGrants};
 
@@ -117,10 +118,9 @@ impl SessionHost {
         }
     }
 
-    pub(crate) fn publish(&self, mut event: Value) {
-        if let Some(fields) = event.as_object_mut() {
-            fields.insert("session_id".into(), Value::from(self.session_id.clone()));
-        }
+    /// Publishes `event`, one of this session's, to its person.
+    pub(crate) fn publish(&self, event: KeepEvent) {
+        debug_assert_eq!(event.session_id(), Some(self.session_id.as_str()));
         if let Some(cells) = self.cells.upgrade() {
             cells.publish(&self.user, event);
         }
@@ -147,7 +147,10 @@ impl SessionHost {
             .await?;
         *lock(&self.taint) = Some(stored.clone());
         if newly {
-            self.publish(json!({"type": "session.tainted", "source": stored}));
+            self.publish(KeepEvent::SessionTainted {
+                session_id: self.session_id.clone(),
+                source: stored,
+            });
         }
         Ok(())
     }
@@ -166,8 +169,12 @@ impl SessionHost {
         let person = self.service.refusal_bound(&self.user);
         let count = self.refusals_journaled.fetch_add(1, Ordering::Relaxed);
         let bound = |reason: &str| {
-            json!({"action": action, "rule": "journal_bound", "session": self.session_id,
-                   "reason": reason})
+            RefusalDetail::Bound(RefusalsBound {
+                action: action.to_owned(),
+                rule: BoundRule::JournalBound,
+                reason: reason.to_owned(),
+                session: Some(self.session_id.clone()),
+            })
         };
         // Past either bound a refusal is still an event for the person, never silence.
         let events_only = match person {
@@ -176,8 +183,11 @@ impl SessionHost {
             Bound::LastEntry => false,
         };
         if events_only {
-            self.publish(json!({"type": "refusal", "action": action, "rule": rule,
-                                "reason": cut_text(reason)}));
+            self.publish(KeepEvent::Refusal {
+                session_id: Some(self.session_id.clone()),
+                subject: format!("session:{}", self.session_id),
+                detail: self.refused(action, rule, reason),
+            });
             return;
         }
         let detail = match person {
@@ -185,7 +195,7 @@ impl SessionHost {
                 bound("this person's sessions' further refusals this minute are events only")
             }
             Bound::Journal if count < REFUSALS_JOURNALED_PER_SESSION_MAX => {
-                json!({"action": action, "rule": rule, "reason": cut_text(reason), "session": self.session_id})
+                self.refused(action, rule, reason)
             }
             _ => bound("this session's further refusals are events only"),
         };
@@ -195,13 +205,26 @@ impl SessionHost {
             .journal_as(
                 &format!("agent:{}", self.agent),
                 &self.user,
-                ("refusal", &subject),
-                detail,
+                &subject,
+                detail.into(),
             )
             .await
         {
-            self.publish(json!({"type": "journal.failed", "reason": error.to_string()}));
+            self.publish(KeepEvent::JournalFailed {
+                session_id: self.session_id.clone(),
+                reason: error.to_string(),
+            });
         }
+    }
+
+    /// A refusal of this session's cell by `rule`, as its journal entry holds it.
+    fn refused(&self, action: &str, rule: &str, reason: &str) -> RefusalDetail {
+        RefusalDetail::Session(SessionRefused {
+            action: action.to_owned(),
+            rule: rule.to_owned(),
+            reason: cut_text(reason),
+            session: self.session_id.clone(),
+        })
     }
 
     async fn journal_refused_egress(&self) {
@@ -243,10 +266,12 @@ impl SessionHost {
             Err(error) => KeepError::from(error),
         };
         let reason = refused.to_string();
-        self.publish(json!({
-            "type": "proposal.refused", "kind": cut_text(&kind), "rule": refused.rule(),
-            "reason": proposals::escape(&reason),
-        }));
+        self.publish(KeepEvent::ProposalRefused {
+            session_id: self.session_id.clone(),
+            kind: cut_text(&kind),
+            rule: refused.rule().to_owned(),
+            reason: proposals::escape(&reason),
+        });
         self.journal_refusal("propose", refused.rule(), &reason)
             .await;
         Err(reason)
@@ -278,10 +303,12 @@ impl SessionHost {
             Err(error) => error,
         };
         let reason = refused.to_string();
-        self.publish(json!({
-            "type": "proposal.refused", "kind": "tool.propose", "rule": refused.rule(),
-            "reason": proposals::escape(&cut_chars(&reason, 500)),
-        }));
+        self.publish(KeepEvent::ProposalRefused {
+            session_id: self.session_id.clone(),
+            kind: "tool.propose".to_owned(),
+            rule: refused.rule().to_owned(),
+            reason: proposals::escape(&cut_chars(&reason, 500)),
+        });
         self.journal_refusal("review", refused.rule(), &reason)
             .await;
         Err(reason)

@@ -7,15 +7,21 @@ use std::sync::atomic::Ordering;
 use imurun_cell::broker::{EgressDecision, EgressHost, EgressUse};
 use imurun_cell::egress::Approval;
 use imurun_core::BoxFuture;
-use serde_json::{Value, json};
+use serde::Serialize;
 use tokio::sync::oneshot;
 
 use super::{
     APPROVALS_PER_MESSAGE_MAX, Cells, HEADER_VALUE_CHARS_SHOWN, REFUSED_BEFORE_SENDING,
     SessionHost, URL_CHARS_SHOWN, Waiting, cut_chars, cut_text, lock,
 };
-/// What a person is shown about a waiting use, and what a device decision must name.
+use crate::events::{EgressApproval, EgressVerdict, KeepEvent};
+use crate::service::ApprovalView;
+
+/// What a person is shown about a waiting use, and what a device decision must name. Its JSON
+/// is recorded with the use (and an answer's seal covers it): its fields and their order are
+/// part of what other hosts read.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct WaitingView {
     pub session_id: String,
     pub agent: String,
@@ -24,14 +30,15 @@ pub struct WaitingView {
     pub url: String,
     /// The headers the cell set, as `[name, value]` (values cut at 1 000 characters and
     /// escaped for showing; the `request` hash covers them whole).
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Vec<String>>))]
     pub headers: Vec<[String; 2]>,
-    /// Whether the session is tainted (the person should know what may be steering it).
+    /// Whether the session is tainted: what it read may be steering this request.
     pub tainted: bool,
     pub body_bytes: usize,
     pub body_sha256: String,
     /// The credentials the host would add, by name.
     pub credentials: Vec<String>,
-    /// Only a decision signed on one of the person's devices approves it.
+    /// Only an `approve_egress` decision signed on one of the person's devices approves it.
     pub device_signature: bool,
     /// The hashes a device decision names: `request` (the method, URL, headers, body's hash and
     /// the credentials the host would add) and `body`.
@@ -50,14 +57,27 @@ pub fn egress_request_hash(
     body_sha256: &str,
     credentials: &[String],
 ) -> String {
-    let text = crate::canonical::canonicalize(&json!({
-        "body_sha256": body_sha256,
-        "credentials": credentials,
-        "headers": headers,
-        "method": method,
-        "url": url,
-    }));
+    let request = HashedRequest {
+        body_sha256,
+        credentials,
+        headers,
+        method,
+        url,
+    };
+    let text = serde_json::to_value(&request)
+        .map(|value| crate::canonical::canonicalize(&value))
+        .unwrap_or_default();
     imurun_cell::sha256_hex(&text)
+}
+
+/// What a use's `request` hash covers.
+#[derive(Serialize)]
+struct HashedRequest<'a> {
+    body_sha256: &'a str,
+    credentials: &'a [String],
+    headers: &'a [[String; 2]],
+    method: &'a str,
+    url: &'a str,
 }
 
 impl EgressHost for SessionHost {
@@ -94,10 +114,13 @@ impl EgressHost for SessionHost {
             if !self.record_waiting(&id, &view).await {
                 return false;
             }
-            self.publish(json!({
-                "type": "egress.approval_needed",
-                "approval": waiting_json(&id, &view),
-            }));
+            self.publish(KeepEvent::EgressApprovalNeeded {
+                session_id: self.session_id.clone(),
+                approval: ApprovalView {
+                    id: id.clone(),
+                    waiting: view,
+                },
+            });
             answered.await.unwrap_or(false)
         })
     }
@@ -118,19 +141,10 @@ impl EgressHost for SessionHost {
     fn decided(&self, decision: &EgressDecision) {
         let used = &decision.used;
         let approval = match decision.approval {
-            Approval::None => "none",
-            Approval::Person => "person",
-            Approval::Device => "device",
+            Approval::None => EgressApproval::None,
+            Approval::Person => EgressApproval::Person,
+            Approval::Device => EgressApproval::Device,
         };
-        let mut event = json!({
-            "type": "egress.decided",
-            "decision": if decision.refusal.is_none() { "allow" } else { "deny" },
-            "method": cut_chars(&used.method, 16),
-            "url": cut_chars(&used.url, URL_CHARS_SHOWN),
-            "rule": used.rule,
-            "credentials": used.credentials,
-            "approval": approval,
-        });
         let reached_upstream = decision
             .refusal
             .as_ref()
@@ -138,12 +152,29 @@ impl EgressHost for SessionHost {
         if reached_upstream {
             *lock(&self.last_sent) = Some(used.url.clone());
         }
-        if let (Some(refusal), Some(fields)) = (&decision.refusal, event.as_object_mut()) {
-            fields.insert("refused_by".into(), Value::from(refusal.rule));
-            fields.insert("reason".into(), Value::from(cut_text(&refusal.reason)));
+        if decision.refusal.is_some() {
             lock(&self.refused).push(decision.clone());
         }
-        self.publish(event);
+        self.publish(KeepEvent::EgressDecided {
+            session_id: self.session_id.clone(),
+            decision: match decision.refusal {
+                None => EgressVerdict::Allow,
+                Some(_) => EgressVerdict::Deny,
+            },
+            method: cut_chars(&used.method, 16),
+            url: cut_chars(&used.url, URL_CHARS_SHOWN),
+            rule: used.rule,
+            credentials: used.credentials.clone(),
+            approval,
+            refused_by: decision
+                .refusal
+                .as_ref()
+                .map(|refusal| refusal.rule.to_owned()),
+            reason: decision
+                .refusal
+                .as_ref()
+                .map(|refusal| cut_text(&refusal.reason)),
+        });
     }
 }
 
@@ -171,15 +202,6 @@ impl Drop for Forget<'_> {
     }
 }
 
-/// A waiting approval as events show it: its id and what the person is shown.
-pub fn waiting_json(id: &str, view: &WaitingView) -> Value {
-    let mut value = serde_json::to_value(view).unwrap_or_else(|_| json!({}));
-    if let Some(fields) = value.as_object_mut() {
-        fields.insert("id".into(), Value::from(id));
-    }
-    value
-}
-
 impl SessionHost {
     /// Whether this message may ask its person about one more use; past the bound, the use is
     /// refused without asking and the person is told.
@@ -187,14 +209,15 @@ impl SessionHost {
         if self.approvals_asked.fetch_add(1, Ordering::Relaxed) < APPROVALS_PER_MESSAGE_MAX {
             return true;
         }
-        self.publish(json!({
-            "type": "egress.not_asked", "method": cut_chars(&used.method, 16),
-            "url": cut_chars(&used.url, URL_CHARS_SHOWN),
-            "reason": format!(
+        self.publish(KeepEvent::EgressNotAsked {
+            session_id: self.session_id.clone(),
+            method: cut_chars(&used.method, 16),
+            url: cut_chars(&used.url, URL_CHARS_SHOWN),
+            reason: format!(
                 "this message asked about {APPROVALS_PER_MESSAGE_MAX} uses already; the rest are \
                  refused without asking"
             ),
-        }));
+        });
         false
     }
 

@@ -5,11 +5,11 @@
 //! (an old row restored) is refused, and the empty ceiling applies: deny by default.
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::{CEILING_KIND, Ceilings, Identity, append, envelope_text};
 use crate::KeepError;
 use crate::documents::{CEILING_TYPE, Ceiling, Signed};
+use crate::journal_detail::CeilingDetail;
 use imurun_keep_rules::checks::documents;
 
 /// A user's ceiling as the API shows it.
@@ -72,20 +72,20 @@ impl Ceilings<'_> {
             .await?;
         tx.raise_high_water(CEILING_KIND, user, ceiling.version)
             .await?;
-        let detail = json!({
-            "user": user,
-            "version": ceiling.version,
-            "expires_at": ceiling.expires_at,
-            "ceiling_sha256": envelope.document_sha256()?,
-            "policy_key_id": envelope.signature.key_id,
-            "egress": ceiling.egress,
-            "credentials": ceiling.credentials,
-            "memory": ceiling.memory,
-            "model_socket": ceiling.model_socket,
-            "resources": ceiling.resources,
-        });
+        let detail = CeilingDetail {
+            user: user.to_owned(),
+            version: ceiling.version,
+            expires_at: ceiling.expires_at,
+            ceiling_sha256: envelope.document_sha256()?,
+            policy_key_id: envelope.signature.key_id.clone(),
+            egress: ceiling.egress.clone(),
+            credentials: ceiling.credentials.clone(),
+            memory: ceiling.memory,
+            model_socket: ceiling.model_socket,
+            resources: ceiling.resources,
+        };
         let subject = format!("ceiling:{user}@{}", ceiling.version);
-        append(&mut tx, caller, Some(user), "ceiling", &subject, detail).await?;
+        append(&mut tx, caller, Some(user), &subject, detail).await?;
         self.core
             .commit_and_mark(tx, (CEILING_KIND, user.to_owned(), ceiling.version))
             .await?;

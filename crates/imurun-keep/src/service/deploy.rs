@@ -10,11 +10,12 @@
 
 use imurun_keep_rules::RuleError;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::{AGENT_KIND, Agents, Identity, append, envelope_text};
 use crate::KeepError;
 use crate::documents::{POLICY_TYPE, Signature, Signed};
+use crate::journal_detail::DeployDetail;
 use crate::manifest::Manifest;
 use imurun_keep_rules::checks::documents;
 pub use imurun_keep_rules::checks::documents::BUNDLE_BYTES_MAX;
@@ -122,7 +123,7 @@ impl Agents<'_> {
             .await?;
         let detail = deploy_detail(manifest, &verified.bundle_sha256, request)?;
         let subject = format!("agent:{}@{}", manifest.name, manifest.version);
-        append(&mut tx, caller, None, "deploy", &subject, detail).await?;
+        append(&mut tx, caller, None, &subject, detail).await?;
         self.core
             .commit_and_mark(tx, (AGENT_KIND, manifest.name.clone(), manifest.version))
             .await?;
@@ -329,23 +330,27 @@ fn deploy_detail(
     manifest: &Manifest,
     bundle_sha256: &str,
     request: &DeployRequest,
-) -> Result<Value, KeepError> {
-    Ok(json!({
-        "agent": manifest.name,
-        "version": manifest.version,
-        "bundle_sha256": bundle_sha256,
-        "bundle_size": request.bundle.len(),
-        "policy_sha256": request.policy.document_sha256()?,
-        "signer_key_id": request.bundle_signature.key_id,
-        "policy_key_id": request.policy.signature.key_id,
-        "egress_mode": manifest.egress.mode,
-        "egress": manifest.egress.rules,
-        "credentials": manifest.credentials.iter().map(|c| c.name.clone()).collect::<Vec<_>>(),
-        "memory": manifest.memory,
-        "model_socket": manifest.model_socket,
-        "card": manifest.card,
-        "resources": manifest.resources,
-    }))
+) -> Result<DeployDetail, KeepError> {
+    Ok(DeployDetail {
+        agent: manifest.name.clone(),
+        version: manifest.version,
+        bundle_sha256: bundle_sha256.to_owned(),
+        bundle_size: u64::try_from(request.bundle.len()).unwrap_or(u64::MAX),
+        policy_sha256: request.policy.document_sha256()?,
+        signer_key_id: request.bundle_signature.key_id.clone(),
+        policy_key_id: request.policy.signature.key_id.clone(),
+        egress_mode: manifest.egress.mode,
+        egress: manifest.egress.rules.clone(),
+        credentials: manifest
+            .credentials
+            .iter()
+            .map(|c| c.name.clone())
+            .collect(),
+        memory: manifest.memory,
+        model_socket: manifest.model_socket,
+        card: manifest.card,
+        resources: manifest.resources,
+    })
 }
 
 /// What a stored row says of itself, unverified: only for the operator's list of refused

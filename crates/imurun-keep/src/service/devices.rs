@@ -7,13 +7,13 @@ use imurun_keep_rules::checks::{Attempt, enrol};
 use imurun_store::KeepTx;
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::decide::Commit;
 use super::{Core, Devices, Identity, append};
 use crate::KeepError;
 use crate::decision::{Decision, DeviceKey};
 use crate::documents::{Signed, check_user};
+use crate::journal_detail::{DeviceDetail, EnrolCodeDetail};
 use crate::keys::PublicKey;
 use crate::tokens::{ENROL_CODE_PREFIX, TOKEN_BYTES_MAX, new_secret, secret_hash};
 
@@ -61,16 +61,11 @@ impl Devices<'_> {
         let mut tx = self.core.store().keep_begin().await?;
         tx.insert_enrol_code(&secret_hash(&code), user, expires_at_ms)
             .await?;
-        let detail = json!({"user": user, "expires_at_ms": expires_at_ms});
-        append(
-            &mut tx,
-            caller,
-            Some(user),
-            "enrol_code",
-            &format!("user:{user}"),
-            detail,
-        )
-        .await?;
+        let detail = EnrolCodeDetail {
+            user: user.to_owned(),
+            expires_at_ms,
+        };
+        append(&mut tx, caller, Some(user), &format!("user:{user}"), detail).await?;
         tx.commit().await?;
         Ok(code)
     }
@@ -132,8 +127,8 @@ impl Devices<'_> {
             EnrolProof::Code(code) => {
                 let mut tx = self.core.store().keep_begin().await?;
                 self.use_code(&mut tx, user, &code).await?;
-                let how = json!({"proof": "enrol_code"});
-                self.insert_device(&mut tx, caller, request, &device.key_id, how)
+                let detail = DeviceDetail::enrolled_by_code(&device.key_id, request.label);
+                self.insert_device(&mut tx, caller, request, &device.key_id, detail)
                     .await?;
                 tx.commit().await?;
             }
@@ -158,9 +153,13 @@ impl Devices<'_> {
                             enrol::check(&snapshot, &envelope)
                         },
                         async |tx, _, decision| {
-                            let how = json!({"proof": "decision",
-                            "decided_by": decision.device_key_id, "nonce": decision.nonce});
-                            self.insert_device(tx, caller, request, &device.key_id, how)
+                            let detail = DeviceDetail::enrolled_by_decision(
+                                &device.key_id,
+                                request.label,
+                                &decision.device_key_id,
+                                &decision.nonce,
+                            );
+                            self.insert_device(tx, caller, request, &device.key_id, detail)
                                 .await?;
                             Ok(((), Commit::Plain))
                         },
@@ -195,14 +194,14 @@ impl Devices<'_> {
         Ok(())
     }
 
-    /// Registers the new device and journals how it came in.
+    /// Registers the new device and journals how it came in (`detail`).
     async fn insert_device(
         self,
         tx: &mut KeepTx,
         caller: &Identity,
         request: &enrol::Request<'_>,
         key_id: &str,
-        how: serde_json::Value,
+        detail: DeviceDetail,
     ) -> Result<(), KeepError> {
         let (user, label) = (request.user, request.label);
         tx.insert_device(key_id, user, request.public_key, label)
@@ -213,19 +212,7 @@ impl Devices<'_> {
                 }
                 other => other.into(),
             })?;
-        let mut detail = json!({"key_id": key_id, "label": label, "action": "enrol"});
-        if let (Some(target), Some(source)) = (detail.as_object_mut(), how.as_object()) {
-            target.extend(source.clone());
-        }
-        append(
-            tx,
-            caller,
-            Some(user),
-            "device",
-            &format!("device:{key_id}"),
-            detail,
-        )
-        .await
+        append(tx, caller, Some(user), &format!("device:{key_id}"), detail).await
     }
 
     /// The calling user's device keys.
@@ -259,12 +246,13 @@ impl Devices<'_> {
         if !tx.retire_device(key_id, user).await? {
             return Err(KeepError::NotFound("device"));
         }
-        let detail = json!({"key_id": key_id, "action": "retire"});
+        let detail = DeviceDetail::Retire {
+            key_id: key_id.to_owned(),
+        };
         append(
             &mut tx,
             caller,
             Some(user),
-            "device",
             &format!("device:{key_id}"),
             detail,
         )

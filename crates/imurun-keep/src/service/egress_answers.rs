@@ -4,7 +4,6 @@
 
 use imurun_keep_rules::RuleError;
 use imurun_keep_rules::checks::{Signer, egress_answer};
-use serde_json::json;
 
 use super::decide::Commit;
 use super::devices::device_key;
@@ -13,16 +12,20 @@ use super::{Approvals, Identity, append};
 use crate::KeepError;
 use crate::cells::{WaitingView, cut_text};
 use crate::documents::Signed;
+use crate::journal_detail::{DeviceAnswer, EgressAnswer, EgressBy, EgressDetail};
 use crate::service::now_ms;
 
 /// The channel on which a host tells the others that it recorded an answer to an egress use
 /// (the payload is the use's id).
 pub const EGRESS_ANSWERS_CHANNEL: &str = "imurun_keep_egress_answers";
 
-/// An egress use waiting for its person.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// An egress use waiting for its person: its id and what the person is shown, as
+/// `GET /v1/approvals` lists it and `egress.approval_needed` carries it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepApprovalInfo))]
 pub struct ApprovalView {
     pub id: String,
+    #[serde(flatten)]
     pub waiting: WaitingView,
 }
 
@@ -36,7 +39,7 @@ pub(crate) struct Answer<'a> {
     /// The device-signed decision it came with, as stored.
     pub(crate) decision: Option<&'a str>,
     /// Who decided, as the journal says.
-    pub(crate) by: serde_json::Value,
+    pub(crate) by: EgressBy,
     pub(crate) view: &'a WaitingView,
 }
 
@@ -125,7 +128,7 @@ impl Approvals<'_> {
         view: &WaitingView,
         approve: bool,
         decision: Option<&Signed>,
-    ) -> Result<serde_json::Value, KeepError> {
+    ) -> Result<EgressBy, KeepError> {
         if approve && !self.tool_use_in_force(user, view).await? {
             return Err(KeepError::Conflict(format!(
                 "{} was revoked: its uses are refused",
@@ -140,7 +143,7 @@ impl Approvals<'_> {
             (None, true) => Err(KeepError::Rule(RuleError::Decision(
                 "this use's rule demands a decision signed on one of your devices".into(),
             ))),
-            (None, false) => Ok(json!("person")),
+            (None, false) => Ok(EgressBy::PERSON),
         }
     }
 
@@ -238,9 +241,11 @@ impl Approvals<'_> {
         user: &str,
         subject: &str,
     ) -> Result<bool, KeepError> {
-        let detail = json!({"action": "not_delivered", "reason": "the request stopped waiting"});
+        let detail = EgressDetail::NotDelivered {
+            reason: "the request stopped waiting".into(),
+        };
         let mut tx = self.core.store().keep_begin().await?;
-        append(&mut tx, caller, Some(user), "egress", subject, detail).await?;
+        append(&mut tx, caller, Some(user), subject, detail).await?;
         tx.commit().await?;
         Err(KeepError::Conflict(
             "the request stopped waiting (its time ran out or its session ended)".into(),
@@ -354,25 +359,16 @@ impl Approvals<'_> {
         {
             return Ok(false);
         }
-        let mut detail = json!({
-            "action": if approve { "approve" } else { "deny" },
-            "method": view.method, "url": cut_text(&view.url), "session": view.session_id,
-            "body_sha256": view.body_sha256, "by": by,
-        });
-        if host != self.keep.host_id()
-            && let Some(fields) = detail.as_object_mut()
-        {
-            fields.insert("waits_on".into(), json!(host));
-        }
-        append(
-            tx,
-            caller,
-            Some(user),
-            "egress",
-            &format!("approval:{id}"),
-            detail,
-        )
-        .await?;
+        let answer = EgressAnswer {
+            method: view.method.clone(),
+            url: cut_text(&view.url),
+            session: view.session_id.clone(),
+            body_sha256: view.body_sha256.clone(),
+            by: by.clone(),
+            waits_on: (host != self.keep.host_id()).then(|| host.to_owned()),
+        };
+        let detail = EgressDetail::answered(approve, answer);
+        append(tx, caller, Some(user), &format!("approval:{id}"), detail).await?;
         if host != self.keep.host_id() {
             let notice = self
                 .keep
@@ -419,7 +415,7 @@ impl Approvals<'_> {
                         host: &row.host,
                         approve: false,
                         decision: None,
-                        by: json!("revoked"),
+                        by: EgressBy::REVOKED,
                         view: &view,
                     };
                     self.record_answer(caller, &refused).await?;
@@ -573,7 +569,7 @@ impl Approvals<'_> {
         view: &WaitingView,
         envelope: &Signed,
         approve: bool,
-    ) -> Result<serde_json::Value, KeepError> {
+    ) -> Result<EgressBy, KeepError> {
         self.core
             .decide_under_lock(
                 user,
@@ -589,7 +585,10 @@ impl Approvals<'_> {
                     egress_answer::check(&snapshot, envelope, approve)
                 },
                 async |_, (), decision| {
-                    let who = json!({"device": decision.device_key_id, "nonce": decision.nonce});
+                    let who = EgressBy::Device(DeviceAnswer {
+                        device: decision.device_key_id.clone(),
+                        nonce: decision.nonce.clone(),
+                    });
                     Ok((who, Commit::Plain))
                 },
             )

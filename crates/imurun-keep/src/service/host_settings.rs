@@ -4,17 +4,23 @@
 //! set or read it, so a row deleted or rolled back in the database turns the switch off rather
 //! than back on.
 
-use serde::Serialize;
-use serde_json::json;
+use serde::{Deserialize, Serialize};
 
 use super::{HostSettings, Identity, append};
 use crate::KeepError;
+use crate::journal_detail::HostDetail;
 
 /// The documents' kind.
 pub(crate) const HOST_SETTING_KIND: &str = "host_setting";
 
 /// The subject of the `tool.propose` switch.
 const TOOL_PROPOSE: &str = "tool_propose";
+
+/// A switch's stored document (sealed by the host key): `{"enabled": bool}`.
+#[derive(Debug, Serialize, Deserialize)]
+struct Switch {
+    enabled: bool,
+}
 
 /// The `tool.propose` switch, as the operator reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -44,14 +50,15 @@ impl HostSettings<'_> {
             .core
             .high_water(HOST_SETTING_KIND, TOOL_PROPOSE, in_database)?
             + 1;
-        let text = json!({"enabled": enabled}).to_string();
+        let text = serde_json::to_string(&Switch { enabled })
+            .map_err(|error| crate::RuleError::Canonical(error.to_string()))?;
         self.core
             .put_sealed_document(&mut tx, HOST_SETTING_KIND, TOOL_PROPOSE, version, &text)
             .await?;
         tx.raise_high_water(HOST_SETTING_KIND, TOOL_PROPOSE, version)
             .await?;
-        let detail = json!({"action": "tool_propose", "enabled": enabled, "version": version});
-        append(&mut tx, caller, None, "host", "host:tool_propose", detail).await?;
+        let detail = HostDetail::ToolPropose { enabled, version };
+        append(&mut tx, caller, None, "host:tool_propose", detail).await?;
         self.core
             .commit_and_mark(tx, (HOST_SETTING_KIND, TOOL_PROPOSE.to_owned(), version))
             .await?;
@@ -105,9 +112,9 @@ impl HostSettings<'_> {
         if row.version < highest {
             return Ok(refused("the stored setting is older than the last one set"));
         }
-        let enabled = serde_json::from_str::<serde_json::Value>(&row.envelope)
+        let enabled = serde_json::from_str::<Switch>(&row.envelope)
             .ok()
-            .and_then(|value| value["enabled"].as_bool());
+            .map(|switch| switch.enabled);
         // A sealed setting newer than this host's own mark raises it: from now on this host
         // refuses to go back below it, whoever set it, so a rollback or a removal in the
         // database reads as off here too. A mark that cannot be written is logged: the

@@ -47,7 +47,7 @@ pub use journal_access::{
     BREAK_NOT_ABOUT_YOU, BadEntryView, JOURNAL_LIST_ENTRIES_MAX, JournalCheckView, JournalView,
     USER_CHECK_REUSE_S,
 };
-pub use proposal_access::ProposalView;
+pub use proposal_access::{AnyProposal, ProposalView};
 pub use refusals::{
     Claimed, DoorRefusal, REFUSAL_TEXT_CHARS_MAX, REFUSALS_JOURNALED_PER_MINUTE_MAX,
     escaped_and_cut, noting_refusals,

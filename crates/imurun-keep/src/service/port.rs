@@ -3,12 +3,14 @@
 use imurun_core::BoxFuture;
 use imurun_keep_rules::random::Random;
 use imurun_store::Store;
-use serde_json::{Value, json};
 
 use super::KeepService;
 use crate::KeepError;
 use crate::cells::{Bound, IntakeContext, SessionHost, SessionPort, ToolAnswer};
+use crate::events::KeepEvent;
+use crate::journal_detail::JournalDetail;
 use crate::proposals::Proposal;
+use crate::service::AnyProposal;
 use crate::vault::Secret;
 
 impl SessionPort for KeepService {
@@ -32,13 +34,10 @@ impl SessionPort for KeepService {
         &'a self,
         actor: &'a str,
         user: &'a str,
-        (kind, subject): (&'a str, &'a str),
-        detail: Value,
+        subject: &'a str,
+        detail: JournalDetail,
     ) -> BoxFuture<'a, Result<(), KeepError>> {
-        Box::pin(
-            self.core
-                .journal_as(actor, Some(user), kind, subject, detail),
-        )
+        Box::pin(self.core.journal_as(actor, Some(user), subject, detail))
     }
 
     fn taint<'a>(
@@ -58,7 +57,10 @@ impl SessionPort for KeepService {
     ) -> BoxFuture<'a, Result<(), KeepError>> {
         Box::pin(async move {
             let view = self.proposals().store(host, proposal, taint).await?;
-            host.publish(json!({"type": "proposal.created", "proposal": view}));
+            host.publish(KeepEvent::ProposalCreated {
+                session_id: host.session_id.clone(),
+                proposal: AnyProposal::Other(Box::new(view)),
+            });
             Ok(())
         })
     }
@@ -75,7 +77,10 @@ impl SessionPort for KeepService {
                 .tool_proposals()
                 .store(host, payload_json, taint, context)
                 .await?;
-            host.publish(json!({"type": "proposal.created", "proposal": review}));
+            host.publish(KeepEvent::ProposalCreated {
+                session_id: host.session_id.clone(),
+                proposal: AnyProposal::Tool(Box::new(review)),
+            });
             Ok(())
         })
     }

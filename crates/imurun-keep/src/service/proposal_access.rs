@@ -6,23 +6,39 @@
 
 use imurun_keep_rules::RuleError;
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::sessions::session_user;
 use super::{Identity, Proposals, append, append_as};
 use crate::KeepError;
 use crate::cells::SessionHost;
+use crate::events::KeepEvent;
+use crate::journal_detail::{OtherProposed, ProposalDecided, ProposalDetail, Proposed};
 use crate::proposals::{PENDING_PER_KIND_MAX, Proposal, ProposalKind};
 
-/// A proposal as its person sees it.
+/// One of a person's proposals: a tool's review, or another kind; as
+/// `GET /v1/proposals/{id}` answers it and `proposal.created` carries it.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(untagged)]
+pub enum AnyProposal {
+    Tool(Box<crate::service::ToolReview>),
+    Other(Box<ProposalView>),
+}
+
+/// A proposal that is not a tool, as its person sees it: a memory entry, a suggestion, a plan
+/// or a card.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ProposalInfo))]
 pub struct ProposalView {
     pub id: String,
     pub session_id: String,
     pub agent: String,
     /// `memory`, `suggestion`, `plan` or `card`.
     pub kind: String,
-    /// The validated payload: plain text with control and bidi characters escaped.
+    /// The validated payload; plain text, with control and bidi characters escaped as
+    /// `\u{XXXX}`. See `docs/keep/proposals.md`.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub payload: Value,
     /// Whether its session was tainted when it was made, and by what.
     pub tainted: bool,
@@ -80,22 +96,26 @@ impl Proposals<'_> {
             return Err(full());
         }
         tx.insert_proposal(&row).await?;
-        let detail = json!({
-            "action": "propose", "kind": kind, "session": host.session_id,
-            "tainted": taint.is_some(),
-            "payload_sha256": imurun_cell::sha256_hex(payload.as_bytes()),
-        });
+        let detail = ProposalDetail::Propose(Proposed::Other(OtherProposed {
+            kind: kind.to_owned(),
+            session: host.session_id.clone(),
+            tainted: taint.is_some(),
+            payload_sha256: imurun_cell::sha256_hex(payload.as_bytes()),
+        }));
         append_as(
             &mut tx,
             &format!("agent:{}", host.agent),
             Some(&host.user),
-            "proposal",
             &format!("proposal:{id}"),
             detail,
         )
         .await?;
         tx.commit().await?;
-        proposal_view(row)
+        // The proposal as stored (the store stamps its time), as its route answers it.
+        match self.core.store().keep_proposal(&id).await? {
+            Some(stored) => proposal_view(stored),
+            None => Err(KeepError::NotFound("proposal")),
+        }
     }
 
     /// The calling person's proposals, newest first; only those of `kind` when it is given.
@@ -179,23 +199,38 @@ impl Proposals<'_> {
                 .refuse(caller, Some(user), "accept_proposal", &subject, error)
                 .await;
         }
-        let detail = json!({
-            "action": if accept { "accept" } else { "reject" }, "kind": locked.kind,
-            "tainted": locked.tainted, "confirm_tainted": confirm_tainted,
-        });
-        append(&mut tx, caller, Some(user), "proposal", &subject, detail).await?;
+        let decided = ProposalDecided {
+            kind: locked.kind,
+            tainted: locked.tainted,
+            confirm_tainted,
+        };
+        let detail = if accept {
+            ProposalDetail::Accept(decided)
+        } else {
+            ProposalDetail::Reject(decided)
+        };
+        append(&mut tx, caller, Some(user), &subject, detail).await?;
         tx.commit().await?;
         let view = self.get(caller, id).await?;
+        self.publish_decided(user, &view);
+        Ok(view)
+    }
+
+    /// Tells `user` their proposal `view` was decided.
+    fn publish_decided(self, user: &str, view: &ProposalView) {
         if let Some(cells) = self.keep.cells() {
             cells.publish(
                 user,
-                json!({
-                    "type": "proposal.decided", "id": id, "session_id": view.session_id,
-                    "state": view.state, "kind": view.kind,
-                }),
+                KeepEvent::ProposalDecided {
+                    id: view.id.clone(),
+                    session_id: view.session_id.clone(),
+                    kind: view.kind.clone(),
+                    state: view.state.clone(),
+                    name: None,
+                    version: None,
+                },
             );
         }
-        Ok(view)
     }
 
     /// The texts of the memory entries `user` accepted from `agent`, oldest first, and

@@ -11,11 +11,13 @@ use std::collections::HashMap;
 use std::future::Future;
 use std::sync::Mutex;
 
-use serde_json::{Value, json};
-
 use super::{Core, Identity, Journal, append};
 use crate::KeepError;
 use crate::cells::Bound;
+use crate::events::KeepEvent;
+use crate::journal_detail::{
+    BoundRule, ClaimedDetail, DoorAction, DoorRefused, RefusalDetail, RefusalsBound,
+};
 
 /// Refusals outside a cell journaled per identity per minute; one more entry says the rest of
 /// that minute are events only.
@@ -105,17 +107,17 @@ impl Journal<'_> {
         caller: &Identity,
         refusal: &DoorRefusal,
     ) -> Result<(), KeepError> {
-        let mut detail = json!({
-            "action": "request", "rule": escaped_and_cut(&refusal.rule),
-            "reason": escaped_and_cut(&refusal.reason), "status": refusal.status,
+        let detail = RefusalDetail::Door(DoorRefused {
+            action: DoorAction::Request,
+            rule: escaped_and_cut(&refusal.rule),
+            reason: escaped_and_cut(&refusal.reason),
+            status: refusal.status,
+            claimed: refusal.claimed.as_ref().map(|claimed| ClaimedDetail {
+                version: claimed.version.as_deref().map(escaped_and_cut),
+                key_id: claimed.key_id.as_deref().map(escaped_and_cut),
+                unverified: true,
+            }),
         });
-        if let Some(claimed) = &refusal.claimed {
-            detail["claimed"] = json!({
-                "version": claimed.version.as_deref().map(escaped_and_cut),
-                "key_id": claimed.key_id.as_deref().map(escaped_and_cut),
-                "unverified": true,
-            });
-        }
         let user = if refusal.operator_only {
             None
         } else {
@@ -136,7 +138,7 @@ impl Core {
         caller: &Identity,
         user: Option<&str>,
         subject: &str,
-        detail: Value,
+        detail: RefusalDetail,
     ) -> Result<(), KeepError> {
         let _ = JOURNALED.try_with(|journaled| journaled.set(true));
         let minute = self.now_s().div_euclid(60);
@@ -149,12 +151,14 @@ impl Core {
             Bound::LastEntry => (
                 caller.user(),
                 "refusals",
-                json!({
-                    "action": detail["action"], "rule": "journal_bound",
-                    "reason": format!(
+                RefusalDetail::Bound(RefusalsBound {
+                    action: detail.action().to_owned(),
+                    rule: BoundRule::JournalBound,
+                    reason: format!(
                         "more than {REFUSALS_JOURNALED_PER_MINUTE_MAX} refusals of this \
                          identity this minute: the rest of the minute are events only"
                     ),
+                    session: None,
                 }),
             ),
             Bound::EventsOnly => {
@@ -163,7 +167,7 @@ impl Core {
             }
         };
         let mut tx = self.store().keep_begin().await?;
-        append(&mut tx, caller, user, "refusal", subject, detail).await?;
+        append(&mut tx, caller, user, subject, detail).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -176,13 +180,18 @@ impl Core {
             .count(&format!("cells:{user}"), self.now_s().div_euclid(60), max)
     }
 
-    fn refusal_event(&self, caller: &Identity, subject: &str, detail: &Value) {
+    fn refusal_event(&self, caller: &Identity, subject: &str, detail: &RefusalDetail) {
         match (caller.user(), &self.events) {
             (Some(user), Some(events)) => events.publish(
                 user,
-                json!({"type": "refusal", "subject": subject, "detail": detail}),
+                KeepEvent::Refusal {
+                    session_id: None,
+                    subject: subject.to_owned(),
+                    detail: detail.clone(),
+                },
             ),
             _ => {
+                let detail = serde_json::to_string(detail).unwrap_or_default();
                 tracing::info!(actor = %caller.actor(), %subject, %detail, "refused (not journaled: over the bound)")
             }
         }

@@ -7,7 +7,6 @@ use std::sync::Arc;
 
 use imurun_cell::World;
 use serde::Serialize;
-use serde_json::json;
 use tokio::sync::watch;
 
 use super::{AgentView, Identity, KeepService, Sessions, append, append_as};
@@ -16,6 +15,8 @@ use crate::cells::{
     Cells, LiveSession, SESSIONS_PER_USER_MAX, SessionHost, cell_error, cut_chars, cut_text,
     imports_for, limits_for,
 };
+use crate::events::KeepEvent;
+use crate::journal_detail::{ConfigDetail, SessionDetail};
 use crate::manifest::{Manifest, is_hidden_control};
 
 /// The longest message to a session, in bytes.
@@ -31,8 +32,21 @@ pub const REPLY_EVENT_BYTES_MAX: usize = 64 << 10;
 /// refused as the agent's error (the session goes on).
 pub const REPLIES_BYTES_MAX: usize = 1 << 20;
 
-/// A session as its person sees it.
+/// What a session's agent receives for a file its person hands it: `{"file": {"name", "text"}}`.
+#[derive(Serialize)]
+struct FileMessage<'a> {
+    file: FileBody<'a>,
+}
+
+#[derive(Serialize)]
+struct FileBody<'a> {
+    name: &'a str,
+    text: &'a str,
+}
+
+/// A Keep session, as its person sees it (`GET /v1/sessions/{id}`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepSessionInfo))]
 pub struct SessionView {
     pub id: String,
     pub agent: String,
@@ -40,12 +54,12 @@ pub struct SessionView {
     pub created_at_ms: i64,
     /// Whether its cell runs on this host now.
     pub live: bool,
+    /// Whether it received untrusted content, and what that was.
     pub tainted: bool,
-    /// What tainted it.
     pub taint_source: Option<String>,
     pub tainted_at_ms: Option<i64>,
     pub ended_at_ms: Option<i64>,
-    /// `stopped`, or the cell's error (`cpu_limit`, `memory_limit`, `timeout`, `trap`, ...).
+    /// `stopped`, or what ended its cell: `cpu_limit`, `memory_limit`, `timeout`, `trap`, `host`.
     pub end_reason: Option<String>,
 }
 
@@ -106,9 +120,11 @@ impl Sessions<'_> {
             cells.remove(&id);
             return Err(error);
         }
-        host.publish(json!({
-            "type": "session.started", "agent": view.name, "agent_version": view.version,
-        }));
+        host.publish(KeepEvent::SessionStarted {
+            session_id: id.clone(),
+            agent: view.name.clone(),
+            agent_version: view.version,
+        });
         self.get(caller, &id).await
     }
 
@@ -143,12 +159,13 @@ impl Sessions<'_> {
         let mut tx = self.core.store().keep_begin().await?;
         tx.insert_session(id, user, &view.name, view.version)
             .await?;
-        let detail = json!({
-            "action": "start", "agent": view.name, "version": view.version,
-            "bundle_sha256": view.bundle_sha256,
-        });
+        let detail = SessionDetail::Start {
+            agent: view.name.clone(),
+            version: view.version,
+            bundle_sha256: view.bundle_sha256.clone(),
+        };
         let subject = format!("session:{id}");
-        append(&mut tx, caller, Some(user), "session", &subject, detail).await?;
+        append(&mut tx, caller, Some(user), &subject, detail).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -221,7 +238,10 @@ impl Sessions<'_> {
         live.host
             .taint(&format!("a file the person uploaded: {}", cut_text(name)))
             .await?;
-        let message = json!({"file": {"name": name, "text": text}}).to_string();
+        let message = serde_json::to_string(&FileMessage {
+            file: FileBody { name, text },
+        })
+        .map_err(|error| KeepError::invalid("text", error.to_string()))?;
         self.deliver(live, message).await
     }
 
@@ -242,17 +262,11 @@ impl Sessions<'_> {
 
     /// Journals the loopback ports the operator opened to cells' egress (at the host's start).
     pub async fn note_loopback_ports(self, ports: &[u16]) -> Result<(), KeepError> {
-        let detail = json!({"action": "egress_loopback_ports", "ports": ports});
+        let detail = ConfigDetail::EgressLoopbackPorts {
+            ports: ports.to_vec(),
+        };
         let mut tx = self.core.store().keep_begin().await?;
-        append(
-            &mut tx,
-            &Identity::local_operator(),
-            None,
-            "config",
-            "egress",
-            detail,
-        )
-        .await?;
+        append(&mut tx, &Identity::local_operator(), None, "egress", detail).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -268,12 +282,13 @@ impl Sessions<'_> {
         let mut tx = self.core.store().keep_begin().await?;
         let newly = tx.taint_session(id, source).await?;
         if newly {
-            let detail = json!({"action": "taint", "source": source});
+            let detail = SessionDetail::Taint {
+                source: source.to_owned(),
+            };
             append_as(
                 &mut tx,
                 "host",
                 Some(user),
-                "session",
                 &format!("session:{id}"),
                 detail,
             )
@@ -372,32 +387,35 @@ impl Sessions<'_> {
         });
         match outcome {
             Ok(replies) => {
-                let bytes: usize = replies.iter().map(String::len).sum();
                 // Events are kept for replay: a long answer is in the response, not the event.
-                let event = if bytes <= REPLY_EVENT_BYTES_MAX {
-                    json!({"type": "session.reply", "replies": replies})
-                } else {
-                    json!({"type": "session.reply", "replies_bytes": bytes, "truncated": true})
-                };
-                live.host.publish(event);
+                let session_id = &live.host.session_id;
+                live.host.publish(KeepEvent::reply(
+                    session_id,
+                    &replies,
+                    REPLY_EVENT_BYTES_MAX,
+                ));
                 Ok(replies)
             }
             Err(error) if error.ends_cell() => {
                 *slot = None;
                 drop(slot);
                 let message = error.to_string();
-                live.host.publish(json!({
-                    "type": "session.error", "kind": error.kind(),
-                    "message": cut_chars(&message, 2_000), "ended": true,
-                }));
+                live.host.publish(KeepEvent::SessionError {
+                    session_id: live.host.session_id.clone(),
+                    kind: error.kind().to_owned(),
+                    message: cut_chars(&message, 2_000),
+                    ended: true,
+                });
                 self.end_session(&live, error.kind(), &message).await?;
                 Err(cell_error(error))
             }
             Err(error) => {
-                live.host.publish(json!({
-                    "type": "session.error", "kind": error.kind(),
-                    "message": cut_chars(&error.to_string(), 2_000), "ended": false,
-                }));
+                live.host.publish(KeepEvent::SessionError {
+                    session_id: live.host.session_id.clone(),
+                    kind: error.kind().to_owned(),
+                    message: cut_chars(&error.to_string(), 2_000),
+                    ended: false,
+                });
                 Err(cell_error(error))
             }
         }
@@ -416,20 +434,18 @@ impl Sessions<'_> {
         }
         let mut tx = self.core.store().keep_begin().await?;
         if tx.end_session(&host.session_id, reason).await? {
-            let detail = json!({"action": "end", "reason": reason, "message": cut_text(message)});
+            let detail = SessionDetail::End {
+                reason: reason.to_owned(),
+                message: cut_text(message),
+            };
             let subject = format!("session:{}", host.session_id);
-            append_as(
-                &mut tx,
-                "host",
-                Some(&host.user),
-                "session",
-                &subject,
-                detail,
-            )
-            .await?;
+            append_as(&mut tx, "host", Some(&host.user), &subject, detail).await?;
         }
         tx.commit().await?;
-        host.publish(json!({"type": "session.ended", "reason": reason}));
+        host.publish(KeepEvent::SessionEnded {
+            session_id: host.session_id.clone(),
+            reason: reason.to_owned(),
+        });
         Ok(())
     }
 

@@ -4,7 +4,8 @@
 use imurun_keep_rules::RuleError;
 use imurun_keep_rules::checks::Attempt;
 use imurun_store::{JournalDraft, KeepTx};
-use serde_json::{Value, json};
+
+use crate::journal_detail::{JournalDetail, RefusalDetail, Refused};
 
 use super::refusals::escaped_and_cut;
 use super::{Core, Identity, LOCAL_TOKEN_ID, TRUST_ROOT_KIND};
@@ -24,12 +25,11 @@ impl Core {
         &self,
         actor: &str,
         user: Option<&str>,
-        kind: &str,
         subject: &str,
-        detail: Value,
+        detail: JournalDetail,
     ) -> Result<(), KeepError> {
         let mut tx = self.store.keep_begin().await?;
-        append_as(&mut tx, actor, user, kind, subject, detail).await?;
+        append_as(&mut tx, actor, user, subject, detail).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -227,15 +227,15 @@ impl Core {
             return Err(error);
         }
         // The reason and the subject may quote what the request sent: one line, escaped.
-        let reason = crate::proposals::one_line(&error.to_string(), 500);
-        let mut detail = json!({"action": action, "rule": error.rule(), "reason": reason});
-        if let Some(attempt) = attempt {
-            detail["attempt"] = json!({
-                "version": attempt.version,
-                "key_id": escaped_and_cut(&attempt.key_id),
-                "verified": attempt.verified,
-            });
-        }
+        let detail = RefusalDetail::Refused(Refused {
+            action: action.to_owned(),
+            rule: error.rule().to_owned(),
+            reason: crate::proposals::one_line(&error.to_string(), 500),
+            attempt: attempt.map(|attempt| Attempt {
+                key_id: escaped_and_cut(&attempt.key_id),
+                ..attempt
+            }),
+        });
         self.journal_refusal(caller, user, &escaped_and_cut(subject), detail)
             .await?;
         Err(error)
@@ -243,15 +243,16 @@ impl Core {
 }
 
 /// Appends an entry to the journal in `tx`: the one way entries are written (each Keep write
-/// calls it in its own transaction; benchmarks call it to measure appends).
+/// calls it in its own transaction; benchmarks call it to measure appends). The entry's `kind`
+/// is the detail's.
 pub async fn append(
     tx: &mut KeepTx,
     caller: &Identity,
     user: Option<&str>,
-    kind: &str,
     subject: &str,
-    detail: Value,
+    detail: impl Into<JournalDetail>,
 ) -> Result<(), KeepError> {
+    let detail = detail.into();
     // The caller's token is read again under the write lock: a token revoked (on this host or
     // another) after the request was let in authorises nothing that commits after the revoke.
     // Revoking one's own token is the one write it may still make.
@@ -260,11 +261,11 @@ pub async fn append(
     };
     if token_id != LOCAL_TOKEN_ID
         && !tx.token_active(token_id).await?
-        && !(kind == "token" && subject == format!("token:{token_id}"))
+        && !(detail.kind() == "token" && subject == format!("token:{token_id}"))
     {
         return Err(KeepError::Unauthorized);
     }
-    append_as(tx, &caller.actor(), user, kind, subject, detail).await
+    append_as(tx, &caller.actor(), user, subject, detail).await
 }
 
 /// [`append`] with the actor named as the journal names it.
@@ -272,10 +273,12 @@ pub(crate) async fn append_as(
     tx: &mut KeepTx,
     actor: &str,
     user: Option<&str>,
-    kind: &str,
     subject: &str,
-    detail: Value,
+    detail: impl Into<JournalDetail>,
 ) -> Result<(), KeepError> {
+    let detail = detail.into();
+    let kind = detail.kind();
+    let detail = detail.to_value()?;
     crate::canonical::check_document(&detail)?;
     let draft = JournalDraft {
         actor: actor.to_owned(),

@@ -2,8 +2,8 @@
 
 use super::{Identity, Tokens, append};
 use crate::KeepError;
+use crate::journal_detail::TokenDetail;
 use crate::tokens::{TOKEN_BYTES_MAX, TOKEN_PREFIX, new_secret, secret_hash, token_id};
-use serde_json::json;
 
 /// A token's role.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,16 +70,11 @@ impl Tokens<'_> {
         };
         let mut tx = self.core.store.keep_begin().await?;
         tx.insert_token(&id, &hash, role_name, user).await?;
-        let detail = json!({"token_id": id, "role": role_name, "action": "create"});
-        append(
-            &mut tx,
-            caller,
-            user,
-            "token",
-            &format!("token:{id}"),
-            detail,
-        )
-        .await?;
+        let detail = TokenDetail::Create {
+            token_id: id.clone(),
+            role: role_name.to_owned(),
+        };
+        append(&mut tx, caller, user, &format!("token:{id}"), detail).await?;
         tx.commit().await?;
         Ok(NewToken { id, token })
     }
@@ -92,12 +87,14 @@ impl Tokens<'_> {
             .revoke_token(id)
             .await?
             .ok_or(KeepError::NotFound("token"))?;
-        let detail = json!({"token_id": row.id, "role": row.role, "action": "revoke"});
+        let detail = TokenDetail::Revoke {
+            token_id: row.id,
+            role: row.role,
+        };
         append(
             &mut tx,
             caller,
             row.user_name.as_deref(),
-            "token",
             &format!("token:{id}"),
             detail,
         )

@@ -36,6 +36,7 @@ pub(crate) const TOOL_REVOKED_KIND: &str = "tool_revoked";
 
 /// Where a proposed tool came from.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct ToolOrigin {
     /// The proposing agent, the version that proposed it, and the key that signed its bundle.
     pub agent: String,
@@ -47,11 +48,15 @@ pub struct ToolOrigin {
     pub taint_source: Option<String>,
 }
 
-/// A tool proposal as its person reviews it.
+/// A tool proposal's review, as its person reads it: where it came from, its authority diff
+/// against the proposing agent, and the manifest clamped by their ceiling, which is what an
+/// approval deploys. See `docs/keep/tools.md`.
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = ToolReviewInfo))]
 pub struct ToolReview {
     pub id: String,
     /// Always `tool`.
+    #[cfg_attr(feature = "openapi", schema(value_type = String, pattern = "^tool$"))]
     pub kind: &'static str,
     pub name: String,
     /// `u/<user>/<name>`: where it deploys.
@@ -67,12 +72,14 @@ pub struct ToolReview {
     pub state: String,
     pub decided_at_ms: Option<i64>,
     /// The manifest as proposed (hosts in normal form).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub proposed_manifest: Value,
     /// The authority the proposed manifest has beyond the proposing agent in force.
     pub authority_diff: Vec<Change>,
     /// True exactly when `authority_diff` is empty.
     pub no_new_authority: bool,
     /// What deploys if approved now: the proposed manifest clamped by the ceiling in force.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub clamped_manifest: Value,
     /// What the ceiling (and the person's connections) dropped or lowered, and why.
     pub dropped: Vec<Dropped>,
@@ -90,14 +97,16 @@ pub struct ToolReview {
     pub refused: Option<String>,
 }
 
-/// A deployed tool as its person sees it.
+/// A deployed tool as its person sees it (`GET /v1/tools/{name}`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepToolInfo))]
 pub struct ToolView {
     pub name: String,
     pub qualified_name: String,
     pub version: i64,
     pub bundle_sha256: String,
     /// The clamped manifest the person approved.
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
     pub manifest: Value,
     /// The egress mode in force: `ask` while a tainted tool's taint is not cleared.
     pub egress_mode: EgressMode,
@@ -121,6 +130,7 @@ pub struct ToolView {
 
 /// What a device decision must name to be accepted now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
 pub struct DecisionBasis {
     pub kind: DecisionKind,
     pub subject: String,

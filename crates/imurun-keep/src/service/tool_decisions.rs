@@ -2,8 +2,6 @@
 //! approval deploys it into `u/<user>/<name>@<version>`), and clearing a deployed tool's taint.
 //! The rules are `imurun_keep_rules::checks`; this applies their plans.
 
-use serde_json::json;
-
 use imurun_keep_rules::checks::{Signer, clear_taint, tool_decision};
 use imurun_store::{KeepTx, ToolProposalRow, ToolRow};
 
@@ -12,6 +10,8 @@ use super::tool_access::{Basis, TOOL_KIND, ToolReview, ToolView, own_tool_name, 
 use super::{AGENT_KIND, Identity, ToolProposals, Tools, append};
 use crate::KeepError;
 use crate::documents::Signed;
+use crate::events::KeepEvent;
+use crate::journal_detail::{ProposalDetail, ToolDetail, ToolKind, ToolProposalDecided};
 use crate::manifest::EgressMode;
 use crate::seal::ToolFields;
 use crate::trust::Trust;
@@ -158,23 +158,29 @@ impl ToolProposals<'_> {
         // What the journal says of the proposal is what was proposed only when its row held
         // its seal, at the review and under the lock; a denial of an edited row names none of it.
         let trusted = review.refused.is_none() && plan.unsealed.is_none();
-        let detail = json!({
-            "action": if plan.approve { "approve" } else { "deny" }, "kind": "tool",
-            "name": trusted.then_some(&locked.name),
-            "version": trusted.then_some(locked.version),
-            "bundle_sha256": trusted.then_some(&basis.bundle_sha256),
-            "manifest_sha256": review.hashes.get("manifest").filter(|_| trusted),
-            "ceiling_version": review.ceiling_version,
-            "policy_version": review.policy_version,
-            "decided_by": plan.decision.device_key_id, "nonce": plan.decision.nonce,
-            "tainted": trusted.then_some(review.tainted),
-            "confirm_tainted": plan.decision.confirm_tainted,
-            "dropped": trusted.then_some(&review.dropped),
-            "granted_diff": trusted.then_some(&review.granted_diff),
-            "refused": review.refused.as_ref().or(plan.unsealed.as_ref()),
-        });
+        let decided = ToolProposalDecided {
+            kind: ToolKind::Tool,
+            name: trusted.then(|| locked.name.clone()),
+            version: trusted.then_some(locked.version),
+            bundle_sha256: trusted.then(|| basis.bundle_sha256.clone()),
+            manifest_sha256: review.hashes.get("manifest").filter(|_| trusted).cloned(),
+            ceiling_version: review.ceiling_version,
+            policy_version: review.policy_version,
+            decided_by: plan.decision.device_key_id.clone(),
+            nonce: plan.decision.nonce.clone(),
+            tainted: trusted.then_some(review.tainted),
+            confirm_tainted: plan.decision.confirm_tainted,
+            dropped: trusted.then(|| review.dropped.clone()),
+            granted_diff: trusted.then(|| review.granted_diff.clone()),
+            refused: review.refused.clone().or_else(|| plan.unsealed.clone()),
+        };
+        let detail = if plan.approve {
+            ProposalDetail::Approve(decided)
+        } else {
+            ProposalDetail::Deny(decided)
+        };
         let subject = format!("proposal:{}", review.id);
-        append(tx, caller, Some(user), "proposal", &subject, detail).await?;
+        append(tx, caller, Some(user), &subject, detail).await?;
         if !plan.approve {
             return Ok(Commit::Plain);
         }
@@ -258,16 +264,17 @@ impl ToolProposals<'_> {
         } else {
             basis.clamped.egress.mode
         };
-        let detail = json!({
-            "action": "deploy", "tool": format!("u/{user}/{}", locked.name),
-            "version": locked.version, "bundle_sha256": basis.bundle_sha256,
-            "manifest_sha256": basis.review.hashes.get("manifest"),
-            "egress_mode": mode,
-            "tainted": locked.tainted,
-            "host_key_id": self.keep.host_key_id(),
-        });
+        let detail = ToolDetail::Deploy {
+            tool: format!("u/{user}/{}", locked.name),
+            version: locked.version,
+            bundle_sha256: basis.bundle_sha256.clone(),
+            manifest_sha256: basis.review.hashes.get("manifest").cloned(),
+            egress_mode: mode,
+            tainted: locked.tainted,
+            host_key_id: self.keep.host_key_id(),
+        };
         let subject = format!("tool:u/{user}/{}@{}", locked.name, locked.version);
-        append(tx, caller, Some(user), "tool", &subject, detail).await
+        append(tx, caller, Some(user), &subject, detail).await
     }
 
     fn publish_tool_decision(self, user: &str, review: &ToolReview, approve: bool) {
@@ -276,15 +283,23 @@ impl ToolProposals<'_> {
         };
         cells.publish(
             user,
-            json!({"type": "proposal.decided", "id": review.id, "kind": "tool",
-                   "state": review.state, "name": review.qualified_name,
-                   "version": review.version}),
+            KeepEvent::ProposalDecided {
+                id: review.id.clone(),
+                session_id: review.origin.session_id.clone(),
+                kind: review.kind.to_owned(),
+                state: review.state.clone(),
+                name: Some(review.qualified_name.clone()),
+                version: Some(review.version),
+            },
         );
         if approve {
             cells.publish(
                 user,
-                json!({"type": "tool.deployed", "name": review.qualified_name,
-                       "version": review.version, "tainted": review.tainted}),
+                KeepEvent::ToolDeployed {
+                    name: review.qualified_name.clone(),
+                    version: review.version,
+                    tainted: review.tainted,
+                },
             );
         }
     }
@@ -367,8 +382,10 @@ impl Tools<'_> {
         if let Some(cells) = self.keep.cells() {
             cells.publish(
                 user,
-                json!({"type": "tool.taint_cleared", "name": format!("u/{user}/{own}"),
-                       "version": version}),
+                KeepEvent::ToolTaintCleared {
+                    name: format!("u/{user}/{own}"),
+                    version,
+                },
             );
         }
         self.get(caller, own).await
@@ -414,12 +431,14 @@ impl Tools<'_> {
         {
             return Err(KeepError::Conflict("the tool changed meanwhile".into()));
         }
-        let detail = json!({
-            "action": "clear_taint", "tool": format!("u/{user}/{name}"), "version": row.version,
-            "decided_by": decision.device_key_id, "nonce": decision.nonce,
-        });
+        let detail = ToolDetail::ClearTaint {
+            tool: format!("u/{user}/{name}"),
+            version: row.version,
+            decided_by: decision.device_key_id.clone(),
+            nonce: decision.nonce.clone(),
+        };
         let subject = format!("tool:u/{user}/{name}@{}", row.version);
-        append(tx, caller, Some(user), "tool", &subject, detail).await
+        append(tx, caller, Some(user), &subject, detail).await
     }
 }
 

@@ -2,8 +2,6 @@
 //! for authority no tool may have or targets the host itself, and otherwise only stored for its
 //! person, sealed by the host key and journaled with its hashes and authority diff.
 
-use serde_json::json;
-
 use std::net::IpAddr;
 
 use imurun_keep_rules::RuleError;
@@ -14,6 +12,7 @@ use crate::KeepError;
 use crate::authority;
 use crate::cells::{IntakeContext, SessionHost};
 use crate::host::Host;
+use crate::journal_detail::{ProposalDetail, Proposed, ToolKind, ToolProposed};
 use crate::manifest::{Manifest, host_of};
 use crate::tool_intake::{self, NamesInUse, PENDING_TOOL_PROPOSALS_MAX, ToolIntake};
 use imurun_store::ToolProposalRow;
@@ -154,18 +153,21 @@ impl ToolProposals<'_> {
             bundle: &intake.bundle,
         })
         .await?;
-        let detail = json!({
-            "action": "propose", "kind": "tool", "session": host.session_id,
-            "name": intake.name, "version": intake.manifest.version,
-            "bundle_sha256": intake.bundle_sha256, "bundle_size": intake.bundle.len(),
-            "manifest_sha256": authority::manifest_sha256(&intake.manifest),
-            "description_sha256": crate::keys::sha256_hex(intake.description.as_bytes()),
-            "tainted": row.tainted,
-            "authority_diff": diff,
-        });
+        let detail = ProposalDetail::Propose(Proposed::Tool(ToolProposed {
+            kind: ToolKind::Tool,
+            session: host.session_id.clone(),
+            name: intake.name.clone(),
+            version: intake.manifest.version,
+            bundle_sha256: intake.bundle_sha256.clone(),
+            bundle_size: u64::try_from(intake.bundle.len()).unwrap_or(u64::MAX),
+            manifest_sha256: authority::manifest_sha256(&intake.manifest),
+            description_sha256: crate::keys::sha256_hex(intake.description.as_bytes()),
+            tainted: row.tainted,
+            authority_diff: diff.to_vec(),
+        }));
         let actor = format!("agent:{}", host.agent);
         let subject = format!("proposal:{}", row.id);
-        append_as(&mut tx, &actor, Some(user), "proposal", &subject, detail).await?;
+        append_as(&mut tx, &actor, Some(user), &subject, detail).await?;
         tx.commit().await?;
         Ok(())
     }

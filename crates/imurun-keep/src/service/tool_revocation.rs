@@ -1,12 +1,12 @@
 //! Revoking a person's tool: every version ever deployed, on every host sharing the database;
 //! its waiting uses refused and its calls in flight ended.
 
-use serde_json::json;
-
 use super::sessions::session_user;
 use super::tool_access::{TOOL_KIND, TOOL_REVOKED_KIND, ToolView, own_tool_name};
 use super::{Identity, Tools, append};
 use crate::KeepError;
+use crate::events::KeepEvent;
+use crate::journal_detail::{EgressBy, RevokedInDatabase, ToolDetail};
 use imurun_keep_rules::checks::revoke;
 
 impl Tools<'_> {
@@ -37,23 +37,19 @@ impl Tools<'_> {
         self.mark_revoked_here(&subject, plan.vouched);
         // A revoke is journaled, and refuses the tool's waiting uses, whatever the database
         // said about the tool: the mark it raises is a revoke.
-        let detail = json!({
-            "action": "revoke", "tool": format!("u/{user}/{name}"),
-            "version": row.as_ref().map(|row| row.version),
-            "revoked_version": plan.revoked_version,
-            "bundle_sha256": row.as_ref().map(|row| row.bundle_sha256.clone()),
-            "database": if changed { "revoked" } else if row.is_some() { "revoked already" } else { "no row" },
-        });
+        let detail = ToolDetail::Revoke {
+            tool: format!("u/{user}/{name}"),
+            version: row.as_ref().map(|row| row.version),
+            revoked_version: plan.revoked_version,
+            bundle_sha256: row.as_ref().map(|row| row.bundle_sha256.clone()),
+            database: match (changed, row.is_some()) {
+                (true, _) => RevokedInDatabase::Revoked,
+                (false, true) => RevokedInDatabase::RevokedAlready,
+                (false, false) => RevokedInDatabase::NoRow,
+            },
+        };
         let journal_subject = format!("tool:u/{user}/{name}");
-        append(
-            &mut tx,
-            caller,
-            Some(user),
-            "tool",
-            &journal_subject,
-            detail,
-        )
-        .await?;
+        append(&mut tx, caller, Some(user), &journal_subject, detail).await?;
         let refused_here = self
             .refuse_waiting_uses(&mut tx, caller, user, name)
             .await?;
@@ -115,7 +111,7 @@ impl Tools<'_> {
                 host: &wait.host,
                 approve: false,
                 decision: None,
-                by: json!("revoked"),
+                by: EgressBy::REVOKED,
                 view: &view,
             };
             if self.keep.approvals().record_in(tx, caller, &answer).await?
@@ -141,8 +137,10 @@ impl Tools<'_> {
             cells.end_calls(user, name);
             cells.publish(
                 user,
-                json!({"type": "tool.revoked", "name": format!("u/{user}/{name}"),
-                       "version": version}),
+                KeepEvent::ToolRevoked {
+                    name: format!("u/{user}/{name}"),
+                    version,
+                },
             );
         }
     }

@@ -1,11 +1,10 @@
 //! The trust root: installed once by `keep init`, then rotated by signed versions that its own
 //! root keys verify.
 
-use serde_json::{Value, json};
-
 use super::{Identity, TRUST_ROOT_KIND, TrustRoots, append, envelope_text};
 use crate::KeepError;
 use crate::documents::{Signed, TRUST_ROOT_TYPE, TrustRoot};
+use crate::journal_detail::{KeySummary, TrustRootDetail, TrustRootInstalled, TrustRootRotated};
 use crate::trust::Trust;
 use imurun_keep_rules::checks::documents;
 
@@ -41,17 +40,16 @@ impl TrustRoots<'_> {
             .put_sealed_document(&mut tx, TRUST_ROOT_KIND, "", version, &text)
             .await?;
         tx.raise_high_water(TRUST_ROOT_KIND, "", version).await?;
-        let detail = json!({
-            "version": version,
-            "root_sha256": envelope.document_sha256()?,
-            "keys": key_summary(&trust),
-            "host_key_id": self.core.host_key.key_id(),
+        let detail = TrustRootDetail::Installed(TrustRootInstalled {
+            version,
+            root_sha256: envelope.document_sha256()?,
+            keys: key_summary(&trust),
+            host_key_id: self.core.host_key.key_id(),
         });
         append(
             &mut tx,
             &Identity::local_operator(),
             None,
-            "trust_root",
             "trust_root@1",
             detail,
         )
@@ -64,15 +62,17 @@ impl TrustRoots<'_> {
 }
 
 /// The trust root's keys for the journal: ids, roles, retirement.
-fn key_summary(trust: &Trust) -> Value {
-    Value::Array(
-        trust
-            .root()
-            .keys
-            .iter()
-            .map(|key| json!({"key_id": key.key_id, "role": key.role, "retired": key.retired}))
-            .collect(),
-    )
+fn key_summary(trust: &Trust) -> Vec<KeySummary> {
+    trust
+        .root()
+        .keys
+        .iter()
+        .map(|key| KeySummary {
+            key_id: key.key_id.clone(),
+            role: key.role,
+            retired: key.retired,
+        })
+        .collect()
 }
 
 impl TrustRoots<'_> {
@@ -117,18 +117,17 @@ impl TrustRoots<'_> {
             .put_sealed_document(&mut tx, TRUST_ROOT_KIND, "", version, &text)
             .await?;
         tx.raise_high_water(TRUST_ROOT_KIND, "", version).await?;
-        let detail = json!({
-            "version": version,
-            "previous_version": current.root().version,
-            "root_sha256": envelope.document_sha256()?,
-            "signed_by": envelope.signature.key_id,
-            "keys": next.root().keys.iter().map(|key| json!({"key_id": key.key_id, "role": key.role, "retired": key.retired})).collect::<Vec<_>>(),
+        let detail = TrustRootDetail::Rotated(TrustRootRotated {
+            version,
+            previous_version: current.root().version,
+            root_sha256: envelope.document_sha256()?,
+            signed_by: envelope.signature.key_id.clone(),
+            keys: key_summary(&next),
         });
         append(
             &mut tx,
             caller,
             None,
-            "trust_root",
             &format!("trust_root@{version}"),
             detail,
         )

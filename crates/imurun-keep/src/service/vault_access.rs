@@ -2,10 +2,10 @@
 //! times are listed; the value goes in and never comes back out through this service.
 
 use serde::Serialize;
-use serde_json::json;
 
 use super::{Identity, Vault, append};
 use crate::KeepError;
+use crate::journal_detail::VaultDetail;
 use crate::manifest::check_credential_name;
 
 /// Entries one identity may keep.
@@ -44,16 +44,14 @@ impl Vault<'_> {
             )));
         }
         tx.put_vault(&owner, name, &sealed).await?;
-        let detail = json!({"name": name, "action": if replaces { "replace" } else { "add" }});
-        append(
-            &mut tx,
-            caller,
-            caller.user(),
-            "vault",
-            &format!("vault:{name}"),
-            detail,
-        )
-        .await?;
+        let subject = format!("vault:{name}");
+        let owned = name.to_owned();
+        let detail = if replaces {
+            VaultDetail::Replace { name: owned }
+        } else {
+            VaultDetail::Add { name: owned }
+        };
+        append(&mut tx, caller, caller.user(), &subject, detail).await?;
         tx.commit().await?;
         self.list(caller)
             .await?
@@ -86,12 +84,13 @@ impl Vault<'_> {
         if !tx.delete_vault(&caller.vault_owner(), name).await? {
             return Err(KeepError::NotFound("credential"));
         }
-        let detail = json!({"name": name, "action": "delete"});
+        let detail = VaultDetail::Delete {
+            name: name.to_owned(),
+        };
         append(
             &mut tx,
             caller,
             caller.user(),
-            "vault",
             &format!("vault:{name}"),
             detail,
         )

@@ -9,7 +9,7 @@ use axum::extract::Path;
 use super::Strict;
 use crate::error::{ApiError, StrictJson};
 use crate::keep_auth::KeepCaller;
-use crate::keep_wire::{ApprovalAnswer, ApprovalAnswered, ApprovalInfo, ApprovalList};
+use crate::keep_wire::{ApprovalAnswer, ApprovalAnswered, ApprovalList};
 use crate::openapi::ErrorBody;
 
 /// `GET /v1/approvals`.
@@ -24,9 +24,7 @@ use crate::openapi::ErrorBody;
     ))]
 pub(crate) async fn list(caller: KeepCaller) -> Result<Json<ApprovalList>, ApiError> {
     let list = caller.keep.approvals().list(&caller.identity).await?;
-    Ok(Json(ApprovalList {
-        approvals: list.into_iter().map(approval_info).collect(),
-    }))
+    Ok(Json(ApprovalList { approvals: list }))
 }
 
 /// `POST /v1/approvals/{id}`.
@@ -57,24 +55,4 @@ pub(crate) async fn answer(
         .answer(&caller.identity, &id, body.approve, decision.as_ref())
         .await?;
     Ok(Json(ApprovalAnswered { id, approved }))
-}
-
-fn approval_info(view: imurun_keep::service::ApprovalView) -> ApprovalInfo {
-    let waiting = view.waiting;
-    ApprovalInfo {
-        id: view.id,
-        session_id: waiting.session_id,
-        agent: waiting.agent,
-        agent_version: waiting.agent_version,
-        method: waiting.method,
-        url: waiting.url,
-        headers: waiting.headers.into_iter().map(Vec::from).collect(),
-        tainted: waiting.tainted,
-        body_bytes: waiting.body_bytes,
-        body_sha256: waiting.body_sha256,
-        credentials: waiting.credentials,
-        device_signature: waiting.device_signature,
-        hashes: waiting.hashes,
-        asked_at_ms: waiting.asked_at_ms,
-    }
 }

@@ -13,7 +13,7 @@ use super::{Strict, StrictDecision};
 use crate::error::{ApiError, StrictJson};
 use crate::keep_auth::KeepCaller;
 use crate::keep_wire::{
-    AnyProposal, ProposalAccept, ProposalInfo, ProposalList, ToolDecisionBody, ToolReviewInfo,
+    AnyProposal, ProposalAccept, ProposalList, ProposalView, ToolDecisionBody, ToolReview,
 };
 use crate::openapi::ErrorBody;
 
@@ -50,10 +50,7 @@ pub(crate) async fn list(
         None | Some("tool") => caller.keep.tool_proposals().list(&caller.identity).await?,
         Some(_) => Vec::new(),
     };
-    Ok(Json(ProposalList {
-        proposals: proposals.into_iter().map(proposal_info).collect(),
-        tools: tools.into_iter().map(ToolReviewInfo::from).collect(),
-    }))
+    Ok(Json(ProposalList { proposals, tools }))
 }
 
 /// `GET /v1/proposals/{id}`.
@@ -76,10 +73,10 @@ pub(crate) async fn detail(
             .tool_proposals()
             .get(&caller.identity, &id)
             .await?;
-        return Ok(Json(AnyProposal::Tool(Box::new(review.into()))));
+        return Ok(Json(AnyProposal::Tool(Box::new(review))));
     }
     let view = caller.keep.proposals().get(&caller.identity, &id).await?;
-    Ok(Json(AnyProposal::Other(Box::new(proposal_info(view)))))
+    Ok(Json(AnyProposal::Other(Box::new(view))))
 }
 
 /// `POST /v1/proposals/{id}/accept`.
@@ -88,7 +85,7 @@ pub(crate) async fn detail(
     params(("id" = String, Path, description = "The proposal's id.")),
     request_body = ProposalAccept,
     responses(
-        (status = 200, description = "Accepted.", body = ProposalInfo),
+        (status = 200, description = "Accepted.", body = ProposalView),
         (status = 400, description = "Not a `ProposalAccept`; `bad_request`.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
@@ -101,13 +98,13 @@ pub(crate) async fn accept(
     caller: KeepCaller,
     Path(id): Path<String>,
     StrictJson(body): Strict<ProposalAccept>,
-) -> Result<Json<ProposalInfo>, ApiError> {
+) -> Result<Json<ProposalView>, ApiError> {
     let view = caller
         .keep
         .proposals()
         .decide(&caller.identity, &id, true, body.confirm_tainted)
         .await?;
-    Ok(Json(proposal_info(view)))
+    Ok(Json(view))
 }
 
 /// `POST /v1/proposals/{id}/reject`.
@@ -115,7 +112,7 @@ pub(crate) async fn accept(
     summary = "Reject one of the caller's pending proposals",
     params(("id" = String, Path, description = "The proposal's id.")),
     responses(
-        (status = 200, description = "Rejected.", body = ProposalInfo),
+        (status = 200, description = "Rejected.", body = ProposalView),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such proposal of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
@@ -124,13 +121,13 @@ pub(crate) async fn accept(
 pub(crate) async fn reject(
     caller: KeepCaller,
     Path(id): Path<String>,
-) -> Result<Json<ProposalInfo>, ApiError> {
+) -> Result<Json<ProposalView>, ApiError> {
     let view = caller
         .keep
         .proposals()
         .decide(&caller.identity, &id, false, false)
         .await?;
-    Ok(Json(proposal_info(view)))
+    Ok(Json(view))
 }
 
 /// `POST /v1/proposals/{id}/decision`.
@@ -139,7 +136,7 @@ pub(crate) async fn reject(
     params(("id" = String, Path, description = "The tool proposal's id (`kt-...`).")),
     request_body = ToolDecisionBody,
     responses(
-        (status = 200, description = "Decided: the review, now `approved` (deployed) or `denied`.", body = ToolReviewInfo),
+        (status = 200, description = "Decided: the review, now `approved` (deployed) or `denied`.", body = ToolReview),
         (status = 400, description = "Not a `ToolDecisionBody`; `bad_request`, `invalid`, `not_canonical`.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 403, description = "The operator's token (`forbidden`); the decision refused: unsigned, another key's or user's, a changed field or hash, expired, its nonce used, made against another ceiling or agent version (`decision_refused`, `bad_signature`, `untrusted_key`, `expired`).", body = ErrorBody),
@@ -152,26 +149,11 @@ pub(crate) async fn decide(
     caller: KeepCaller,
     Path(id): Path<String>,
     StrictJson(body): StrictDecision<ToolDecisionBody>,
-) -> Result<Json<ToolReviewInfo>, ApiError> {
+) -> Result<Json<ToolReview>, ApiError> {
     let review = caller
         .keep
         .tool_proposals()
         .decide(&caller.identity, &id, &body.decision.into_signed())
         .await?;
-    Ok(Json(review.into()))
-}
-
-fn proposal_info(view: imurun_keep::service::ProposalView) -> ProposalInfo {
-    ProposalInfo {
-        id: view.id,
-        session_id: view.session_id,
-        agent: view.agent,
-        kind: view.kind,
-        payload: view.payload,
-        tainted: view.tainted,
-        taint_source: view.taint_source,
-        state: view.state,
-        created_at_ms: view.created_at_ms,
-        decided_at_ms: view.decided_at_ms,
-    }
+    Ok(Json(review))
 }

@@ -14,7 +14,7 @@ use futures_util::{Stream, StreamExt};
 use super::Strict;
 use crate::error::{ApiError, StrictJson};
 use crate::keep_auth::{KeepCaller, while_authorized};
-use crate::keep_wire::{FileBody, MessageBody, Replies, SessionCreate, SessionInfo, SessionList};
+use crate::keep_wire::{FileBody, MessageBody, Replies, SessionCreate, SessionList, SessionView};
 use crate::openapi::ErrorBody;
 use crate::sse::{HEARTBEAT_TEXT, last_event_id, sse_message};
 use crate::state::ServerState;
@@ -24,7 +24,7 @@ use crate::state::ServerState;
     summary = "Start a session of an agent in force, in a cell with what its manifest grants (a person's token)",
     request_body = SessionCreate,
     responses(
-        (status = 201, description = "Started.", body = SessionInfo),
+        (status = 201, description = "Started.", body = SessionView),
         (status = 400, description = "The body is not a `SessionCreate`; `bad_request`.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 403, description = "The operator's token (`forbidden`); the agent's stored policy no longer verifies (`bad_signature`, `untrusted_key`, `expired`).", body = ErrorBody),
@@ -37,13 +37,13 @@ use crate::state::ServerState;
 pub(crate) async fn start(
     caller: KeepCaller,
     StrictJson(body): Strict<SessionCreate>,
-) -> Result<(StatusCode, Json<SessionInfo>), ApiError> {
+) -> Result<(StatusCode, Json<SessionView>), ApiError> {
     let view = caller
         .keep
         .sessions()
         .start(&caller.identity, &body.agent)
         .await?;
-    Ok((StatusCode::CREATED, Json(session_info(view))))
+    Ok((StatusCode::CREATED, Json(view)))
 }
 
 /// `GET /v1/sessions`.
@@ -57,9 +57,7 @@ pub(crate) async fn start(
     ))]
 pub(crate) async fn list(caller: KeepCaller) -> Result<Json<SessionList>, ApiError> {
     let views = caller.keep.sessions().list(&caller.identity).await?;
-    Ok(Json(SessionList {
-        sessions: views.into_iter().map(session_info).collect(),
-    }))
+    Ok(Json(SessionList { sessions: views }))
 }
 
 /// `GET /v1/sessions/{id}`.
@@ -67,7 +65,7 @@ pub(crate) async fn list(caller: KeepCaller) -> Result<Json<SessionList>, ApiErr
     summary = "One of the caller's sessions",
     params(("id" = String, Path, description = "The session's id.")),
     responses(
-        (status = 200, description = "The session.", body = SessionInfo),
+        (status = 200, description = "The session.", body = SessionView),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "Another person's session reads as one that does not exist; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
@@ -75,9 +73,9 @@ pub(crate) async fn list(caller: KeepCaller) -> Result<Json<SessionList>, ApiErr
 pub(crate) async fn detail(
     caller: KeepCaller,
     Path(id): Path<String>,
-) -> Result<Json<SessionInfo>, ApiError> {
+) -> Result<Json<SessionView>, ApiError> {
     let view = caller.keep.sessions().get(&caller.identity, &id).await?;
-    Ok(Json(session_info(view)))
+    Ok(Json(view))
 }
 
 /// `POST /v1/sessions/{id}/messages`.
@@ -151,7 +149,7 @@ pub(crate) async fn file(
     summary = "Stop a session: a message in flight is dropped, the cell ends and its slot is free",
     params(("id" = String, Path, description = "The session's id.")),
     responses(
-        (status = 200, description = "The session, ended.", body = SessionInfo),
+        (status = 200, description = "The session, ended.", body = SessionView),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such session of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
@@ -160,9 +158,9 @@ pub(crate) async fn file(
 pub(crate) async fn stop(
     caller: KeepCaller,
     Path(id): Path<String>,
-) -> Result<Json<SessionInfo>, ApiError> {
+) -> Result<Json<SessionView>, ApiError> {
     let view = caller.keep.sessions().stop(&caller.identity, &id).await?;
-    Ok(Json(session_info(view)))
+    Ok(Json(view))
 }
 
 /// `GET /v1/events`.
@@ -173,7 +171,7 @@ pub(crate) async fn stop(
         ("access_token" = Option<String>, Query, description = "The token, for browsers' `EventSource`, which cannot send a header."),
     ),
     responses(
-        (status = 200, description = "A `text/event-stream` in the wire format of `GET /api/events`, carrying only the caller's events: `session.*`, `egress.*`, `proposal.*`. See `docs/keep/sessions.md`.", content_type = "text/event-stream", body = crate::openapi::EventMessage),
+        (status = 200, description = "A `text/event-stream` in the wire format of `GET /api/events`, carrying only the caller's events, each a `KeepStreamEvent`: `session.*`, `egress.*`, `proposal.*`, `tool.*`, `refusal`, `journal.failed`. See `docs/keep/sessions.md`.", content_type = "text/event-stream", body = crate::openapi::KeepEventMessage),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
@@ -206,19 +204,4 @@ pub(crate) async fn events(
             .interval(state.options().heartbeat_interval)
             .text(HEARTBEAT_TEXT),
     ))
-}
-
-fn session_info(view: imurun_keep::service::SessionView) -> SessionInfo {
-    SessionInfo {
-        id: view.id,
-        agent: view.agent,
-        agent_version: view.agent_version,
-        created_at_ms: view.created_at_ms,
-        live: view.live,
-        tainted: view.tainted,
-        taint_source: view.taint_source,
-        tainted_at_ms: view.tainted_at_ms,
-        ended_at_ms: view.ended_at_ms,
-        end_reason: view.end_reason,
-    }
 }

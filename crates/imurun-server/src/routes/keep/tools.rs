@@ -10,7 +10,7 @@ use axum::extract::Path;
 use super::StrictDecision;
 use crate::error::{ApiError, StrictJson};
 use crate::keep_auth::KeepCaller;
-use crate::keep_wire::{ClearTaintBody, ToolInfo, ToolList};
+use crate::keep_wire::{ClearTaintBody, ToolList, ToolView};
 use crate::openapi::ErrorBody;
 
 /// `GET /v1/tools`.
@@ -24,9 +24,7 @@ use crate::openapi::ErrorBody;
     ))]
 pub(crate) async fn list(caller: KeepCaller) -> Result<Json<ToolList>, ApiError> {
     let tools = caller.keep.tools().list(&caller.identity).await?;
-    Ok(Json(ToolList {
-        tools: tools.into_iter().map(ToolInfo::from).collect(),
-    }))
+    Ok(Json(ToolList { tools }))
 }
 
 /// `GET /v1/tools/{name}`.
@@ -34,7 +32,7 @@ pub(crate) async fn list(caller: KeepCaller) -> Result<Json<ToolList>, ApiError>
     summary = "One of the caller's tools",
     params(("name" = String, Path, description = "The tool's name (without `u/<user>/`).")),
     responses(
-        (status = 200, description = "The tool at its highest version.", body = ToolInfo),
+        (status = 200, description = "The tool at its highest version.", body = ToolView),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
         (status = 404, description = "No such tool of the caller's; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
@@ -42,14 +40,9 @@ pub(crate) async fn list(caller: KeepCaller) -> Result<Json<ToolList>, ApiError>
 pub(crate) async fn detail(
     caller: KeepCaller,
     Path(name): Path<String>,
-) -> Result<Json<ToolInfo>, ApiError> {
+) -> Result<Json<ToolView>, ApiError> {
     Ok(Json(
-        caller
-            .keep
-            .tools()
-            .get(&caller.identity, &name)
-            .await?
-            .into(),
+        caller.keep.tools().get(&caller.identity, &name).await?,
     ))
 }
 
@@ -58,7 +51,7 @@ pub(crate) async fn detail(
     summary = "Revoke one of the caller's tools, every version, at once: from this write on no call starts it, and its calls in flight on every host are stopped. The operator may revoke any person's tool, named `u/<user>/<name>` (slashes percent-encoded)",
     params(("name" = String, Path, description = "The tool's name (a person: with or without `u/<user>/`; the operator: `u/<user>/<name>`).")),
     responses(
-        (status = 200, description = "Revoked.", body = ToolInfo),
+        (status = 200, description = "Revoked.", body = ToolView),
         (status = 400, description = "The operator named a tool without `u/<user>/`; `invalid`.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "No such tool (of the caller's, for a person); `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
@@ -67,14 +60,9 @@ pub(crate) async fn detail(
 pub(crate) async fn revoke(
     caller: KeepCaller,
     Path(name): Path<String>,
-) -> Result<Json<ToolInfo>, ApiError> {
+) -> Result<Json<ToolView>, ApiError> {
     Ok(Json(
-        caller
-            .keep
-            .tools()
-            .revoke(&caller.identity, &name)
-            .await?
-            .into(),
+        caller.keep.tools().revoke(&caller.identity, &name).await?,
     ))
 }
 
@@ -84,7 +72,7 @@ pub(crate) async fn revoke(
     params(("name" = String, Path, description = "The tool's name (without `u/<user>/`).")),
     request_body = ClearTaintBody,
     responses(
-        (status = 200, description = "Cleared.", body = ToolInfo),
+        (status = 200, description = "Cleared.", body = ToolView),
         (status = 400, description = "Not a `ClearTaintBody`; `bad_request`, `invalid`, `not_canonical`.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 403, description = "The operator's token (`forbidden`); the decision refused (`decision_refused`, `bad_signature`, `untrusted_key`, `expired`).", body = ErrorBody),
@@ -97,11 +85,11 @@ pub(crate) async fn clear_taint(
     caller: KeepCaller,
     Path(name): Path<String>,
     StrictJson(body): StrictDecision<ClearTaintBody>,
-) -> Result<Json<ToolInfo>, ApiError> {
+) -> Result<Json<ToolView>, ApiError> {
     let view = caller
         .keep
         .tools()
         .clear_taint(&caller.identity, &name, &body.decision.into_signed())
         .await?;
-    Ok(Json(view.into()))
+    Ok(Json(view))
 }
