@@ -203,23 +203,19 @@ impl ToolProposals<'_> {
                     "credentials[{index}] is bound to one of this host's own addresses"
                 ))));
             }
+            // Only the person's own vault is read: whether the operator holds a credential of
+            // that name is nobody's business here, so the answer tells the person nothing of it.
             let owner = format!("user:{user}");
-            let users = self
+            let held = self
                 .core
                 .store()
                 .keep_vault_sealed(&owner, &credential.name)
                 .await?
                 .is_some();
-            let operators = self
-                .core
-                .store()
-                .keep_vault_sealed("operator", &credential.name)
-                .await?
-                .is_some();
-            if operators && !users {
+            if !held {
                 return Err(KeepError::Rule(RuleError::ForbiddenAuthority(format!(
-                    "credentials[{index}] names {}, a credential of the operator's: a tool \
-                     reaches only its person's own connections",
+                    "credentials[{index}] names {}, which is not one of your connections: a tool \
+                     reaches only its person's own connections (add it to your vault first)",
                     credential.name
                 ))));
             }

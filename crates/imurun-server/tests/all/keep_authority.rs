@@ -443,6 +443,16 @@ async fn a_tool_asking_for_a_credential_only_the_operator_holds_is_refused_at_in
         .call(&alice.token, "GET", "/v1/proposals?kind=tool", None)
         .await;
     assert_eq!(listed["tools"], json!([]));
+    // A name nobody holds is refused in the same words: the answer reads alice's vault only,
+    // so it tells her nothing of which names the operator's holds.
+    let mut nobodys = relayer.clone();
+    nobodys["credentials"][0]["name"] = json!("nobodys");
+    let unheld = propose(&keep, &alice, &session, Guest::FetchTool, nobodys).await;
+    assert_eq!(
+        unheld.replace("nobodys", "relay"),
+        said,
+        "an operator's name and nobody's answer alike"
+    );
     // Once alice holds a `relay` of her own, the same proposal is hers to review.
     put_vault(&keep, &alice.token, "relay", ALICE_MAIL_KEY).await;
     let said = propose(&keep, &alice, &session, Guest::FetchTool, relayer).await;
