@@ -484,13 +484,13 @@ pub enum RevokedInDatabase {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
 
     /// Each detail writes the JSON the host wrote before details were typed (field for field,
     /// `null`s included), and reads back as itself.
-    fn check(detail: JournalDetail, written: Value) {
+    pub(crate) fn check(detail: JournalDetail, written: Value) {
         assert_eq!(detail.to_value().expect("serializes"), written);
         assert_eq!(
             JournalDetail::read(detail.kind(), &written).expect("reads"),

@@ -234,18 +234,11 @@ impl EgressBy {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::{Value, json};
+    use serde_json::json;
 
     use super::*;
     use crate::journal_detail::JournalDetail;
-
-    fn check(detail: JournalDetail, written: Value) {
-        assert_eq!(detail.to_value().expect("serializes"), written);
-        assert_eq!(
-            JournalDetail::read(detail.kind(), &written).expect("reads"),
-            detail
-        );
-    }
+    use crate::journal_detail::tests::check;
 
     #[test]
     fn egress_answers_are_the_json_written_before() {

@@ -367,22 +367,33 @@ fn stamped(name: std::borrow::Cow<'static, str>) -> Schema {
     )
 }
 
+/// Adds the schema `name` of one message of an event stream: `anyOf` the stamped `events`, or
+/// one of the hub's notices.
+fn add_stream_schema(
+    document: &mut Document,
+    name: &str,
+    description: &str,
+    events: impl IntoIterator<Item = std::borrow::Cow<'static, str>>,
+) {
+    let any_of = events
+        .into_iter()
+        .fold(
+            AnyOfBuilder::new().description(Some(description)),
+            |any_of, event| any_of.item(stamped(event)),
+        )
+        .item(Ref::from_schema_name(StreamNotice::name()))
+        .build();
+    document
+        .components
+        .get_or_insert_with(Default::default)
+        .schemas
+        .insert(name.to_owned(), RefOr::T(Schema::AnyOf(any_of)));
+}
+
 impl Modify for StreamEventSchema {
     fn modify(&self, document: &mut Document) {
-        let stream_event = Schema::AnyOf(
-            AnyOfBuilder::new()
-                .description(Some(STREAM_EVENT_DESCRIPTION))
-                .item(stamped(TurnEvent::name()))
-                .item(stamped(Event::name()))
-                .item(stamped(ServerEvent::name()))
-                .item(Ref::from_schema_name(StreamNotice::name()))
-                .build(),
-        );
-        document
-            .components
-            .get_or_insert_with(Default::default)
-            .schemas
-            .insert("StreamEvent".to_owned(), RefOr::T(stream_event));
+        let events = [TurnEvent::name(), Event::name(), ServerEvent::name()];
+        add_stream_schema(document, "StreamEvent", STREAM_EVENT_DESCRIPTION, events);
     }
 }
 
@@ -407,20 +418,13 @@ struct KeepStreamEventSchema;
 
 impl Modify for KeepStreamEventSchema {
     fn modify(&self, document: &mut Document) {
-        let keep_stream_event = Schema::AnyOf(
-            AnyOfBuilder::new()
-                .description(Some(KEEP_STREAM_EVENT_DESCRIPTION))
-                .item(stamped(KeepEvent::name()))
-                .item(stamped(OmittedEvent::name()))
-                .item(stamped(KeepNotice::name()))
-                .item(Ref::from_schema_name(StreamNotice::name()))
-                .build(),
+        let events = [KeepEvent::name(), OmittedEvent::name(), KeepNotice::name()];
+        add_stream_schema(
+            document,
+            KEEP_STREAM_EVENT,
+            KEEP_STREAM_EVENT_DESCRIPTION,
+            events,
         );
-        document
-            .components
-            .get_or_insert_with(Default::default)
-            .schemas
-            .insert(KEEP_STREAM_EVENT.to_owned(), RefOr::T(keep_stream_event));
     }
 }
 
