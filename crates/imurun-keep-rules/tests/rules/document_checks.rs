@@ -191,6 +191,13 @@ fn ceiling(user: &str, version: i64, expires_at: i64) -> Value {
     })
 }
 
+/// `document` signed by policy key 1, then changed by `edit`: the signature no longer holds.
+fn edited(document: Value, edit: impl FnOnce(&mut Value), user: &str) -> Result<(), &'static str> {
+    let mut envelope = Signed::sign(&document, &key(1)).expect("sign");
+    edit(&mut envelope.signed);
+    rule(verify_ceiling(&trust(), user, &envelope, NOW))
+}
+
 #[test]
 fn a_ceiling_holds_only_for_its_person_signed_by_a_policy_key_above_every_version() {
     let check = |document: Value, by: u8, for_user: &str, lock: Locked| {
@@ -225,6 +232,24 @@ fn a_ceiling_holds_only_for_its_person_signed_by_a_policy_key_above_every_versio
             "expired",
             check(ceiling("alice", 2, NOW), 1, "alice", locked(1, 1)),
             Err("expired"),
+        ),
+        (
+            "edited after it was signed",
+            edited(
+                ceiling("alice", 2, NOW + 60),
+                |c| c["version"] = json!(3),
+                "alice",
+            ),
+            Err("bad_signature"),
+        ),
+        (
+            "a version written as a fraction",
+            edited(
+                ceiling("alice", 2, NOW + 60),
+                |c| c["version"] = json!(2.5),
+                "alice",
+            ),
+            Err("not_canonical"),
         ),
         (
             "the version in force again",
