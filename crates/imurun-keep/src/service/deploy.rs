@@ -172,13 +172,18 @@ impl Agents<'_> {
     /// The operator's view of agent `name` in force.
     pub async fn get(self, caller: &Identity, name: &str) -> Result<AgentView, KeepError> {
         caller.require_operator()?;
+        self.checked(name).await
+    }
+
+    /// Agent `name` in force, its row checked under the trust root in force.
+    pub(crate) async fn checked(self, name: &str) -> Result<AgentView, KeepError> {
+        let trust = self.core.trust().await?;
         let row = self
             .core
             .store()
             .keep_agent(name)
             .await?
             .ok_or(KeepError::NotFound("agent"))?;
-        let trust = self.core.trust().await?;
         self.verified(row, &trust).await
     }
 

@@ -130,14 +130,7 @@ impl Sessions<'_> {
 
     /// The agent `name` in force, its manifest and its bundle.
     async fn agent_to_run(self, name: &str) -> Result<(AgentView, Manifest, Vec<u8>), KeepError> {
-        let trust = self.core.trust().await?;
-        let row = self
-            .core
-            .store()
-            .keep_agent(name)
-            .await?
-            .ok_or(KeepError::NotFound("agent"))?;
-        let view = self.keep.agents().verified(row, &trust).await?;
+        let view = self.keep.agents().checked(name).await?;
         let manifest: Manifest = serde_json::from_value(view.manifest.clone())
             .map_err(|error| KeepError::invalid("manifest", error.to_string()))?;
         let bundle = self
