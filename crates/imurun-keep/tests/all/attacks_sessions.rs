@@ -1125,12 +1125,7 @@ async fn holds_a_looping_refused_door_writes_at_most_65_journal_entries() {
     s.deploy(Guest::Scripted, manifest("scripted", json!({})))
         .await;
     let session = s.keep.sessions().start(&s.alice, "scripted").await.unwrap();
-    for _ in 0..3 {
-        let steps: Vec<Value> = (0..60)
-            .map(|n| json!({"emit": {"type": format!("nope-{n}"), "x": 1}}))
-            .collect();
-        s.say(&s.alice, &session.id, json!({"steps": steps})).await;
-    }
+    s.refused_emits(&session.id, 3, 60).await;
     let subject = format!("session:{}", session.id);
     let written = s
         .keep

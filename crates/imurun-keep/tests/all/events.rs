@@ -35,12 +35,7 @@ async fn a_cells_refusal_past_its_bound_is_an_event_shaped_as_its_entry() {
     s.deploy(Guest::Scripted, manifest("scripted", json!({})))
         .await;
     let session = s.keep.sessions().start(&s.alice, "scripted").await.unwrap();
-    for _ in 0..2 {
-        let steps: Vec<Value> = (0..40)
-            .map(|n| json!({"emit": {"type": format!("nope-{n}"), "x": 1}}))
-            .collect();
-        s.say(&s.alice, &session.id, json!({"steps": steps})).await;
-    }
+    s.refused_emits(&session.id, 2, 40).await;
     let refusals: Vec<Value> = s
         .events
         .of("alice")

@@ -168,6 +168,18 @@ impl Sessions {
             .expect("message")
     }
 
+    /// Has alice's `session` emit `rounds` messages of `per` proposals of unknown types: each
+    /// one a refusal of the cell's.
+    pub(crate) async fn refused_emits(&self, session: &str, rounds: usize, per: usize) {
+        for _ in 0..rounds {
+            let steps: Vec<Value> = (0..per)
+                .map(|n| json!({"emit": {"type": format!("nope-{n}"), "x": 1}}))
+                .collect();
+            self.say(&self.alice, session, json!({"steps": steps}))
+                .await;
+        }
+    }
+
     pub(crate) fn free_slots(&self) -> usize {
         self.keep.cells().unwrap().free_slots()
     }
