@@ -345,8 +345,11 @@ pub enum SessionDetail {
     },
     /// Tainted (by the host), with the first source.
     Taint { source: String },
-    /// Ended (by the host): `stopped`, or the cell's kind, and the message (escaped, cut).
+    /// Ended (by the host): `stopped`, `host_restarted`, or the cell's kind, and the message
+    /// (escaped, cut).
     End { reason: String, message: String },
+    /// Its conversation deleted by its person: its messages and title are gone.
+    Delete {},
 }
 
 /// A proposal made by a session's agent, or decided by its person.

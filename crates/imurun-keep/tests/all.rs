@@ -11,6 +11,7 @@ mod all {
     mod attacks2;
     mod attacks_sessions;
     mod attacks_tools;
+    mod conversations;
     mod events;
     mod journal_fixture;
     mod service;

@@ -12,6 +12,7 @@ mod all {
     mod attacks2;
     mod attacks_sessions;
     mod attacks_tools;
+    mod conversations;
     mod postgres_only;
     mod service;
     mod session_bench;

@@ -10,7 +10,7 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 pub use imurun_keep::service::{
-    AnyProposal, ApprovalView, ProposalView, SessionView, ToolReview, ToolView,
+    AnyProposal, ApprovalView, ConversationView, ProposalView, SessionView, ToolReview, ToolView,
 };
 
 /// Who holds the token.

@@ -91,6 +91,8 @@ pub(crate) async fn openapi_json() -> Json<Document> {
         crate::routes::keep::sessions::start,
         crate::routes::keep::sessions::list,
         crate::routes::keep::sessions::detail,
+        crate::routes::keep::sessions::conversation,
+        crate::routes::keep::sessions::delete,
         crate::routes::keep::sessions::message,
         crate::routes::keep::sessions::file,
         crate::routes::keep::sessions::stop,

@@ -46,8 +46,9 @@ pub use audit_writer::{AuditStats, AuditWriter, AuditWriterOptions};
 pub use bounds::ID_CHARS_MAX;
 pub use error::{DatabaseError, MigrationError, StoreError};
 pub use keep::{
-    AgentRow, DeviceRow, DocumentRow, EgressWaitRow, JournalDraft, JournalRow, JournalSnapshot,
-    KEEP_JOURNAL_READ_ROWS_MAX, KEEP_LIST_ROWS_MAX, KeepTx, NewAgent, NewTool, NewToolProposal,
+    AgentRow, CONVERSATION_ENTRIES_MAX, CONVERSATIONS_KEPT_MAX, DeviceRow, DocumentRow,
+    EgressWaitRow, JournalDraft, JournalRow, JournalSnapshot, KEEP_JOURNAL_READ_ROWS_MAX,
+    KEEP_LIST_ROWS_MAX, KeepTx, MessageRow, NewAgent, NewMessage, NewTool, NewToolProposal,
     ProposalRow, SessionRow, TokenRow, ToolProposalRow, ToolRow, VaultEntryRow,
 };
 pub use notify::{Heard, HostClaim, Listener, NOTIFY_PAYLOAD_BYTES_MAX};

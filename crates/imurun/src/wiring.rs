@@ -141,6 +141,14 @@ impl Wiring {
                 "egress uses left waiting by this host's last run were forgotten"
             );
         }
+        let ended = service
+            .sessions()
+            .end_left_running()
+            .await
+            .context("ending the sessions this host's last run left running")?;
+        if ended > 0 {
+            tracing::info!(ended, "sessions left running by this host's last run ended");
+        }
         let service = self
             .start_keep_cells(service, (slot, addr), &host_id, keep_events)
             .await?;

@@ -38,7 +38,7 @@ pub(crate) struct SessionHost {
     /// for a tool in the person's namespace.
     pub(super) credential_owner: String,
     /// A deployed tool's cell: it hands back a result and proposes nothing.
-    tool: bool,
+    pub(super) tool: bool,
     /// The taint's source once the session is tainted.
     pub(crate) taint: Mutex<Option<String>>,
     /// Refusals journaled for the session (shared with the cells of the tools it calls).
@@ -52,6 +52,9 @@ pub(crate) struct SessionHost {
     /// Uses the message in flight asked the person about (shared with the cells of the tools
     /// it calls).
     pub(super) approvals_asked: Arc<AtomicUsize>,
+    /// The network uses decided while the message in flight runs, in words, for its
+    /// conversation (shared with the cells of the tools it calls).
+    pub(crate) network: Arc<Mutex<Vec<String>>>,
 }
 
 impl SessionHost {
@@ -81,6 +84,7 @@ impl SessionHost {
             refused: Mutex::new(Vec::new()),
             last_sent: Mutex::new(None),
             approvals_asked: Arc::new(AtomicUsize::new(0)),
+            network: Arc::new(Mutex::new(Vec::new())),
         }
     }
 
@@ -115,6 +119,7 @@ impl SessionHost {
             refused: Mutex::new(Vec::new()),
             last_sent: Mutex::new(None),
             approvals_asked: Arc::clone(&self.approvals_asked),
+            network: Arc::clone(&self.network),
         }
     }
 
@@ -129,6 +134,7 @@ impl SessionHost {
     /// A new message starts: its uses may ask the person again.
     pub(crate) fn new_message(&self) {
         self.approvals_asked.store(0, Ordering::Relaxed);
+        lock(&self.network).clear();
     }
 
     pub(crate) fn tainted_by(&self) -> Option<String> {

@@ -15,7 +15,7 @@ use super::{
     SessionHost, URL_CHARS_SHOWN, Waiting, cut_chars, cut_text, lock,
 };
 use crate::events::{EgressApproval, EgressVerdict, KeepEvent};
-use crate::service::ApprovalView;
+use crate::service::{ApprovalView, NETWORK_ENTRIES_PER_MESSAGE_MAX};
 
 /// What a person is shown about a waiting use, and what a device decision must name. Its JSON
 /// is recorded with the use (and an answer's seal covers it): its fields and their order are
@@ -155,6 +155,7 @@ impl EgressHost for SessionHost {
         if decision.refusal.is_some() {
             lock(&self.refused).push(decision.clone());
         }
+        self.note_network_use(decision);
         self.publish(KeepEvent::EgressDecided {
             session_id: self.session_id.clone(),
             decision: match decision.refusal {
@@ -175,6 +176,41 @@ impl EgressHost for SessionHost {
                 .as_ref()
                 .map(|refusal| cut_text(&refusal.reason)),
         });
+    }
+}
+
+impl SessionHost {
+    /// Notes a decided use in words for the message's conversation: who used the network,
+    /// where, and what was decided (at most [`NETWORK_ENTRIES_PER_MESSAGE_MAX`] per message,
+    /// then one line says how many more).
+    fn note_network_use(&self, decision: &EgressDecision) {
+        let used = &decision.used;
+        let who = if self.tool {
+            format!("The tool {}", self.agent)
+        } else {
+            format!("The agent {}", self.agent)
+        };
+        let what = format!(
+            "{} {}",
+            cut_chars(&used.method, 16),
+            cut_chars(&used.url, URL_CHARS_SHOWN)
+        );
+        let text = match (&decision.refusal, decision.approval) {
+            (Some(refusal), _) => {
+                format!("{who} was refused {what}: {}", cut_text(&refusal.reason))
+            }
+            (None, Approval::Device) => {
+                format!("{who} used {what}: you approved it on your device.")
+            }
+            (None, Approval::Person) => format!("{who} used {what}: you approved it."),
+            (None, Approval::None) => format!("{who} used {what}: its rule allows it."),
+        };
+        let mut network = lock(&self.network);
+        match network.len().cmp(&NETWORK_ENTRIES_PER_MESSAGE_MAX) {
+            std::cmp::Ordering::Less => network.push(text),
+            std::cmp::Ordering::Equal => network.push("More uses of the network followed.".into()),
+            std::cmp::Ordering::Greater => {}
+        }
     }
 }
 

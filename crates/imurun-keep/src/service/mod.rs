@@ -5,6 +5,7 @@
 //! directly with [`Identity::local_operator`].
 
 mod ceilings;
+mod conversations;
 mod decide;
 mod deploy;
 mod devices;
@@ -38,6 +39,11 @@ use crate::vault::VaultKey;
 
 pub use crate::cells::IntakeContext;
 pub use ceilings::CeilingView;
+pub(crate) use conversations::Kept;
+pub use conversations::{
+    ConversationEntry, ConversationView, ENTRY_BYTES_KEPT_MAX, HOST_RESTARTED,
+    NETWORK_ENTRIES_PER_MESSAGE_MAX, TITLE_CHARS_MAX,
+};
 pub use deploy::{AgentView, BUNDLE_BYTES_MAX, DeployRequest, PublicAgentView};
 pub use devices::{DeviceView, ENROL_CODE_TTL_S_DEFAULT, ENROL_CODE_TTL_S_MAX, EnrolProof};
 pub use egress_answers::{ApprovalView, EGRESS_ANSWERS_CHANNEL};

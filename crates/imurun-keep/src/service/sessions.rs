@@ -9,7 +9,7 @@ use imurun_cell::World;
 use serde::Serialize;
 use tokio::sync::watch;
 
-use super::{AgentView, Identity, KeepService, Sessions, append, append_as};
+use super::{AgentView, Identity, KeepService, Kept, Sessions, append, append_as};
 use crate::KeepError;
 use crate::cells::{
     Cells, LiveSession, SESSIONS_PER_USER_MAX, SessionHost, cell_error, cut_chars, cut_text,
@@ -49,6 +49,9 @@ struct FileBody<'a> {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepSessionInfo))]
 pub struct SessionView {
     pub id: String,
+    /// The agent's name and the first words of the first message (the agent's name until
+    /// there is one).
+    pub title: String,
     pub agent: String,
     pub agent_version: i64,
     pub created_at_ms: i64,
@@ -59,7 +62,8 @@ pub struct SessionView {
     pub taint_source: Option<String>,
     pub tainted_at_ms: Option<i64>,
     pub ended_at_ms: Option<i64>,
-    /// `stopped`, or what ended its cell: `cpu_limit`, `memory_limit`, `timeout`, `trap`, `host`.
+    /// `stopped`, `host_restarted`, or what ended its cell: `cpu_limit`, `memory_limit`,
+    /// `timeout`, `trap`, `host`.
     pub end_reason: Option<String>,
 }
 
@@ -150,7 +154,7 @@ impl Sessions<'_> {
         view: &AgentView,
     ) -> Result<(), KeepError> {
         let mut tx = self.core.store().keep_begin().await?;
-        tx.insert_session(id, user, &view.name, view.version)
+        tx.insert_session((id, user), (&view.name, view.version), self.keep.host_id())
             .await?;
         let detail = SessionDetail::Start {
             agent: view.name.clone(),
@@ -160,7 +164,7 @@ impl Sessions<'_> {
         let subject = format!("session:{id}");
         append(&mut tx, caller, Some(user), &subject, detail).await?;
         tx.commit().await?;
-        Ok(())
+        self.trim(user).await
     }
 
     /// The calling person's sessions, newest first.
@@ -170,11 +174,11 @@ impl Sessions<'_> {
         Ok(rows.into_iter().map(|row| self.view(row)).collect())
     }
 
-    /// One of the calling person's sessions.
+    /// One of the calling person's sessions, unless she deleted it.
     pub async fn get(self, caller: &Identity, id: &str) -> Result<SessionView, KeepError> {
         let user = session_user(caller)?;
         match self.core.store().keep_session(id).await? {
-            Some(row) if row.user_name == user => Ok(self.view(row)),
+            Some(row) if row.user_name == user && row.deleted_at_ms.is_none() => Ok(self.view(row)),
             _ => Err(KeepError::NotFound("session")),
         }
     }
@@ -195,7 +199,8 @@ impl Sessions<'_> {
             ));
         }
         let live = self.live_session(user, id).await?;
-        self.deliver(live, text.to_owned()).await
+        let sent = Kept::new("person", text.to_owned());
+        self.deliver(live, text.to_owned(), sent).await
     }
 
     /// Hands a file the person chose to the session: the session is tainted first (its content
@@ -235,7 +240,12 @@ impl Sessions<'_> {
             file: FileBody { name, text },
         })
         .map_err(|error| KeepError::invalid("text", error.to_string()))?;
-        self.deliver(live, message).await
+        let sent = Kept {
+            role: "file",
+            text: name.to_owned(),
+            bytes: Some(text.len()),
+        };
+        self.deliver(live, message, sent).await
     }
 
     /// Stops one of the calling person's sessions: a call in flight is dropped, the cell ends
@@ -320,12 +330,14 @@ impl Sessions<'_> {
             return Ok(live);
         }
         match self.core.store().keep_session(id).await? {
-            Some(row) if row.user_name == user => Err(KeepError::Conflict(format!(
-                "the session has ended ({}): start a new one",
-                row.end_reason
-                    .as_deref()
-                    .unwrap_or("not running on this host")
-            ))),
+            Some(row) if row.user_name == user && row.deleted_at_ms.is_none() => {
+                Err(KeepError::Conflict(format!(
+                    "the session has ended ({}): start a new one",
+                    row.end_reason
+                        .as_deref()
+                        .unwrap_or("not running on this host")
+                )))
+            }
             _ => Err(KeepError::NotFound("session")),
         }
     }
@@ -336,9 +348,10 @@ impl Sessions<'_> {
         self,
         live: Arc<LiveSession>,
         message: String,
+        sent: Kept,
     ) -> Result<Vec<String>, KeepError> {
         let service = self.keep.clone();
-        tokio::spawn(async move { service.sessions().run_message(live, message).await })
+        tokio::spawn(async move { service.sessions().run_message(live, message, sent).await })
             .await
             .map_err(|_| KeepError::Unavailable("the session's task failed".into()))?
     }
@@ -347,6 +360,7 @@ impl Sessions<'_> {
         self,
         live: Arc<LiveSession>,
         message: String,
+        sent: Kept,
     ) -> Result<Vec<String>, KeepError> {
         let mut stopped = live.stopped.subscribe();
         // One message at a time, and none waits behind it: a client cannot pile work up on a
@@ -360,6 +374,12 @@ impl Sessions<'_> {
             return Err(KeepError::Conflict("the session has ended".into()));
         };
         live.host.new_message();
+        let session_id = live.host.session_id.clone();
+        if sent.role == "person" {
+            self.entitle(&session_id, &live.host.agent, &sent.text)
+                .await?;
+        }
+        self.keep_entries(&session_id, &[sent]).await?;
         let outcome = tokio::select! {
             outcome = cell.handle(&message) => outcome,
             _ = stopped.wait_for(|stopped| *stopped) => {
@@ -378,39 +398,60 @@ impl Sessions<'_> {
             }
             Ok(replies)
         });
+        let network: Vec<Kept> = std::mem::take(&mut *crate::cells::lock(&live.host.network))
+            .into_iter()
+            .map(|text| Kept::new("network", text))
+            .collect();
         match outcome {
             Ok(replies) => {
+                let mut kept = network;
+                kept.extend(
+                    replies
+                        .iter()
+                        .map(|reply| Kept::new("agent", reply.clone())),
+                );
+                self.keep_after_running(&session_id, &kept).await;
                 // Events are kept for replay: a long answer is in the response, not the event.
-                let session_id = &live.host.session_id;
                 live.host.publish(KeepEvent::reply(
-                    session_id,
+                    &session_id,
                     &replies,
                     REPLY_EVENT_BYTES_MAX,
                 ));
                 Ok(replies)
             }
-            Err(error) if error.ends_cell() => {
-                *slot = None;
+            Err(error) => {
+                let ended = error.ends_cell();
+                if ended {
+                    *slot = None;
+                }
                 drop(slot);
                 let message = error.to_string();
+                let mut kept = network;
+                kept.push(Kept::new(
+                    "error",
+                    format!("{}: {}", error.kind(), cut_chars(&message, 2_000)),
+                ));
+                self.keep_after_running(&session_id, &kept).await;
                 live.host.publish(KeepEvent::SessionError {
-                    session_id: live.host.session_id.clone(),
+                    session_id: session_id.clone(),
                     kind: error.kind().to_owned(),
                     message: cut_chars(&message, 2_000),
-                    ended: true,
+                    ended,
                 });
-                self.end_session(&live, error.kind(), &message).await?;
+                if ended {
+                    self.end_session(&live, error.kind(), &message).await?;
+                }
                 Err(cell_error(error))
             }
-            Err(error) => {
-                live.host.publish(KeepEvent::SessionError {
-                    session_id: live.host.session_id.clone(),
-                    kind: error.kind().to_owned(),
-                    message: cut_chars(&error.to_string(), 2_000),
-                    ended: false,
-                });
-                Err(cell_error(error))
-            }
+        }
+    }
+
+    /// Keeps what a message's run gave in its conversation. The cell has run by now, so a
+    /// store that fails here fails nothing the person asked: the replies are still answered
+    /// and published, and the failure is logged.
+    async fn keep_after_running(self, session_id: &str, kept: &[Kept]) {
+        if let Err(error) = self.keep_entries(session_id, kept).await {
+            tracing::warn!(session_id, %error, "a message's replies could not be kept in its conversation");
         }
     }
 
@@ -449,6 +490,7 @@ impl Sessions<'_> {
             .is_some_and(|cells| cells.get(&row.user_name, &row.id).is_some());
         SessionView {
             live,
+            title: row.title.unwrap_or_else(|| row.agent.clone()),
             tainted: row.tainted_at_ms.is_some(),
             id: row.id,
             agent: row.agent,

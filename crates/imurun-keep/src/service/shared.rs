@@ -102,6 +102,10 @@ impl Core {
         imurun_core::unix_s(self.clock.now())
     }
 
+    pub(crate) fn now_ms(&self) -> i64 {
+        imurun_core::unix_ms(self.clock.now())
+    }
+
     pub(crate) fn store(&self) -> &Store {
         &self.store
     }

@@ -245,3 +245,67 @@ async fn the_door_agent_through_the_api_is_refused_everywhere_and_the_host_stays
     assert_eq!(status, 200);
     keep.server.stop().await;
 }
+
+#[tokio::test]
+async fn a_conversation_is_read_and_deleted_over_http_by_its_person_alone() {
+    let keep = Keep::start_with_cells(Vec::new()).await;
+    keep.deploy(Guest::Scripted.bytes(), manifest("talker", json!({})))
+        .await;
+    let id = start(&keep, &keep.alice, "talker").await["id"]
+        .as_str()
+        .expect("id")
+        .to_owned();
+    let (status, _) = say(&keep, &keep.alice, &id, json!("good morning")).await;
+    assert_eq!(status, 200);
+
+    let path = format!("/v1/sessions/{id}/messages");
+    let (status, conversation) = keep.call(&keep.alice, "GET", &path, None).await;
+    assert_eq!(status, 200, "{conversation}");
+    assert_eq!(conversation["session"]["title"], "talker: good morning");
+    let entries: Vec<(&str, &str)> = conversation["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .map(|entry| {
+            (
+                entry["role"].as_str().unwrap_or_default(),
+                entry["text"].as_str().unwrap_or_default(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        entries,
+        [
+            ("person", "good morning"),
+            ("agent", "scripted: good morning")
+        ]
+    );
+    // Another person reads it as missing, exactly as an id that never existed; the operator
+    // has no route to it; neither can delete it.
+    let (status, bobs) = keep.call(&keep.bob, "GET", &path, None).await;
+    let (_, never) = keep
+        .call(&keep.bob, "GET", "/v1/sessions/ks-never/messages", None)
+        .await;
+    assert_eq!((status, &bobs), (404, &never));
+    assert_eq!(keep.call(&keep.operator, "GET", &path, None).await.0, 403);
+    let session = format!("/v1/sessions/{id}");
+    assert_eq!(keep.call(&keep.bob, "DELETE", &session, None).await.0, 404);
+    assert_eq!(
+        keep.call(&keep.operator, "DELETE", &session, None).await.0,
+        403
+    );
+
+    assert_eq!(
+        keep.call(&keep.alice, "DELETE", &session, None).await.0,
+        204
+    );
+    for (method, route) in [("GET", &path), ("GET", &session), ("DELETE", &session)] {
+        assert_eq!(
+            keep.call(&keep.alice, method, route, None).await.0,
+            404,
+            "{method} {route}"
+        );
+    }
+    let (_, listed) = keep.call(&keep.alice, "GET", "/v1/sessions", None).await;
+    assert_eq!(listed["sessions"], json!([]));
+}

@@ -10,12 +10,13 @@
 //! One file per table, or per tables written together: `tokens.rs`, `documents.rs` (documents and
 //! their high-water marks), `agents.rs`, `vault.rs`, `devices.rs` (device keys, enrolment codes and
 //! decision nonces), `journal.rs` (the journal, its head, appends and snapshot reads),
-//! `sessions.rs`, `proposals.rs`, `tool_proposals.rs`, `tools.rs` and `egress_waits.rs`; each
+//! `sessions.rs`, `conversations.rs` (a session's messages and replies), `proposals.rs`, `tool_proposals.rs`, `tools.rs` and `egress_waits.rs`; each
 //! adds its queries to [`Store`] and [`KeepTx`] in `impl` blocks of its own. Each file's column
 //! lists are macros, so that every query stays a `&'static str` (sqlx refuses SQL built at run
 //! time, which is how injections start).
 
 mod agents;
+mod conversations;
 mod devices;
 mod documents;
 mod egress_waits;
@@ -32,6 +33,7 @@ use sqlx::{Any, Transaction};
 use crate::{Store, StoreError};
 
 pub use agents::{AgentRow, NewAgent};
+pub use conversations::{CONVERSATION_ENTRIES_MAX, CONVERSATIONS_KEPT_MAX, MessageRow, NewMessage};
 pub use devices::DeviceRow;
 pub use documents::DocumentRow;
 pub use egress_waits::EgressWaitRow;

@@ -19,13 +19,17 @@ pub struct SessionRow {
     pub taint_source: Option<String>,
     pub ended_at_ms: Option<i64>,
     pub end_reason: Option<String>,
+    /// Its agent's name and the first words of its first message, once it had one.
+    pub title: Option<String>,
+    /// When its person deleted its conversation.
+    pub deleted_at_ms: Option<i64>,
 }
 
 // The column list, as a macro so that every query stays a `&'static str` (see `mod.rs`).
 macro_rules! session_columns {
     () => {
         "id, user_name, agent, agent_version, created_at_ms, tainted_at_ms, taint_source, \
-         ended_at_ms, end_reason"
+         ended_at_ms, end_reason, title, deleted_at_ms"
     };
 }
 
@@ -42,12 +46,13 @@ impl Store {
         .await?)
     }
 
-    /// `user`'s sessions, newest first.
+    /// `user`'s sessions, newest first, but for the deleted ones.
     pub async fn keep_sessions(&self, user: &str) -> Result<Vec<SessionRow>, StoreError> {
         Ok(sqlx::query_as(concat!(
             "SELECT ",
             session_columns!(),
-            " FROM keep_sessions WHERE user_name = $1 ORDER BY created_at_ms DESC, id LIMIT $2"
+            " FROM keep_sessions WHERE user_name = $1 AND deleted_at_ms IS NULL \
+             ORDER BY created_at_ms DESC, id LIMIT $2"
         ))
         .bind(user)
         .bind(KEEP_LIST_ROWS_MAX)
@@ -57,23 +62,24 @@ impl Store {
 }
 
 impl KeepTx {
-    /// Records a new session.
+    /// Records a new session, run by the host named `host_id`.
     pub async fn insert_session(
         &mut self,
-        id: &str,
-        user: &str,
-        agent: &str,
-        agent_version: i64,
+        (id, user): (&str, &str),
+        (agent, agent_version): (&str, i64),
+        host_id: &str,
     ) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO keep_sessions (id, user_name, agent, agent_version, created_at_ms) \
-             VALUES ($1, $2, $3, $4, $5)",
+            "INSERT INTO keep_sessions \
+             (id, user_name, agent, agent_version, created_at_ms, host_id) \
+             VALUES ($1, $2, $3, $4, $5, $6)",
         )
         .bind(id)
         .bind(user)
         .bind(agent)
         .bind(agent_version)
         .bind(now_ms())
+        .bind(host_id)
         .execute(&mut *self.tx)
         .await?;
         Ok(())
@@ -105,5 +111,35 @@ impl KeepTx {
         .execute(&mut *self.tx)
         .await?;
         Ok(done.rows_affected() == 1)
+    }
+}
+
+impl KeepTx {
+    /// The sessions (id, person) that have not ended and that the host named `host_id` ran
+    /// (or a host before hosts were named), or every host when `all` (one host on the
+    /// database), oldest first: what a host holds no cell for when it starts.
+    pub async fn sessions_left_running(
+        &mut self,
+        host_id: &str,
+        all: bool,
+    ) -> Result<Vec<(String, String)>, StoreError> {
+        if all {
+            return Ok(sqlx::query_as(
+                "SELECT id, user_name FROM keep_sessions WHERE ended_at_ms IS NULL \
+                 ORDER BY created_at_ms, id LIMIT $1",
+            )
+            .bind(KEEP_LIST_ROWS_MAX)
+            .fetch_all(&mut *self.tx)
+            .await?);
+        }
+        Ok(sqlx::query_as(
+            "SELECT id, user_name FROM keep_sessions \
+             WHERE ended_at_ms IS NULL AND (host_id = $1 OR host_id IS NULL) \
+             ORDER BY created_at_ms, id LIMIT $2",
+        )
+        .bind(host_id)
+        .bind(KEEP_LIST_ROWS_MAX)
+        .fetch_all(&mut *self.tx)
+        .await?)
     }
 }

@@ -24,7 +24,9 @@ fn proposal(id: &str, user: &str, kind: &str, text: &str) -> ProposalRow {
 async fn sessions_taint_once_and_proposals_are_decided_only_by_their_person() {
     let store = crate::support::fresh().await;
     let mut tx = store.keep_begin().await.unwrap();
-    tx.insert_session("s1", "alice", "helper", 3).await.unwrap();
+    tx.insert_session(("s1", "alice"), ("helper", 3), "h1")
+        .await
+        .unwrap();
     assert!(
         tx.taint_session("s1", "egress response from https://a.example/")
             .await
@@ -106,7 +108,9 @@ async fn a_proposal_must_belong_to_a_session_and_have_a_known_kind() {
     // A failed statement ends the transaction on PostgreSQL: each write starts anew.
     drop(tx);
     let mut tx = store.keep_begin().await.unwrap();
-    tx.insert_session("s1", "alice", "helper", 1).await.unwrap();
+    tx.insert_session(("s1", "alice"), ("helper", 1), "h1")
+        .await
+        .unwrap();
     tx.commit().await.unwrap();
     let mut tx = store.keep_begin().await.unwrap();
     assert!(

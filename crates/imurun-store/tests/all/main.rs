@@ -12,6 +12,7 @@ mod child;
 // Kills a child process with SIGKILL and checks how it died: Unix only, like imurun itself.
 #[cfg(unix)]
 mod durability;
+mod keep_conversations;
 mod keep_sessions;
 mod limits;
 mod migrations;

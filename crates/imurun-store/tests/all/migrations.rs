@@ -8,7 +8,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteConnection};
 use crate::support::nth_record;
 
 /// The migration files under `migrations/sqlite/`.
-const MIGRATIONS: i64 = 7;
+const MIGRATIONS: i64 = 8;
 
 async fn applied_migrations(path: &std::path::Path) -> i64 {
     let options = SqliteConnectOptions::new().filename(path);

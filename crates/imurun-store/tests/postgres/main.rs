@@ -8,6 +8,8 @@ const BACKEND: imurun_store::Backend = imurun_store::Backend::Postgres;
 
 #[path = "../all/backpressure.rs"]
 mod backpressure;
+#[path = "../all/keep_conversations.rs"]
+mod keep_conversations;
 #[path = "../all/keep_sessions.rs"]
 mod keep_sessions;
 #[path = "../all/limits.rs"]

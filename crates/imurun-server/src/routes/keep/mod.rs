@@ -80,6 +80,8 @@ pub(super) fn table() -> Vec<Route> {
         route(sessions::__path_start, sessions::start),
         route(sessions::__path_list, sessions::list),
         route(sessions::__path_detail, sessions::detail),
+        route(sessions::__path_conversation, sessions::conversation),
+        route(sessions::__path_delete, sessions::delete),
         route(sessions::__path_message, sessions::message),
         route(sessions::__path_file, sessions::file),
         route(sessions::__path_stop, sessions::stop),

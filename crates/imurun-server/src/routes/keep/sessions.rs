@@ -14,7 +14,9 @@ use futures_util::{Stream, StreamExt};
 use super::Strict;
 use crate::error::{ApiError, StrictJson};
 use crate::keep_auth::{KeepCaller, while_authorized};
-use crate::keep_wire::{FileBody, MessageBody, Replies, SessionCreate, SessionList, SessionView};
+use crate::keep_wire::{
+    ConversationView, FileBody, MessageBody, Replies, SessionCreate, SessionList, SessionView,
+};
 use crate::openapi::ErrorBody;
 use crate::sse::{HEARTBEAT_TEXT, last_event_id, sse_message};
 use crate::state::ServerState;
@@ -76,6 +78,46 @@ pub(crate) async fn detail(
 ) -> Result<Json<SessionView>, ApiError> {
     let view = caller.keep.sessions().get(&caller.identity, &id).await?;
     Ok(Json(view))
+}
+
+/// `GET /v1/sessions/{id}/messages`.
+#[utoipa::path(get, path = "/v1/sessions/{id}/messages", tag = "keep", operation_id = "keep_conversation",
+    summary = "One of the caller's sessions and its conversation: her messages and files, the agent's replies, errors and network uses, oldest first",
+    params(("id" = String, Path, description = "The session's id.")),
+    responses(
+        (status = 200, description = "The session and its conversation (the newest 500 entries; a reply's text is kept up to 64 KiB).", body = ConversationView),
+        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
+        (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such session of the caller's, or its conversation was deleted; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
+    ))]
+pub(crate) async fn conversation(
+    caller: KeepCaller,
+    Path(id): Path<String>,
+) -> Result<Json<ConversationView>, ApiError> {
+    let view = caller
+        .keep
+        .sessions()
+        .conversation(&caller.identity, &id)
+        .await?;
+    Ok(Json(view))
+}
+
+/// `DELETE /v1/sessions/{id}`.
+#[utoipa::path(delete, path = "/v1/sessions/{id}", tag = "keep", operation_id = "keep_delete_session",
+    summary = "Delete a conversation: the session is stopped if it runs, its messages and title are deleted and it leaves the list (its proposals and tools stay)",
+    params(("id" = String, Path, description = "The session's id.")),
+    responses(
+        (status = 204, description = "Deleted."),
+        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
+        (status = 403, description = "The operator's token; `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No such session of the caller's, or already deleted; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
+    ))]
+pub(crate) async fn delete(
+    caller: KeepCaller,
+    Path(id): Path<String>,
+) -> Result<StatusCode, ApiError> {
+    caller.keep.sessions().delete(&caller.identity, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
 }
 
 /// `POST /v1/sessions/{id}/messages`.
