@@ -28,6 +28,9 @@ pub enum Guest {
     ScriptedHttp,
     /// The scripted agent with every import: `events`, `http`, `model`, `memory`, `tools`.
     ScriptedFull,
+    /// The agent a person talks to in plain words (the example pack `helper`); imports `model`,
+    /// `tools` and `events`, and carries the fetch tool it proposes.
+    Chat,
 }
 
 impl Guest {
@@ -43,6 +46,7 @@ impl Guest {
             Guest::Scripted => "scripted_agent.wasm",
             Guest::ScriptedHttp => "scripted_agent_http.wasm",
             Guest::ScriptedFull => "scripted_agent_full.wasm",
+            Guest::Chat => "chat_agent.wasm",
         }
     }
 
@@ -85,6 +89,7 @@ fn build_guests() -> PathBuf {
                 ("pure_tool.wasm", "pure_tool.wasm"),
                 ("key_tool.wasm", "key_tool.wasm"),
                 ("scripted_agent.wasm", "scripted_agent.wasm"),
+                ("chat_agent.wasm", "chat_agent.wasm"),
             ],
         ),
         (
