@@ -239,6 +239,15 @@ pub enum TokenDetail {
         token_id: String,
         role: String,
     },
+    /// A person revoked as a whole (subject `user:<name>`): how many of each were revoked,
+    /// retired, voided or stopped (each also has its own entry, but for the sessions).
+    RevokePerson {
+        tokens: u64,
+        devices: u64,
+        enrol_codes: u64,
+        sessions: u64,
+        tools: u64,
+    },
 }
 
 /// An enrolment code issued for `user`.

@@ -14,6 +14,7 @@ mod all {
     mod conversations;
     mod events;
     mod journal_fixture;
+    mod people;
     mod service;
     mod session_bench;
     mod sessions;

@@ -13,6 +13,7 @@ mod all {
     mod attacks_sessions;
     mod attacks_tools;
     mod conversations;
+    mod people;
     mod postgres_only;
     mod service;
     mod session_bench;

@@ -10,8 +10,27 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 pub use imurun_keep::service::{
-    AnyProposal, ApprovalView, ConversationView, ProposalView, SessionView, ToolReview, ToolView,
+    AnyProposal, ApprovalView, ConversationView, PersonAdded, PersonRevoked, PersonView,
+    ProposalView, SessionView, ToolReview, ToolView,
 };
+
+/// `GET /v1/people`.
+#[derive(Debug, Serialize, ToSchema)]
+#[schema(as = KeepPeopleList)]
+pub struct PeopleList {
+    pub people: Vec<PersonView>,
+}
+
+/// `POST /v1/people`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+#[schema(as = KeepPersonAdd)]
+pub struct PersonAdd {
+    /// The person's name (1 to 32 of `a-z`, `0-9`, `-` and `_`, starting with a letter).
+    pub user: String,
+    /// Seconds her enrolment code works (default 900, at most 604800).
+    pub enrol_code_ttl_s: Option<i64>,
+}
 
 /// Who holds the token.
 #[derive(Debug, Serialize, ToSchema)]

@@ -319,6 +319,15 @@ impl Cells {
             .cloned()
     }
 
+    /// The ids of `user`'s live sessions.
+    pub(crate) fn sessions_of(&self, user: &str) -> Vec<String> {
+        lock(&self.live)
+            .values()
+            .filter(|live| live.host.user == user)
+            .map(|live| live.host.session_id.clone())
+            .collect()
+    }
+
     pub(crate) fn remove(&self, id: &str) -> Option<Arc<LiveSession>> {
         lock(&self.live).remove(id)
     }

@@ -12,6 +12,7 @@ mod devices;
 mod egress_answers;
 mod host_settings;
 mod journal_access;
+mod people;
 mod port;
 mod proposal_access;
 pub(crate) mod refusals;
@@ -53,6 +54,7 @@ pub use journal_access::{
     BREAK_NOT_ABOUT_YOU, BadEntryView, JOURNAL_LIST_ENTRIES_MAX, JournalCheckView, JournalView,
     USER_CHECK_REUSE_S,
 };
+pub use people::{PersonAdded, PersonRevoked, PersonView};
 pub use proposal_access::{AnyProposal, ProposalView};
 pub use refusals::{
     Claimed, DoorRefusal, REFUSAL_TEXT_CHARS_MAX, REFUSALS_JOURNALED_PER_MINUTE_MAX,
@@ -249,6 +251,8 @@ areas! {
     approvals: Approvals;
     /// Settings for every host sharing the database (`tool.propose`).
     host_settings: HostSettings;
+    /// People: listed, added and revoked by the operator.
+    people: People;
 }
 
 impl KeepService {

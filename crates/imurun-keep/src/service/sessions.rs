@@ -263,6 +263,25 @@ impl Sessions<'_> {
         self.get(caller, id).await
     }
 
+    /// Stops every session of `user` on this host (her being revoked); how many.
+    pub(crate) async fn stop_all_of(self, user: &str) -> Result<usize, KeepError> {
+        let Some(cells) = self.keep.cells() else {
+            return Ok(0);
+        };
+        let ids = cells.sessions_of(user);
+        let mut stopped = 0;
+        for id in ids {
+            if let Some(live) = cells.get(user, &id) {
+                live.stopped.send_replace(true);
+                drop(live.cell.lock().await.take());
+                self.end_session(&live, "stopped", "the operator revoked the person")
+                    .await?;
+                stopped += 1;
+            }
+        }
+        Ok(stopped)
+    }
+
     /// Journals the loopback ports the operator opened to cells' egress (at the host's start).
     pub async fn note_loopback_ports(self, ports: &[u16]) -> Result<(), KeepError> {
         let detail = ConfigDetail::EgressLoopbackPorts {

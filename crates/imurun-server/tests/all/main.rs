@@ -12,6 +12,7 @@ mod filter;
 mod has_subscriber;
 mod keep;
 mod keep_authority;
+mod keep_people;
 mod keep_sessions;
 mod keep_shapes;
 mod keep_tools;

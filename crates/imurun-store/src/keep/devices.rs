@@ -115,6 +115,19 @@ impl KeepTx {
         Ok(done.rows_affected() == 1)
     }
 
+    /// Voids `user`'s enrolment codes not used yet (as used at `now_ms`); how many.
+    pub async fn void_enrol_codes(&mut self, user: &str, now_ms: i64) -> Result<u64, StoreError> {
+        let done = sqlx::query(
+            "UPDATE keep_enrol_codes SET used_at_ms = $2 WHERE user_name = $1 \
+             AND used_at_ms IS NULL",
+        )
+        .bind(user)
+        .bind(now_ms)
+        .execute(&mut *self.tx)
+        .await?;
+        Ok(done.rows_affected())
+    }
+
     /// Stores an enrolment code's hash for `user`.
     pub async fn insert_enrol_code(
         &mut self,

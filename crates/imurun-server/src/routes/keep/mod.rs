@@ -26,6 +26,7 @@ pub(crate) mod approvals;
 pub(crate) mod ceilings;
 pub(crate) mod devices;
 pub(crate) mod journal;
+pub(crate) mod people;
 pub(crate) mod proposals;
 pub(crate) mod sessions;
 pub(crate) mod settings;
@@ -66,6 +67,9 @@ pub(super) fn table() -> Vec<Route> {
         route(trust::__path_rotate, trust::rotate),
         route(tokens::__path_create, tokens::create),
         route(tokens::__path_revoke, tokens::revoke),
+        route(people::__path_list, people::list),
+        route(people::__path_add, people::add),
+        route(people::__path_revoke, people::revoke),
         route(devices::__path_enrol_code, devices::enrol_code),
         route(devices::__path_list, devices::list),
         route(devices::__path_enrol, devices::enrol),

@@ -1,0 +1,242 @@
+//! People, as the operator manages them: who has tokens, with how many devices, tools and live
+//! sessions; a person added (a token and an enrolment code at once); a person revoked as a
+//! whole. A person is a name that tokens were made for: there is no other account.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use super::{Identity, NewToken, People, TokenRole, append};
+use crate::KeepError;
+use crate::journal_detail::{DeviceDetail, TokenDetail};
+
+/// One person, as the operator sees them (`GET /v1/people`): counts, never content.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepPerson))]
+pub struct PersonView {
+    pub user: String,
+    /// Her tokens that work.
+    pub tokens: usize,
+    /// Her tokens revoked.
+    pub tokens_revoked: usize,
+    /// Her devices that sign (not retired).
+    pub devices: usize,
+    /// Her tools in force.
+    pub tools: usize,
+    /// Her sessions whose cells run on this host now.
+    pub live_sessions: usize,
+    /// When her first token was made.
+    pub since_ms: i64,
+}
+
+/// A person added: her first token (shown once) and an enrolment code for her first device.
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepPersonAdded))]
+pub struct PersonAdded {
+    pub user: String,
+    pub token_id: String,
+    /// Shown once: it is stored only as its hash.
+    pub token: String,
+    /// For her first device (`POST /v1/devices`); shown once.
+    pub enrol_code: String,
+    pub enrol_code_expires_in_s: i64,
+}
+
+/// What revoking a person did.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepPersonRevoked))]
+pub struct PersonRevoked {
+    pub user: String,
+    /// The ids of the tokens revoked: they stop working at once, her open event streams end.
+    pub tokens_revoked: Vec<String>,
+    /// The device keys retired: they sign nothing from now on.
+    pub devices_retired: Vec<String>,
+    /// Enrolment codes not used yet, voided.
+    pub enrol_codes_voided: u64,
+    /// Her sessions stopped on this host (the cells end; a session on another host sharing
+    /// the database can take no message, her tokens being revoked, and ends when that host
+    /// restarts or she is revoked there).
+    pub sessions_stopped: usize,
+    /// Her tools revoked (`u/<user>/<name>`): no call reaches them from now on.
+    pub tools_revoked: Vec<String>,
+}
+
+impl People<'_> {
+    /// Everyone tokens were made for, by name.
+    pub async fn list(self, caller: &Identity) -> Result<Vec<PersonView>, KeepError> {
+        caller.require_operator()?;
+        let mut people: BTreeMap<String, PersonView> = BTreeMap::new();
+        for row in self.core.store().keep_tokens().await? {
+            let Some(user) = row.user_name else { continue };
+            let person = people.entry(user.clone()).or_insert_with(|| PersonView {
+                user,
+                tokens: 0,
+                tokens_revoked: 0,
+                devices: 0,
+                tools: 0,
+                live_sessions: 0,
+                since_ms: row.created_at_ms,
+            });
+            if row.revoked_at_ms.is_some() {
+                person.tokens_revoked += 1;
+            } else {
+                person.tokens += 1;
+            }
+            person.since_ms = person.since_ms.min(row.created_at_ms);
+        }
+        for person in people.values_mut() {
+            let store = self.core.store();
+            person.devices = store
+                .keep_devices(&person.user)
+                .await?
+                .iter()
+                .filter(|device| device.retired_at_ms.is_none())
+                .count();
+            person.tools = self.tools_in_force(&person.user).await?.len();
+            person.live_sessions = self
+                .keep
+                .cells()
+                .map_or(0, |cells| cells.sessions_of(&person.user).len());
+        }
+        Ok(people.into_values().collect())
+    }
+
+    /// Adds `user`: makes her first token and an enrolment code for her first device.
+    pub async fn add(
+        self,
+        caller: &Identity,
+        user: &str,
+        code_ttl_s: i64,
+    ) -> Result<PersonAdded, KeepError> {
+        caller.require_operator()?;
+        let NewToken { id, token } = self
+            .keep
+            .tokens()
+            .create(caller, &TokenRole::User(user.to_owned()))
+            .await?;
+        let enrol_code = self
+            .keep
+            .devices()
+            .enrol_code(caller, user, code_ttl_s)
+            .await?;
+        Ok(PersonAdded {
+            user: user.to_owned(),
+            token_id: id,
+            token,
+            enrol_code,
+            enrol_code_expires_in_s: code_ttl_s,
+        })
+    }
+
+    /// Revokes `user` as a whole, in this order: her tokens (nothing she holds works from
+    /// then on), her enrolment codes, her sessions on this host, her tools, her devices. Each
+    /// step is journaled as the operator's, and one entry sums them up. Her conversations,
+    /// proposals, vault entries and journal stay; a token made for her later finds no device
+    /// and no tool of before. Running it again finishes what a failure left undone.
+    pub async fn revoke(self, caller: &Identity, user: &str) -> Result<PersonRevoked, KeepError> {
+        caller.require_operator()?;
+        let tokens: Vec<_> = self
+            .core
+            .store()
+            .keep_tokens()
+            .await?
+            .into_iter()
+            .filter(|row| row.user_name.as_deref() == Some(user))
+            .collect();
+        if tokens.is_empty() {
+            return Err(KeepError::NotFound("person"));
+        }
+        let mut revoked = PersonRevoked {
+            user: user.to_owned(),
+            tokens_revoked: Vec::new(),
+            devices_retired: Vec::new(),
+            enrol_codes_voided: 0,
+            sessions_stopped: 0,
+            tools_revoked: Vec::new(),
+        };
+        for row in tokens.iter().filter(|row| row.revoked_at_ms.is_none()) {
+            match self.keep.tokens().revoke(caller, &row.id).await {
+                Ok(()) => revoked.tokens_revoked.push(row.id.clone()),
+                // Revoked meanwhile by another request: gone all the same.
+                Err(KeepError::NotFound(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        revoked.enrol_codes_voided = {
+            let mut tx = self.core.store().keep_begin().await?;
+            let voided = tx.void_enrol_codes(user, self.core.now_ms()).await?;
+            tx.commit().await?;
+            voided
+        };
+        revoked.sessions_stopped = self.keep.sessions().stop_all_of(user).await?;
+        for name in self.tools_in_force(user).await? {
+            let qualified = format!("u/{user}/{name}");
+            match self.keep.tools().revoke(caller, &qualified).await {
+                Ok(_) => revoked.tools_revoked.push(qualified),
+                Err(KeepError::NotFound(_) | KeepError::Conflict(_)) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        for device in self.core.store().keep_devices(user).await? {
+            if device.retired_at_ms.is_none()
+                && self.retire_device(caller, user, &device.key_id).await?
+            {
+                revoked.devices_retired.push(device.key_id);
+            }
+        }
+        let detail = TokenDetail::RevokePerson {
+            tokens: count(revoked.tokens_revoked.len()),
+            devices: count(revoked.devices_retired.len()),
+            enrol_codes: revoked.enrol_codes_voided,
+            sessions: count(revoked.sessions_stopped),
+            tools: count(revoked.tools_revoked.len()),
+        };
+        let mut tx = self.core.store().keep_begin().await?;
+        append(&mut tx, caller, Some(user), &format!("user:{user}"), detail).await?;
+        tx.commit().await?;
+        Ok(revoked)
+    }
+
+    /// The names of `user`'s tools in force.
+    async fn tools_in_force(self, user: &str) -> Result<Vec<String>, KeepError> {
+        let rows = self.core.store().keep_tools(user).await?;
+        let mut names: Vec<String> = rows
+            .into_iter()
+            .filter(|row| row.revoked_at_ms.is_none())
+            .map(|row| row.name)
+            .collect();
+        names.sort();
+        names.dedup();
+        Ok(names)
+    }
+
+    /// Retires `user`'s device `key_id` for the operator; whether it was live.
+    async fn retire_device(
+        self,
+        caller: &Identity,
+        user: &str,
+        key_id: &str,
+    ) -> Result<bool, KeepError> {
+        let mut tx = self.core.store().keep_begin().await?;
+        if !tx.retire_device(key_id, user).await? {
+            return Ok(false);
+        }
+        let detail = DeviceDetail::Retire {
+            key_id: key_id.to_owned(),
+        };
+        append(
+            &mut tx,
+            caller,
+            Some(user),
+            &format!("device:{key_id}"),
+            detail,
+        )
+        .await?;
+        tx.commit().await?;
+        Ok(true)
+    }
+}
+
+fn count(n: usize) -> u64 {
+    u64::try_from(n).unwrap_or(u64::MAX)
+}

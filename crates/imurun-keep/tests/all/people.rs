@@ -1,0 +1,146 @@
+//! People, as the operator manages them: listed with counts (never content), added with a
+//! token and an enrolment code, revoked as a whole (tokens, codes, sessions, tools, devices,
+//! each journaled as the operator's) without touching anyone else; none of it is a person's.
+
+use imurun_keep::KeepError;
+use imurun_testkit::Guest;
+use serde_json::json;
+
+use super::attacks_tools::deploy_tool;
+use super::tools::Bench;
+
+#[tokio::test]
+async fn the_operator_revokes_a_person_whole_and_nobody_else() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    deploy_tool(&b, Guest::PureTool, "echo", json!({}), false).await;
+    let bobs_session = s.keep.sessions().start(&s.bob, "maker").await.unwrap();
+
+    // People are the operator's: a person's token lists, adds and revokes nobody.
+    for refused in [
+        s.keep.people().list(&s.alice).await.err(),
+        s.keep.people().add(&s.alice, "carol", 900).await.err(),
+        s.keep.people().revoke(&s.alice, "bob").await.err(),
+    ] {
+        assert!(
+            matches!(refused, Some(KeepError::Forbidden(_))),
+            "{refused:?}"
+        );
+    }
+    let listed = s.keep.people().list(&s.host.operator).await.unwrap();
+    let alice = listed.iter().find(|person| person.user == "alice").unwrap();
+    assert_eq!(
+        (
+            alice.tokens,
+            alice.devices,
+            alice.tools,
+            alice.live_sessions
+        ),
+        (1, 1, 1, 2),
+        "{alice:?}"
+    );
+
+    // Adding makes a working token and a code for a first device.
+    let carol = s
+        .keep
+        .people()
+        .add(&s.host.operator, "carol", 900)
+        .await
+        .unwrap();
+    let identity = s.keep.tokens().authenticate(&carol.token).await.unwrap();
+    assert_eq!(identity.user(), Some("carol"));
+    assert!(!carol.enrol_code.is_empty());
+
+    let code = s
+        .keep
+        .devices()
+        .enrol_code(&s.host.operator, "alice", 900)
+        .await
+        .unwrap();
+    let revoked = s
+        .keep
+        .people()
+        .revoke(&s.host.operator, "alice")
+        .await
+        .unwrap();
+    assert_eq!(revoked.tokens_revoked.len(), 1);
+    assert_eq!(revoked.devices_retired.len(), 1);
+    assert_eq!(revoked.tools_revoked, ["u/alice/echo"]);
+    assert_eq!(revoked.sessions_stopped, 2);
+    assert_eq!(
+        revoked.enrol_codes_voided, 1,
+        "the code made before: {code}"
+    );
+
+    // Her token works no more, her sessions and tool are gone, her device signs nothing.
+    assert!(!s.keep.tokens().still_authorized(&s.alice).await);
+    let session = s.keep.sessions().get(&s.alice, &b.session).await.unwrap();
+    assert_eq!(session.end_reason.as_deref(), Some("stopped"));
+    let tools = s.keep.tools().list(&s.alice).await.unwrap();
+    assert!(
+        tools.iter().all(|tool| tool.revoked_at_ms.is_some()),
+        "{tools:?}"
+    );
+    let devices = s.keep.devices().list(&s.alice).await.unwrap();
+    assert!(devices.iter().all(|device| device.retired_at_ms.is_some()));
+    // Bob keeps everything: his token, his device and his live session.
+    assert!(s.keep.tokens().still_authorized(&s.bob).await);
+    assert!(
+        s.keep
+            .sessions()
+            .get(&s.bob, &bobs_session.id)
+            .await
+            .unwrap()
+            .live
+    );
+    assert!(
+        s.keep
+            .devices()
+            .list(&s.bob)
+            .await
+            .unwrap()
+            .iter()
+            .all(|device| device.retired_at_ms.is_none())
+    );
+
+    // Each step is journaled as the operator's, and one entry sums them up.
+    let entry = s.host.last_entry().await;
+    assert_eq!(
+        (entry.actor.as_str(), entry.subject.as_str(), &entry.detail),
+        (
+            "operator",
+            "user:alice",
+            &json!({"action": "revoke_person", "tokens": 1, "devices": 1,
+                    "enrol_codes": 1, "sessions": 2, "tools": 1})
+        )
+    );
+    let journal = s.keep.journal().list(&s.host.operator).await.unwrap();
+    let by_operator: Vec<(&str, &str)> = journal
+        .iter()
+        .filter(|entry| entry.user.as_deref() == Some("alice") && entry.actor == "operator")
+        .map(|entry| {
+            (
+                entry.kind.as_str(),
+                entry.detail["action"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    for step in [
+        ("token", "revoke"),
+        ("tool", "revoke"),
+        ("device", "retire"),
+    ] {
+        assert!(by_operator.contains(&step), "{step:?} in {by_operator:?}");
+    }
+
+    // Again: nothing left to revoke, and a name tokens were never made for is not found.
+    let again = s
+        .keep
+        .people()
+        .revoke(&s.host.operator, "alice")
+        .await
+        .unwrap();
+    assert!(again.tokens_revoked.is_empty() && again.tools_revoked.is_empty());
+    let nobody = s.keep.people().revoke(&s.host.operator, "nobody").await;
+    assert!(matches!(nobody, Err(KeepError::NotFound(_))), "{nobody:?}");
+}
