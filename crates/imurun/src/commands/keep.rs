@@ -17,6 +17,7 @@ use imurun_store::Store;
 use serde_json::{Value, json};
 
 use super::keep_client::{self, ClientArgs, ClientCommand};
+use super::keep_operator::{self, CeilingCommand, DeployArgs, PackSigning, PeopleCommand};
 use crate::config::{ConfigFlags, Environment, ResolvedConfig};
 
 #[derive(Debug, clap::Subcommand)]
@@ -31,8 +32,18 @@ pub(crate) enum KeepCommand {
     EnrolCode(EnrolCodeArgs),
     /// Make an Ed25519 key file (0600) and print its id and public key.
     Keygen(KeygenArgs),
-    /// Sign a bundle (its SHA-256) or a JSON document (its RFC 8785 canonical text).
+    /// Sign a pack folder into one signed pack file (`--bundle PACK_DIR`), a bundle (its
+    /// SHA-256), or a JSON document (its RFC 8785 canonical text).
     Sign(SignArgs),
+    /// Deploy an agent: sign a pack folder on this machine and send it to the host with the
+    /// operator's token, or send a pack signed before (`--signed FILE`).
+    Deploy(DeployArgs),
+    /// A person's ceiling: what their tools may ever be granted.
+    #[command(subcommand)]
+    Ceiling(CeilingCommand),
+    /// People: list them, add one (a token and an enrolment code), revoke one.
+    #[command(subcommand)]
+    People(PeopleCommand),
     /// Check a signature over a bundle or a signed document.
     Verify(VerifyArgs),
     /// Print the exact bytes a signature over a JSON document covers: its RFC 8785 canonical
@@ -163,14 +174,24 @@ pub(crate) struct KeygenArgs {
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct SignArgs {
-    /// The key file.
+    /// The key file (needed for a bundle file or a document; for a pack folder, the signer
+    /// key, as --signer-key).
     #[arg(long, value_name = "FILE")]
-    key: PathBuf,
-    /// PATH is a bundle: sign its SHA-256 and print `{key_id, sig}`. Otherwise PATH is a JSON
+    key: Option<PathBuf>,
+    /// PATH is a pack folder (`manifest.json` and its component): sign the component and a
+    /// policy holding the manifest, and write one signed pack file, the body `imurun keep
+    /// deploy --signed` and the console's upload take (docs/keep/packs.md). Or PATH is a
+    /// bundle file: sign its SHA-256 and print `{key_id, sig}`. Without it, PATH is a JSON
     /// document, read strictly, and the signed envelope is printed.
     #[arg(long)]
     bundle: bool,
     path: PathBuf,
+    /// With a pack folder: the signed pack file to write (default: <name>-<version>.pack.json
+    /// here); an existing file is never overwritten.
+    #[arg(long, value_name = "FILE")]
+    out: Option<PathBuf>,
+    #[command(flatten)]
+    signing: PackSigning,
 }
 
 #[derive(Debug, clap::Args)]
@@ -254,7 +275,23 @@ pub(crate) fn run(
 ) -> Result<ExitCode> {
     match command {
         KeepCommand::Keygen(args) => keygen(&args.out),
+        KeepCommand::Sign(args) if args.bundle && args.path.is_dir() => {
+            let mut signing = args.signing.clone();
+            signing.signer_key = signing.signer_key.or_else(|| args.key.clone());
+            keep_operator::write_pack(
+                &args.path,
+                &signing,
+                args.out.as_deref(),
+                config_flag,
+                environment,
+            )
+        }
         KeepCommand::Sign(args) => sign(args),
+        KeepCommand::Deploy(args) => keep_operator::deploy(args, config_flag, environment),
+        KeepCommand::Ceiling(CeilingCommand::Set(args)) => {
+            keep_operator::ceiling_set(args, config_flag, environment)
+        }
+        KeepCommand::People(command) => keep_operator::people(command, config_flag, environment),
         KeepCommand::Verify(args) => verify(args),
         KeepCommand::Canonical(args) => canonical(&args.path),
         KeepCommand::Device(DeviceCommand::Enrol { out, user, label }) => {
@@ -485,7 +522,11 @@ fn keygen(out: &Path) -> Result<ExitCode> {
 }
 
 fn sign(args: &SignArgs) -> Result<ExitCode> {
-    let key = read_key(&args.key)?;
+    let path = args
+        .key
+        .as_deref()
+        .ok_or_else(|| anyhow!("--key FILE is needed to sign a bundle file or a document"))?;
+    let key = read_key(path)?;
     let bytes =
         std::fs::read(&args.path).with_context(|| format!("reading {}", args.path.display()))?;
     if args.bundle {

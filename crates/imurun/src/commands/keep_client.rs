@@ -23,10 +23,11 @@ const DECISION_TTL_S: i64 = 300;
 /// Where the host is and whose token speaks to it.
 #[derive(Debug, Clone, clap::Args)]
 pub(crate) struct ClientArgs {
-    /// The host (default: http://<server.addr> from the configuration).
+    /// The host (default: IMURUN_URL, else http://<server.addr> from the configuration).
     #[arg(long, value_name = "URL")]
     url: Option<String>,
-    /// The person's Keep token (default: IMURUN_KEEP_TOKEN).
+    /// Your Keep token: a person's, or the operator's for operator commands (default:
+    /// IMURUN_KEEP_TOKEN).
     #[arg(long, value_name = "TOKEN")]
     token: Option<String>,
 }
@@ -60,30 +61,43 @@ pub(crate) fn run(
     config_flag: Option<&Path>,
     environment: &Environment,
 ) -> Result<ExitCode> {
-    let config = ResolvedConfig::load(config_flag, &ConfigFlags::default(), environment)?;
-    let base = super::chat::server_url(args.url.as_deref(), config.server.addr);
-    let token = args
-        .token
-        .clone()
-        .or_else(|| environment.get("IMURUN_KEEP_TOKEN"))
-        .ok_or_else(|| anyhow!("a Keep token is needed: --token TOKEN or IMURUN_KEEP_TOKEN"))?;
+    let (client, _) = Client::new(args, config_flag, environment)?;
     let colour = environment.get("NO_COLOR").is_none()
         && std::io::IsTerminal::is_terminal(&std::io::stdout());
-    let client = Client {
-        base,
-        token,
-        http: reqwest::Client::new(),
-    };
     super::runtime()?.block_on(client.run(command, colour))
 }
 
-struct Client {
+/// A Keep host over HTTP, and the token that speaks to it.
+pub(crate) struct Client {
     base: String,
     token: String,
     http: reqwest::Client,
 }
 
 impl Client {
+    /// The host `args` name (else `IMURUN_URL`, else the configuration's `server.addr`) with
+    /// the token they name (else `IMURUN_KEEP_TOKEN`), and the configuration.
+    pub(crate) fn new(
+        args: &ClientArgs,
+        config_flag: Option<&Path>,
+        environment: &Environment,
+    ) -> Result<(Client, ResolvedConfig)> {
+        let config = ResolvedConfig::load(config_flag, &ConfigFlags::default(), environment)?;
+        let given = args.url.clone().or_else(|| environment.get("IMURUN_URL"));
+        let base = super::chat::server_url(given.as_deref(), config.server.addr);
+        let token = args
+            .token
+            .clone()
+            .or_else(|| environment.get("IMURUN_KEEP_TOKEN"))
+            .ok_or_else(|| anyhow!("a Keep token is needed: --token TOKEN or IMURUN_KEEP_TOKEN"))?;
+        let client = Client {
+            base,
+            token,
+            http: reqwest::Client::new(),
+        };
+        Ok((client, config))
+    }
+
     async fn run(&self, command: ClientCommand, colour: bool) -> Result<ExitCode> {
         match command {
             ClientCommand::Proposals => {
@@ -259,7 +273,14 @@ impl Client {
             .ok_or_else(|| anyhow!("this token is not a person's: decisions are a person's"))
     }
 
-    async fn call(&self, method: &str, path: &str, body: Option<Value>) -> Result<Value> {
+    /// One request; the answer's JSON, or the host's refusal (its code and message) as the
+    /// error. A host that cannot be reached is named, with how to name another.
+    pub(crate) async fn call(
+        &self,
+        method: &str,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value> {
         let method = reqwest::Method::from_bytes(method.as_bytes())?;
         let mut request = self
             .http
@@ -268,10 +289,20 @@ impl Client {
         if let Some(body) = body {
             request = request.json(&body);
         }
-        let response = request
-            .send()
-            .await
-            .with_context(|| format!("reaching the host at {}", self.base))?;
+        let response = request.send().await.map_err(|error| {
+            let why = if error.is_connect() {
+                "nothing answered there"
+            } else if error.is_timeout() {
+                "it did not answer in time"
+            } else {
+                "the request failed"
+            };
+            anyhow!(
+                "could not reach the Keep host at {} ({why}: {error}). Is `imurun serve --keep` \
+                 running there? Name another host with --url URL or IMURUN_URL.",
+                self.base
+            )
+        })?;
         let status = response.status();
         let value: Value = response.json().await.unwrap_or(Value::Null);
         if !status.is_success() {

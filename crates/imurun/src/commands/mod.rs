@@ -14,6 +14,7 @@ pub(crate) mod config;
 pub(crate) mod eval;
 pub(crate) mod keep;
 pub(crate) mod keep_client;
+pub(crate) mod keep_operator;
 pub(crate) mod model;
 pub(crate) mod parse;
 pub(crate) mod policy;

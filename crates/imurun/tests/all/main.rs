@@ -11,6 +11,7 @@ mod embedded_cli;
 mod eval_cli;
 mod everyday;
 mod keep_cli;
+mod keep_deploy_cli;
 mod keep_hosts;
 #[path = "../kit/keep_hosts.rs"]
 mod keep_hosts_kit;

@@ -1,0 +1,264 @@
+//! The operator's one-command steps against a real `imurun serve --keep` with the embedded
+//! model: a person added, her ceiling set, the example agent deployed from its pack folder and
+//! from a signed pack file; the person talks to it in plain words and what it proposed because
+//! she asked arrives; the host restarts and her conversation reads the same; revoking her
+//! shuts her out. What is asserted is what imurun and the example agent's own code guarantee,
+//! never what the model happens to write.
+
+use std::ffi::OsStr;
+use std::path::{Path, PathBuf};
+
+use imurun_testkit::Guest;
+use serde_json::{Value, json};
+
+use crate::serve_cli::Server;
+use crate::support::{model_path, run_imurun};
+
+/// Runs `imurun` with `IMURUN_HOME` and `envs`: its exit code, stdout and stderr.
+fn imurun(home: &Path, args: &[&str], envs: &[(&str, &OsStr)]) -> (i32, String, String) {
+    let mut all = vec![("IMURUN_HOME", home.as_os_str())];
+    all.extend_from_slice(envs);
+    let output = run_imurun(args, "", &all);
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn example_pack() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/keep/packs/helper")
+}
+
+/// The example pack copied to `dir` with its component, its manifest at `version`.
+fn pack_folder(dir: &Path, version: i64) -> PathBuf {
+    let folder = dir.join(format!("helper-{version}"));
+    std::fs::create_dir_all(&folder).unwrap();
+    let text = std::fs::read_to_string(example_pack().join("manifest.json")).unwrap();
+    let mut manifest: Value = serde_json::from_str(&text).unwrap();
+    manifest["version"] = json!(version);
+    std::fs::write(folder.join("manifest.json"), manifest.to_string()).unwrap();
+    std::fs::write(folder.join("chat_agent.wasm"), Guest::Chat.bytes()).unwrap();
+    folder
+}
+
+fn start(home: &Path, operator: &str) -> Server {
+    let model = model_path();
+    Server::start_as(
+        home,
+        model.to_str().unwrap(),
+        &["--keep"],
+        &[("IMURUN_KEEP_EGRESS_LOOPBACK_PORTS", OsStr::new("8080"))],
+        Some(operator),
+    )
+}
+
+#[test]
+fn an_operator_deploys_the_example_agent_in_one_command_and_a_person_talks_to_it() {
+    let home = tempfile::tempdir().unwrap();
+    let home = home.path();
+    let (code, out, err) = imurun(home, &["keep", "init"], &[]);
+    assert_eq!(code, 0, "{err}");
+    let operator = out
+        .lines()
+        .find(|line| line.starts_with("imk_"))
+        .unwrap()
+        .to_owned();
+    let server = start(home, &operator);
+    let url = format!("http://{}", server.addr);
+    let as_operator = [
+        ("IMURUN_URL", OsStr::new(&url)),
+        ("IMURUN_KEEP_TOKEN", OsStr::new(&operator)),
+    ];
+    let run = |args: &[&str]| imurun(home, args, &as_operator);
+
+    let (code, out, err) = run(&["keep", "people", "add", "alice"]);
+    assert_eq!(code, 0, "{err}");
+    let alice = out
+        .lines()
+        .find_map(|line| line.trim().strip_prefix("token"))
+        .map(|token| token.trim().to_owned())
+        .expect("the token is printed");
+    let ceiling = example_pack().join("ceiling.json");
+    let (code, out, err) = run(&["keep", "ceiling", "set", "alice", ceiling.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.contains("alice's ceiling version 1 is in force"),
+        "{out}"
+    );
+
+    // A signed pack file, made on the operator's machine, deploys as it is; it holds
+    // signatures and never a key.
+    let work = tempfile::tempdir().unwrap();
+    let first = pack_folder(work.path(), 1);
+    let pack = work.path().join("helper.pack.json");
+    let (code, out, err) = run(&[
+        "keep",
+        "sign",
+        "--bundle",
+        first.to_str().unwrap(),
+        "--out",
+        pack.to_str().unwrap(),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("signed helper version 1"), "{out}");
+    let signed: Value = serde_json::from_slice(&std::fs::read(&pack).unwrap()).unwrap();
+    let mut fields: Vec<&str> = signed
+        .as_object()
+        .unwrap()
+        .keys()
+        .map(String::as_str)
+        .collect();
+    fields.sort_unstable();
+    assert_eq!(fields, ["bundle", "bundle_signature", "policy"]);
+    let pack_text = std::fs::read_to_string(&pack).unwrap();
+    for key in ["policy.key", "signer.key"] {
+        let secret = std::fs::read_to_string(home.join("keep").join(key)).unwrap();
+        for line in secret.lines().filter(|line| line.len() > 16) {
+            assert!(!pack_text.contains(line.trim()), "the pack holds {key}");
+        }
+    }
+    // Signing never overwrites a file.
+    let (code, _, err) = run(&[
+        "keep",
+        "sign",
+        "--bundle",
+        first.to_str().unwrap(),
+        "--out",
+        pack.to_str().unwrap(),
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("an existing file is kept"), "{err}");
+    let (code, out, err) = run(&["keep", "deploy", "--signed", pack.to_str().unwrap()]);
+    assert_eq!(
+        (code, out.trim()),
+        (0, "deployed helper version 1"),
+        "{err}"
+    );
+
+    // The pack folder in one command: a new version, its expiry stated.
+    let second = pack_folder(work.path(), 2);
+    let (code, out, err) = run(&["keep", "deploy", second.to_str().unwrap()]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        out.starts_with("deployed helper version 2 (its policy expires "),
+        "{out}"
+    );
+    // An old version is refused by the host, and said so.
+    let (code, _, err) = run(&["keep", "deploy", "--signed", pack.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("the host refused"), "{err}");
+    // A host that does not answer is named, with how to name another.
+    let (code, _, err) = imurun(
+        home,
+        &["keep", "people", "list"],
+        &[
+            ("IMURUN_URL", OsStr::new("http://127.0.0.1:1")),
+            ("IMURUN_KEEP_TOKEN", OsStr::new(&operator)),
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(
+        err.contains("http://127.0.0.1:1") && err.contains("IMURUN_URL"),
+        "{err}"
+    );
+
+    // Alice talks to it in words; it answers through the host's model, and proposes a plan
+    // and a tool because she asked for them.
+    let (status, _, session) = server.request_as(
+        Some(&alice),
+        "POST",
+        "/v1/sessions",
+        Some(&json!({"agent": "helper"})),
+    );
+    assert_eq!(status, 201, "{session}");
+    let id = session["id"].as_str().unwrap().to_owned();
+    let said = [
+        "hello, what can you do?",
+        "could you make me a plan for tidying the garage this weekend?",
+        "I need a tool that fetches http://127.0.0.1:8080/weather",
+    ];
+    for text in said {
+        let (status, _, answer) = server.request_as(
+            Some(&alice),
+            "POST",
+            &format!("/v1/sessions/{id}/messages"),
+            Some(&json!({ "text": text })),
+        );
+        assert_eq!(status, 200, "{text}: {answer}");
+        let replies = answer["replies"].as_array().unwrap();
+        assert!(
+            replies.len() == 1 && !replies[0].as_str().unwrap().trim().is_empty(),
+            "{answer}"
+        );
+    }
+    let (_, _, proposals) = server.request_as(Some(&alice), "GET", "/v1/proposals", None);
+    let plans: Vec<&Value> = proposals["proposals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|proposal| proposal["kind"] == "plan" && proposal["session_id"] == id.as_str())
+        .collect();
+    assert_eq!(plans.len(), 1, "{proposals}");
+    let tools = proposals["tools"].as_array().unwrap();
+    assert_eq!(tools.len(), 1, "{proposals}");
+    assert_eq!(tools[0]["name"], "fetch");
+    assert_eq!(tools[0]["origin"]["session_id"], id.as_str());
+
+    // After a restart the conversation reads the same, and says why the session ended.
+    let before = conversation(&server, &alice, &id);
+    assert_eq!(before.len(), 6, "{before:?}");
+    drop(server);
+    let server = start(home, &operator);
+    let (status, _, after) = server.request_as(
+        Some(&alice),
+        "GET",
+        &format!("/v1/sessions/{id}/messages"),
+        None,
+    );
+    assert_eq!(status, 200);
+    assert_eq!(after["session"]["end_reason"], "host_restarted");
+    assert_eq!(conversation(&server, &alice, &id), before);
+    let roles: Vec<&str> = before.iter().map(|(role, _)| role.as_str()).collect();
+    assert_eq!(
+        roles,
+        ["person", "agent", "person", "agent", "person", "agent"]
+    );
+    assert_eq!(before[2].1, said[1]);
+
+    // Revoking her shuts her out at once.
+    let url = format!("http://{}", server.addr);
+    let (code, out, err) = imurun(
+        home,
+        &["keep", "people", "revoke", "alice"],
+        &[
+            ("IMURUN_URL", OsStr::new(&url)),
+            ("IMURUN_KEEP_TOKEN", OsStr::new(&operator)),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains("tokens revoked     1"), "{out}");
+    let (status, _, _) = server.request_as(Some(&alice), "GET", "/v1/whoami", None);
+    assert_eq!(status, 401);
+}
+
+/// Session `id`'s conversation as `(role, text)`.
+fn conversation(server: &Server, token: &str, id: &str) -> Vec<(String, String)> {
+    let (_, _, answer) = server.request_as(
+        Some(token),
+        "GET",
+        &format!("/v1/sessions/{id}/messages"),
+        None,
+    );
+    answer["entries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|entry| {
+            (
+                entry["role"].as_str().unwrap().to_owned(),
+                entry["text"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
