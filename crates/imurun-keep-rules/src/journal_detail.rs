@@ -352,8 +352,14 @@ pub enum SessionDetail {
         version: i64,
         bundle_sha256: String,
     },
-    /// Tainted (by the host), with the first source.
-    Taint { source: String },
+    /// Tainted (by the host), by the first source: its SHA-256 (entries written before held the
+    /// source's text, which names a file or a URL of the person's conversation).
+    Taint {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        source_sha256: Option<String>,
+    },
     /// Ended (by the host): `stopped`, `host_restarted`, or the cell's kind, and the message
     /// (escaped, cut).
     End { reason: String, message: String },

@@ -189,8 +189,12 @@ impl EgressDetail {
 #[serde(deny_unknown_fields)]
 pub struct EgressAnswer {
     pub method: String,
-    /// Escaped and cut.
-    pub url: String,
+    /// Escaped and cut: entries written before `url_sha256` held the URL itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The SHA-256 of the URL: a person's conversation stays out of the operator's journal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url_sha256: Option<String>,
     pub session: String,
     pub body_sha256: String,
     pub by: EgressBy,
@@ -244,7 +248,8 @@ mod tests {
     fn egress_answers_are_the_json_written_before() {
         let answer = |by: EgressBy, waits_on: Option<&str>| EgressAnswer {
             method: "GET".into(),
-            url: "https://example.com/".into(),
+            url: Some("https://example.com/".into()),
+            url_sha256: None,
             session: "ks-1".into(),
             body_sha256: "00".into(),
             by,

@@ -151,11 +151,13 @@ fn check_taint_confirmed(reviewed: &Reviewed<'_>, decision: &Decision) -> Result
     if !reviewed.tainted || decision.confirm_tainted {
         return Ok(());
     }
-    Err(RuleError::ConfirmTainted(format!(
-        "this tool was proposed after its session was tainted ({}): the signed decision must \
-         say `confirm_tainted: true`",
-        reviewed.taint_source.unwrap_or("untrusted content")
-    )))
+    // What tainted it is in the review; not here: a refusal is journaled, and the source
+    // names a file or a URL of the person's conversation.
+    Err(RuleError::ConfirmTainted(
+        "this tool was proposed after its session was tainted (its review says by what): the \
+         signed decision must say `confirm_tainted: true`"
+            .to_owned(),
+    ))
 }
 
 /// Versions are immutable and only rise: the version a tool decision deploys.

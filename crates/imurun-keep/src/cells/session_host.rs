@@ -237,9 +237,13 @@ impl SessionHost {
         let refused = std::mem::take(&mut *lock(&self.refused));
         for decision in refused {
             if let Some(refusal) = &decision.refusal {
+                // The URL and the broker's words about it are the person's conversation: the
+                // journal keeps the method, the URL's hash and the rule; her events the rest.
                 let reason = format!(
-                    "{} {}: {}",
-                    decision.used.method, decision.used.url, refusal.reason
+                    "{} of the URL with SHA-256 {}: refused by `{}`",
+                    cut_chars(&decision.used.method, 16),
+                    crate::keys::sha256_hex(decision.used.url.as_bytes()),
+                    refusal.rule
                 );
                 self.journal_refusal("egress", refusal.rule, &reason).await;
             }

@@ -10,7 +10,7 @@ use super::devices::device_key;
 use super::sessions::{person_tool, session_user};
 use super::{Approvals, Identity, append};
 use crate::KeepError;
-use crate::cells::{WaitingView, cut_text};
+use crate::cells::WaitingView;
 use crate::documents::Signed;
 use crate::journal_detail::{DeviceAnswer, EgressAnswer, EgressBy, EgressDetail};
 use crate::service::now_ms;
@@ -361,7 +361,8 @@ impl Approvals<'_> {
         }
         let answer = EgressAnswer {
             method: view.method.clone(),
-            url: cut_text(&view.url),
+            url: None,
+            url_sha256: Some(crate::keys::sha256_hex(view.url.as_bytes())),
             session: view.session_id.clone(),
             body_sha256: view.body_sha256.clone(),
             by: by.clone(),

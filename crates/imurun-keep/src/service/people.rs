@@ -109,6 +109,16 @@ impl People<'_> {
         code_ttl_s: i64,
     ) -> Result<PersonAdded, KeepError> {
         caller.require_operator()?;
+        // Checked before anything is made: a refused code leaves no token behind.
+        if !(1..=super::ENROL_CODE_TTL_S_MAX).contains(&code_ttl_s) {
+            return Err(KeepError::invalid(
+                "enrol_code_ttl_s",
+                format!(
+                    "{code_ttl_s} is outside 1 to {}",
+                    super::ENROL_CODE_TTL_S_MAX
+                ),
+            ));
+        }
         let NewToken { id, token } = self
             .keep
             .tokens()
@@ -169,6 +179,9 @@ impl People<'_> {
             voided
         };
         revoked.sessions_stopped = self.keep.sessions().stop_all_of(user).await?;
+        // Her sessions on other hosts end in the database: a host finds it before it hands
+        // a cell of hers another message, so a token made for her later drives none of them.
+        revoked.sessions_stopped += self.keep.sessions().end_everywhere(user).await?;
         for name in self.tools_in_force(user).await? {
             let qualified = format!("u/{user}/{name}");
             match self.keep.tools().revoke(caller, &qualified).await {

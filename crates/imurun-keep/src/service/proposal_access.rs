@@ -169,15 +169,16 @@ impl Proposals<'_> {
             )));
         }
         let subject = format!("proposal:{id}");
-        let unconfirmed = |kind: &str, source: Option<&str>| {
+        // What tainted it is in the proposal; not here: a refusal is journaled, and the source
+        // names a file or a URL of the person's conversation.
+        let unconfirmed = |kind: &str| {
             KeepError::Rule(RuleError::ConfirmTainted(format!(
-                "this {kind} was made after its session was tainted ({}): accept it with \
-                 `confirm_tainted: true` if you have read it",
-                source.unwrap_or("untrusted content")
+                "this {kind} was made after its session was tainted (the proposal says by \
+                 what): accept it with `confirm_tainted: true` if you have read it"
             )))
         };
         if accept && current.tainted && !confirm_tainted {
-            let error = unconfirmed(&current.kind, current.taint_source.as_deref());
+            let error = unconfirmed(&current.kind);
             return self
                 .core
                 .refuse(caller, Some(user), "accept_proposal", &subject, error)
@@ -193,7 +194,7 @@ impl Proposals<'_> {
         };
         if accept && locked.tainted && !confirm_tainted {
             drop(tx);
-            let error = unconfirmed(&locked.kind, locked.taint_source.as_deref());
+            let error = unconfirmed(&locked.kind);
             return self
                 .core
                 .refuse(caller, Some(user), "accept_proposal", &subject, error)

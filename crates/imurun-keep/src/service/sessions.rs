@@ -195,7 +195,13 @@ impl Sessions<'_> {
         if text.len() > MESSAGE_BYTES_MAX {
             return Err(KeepError::invalid(
                 "text",
-                format!("a message is at most {MESSAGE_BYTES_MAX} bytes"),
+                format!(
+                    "a message is at most {} KiB and this one is {} KiB: hand a longer text to \
+                     the session as a file (up to {} KiB), or send it in parts",
+                    MESSAGE_BYTES_MAX >> 10,
+                    text.len().div_ceil(1 << 10),
+                    FILE_TEXT_BYTES_MAX >> 10
+                ),
             ));
         }
         let live = self.live_session(user, id).await?;
@@ -282,6 +288,33 @@ impl Sessions<'_> {
         Ok(stopped)
     }
 
+    /// Ends, in the database, every session of `user` that has not ended (on any host: this
+    /// host's were stopped first); how many. Each end is journaled.
+    pub(crate) async fn end_everywhere(self, user: &str) -> Result<usize, KeepError> {
+        let mut tx = self.core.store().keep_begin().await?;
+        let ids = tx.sessions_running_of(user).await?;
+        let mut ended = 0;
+        for id in &ids {
+            if tx.end_session(id, "stopped").await? {
+                let detail = SessionDetail::End {
+                    reason: "stopped".to_owned(),
+                    message: "the operator revoked the person".to_owned(),
+                };
+                append_as(
+                    &mut tx,
+                    "host",
+                    Some(user),
+                    &format!("session:{id}"),
+                    detail,
+                )
+                .await?;
+                ended += 1;
+            }
+        }
+        tx.commit().await?;
+        Ok(ended)
+    }
+
     /// Journals the loopback ports the operator opened to cells' egress (at the host's start).
     pub async fn note_loopback_ports(self, ports: &[u16]) -> Result<(), KeepError> {
         let detail = ConfigDetail::EgressLoopbackPorts {
@@ -304,8 +337,10 @@ impl Sessions<'_> {
         let mut tx = self.core.store().keep_begin().await?;
         let newly = tx.taint_session(id, source).await?;
         if newly {
+            // The source names a file or a URL of her conversation: the journal keeps its hash.
             let detail = SessionDetail::Taint {
-                source: source.to_owned(),
+                source: None,
+                source_sha256: Some(crate::keys::sha256_hex(source.as_bytes())),
             };
             append_as(
                 &mut tx,
@@ -345,10 +380,19 @@ impl Sessions<'_> {
     /// `user`'s live session `id`; an ended one is a conflict, anyone else's is not found.
     async fn live_session(self, user: &str, id: &str) -> Result<Arc<LiveSession>, KeepError> {
         let cells = self.keep.running_cells()?;
+        let row = self.core.store().keep_session(id).await?;
         if let Some(live) = cells.get(user, id) {
-            return Ok(live);
+            // Ended in the database by another host (its person revoked): the cell here ends
+            // too, and takes no message.
+            if row.as_ref().is_some_and(|row| row.ended_at_ms.is_some()) {
+                live.stopped.send_replace(true);
+                drop(live.cell.lock().await.take());
+                cells.remove(id);
+            } else {
+                return Ok(live);
+            }
         }
-        match self.core.store().keep_session(id).await? {
+        match row {
             Some(row) if row.user_name == user && row.deleted_at_ms.is_none() => {
                 Err(KeepError::Conflict(format!(
                     "the session has ended ({}): start a new one",
@@ -487,9 +531,16 @@ impl Sessions<'_> {
         }
         let mut tx = self.core.store().keep_begin().await?;
         if tx.end_session(&host.session_id, reason).await? {
+            // A cell's own words (a trap's message) may echo the conversation: the journal keeps
+            // the host's words alone, and the person's conversation the cell's.
+            let message = if reason == "stopped" {
+                cut_text(message)
+            } else {
+                format!("the cell ended: {reason} (its message is in the person's conversation)")
+            };
             let detail = SessionDetail::End {
                 reason: reason.to_owned(),
-                message: cut_text(message),
+                message,
             };
             let subject = format!("session:{}", host.session_id);
             append_as(&mut tx, "host", Some(&host.user), &subject, detail).await?;

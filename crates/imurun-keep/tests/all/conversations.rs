@@ -92,13 +92,47 @@ async fn a_conversation_is_kept_in_order_and_read_by_its_person_alone() {
         matches!(operators, Err(KeepError::Forbidden(_))),
         "{operators:?}"
     );
-    // The journal names the session and holds none of what was said.
+    // A file handed first taints a session by its name; a refused use names its URL.
+    let second = s
+        .keep
+        .sessions()
+        .start(&s.alice, "fetcher")
+        .await
+        .unwrap()
+        .id;
+    s.keep
+        .sessions()
+        .upload_file(&s.alice, &second, "secret-diagnosis.txt", "x")
+        .await
+        .unwrap();
+    let refused = format!("http://127.0.0.1:{}/elsewhere/secret-path", upstream.port);
+    s.say(
+        &s.alice,
+        &second,
+        json!({"fetch": {"method": "GET", "url": refused}}),
+    )
+    .await;
+    // The journal names the sessions and holds none of what was said, handed or fetched:
+    // the taint's source and a refused URL by their hashes, the trap by its kind.
     let journal = s.keep.journal().list(&s.host.operator).await.unwrap();
     let text = serde_json::to_string(&journal).unwrap();
     assert!(text.contains(&format!("session:{id}")));
-    for said in ["hello alice", "notes.txt", "line one"] {
+    for said in [
+        "hello alice",
+        "notes.txt",
+        "line one",
+        "/api/news",
+        "secret-diagnosis",
+        "secret-path",
+        "the script asked for a trap",
+    ] {
         assert!(!text.contains(said), "the journal holds {said:?}");
     }
+    let taints = journal
+        .iter()
+        .filter(|entry| entry.detail["action"] == "taint")
+        .count();
+    assert_eq!(taints, 2, "{text}");
 }
 
 #[tokio::test]

@@ -144,3 +144,51 @@ async fn the_operator_revokes_a_person_whole_and_nobody_else() {
     let nobody = s.keep.people().revoke(&s.host.operator, "nobody").await;
     assert!(matches!(nobody, Err(KeepError::NotFound(_))), "{nobody:?}");
 }
+
+#[tokio::test]
+async fn a_person_revoked_by_another_host_gets_no_cell_of_hers_here_again() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    // Another host on the same database (no cells of its own) revokes alice, then adds her
+    // again: her session's cell on this host must not take the new token's messages.
+    let store = imurun_store::Store::open_url(&s.host.url).await.unwrap();
+    let clock: std::sync::Arc<dyn imurun_core::Clock> =
+        std::sync::Arc::new(super::support::TestClock(s.host.now.clone()));
+    let other = imurun_keep::init::open(&s.host.dir.path().join("keep"), store, clock)
+        .await
+        .unwrap()
+        .with_host_id("other");
+    let revoked = other
+        .people()
+        .revoke(&s.host.operator, "alice")
+        .await
+        .unwrap();
+    assert_eq!(revoked.sessions_stopped, 1, "{revoked:?}");
+    let again = other
+        .people()
+        .add(&s.host.operator, "alice", 900)
+        .await
+        .unwrap();
+    let alice = s.keep.tokens().authenticate(&again.token).await.unwrap();
+    let free = s.free_slots();
+    let said = s
+        .keep
+        .sessions()
+        .send_message(
+            &alice,
+            &b.session,
+            &json!({"reply": "still here?"}).to_string(),
+        )
+        .await;
+    assert!(matches!(said, Err(KeepError::Conflict(_))), "{said:?}");
+    assert_eq!(
+        s.free_slots(),
+        free + 1,
+        "the cell here ended and freed its slot"
+    );
+    let view = s.keep.sessions().get(&alice, &b.session).await.unwrap();
+    assert!(
+        !view.live && view.end_reason.as_deref() == Some("stopped"),
+        "{view:?}"
+    );
+}

@@ -20,6 +20,16 @@ async fn people_are_the_operators_and_a_revoked_person_is_shut_out_at_once() {
             "{method} {path}"
         );
     }
+    // A code lifetime out of bounds is refused before anything is made.
+    let (status, _) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/people",
+            Some(json!({"user": "dave", "enrol_code_ttl_s": 0})),
+        )
+        .await;
+    assert_eq!(status, 400);
     let (status, added) = keep
         .call(
             &keep.operator,

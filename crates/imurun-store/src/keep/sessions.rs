@@ -115,6 +115,18 @@ impl KeepTx {
 }
 
 impl KeepTx {
+    /// The ids of `user`'s sessions that have not ended, on any host.
+    pub async fn sessions_running_of(&mut self, user: &str) -> Result<Vec<String>, StoreError> {
+        Ok(sqlx::query_scalar(
+            "SELECT id FROM keep_sessions WHERE user_name = $1 AND ended_at_ms IS NULL \
+             ORDER BY created_at_ms, id LIMIT $2",
+        )
+        .bind(user)
+        .bind(KEEP_LIST_ROWS_MAX)
+        .fetch_all(&mut *self.tx)
+        .await?)
+    }
+
     /// The sessions (id, person) that have not ended and that the host named `host_id` ran
     /// (or a host before hosts were named), or every host when `all` (one host on the
     /// database), oldest first: what a host holds no cell for when it starts.

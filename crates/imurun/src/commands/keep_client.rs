@@ -84,6 +84,9 @@ impl Client {
     ) -> Result<(Client, ResolvedConfig)> {
         let config = ResolvedConfig::load(config_flag, &ConfigFlags::default(), environment)?;
         let given = args.url.clone().or_else(|| environment.get("IMURUN_URL"));
+        if let Some(given) = &given {
+            check_host_url(given)?;
+        }
         let base = super::chat::server_url(given.as_deref(), config.server.addr);
         let token = args
             .token
@@ -110,9 +113,10 @@ impl Client {
                     let authority = if review["no_new_authority"] == true {
                         "no new authority".to_owned()
                     } else {
+                        let n = review["authority_diff"].as_array().map_or(0, Vec::len);
                         format!(
-                            "{} new authority",
-                            review["authority_diff"].as_array().map_or(0, Vec::len)
+                            "{n} new {}",
+                            if n == 1 { "authority" } else { "authorities" }
                         )
                     };
                     println!(
@@ -314,6 +318,28 @@ impl Client {
         }
         Ok(value)
     }
+}
+
+/// Refuses a host URL that is not `http(s)://host[:port][/path]`: a query or a fragment would
+/// swallow the route the command appends, and a user name or password in it would be sent
+/// instead of the token.
+fn check_host_url(given: &str) -> Result<()> {
+    let url = reqwest::Url::parse(given)
+        .map_err(|error| anyhow!("the host's URL {given:?} is not a URL: {error}"))?;
+    if !matches!(url.scheme(), "http" | "https") {
+        bail!("the host's URL {given:?} is not http:// or https://");
+    }
+    if url.query().is_some() || url.fragment().is_some() {
+        bail!(
+            "the host's URL {given:?} has a query or a fragment: name the host alone (a path prefix is fine)"
+        );
+    }
+    if !url.username().is_empty() || url.password().is_some() {
+        bail!(
+            "the host's URL {given:?} holds a user name or password: the token is the only credential sent (--token or IMURUN_KEEP_TOKEN)"
+        );
+    }
+    Ok(())
 }
 
 /// Refuses to sign a review whose hashes are not those of what it shows: the clamped

@@ -175,6 +175,11 @@ pub(crate) fn people(
                     )
                     .await?;
                 let n = |field: &str| revoked[field].as_array().map_or(0, Vec::len);
+                // What the host answered is what is said: a host that revoked someone else, or
+                // answered something that is not a revoke, is an error.
+                if revoked["user"].as_str() != Some(user.as_str()) {
+                    bail!("the host's answer is not the revoke of {user}: {revoked}");
+                }
                 println!("revoked {user}:");
                 println!(
                     "  tokens revoked     {} (they stop working now)",
@@ -380,9 +385,17 @@ pub(crate) fn ceiling_set(
         let object = document
             .as_object_mut()
             .ok_or_else(|| anyhow!("{}: a ceiling is a JSON object", args.file.display()))?;
-        object
-            .entry("type")
-            .or_insert_with(|| json!("imurun.ceiling"));
+        // The policy key signs what this command sends: a ceiling, and nothing else.
+        match object.get("type") {
+            None => {
+                object.insert("type".into(), json!("imurun.ceiling"));
+            }
+            Some(kind) if kind == "imurun.ceiling" => {}
+            Some(kind) => bail!(
+                "{} is a {kind} document, not a ceiling (imurun.ceiling): nothing was signed",
+                args.file.display()
+            ),
+        }
         match object.get("user") {
             None => {
                 object.insert("user".into(), json!(args.user));

@@ -79,6 +79,23 @@ fn an_operator_deploys_the_example_agent_in_one_command_and_a_person_talks_to_it
         .find_map(|line| line.trim().strip_prefix("token"))
         .map(|token| token.trim().to_owned())
         .expect("the token is printed");
+    // The policy key signs a ceiling and nothing else through this command.
+    let other = home.join("not-a-ceiling.json");
+    std::fs::write(&other, r#"{"type": "imurun.trust_root", "version": 2}"#).unwrap();
+    let (code, _, err) = run(&["keep", "ceiling", "set", "alice", other.to_str().unwrap()]);
+    assert_ne!(code, 0);
+    assert!(err.contains("nothing was signed"), "{err}");
+    // A host URL with a query would swallow the route: refused before anything is sent.
+    let (code, _, err) = imurun(
+        home,
+        &["keep", "people", "list"],
+        &[
+            ("IMURUN_URL", OsStr::new(&format!("{url}/v1/people/bob?"))),
+            ("IMURUN_KEEP_TOKEN", OsStr::new(&operator)),
+        ],
+    );
+    assert_ne!(code, 0);
+    assert!(err.contains("has a query"), "{err}");
     let ceiling = example_pack().join("ceiling.json");
     let (code, out, err) = run(&["keep", "ceiling", "set", "alice", ceiling.to_str().unwrap()]);
     assert_eq!(code, 0, "{err}");
