@@ -124,7 +124,8 @@ function showView(id) {
   for (const view of VIEWS) byId(view).hidden = view !== id;
 }
 
-const VIEWS = ['token-view', 'chat-view', 'settings-view', 'keep-proposals-view', 'keep-review-view',
+const VIEWS = ['token-view', 'chat-view', 'settings-view', 'keep-agents-view', 'keep-conversations-view',
+  'keep-talk-view', 'keep-proposals-view', 'keep-review-view',
   'keep-tools-view', 'keep-journal-view', 'keep-device-view'];
 
 async function loadSessions() {

@@ -8,6 +8,7 @@ import { Unauthorized, api, errorText, onJsonEvents, openKeepEvents } from './ap
 import { canonicalJson, sha256Hex } from './canonical.js';
 import * as devices from './device.js';
 import { byId, fill, h, markCurrent } from './dom.js';
+import { forgetTalk, loadAgents, loadConversation, loadConversations, reloadTalk, shownSession } from './keep-talk.js';
 
 let me = null;
 let events = null;
@@ -23,6 +24,10 @@ const pendingReloads = new Set();
 let signIns = 0;
 
 /** A check that answers true once the person signed in has changed since it was made. */
+export function whileSignedIn() {
+  return staleAfter();
+}
+
 function staleAfter() {
   const at = signIns;
   return () => at !== signIns;
@@ -63,7 +68,7 @@ export function visibleText(value) {
  * `work` for a button: the button is disabled while it runs (a second click sends nothing),
  * a refused token shows the sign-in, and any other failure is said in `result`.
  */
-function act(work, result) {
+export function act(work, result) {
   return async (event) => {
     event?.preventDefault?.();
     // Every button of the item (Approve and Deny alike) or form waits for this one.
@@ -86,7 +91,7 @@ function act(work, result) {
   };
 }
 
-function when(ms) {
+export function when(ms) {
   return ms ? new Date(ms).toLocaleString() : '—';
 }
 
@@ -94,7 +99,7 @@ function fact(name, ...value) {
   return h('div', {}, h('dt', {}, name), h('dd', {}, ...value));
 }
 
-function status(el, text, ok = true) {
+export function status(el, text, ok = true) {
   el.textContent = text;
   el.className = ok ? 'result ok' : 'result error';
 }
@@ -160,6 +165,7 @@ export function stopKeep() {
   reviews += 1;
   keyMaking = null;
   for (const id of ['keep-approvals', 'keep-tool-proposals', 'keep-other-proposals', 'keep-review', 'keep-tools', 'keep-journal', 'keep-device']) fill(byId(id));
+  forgetTalk();
   for (const id of ['keep-live', 'keep-device-note', 'keep-proposals-error', 'keep-tools-result', 'keep-chain', 'keep-recheck', 'keep-device-result']) byId(id).textContent = '';
   document.body.classList.remove('keep-user');
 }
@@ -173,6 +179,9 @@ async function registration(record) {
 }
 
 const VIEWS = {
+  agents: 'keep-agents-view',
+  conversations: 'keep-conversations-view',
+  conversation: 'keep-talk-view',
   proposals: 'keep-proposals-view',
   proposal: 'keep-review-view',
   tools: 'keep-tools-view',
@@ -187,11 +196,15 @@ export async function routeKeep(hash, showView) {
   showView(VIEWS[current]);
   markCurrent(Object.values(NAV), NAV[current]);
   if (current === 'proposal') await loadReview(id);
+  else if (current === 'conversation') await loadConversation(id);
   else await LOADERS[current]();
 }
 
 /** The header's link of each view (a review belongs to Proposals). */
 const NAV = {
+  agents: 'nav-agents',
+  conversations: 'nav-conversations',
+  conversation: 'nav-conversations',
   proposals: 'nav-proposals',
   proposal: 'nav-proposals',
   tools: 'nav-tools',
@@ -200,6 +213,8 @@ const NAV = {
 };
 
 const LOADERS = {
+  agents: loadAgents,
+  conversations: loadConversations,
   proposals: loadProposals,
   tools: loadTools,
   journal: loadJournal,
@@ -214,6 +229,8 @@ function onEvent(event) {
   if (missed || type.startsWith('proposal.') || type.startsWith('egress.')) pendingReloads.add('proposals');
   if (missed || type.startsWith('tool.') || type === 'proposal.decided') pendingReloads.add('tools');
   if (missed || type === 'proposal.decided') pendingReloads.add('review');
+  const aboutShown = event.session_id && event.session_id === shownSession();
+  if (missed || type.startsWith('session.') || aboutShown || type.startsWith('proposal.') || type.startsWith('egress.')) pendingReloads.add('talk');
   if (reloadTimer) return;
   reloadTimer = setTimeout(() => guard(async () => {
     reloadTimer = null;
@@ -222,6 +239,7 @@ function onEvent(event) {
     if (wanted.includes('proposals') && current === 'proposals') await loadProposals();
     if (wanted.includes('tools') && current === 'tools') await loadTools();
     if (wanted.includes('review') && current === 'proposal') await refreshReviewState();
+    if (wanted.includes('talk') && ['agents', 'conversations', 'conversation'].includes(current)) await reloadTalk();
   }).catch(() => {}), 150);
 }
 
@@ -230,7 +248,7 @@ function onEvent(event) {
  * it already shows as it is: a live update never unticks a box, clears a result or takes the
  * focus from an item that did not change.
  */
-function reconcile(list, items) {
+export function reconcile(list, items) {
   const kept = new Map([...list.children].map((el) => [el.dataset.key, el]));
   const wanted = items.map(([key, build]) => {
     const el = kept.get(key) || build();
@@ -280,11 +298,11 @@ function stateBadge(state) {
   return h('span', { class: `badge state-${state}` }, state);
 }
 
-function taintBadge(tainted) {
+export function taintBadge(tainted) {
   return tainted ? h('span', { class: 'badge taint' }, 'tainted') : null;
 }
 
-function toolProposalItem(review) {
+export function toolProposalItem(review) {
   const authority = review.authority_diff.length === 0
     ? h('span', { class: 'badge ok' }, 'no new authority')
     : h('span', { class: 'badge new-authority' }, `${review.authority_diff.length} new ${review.authority_diff.length === 1 ? 'authority' : 'authorities'}`);
@@ -295,7 +313,7 @@ function toolProposalItem(review) {
       h('p', { class: 'muted' }, `from ${visibleText(review.origin.agent)} (version ${review.origin.agent_version}), ${when(review.origin.created_at_ms)}`)));
 }
 
-function otherProposalItem(proposal) {
+export function otherProposalItem(proposal) {
   const body = proposalBody(proposal);
   const item = h('li', { 'data-id': proposal.id, 'data-kind': proposal.kind, class: 'proposal' },
     h('div', { class: 'proposal-main' },
@@ -375,16 +393,20 @@ async function decideOther(proposal, action, box, result) {
 
 // Waiting egress uses -----------------------------------------------------------------------
 
-function approvalItem(approval) {
+export function approvalItem(approval) {
   const result = h('p', { class: 'result', role: 'status' });
   const answer = (approve) => act(() => answerApproval(approval, approve, result), result);
   return h('li', { class: 'approval', 'data-id': approval.id, 'data-state': 'waiting' },
     h('div', { class: 'proposal-main' },
       h('p', {}, h('strong', {}, `${approval.method} `), h('span', { class: 'wrap' }, visibleText(approval.url)), taintBadge(approval.tainted)),
       h('dl', { class: 'facts' },
-        fact('Agent', `${visibleText(approval.agent)} (version ${approval.agent_version})`),
+        approval.agent.startsWith('u/')
+          ? fact('Tool', `${visibleText(approval.agent)} (version ${approval.agent_version})`)
+          : fact('Agent', `${visibleText(approval.agent)} (version ${approval.agent_version})`),
         fact('Credentials the host adds', approval.credentials.length ? approval.credentials.map(visibleText).join(', ') : 'none'),
-        fact('Body', `${approval.body_bytes} ${approval.body_bytes === 1 ? 'byte' : 'bytes'}`, h('span', { class: 'muted mono wrap' }, `, SHA-256 ${approval.body_sha256}`)),
+        approval.body_bytes === 0
+          ? fact('Body', 'no body')
+          : fact('Body', `${approval.body_bytes} ${approval.body_bytes === 1 ? 'byte' : 'bytes'}`, h('span', { class: 'muted mono wrap' }, `, SHA-256 ${approval.body_sha256}`)),
         approval.headers.length ? fact('Headers', h('pre', {}, approval.headers.map(([name, value]) => `${visibleText(name)}: ${visibleText(value)}`).join('\n'))) : null,
         approval.device_signature ? fact('Needs', 'a signature from this device') : null),
       approval.tainted ? h('p', {}, 'The session read untrusted content that may be steering this request.') : null),

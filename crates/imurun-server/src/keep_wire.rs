@@ -113,6 +113,8 @@ pub struct PublicAgent {
     pub name: String,
     pub version: i64,
     pub description: String,
+    /// What its manifest grants (docs/keep/packs.md): what a person reads before talking to it.
+    pub reach: imurun_keep::service::AgentReach,
 }
 
 /// `GET /v1/agents`.

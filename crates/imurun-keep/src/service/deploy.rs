@@ -48,12 +48,57 @@ pub struct AgentView {
     pub refused: Option<String>,
 }
 
-/// A deployed agent, as a user sees it: what it is, not how it is signed or what it may reach.
+/// A deployed agent, as a user sees it: what it is and what it may reach, not how it is
+/// signed.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct PublicAgentView {
     pub name: String,
     pub version: i64,
     pub description: String,
+    /// What its manifest grants: a person deciding to talk to it reads this first.
+    pub reach: AgentReach,
+}
+
+/// What an agent in force may reach, from its verified manifest: credentials by name only.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepAgentReach))]
+pub struct AgentReach {
+    /// `deny`, `ask` (each use waits for the person) or `allow` (the rules decide).
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub egress_mode: crate::manifest::EgressMode,
+    /// The requests it may make at all: scheme, host, port, methods, path prefix.
+    #[cfg_attr(feature = "openapi", schema(value_type = Vec<Object>))]
+    pub egress: Vec<crate::manifest::EgressRule>,
+    /// The credentials the host may add for it, by name (the operator's vault entries).
+    pub credentials: Vec<String>,
+    /// `none`, `read` or `write`: the memory entries its person accepted.
+    #[cfg_attr(feature = "openapi", schema(value_type = String))]
+    pub memory: crate::manifest::MemoryAccess,
+    /// Whether it may ask the host's model.
+    pub model_socket: bool,
+    /// Whether it may hand display-only cards.
+    pub card: bool,
+    /// Its limits per message: memory (MiB), CPU and wall time (ms).
+    #[cfg_attr(feature = "openapi", schema(value_type = Object))]
+    pub resources: crate::manifest::Resources,
+}
+
+impl AgentReach {
+    fn of(manifest: &crate::manifest::Manifest) -> AgentReach {
+        AgentReach {
+            egress_mode: manifest.egress.mode,
+            egress: manifest.egress.rules.clone(),
+            credentials: manifest
+                .credentials
+                .iter()
+                .map(|c| c.name.clone())
+                .collect(),
+            memory: manifest.memory,
+            model_socket: manifest.model_socket,
+            card: manifest.card,
+            resources: manifest.resources,
+        }
+    }
 }
 
 impl Agents<'_> {
@@ -225,14 +270,17 @@ impl Agents<'_> {
             let Ok(view) = self.verified(row, &trust).await else {
                 continue;
             };
-            let description = view.manifest["description"]
-                .as_str()
-                .unwrap_or_default()
-                .to_owned();
+            // A stored manifest that does not read as one is not offered either.
+            let Ok(manifest) =
+                serde_json::from_value::<crate::manifest::Manifest>(view.manifest.clone())
+            else {
+                continue;
+            };
             views.push(PublicAgentView {
                 name: view.name,
                 version: view.version,
-                description,
+                reach: AgentReach::of(&manifest),
+                description: manifest.description,
             });
         }
         Ok(views)

@@ -45,7 +45,7 @@ pub use conversations::{
     ConversationEntry, ConversationView, ENTRY_BYTES_KEPT_MAX, HOST_RESTARTED,
     NETWORK_ENTRIES_PER_MESSAGE_MAX, TITLE_CHARS_MAX,
 };
-pub use deploy::{AgentView, BUNDLE_BYTES_MAX, DeployRequest, PublicAgentView};
+pub use deploy::{AgentReach, AgentView, BUNDLE_BYTES_MAX, DeployRequest, PublicAgentView};
 pub use devices::{DeviceView, ENROL_CODE_TTL_S_DEFAULT, ENROL_CODE_TTL_S_MAX, EnrolProof};
 pub use egress_answers::{ApprovalView, EGRESS_ANSWERS_CHANNEL};
 pub use host_settings::ToolProposeView;

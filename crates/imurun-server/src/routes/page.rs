@@ -63,6 +63,7 @@ const ASSETS: &[Asset] = &[
     asset!("dom.js", JAVASCRIPT),
     asset!("markdown.js", JAVASCRIPT),
     asset!("keep.js", JAVASCRIPT),
+    asset!("keep-talk.js", JAVASCRIPT),
     asset!("device.js", JAVASCRIPT),
     asset!("canonical.js", JAVASCRIPT),
     asset!("icon.svg", "image/svg+xml"),

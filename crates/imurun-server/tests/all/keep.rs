@@ -305,7 +305,10 @@ async fn deploys_over_http_are_strict_signed_and_journaled() {
     let (_, listed) = keep.call(&keep.alice, "GET", "/v1/agents", None).await;
     assert_eq!(
         listed["agents"],
-        json!([{"name": "helper", "version": 1, "description": "A helper."}])
+        json!([{"name": "helper", "version": 1, "description": "A helper.",
+                "reach": {"egress_mode": "deny", "egress": [], "credentials": [],
+                          "memory": "none", "model_socket": false, "card": false,
+                          "resources": {"memory_mb": 64, "cpu_ms": 100, "timeout_ms": 1000}}}])
     );
 
     let (status, body) = keep

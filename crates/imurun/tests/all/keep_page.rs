@@ -53,6 +53,60 @@ fn signed(home: &Path, key: &Path, name: &str, document: &Value) -> Value {
     )
 }
 
+/// Runs `web/tests/SCRIPT` with node against the server at `addr` (its screenshots under the
+/// target directory's `page-screenshots`), `args` after those two, and `envs`; fails the test
+/// with its output when a check fails or it runs past [`BROWSER_MAX`].
+pub(crate) fn browser_checks(
+    script: &str,
+    addr: &str,
+    args: &[&str],
+    envs: &[(&str, &std::ffi::OsStr)],
+) {
+    let web = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../web");
+    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("page-screenshots");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let mut command =
+        Command::new(std::env::var_os("IMURUN_NODE").unwrap_or_else(|| "node".into()));
+    command
+        .arg(web.join("tests").join(script))
+        .arg(format!("http://{addr}/"))
+        .arg(&artifacts)
+        .args(args)
+        .envs(envs.iter().copied());
+    let started = Instant::now();
+    let child = command
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|error| {
+            panic!("cannot run node ({error}): install Node.js 20 or later, then scripts/setup")
+        });
+    // Its output is read while it runs (a full pipe would stop it), on a thread of its own.
+    let pid = child.id();
+    let (done, finished) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = done.send(child.wait_with_output());
+    });
+    let output = match finished.recv_timeout(BROWSER_MAX) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill")
+                .args(["-KILL", &pid.to_string()])
+                .status();
+            panic!("{script} did not end within {BROWSER_MAX:?}");
+        }
+    };
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    println!("{stdout}");
+    assert!(
+        output.status.success(),
+        "{script} {args:?} failed ({}) after {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status,
+        started.elapsed()
+    );
+}
+
 fn expect(answer: (u16, String, Value), status: u16, what: &str) -> Value {
     assert_eq!(answer.0, status, "{what}: {}", answer.1);
     answer.2
@@ -183,54 +237,21 @@ fn a_person_reviews_and_decides_on_their_keep_host_in_the_page() {
     let tool_path = home.join("pure_tool.wasm");
     std::fs::write(&tool_path, Guest::PureTool.bytes()).unwrap();
 
-    let artifacts = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("page-screenshots");
-    let mut command =
-        Command::new(std::env::var_os("IMURUN_NODE").unwrap_or_else(|| "node".into()));
-    command
-        .arg(web.join("tests/keep-e2e.mjs"))
-        .arg(format!("http://{}/", server.addr))
-        .arg(&artifacts)
-        .env("IMURUN_BIN", env!("CARGO_BIN_EXE_imurun"))
-        .env("IMURUN_HOME", home)
-        .env("KEEP_OPERATOR", &operator)
-        .env("KEEP_ALICE", &alice)
-        .env("KEEP_BOB", &bob)
-        .env("KEEP_ALICE_CODE", &code)
-        .env("KEEP_TOOL_WASM", &tool_path)
-        .env("KEEP_UPSTREAM_PORT", &port_text)
-        .env("KEEP_UPSTREAM_BODY", UPSTREAM_BODY);
-    let started = Instant::now();
-    let child = command
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|error| {
-            panic!("cannot run node ({error}): install Node.js 20 or later, then scripts/setup")
-        });
-    // Its output is read while it runs (a full pipe would stop it), on a thread of its own.
-    let pid = child.id();
-    let (done, finished) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = done.send(child.wait_with_output());
-    });
-    let output = match finished.recv_timeout(BROWSER_MAX) {
-        Ok(output) => output.unwrap(),
-        Err(_) => {
-            let _ = Command::new("kill")
-                .args(["-KILL", &pid.to_string()])
-                .status();
-            panic!("the Keep page's browser checks did not end within {BROWSER_MAX:?}");
-        }
-    };
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    let stderr = String::from_utf8_lossy(&output.stderr);
-    println!("{stdout}");
-    assert!(
-        output.status.success(),
-        "the Keep page's browser checks failed ({}) after {:?}\nstdout:\n{stdout}\nstderr:\n{stderr}",
-        output.status,
-        started.elapsed()
-    );
+    let envs = [
+        (
+            "IMURUN_BIN",
+            Path::new(env!("CARGO_BIN_EXE_imurun")).as_os_str(),
+        ),
+        ("IMURUN_HOME", home.as_os_str()),
+        ("KEEP_OPERATOR", operator.as_ref()),
+        ("KEEP_ALICE", alice.as_ref()),
+        ("KEEP_BOB", bob.as_ref()),
+        ("KEEP_ALICE_CODE", code.as_ref()),
+        ("KEEP_TOOL_WASM", tool_path.as_os_str()),
+        ("KEEP_UPSTREAM_PORT", port_text.as_ref()),
+        ("KEEP_UPSTREAM_BODY", UPSTREAM_BODY.as_ref()),
+    ];
+    browser_checks("keep-e2e.mjs", &server.addr, &[], &envs);
 
     // The use approved in the page, and the one its device signed, reached the service.
     let requests = upstream.requests();

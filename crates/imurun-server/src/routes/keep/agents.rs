@@ -69,6 +69,7 @@ pub(crate) async fn list(caller: KeepCaller) -> Result<Json<AgentList>, ApiError
                 name: agent.name,
                 version: agent.version,
                 description: agent.description,
+                reach: agent.reach,
             })
             .collect(),
     }))
