@@ -69,12 +69,14 @@ pub(crate) enum KeepCommand {
     /// One tool proposal's review: origin, authority diff (new authority marked), what your
     /// ceiling drops, and the clamped manifest an approval deploys.
     Show {
+        /// The tool proposal's id (`kt-...`, as `keep proposals` lists it).
         id: String,
         #[command(flatten)]
         client: ClientArgs,
     },
     /// Approve a tool proposal with a decision signed by your device key on this machine.
     Approve {
+        /// The tool proposal's id (`kt-...`).
         id: String,
         /// Your device key file.
         #[arg(long, value_name = "KEYFILE")]
@@ -87,7 +89,9 @@ pub(crate) enum KeepCommand {
     },
     /// Deny a tool proposal with a decision signed by your device key.
     Deny {
+        /// The tool proposal's id (`kt-...`).
         id: String,
+        /// Your device key file.
         #[arg(long, value_name = "KEYFILE")]
         device: PathBuf,
         #[command(flatten)]
@@ -95,7 +99,9 @@ pub(crate) enum KeepCommand {
     },
     /// Clear a deployed tool's taint (its egress leaves ask mode), signed by your device key.
     ClearTaint {
+        /// The tool's name (as `keep tools` lists it, without `u/<user>/`).
         name: String,
+        /// Your device key file.
         #[arg(long, value_name = "KEYFILE")]
         device: PathBuf,
         #[command(flatten)]
@@ -104,6 +110,7 @@ pub(crate) enum KeepCommand {
     /// Revoke one of your tools, every version, at once (the operator: any person's, as
     /// u/<user>/<name>).
     Revoke {
+        /// The tool's name; the operator names `u/<user>/<name>`.
         name: String,
         #[command(flatten)]
         client: ClientArgs,
@@ -122,13 +129,32 @@ pub(crate) enum EgressCommand {
     Check,
 }
 
+/// What a command run at the host takes beyond the configuration file: the database.
+#[derive(Debug, Clone, Default, clap::Args)]
+pub(crate) struct HostFlags {
+    /// The database: postgres://user:password@host/database or sqlite://path (default:
+    /// IMURUN_DATABASE_URL, else the configuration's, else the SQLite file
+    /// <IMURUN_HOME>/imurun.db).
+    #[arg(long, value_name = "URL")]
+    database: Option<String>,
+}
+
+impl HostFlags {
+    fn config_flags(&self) -> ConfigFlags {
+        ConfigFlags {
+            database: self.database.clone(),
+            ..ConfigFlags::default()
+        }
+    }
+}
+
 #[derive(Debug, clap::Args)]
 pub(crate) struct InitArgs {
     /// The Keep folder (default: keep.dir, `<IMURUN_HOME>/keep`).
     #[arg(long, value_name = "DIR")]
     dir: Option<PathBuf>,
     #[command(flatten)]
-    flags: ConfigFlags,
+    flags: HostFlags,
 }
 
 #[derive(Debug, clap::Subcommand)]
@@ -140,29 +166,33 @@ pub(crate) enum TokenCommand {
             conflicts_with = "operator",
             required_unless_present = "operator"
         )]
+        /// The person the token is for.
         user: Option<String>,
+        /// A token for the operator instead.
         #[arg(long)]
         operator: bool,
         #[command(flatten)]
-        flags: ConfigFlags,
+        flags: HostFlags,
     },
     /// Revoke a token by its id: it stops working at once.
     Revoke {
+        /// The token's id (as the journal and `keep token create` name it).
         id: String,
         #[command(flatten)]
-        flags: ConfigFlags,
+        flags: HostFlags,
     },
 }
 
 #[derive(Debug, clap::Args)]
 pub(crate) struct EnrolCodeArgs {
+    /// The person the code is for.
     #[arg(long)]
     user: String,
     /// Seconds the code works (default 900, at most 604800).
     #[arg(long, default_value_t = ENROL_CODE_TTL_S_DEFAULT)]
     ttl_s: i64,
     #[command(flatten)]
-    flags: ConfigFlags,
+    flags: HostFlags,
 }
 
 #[derive(Debug, clap::Args)]
@@ -185,6 +215,7 @@ pub(crate) struct SignArgs {
     /// document, read strictly, and the signed envelope is printed.
     #[arg(long)]
     bundle: bool,
+    /// The pack folder, bundle file or document to sign.
     path: PathBuf,
     /// With a pack folder: the signed pack file to write (default: <name>-<version>.pack.json
     /// here); an existing file is never overwritten.
@@ -210,6 +241,7 @@ pub(crate) struct VerifyArgs {
     /// PATH is a signed envelope.
     #[arg(long, value_name = "SIGNATURE_FILE")]
     bundle_signature: Option<PathBuf>,
+    /// The bundle file, or the signed envelope.
     path: PathBuf,
 }
 
@@ -218,11 +250,13 @@ pub(crate) enum DeviceCommand {
     /// Make a device key in a new 0600 file and print the body that registers it
     /// (`POST /v1/devices`, with an enrolment code or a decision from an existing device).
     Enrol {
+        /// The new key file (0600); an existing file is never overwritten.
         #[arg(long, value_name = "FILE")]
         out: PathBuf,
         /// The user the device is for (the possession proof names them).
         #[arg(long)]
         user: String,
+        /// A name for the device, shown in lists instead of its key id.
         #[arg(long, default_value = "")]
         label: String,
     },
@@ -264,7 +298,7 @@ pub(crate) enum JournalCommand {
     /// Check the hash chain; names the first bad entry and exits 1 when there is one.
     Verify {
         #[command(flatten)]
-        flags: ConfigFlags,
+        flags: HostFlags,
     },
 }
 
@@ -433,7 +467,7 @@ pub(crate) fn run(
 /// Runs `work` on the host's database.
 fn at_host<F, Fut>(
     config_flag: Option<&Path>,
-    flags: &ConfigFlags,
+    flags: &HostFlags,
     environment: &Environment,
     work: F,
 ) -> Result<ExitCode>
@@ -441,7 +475,7 @@ where
     F: FnOnce(ResolvedConfig, Store) -> Fut,
     Fut: std::future::Future<Output = Result<ExitCode>>,
 {
-    let config = ResolvedConfig::load(config_flag, flags, environment)?;
+    let config = ResolvedConfig::load(config_flag, &flags.config_flags(), environment)?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -457,7 +491,7 @@ where
 /// Runs `work` with the host's Keep service.
 fn at_keep<F, Fut>(
     config_flag: Option<&Path>,
-    flags: &ConfigFlags,
+    flags: &HostFlags,
     environment: &Environment,
     work: F,
 ) -> Result<ExitCode>
