@@ -36,12 +36,11 @@ pub mod openapi;
 mod routes;
 pub mod sse;
 mod state;
+pub mod tls;
 mod turns;
 pub mod wire;
 
 use std::future::Future;
-
-use tokio::net::TcpListener;
 
 pub use error::{ApiError, ApiJson, OptionalApiJson, SecretJson, StrictJson};
 pub use events::ServerEvent;
@@ -69,11 +68,15 @@ pub use state::{
 /// running become `interrupted`; saved settings are applied). When `shutdown` completes, every
 /// running turn is stopped and every SSE stream ends, then the server waits for the requests
 /// in flight. Fails only if start-up cannot read the store or the listener fails.
-pub async fn serve(
-    listener: TcpListener,
+pub async fn serve<L>(
+    listener: L,
     state: ServerState,
     shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
+) -> std::io::Result<()>
+where
+    L: axum::serve::Listener,
+    L::Addr: std::fmt::Debug,
+{
     state.start_up().await.map_err(std::io::Error::other)?;
     let app = router(state.clone());
     axum::serve(listener, app)

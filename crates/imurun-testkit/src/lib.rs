@@ -21,6 +21,8 @@ mod sinks;
 mod sse;
 #[cfg(feature = "tls")]
 mod tls;
+#[cfg(feature = "tls")]
+pub use tls::self_signed_pem;
 mod tools;
 mod upstream;
 mod workspace;

@@ -30,6 +30,18 @@ impl Upstream {
     }
 }
 
+/// A self-signed certificate for `name`, as PEM files' text (certificate, private key), and
+/// the certificate (DER) for a client to trust: what `imurun serve --tls-cert --tls-key` reads.
+pub fn self_signed_pem(name: &str) -> (String, String, Vec<u8>) {
+    let certified = rcgen::generate_simple_self_signed(vec![name.to_owned()])
+        .expect("a certificate for the test server");
+    (
+        certified.cert.pem(),
+        certified.signing_key.serialize_pem(),
+        certified.cert.der().to_vec(),
+    )
+}
+
 /// A TLS handshake before the exchange.
 struct Tls(tokio_rustls::TlsAcceptor);
 

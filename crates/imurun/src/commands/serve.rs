@@ -63,6 +63,15 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
     )
     .await?;
     let config = &wiring.config;
+    // HTTPS when the operator gave a certificate: read before anything is served, so a bad
+    // file stops the start with its reason.
+    let tls = match &config.server.tls {
+        Some(files) => Some(
+            imurun_server::tls::acceptor(&files.cert, &files.key)
+                .context("serving HTTPS (server.tls_cert, server.tls_key)")?,
+        ),
+        None => None,
+    };
     // Bound first: Keep refuses its own API's port as any tool's egress target.
     let listener = TcpListener::bind(config.server.addr)
         .await
@@ -103,9 +112,10 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
     } else {
         ""
     };
+    let scheme = if tls.is_some() { "https" } else { "http" };
     let _ = writeln!(
         std::io::stdout(),
-        "imurun is listening on http://{addr}{keep_line}"
+        "imurun is listening on {scheme}://{addr}{keep_line}"
     );
     tracing::info!(%addr, "listening");
 
@@ -150,7 +160,14 @@ async fn serve(config: ResolvedConfig) -> Result<()> {
         shutdown_signal().await;
         tracing::info!("shutting down");
     };
-    let served = imurun_server::serve(listener, state, shutdown).await;
+    let served = match tls {
+        Some(acceptor) => {
+            let listener = imurun_server::tls::TlsListener::new(listener, acceptor)
+                .context("listening for HTTPS")?;
+            imurun_server::serve(listener, state, shutdown).await
+        }
+        None => imurun_server::serve(listener, state, shutdown).await,
+    };
     loader.abort();
     wiring.close().await?;
     served.context("serving")

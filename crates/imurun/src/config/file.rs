@@ -62,6 +62,8 @@ pub(super) struct FileServer {
     #[serde(default, deserialize_with = "file_addr")]
     pub(super) addr: Option<SocketAddr>,
     pub(super) api_token: Option<String>,
+    pub(super) tls_cert: Option<String>,
+    pub(super) tls_key: Option<String>,
 }
 
 #[derive(Debug, Default, Deserialize)]

@@ -23,6 +23,13 @@ pub(crate) struct ConfigFlags {
     /// visible to every user of this machine in the process list.
     #[arg(long, value_name = "TOKEN")]
     pub(crate) api_token: Option<String>,
+    /// Serve HTTPS with this certificate chain (PEM), with --tls-key: what a browser on
+    /// another machine needs to use a Keep host (docs/keep/tls.md).
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub(crate) tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM), with --tls-cert.
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub(crate) tls_key: Option<PathBuf>,
     /// Steps per turn, 1 to 20.
     #[arg(long, value_parser = parse_max_steps)]
     pub(crate) max_steps: Option<usize>,

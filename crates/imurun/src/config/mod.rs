@@ -167,6 +167,15 @@ impl fmt::Debug for DatabaseUrl {
 pub(crate) struct ServerConfig {
     pub(crate) addr: SocketAddr,
     pub(crate) api_token: Option<ApiToken>,
+    /// HTTPS: the certificate chain and its key (PEM files), both or neither.
+    pub(crate) tls: Option<TlsFiles>,
+}
+
+/// `server.tls_cert` and `server.tls_key`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct TlsFiles {
+    pub(crate) cert: PathBuf,
+    pub(crate) key: PathBuf,
 }
 
 /// `[keep]`.
@@ -369,6 +378,42 @@ pub(crate) fn resolve_with_file(
             )?
             .filter(|token| !token.trim().is_empty())
             .map(ApiToken::new),
+        tls: {
+            let cert = pick.one(
+                "server.tls_cert",
+                flags
+                    .tls_cert
+                    .clone()
+                    .map(|path| ("--tls-cert", Some(path))),
+                "IMURUN_TLS_CERT",
+                |text| Ok(Some(PathBuf::from(text))),
+                parsed
+                    .server
+                    .tls_cert
+                    .map(|path| Some(in_file(Path::new(&path)))),
+                None,
+            )?;
+            let key = pick.one(
+                "server.tls_key",
+                flags.tls_key.clone().map(|path| ("--tls-key", Some(path))),
+                "IMURUN_TLS_KEY",
+                |text| Ok(Some(PathBuf::from(text))),
+                parsed
+                    .server
+                    .tls_key
+                    .map(|path| Some(in_file(Path::new(&path)))),
+                None,
+            )?;
+            match (cert, key) {
+                (Some(cert), Some(key)) => Some(TlsFiles { cert, key }),
+                (None, None) => None,
+                _ => bail!(
+                    "HTTPS needs both a certificate and its key: set server.tls_cert and \
+                     server.tls_key (--tls-cert/--tls-key, IMURUN_TLS_CERT/IMURUN_TLS_KEY), or \
+                     neither"
+                ),
+            }
+        },
     };
     let agent = resolve_agent(&mut pick, flags, parsed.agent)?;
     let permissions = resolve_permissions(

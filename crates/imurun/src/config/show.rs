@@ -31,6 +31,15 @@ impl ResolvedConfig {
             "server.api_token",
             self.server.api_token.as_ref().and(text("<redacted>")),
         );
+        let tls = self.server.tls.as_ref();
+        line(
+            "server.tls_cert",
+            tls.and_then(|files| text(&files.cert.to_string_lossy())),
+        );
+        line(
+            "server.tls_key",
+            tls.and_then(|files| text(&files.key.to_string_lossy())),
+        );
         // A PostgreSQL URL may hold a password: shown without it.
         line(
             "database.url",

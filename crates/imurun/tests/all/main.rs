@@ -16,9 +16,11 @@ mod keep_hosts;
 #[path = "../kit/keep_hosts.rs"]
 mod keep_hosts_kit;
 mod keep_page;
+mod keep_talk_page;
 mod parse_cli;
 mod policy_cli;
 mod schemathesis;
 mod serve_cli;
+mod serve_tls;
 mod support;
 mod version_cli;
