@@ -265,12 +265,13 @@ function composer(session) {
   text.addEventListener('keydown', (event) => {
     if (event.key === 'Enter' && !event.shiftKey) send(event);
   });
+  // Stop stays outside the message's form: it must work while a message runs.
   fill(place,
     h('form', { class: 'talk', onsubmit: send },
       h('label', { for: 'keep-talk-text' }, 'Your message'), text,
-      h('div', { class: 'actions' },
-        h('button', { type: 'submit' }, 'Send'),
-        h('button', { type: 'button', class: 'secondary', onclick: act(() => stop(session.id, result), result) }, 'Stop'))),
+      h('div', { class: 'actions' }, h('button', { type: 'submit' }, 'Send'))),
+    h('div', { class: 'actions' },
+      h('button', { type: 'button', class: 'secondary', onclick: act(() => stop(session.id, result), result) }, 'Stop this conversation')),
     h('form', { class: 'talk-file', onsubmit: act(() => sendFile(session, file, result), result) },
       h('label', { for: 'keep-talk-file' }, 'Hand it a text file (this marks the conversation tainted: the file comes from outside)'),
       file,

@@ -675,12 +675,14 @@ async function signAndSend(review, approve, confirmTainted, result, now) {
 
 async function loadTools() {
   const stale = staleAfter();
-  const answer = await api('GET', '/v1/tools');
+  const [answer, keys] = await Promise.all([api('GET', '/v1/tools'), api('GET', '/v1/devices')]);
   if (stale()) return;
   if (answer.status !== 200) {
     reconcile(byId('keep-tools'), [['error', () => h('li', { class: 'error' }, errorText(answer))]]);
     return;
   }
+  // A device is named by its label, as the person named it; its key id only when it has none.
+  labels = new Map((keys.status === 200 ? keys.body.devices : []).map((key) => [key.key_id, key.label]));
   const tools = answer.body.tools;
   reconcile(byId('keep-tools'), tools.length === 0
     ? [['empty', () => h('li', { class: 'muted' }, 'You have no tools yet: approve a proposed one.')]]
@@ -688,6 +690,14 @@ async function loadTools() {
       [tool.name, tool.version, tool.egress_mode, tool.taint_cleared, tool.revoked_at_ms, tool.refused || ''].join(':'),
       () => toolItem(tool),
     ]));
+}
+
+/** The person's devices' labels by key id, for naming the device that approved a tool. */
+let labels = new Map();
+
+function deviceName(keyId) {
+  const label = labels.get(keyId);
+  return label ? `“${visibleText(label)}”` : `with the key ${keyId}`;
 }
 
 function toolItem(tool) {
@@ -712,7 +722,7 @@ function toolItem(tool) {
         ? `Revoked ${when(tool.revoked_at_ms)}: no call reaches it.`
         : tool.tainted && !tool.taint_cleared
           ? `Asks before each use of the network until its taint is cleared (${visibleText(tool.taint_source || 'untrusted content')}).`
-          : `Deployed ${when(tool.deployed_at_ms)}, approved by device ${tool.approved_by}.`),
+          : `Deployed ${when(tool.deployed_at_ms)}, approved on your device ${deviceName(tool.approved_by)}.`),
       tool.refused && !revoked
         ? h('p', { class: 'error', role: 'alert' }, `The host refuses this tool: ${visibleText(tool.refused)}. No call reaches it; revoke it.`)
         : null),

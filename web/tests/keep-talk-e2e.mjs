@@ -154,6 +154,9 @@ async function before() {
     await page.getByRole('button', { name: 'Approve on this device' }).click();
     const result = page.locator('#keep-review-result');
     await result.filter({ hasText: 'deployed as u/alice/fetch' }).waitFor({ timeout: WAIT_MS });
+    // Her tools name the device that approved it by its label.
+    await go(page, 'Tools', 'keep-tools-view');
+    await page.locator('#keep-tools > li', { hasText: 'approved on your device “alice laptop”' }).waitFor({ timeout: WAIT_MS });
   });
 
   await step('its network use waits in the conversation, names the tool, and goes out when approved', async () => {

@@ -6,7 +6,7 @@
 use serde::Serialize;
 
 use super::sessions::session_user;
-use super::{Identity, SessionView, Sessions, append, append_as};
+use super::{Identity, SessionView, Sessions, append};
 use crate::KeepError;
 use crate::journal_detail::SessionDetail;
 
@@ -118,24 +118,17 @@ impl Sessions<'_> {
         let all = self.core.store().backend() == imurun_store::Backend::Sqlite;
         let mut tx = self.core.store().keep_begin().await?;
         let left = tx.sessions_left_running(&host, all).await?;
-        for (id, user) in &left {
-            if tx.end_session(id, HOST_RESTARTED).await? {
-                let detail = SessionDetail::End {
-                    reason: HOST_RESTARTED.to_owned(),
-                    message: "the host restarted: a cell does not survive a restart".to_owned(),
-                };
-                append_as(
-                    &mut tx,
-                    "host",
-                    Some(user),
-                    &format!("session:{id}"),
-                    detail,
-                )
-                .await?;
-            }
-        }
+        let ended = super::sessions::end_rows(
+            &mut tx,
+            &left,
+            (
+                HOST_RESTARTED,
+                "the host restarted: a cell does not survive a restart",
+            ),
+        )
+        .await?;
         tx.commit().await?;
-        Ok(left.len())
+        Ok(ended)
     }
 
     /// Keeps `entries` in session `id`'s conversation.

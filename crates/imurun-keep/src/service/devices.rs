@@ -242,9 +242,23 @@ impl Devices<'_> {
     /// Retires one of the calling user's device keys: it signs nothing from now on.
     pub async fn retire(self, caller: &Identity, key_id: &str) -> Result<DeviceView, KeepError> {
         let user = caller.user().ok_or(KeepError::NotFound("device"))?;
+        if !self.retire_as(caller, user, key_id).await? {
+            return Err(KeepError::NotFound("device"));
+        }
+        self.get(caller, key_id).await
+    }
+
+    /// Retires `user`'s live device `key_id`, journaled as `caller`'s (the person, or the
+    /// operator revoking her); whether it was live.
+    pub(crate) async fn retire_as(
+        self,
+        caller: &Identity,
+        user: &str,
+        key_id: &str,
+    ) -> Result<bool, KeepError> {
         let mut tx = self.core.store().keep_begin().await?;
         if !tx.retire_device(key_id, user).await? {
-            return Err(KeepError::NotFound("device"));
+            return Ok(false);
         }
         let detail = DeviceDetail::Retire {
             key_id: key_id.to_owned(),
@@ -258,7 +272,7 @@ impl Devices<'_> {
         )
         .await?;
         tx.commit().await?;
-        self.get(caller, key_id).await
+        Ok(true)
     }
 }
 

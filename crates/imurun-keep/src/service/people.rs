@@ -8,7 +8,7 @@ use serde::Serialize;
 
 use super::{Identity, NewToken, People, TokenRole, append};
 use crate::KeepError;
-use crate::journal_detail::{DeviceDetail, TokenDetail};
+use crate::journal_detail::TokenDetail;
 
 /// One person, as the operator sees them (`GET /v1/people`): counts, never content.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -192,7 +192,11 @@ impl People<'_> {
         }
         for device in self.core.store().keep_devices(user).await? {
             if device.retired_at_ms.is_none()
-                && self.retire_device(caller, user, &device.key_id).await?
+                && self
+                    .keep
+                    .devices()
+                    .retire_as(caller, user, &device.key_id)
+                    .await?
             {
                 revoked.devices_retired.push(device.key_id);
             }
@@ -221,32 +225,6 @@ impl People<'_> {
         names.sort();
         names.dedup();
         Ok(names)
-    }
-
-    /// Retires `user`'s device `key_id` for the operator; whether it was live.
-    async fn retire_device(
-        self,
-        caller: &Identity,
-        user: &str,
-        key_id: &str,
-    ) -> Result<bool, KeepError> {
-        let mut tx = self.core.store().keep_begin().await?;
-        if !tx.retire_device(key_id, user).await? {
-            return Ok(false);
-        }
-        let detail = DeviceDetail::Retire {
-            key_id: key_id.to_owned(),
-        };
-        append(
-            &mut tx,
-            caller,
-            Some(user),
-            &format!("device:{key_id}"),
-            detail,
-        )
-        .await?;
-        tx.commit().await?;
-        Ok(true)
     }
 }
 

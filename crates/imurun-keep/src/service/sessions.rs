@@ -292,25 +292,18 @@ impl Sessions<'_> {
     /// host's were stopped first); how many. Each end is journaled.
     pub(crate) async fn end_everywhere(self, user: &str) -> Result<usize, KeepError> {
         let mut tx = self.core.store().keep_begin().await?;
-        let ids = tx.sessions_running_of(user).await?;
-        let mut ended = 0;
-        for id in &ids {
-            if tx.end_session(id, "stopped").await? {
-                let detail = SessionDetail::End {
-                    reason: "stopped".to_owned(),
-                    message: "the operator revoked the person".to_owned(),
-                };
-                append_as(
-                    &mut tx,
-                    "host",
-                    Some(user),
-                    &format!("session:{id}"),
-                    detail,
-                )
-                .await?;
-                ended += 1;
-            }
-        }
+        let sessions: Vec<(String, String)> = tx
+            .sessions_running_of(user)
+            .await?
+            .into_iter()
+            .map(|id| (id, user.to_owned()))
+            .collect();
+        let ended = end_rows(
+            &mut tx,
+            &sessions,
+            ("stopped", "the operator revoked the person"),
+        )
+        .await?;
         tx.commit().await?;
         Ok(ended)
     }
@@ -572,6 +565,27 @@ impl Sessions<'_> {
             end_reason: row.end_reason,
         }
     }
+}
+
+/// Ends `sessions` (id, person) in `tx` with `reason` and the host's `message`, each end
+/// journaled as the host's; how many had not ended.
+pub(super) async fn end_rows(
+    tx: &mut imurun_store::KeepTx,
+    sessions: &[(String, String)],
+    (reason, message): (&str, &str),
+) -> Result<usize, KeepError> {
+    let mut ended = 0;
+    for (id, user) in sessions {
+        if tx.end_session(id, reason).await? {
+            let detail = SessionDetail::End {
+                reason: reason.to_owned(),
+                message: message.to_owned(),
+            };
+            append_as(tx, "host", Some(user), &format!("session:{id}"), detail).await?;
+            ended += 1;
+        }
+    }
+    Ok(ended)
 }
 
 /// The person a session belongs to: sessions, their proposals and approvals are a person's

@@ -60,6 +60,8 @@ model = "scripted:demo.json"
 [server]
 addr = "127.0.0.1:9000"
 api_token = "file-token"
+tls_cert = "tls/cert.pem"
+tls_key = "/etc/ssl/key.pem"
 [agent]
 max_steps = 4
 persona = "You are terse."
@@ -92,6 +94,14 @@ url = "postgres://imurun@db/imurun"
     assert_eq!(config.keep.host_id.as_deref(), Some("keep-a:8484"));
     assert_eq!(config.model, "scripted:/etc/imurun/demo.json");
     assert_eq!(config.server.api_token, Some(ApiToken::new("file-token")));
+    // A relative path in the file is relative to the file.
+    assert_eq!(
+        config.server.tls,
+        Some(TlsFiles {
+            cert: "/etc/imurun/tls/cert.pem".into(),
+            key: "/etc/ssl/key.pem".into(),
+        })
+    );
     assert_eq!(
         config.agent,
         AgentSettings {
@@ -138,6 +148,8 @@ url = "postgres://imurun@db/imurun"
         ("IMURUN_KEEP_DIR", "/srv/keep"),
         ("IMURUN_KEEP_EGRESS_LOOPBACK_PORTS", "7000, 7001"),
         ("IMURUN_DATABASE_URL", "sqlite:///srv/imurun.db"),
+        ("IMURUN_TLS_CERT", "/srv/cert.pem"),
+        ("IMURUN_TLS_KEY", "/srv/key.pem"),
     ];
     let config = check(&env, Some(file), &ConfigFlags::default()).unwrap();
     assert!(!config.keep.enabled);
@@ -149,6 +161,19 @@ url = "postgres://imurun@db/imurun"
     );
     assert_eq!(config.model, "ollama:");
     assert_eq!(config.server.api_token, Some(ApiToken::new("env-token")));
+    assert_eq!(
+        config.server.tls.as_ref().map(|tls| (&tls.cert, &tls.key)),
+        Some((&"/srv/cert.pem".into(), &"/srv/key.pem".into()))
+    );
+    // A certificate without its key is refused, naming both settings.
+    let error = check(
+        &[("IMURUN_TLS_CERT", "/srv/cert.pem")],
+        None,
+        &ConfigFlags::default(),
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(error.contains("server.tls_key"), "{error}");
     assert_eq!(config.agent.persona.as_deref(), Some("You are kind."));
     assert!(config.agent.summarise_history && config.agent.grammar);
     assert_eq!(config.agent.call_prefill, CallPrefill::Off);

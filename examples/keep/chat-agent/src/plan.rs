@@ -111,7 +111,9 @@ fn clean_line(line: &str) -> (bool, String) {
         text = rest.trim_start();
         marked = true;
     }
-    if let Some(rest) = strip_number(text) {
+    // `1. Step 1: ...`: a number, then the model's own "Step 1:" again. Each pass takes at
+    // least a digit off, so this ends.
+    while let Some(rest) = strip_number(text) {
         text = rest;
         marked = true;
     }
@@ -199,6 +201,14 @@ mod tests {
             &["Book a van", "Pack the kitchen"],
         );
         check("Steps:\n\nBook a van", &["Book a van"]);
+    }
+
+    #[test]
+    fn a_step_numbered_twice_loses_both_numbers() {
+        check(
+            "1. Step 1: Choose a corner\n2. Step 2: Sort the boxes",
+            &["Choose a corner", "Sort the boxes"],
+        );
     }
 
     #[test]

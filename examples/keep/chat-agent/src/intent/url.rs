@@ -47,17 +47,28 @@ pub(super) fn address_spans(message: &str) -> Vec<(usize, usize)> {
             .find(|c: char| c.is_whitespace() || "<>\"`|{}“”‘’«»".contains(c))
             .unwrap_or(message.len() - start);
         let mut end = start + length;
-        let trailing = |text: &str| {
-            let last = text.chars().next_back();
-            match last {
-                Some('.' | ',' | ';' | ':' | '!' | '?' | '\'' | '*') => true,
-                Some(')') => text.matches('(').count() < text.matches(')').count(),
-                Some(']') => text.matches('[').count() < text.matches(']').count(),
+        // Trailing punctuation goes, and so does a closing bracket with no opening one in the
+        // address: counted once, then kept up to date, so a run of them costs a pass, not one
+        // per character.
+        let span = &message[start..end];
+        let mut parens = (span.matches('(').count(), span.matches(')').count());
+        let mut squares = (span.matches('[').count(), span.matches(']').count());
+        while let Some(last) = message[start..end].chars().next_back() {
+            let trailing = match last {
+                '.' | ',' | ';' | ':' | '!' | '?' | '\'' | '*' => true,
+                ')' => parens.0 < parens.1,
+                ']' => squares.0 < squares.1,
                 _ => false,
+            };
+            if !trailing {
+                break;
             }
-        };
-        while end > start && trailing(&message[start..end]) {
-            end -= 1;
+            match last {
+                ')' => parens.1 -= 1,
+                ']' => squares.1 -= 1,
+                _ => {}
+            }
+            end -= last.len_utf8();
         }
         spans.push((start, end));
         from = end.max(start + 4);
@@ -140,6 +151,17 @@ pub(super) fn parse_url(text: &str) -> Option<Url> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn closing_brackets_after_an_address_are_trimmed_in_one_pass() {
+        let message = format!("fetch (http://a.example/x){}", ")".repeat(60_000));
+        let spans = address_spans(&message);
+        assert_eq!(spans.len(), 1);
+        assert_eq!(&message[spans[0].0..spans[0].1], "http://a.example/x");
+        let kept = "see http://a.example/wiki/Rust_(language).";
+        let spans = address_spans(kept);
+        assert_eq!(&kept[spans[0].0..spans[0].1], "http://a.example/wiki/Rust_(language)");
+    }
 
     #[test]
     fn addresses_give_their_scheme_host_and_port() {
