@@ -1,24 +1,28 @@
 //! HTTPS from a certificate and key the operator gives (PEM files): what a browser on another
 //! machine needs to use a Keep host, since WebCrypto, which makes a person's device key, works
 //! only in a secure context. Handshakes run on tasks of their own, at most
-//! [`HANDSHAKES_MAX`] at once and each within [`HANDSHAKE_TIME_MAX`], so a client that never
-//! finishes one holds up nobody.
+//! [`HANDSHAKES_MAX`] at once and [`HANDSHAKES_PER_PEER_MAX`] from one address, each within
+//! [`HANDSHAKE_TIME_MAX`], so a client that never finishes one holds up nobody else.
 
+use std::collections::HashMap;
 use std::io;
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::path::Path;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rustls::pki_types::pem::PemObject;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{Semaphore, mpsc};
+use tokio::sync::mpsc;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
 
-/// Handshakes under way at once; past it, a new connection waits to be handshaken.
+/// Handshakes under way at once; past it, a new connection is closed.
 pub const HANDSHAKES_MAX: usize = 256;
+
+/// Handshakes under way at once from one address; past it, its new connection is closed.
+pub const HANDSHAKES_PER_PEER_MAX: usize = 16;
 
 /// How long a client has to finish its handshake.
 pub const HANDSHAKE_TIME_MAX: Duration = Duration::from_secs(10);
@@ -71,17 +75,66 @@ pub struct TlsListener {
     addr: SocketAddr,
 }
 
+/// Handshakes under way, in all and per peer address.
+#[derive(Default)]
+struct Shaking {
+    total: usize,
+    by_peer: HashMap<IpAddr, usize>,
+}
+
+/// One handshake's place in [`Shaking`], given back when it ends however it ends.
+struct Place {
+    shaking: Arc<Mutex<Shaking>>,
+    peer: IpAddr,
+}
+
+impl Place {
+    /// A place for a handshake with `peer`, unless every place, or every place a peer may
+    /// hold, is taken.
+    fn take(shaking: &Arc<Mutex<Shaking>>, peer: IpAddr) -> Option<Place> {
+        let mut now = shaking
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let of_peer = now.by_peer.get(&peer).copied().unwrap_or(0);
+        if now.total >= HANDSHAKES_MAX || of_peer >= HANDSHAKES_PER_PEER_MAX {
+            return None;
+        }
+        now.total += 1;
+        now.by_peer.insert(peer, of_peer + 1);
+        Some(Place {
+            shaking: Arc::clone(shaking),
+            peer,
+        })
+    }
+}
+
+impl Drop for Place {
+    fn drop(&mut self) {
+        let mut now = self
+            .shaking
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        now.total = now.total.saturating_sub(1);
+        if let Some(count) = now.by_peer.get_mut(&self.peer) {
+            *count -= 1;
+            if *count == 0 {
+                now.by_peer.remove(&self.peer);
+            }
+        }
+    }
+}
+
 impl TlsListener {
     /// Handshakes every connection `listener` accepts with `acceptor`, in the background.
+    /// Accepting never waits on a handshake: a connection past [`HANDSHAKES_MAX`] under way,
+    /// or past [`HANDSHAKES_PER_PEER_MAX`] from one address, is closed at once, so one client
+    /// that opens connections and never finishes them cannot hold the others up.
     pub fn new(listener: TcpListener, acceptor: TlsAcceptor) -> io::Result<TlsListener> {
         let addr = listener.local_addr()?;
         let (done, ready) = mpsc::channel(HANDSHAKES_MAX);
-        let slots = Arc::new(Semaphore::new(HANDSHAKES_MAX));
+        let shaking = Arc::new(Mutex::new(Shaking::default()));
         tokio::spawn(async move {
             loop {
-                let Ok(slot) = Arc::clone(&slots).acquire_owned().await else {
-                    return;
-                };
                 let (stream, peer) = match listener.accept().await {
                     Ok(accepted) => accepted,
                     Err(error) => {
@@ -90,10 +143,15 @@ impl TlsListener {
                         continue;
                     }
                 };
+                let Some(place) = Place::take(&shaking, peer.ip()) else {
+                    tracing::debug!(%peer, "too many TLS handshakes under way: closed");
+                    continue;
+                };
                 let (acceptor, done) = (acceptor.clone(), done.clone());
                 tokio::spawn(async move {
                     let shaken =
                         tokio::time::timeout(HANDSHAKE_TIME_MAX, acceptor.accept(stream)).await;
+                    drop(place);
                     match shaken {
                         Ok(Ok(stream)) => {
                             let _ = done.send((stream, peer)).await;
@@ -103,7 +161,6 @@ impl TlsListener {
                         }
                         Err(_) => tracing::debug!(%peer, "a TLS handshake took too long"),
                     }
-                    drop(slot);
                 });
             }
         });
@@ -134,5 +191,46 @@ impl axum::serve::Listener for TlsListener {
 
     fn local_addr(&self) -> io::Result<Self::Addr> {
         Ok(self.addr)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{HANDSHAKES_MAX, HANDSHAKES_PER_PEER_MAX, Place, Shaking};
+    use std::net::IpAddr;
+    use std::sync::{Arc, Mutex};
+
+    #[test]
+    fn one_address_holds_at_most_its_share_of_handshakes_and_a_finished_one_gives_it_back() {
+        let shaking = Arc::new(Mutex::new(Shaking::default()));
+        let one: IpAddr = [192, 0, 2, 1].into();
+        let other: IpAddr = [192, 0, 2, 2].into();
+        let held: Vec<Place> = (0..HANDSHAKES_PER_PEER_MAX)
+            .map(|_| Place::take(&shaking, one).expect("a place"))
+            .collect();
+        assert!(Place::take(&shaking, one).is_none(), "past its share");
+        let elsewhere = Place::take(&shaking, other).expect("another address is served");
+        drop(held);
+        drop(elsewhere);
+        assert!(
+            Place::take(&shaking, one).is_some(),
+            "given back when they end"
+        );
+        let now = shaking.lock().unwrap();
+        assert_eq!(now.total, 0);
+        assert!(now.by_peer.is_empty());
+    }
+
+    #[test]
+    fn the_handshakes_of_every_address_together_are_bounded() {
+        let shaking = Arc::new(Mutex::new(Shaking::default()));
+        let held: Vec<Place> = (0..HANDSHAKES_MAX)
+            .map(|n| {
+                let peer: IpAddr = [10, 0, (n / 256) as u8, (n % 256) as u8].into();
+                Place::take(&shaking, peer).expect("a place")
+            })
+            .collect();
+        assert!(Place::take(&shaking, [10, 9, 9, 9].into()).is_none());
+        drop(held);
     }
 }

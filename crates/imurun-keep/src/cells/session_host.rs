@@ -137,6 +137,16 @@ impl SessionHost {
         lock(&self.network).clear();
     }
 
+    /// Refuses a door with effects (a request, a proposal) once the session's row has ended:
+    /// another host may have ended it (its person revoked) while this cell ran a message.
+    async fn still_in_force(&self) -> Result<(), String> {
+        match self.service.store().keep_session(&self.session_id).await {
+            Ok(Some(row)) if row.ended_at_ms.is_none() => Ok(()),
+            Ok(_) => Err("the session has ended".to_owned()),
+            Err(error) => Err(format!("the session could not be read: {error}")),
+        }
+    }
+
     pub(crate) fn tainted_by(&self) -> Option<String> {
         lock(&self.taint).clone()
     }
@@ -201,7 +211,14 @@ impl SessionHost {
                 bound("this person's sessions' further refusals this minute are events only")
             }
             Bound::Journal if count < REFUSALS_JOURNALED_PER_SESSION_MAX => {
-                self.refused(action, rule, reason)
+                // A cell's words may carry its person's (a tool name, a kind, an address she
+                // typed): the journal keeps the rule and their hash, her events the words.
+                let hashed = format!(
+                    "refused by `{}`; the words are in the person's events (SHA-256 {})",
+                    cut_chars(rule, 64),
+                    crate::keys::sha256_hex(reason.as_bytes())
+                );
+                self.refused(action, rule, &hashed)
             }
             _ => bound("this session's further refusals are events only"),
         };
@@ -237,13 +254,9 @@ impl SessionHost {
         let refused = std::mem::take(&mut *lock(&self.refused));
         for decision in refused {
             if let Some(refusal) = &decision.refusal {
-                // The URL and the broker's words about it are the person's conversation: the
-                // journal keeps the method, the URL's hash and the rule; her events the rest.
                 let reason = format!(
-                    "{} of the URL with SHA-256 {}: refused by `{}`",
-                    cut_chars(&decision.used.method, 16),
-                    crate::keys::sha256_hex(decision.used.url.as_bytes()),
-                    refusal.rule
+                    "{} {}: {}",
+                    decision.used.method, decision.used.url, refusal.reason
                 );
                 self.journal_refusal("egress", refusal.rule, &reason).await;
             }
@@ -368,6 +381,7 @@ impl CellHost for SessionHost {
             let (Some(grant), Some(cells)) = (&self.grant, self.cells.upgrade()) else {
                 return Err("this agent may not send requests".to_owned());
             };
+            self.still_in_force().await?;
             let tainted = self.tainted_by().is_some();
             *lock(&self.last_sent) = None;
             let sent = cells
@@ -440,6 +454,9 @@ impl CellHost for SessionHost {
     }
 
     fn emit(&self, kind: String, payload_json: String) -> BoxFuture<'_, Result<(), String>> {
-        Box::pin(self.propose(kind, payload_json))
+        Box::pin(async move {
+            self.still_in_force().await?;
+            self.propose(kind, payload_json).await
+        })
     }
 }

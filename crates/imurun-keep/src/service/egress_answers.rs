@@ -86,10 +86,21 @@ impl Approvals<'_> {
         let rows = self.core.store().keep_egress_waits(user, now_ms()).await?;
         // Read after the rows: a wait starts here before its row is written.
         let here: std::collections::HashSet<String> = cells.waiting_ids().into_iter().collect();
-        Ok(rows
-            .into_iter()
-            .filter(|row| row.host != self.keep.host_id() || here.contains(&row.id))
-            .collect())
+        let mut waiting = Vec::new();
+        for row in rows {
+            if row.host == self.keep.host_id() && !here.contains(&row.id) {
+                continue;
+            }
+            // A use of a session that has ended (its person revoked on another host) is not
+            // hers to answer.
+            let view: Option<WaitingView> = serde_json::from_str(&row.view).ok();
+            let Some(view) = view else { continue };
+            let session = self.core.store().keep_session(&view.session_id).await?;
+            if session.is_some_and(|session| session.ended_at_ms.is_none()) {
+                waiting.push(row);
+            }
+        }
+        Ok(waiting)
     }
 
     /// Answers a waiting egress use. A use whose rule demands a device signature is approved
@@ -129,6 +140,13 @@ impl Approvals<'_> {
         approve: bool,
         decision: Option<&Signed>,
     ) -> Result<EgressBy, KeepError> {
+        // A session ended meanwhile (its person revoked on another host) sends nothing more.
+        let session = self.core.store().keep_session(&view.session_id).await?;
+        if approve && session.is_none_or(|row| row.ended_at_ms.is_some()) {
+            return Err(KeepError::Conflict(
+                "its session has ended: its uses are refused".to_owned(),
+            ));
+        }
         if approve && !self.tool_use_in_force(user, view).await? {
             return Err(KeepError::Conflict(format!(
                 "{} was revoked: its uses are refused",

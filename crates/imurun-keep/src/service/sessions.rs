@@ -73,6 +73,18 @@ impl Sessions<'_> {
     pub async fn start(self, caller: &Identity, agent: &str) -> Result<SessionView, KeepError> {
         let user = session_user(caller)?;
         let cells = self.keep.running_cells()?;
+        // Cells of hers whose sessions another host ended (she was revoked) hold no place.
+        for id in cells.sessions_of(user) {
+            let ended = self
+                .core
+                .store()
+                .keep_session(&id)
+                .await?
+                .is_none_or(|row| row.ended_at_ms.is_some());
+            if ended && let Some(live) = cells.get(user, &id) {
+                halt(cells, &live).await;
+            }
+        }
         // Counted with the ones being started, before a slot is taken.
         let reservation = cells
             .reserve(user, SESSIONS_PER_USER_MAX)
@@ -260,9 +272,7 @@ impl Sessions<'_> {
         let user = session_user(caller)?;
         let cells = self.keep.running_cells()?;
         if let Some(live) = cells.get(user, id) {
-            live.stopped.send_replace(true);
-            let cell = live.cell.lock().await.take();
-            drop(cell);
+            halt(cells, &live).await;
             self.end_session(&live, "stopped", "the person stopped it")
                 .await?;
         }
@@ -278,8 +288,7 @@ impl Sessions<'_> {
         let mut stopped = 0;
         for id in ids {
             if let Some(live) = cells.get(user, &id) {
-                live.stopped.send_replace(true);
-                drop(live.cell.lock().await.take());
+                halt(cells, &live).await;
                 self.end_session(&live, "stopped", "the operator revoked the person")
                     .await?;
                 stopped += 1;
@@ -378,9 +387,7 @@ impl Sessions<'_> {
             // Ended in the database by another host (its person revoked): the cell here ends
             // too, and takes no message.
             if row.as_ref().is_some_and(|row| row.ended_at_ms.is_some()) {
-                live.stopped.send_replace(true);
-                drop(live.cell.lock().await.take());
-                cells.remove(id);
+                halt(cells, &live).await;
             } else {
                 return Ok(live);
             }
@@ -547,10 +554,11 @@ impl Sessions<'_> {
     }
 
     fn view(self, row: imurun_store::SessionRow) -> SessionView {
-        let live = self
-            .keep
-            .cells()
-            .is_some_and(|cells| cells.get(&row.user_name, &row.id).is_some());
+        let live = row.ended_at_ms.is_none()
+            && self
+                .keep
+                .cells()
+                .is_some_and(|cells| cells.get(&row.user_name, &row.id).is_some());
         SessionView {
             live,
             title: row.title.unwrap_or_else(|| row.agent.clone()),
@@ -565,6 +573,14 @@ impl Sessions<'_> {
             end_reason: row.end_reason,
         }
     }
+}
+
+/// Stops `live`'s cell here: a message in flight is dropped, the cell ends and its slot is
+/// free. Its row is the caller's to end.
+async fn halt(cells: &Cells, live: &LiveSession) {
+    live.stopped.send_replace(true);
+    drop(live.cell.lock().await.take());
+    cells.remove(&live.host.session_id);
 }
 
 /// Ends `sessions` (id, person) in `tx` with `reason` and the host's `message`, each end

@@ -6,7 +6,10 @@ use imurun_keep::KeepError;
 use imurun_testkit::Guest;
 use serde_json::json;
 
+use imurun_testkit::Upstream;
+
 use super::attacks_tools::deploy_tool;
+use super::session_bench::{Sessions, answer, fetch, manifest, rule, wait_for_approval};
 use super::tools::Bench;
 
 #[tokio::test]
@@ -151,13 +154,7 @@ async fn a_person_revoked_by_another_host_gets_no_cell_of_hers_here_again() {
     let s = &b.s;
     // Another host on the same database (no cells of its own) revokes alice, then adds her
     // again: her session's cell on this host must not take the new token's messages.
-    let store = imurun_store::Store::open_url(&s.host.url).await.unwrap();
-    let clock: std::sync::Arc<dyn imurun_core::Clock> =
-        std::sync::Arc::new(super::support::TestClock(s.host.now.clone()));
-    let other = imurun_keep::init::open(&s.host.dir.path().join("keep"), store, clock)
-        .await
-        .unwrap()
-        .with_host_id("other");
+    let other = other_host(&b.s).await;
     let revoked = other
         .people()
         .revoke(&s.host.operator, "alice")
@@ -191,4 +188,55 @@ async fn a_person_revoked_by_another_host_gets_no_cell_of_hers_here_again() {
         !view.live && view.end_reason.as_deref() == Some("stopped"),
         "{view:?}"
     );
+}
+
+/// Another host on `s`'s database and Keep folder, with no cells of its own.
+async fn other_host(s: &Sessions) -> imurun_keep::service::KeepService {
+    let store = imurun_store::Store::open_url(&s.host.url).await.unwrap();
+    let clock: std::sync::Arc<dyn imurun_core::Clock> =
+        std::sync::Arc::new(super::support::TestClock(s.host.now.clone()));
+    imurun_keep::init::open(&s.host.dir.path().join("keep"), store, clock)
+        .await
+        .unwrap()
+        .with_host_id("other")
+}
+
+#[tokio::test]
+async fn a_use_waiting_when_its_person_is_revoked_elsewhere_is_refused_whatever_the_answer() {
+    let upstream = Upstream::start(answer).await;
+    let s = Sessions::start(vec![upstream.port]).await;
+    let rules = json!({"egress": {"mode": "ask", "rules": [rule(upstream.port, &["GET"])]}});
+    s.deploy(Guest::ScriptedHttp, manifest("asker", rules))
+        .await;
+    let session = s.keep.sessions().start(&s.alice, "asker").await.unwrap().id;
+    let url = format!("http://127.0.0.1:{}/api/waited", upstream.port);
+    let pending = s.spawn_say(&s.alice, &session, fetch("GET", &url, ""));
+    let id = wait_for_approval(&s.keep, &s.alice).await;
+
+    // Another host revokes alice and adds her again: her new token neither sees nor approves
+    // the use her old session's cell waits on here, and the cell sends nothing.
+    let other = other_host(&s).await;
+    other
+        .people()
+        .revoke(&s.host.operator, "alice")
+        .await
+        .unwrap();
+    let again = other
+        .people()
+        .add(&s.host.operator, "alice", 900)
+        .await
+        .unwrap();
+    let alice = s.keep.tokens().authenticate(&again.token).await.unwrap();
+    assert!(s.keep.approvals().list(&alice).await.unwrap().is_empty());
+    let answered = s.keep.approvals().answer(&alice, &id, true, None).await;
+    assert!(answered.is_err(), "{answered:?}");
+    let said = pending.await.unwrap();
+    assert!(
+        said.as_ref()
+            .map_or(true, |replies| replies[0].contains("error")),
+        "{said:?}"
+    );
+    assert_eq!(upstream.hits(), 0);
+    let view = s.keep.sessions().get(&alice, &session).await.unwrap();
+    assert!(!view.live, "an ended session is not live: {view:?}");
 }

@@ -368,10 +368,13 @@ async fn the_operator_turns_tool_proposals_off_for_the_hosts_and_pending_ones_st
             .expect("entries")
             .iter()
             .any(|entry| {
+                // Journaled by its rule; the cell's words (its reason) by their hash.
                 entry["kind"] == "refusal"
+                    && entry["detail"]["action"] == "review"
+                    && entry["detail"]["rule"] == "forbidden"
                     && entry["detail"]["reason"]
                         .as_str()
-                        .is_some_and(|reason| reason.contains("tool.propose off"))
+                        .is_some_and(|reason| reason.contains("SHA-256"))
             }),
         "{journal}"
     );
