@@ -18,6 +18,11 @@ async fn an_answer_to_a_use_waiting_on_a_gone_host_is_refused() {
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap()
         .as_millis();
+    // The uses' session, running (a use of a session that has ended is no one's to answer).
+    database.sql(&format!(
+        "INSERT INTO keep_sessions (id, user_name, agent, agent_version, created_at_ms, host_id) \
+         VALUES ('s1', 'alice', 'maker', 1, {now_ms}, 'gone-host:1')"
+    ));
     for (id, host) in [("ea-gone", "gone-host:1"), ("ea-live", "live-host:1")] {
         let view = json!({
             "session_id": "s1", "agent": "maker", "agent_version": 1, "method": "GET",
