@@ -285,9 +285,12 @@ async function sendMessage(session, text, result) {
     status(result, `A message is at most ${MESSAGE_BYTES_MAX >> 10} KiB: hand a longer text to the agent as a file (up to ${FILE_BYTES_MAX >> 10} KiB), or send it in parts.`, false);
     return;
   }
+  // The message leaves the box as it is sent (it shows in the conversation); a refusal gives
+  // it back.
+  text.value = '';
   await running(session, result, async () => {
     const answer = await api('POST', `/v1/sessions/${encodeURIComponent(session.id)}/messages`, { text: message });
-    if (answer.status === 200) text.value = '';
+    if (answer.status !== 200 && !text.value) text.value = message;
     return answer;
   });
 }

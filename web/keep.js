@@ -551,6 +551,7 @@ async function reviewView(review) {
   const hashesHold = await reviewHashesHold(review);
   const origin = review.origin;
   const parts = [
+    h('p', {}, h('a', { href: `#keep/conversation/${encodeURIComponent(origin.session_id)}` }, 'Back to the conversation it came from')),
     h('h2', {}, `${visibleText(review.name)} version ${review.version} `, stateBadge(review.state)),
     review.tainted ? h('div', { class: 'taint-warning', role: 'note' },
       h('p', {}, h('strong', {}, 'Tainted. '), 'The session that proposed this tool had read untrusted content, which may have steered it. Approving needs your explicit confirm, and the tool asks before each use of the network until you clear its taint.'),

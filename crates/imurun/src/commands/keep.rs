@@ -541,7 +541,9 @@ async fn init(config: ResolvedConfig, store: Store, dir: Option<PathBuf>) -> Res
     println!("The first operator token, shown once (it is stored only as its hash):");
     println!("{}", report.operator_token.token);
     println!();
-    println!("Serve Keep mode with `imurun serve --keep`.");
+    println!(
+        "Serve Keep mode with `imurun serve --keep` (from the repository: `scripts/run --keep`)."
+    );
     Ok(ExitCode::SUCCESS)
 }
 

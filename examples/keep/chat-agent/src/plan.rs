@@ -87,8 +87,10 @@ pub fn payload(title: &str, steps: &[String]) -> (String, Vec<String>) {
 /// The reply after a plan was proposed: its title and steps, and `note` on where they came
 /// from when they are general ones.
 pub fn proposed_reply(title: &str, steps: &[String], note: Option<&str>) -> String {
-    let mut reply =
-        format!("I proposed a plan, \"{title}\", for you to accept or reject in your proposals:\n");
+    let mut reply = format!(
+        "I proposed a plan, \"{title}\", for you to accept or reject (beside this \
+         conversation, and in Proposals):\n"
+    );
     for (number, step) in steps.iter().enumerate() {
         reply.push_str(&format!("\n{}. {step}", number + 1));
     }
@@ -256,8 +258,8 @@ mod tests {
         let steps = vec!["Book a van".to_owned(), "Pack".to_owned()];
         assert_eq!(
             proposed_reply("Plan: moving house", &steps, Some("General steps.")),
-            "I proposed a plan, \"Plan: moving house\", for you to accept or reject in your \
-             proposals:\n\n1. Book a van\n2. Pack\n\nGeneral steps."
+            "I proposed a plan, \"Plan: moving house\", for you to accept or reject (beside \
+             this conversation, and in Proposals):\n\n1. Book a van\n2. Pack\n\nGeneral steps."
         );
     }
 

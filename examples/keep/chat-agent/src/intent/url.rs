@@ -160,7 +160,10 @@ mod tests {
         assert_eq!(&message[spans[0].0..spans[0].1], "http://a.example/x");
         let kept = "see http://a.example/wiki/Rust_(language).";
         let spans = address_spans(kept);
-        assert_eq!(&kept[spans[0].0..spans[0].1], "http://a.example/wiki/Rust_(language)");
+        assert_eq!(
+            &kept[spans[0].0..spans[0].1],
+            "http://a.example/wiki/Rust_(language)"
+        );
     }
 
     #[test]
