@@ -17,6 +17,42 @@ const WAIT_MAX: Duration = Duration::from_secs(60);
 /// not a speed check.
 const TURN_WAIT_MAX: Duration = Duration::from_secs(600);
 
+/// Starts `imurun serve --model MODEL --addr 127.0.0.1:0 ARGS` under `home` with `envs`, and
+/// reads its first line: the process, and the address it says it listens on over `scheme`.
+pub(crate) fn spawn_serve(
+    home: &Path,
+    model: &str,
+    args: &[&str],
+    envs: &[(&str, &OsStr)],
+    scheme: &str,
+) -> (Child, String) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_imurun"))
+        .args(["serve", "--model", model, "--addr", "127.0.0.1:0"])
+        .args(args)
+        .env("IMURUN_HOME", home)
+        .env(
+            "IMURUN_THREADS",
+            imurun_testkit::MODEL_TEST_THREADS.to_string(),
+        )
+        .envs(envs.iter().copied())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut line)
+        .unwrap();
+    let prefix = format!("imurun is listening on {scheme}://");
+    let addr = line
+        .trim()
+        .strip_prefix(&prefix)
+        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+        .to_owned();
+    (child, addr)
+}
+
 /// A running `imurun serve` and its address; killed when dropped, the test passing or not.
 pub(crate) struct Server {
     child: Child,
@@ -61,29 +97,7 @@ impl Server {
         envs: &[(&str, &OsStr)],
         token: Option<&str>,
     ) -> Server {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_imurun"))
-            .args(["serve", "--model", model, "--addr", "127.0.0.1:0"])
-            .args(args)
-            .env("IMURUN_HOME", home)
-            .env(
-                "IMURUN_THREADS",
-                imurun_testkit::MODEL_TEST_THREADS.to_string(),
-            )
-            .envs(envs.iter().copied())
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
-        let mut line = String::new();
-        BufReader::new(child.stdout.take().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("imurun is listening on http://")
-            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-            .to_owned();
+        let (child, addr) = spawn_serve(home, model, args, envs, "http");
         let server = Server {
             child,
             addr,

@@ -2,10 +2,9 @@
 //! a client that trusts it gets answers, plain HTTP on the port gets none, and a key that cannot
 //! be read stops the start with the file's name.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use crate::serve_cli::script;
+use crate::serve_cli::{script, spawn_serve};
 
 #[test]
 fn serve_answers_over_https_with_the_certificate_it_is_given() {
@@ -16,33 +15,14 @@ fn serve_answers_over_https_with_the_certificate_it_is_given() {
     std::fs::write(&cert_file, cert).unwrap();
     std::fs::write(&key_file, key).unwrap();
     let model = script(home, &serde_json::json!([{"text": "Hello."}]));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_imurun"))
-        .args([
-            "serve",
-            "--model",
-            &model,
-            "--addr",
-            "127.0.0.1:0",
-            "--tls-cert",
-        ])
-        .arg(&cert_file)
-        .arg("--tls-key")
-        .arg(&key_file)
-        .env("IMURUN_HOME", home)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    BufReader::new(child.stdout.take().unwrap())
-        .read_line(&mut line)
-        .unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("imurun is listening on https://")
-        .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-        .to_owned();
+    let (cert_arg, key_arg) = (cert_file.to_str().unwrap(), key_file.to_str().unwrap());
+    let (mut child, addr) = spawn_serve(
+        home,
+        &model,
+        &["--tls-cert", cert_arg, "--tls-key", key_arg],
+        &[],
+        "https",
+    );
     let port = addr.rsplit(':').next().unwrap().to_owned();
 
     let runtime = tokio::runtime::Runtime::new().unwrap();
