@@ -58,6 +58,24 @@ pub enum JournalDetail {
     Refusal(RefusalDetail),
 }
 
+/// Every kind of journal entry, as [`JournalDetail::kind`] names them.
+pub const JOURNAL_KINDS: [&str; 14] = [
+    "trust_root",
+    "deploy",
+    "ceiling",
+    "token",
+    "enrol_code",
+    "device",
+    "vault",
+    "host",
+    "config",
+    "session",
+    "proposal",
+    "tool",
+    "egress",
+    "refusal",
+];
+
 impl JournalDetail {
     /// The entry's `kind`.
     pub fn kind(&self) -> &'static str {
@@ -505,6 +523,23 @@ pub enum RevokedInDatabase {
 pub(crate) mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The list of kinds is the list `read` knows: every kind in it reaches its own shape's
+    /// check, and a kind outside it is refused as unknown.
+    #[test]
+    fn the_list_of_kinds_is_the_kinds_read_knows() {
+        let unknown = |kind: &str| {
+            JournalDetail::read(kind, &json!(null))
+                .expect_err("null is no detail")
+                .to_string()
+                .contains("no journal entry is of kind")
+        };
+        for kind in JOURNAL_KINDS {
+            assert!(!unknown(kind), "{kind} is not read");
+        }
+        assert!(unknown("tools"));
+        assert!(unknown(""));
+    }
 
     /// Each detail writes the JSON the host wrote before details were typed (field for field,
     /// `null`s included), and reads back as itself.

@@ -10,8 +10,8 @@ use serde_json::Value;
 use utoipa::ToSchema;
 
 pub use imurun_keep::service::{
-    AnyProposal, ApprovalView, ConversationView, PersonAdded, PersonRevoked, PersonView,
-    ProposalView, SessionView, ToolReview, ToolView,
+    AnyProposal, ApprovalView, ConversationView, HostView, PersonAdded, PersonDetail,
+    PersonRevoked, PersonView, ProposalView, SessionView, ToolReview, ToolView,
 };
 
 /// `GET /v1/people`.
@@ -120,7 +120,13 @@ pub struct PublicAgent {
 /// `GET /v1/agents`.
 #[derive(Debug, Serialize, ToSchema)]
 pub struct AgentList {
+    /// The agents in force.
     pub agents: Vec<PublicAgent>,
+    /// The operator's answer only: every stored agent, in force (with how it is signed and
+    /// when it was deployed) or refused with why (an expired policy, a row that does not
+    /// hold).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub deployed: Option<Vec<AgentInfo>>,
 }
 
 /// A user's ceiling in force.

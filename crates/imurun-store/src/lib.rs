@@ -47,9 +47,10 @@ pub use bounds::ID_CHARS_MAX;
 pub use error::{DatabaseError, MigrationError, StoreError};
 pub use keep::{
     AgentRow, CONVERSATION_ENTRIES_MAX, CONVERSATIONS_KEPT_MAX, DeviceRow, DocumentRow,
-    EgressWaitRow, JournalDraft, JournalRow, JournalSnapshot, KEEP_JOURNAL_READ_ROWS_MAX,
-    KEEP_LIST_ROWS_MAX, KeepTx, MessageRow, NewAgent, NewMessage, NewTool, NewToolProposal,
-    ProposalRow, SessionRow, TokenRow, ToolProposalRow, ToolRow, VaultEntryRow,
+    EgressWaitRow, JournalDraft, JournalFilter, JournalRow, JournalSnapshot,
+    KEEP_JOURNAL_READ_ROWS_MAX, KEEP_LIST_ROWS_MAX, KeepTx, MessageRow, NewAgent, NewMessage,
+    NewTool, NewToolProposal, ProposalRow, SessionRow, TokenRow, TokenUser, ToolProposalRow,
+    ToolRow, VaultEntryRow,
 };
 pub use notify::{Heard, HostClaim, Listener, NOTIFY_PAYLOAD_BYTES_MAX};
 pub use sessions::{SESSION_LIST_ROWS_MAX, SESSION_TITLE_CHARS_MAX, Session};

@@ -24,6 +24,7 @@ struct Switch {
 
 /// The `tool.propose` switch, as the operator reads it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepToolPropose))]
 pub struct ToolProposeView {
     /// Whether agents may propose tools on every host sharing this database.
     pub enabled: bool,
@@ -34,7 +35,42 @@ pub struct ToolProposeView {
     pub refused: Option<String>,
 }
 
+/// The host's settings that matter to the operator, read-only: they are set in its
+/// configuration (and the `tool.propose` switch by its own route), never from the page.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepHostView))]
+pub struct HostView {
+    /// This host's name among the hosts that share the database (`keep.host_id`).
+    pub host_id: String,
+    /// `sqlite` (one host) or `postgresql` (hosts may share it).
+    pub database: &'static str,
+    /// Whether this host runs agents' cells.
+    pub cells: bool,
+    /// The loopback ports cells' egress may reach (`keep.egress_loopback_ports`), empty by
+    /// default.
+    pub egress_loopback_ports: Vec<u16>,
+    /// Whether agents may propose tools, on every host of the database.
+    pub tool_propose: ToolProposeView,
+}
+
 impl HostSettings<'_> {
+    /// The host's settings that matter, read-only (operator only).
+    pub async fn view(self, caller: &Identity) -> Result<HostView, KeepError> {
+        caller.require_operator()?;
+        let cells = self.keep.cells();
+        Ok(HostView {
+            host_id: self.keep.host_id().to_owned(),
+            database: match self.core.store().backend() {
+                imurun_store::Backend::Sqlite => "sqlite",
+                imurun_store::Backend::Postgres => "postgresql",
+            },
+            cells: cells.is_some(),
+            egress_loopback_ports: cells
+                .map_or_else(Vec::new, |cells| cells.loopback_ports().to_vec()),
+            tool_propose: self.tool_propose_in_force().await?,
+        })
+    }
+
     /// Turns `tool.propose` on or off for every host on the database (operator only).
     /// Proposals already pending stay pending: each still needs its person's device-signed
     /// decision, and may be approved or denied.

@@ -8,9 +8,23 @@ use serde::Serialize;
 use super::{Identity, Journal, entry_from_row};
 use crate::KeepError;
 use crate::journal::{ChainCheck, ChainReport, Head, JournalEntry};
+use crate::journal_detail::JOURNAL_KINDS;
+use imurun_store::JournalFilter;
 
 /// A journal entry as the API shows it: the entry of the chain itself.
 pub type JournalView = JournalEntry;
+
+/// Which entries a list keeps (`GET /v1/journal?user=&kind=&before=`): each field left
+/// `None` keeps every entry the caller may read.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JournalQuery {
+    /// Entries about this user (the operator's filter; a person's own name changes nothing).
+    pub user: Option<String>,
+    /// Entries of this kind (one of [`JOURNAL_KINDS`]).
+    pub kind: Option<String>,
+    /// Entries older than this sequence number: the next page.
+    pub before_seq: Option<i64>,
+}
 
 /// Entries `GET /v1/journal` returns at most, newest first.
 pub const JOURNAL_LIST_ENTRIES_MAX: i64 = 1_000;
@@ -58,10 +72,42 @@ impl Journal<'_> {
     /// The newest entries the caller may read (at most [`JOURNAL_LIST_ENTRIES_MAX`]), newest
     /// first.
     pub async fn list(self, caller: &Identity) -> Result<Vec<JournalView>, KeepError> {
+        self.find(caller, &JournalQuery::default()).await
+    }
+
+    /// The newest entries the caller may read that `query` keeps (at most
+    /// [`JOURNAL_LIST_ENTRIES_MAX`]), newest first. A person who names another user gets no
+    /// entry, as for a user with none; a kind that no entry has is refused.
+    pub async fn find(
+        self,
+        caller: &Identity,
+        query: &JournalQuery,
+    ) -> Result<Vec<JournalView>, KeepError> {
+        if let Some(kind) = query.kind.as_deref()
+            && !JOURNAL_KINDS.contains(&kind)
+        {
+            return Err(KeepError::invalid(
+                "kind",
+                format!(
+                    "no journal entry is of kind {kind:?}; the kinds are {}",
+                    JOURNAL_KINDS.join(", ")
+                ),
+            ));
+        }
+        let user = match (caller.user(), query.user.as_deref()) {
+            (Some(own), Some(named)) if own != named => return Ok(Vec::new()),
+            (Some(own), _) => Some(own),
+            (None, named) => named,
+        };
+        let filter = JournalFilter {
+            user,
+            kind: query.kind.as_deref(),
+            before_seq: query.before_seq,
+        };
         let rows = self
             .core
             .store()
-            .keep_journal_newest(caller.user(), JOURNAL_LIST_ENTRIES_MAX)
+            .keep_journal_newest(&filter, JOURNAL_LIST_ENTRIES_MAX)
             .await?;
         rows.iter().map(entry_from_row).collect()
     }

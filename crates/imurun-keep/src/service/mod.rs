@@ -48,13 +48,13 @@ pub use conversations::{
 pub use deploy::{AgentReach, AgentView, BUNDLE_BYTES_MAX, DeployRequest, PublicAgentView};
 pub use devices::{DeviceView, ENROL_CODE_TTL_S_DEFAULT, ENROL_CODE_TTL_S_MAX, EnrolProof};
 pub use egress_answers::{ApprovalView, EGRESS_ANSWERS_CHANNEL};
-pub use host_settings::ToolProposeView;
+pub use host_settings::{HostView, ToolProposeView};
 pub use imurun_keep_rules::checks::enrol::{DEVICE_LABEL_CHARS_MAX, possession_message};
 pub use journal_access::{
-    BREAK_NOT_ABOUT_YOU, BadEntryView, JOURNAL_LIST_ENTRIES_MAX, JournalCheckView, JournalView,
-    USER_CHECK_REUSE_S,
+    BREAK_NOT_ABOUT_YOU, BadEntryView, JOURNAL_LIST_ENTRIES_MAX, JournalCheckView, JournalQuery,
+    JournalView, USER_CHECK_REUSE_S,
 };
-pub use people::{PersonAdded, PersonRevoked, PersonView};
+pub use people::{PersonAdded, PersonDetail, PersonRevoked, PersonToken, PersonView};
 pub use proposal_access::{AnyProposal, ProposalView};
 pub use refusals::{
     Claimed, DoorRefusal, REFUSAL_TEXT_CHARS_MAX, REFUSALS_JOURNALED_PER_MINUTE_MAX,

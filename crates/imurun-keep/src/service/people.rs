@@ -2,11 +2,9 @@
 //! sessions; a person added (a token and an enrolment code at once); a person revoked as a
 //! whole. A person is a name that tokens were made for: there is no other account.
 
-use std::collections::BTreeMap;
-
 use serde::Serialize;
 
-use super::{Identity, NewToken, People, TokenRole, append};
+use super::{Identity, NewToken, People, TokenRole, ToolView, append};
 use crate::KeepError;
 use crate::journal_detail::TokenDetail;
 
@@ -27,6 +25,28 @@ pub struct PersonView {
     pub live_sessions: usize,
     /// When her first token was made.
     pub since_ms: i64,
+}
+
+/// One person, as the operator manages her (`GET /v1/people/{user}`).
+#[derive(Debug, Clone, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepPersonDetail))]
+pub struct PersonDetail {
+    pub person: PersonView,
+    /// Her tokens, newest first, revoked ones too: ids and dates (a token is shown only once,
+    /// when it is made).
+    pub tokens: Vec<PersonToken>,
+    /// Her tools, each at its highest version, revoked ones too; without what tainted one
+    /// (`taint_source` is always null here: it names something of her conversation).
+    pub tools: Vec<ToolView>,
+}
+
+/// One of a person's tokens: its id and dates.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepPersonToken))]
+pub struct PersonToken {
+    pub id: String,
+    pub created_at_ms: i64,
+    pub revoked_at_ms: Option<i64>,
 }
 
 /// A person added: her first token (shown once) and an enrolment code for her first device.
@@ -65,40 +85,87 @@ impl People<'_> {
     /// Everyone tokens were made for, by name.
     pub async fn list(self, caller: &Identity) -> Result<Vec<PersonView>, KeepError> {
         caller.require_operator()?;
-        let mut people: BTreeMap<String, PersonView> = BTreeMap::new();
-        for row in self.core.store().keep_tokens().await? {
-            let Some(user) = row.user_name else { continue };
-            let person = people.entry(user.clone()).or_insert_with(|| PersonView {
-                user,
-                tokens: 0,
-                tokens_revoked: 0,
-                devices: 0,
-                tools: 0,
-                live_sessions: 0,
-                since_ms: row.created_at_ms,
-            });
-            if row.revoked_at_ms.is_some() {
-                person.tokens_revoked += 1;
-            } else {
-                person.tokens += 1;
-            }
-            person.since_ms = person.since_ms.min(row.created_at_ms);
+        let mut people = Vec::new();
+        for row in self.core.store().keep_token_users().await? {
+            people.push(self.counted(row).await?);
         }
-        for person in people.values_mut() {
-            let store = self.core.store();
-            person.devices = store
-                .keep_devices(&person.user)
-                .await?
-                .iter()
-                .filter(|device| device.retired_at_ms.is_none())
-                .count();
-            person.tools = self.tools_in_force(&person.user).await?.len();
-            person.live_sessions = self
-                .keep
-                .cells()
-                .map_or(0, |cells| cells.sessions_of(&person.user).len());
-        }
-        Ok(people.into_values().collect())
+        Ok(people)
+    }
+
+    /// One person, as the operator manages her: her counts, her tokens (ids and dates, never
+    /// the tokens) and her tools. Someone no token was ever made for is not found.
+    pub async fn get(self, caller: &Identity, user: &str) -> Result<PersonDetail, KeepError> {
+        caller.require_operator()?;
+        let rows = self.core.store().keep_tokens_of(user).await?;
+        let Some(since_ms) = rows.iter().map(|row| row.created_at_ms).min() else {
+            return Err(KeepError::NotFound("person"));
+        };
+        let live = rows
+            .iter()
+            .filter(|row| row.revoked_at_ms.is_none())
+            .count();
+        let person = self
+            .counted(imurun_store::TokenUser {
+                user_name: user.to_owned(),
+                live: i64::try_from(live).unwrap_or(i64::MAX),
+                revoked: i64::try_from(rows.len() - live).unwrap_or(i64::MAX),
+                since_ms,
+            })
+            .await?;
+        let tokens = rows
+            .into_iter()
+            .map(|row| PersonToken {
+                id: row.id,
+                created_at_ms: row.created_at_ms,
+                revoked_at_ms: row.revoked_at_ms,
+            })
+            .collect();
+        // What tainted a tool names a file or an address of her conversation, which the
+        // operator never reads; what clearing it must sign is for her device alone.
+        let tools = self
+            .keep
+            .tools()
+            .all_of(user)
+            .await?
+            .into_iter()
+            .map(|tool| ToolView {
+                taint_source: None,
+                clear_taint: None,
+                ..tool
+            })
+            .collect();
+        Ok(PersonDetail {
+            person,
+            tokens,
+            tools,
+        })
+    }
+
+    /// `tokens`' person with her devices, tools and live sessions counted.
+    async fn counted(self, tokens: imurun_store::TokenUser) -> Result<PersonView, KeepError> {
+        let user = tokens.user_name;
+        let devices = self
+            .core
+            .store()
+            .keep_devices(&user)
+            .await?
+            .iter()
+            .filter(|device| device.retired_at_ms.is_none())
+            .count();
+        let tools = self.tools_in_force(&user).await?.len();
+        let live_sessions = self
+            .keep
+            .cells()
+            .map_or(0, |cells| cells.sessions_of(&user).len());
+        Ok(PersonView {
+            tokens: usize::try_from(tokens.live).unwrap_or(0),
+            tokens_revoked: usize::try_from(tokens.revoked).unwrap_or(0),
+            devices,
+            tools,
+            live_sessions,
+            since_ms: tokens.since_ms,
+            user,
+        })
     }
 
     /// Adds `user`: makes her first token and an enrolment code for her first device.
@@ -145,14 +212,7 @@ impl People<'_> {
     /// and no tool of before. Running it again finishes what a failure left undone.
     pub async fn revoke(self, caller: &Identity, user: &str) -> Result<PersonRevoked, KeepError> {
         caller.require_operator()?;
-        let tokens: Vec<_> = self
-            .core
-            .store()
-            .keep_tokens()
-            .await?
-            .into_iter()
-            .filter(|row| row.user_name.as_deref() == Some(user))
-            .collect();
+        let tokens = self.core.store().keep_tokens_of(user).await?;
         if tokens.is_empty() {
             return Err(KeepError::NotFound("person"));
         }

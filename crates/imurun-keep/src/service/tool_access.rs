@@ -246,7 +246,11 @@ impl ToolProposals<'_> {
 impl Tools<'_> {
     /// The calling person's tools, each at its highest version.
     pub async fn list(self, caller: &Identity) -> Result<Vec<ToolView>, KeepError> {
-        let user = session_user(caller)?;
+        self.all_of(session_user(caller)?).await
+    }
+
+    /// `user`'s tools, each at its highest version (for the operator's view of a person).
+    pub(super) async fn all_of(self, user: &str) -> Result<Vec<ToolView>, KeepError> {
         let ceiling_version = self.keep.ceilings().in_force(user).await?.ceiling.version;
         let mut views = Vec::new();
         for row in self.core.store().keep_tools(user).await? {

@@ -414,6 +414,17 @@ async fn the_operator_revokes_a_persons_tool_and_the_person_sees_it() {
         say(&keep, &keep.alice, &session, call.clone()).await,
         r#"{"echo":{"n":1}}"#
     );
+    // The operator sees her tool, without what tainted it (her conversation's).
+    let (status, person) = keep
+        .call(&keep.operator, "GET", "/v1/people/alice", None)
+        .await;
+    assert_eq!(status, 200, "{person}");
+    assert_eq!(
+        person["tools"][0]["qualified_name"], "u/alice/calc",
+        "{person}"
+    );
+    assert!(person["tools"][0]["taint_source"].is_null(), "{person}");
+    assert!(person["tools"][0]["clear_taint"].is_null(), "{person}");
     // The operator names a person's tool in full; a bare name is no one's.
     let (status, body) = keep
         .call(&keep.operator, "POST", "/v1/tools/calc/revoke", None)

@@ -31,6 +31,17 @@ pub struct JournalDraft {
     pub detail: String,
 }
 
+/// Which journal entries a read keeps: each field left `None` keeps every entry.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct JournalFilter<'a> {
+    /// Entries about this user.
+    pub user: Option<&'a str>,
+    /// Entries of this kind.
+    pub kind: Option<&'a str>,
+    /// Entries older than this sequence number (the next page of a list read newest first).
+    pub before_seq: Option<i64>,
+}
+
 /// A read of the journal as one snapshot; see [`Store::keep_journal_snapshot`].
 #[derive(Debug)]
 pub struct JournalSnapshot {
@@ -45,38 +56,28 @@ macro_rules! journal_columns {
 }
 
 impl Store {
-    /// The newest journal entries, newest first: all of them, or those about `user`; at most
-    /// `limit` (capped at [`KEEP_JOURNAL_READ_ROWS_MAX`]).
+    /// The newest journal entries that `filter` keeps, newest first; at most `limit` (capped
+    /// at [`KEEP_JOURNAL_READ_ROWS_MAX`]).
     pub async fn keep_journal_newest(
         &self,
-        user: Option<&str>,
+        filter: &JournalFilter<'_>,
         limit: i64,
     ) -> Result<Vec<JournalRow>, StoreError> {
         let limit = limit.clamp(0, KEEP_JOURNAL_READ_ROWS_MAX);
-        let rows = match user {
-            None => {
-                sqlx::query_as(concat!(
-                    "SELECT ",
-                    journal_columns!(),
-                    " FROM keep_journal ORDER BY seq DESC LIMIT $1"
-                ))
-                .bind(limit)
-                .fetch_all(self.pool())
-                .await?
-            }
-            Some(user) => {
-                sqlx::query_as(concat!(
-                    "SELECT ",
-                    journal_columns!(),
-                    " FROM keep_journal WHERE user_name = $1 ORDER BY seq DESC LIMIT $2"
-                ))
-                .bind(user)
-                .bind(limit)
-                .fetch_all(self.pool())
-                .await?
-            }
-        };
-        Ok(rows)
+        let query = concat!(
+            "SELECT ",
+            journal_columns!(),
+            " FROM keep_journal WHERE ($1 IS NULL OR user_name = $1) \
+             AND ($2 IS NULL OR kind = $2) AND ($3 IS NULL OR seq < $3) \
+             ORDER BY seq DESC LIMIT $4"
+        );
+        Ok(sqlx::query_as(query)
+            .bind(filter.user)
+            .bind(filter.kind)
+            .bind(filter.before_seq)
+            .bind(limit)
+            .fetch_all(self.pool())
+            .await?)
     }
 
     /// The journal entry `seq`, whoever it is about.

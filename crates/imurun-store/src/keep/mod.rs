@@ -37,10 +37,10 @@ pub use conversations::{CONVERSATION_ENTRIES_MAX, CONVERSATIONS_KEPT_MAX, Messag
 pub use devices::DeviceRow;
 pub use documents::DocumentRow;
 pub use egress_waits::EgressWaitRow;
-pub use journal::{JournalDraft, JournalRow, JournalSnapshot};
+pub use journal::{JournalDraft, JournalFilter, JournalRow, JournalSnapshot};
 pub use proposals::ProposalRow;
 pub use sessions::SessionRow;
-pub use tokens::TokenRow;
+pub use tokens::{TokenRow, TokenUser};
 pub use tool_proposals::{NewToolProposal, ToolProposalRow};
 pub use tools::{NewTool, ToolRow};
 pub use vault::VaultEntryRow;

@@ -17,6 +17,17 @@ pub struct TokenRow {
     pub revoked_at_ms: Option<i64>,
 }
 
+/// A person's tokens, counted ([`Store::keep_token_users`]).
+#[derive(Debug, Clone, PartialEq, Eq, FromRow)]
+pub struct TokenUser {
+    pub user_name: String,
+    /// Tokens that work.
+    pub live: i64,
+    pub revoked: i64,
+    /// When the first was made.
+    pub since_ms: i64,
+}
+
 // The column list, as a macro so that every query stays a `&'static str` (see `mod.rs`).
 macro_rules! token_columns {
     () => {
@@ -56,6 +67,36 @@ impl Store {
             " FROM keep_tokens ORDER BY created_at_ms DESC, id LIMIT $1"
         );
         Ok(sqlx::query_as(query)
+            .bind(KEEP_LIST_ROWS_MAX)
+            .fetch_all(self.pool())
+            .await?)
+    }
+
+    /// Everyone tokens were made for, by name (at most [`KEEP_LIST_ROWS_MAX`]): their tokens
+    /// that work, their tokens revoked, and when their first token was made.
+    pub async fn keep_token_users(&self) -> Result<Vec<TokenUser>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT user_name, \
+             SUM(CASE WHEN revoked_at_ms IS NULL THEN 1 ELSE 0 END) AS live, \
+             SUM(CASE WHEN revoked_at_ms IS NULL THEN 0 ELSE 1 END) AS revoked, \
+             MIN(created_at_ms) AS since_ms \
+             FROM keep_tokens WHERE user_name IS NOT NULL \
+             GROUP BY user_name ORDER BY user_name LIMIT $1",
+        )
+        .bind(KEEP_LIST_ROWS_MAX)
+        .fetch_all(self.pool())
+        .await?)
+    }
+
+    /// `user`'s tokens, revoked ones too, newest first (at most [`KEEP_LIST_ROWS_MAX`]).
+    pub async fn keep_tokens_of(&self, user: &str) -> Result<Vec<TokenRow>, StoreError> {
+        let query = concat!(
+            "SELECT ",
+            token_columns!(),
+            " FROM keep_tokens WHERE user_name = $1 ORDER BY created_at_ms DESC, id LIMIT $2"
+        );
+        Ok(sqlx::query_as(query)
+            .bind(user)
             .bind(KEEP_LIST_ROWS_MAX)
             .fetch_all(self.pool())
             .await?)

@@ -13,6 +13,7 @@ mod child;
 #[cfg(unix)]
 mod durability;
 mod keep_conversations;
+mod keep_people;
 mod keep_sessions;
 mod limits;
 mod migrations;

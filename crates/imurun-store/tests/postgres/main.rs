@@ -10,6 +10,8 @@ const BACKEND: imurun_store::Backend = imurun_store::Backend::Postgres;
 mod backpressure;
 #[path = "../all/keep_conversations.rs"]
 mod keep_conversations;
+#[path = "../all/keep_people.rs"]
+mod keep_people;
 #[path = "../all/keep_sessions.rs"]
 mod keep_sessions;
 #[path = "../all/limits.rs"]

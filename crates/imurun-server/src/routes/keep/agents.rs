@@ -54,13 +54,19 @@ pub(crate) async fn deploy(
 
 /// `GET /v1/agents`.
 #[utoipa::path(get, path = "/v1/agents", tag = "keep", operation_id = "keep_agents",
-    summary = "The agents in force: name, version and description",
+    summary = "The agents in force: name, version, description and reach; for the operator also every stored agent, refused ones with why",
     responses(
-        (status = 200, description = "The agents, by name.", body = AgentList),
+        (status = 200, description = "The agents, by name; `deployed` for the operator only.", body = AgentList),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
 pub(crate) async fn list(caller: KeepCaller) -> Result<Json<AgentList>, ApiError> {
+    let deployed = if caller.identity.user().is_none() {
+        let views = caller.keep.agents().list(&caller.identity).await?;
+        Some(views.into_iter().map(agent_info).collect())
+    } else {
+        None
+    };
     let agents = caller.keep.agents().public().await?;
     Ok(Json(AgentList {
         agents: agents
@@ -72,6 +78,7 @@ pub(crate) async fn list(caller: KeepCaller) -> Result<Json<AgentList>, ApiError
                 reach: agent.reach,
             })
             .collect(),
+        deployed,
     }))
 }
 

@@ -2,22 +2,49 @@
 //! hash chain. The operator reads every entry; a person the entries about them.
 
 use axum::Json;
-use axum::extract::Path;
+use axum::extract::{Path, Query};
+use imurun_keep::service::JournalQuery;
+use serde::Deserialize;
 
 use crate::error::ApiError;
 use crate::keep_auth::KeepCaller;
 use crate::keep_wire::{JournalCheck, JournalEntryInfo, JournalList};
 use crate::openapi::ErrorBody;
 
+/// The query of `GET /v1/journal`.
+#[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct JournalParams {
+    /// Only entries about this user (a user naming another gets no entry).
+    user: Option<String>,
+    /// Only entries of this kind: `trust_root`, `deploy`, `ceiling`, `token`, `enrol_code`,
+    /// `device`, `vault`, `host`, `config`, `session`, `proposal`, `tool`, `egress` or
+    /// `refusal`.
+    kind: Option<String>,
+    /// Only entries older than this sequence number: the next page.
+    before: Option<i64>,
+}
+
 /// `GET /v1/journal`.
 #[utoipa::path(get, path = "/v1/journal", tag = "keep", operation_id = "keep_journal",
-    summary = "The newest 1000 journal entries, newest first: all of them for the operator, those about them for a user",
+    summary = "The newest 1000 journal entries the query keeps, newest first: all of them for the operator, those about them for a user",
+    params(JournalParams),
     responses((status = 200, description = "The entries.", body = JournalList),
+        (status = 400, description = "An unknown `kind`, or a query that does not read; `invalid`, `bad_request`.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
         (status = 404, description = "The server is not in Keep mode (`imurun serve --keep`); `keep_off`.", body = ErrorBody),
     ))]
-pub(crate) async fn list(caller: KeepCaller) -> Result<Json<JournalList>, ApiError> {
-    let entries = caller.keep.journal().list(&caller.identity).await?;
+pub(crate) async fn list(
+    caller: KeepCaller,
+    params: Result<Query<JournalParams>, axum::extract::rejection::QueryRejection>,
+) -> Result<Json<JournalList>, ApiError> {
+    let Query(params) = params.map_err(|error| ApiError::bad_request(error.body_text()))?;
+    let query = JournalQuery {
+        user: params.user.filter(|user| !user.is_empty()),
+        kind: params.kind.filter(|kind| !kind.is_empty()),
+        before_seq: params.before,
+    };
+    let entries = caller.keep.journal().find(&caller.identity, &query).await?;
     Ok(Json(JournalList {
         entries: entries.into_iter().map(journal_info).collect(),
     }))

@@ -69,6 +69,7 @@ pub(super) fn table() -> Vec<Route> {
         route(tokens::__path_revoke, tokens::revoke),
         route(people::__path_list, people::list),
         route(people::__path_add, people::add),
+        route(people::__path_detail, people::detail),
         route(people::__path_revoke, people::revoke),
         route(devices::__path_enrol_code, devices::enrol_code),
         route(devices::__path_list, devices::list),
@@ -99,6 +100,7 @@ pub(super) fn table() -> Vec<Route> {
         route(tools::__path_detail, tools::detail),
         route(tools::__path_revoke, tools::revoke),
         route(tools::__path_clear_taint, tools::clear_taint),
+        route(settings::__path_host, settings::host),
         route(settings::__path_tool_propose, settings::tool_propose),
         route(
             settings::__path_set_tool_propose,

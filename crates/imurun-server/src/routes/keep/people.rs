@@ -1,6 +1,6 @@
 //! People under `/v1`, the operator's: who tokens were made for, with counts of their tokens,
 //! devices, tools and live sessions (never their content); a person added with a token and an
-//! enrolment code at once; a person revoked as a whole.
+//! enrolment code at once; one person with her tokens and tools; a person revoked as a whole.
 
 use axum::Json;
 use axum::extract::Path;
@@ -10,7 +10,7 @@ use imurun_keep::service::ENROL_CODE_TTL_S_DEFAULT;
 use super::Strict;
 use crate::error::{ApiError, StrictJson};
 use crate::keep_auth::OperatorCaller;
-use crate::keep_wire::{PeopleList, PersonAdd, PersonAdded, PersonRevoked};
+use crate::keep_wire::{PeopleList, PersonAdd, PersonAdded, PersonDetail, PersonRevoked};
 use crate::openapi::ErrorBody;
 
 /// `GET /v1/people` (operator).
@@ -53,6 +53,25 @@ pub(crate) async fn add(
         .add(&caller.identity, &body.user, ttl_s)
         .await?;
     Ok((StatusCode::CREATED, Json(added)))
+}
+
+/// `GET /v1/people/{user}` (operator).
+#[utoipa::path(get, path = "/v1/people/{user}", tag = "keep", operation_id = "keep_person",
+    summary = "One person: her counts, her tokens (ids and dates) and her tools (operator only)",
+    params(("user" = String, Path, description = "The person's name.")),
+    responses(
+        (status = 200, description = "The person.", body = PersonDetail),
+        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
+        (status = 403, description = "A user token; `forbidden`.", body = ErrorBody),
+        (status = 404, description = "No token was ever made for this name (`not_found`); `keep_off` when the server is not in Keep mode.", body = ErrorBody),
+    ))]
+pub(crate) async fn detail(
+    OperatorCaller(caller): OperatorCaller,
+    Path(user): Path<String>,
+) -> Result<Json<PersonDetail>, ApiError> {
+    Ok(Json(
+        caller.keep.people().get(&caller.identity, &user).await?,
+    ))
 }
 
 /// `DELETE /v1/people/{user}` (operator).

@@ -1,13 +1,30 @@
-//! Keep's settings under `/v1/settings`, the operator's: the `tool.propose` switch, for every
-//! host on the database.
+//! Keep's settings under `/v1/settings`, the operator's: the host's settings that matter, read
+//! only, and the `tool.propose` switch, for every host on the database.
 
 use axum::Json;
 
 use super::StrictDecision;
 use crate::error::{ApiError, StrictJson};
 use crate::keep_auth::OperatorCaller;
-use crate::keep_wire::{ToolProposeBody, ToolProposeInfo};
+use crate::keep_wire::{HostView, ToolProposeBody, ToolProposeInfo};
 use crate::openapi::ErrorBody;
+
+/// `GET /v1/settings`.
+#[utoipa::path(get, path = "/v1/settings", tag = "keep", operation_id = "keep_host_settings",
+    summary = "The host's settings that matter, read only: its name, its database's engine, whether it runs cells, the loopback ports opened to cells, and the `tool.propose` switch (operator only). They are set in the configuration",
+    responses(
+        (status = 200, description = "The settings in force.", body = HostView),
+        (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
+        (status = 403, description = "A user token; `forbidden`.", body = ErrorBody),
+        (status = 404, description = "The server is not in Keep mode; `keep_off`.", body = ErrorBody),
+    ))]
+pub(crate) async fn host(
+    OperatorCaller(caller): OperatorCaller,
+) -> Result<Json<HostView>, ApiError> {
+    Ok(Json(
+        caller.keep.host_settings().view(&caller.identity).await?,
+    ))
+}
 
 /// `GET /v1/settings/tool-propose`.
 #[utoipa::path(get, path = "/v1/settings/tool-propose", tag = "keep", operation_id = "keep_tool_propose",
