@@ -7,6 +7,9 @@ import { Unauthorized, api, errorText, setToken, token } from './api.js';
 import { currentSession, initChat, setTitle, showSession, stopChat } from './chat.js';
 import { byId, fill, h, markCurrent } from './dom.js';
 import { initKeep, routeKeep, startKeep, stopKeep } from './keep.js';
+import {
+  CONSOLE_LINKS, CONSOLE_VIEWS, isConsoleHash, leaveConsole, routeConsole, startConsole, stopConsole,
+} from './keep-console.js';
 import { initSettings, loadGrants, loadModel, loadSettings, showPermissions } from './settings.js';
 
 let sessions = [];
@@ -52,6 +55,7 @@ function toSignIn(message) {
   tokens += 1;
   setToken(null);
   stopKeep();
+  stopConsole();
   stopChat();
   sessions = [];
   renderSessions();
@@ -85,6 +89,8 @@ async function boot() {
     return;
   }
   byId('who').textContent = signedIn ? 'Signed in as the operator' : '';
+  // The operator of a Keep host: the console beside the assistant.
+  if (signedIn?.role === 'operator') startConsole();
   await loadModel();
   await loadSessions();
   await route();
@@ -104,14 +110,19 @@ async function route() {
     await routeKeep(hash.startsWith('keep/') ? hash : 'keep/proposals', showView);
     return;
   }
+  if (signedIn?.role === 'operator' && isConsoleHash(hash)) {
+    await routeConsole(hash, showView, ASSISTANT_LINKS);
+    return;
+  }
+  leaveConsole();
   if (hash === 'settings') {
     showView('settings-view');
-    markCurrent(['nav-chat', 'nav-settings'], 'nav-settings');
+    markCurrent([...ASSISTANT_LINKS, ...CONSOLE_LINKS], 'nav-settings');
     await loadSettings();
     return;
   }
   showView('chat-view');
-  markCurrent(['nav-chat', 'nav-settings'], 'nav-chat');
+  markCurrent([...ASSISTANT_LINKS, ...CONSOLE_LINKS], 'nav-chat');
   const wanted = hash.startsWith('chat/') ? hash.slice(5) : null;
   const session = sessions.find((s) => s.id === wanted) || (wanted ? null : sessions[0]);
   if (session?.id !== currentSession() || currentSession() === null) {
@@ -126,7 +137,10 @@ function showView(id) {
 
 const VIEWS = ['token-view', 'chat-view', 'settings-view', 'keep-agents-view', 'keep-conversations-view',
   'keep-talk-view', 'keep-proposals-view', 'keep-review-view',
-  'keep-tools-view', 'keep-journal-view', 'keep-device-view'];
+  'keep-tools-view', 'keep-journal-view', 'keep-device-view', ...CONSOLE_VIEWS];
+
+/** The assistant's links in the header. */
+const ASSISTANT_LINKS = ['nav-chat', 'nav-settings'];
 
 async function loadSessions() {
   const answer = await api('GET', '/api/sessions');

@@ -65,27 +65,33 @@ function agentItem(agent) {
     result);
 }
 
-/** What a manifest grants, one sentence per kind of reach. */
-export function reachInWords(reach) {
+/**
+ * What a manifest grants, one sentence per kind of reach, said to the person who talks to it;
+ * `operator`: said of its people, for the operator's console.
+ */
+export function reachInWords(reach, operator = false) {
   if (!reach) return ['Not said by the host.'];
+  const you = operator ? 'its person' : 'you';
+  const your = operator ? "Its person's" : 'Your';
   const lines = [];
   const rules = reach.egress || [];
   if (reach.egress_mode === 'deny' || rules.length === 0) {
     lines.push('The network: nothing outside its cell.');
   } else {
-    const how = reach.egress_mode === 'ask' ? 'asking you before each request' : 'without asking you';
+    const how = reach.egress_mode === 'ask' ? `asking ${you} before each request` : `without asking ${you}`;
     lines.push(`The network, ${how}: ${rules.map(ruleInWords).join('; ')}.`);
   }
   lines.push(reach.credentials?.length
     ? `Credentials the host adds for it: ${reach.credentials.map(visibleText).join(', ')} (by name; it never sees their values).`
     : 'No credentials.');
+  const accepted = operator ? 'the entries its person accepted from it' : 'the entries you accepted from it';
   lines.push({
-    none: 'Your memory: none of it.',
-    read: 'Your memory: it reads the entries you accepted from it.',
-    write: 'Your memory: it reads the entries you accepted from it and proposes new ones.',
-  }[reach.memory] || `Your memory: ${visibleText(reach.memory)}.`);
+    none: `${your} memory: none of it.`,
+    read: `${your} memory: it reads ${accepted}.`,
+    write: `${your} memory: it reads ${accepted} and proposes new ones.`,
+  }[reach.memory] || `${your} memory: ${visibleText(reach.memory)}.`);
   lines.push(reach.model_socket ? "The host's model: it may ask it." : "The host's model: no.");
-  if (reach.card) lines.push('It may show you cards (display only).');
+  if (reach.card) lines.push(`It may show ${you} cards (display only).`);
   const limits = reach.resources || {};
   lines.push(`Per message: at most ${limits.memory_mb} MiB of memory, ${seconds(limits.cpu_ms)} of CPU and ${seconds(limits.timeout_ms)} in all.`);
   return lines;

@@ -824,7 +824,7 @@ async function loadJournal() {
 }
 
 /** Each entry's hash recomputed from its content, and each link between shown neighbours. */
-async function recheck(entries) {
+export async function recheck(entries) {
   const bad = [];
   const bySeq = new Map(entries.map((entry) => [entry.seq, entry]));
   for (const entry of entries) {
@@ -843,13 +843,15 @@ async function recheck(entries) {
   return bad;
 }
 
-function journalItem(entry, bad) {
+/** One journal entry; `aboutWhom`: say whom it is about (the operator's journal). */
+export function journalItem(entry, bad, aboutWhom = false) {
   const action = typeof entry.detail?.action === 'string' ? entry.detail.action : null;
-  return h('li', { 'data-kind': entry.kind, 'data-action': action, 'data-seq': String(entry.seq), class: bad ? 'bad' : null },
+  const about = aboutWhom && entry.user ? `, about ${visibleText(entry.user)}` : '';
+  return h('li', { 'data-kind': entry.kind, 'data-action': action, 'data-seq': String(entry.seq), 'data-actor': entry.actor, class: bad ? 'bad' : null },
     h('p', {}, h('strong', {}, `#${entry.seq} ${entry.kind}${action ? `: ${visibleText(action)}` : ''}`), ' ',
       bad ? h('span', { class: 'badge taint' }, 'does not hold') : null, ' ',
       h('span', { class: 'wrap' }, visibleText(entry.subject)),
-      h('span', { class: 'muted' }, ` by ${visibleText(entry.actor)}, ${when(entry.at_ms)}`)),
+      h('span', { class: 'muted' }, ` by ${visibleText(entry.actor)}${about}, ${when(entry.at_ms)}`)),
     h('details', {}, h('summary', {}, 'Detail'),
       h('pre', {}, visibleText(JSON.stringify(entry.detail, null, 2))),
       h('p', { class: 'muted wrap mono' }, `hash ${entry.hash}`)));

@@ -33,6 +33,7 @@ pub enum EnrolProof {
 
 /// A device key as the API shows it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepDeviceView))]
 pub struct DeviceView {
     pub key_id: String,
     pub public_key: String,
@@ -316,7 +317,7 @@ pub(crate) fn device_key(row: imurun_store::DeviceRow) -> Result<DeviceKey, Keep
     })
 }
 
-fn device_view(row: imurun_store::DeviceRow) -> DeviceView {
+pub(super) fn device_view(row: imurun_store::DeviceRow) -> DeviceView {
     DeviceView {
         key_id: row.key_id,
         public_key: row.public_key,

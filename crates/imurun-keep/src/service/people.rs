@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use super::{Identity, NewToken, People, TokenRole, ToolView, append};
+use super::{DeviceView, Identity, NewToken, People, TokenRole, ToolView, append};
 use crate::KeepError;
 use crate::journal_detail::TokenDetail;
 
@@ -35,6 +35,8 @@ pub struct PersonDetail {
     /// Her tokens, newest first, revoked ones too: ids and dates (a token is shown only once,
     /// when it is made).
     pub tokens: Vec<PersonToken>,
+    /// Her device keys, oldest first, retired ones too: their ids, labels and dates.
+    pub devices: Vec<DeviceView>,
     /// Her tools, each at its highest version, revoked ones too; without what tainted one
     /// (`taint_source` is always null here: it names something of her conversation).
     pub tools: Vec<ToolView>,
@@ -93,7 +95,7 @@ impl People<'_> {
     }
 
     /// One person, as the operator manages her: her counts, her tokens (ids and dates, never
-    /// the tokens) and her tools. Someone no token was ever made for is not found.
+    /// the tokens), her devices and her tools. Someone no token was ever made for is not found.
     pub async fn get(self, caller: &Identity, user: &str) -> Result<PersonDetail, KeepError> {
         caller.require_operator()?;
         let rows = self.core.store().keep_tokens_of(user).await?;
@@ -134,9 +136,18 @@ impl People<'_> {
                 ..tool
             })
             .collect();
+        let devices = self
+            .core
+            .store()
+            .keep_devices(user)
+            .await?
+            .into_iter()
+            .map(super::devices::device_view)
+            .collect();
         Ok(PersonDetail {
             person,
             tokens,
+            devices,
             tools,
         })
     }

@@ -64,6 +64,7 @@ const ASSETS: &[Asset] = &[
     asset!("markdown.js", JAVASCRIPT),
     asset!("keep.js", JAVASCRIPT),
     asset!("keep-talk.js", JAVASCRIPT),
+    asset!("keep-console.js", JAVASCRIPT),
     asset!("device.js", JAVASCRIPT),
     asset!("canonical.js", JAVASCRIPT),
     asset!("icon.svg", "image/svg+xml"),

@@ -118,6 +118,7 @@ async fn the_console_reads_a_person_the_agents_the_journal_by_filter_and_the_hos
         "the token itself is never shown"
     );
     assert_eq!(alice["tools"], serde_json::json!([]));
+    assert_eq!(alice["devices"], serde_json::json!([]));
     let (status, _) = keep
         .call(&keep.operator, "GET", "/v1/people/nobody", None)
         .await;

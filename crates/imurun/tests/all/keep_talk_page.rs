@@ -1,7 +1,9 @@
-//! A person talks to an agent in a real browser: `imurun serve --keep` with the embedded model,
-//! the operator's one-command steps (`keep people add`, `keep ceiling set`, `keep deploy` of the
-//! example agent), and `web/tests/keep-talk-e2e.mjs` driving Debian's chromium before and after
-//! the host restarts; see that file for the checks.
+//! The operator and two people in a real browser: `imurun serve --keep` with the embedded
+//! model; the operator's console adds alice and bob, deploys the example agent from a pack
+//! signed offline (`keep sign --bundle`) and puts a signed ceiling in force, and `keep deploy`
+//! sends its next version; `web/tests/keep-talk-e2e.mjs` drives Debian's chromium through the
+//! console, alice's conversation, a restart, the operator's revocation and the journal; see that
+//! file for the checks.
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
@@ -29,17 +31,33 @@ fn imurun(home: &Path, args: &[&str], envs: &[(&str, &OsStr)]) -> String {
     stdout
 }
 
-/// `name`'s value on the line of `keep people add`'s output that starts with it.
-fn printed(out: &str, name: &str) -> String {
-    out.lines()
-        .find_map(|line| line.trim().strip_prefix(name))
-        .map(|rest| {
-            rest.split_whitespace()
-                .next()
-                .unwrap_or_default()
-                .to_owned()
-        })
-        .unwrap_or_else(|| panic!("{name} is not printed: {out}"))
+/// Alice's ceiling, from the example's, reaching the local service at `port`, signed with
+/// the policy key into a file as `imurun keep sign` writes it.
+fn signed_ceiling(home: &Path, port: &str) -> PathBuf {
+    let example = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("../../examples/keep/packs/helper/ceiling.json");
+    let mut ceiling: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(example).unwrap()).unwrap();
+    ceiling["egress"][0]["port"] = serde_json::json!(port.parse::<u16>().unwrap());
+    ceiling["version"] = serde_json::json!(1);
+    ceiling["expires_at"] = serde_json::json!(imurun_core::now_unix_s() + 86_400);
+    let unsigned = home.join("ceiling.json");
+    std::fs::write(&unsigned, ceiling.to_string()).unwrap();
+    let policy_key = home.join("keep/policy.key");
+    let signed = imurun(
+        home,
+        &[
+            "keep",
+            "sign",
+            "--key",
+            policy_key.to_str().unwrap(),
+            unsigned.to_str().unwrap(),
+        ],
+        &[],
+    );
+    let file = home.join("ceiling-alice.signed.json");
+    std::fs::write(&file, signed).unwrap();
+    file
 }
 
 fn start(home: &Path, operator: &str, port: &str) -> Server {
@@ -73,56 +91,63 @@ fn a_person_talks_to_the_example_agent_in_the_page_and_reads_it_again_after_a_re
         ("IMURUN_KEEP_TOKEN", OsStr::new(&operator)),
     ];
 
-    // The operator's steps, one command each.
-    let added = imurun(home, &["keep", "people", "add", "alice"], &as_operator);
-    let (alice, code) = (printed(&added, "token"), printed(&added, "enrolment code"));
-    let bob = printed(
-        &imurun(home, &["keep", "people", "add", "bob"], &as_operator),
-        "token",
-    );
+    // What the operator signs on her own machine: the example pack (its component and
+    // manifest), and alice's ceiling. The console uploads both; keys never reach the page.
     let example = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples/keep/packs");
-    let ceiling = std::fs::read_to_string(example.join("helper/ceiling.json"))
-        .unwrap()
-        .replace("8080", &port);
-    let ceiling_file = home.join("ceiling.json");
-    std::fs::write(&ceiling_file, ceiling).unwrap();
+    let component = home.join("chat_agent.wasm");
+    std::fs::write(&component, Guest::Chat.bytes()).unwrap();
+    let pack = home.join("helper-1.pack.json");
     imurun(
         home,
         &[
             "keep",
-            "ceiling",
-            "set",
-            "alice",
-            ceiling_file.to_str().unwrap(),
+            "sign",
+            "--bundle",
+            example.join("helper").to_str().unwrap(),
+            "--component",
+            component.to_str().unwrap(),
+            "--out",
+            pack.to_str().unwrap(),
         ],
-        &as_operator,
+        &[],
     );
-    let component = home.join("chat_agent.wasm");
-    std::fs::write(&component, Guest::Chat.bytes()).unwrap();
+    let ceiling = signed_ceiling(home, &port);
+
+    // The operator, in the console: adds alice and bob, deploys the signed pack, puts alice's
+    // ceiling in force.
+    let state = home.join("talk-state.json");
+    let envs = [
+        ("KEEP_OPERATOR", OsStr::new(&operator)),
+        ("KEEP_PACK", pack.as_os_str()),
+        ("KEEP_CEILING", ceiling.as_os_str()),
+        ("KEEP_UPSTREAM_PORT", OsStr::new(&port)),
+        ("KEEP_STATE", state.as_os_str()),
+    ];
+    browser_checks("keep-talk-e2e.mjs", &server.addr, &["console"], &envs);
+
+    // The next version, with one command.
+    let next = home.join("helper-2");
+    std::fs::create_dir_all(&next).unwrap();
+    let manifest = std::fs::read_to_string(example.join("helper/manifest.json"))
+        .unwrap()
+        .replacen("\"version\": 1", "\"version\": 2", 1);
+    std::fs::write(next.join("manifest.json"), manifest).unwrap();
     let deployed = imurun(
         home,
         &[
             "keep",
             "deploy",
-            example.join("helper").to_str().unwrap(),
+            next.to_str().unwrap(),
             "--component",
             component.to_str().unwrap(),
         ],
         &as_operator,
     );
     assert!(
-        deployed.starts_with("deployed helper version 1"),
+        deployed.starts_with("deployed helper version 2"),
         "{deployed}"
     );
 
-    let state = home.join("talk-state.json");
-    let envs = [
-        ("KEEP_ALICE", OsStr::new(&alice)),
-        ("KEEP_BOB", OsStr::new(&bob)),
-        ("KEEP_ALICE_CODE", OsStr::new(&code)),
-        ("KEEP_UPSTREAM_PORT", OsStr::new(&port)),
-        ("KEEP_STATE", state.as_os_str()),
-    ];
     browser_checks("keep-talk-e2e.mjs", &server.addr, &["before"], &envs);
     // The use alice approved in the page reached the service.
     assert!(
@@ -134,18 +159,11 @@ fn a_person_talks_to_the_example_agent_in_the_page_and_reads_it_again_after_a_re
         upstream.requests()
     );
 
-    // The host restarts; the operator revokes alice's tool.
+    // The host restarts; the operator revokes alice's tool in the console and reads the
+    // journal; alice reads her conversation again and meets the revocation.
     drop(server);
     let server = start(home, &operator, &port);
-    let url = format!("http://{}", server.addr);
-    imurun(
-        home,
-        &["keep", "revoke", "u/alice/fetch"],
-        &[
-            ("IMURUN_URL", OsStr::new(&url)),
-            ("IMURUN_KEEP_TOKEN", OsStr::new(&operator)),
-        ],
-    );
+    browser_checks("keep-talk-e2e.mjs", &server.addr, &["revoke"], &envs);
     browser_checks("keep-talk-e2e.mjs", &server.addr, &["after"], &envs);
 
     let verified = imurun(home, &["keep", "journal", "verify"], &[]);
