@@ -232,7 +232,7 @@ async function newToken(user, shownOnce, result) {
     return;
   }
   fill(shownOnce, secret(`${visibleText(user)}'s new token`, answer.body.token,
-    'It signs her in on this page or the command line (IMURUN_TOKEN). Her other tokens keep working.'));
+    'Whoever holds it acts as her: give it to her alone. Her other tokens keep working.'));
   status(result, `Token ${answer.body.id} made.`);
 }
 
@@ -249,7 +249,7 @@ async function addPerson() {
   byId('console-add-user').value = '';
   status(result, `Added ${visibleText(added.user)}.`);
   fill(byId('console-added'),
-    secret(`${visibleText(added.user)}'s token`, added.token, 'It signs her in on this page.'),
+    secret(`${visibleText(added.user)}'s token`, added.token, 'It signs her in on this page; whoever holds it acts as her, so give it to her alone.'),
     secret(`${visibleText(added.user)}'s enrolment code`, added.enrol_code,
       `It makes her browser one of her devices (her Device view), within ${Math.round(added.enrol_code_expires_in_s / 60)} minutes.`));
   await loadPeople();
@@ -299,7 +299,8 @@ function agentItem(agent, reach) {
     h('dl', { class: 'facts' },
       h('div', {}, h('dt', {}, 'Deployed'), h('dd', {}, `${when(agent.deployed_at_ms)} by ${visibleText(agent.owner)}`)),
       h('div', {}, h('dt', {}, 'Bundle'), h('dd', { class: 'mono wrap' }, `${agent.bundle_size} bytes, SHA-256 ${agent.bundle_sha256}`)),
-      h('div', {}, h('dt', {}, 'Signed by'), h('dd', { class: 'mono wrap' }, `bundle ${agent.signer_key_id}, policy ${agent.policy_key_id}`))),
+      h('div', {}, h('dt', {}, 'Signed by'), h('dd', { class: 'mono wrap' },
+        `bundle ${visibleText(agent.signer_key_id || 'not read')}, policy ${visibleText(agent.policy_key_id || 'not read')}`))),
     refused ? null : h('h3', {}, 'What it may reach'),
     refused ? null : h('ul', { class: 'reach' }, reachInWords(reach, true).map((line) => h('li', {}, line))));
 }

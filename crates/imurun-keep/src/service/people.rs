@@ -32,8 +32,8 @@ pub struct PersonView {
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema), schema(as = KeepPersonDetail))]
 pub struct PersonDetail {
     pub person: PersonView,
-    /// Her tokens, newest first, revoked ones too: ids and dates (a token is shown only once,
-    /// when it is made).
+    /// Her newest tokens (at most 1 000), revoked ones too: ids and dates (a token is shown
+    /// only once, when it is made). `person` counts all of them.
     pub tokens: Vec<PersonToken>,
     /// Her device keys, oldest first, retired ones too: their ids, labels and dates.
     pub devices: Vec<DeviceView>,
@@ -98,23 +98,15 @@ impl People<'_> {
     /// the tokens), her devices and her tools. Someone no token was ever made for is not found.
     pub async fn get(self, caller: &Identity, user: &str) -> Result<PersonDetail, KeepError> {
         caller.require_operator()?;
-        let rows = self.core.store().keep_tokens_of(user).await?;
-        let Some(since_ms) = rows.iter().map(|row| row.created_at_ms).min() else {
+        let Some(counted) = self.core.store().keep_token_user(user).await? else {
             return Err(KeepError::NotFound("person"));
         };
-        let live = rows
-            .iter()
-            .filter(|row| row.revoked_at_ms.is_none())
-            .count();
-        let person = self
-            .counted(imurun_store::TokenUser {
-                user_name: user.to_owned(),
-                live: i64::try_from(live).unwrap_or(i64::MAX),
-                revoked: i64::try_from(rows.len() - live).unwrap_or(i64::MAX),
-                since_ms,
-            })
-            .await?;
-        let tokens = rows
+        let person = self.counted(counted).await?;
+        let tokens = self
+            .core
+            .store()
+            .keep_tokens_of(user)
+            .await?
             .into_iter()
             .map(|row| PersonToken {
                 id: row.id,
@@ -122,19 +114,13 @@ impl People<'_> {
                 revoked_at_ms: row.revoked_at_ms,
             })
             .collect();
-        // What tainted a tool names a file or an address of her conversation, which the
-        // operator never reads; what clearing it must sign is for her device alone.
         let tools = self
             .keep
             .tools()
             .all_of(user)
             .await?
             .into_iter()
-            .map(|tool| ToolView {
-                taint_source: None,
-                clear_taint: None,
-                ..tool
-            })
+            .map(ToolView::for_operator)
             .collect();
         let devices = self
             .core
@@ -223,8 +209,7 @@ impl People<'_> {
     /// and no tool of before. Running it again finishes what a failure left undone.
     pub async fn revoke(self, caller: &Identity, user: &str) -> Result<PersonRevoked, KeepError> {
         caller.require_operator()?;
-        let tokens = self.core.store().keep_tokens_of(user).await?;
-        if tokens.is_empty() {
+        if self.core.store().keep_token_user(user).await?.is_none() {
             return Err(KeepError::NotFound("person"));
         }
         let mut revoked = PersonRevoked {
@@ -235,12 +220,20 @@ impl People<'_> {
             sessions_stopped: 0,
             tools_revoked: Vec::new(),
         };
-        for row in tokens.iter().filter(|row| row.revoked_at_ms.is_none()) {
-            match self.keep.tokens().revoke(caller, &row.id).await {
-                Ok(()) => revoked.tokens_revoked.push(row.id.clone()),
-                // Revoked meanwhile by another request: gone all the same.
-                Err(KeepError::NotFound(_)) => {}
-                Err(error) => return Err(error),
+        // Every working token, read a page at a time until none is left: each page read is
+        // revoked before the next, so however many she has, none is left working.
+        loop {
+            let live = self.core.store().keep_live_token_ids_of(user).await?;
+            if live.is_empty() {
+                break;
+            }
+            for id in live {
+                match self.keep.tokens().revoke(caller, &id).await {
+                    Ok(()) => revoked.tokens_revoked.push(id),
+                    // Revoked meanwhile by another request: gone all the same.
+                    Err(KeepError::NotFound(_)) => {}
+                    Err(error) => return Err(error),
+                }
             }
         }
         revoked.enrol_codes_voided = {

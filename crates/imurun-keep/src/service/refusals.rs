@@ -44,6 +44,9 @@ pub async fn noting_refusals<F: Future>(future: F) -> (F::Output, bool) {
         .await
 }
 
+/// The rules of a door refusal whose words can quote what the request held.
+const QUOTING_RULES: [&str; 3] = ["bad_request", "invalid", "not_canonical"];
+
 /// A version and a key id read from a body the strict reader refused: what the body claims,
 /// never verified.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -107,10 +110,20 @@ impl Journal<'_> {
         caller: &Identity,
         refusal: &DoorRefusal,
     ) -> Result<(), KeepError> {
+        // A person's body that did not read is refused with words that can quote it (a value,
+        // a member's name): the operator reads the journal, so they are kept as their hash.
+        let reason = if caller.user().is_some() && QUOTING_RULES.contains(&refusal.rule.as_str()) {
+            format!(
+                "the words are in the answer the person was given (SHA-256 {})",
+                crate::keys::sha256_hex(refusal.reason.as_bytes())
+            )
+        } else {
+            escaped_and_cut(&refusal.reason)
+        };
         let detail = RefusalDetail::Door(DoorRefused {
             action: DoorAction::Request,
             rule: escaped_and_cut(&refusal.rule),
-            reason: escaped_and_cut(&refusal.reason),
+            reason,
             status: refusal.status,
             claimed: refusal.claimed.as_ref().map(|claimed| ClaimedDetail {
                 version: claimed.version.as_deref().map(escaped_and_cut),

@@ -128,6 +128,19 @@ pub struct ToolView {
     pub refused: Option<String>,
 }
 
+impl ToolView {
+    /// The tool as the operator may see it: what tainted it names a file or an address of its
+    /// person's conversation, which the operator never reads, and what clearing it must sign
+    /// is for her device alone.
+    pub fn for_operator(self) -> ToolView {
+        ToolView {
+            taint_source: None,
+            clear_taint: None,
+            ..self
+        }
+    }
+}
+
 /// What a device decision must name to be accepted now.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]

@@ -60,7 +60,9 @@ impl Tools<'_> {
         self.tell_revoked(user, name, plan.revoked_version, refused_here)
             .await;
         match revoke::outcome(row.is_some(), changed) {
-            revoke::Outcome::Revoked if caller.is_operator() => self.tool_of(user, name).await,
+            revoke::Outcome::Revoked if caller.is_operator() => {
+                Ok(self.tool_of(user, name).await?.for_operator())
+            }
             revoke::Outcome::Revoked => self.get(caller, name).await,
             revoke::Outcome::AlreadyRevoked => Err(KeepError::Conflict(format!(
                 "u/{user}/{name} was revoked already"

@@ -240,3 +240,84 @@ async fn a_use_waiting_when_its_person_is_revoked_elsewhere_is_refused_whatever_
     let view = s.keep.sessions().get(&alice, &session).await.unwrap();
     assert!(!view.live, "an ended session is not live: {view:?}");
 }
+
+/// A person with more tokens than one read of the store holds is revoked whole, and her
+/// detail counts every token while it lists the newest.
+#[tokio::test]
+async fn a_person_with_more_tokens_than_a_page_is_revoked_whole() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    let store = imurun_store::Store::open_url(&s.host.url).await.unwrap();
+    let extra = usize::try_from(imurun_store::KEEP_LIST_ROWS_MAX).unwrap() + 5;
+    let mut tx = store.keep_begin().await.unwrap();
+    for n in 0..extra {
+        let id = format!("kt-many-{n:05}");
+        tx.insert_token(&id, &format!("hash-{id}"), "user", Some("alice"))
+            .await
+            .unwrap();
+    }
+    tx.commit().await.unwrap();
+    let detail = s
+        .keep
+        .people()
+        .get(&s.host.operator, "alice")
+        .await
+        .unwrap();
+    assert_eq!(detail.person.tokens, extra + 1);
+    assert_eq!(
+        detail.tokens.len(),
+        usize::try_from(imurun_store::KEEP_LIST_ROWS_MAX).unwrap()
+    );
+    let revoked = s
+        .keep
+        .people()
+        .revoke(&s.host.operator, "alice")
+        .await
+        .unwrap();
+    assert_eq!(revoked.tokens_revoked.len(), extra + 1);
+    // Her first token, older than every one made after it, works no more.
+    assert!(!s.keep.tokens().still_authorized(&s.alice).await);
+    assert!(
+        store
+            .keep_live_token_ids_of("alice")
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert!(s.keep.tokens().still_authorized(&s.bob).await);
+}
+
+/// The operator's revoke of a tainted tool answers the tool without what tainted it (a file
+/// or an address of its person's conversation), as the operator's view of her tools does;
+/// its person still reads it.
+#[tokio::test]
+async fn the_operator_never_reads_what_tainted_a_persons_tool() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    let (url, _) = super::tools::tainted_reader(&b).await;
+    let hers = s.keep.tools().get(&s.alice, "reader").await.unwrap();
+    assert!(hers.taint_source.as_deref().unwrap().contains(&url));
+    let detail = s
+        .keep
+        .people()
+        .get(&s.host.operator, "alice")
+        .await
+        .unwrap();
+    let listed = detail
+        .tools
+        .iter()
+        .find(|tool| tool.name == "reader")
+        .unwrap();
+    assert!(listed.tainted && listed.taint_source.is_none() && listed.clear_taint.is_none());
+    let revoked = s
+        .keep
+        .tools()
+        .revoke(&s.host.operator, "u/alice/reader")
+        .await
+        .unwrap();
+    assert!(
+        revoked.tainted && revoked.taint_source.is_none(),
+        "{revoked:?}"
+    );
+    assert!(!serde_json::to_string(&revoked).unwrap().contains(&url));
+}

@@ -846,7 +846,7 @@ async fn the_ceiling_clamps_what_deploys_and_the_review_says_what_it_dropped() {
 
 /// A session that read from outside (tainted) proposes the fetch tool as `reader`; approved
 /// with the tainted confirm, it deploys asking. Its URL and the deployed tool.
-async fn tainted_reader(b: &Bench) -> (String, imurun_keep::service::ToolView) {
+pub(crate) async fn tainted_reader(b: &Bench) -> (String, imurun_keep::service::ToolView) {
     let s = &b.s;
     let port = b.upstream.port;
     // The session reads from outside: tainted.

@@ -206,6 +206,34 @@ async fn the_console_reads_a_person_the_agents_the_journal_by_filter_and_the_hos
     assert!(!hers.is_empty());
     assert!(hers.iter().all(|entry| entry["user"] == "alice"));
 
+    // A person's body that does not read is refused with words that quote it: the journal
+    // the operator reads keeps their hash.
+    let (status, _) = keep
+        .call(
+            &keep.alice,
+            "POST",
+            "/v1/sessions",
+            Some(serde_json::json!({"agent": "helper", "quokkasecret": "private words"})),
+        )
+        .await;
+    assert_eq!(status, 400);
+    let (_, journal) = keep
+        .call(
+            &keep.operator,
+            "GET",
+            "/v1/journal?kind=refusal&user=alice",
+            None,
+        )
+        .await;
+    let refusals = entries(&journal);
+    assert!(!refusals.is_empty(), "{journal}");
+    let text = serde_json::Value::Array(refusals).to_string();
+    assert!(
+        !text.contains("quokkasecret") && !text.contains("private words"),
+        "{text}"
+    );
+    assert!(text.contains("SHA-256"), "{text}");
+
     let (status, host) = keep.call(&keep.operator, "GET", "/v1/settings", None).await;
     assert_eq!(status, 200, "{host}");
     assert_eq!(host["database"], "sqlite");

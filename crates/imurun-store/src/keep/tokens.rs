@@ -75,17 +75,42 @@ impl Store {
     /// Everyone tokens were made for, by name (at most [`KEEP_LIST_ROWS_MAX`]): their tokens
     /// that work, their tokens revoked, and when their first token was made.
     pub async fn keep_token_users(&self) -> Result<Vec<TokenUser>, StoreError> {
+        self.token_users(None).await
+    }
+
+    /// `user`'s tokens counted, as [`Store::keep_token_users`] counts them; `None` when no
+    /// token was ever made for `user`.
+    pub async fn keep_token_user(&self, user: &str) -> Result<Option<TokenUser>, StoreError> {
+        Ok(self.token_users(Some(user)).await?.pop())
+    }
+
+    async fn token_users(&self, user: Option<&str>) -> Result<Vec<TokenUser>, StoreError> {
         Ok(sqlx::query_as(
             "SELECT user_name, \
              SUM(CASE WHEN revoked_at_ms IS NULL THEN 1 ELSE 0 END) AS live, \
              SUM(CASE WHEN revoked_at_ms IS NULL THEN 0 ELSE 1 END) AS revoked, \
              MIN(created_at_ms) AS since_ms \
-             FROM keep_tokens WHERE user_name IS NOT NULL \
-             GROUP BY user_name ORDER BY user_name LIMIT $1",
+             FROM keep_tokens WHERE user_name IS NOT NULL AND ($1 IS NULL OR user_name = $1) \
+             GROUP BY user_name ORDER BY user_name LIMIT $2",
         )
+        .bind(user)
         .bind(KEEP_LIST_ROWS_MAX)
         .fetch_all(self.pool())
         .await?)
+    }
+
+    /// The ids of `user`'s working tokens, oldest first, at most [`KEEP_LIST_ROWS_MAX`]: a
+    /// caller revoking all of them reads again until none is left.
+    pub async fn keep_live_token_ids_of(&self, user: &str) -> Result<Vec<String>, StoreError> {
+        let rows: Vec<(String,)> = sqlx::query_as(
+            "SELECT id FROM keep_tokens WHERE user_name = $1 AND revoked_at_ms IS NULL \
+             ORDER BY created_at_ms, id LIMIT $2",
+        )
+        .bind(user)
+        .bind(KEEP_LIST_ROWS_MAX)
+        .fetch_all(self.pool())
+        .await?;
+        Ok(rows.into_iter().map(|(id,)| id).collect())
     }
 
     /// `user`'s tokens, revoked ones too, newest first (at most [`KEEP_LIST_ROWS_MAX`]).
