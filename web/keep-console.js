@@ -336,18 +336,39 @@ async function deployPack() {
 
 async function loadCeilings() {
   const stale = staleAfter();
-  const people = await api('GET', '/v1/people');
-  if (stale()) return;
-  if (people.status !== 200) {
-    status(byId('console-ceilings-result'), errorText(people), false);
-    return;
-  }
-  const ceilings = await Promise.all(people.body.people.map((person) => api('GET', `/v1/ceilings/${encodeURIComponent(person.user)}`)));
-  if (stale()) return;
-  byId('console-ceilings-result').textContent = '';
-  fill(byId('console-ceilings'), people.body.people.length === 0
+  const read = await perPerson('console-ceilings-result', (user) => `/v1/ceilings/${encodeURIComponent(user)}`);
+  if (!read || stale()) return;
+  fill(byId('console-ceilings'), read.people.length === 0
     ? h('li', { class: 'muted' }, 'Nobody yet: add a person in People.')
-    : people.body.people.map((person, index) => ceilingItem(person.user, ceilings[index])));
+    : read.people.map((person, index) => ceilingItem(person.user, read.answers[index])));
+}
+
+/** Requests of one person's detail at once, at most. */
+const PER_PERSON_AT_ONCE = 8;
+
+/**
+ * Everyone (`GET /v1/people`) and, for each in order, the answer to `GET pathOf(user)`, a few
+ * at a time; null when the list cannot be read (said in `resultId`).
+ */
+async function perPerson(resultId, pathOf) {
+  const listed = await api('GET', '/v1/people');
+  if (listed.status !== 200) {
+    status(byId(resultId), errorText(listed), false);
+    return null;
+  }
+  const people = listed.body.people;
+  const answers = new Array(people.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < people.length) {
+      const index = next;
+      next += 1;
+      answers[index] = await api('GET', pathOf(people[index].user));
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(PER_PERSON_AT_ONCE, people.length) }, worker));
+  byId(resultId).textContent = '';
+  return { people, answers };
 }
 
 function ceilingItem(user, answer) {
@@ -393,15 +414,9 @@ async function uploadCeiling(user, input, result) {
 
 async function loadTools() {
   const stale = staleAfter();
-  const people = await api('GET', '/v1/people');
-  if (stale()) return;
-  if (people.status !== 200) {
-    status(byId('console-tools-result'), errorText(people), false);
-    return;
-  }
-  const details = await Promise.all(people.body.people.map((person) => api('GET', `/v1/people/${encodeURIComponent(person.user)}`)));
-  if (stale()) return;
-  const found = details.filter((answer) => answer.status === 200).map((answer) => answer.body);
+  const read = await perPerson('console-tools-result', (user) => `/v1/people/${encodeURIComponent(user)}`);
+  if (!read || stale()) return;
+  const found = read.answers.filter((answer) => answer.status === 200).map((answer) => answer.body);
   const labels = new Map(found.flatMap((person) => person.devices.map((device) => [device.key_id, device.label])));
   const tools = found.flatMap((person) => person.tools);
   fill(byId('console-tools'), tools.length === 0
