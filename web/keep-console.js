@@ -173,7 +173,7 @@ function revokeConsequences(person) {
     + 'her enrolment codes not used yet are voided; '
     + `${some(person.live_sessions, 'conversation', 'running here stop', 'running here stops')} (and any on other hosts of the database end); `
     + `${some(person.tools, 'tool', 'are revoked', 'is revoked')}; `
-    + `${some(person.devices, 'device', 'are retired and sign nothing more', 'is retired and signs nothing more')}.`;
+    + `${person.devices === 0 ? 'she has no device to retire' : some(person.devices, 'device', 'are retired and sign nothing more', 'is retired and signs nothing more')}.`;
 }
 
 async function loadTokens(user, list, result) {

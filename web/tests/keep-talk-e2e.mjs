@@ -159,7 +159,7 @@ async function consolePhase() {
     // Revoking says what it does before it is done.
     const card = page.locator('#console-people > li[data-user="bob"]');
     const said = await card.locator('.revoke-person').textContent();
-    for (const words of ['her 1 working token stops working at once', 'enrolment codes not used yet are voided', 'no tool is revoked', 'no device is retired', 'conversations, proposals and journal entries stay']) {
+    for (const words of ['her 1 working token stops working at once', 'enrolment codes not used yet are voided', 'no tool is revoked', 'she has no device to retire', 'conversations, proposals and journal entries stay']) {
       check(said.includes(words), `revoking bob does not say "${words}": ${said}`);
     }
     await inspect(page, 'console-people');
