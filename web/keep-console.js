@@ -110,6 +110,20 @@ export const CONSOLE_VIEWS = Object.values(VIEWS);
 /** The console's links, for the page to unmark when it shows another view. */
 export const CONSOLE_LINKS = Object.values(NAV);
 
+/**
+ * `GET path`'s body, the view's result line `resultId` cleared; null when it cannot be read
+ * (said in that line).
+ */
+async function read(path, resultId) {
+  const answer = await api('GET', path);
+  if (answer.status !== 200) {
+    status(byId(resultId), errorText(answer), false);
+    return null;
+  }
+  byId(resultId).textContent = '';
+  return answer.body;
+}
+
 function plural(n, one, many = `${one}s`) {
   return `${n} ${n === 1 ? one : many}`;
 }
@@ -118,14 +132,9 @@ function plural(n, one, many = `${one}s`) {
 
 async function loadPeople() {
   const stale = staleAfter();
-  const answer = await api('GET', '/v1/people');
-  if (stale()) return;
-  if (answer.status !== 200) {
-    status(byId('console-people-result'), errorText(answer), false);
-    return;
-  }
-  byId('console-people-result').textContent = '';
-  const people = answer.body.people;
+  const body = await read('/v1/people', 'console-people-result');
+  if (!body || stale()) return;
+  const { people } = body;
   fill(byId('console-people'), people.length === 0
     ? h('li', { class: 'muted' }, 'Nobody yet: add a person above.')
     : people.map(personItem));
@@ -276,15 +285,10 @@ async function revokePerson(person, box, result) {
 
 async function loadAgents() {
   const stale = staleAfter();
-  const answer = await api('GET', '/v1/agents');
-  if (stale()) return;
-  if (answer.status !== 200) {
-    status(byId('console-agents-result'), errorText(answer), false);
-    return;
-  }
-  byId('console-agents-result').textContent = '';
-  const reach = new Map(answer.body.agents.map((agent) => [agent.name, agent.reach]));
-  const deployed = answer.body.deployed || [];
+  const body = await read('/v1/agents', 'console-agents-result');
+  if (!body || stale()) return;
+  const reach = new Map(body.agents.map((agent) => [agent.name, agent.reach]));
+  const deployed = body.deployed || [];
   fill(byId('console-agents'), deployed.length === 0
     ? h('li', { class: 'muted' }, 'No agent is deployed yet: upload a signed pack above, or run imurun keep deploy.')
     : deployed.map((agent) => agentItem(agent, reach.get(agent.name))));
@@ -351,12 +355,9 @@ const PER_PERSON_AT_ONCE = 8;
  * at a time; null when the list cannot be read (said in `resultId`).
  */
 async function perPerson(resultId, pathOf) {
-  const listed = await api('GET', '/v1/people');
-  if (listed.status !== 200) {
-    status(byId(resultId), errorText(listed), false);
-    return null;
-  }
-  const people = listed.body.people;
+  const listed = await read('/v1/people', resultId);
+  if (!listed) return null;
+  const { people } = listed;
   const answers = new Array(people.length);
   let next = 0;
   const worker = async () => {
@@ -367,7 +368,6 @@ async function perPerson(resultId, pathOf) {
     }
   };
   await Promise.all(Array.from({ length: Math.min(PER_PERSON_AT_ONCE, people.length) }, worker));
-  byId(resultId).textContent = '';
   return { people, answers };
 }
 
@@ -511,13 +511,8 @@ async function loadJournal(more) {
 
 async function loadHost() {
   const stale = staleAfter();
-  const [settings, model] = await Promise.all([api('GET', '/v1/settings'), api('GET', '/api/model')]);
-  if (stale()) return;
-  if (settings.status !== 200) {
-    status(byId('console-host-result'), errorText(settings), false);
-    return;
-  }
-  const s = settings.body;
+  const [s, model] = await Promise.all([read('/v1/settings', 'console-host-result'), api('GET', '/api/model')]);
+  if (!s || stale()) return;
   const ports = s.egress_loopback_ports.length ? s.egress_loopback_ports.join(', ') : 'none';
   const fact = (name, value) => h('div', {}, h('dt', {}, name), h('dd', {}, value));
   const m = model.body || {};
