@@ -464,9 +464,11 @@ async function loadJournal(more) {
   const params = new URLSearchParams();
   if (journalFilter.user) params.set('user', journalFilter.user);
   if (journalFilter.kind) params.set('kind', journalFilter.kind);
+  const filterQuery = params.toString();
   if (more && journalOldest !== null) params.set('before', String(journalOldest));
   const query = params.toString();
   if (!more) {
+    byId('console-journal').setAttribute('aria-busy', 'true');
     for (const id of ['console-chain', 'console-recheck']) {
       byId(id).textContent = 'Checking…';
       byId(id).className = 'result muted';
@@ -487,6 +489,7 @@ async function loadJournal(more) {
   }
   const result = byId('console-journal-result');
   if (list.status !== 200) {
+    byId('console-journal').setAttribute('aria-busy', 'false');
     status(result, errorText(list), false);
     return;
   }
@@ -505,6 +508,9 @@ async function loadJournal(more) {
   else fill(byId('console-journal'), items.length ? items : h('li', { class: 'muted' }, 'No entry matches.'));
   if (entries.length) journalOldest = entries[entries.length - 1].seq;
   byId('console-journal-more').hidden = entries.length < 1000;
+  // What the list shows, for whoever waits on it: the filter's query, and no longer busy.
+  byId('console-journal').dataset.query = filterQuery;
+  byId('console-journal').setAttribute('aria-busy', 'false');
 }
 
 // Host --------------------------------------------------------------------------------------

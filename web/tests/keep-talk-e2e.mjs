@@ -241,7 +241,9 @@ async function revokePhase() {
     await page.getByLabel('About').fill('alice');
     await page.getByLabel('Kind').selectOption('tool');
     await page.getByRole('button', { name: 'Show', exact: true }).click();
-    await page.locator('#console-journal > li[data-kind="tool"][data-action="revoke"]').waitFor({ timeout: WAIT_MS });
+    // The unfiltered list held these entries too: wait for the list drawn for this filter.
+    await page.locator('#console-journal[data-query="user=alice&kind=tool"][aria-busy="false"]').waitFor({ timeout: WAIT_MS });
+    check(await page.locator('#console-journal > li[data-kind="tool"][data-action="revoke"]').count() > 0, 'the filtered journal lacks the revoke');
     const kinds = await page.locator('#console-journal > li').evaluateAll((items) => items.map((item) => item.dataset.kind));
     check(kinds.length > 0 && kinds.every((kind) => kind === 'tool'), `the filtered journal: ${kinds}`);
     const text = await page.locator('#console-journal').textContent();
