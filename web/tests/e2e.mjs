@@ -61,12 +61,16 @@ async function checkInert(locator, where) {
 }
 
 /** Sends `text` from the chat view and waits for the 202. */
+/** The turn the last prompt sent started: `turnEnded` waits for that one, not an older one. */
+let sentTurnId = null;
+
 async function send(page, text) {
   await page.getByLabel('Prompt', { exact: true }).fill(text);
   const accepted = page.waitForResponse((r) => r.url().endsWith('/prompts') && r.request().method() === 'POST');
   await page.getByRole('button', { name: 'Send' }).click();
   const response = await accepted;
   check(response.status() === 202, `the prompt was not accepted: ${response.status()} ${await response.text()}`);
+  sentTurnId = (await response.json()).turn_id || null;
 }
 
 /** The last turn's list item. */
@@ -74,9 +78,13 @@ function lastTurn(page) {
   return page.locator('#transcript > li.turn').last();
 }
 
+/** The status of the turn the last prompt started, once it ended. */
 async function turnEnded(page) {
-  await lastTurn(page).and(page.locator('[data-status]')).waitFor({ timeout: WAIT_MS });
-  return lastTurn(page).getAttribute('data-status');
+  const turn = sentTurnId
+    ? page.locator(`#transcript > li.turn[data-turn-id="${sentTurnId}"][data-status]`)
+    : lastTurn(page).and(page.locator('[data-status]'));
+  await turn.waitFor({ timeout: WAIT_MS });
+  return turn.getAttribute('data-status');
 }
 
 async function waitForCard(page) {
@@ -168,8 +176,11 @@ const SCENARIOS = {
   },
 
   async session(page) {
+    // The session shown before is marked current too: wait for the mark to move.
+    const old = await page.locator('#session-list a[aria-current="true"]').getAttribute('href').catch(() => null);
     await page.getByRole('button', { name: 'New session' }).click();
-    await page.locator('#session-list a[aria-current="true"]').waitFor({ timeout: WAIT_MS });
+    const moved = old ? `:not([href="${old}"])` : '';
+    await page.locator(`#session-list a[aria-current="true"]${moved}`).waitFor({ timeout: WAIT_MS });
     check(await page.getByLabel('Prompt', { exact: true }).isVisible(), 'no prompt box after New session');
   },
 
@@ -345,12 +356,12 @@ const SCENARIOS = {
   /** The keyboard alone: the card has the focus, Tab reaches Approve, Enter presses it. */
   async keyboard(page) {
     await send(page, 'Read my notes, approved by keyboard');
-    await waitForCard(page);
+    const id = await (await waitForCard(page)).getAttribute('data-approval-id');
     await page.keyboard.press('Tab');
     const name = await page.evaluate(() => document.activeElement?.textContent);
     check(name === 'Approve', `Tab from the card reached ${JSON.stringify(name)}, not Approve`);
     await page.keyboard.press('Enter');
-    await page.locator('section.approval[data-state="approved"]').last().waitFor({ timeout: WAIT_MS });
+    await page.locator(`section.approval[data-approval-id="${id}"][data-state="approved"]`).waitFor({ timeout: WAIT_MS });
     check(await turnEnded(page) === 'done', 'the keyboard-approved turn did not end done');
   },
 
@@ -361,8 +372,9 @@ const SCENARIOS = {
   async remember(page) {
     await send(page, 'Read my notes, and always may');
     const card = await waitForCard(page);
+    const id = await card.getAttribute('data-approval-id');
     await card.getByRole('button', { name: 'Always for this session' }).click();
-    await page.locator('section.approval[data-state="approved"]').last().waitFor({ timeout: WAIT_MS });
+    await page.locator(`section.approval[data-approval-id="${id}"][data-state="approved"]`).waitFor({ timeout: WAIT_MS });
     check(await turnEnded(page) === 'done', 'the remembered turn did not end done');
     const cards = await page.locator('section.approval').count();
     await send(page, 'Read them again');
@@ -421,6 +433,8 @@ const SCENARIOS = {
     const before = await page.locator('#session-list li').count();
     await page.getByRole('button', { name: 'New session' }).click();
     await page.locator('#session-list li').nth(before).waitFor({ timeout: WAIT_MS });
+    // The new session is drawn before the current mark moves to it: wait for the mark.
+    await page.locator('#session-list a[aria-current="true"]', { hasNotText: 'Page test' }).waitFor({ timeout: WAIT_MS });
     page.once('dialog', (dialog) => dialog.accept());
     await page.locator('#session-list li', { has: page.locator('[aria-current="true"]') })
       .getByRole('button', { name: /^Delete/ }).click();
@@ -456,7 +470,7 @@ const SCENARIOS = {
  */
 const GROUNDING_SCENARIOS = {
   async grounding(page) {
-    await send(page, 'Read the clock for me');
+    await send(page, 'Use get_time for me');
     check(await turnEnded(page) === 'done', 'the grounded turn did not end done');
     const panelText = async () => {
       const panel = lastTurn(page).locator('details.thinking');
