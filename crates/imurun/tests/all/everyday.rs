@@ -81,6 +81,22 @@ struct Case {
     /// Workspace files that must be unchanged after the turn.
     #[serde(default)]
     unchanged: Vec<String>,
+    /// Every approval card is approved (else every card is denied).
+    #[serde(default)]
+    approve: bool,
+    /// Workspace files and what each must hold exactly after the turn (one trailing newline
+    /// aside).
+    #[serde(default)]
+    file_is: BTreeMap<String, String>,
+    /// The answer is made of this workspace file: most of its content words are the file's.
+    from_file: Option<String>,
+    /// Which set of the suite the case belongs to (scored apart as well as together).
+    #[serde(default = "first_set")]
+    set: String,
+}
+
+fn first_set() -> String {
+    "first".to_owned()
 }
 
 fn two_files() -> String {
@@ -119,7 +135,9 @@ impl Served {
         let home = tempfile::tempdir().unwrap();
         let workspace = tempfile::tempdir().unwrap();
         for (name, content) in files {
-            std::fs::write(workspace.path().join(name), content).unwrap();
+            let path = workspace.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
         }
         let model = model_path();
         let envs: [(&str, &OsStr); 0] = [];
@@ -143,9 +161,9 @@ impl Served {
         assert_eq!(status, 200, "{body}");
     }
 
-    /// Asks `prompt` in a new session; every approval card is denied, as a person who reads
-    /// it and says no.
-    fn ask(&self, prompt: &str) -> Outcome {
+    /// Asks `prompt` in a new session; every approval card is answered `approve`, as a person
+    /// who reads it and says yes or no.
+    fn ask(&self, prompt: &str, approve: bool) -> Outcome {
         let (status, session) = self.server.post("/api/sessions", json!({}));
         assert_eq!(status, 201, "{session}");
         let session = session["id"].as_str().unwrap().to_owned();
@@ -161,7 +179,7 @@ impl Served {
             before: Some(before),
             ..Outcome::default()
         };
-        if !self.follow(&events, &mut outcome) {
+        if !self.follow(&events, &mut outcome, approve) {
             // Too long: stopped, so that it costs the next prompts nothing.
             self.server
                 .post(&format!("/api/sessions/{session}/stop"), json!({}));
@@ -182,8 +200,8 @@ impl Served {
     }
 
     /// Reads the session's events until its turn ends (true) or `TURN_WAIT_MAX` passes
-    /// (false): the calls, the cards (denied).
-    fn follow(&self, events: &Receiver<Value>, outcome: &mut Outcome) -> bool {
+    /// (false): the calls, the cards (answered `approve`).
+    fn follow(&self, events: &Receiver<Value>, outcome: &mut Outcome, approve: bool) -> bool {
         let started = Instant::now();
         while started.elapsed() < TURN_WAIT_MAX {
             let Ok(event) = events.recv_timeout(Duration::from_secs(1)) else {
@@ -197,7 +215,7 @@ impl Served {
                     let id = event["approval_id"].as_str().unwrap();
                     self.server.post(
                         &format!("/api/tools/approvals/{id}"),
-                        json!({"approved": false}),
+                        json!({ "approved": approve }),
                     );
                 }
                 "turn.end" => return true,
@@ -284,6 +302,7 @@ fn failures(case: &Case, outcome: &Outcome, files: &[String], workspace: &Path) 
     }
     if let Some(number) = &case.number
         && !has_word(&lower.replace(',', ""), number)
+        && !number_word(number).is_some_and(|word| has_word(&lower, word))
     {
         failed.push(format!("the answer lacks the number {number}"));
     }
@@ -329,6 +348,19 @@ fn failures(case: &Case, outcome: &Outcome, files: &[String], workspace: &Path) 
             failed.push(format!(
                 "{path} exists: nothing may be written without a yes"
             ));
+        }
+    }
+    for (path, wanted) in &case.file_is {
+        match std::fs::read_to_string(workspace.join(path)) {
+            Ok(held) if held.strip_suffix('\n').unwrap_or(&held) == wanted => {}
+            Ok(held) => failed.push(format!("{path} holds {held:?}, not {wanted:?}")),
+            Err(error) => failed.push(format!("{path} cannot be read: {error}")),
+        }
+    }
+    if let Some(path) = &case.from_file {
+        let file = std::fs::read_to_string(workspace.join(path)).unwrap_or_default();
+        if let Some(reason) = not_made_of(answer, &file) {
+            failed.push(format!("the answer is not made of {path}: {reason}"));
         }
     }
     for path in &case.unchanged {
@@ -377,9 +409,15 @@ fn listing_failures(lower: &str, files: &[String]) -> Vec<String> {
             failed.push("the answer does not say the workspace is empty".to_owned());
         }
     }
-    for file in files {
-        if !lower.contains(&file.to_lowercase()) {
-            failed.push(format!("the answer does not name {file}"));
+    // The workspace's own entries: its files and the folders that hold the others.
+    let mut entries: Vec<String> = files
+        .iter()
+        .map(|file| file.split('/').next().unwrap_or(file).to_lowercase())
+        .collect();
+    entries.dedup();
+    for entry in &entries {
+        if !has_word(lower, entry) {
+            failed.push(format!("the answer does not name {entry}"));
         }
     }
     for word in lower.split(|c: char| c.is_whitespace() || ",;:()`*\"'".contains(c)) {
@@ -389,13 +427,133 @@ fn listing_failures(lower: &str, files: &[String]) -> Vec<String> {
             .is_some_and(|(stem, ext)| !stem.is_empty() && (1..=5).contains(&ext.len()))
             && word.chars().any(char::is_alphabetic)
             && !word.chars().all(|c| c.is_ascii_digit() || c == '.');
-        if named && !files.iter().any(|file| file.to_lowercase() == word) {
+        let known = files.iter().any(|file| {
+            let file = file.to_lowercase();
+            file == word || file.rsplit('/').next() == Some(word)
+        });
+        if named && !known {
             failed.push(format!(
                 "the answer names {word}, which is not in the workspace"
             ));
         }
     }
     failed
+}
+
+/// The English word for a number up to twenty, as answers often write small counts.
+fn number_word(number: &str) -> Option<&'static str> {
+    const WORDS: [&str; 21] = [
+        "zero",
+        "one",
+        "two",
+        "three",
+        "four",
+        "five",
+        "six",
+        "seven",
+        "eight",
+        "nine",
+        "ten",
+        "eleven",
+        "twelve",
+        "thirteen",
+        "fourteen",
+        "fifteen",
+        "sixteen",
+        "seventeen",
+        "eighteen",
+        "nineteen",
+        "twenty",
+    ];
+    number
+        .parse::<usize>()
+        .ok()
+        .and_then(|n| WORDS.get(n).copied())
+}
+
+/// Words that say what an answer about a file is doing rather than what the file says.
+const FRAMING_WORDS: &[&str] = &[
+    "about",
+    "above",
+    "also",
+    "answer",
+    "based",
+    "below",
+    "contains",
+    "content",
+    "contents",
+    "describes",
+    "document",
+    "file",
+    "files",
+    "first",
+    "following",
+    "from",
+    "here",
+    "heres",
+    "into",
+    "item",
+    "items",
+    "last",
+    "line",
+    "lines",
+    "list",
+    "lists",
+    "main",
+    "mentions",
+    "note",
+    "notes",
+    "overview",
+    "point",
+    "points",
+    "quote",
+    "says",
+    "section",
+    "sections",
+    "short",
+    "summary",
+    "that",
+    "their",
+    "there",
+    "these",
+    "this",
+    "those",
+    "what",
+    "which",
+    "with",
+    "your",
+];
+
+/// Why `answer` is not made of `file`: fewer than 70% of its content words (four letters or
+/// more, framing words aside) occur in the file.
+fn not_made_of(answer: &str, file: &str) -> Option<String> {
+    let words = |text: &str| -> Vec<String> {
+        text.to_lowercase()
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|word| word.chars().count() >= 4 && word.chars().any(char::is_alphabetic))
+            .map(str::to_owned)
+            .collect()
+    };
+    let in_file: std::collections::BTreeSet<String> = words(file).into_iter().collect();
+    let content: Vec<String> = words(answer)
+        .into_iter()
+        .filter(|word| !FRAMING_WORDS.contains(&word.as_str()))
+        .collect();
+    if content.is_empty() {
+        return Some("it has no content words".to_owned());
+    }
+    let foreign: Vec<&String> = content
+        .iter()
+        .filter(|word| !in_file.contains(*word))
+        .collect();
+    let share = 1.0 - foreign.len() as f64 / content.len() as f64;
+    (share < 0.7).then(|| {
+        let shown: Vec<&str> = foreign.iter().take(8).map(|word| word.as_str()).collect();
+        format!(
+            "{:.0}% of its content words are the file's (not: {shown:?})",
+            share * 100.0
+        )
+    })
 }
 
 /// Whether `text` holds `word` with no letter or digit joined to either end.
@@ -470,7 +628,7 @@ fn ask_in_turn<'a>(jobs: &[Job<'a>]) -> Vec<Asked<'a>> {
         if offline {
             server.set_network(false);
         }
-        let outcome = server.ask(&job.case.prompt);
+        let outcome = server.ask(&job.case.prompt, job.case.approve);
         if offline {
             server.set_network(true);
         }
@@ -526,6 +684,7 @@ fn the_everyday_suite_scores_at_least_its_floor() {
     let mut rows = Vec::new();
     let mut leaked = Vec::new();
     let mut first_failed = Vec::new();
+    let mut sets: Vec<(String, bool)> = Vec::new();
     for Asked {
         workspace,
         case,
@@ -545,6 +704,7 @@ fn the_everyday_suite_scores_at_least_its_floor() {
             first_failed.push(format!("{:?} ({workspace}): {failed:?}", case.prompt));
         }
         rows.push((workspace.to_owned(), case.prompt.clone(), outcome, failed));
+        sets.push((case.set.clone(), rows.last().unwrap().3.is_empty()));
     }
     let passed = rows.iter().filter(|row| row.3.is_empty()).count();
     let score = passed as f64 / rows.len() as f64;
@@ -559,6 +719,20 @@ fn the_everyday_suite_scores_at_least_its_floor() {
         for reason in failed {
             println!("      {reason}");
         }
+    }
+    let names: std::collections::BTreeSet<&String> = sets.iter().map(|(set, _)| set).collect();
+    for name in names {
+        let of_set: Vec<bool> = sets
+            .iter()
+            .filter(|(set, _)| set == name)
+            .map(|(_, pass)| *pass)
+            .collect();
+        let set_passed = of_set.iter().filter(|pass| **pass).count();
+        println!(
+            "everyday set {name}: {set_passed}/{} = {:.1}%",
+            of_set.len(),
+            set_passed as f64 / of_set.len() as f64 * 100.0
+        );
     }
     println!(
         "everyday score: {passed}/{} = {:.1}% (floor {:.1}%)",
