@@ -330,7 +330,9 @@ function addGrounding(turn, grounding) {
   const { step, action, tool, reason } = grounding;
   const text = action === 'retry'
     ? `Retried: ${reason}`
-    : tool ? `Answered from ${tool}'s result: ${reason}` : `Answer corrected: ${reason}`;
+    : action === 'extract'
+      ? `Answered with an extract of the file: ${reason}`
+      : tool ? `Answered from ${tool}'s result: ${reason}` : `Answer corrected: ${reason}`;
   const item = h('li', { class: `grounding ${action}`, 'data-step': step, 'data-action': action, 'data-tool': tool },
     h('p', {}, text));
   const rejected = [...panel.list.querySelectorAll(`li.step[data-step="${CSS.escape(String(step))}"]`)].pop();

@@ -52,6 +52,10 @@ pub struct AgentConfig {
     /// time, the weather, a web search) before the model reads it. Sub-agents and
     /// evaluations run without it.
     pub prefetch: bool,
+    /// Whether a back-end that scores ([`Model::supports_scoring`]) decides the first reply's
+    /// call or answer, its tool and its values by likelihood (`docs/agent-loop.md`,
+    /// "Decisions by likelihood").
+    pub likelihood: bool,
 }
 
 /// When the loop starts a reply with the call marker (```` ```tool ````), so the model only
@@ -119,6 +123,7 @@ impl Default for AgentConfig {
             tool_examples: true,
             step_tokens_max: None,
             prefetch: true,
+            likelihood: true,
         }
     }
 }
@@ -153,6 +158,11 @@ impl AgentConfig {
 
     pub fn with_prefetch(mut self, prefetch: bool) -> Self {
         self.prefetch = prefetch;
+        self
+    }
+
+    pub fn with_likelihood(mut self, likelihood: bool) -> Self {
+        self.likelihood = likelihood;
         self
     }
 
@@ -339,6 +349,18 @@ impl AgentLoop {
     /// A dry run: the turn's first step generated and read, with nothing run. Returns what
     /// the model would call (or answer) — `imurun ask --dry-run` and evaluations use it.
     pub async fn plan(&self, request: TurnRequest) -> Result<Parsed, AgentError> {
+        Turn::new(self, &request)
+            .plan()
+            .await
+            .map(|(parsed, _)| parsed)
+    }
+
+    /// [`AgentLoop::plan`], with what the likelihood decided when the back-end scores
+    /// (`docs/agent-loop.md`, "Decisions by likelihood").
+    pub async fn plan_detailed(
+        &self,
+        request: TurnRequest,
+    ) -> Result<(Parsed, Option<crate::Likelihood>), AgentError> {
         Turn::new(self, &request).plan().await
     }
 }

@@ -58,9 +58,87 @@ enum Token {
     Other,
 }
 
+/// Arithmetic said with verbs and fractions, each a pattern over the numbers `A` and `B` in
+/// order, and the expression it asks for: "multiply 19 by 21", "take 58 away from 200",
+/// "half of 350". Read before the operator words.
+const VERBAL: &[(&[&str], &str)] = &[
+    (&["multiply", "A", "by", "B"], "A * B"),
+    (&["multiply", "A", "and", "B"], "A * B"),
+    (&["product", "of", "A", "and", "B"], "A * B"),
+    (&["add", "A", "and", "B"], "A + B"),
+    (&["add", "A", "to", "B"], "A + B"),
+    (&["sum", "of", "A", "and", "B"], "A + B"),
+    (&["A", "and", "B", "added"], "A + B"),
+    (&["subtract", "A", "from", "B"], "B - A"),
+    (&["take", "A", "away", "from", "B"], "B - A"),
+    (&["take", "away", "A", "from", "B"], "B - A"),
+    (&["take", "A", "from", "B"], "B - A"),
+    (&["A", "less", "than", "B"], "B - A"),
+    (&["difference", "between", "A", "and", "B"], "A - B"),
+    (&["divide", "A", "by", "B"], "A / B"),
+    (&["quotient", "of", "A", "and", "B"], "A / B"),
+    (&["half", "of", "A"], "A / 2"),
+    (&["third", "of", "A"], "A / 3"),
+    (&["quarter", "of", "A"], "A / 4"),
+    (&["double", "A"], "A * 2"),
+    (&["twice", "A"], "A * 2"),
+    (&["triple", "A"], "A * 3"),
+];
+
+/// The expression a prompt says with verbs or fractions (`VERBAL`), or as "how many" over
+/// two numbers where one counts groups of the other ("12 boxes with 24 eggs in each", "3
+/// bags of 5 apples each", "24 per box, 12 boxes").
+fn verbal(lower: &str) -> Option<String> {
+    let words: Vec<String> = lower
+        .split(|c: char| c.is_whitespace() || matches!(c, '?' | '!' | ';' | ':' | '(' | ')'))
+        .map(|word| word.trim_end_matches(['.', ',']).to_owned())
+        .filter(|word| !word.is_empty())
+        .collect();
+    let number = |word: &str| -> Option<String> {
+        let plain = word.replace(',', "");
+        plain
+            .parse::<f64>()
+            .ok()
+            .filter(|value| value.is_finite())
+            .map(|_| plain)
+    };
+    for (pattern, shape) in VERBAL {
+        for start in 0..words.len() {
+            let mut numbers: Vec<String> = Vec::new();
+            let mut at = start;
+            let matched = pattern.iter().all(|part| {
+                let Some(word) = words.get(at) else {
+                    return false;
+                };
+                at += 1;
+                match *part {
+                    "A" | "B" => number(word).map(|n| numbers.push(n)).is_some(),
+                    literal => word == literal || (literal == "third" && word == "thirds"),
+                }
+            });
+            if matched {
+                let mut expression = (*shape).to_owned();
+                for (slot, value) in ["A", "B"].iter().zip(&numbers) {
+                    expression = expression.replacen(slot, value, 1);
+                }
+                return Some(expression);
+            }
+        }
+    }
+    let numbers: Vec<String> = words.iter().filter_map(|word| number(word)).collect();
+    let groups = ["each", "per", "every"]
+        .iter()
+        .any(|word| words.iter().any(|w| w == word));
+    (lower.contains("how many") && groups && numbers.len() == 2)
+        .then(|| format!("{} * {}", numbers[0], numbers[1]))
+}
+
 /// The expression the prompt asks to work out, if it asks for one.
 pub(crate) fn expression(prompt: &str) -> Option<String> {
     let lower = prompt.to_lowercase();
+    if let Some(expression) = verbal(&lower) {
+        return Some(expression);
+    }
     // `2 ^ 10 = ?` asks; `the 2 + 2 = 5 novel` does not.
     let ends_equals = lower.rsplit_once('=').is_some_and(|(_, after)| {
         after
@@ -248,6 +326,32 @@ fn render(run: &[Token]) -> Option<(String, usize, fn(&[Token]) -> bool)> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sums_said_with_verbs_and_fractions_are_read() {
+        for (prompt, expected) in [
+            ("Could you multiply 6 by 7?", "6 * 7"),
+            ("Add 1,200 and 34 please", "1200 + 34"),
+            ("subtract 5 from 12", "12 - 5"),
+            ("Take 3 away from 10.", "10 - 3"),
+            ("what's half of 90?", "90 / 2"),
+            ("Divide 81 by 9", "81 / 9"),
+            ("What is the product of 4 and 2.5?", "4 * 2.5"),
+            (
+                "I bought 3 bags with 5 apples in each. How many apples?",
+                "3 * 5",
+            ),
+        ] {
+            assert_eq!(expression(prompt).as_deref(), Some(expected), "{prompt}");
+        }
+        for prompt in [
+            "Add milk to my list",
+            "Take the dog out at 5",
+            "half an hour",
+        ] {
+            assert_eq!(expression(prompt), None, "{prompt}");
+        }
+    }
 
     #[test]
     fn sums_people_ask_for_are_read() {

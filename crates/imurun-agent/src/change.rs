@@ -50,10 +50,178 @@ const TEXT_JOINS: &[&str] = &[
 /// Words between a name and its opening ("a folder called drafts").
 const NAMINGS: &[&str] = &["called ", "named ", "with the name "];
 
+/// Clauses after a write that ask to see the file: ", then read it back", "and show me what
+/// it holds". The words that join them, and the verbs that open them.
+const THEN_JOINS: &[&str] = &[
+    ", and then ",
+    " and then ",
+    ", then ",
+    " then ",
+    ", and ",
+    " and ",
+];
+const SEE_VERBS: &[&str] = &["read", "open", "show", "display", "print", "cat", "tell"];
+
+/// Verbs that put given text into a named file ("put 'call mom' into reminder.txt").
+const PUT_VERBS: &[&str] = &[
+    "write ",
+    "put ",
+    "save ",
+    "store ",
+    "jot down ",
+    "note down ",
+    "record ",
+];
+
+/// Words before the text itself ("save the word banana to fruit.txt").
+const TEXT_NAMINGS: &[&str] = &[
+    "the words ",
+    "the word ",
+    "the phrase ",
+    "the line ",
+    "the text ",
+    "the sentence ",
+    "the note ",
+];
+
+/// Verbs that ask to run a command ("run `ls -la`", "please execute: echo hi").
+const RUN_VERBS: &[&str] = &["run", "execute", "exec"];
+
+/// Words between a run verb and the command ("run this in the terminal: pwd").
+const RUN_FILLERS: &[&str] = &[
+    "this command",
+    "the command",
+    "this",
+    "the following",
+    "in the terminal",
+    "in a terminal",
+    "in the shell",
+    "in a shell",
+    "for me",
+];
+
+/// The calls a plain request asks for, in order: a change (`change_call`), followed by a
+/// `file_read` of the written file when the request goes on to ask to see it ("..., then
+/// read it back"); or a `shell` call for a command the person gives to run (`command_call`).
+/// Empty when the request is not that plain.
+pub(crate) fn planned_calls(prompt: &str) -> Vec<ToolCall> {
+    if let Some(command) = command_call(prompt) {
+        return vec![command];
+    }
+    let (request, see) = split_see_clause(prompt);
+    let Some(change) = change_call(request) else {
+        return Vec::new();
+    };
+    let mut calls = vec![change];
+    if see && calls[0].name == "file_write" {
+        let path = calls[0].args.get("path").cloned().unwrap_or(Value::Null);
+        let mut args = Map::new();
+        args.insert("path".into(), path);
+        calls.push(ToolCall::new("file_read", args));
+    }
+    calls
+}
+
+/// `prompt` without a closing clause asking to see the file, and whether it had one.
+fn split_see_clause(prompt: &str) -> (&str, bool) {
+    let lower = prompt.to_ascii_lowercase();
+    let found = THEN_JOINS
+        .iter()
+        .filter_map(|join| {
+            lower.match_indices(join).find_map(|(at, _)| {
+                let after = lower[at + join.len()..].trim_start();
+                let after = after.strip_prefix("please ").unwrap_or(after);
+                SEE_VERBS
+                    .iter()
+                    .any(|verb| {
+                        after.starts_with(verb)
+                            && after[verb.len()..].starts_with([' ', '.', '!', '?'])
+                            || after == *verb
+                    })
+                    .then_some(at)
+            })
+        })
+        .min();
+    match found {
+        Some(at) => (&prompt[..at], true),
+        None => (prompt, false),
+    }
+}
+
+/// The `shell` call for a command the person asks to run: quoted or in backticks after a run
+/// verb ("run `ls -la`", "can you run 'date' for me"), after a colon ("execute: echo hi",
+/// "run this in the terminal: pwd"), or written plainly when it reads as a command line (a
+/// flag, a path or a pipe in it: "run rm -rf ./old"). The shell's deny-list and the mode
+/// decide whether it runs, as for any call.
+pub(crate) fn command_call(prompt: &str) -> Option<ToolCall> {
+    let trimmed = prompt.trim();
+    let lower = trimmed.to_ascii_lowercase();
+    let lead = POLITE_LEADS
+        .iter()
+        .rev()
+        .find(|lead| lower.starts_with(*lead))
+        .map_or(0, |lead| lead.len());
+    let verb = RUN_VERBS.iter().find(|verb| {
+        lower[lead..].starts_with(*verb) && lower[lead + verb.len()..].starts_with([' ', ':'])
+    })?;
+    let body = &trimmed[lead + verb.len()..];
+    // Quoted or in backticks, anywhere after the verb.
+    for (open, close) in [
+        ('`', '`'),
+        ('\'', '\''),
+        ('"', '"'),
+        ('\u{201c}', '\u{201d}'),
+    ] {
+        if let Some(start) = body.find(open) {
+            let rest = &body[start + open.len_utf8()..];
+            if let Some(end) = rest.find(close) {
+                let command = rest[..end].trim();
+                if !command.is_empty() && !command.contains('\n') {
+                    return Some(call("shell", &[("command", command.to_owned())]));
+                }
+            }
+        }
+    }
+    let mut rest = body.trim();
+    loop {
+        let rest_lower = rest.to_ascii_lowercase();
+        match RUN_FILLERS
+            .iter()
+            .find(|filler| rest_lower.starts_with(*filler))
+        {
+            Some(filler) => rest = rest[filler.len()..].trim_start(),
+            None => break,
+        }
+    }
+    let (command, colon) = match rest.strip_prefix(':') {
+        Some(after) => (after.trim(), true),
+        None => (rest, false),
+    };
+    let command = command.trim_end_matches(['.', '?', '!']).trim();
+    if command.is_empty() || command.contains('\n') {
+        return None;
+    }
+    let first = command.split_whitespace().next().unwrap_or_default();
+    let program = first
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || "._-/".contains(c))
+        && !DESCRIBING_WORDS.contains(&first);
+    let reads_as_a_command_line = command
+        .split_whitespace()
+        .skip(1)
+        .any(|word| word.starts_with('-') || word.contains('/') || word == "|");
+    (program && (colon || reads_as_a_command_line))
+        .then(|| call("shell", &[("command", command.to_owned())]))
+}
+
 /// The call a plain change request asks for, when it is one: `delete` of one named path,
 /// `make_dir` of one named folder, or `file_write` of a named file with the text given.
 pub(crate) fn change_call(prompt: &str) -> Option<ToolCall> {
     let trimmed = prompt.trim().trim_end_matches(['.', '!', '?']).trim_end();
+    let trimmed = trimmed
+        .strip_suffix(" please")
+        .or_else(|| trimmed.strip_suffix(", please"))
+        .unwrap_or(trimmed);
     if trimmed.contains('\n') {
         return None;
     }
@@ -71,6 +239,30 @@ pub(crate) fn change_call(prompt: &str) -> Option<ToolCall> {
         .or_else(|| folder(rest, rest_lower))
         .or_else(|| new_file(rest, rest_lower))
         .or_else(|| written_to(rest, rest_lower))
+        .or_else(|| replaced(rest, rest_lower))
+}
+
+/// "replace the contents of notes.txt with \"Call Anna\"", "overwrite todo.md with buy eggs".
+fn replaced(rest: &str, lower: &str) -> Option<ToolCall> {
+    let verb = ["replace ", "overwrite "]
+        .iter()
+        .find(|verb| lower.starts_with(*verb))?;
+    let body = strip_any(
+        &rest[verb.len()..],
+        &[
+            "the contents of ",
+            "the content of ",
+            "the text of ",
+            "the text in ",
+            "the file ",
+            "file ",
+        ],
+    );
+    let body_lower = body.to_ascii_lowercase();
+    let at = body_lower.find(" with ")?;
+    let path = one_name(&body[..at])?;
+    let text = unquoted(strip_any(&body[at + " with ".len()..], TEXT_NAMINGS))?;
+    looks_like_a_file(&path).then(|| call("file_write", &[("path", path), ("content", text)]))
 }
 
 /// "delete notes.txt", "remove the file old/a.md".
@@ -103,23 +295,22 @@ fn new_file(rest: &str, lower: &str) -> Option<ToolCall> {
         .filter_map(|join| named_lower.find(join).map(|at| (at, *join)))
         .min_by_key(|(at, _)| *at)?;
     let path = one_name(&named[..at])?;
-    let text = unquoted(&named[at + join.len()..])?;
+    let text = unquoted(strip_any(&named[at + join.len()..], TEXT_NAMINGS))?;
     looks_like_a_file(&path).then(|| call("file_write", &[("path", path), ("content", text)]))
 }
 
-/// "write hello to hello.txt", "write 'buy bread' into todo.txt".
+/// "write hello to hello.txt", "put 'buy bread' into todo.txt", "save the word banana to
+/// fruit.txt", "save the phrase meet at noon as meeting.txt".
 fn written_to(rest: &str, lower: &str) -> Option<ToolCall> {
-    if !lower.starts_with("write ") {
-        return None;
-    }
-    let body = &rest["write ".len()..];
+    let verb = PUT_VERBS.iter().find(|verb| lower.starts_with(*verb))?;
+    let body = &rest[verb.len()..];
     let body_lower = body.to_ascii_lowercase();
-    let (at, join) = [" to ", " into ", " in "]
+    let (at, join) = [" to ", " into ", " in ", " as "]
         .iter()
         .filter_map(|join| body_lower.rfind(join).map(|at| (at, *join)))
         .max_by_key(|(at, _)| *at)?;
     let path = one_name(strip_any(&body[at + join.len()..], &["the file ", "file "]))?;
-    let text = unquoted(&body[..at])?;
+    let text = unquoted(strip_any(&body[..at], TEXT_NAMINGS))?;
     looks_like_a_file(&path).then(|| call("file_write", &[("path", path), ("content", text)]))
 }
 
@@ -257,6 +448,89 @@ mod tests {
         ];
         for (prompt, tool, args) in cases {
             assert_eq!(read(prompt), Some((tool.to_owned(), args)), "{prompt}");
+        }
+    }
+
+    #[test]
+    fn a_write_that_asks_to_see_the_file_reads_it_after() {
+        let plan = |prompt: &str| -> Vec<(String, Value)> {
+            planned_calls(prompt)
+                .into_iter()
+                .map(|call| (call.name, Value::Object(call.args)))
+                .collect()
+        };
+        assert_eq!(
+            plan("Create a file memo.txt with the text hi there, then read it back."),
+            [
+                (
+                    "file_write".to_owned(),
+                    json!({"path": "memo.txt", "content": "hi there"})
+                ),
+                ("file_read".to_owned(), json!({"path": "memo.txt"})),
+            ]
+        );
+        assert_eq!(
+            plan("put 'feed the cat' into cat.txt and show me the file"),
+            [
+                (
+                    "file_write".to_owned(),
+                    json!({"path": "cat.txt", "content": "feed the cat"})
+                ),
+                ("file_read".to_owned(), json!({"path": "cat.txt"})),
+            ]
+        );
+        assert_eq!(
+            plan("Save the word kiwi to fruit.txt please"),
+            [(
+                "file_write".to_owned(),
+                json!({"path": "fruit.txt", "content": "kiwi"})
+            )]
+        );
+        assert_eq!(
+            plan("Replace the contents of a.md with \"new text\""),
+            [(
+                "file_write".to_owned(),
+                json!({"path": "a.md", "content": "new text"})
+            )]
+        );
+        assert_eq!(
+            plan("write 'salt and pepper' to spice.txt"),
+            [(
+                "file_write".to_owned(),
+                json!({"path": "spice.txt", "content": "salt and pepper"})
+            )]
+        );
+    }
+
+    #[test]
+    fn a_command_given_to_run_is_a_shell_call() {
+        let command = |prompt: &str| {
+            command_call(prompt).and_then(|call| call.args["command"].as_str().map(str::to_owned))
+        };
+        assert_eq!(command("run `ls -la`").as_deref(), Some("ls -la"));
+        assert_eq!(
+            command("Could you run 'uname -a' for me?").as_deref(),
+            Some("uname -a")
+        );
+        assert_eq!(
+            command("please execute: echo hi").as_deref(),
+            Some("echo hi")
+        );
+        assert_eq!(
+            command("Run this in the terminal: whoami").as_deref(),
+            Some("whoami")
+        );
+        assert_eq!(
+            command("run du -sh ./photos").as_deref(),
+            Some("du -sh ./photos")
+        );
+        for prompt in [
+            "Run a marathon",
+            "run the tests",
+            "Execute the plan",
+            "run fast",
+        ] {
+            assert_eq!(command(prompt), None, "{prompt}");
         }
     }
 

@@ -348,6 +348,13 @@ const IDENTITY_QUESTIONS: &[&str] = &[
     "who made you",
     "who built you",
     "who created you",
+    "call you",
+    "address you",
+    "you called",
+    "you go by",
+    "refer to you",
+    "tell me about yourself",
+    "describe yourself",
 ];
 
 /// Whether a prompt greets the assistant or asks who it is: its answer must name it.

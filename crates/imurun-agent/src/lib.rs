@@ -18,7 +18,9 @@ mod change;
 mod clock;
 mod context;
 mod error;
+mod file_answer;
 mod ground;
+mod likely;
 mod prefetch;
 mod prompt;
 mod queue;
@@ -45,13 +47,17 @@ pub use context::{
 };
 pub use error::AgentError;
 pub use imurun_core::{Clock, FixedClock, SystemClock};
+pub use likely::{
+    CALL_MARGIN_MIN, CALL_START, Likelihood, SPAN_MEAN_MIN, SPAN_STARTS_MAX, SPAN_WORDS_MAX,
+    call_opening,
+};
 pub use prefetch::{Intents, PREFETCH_DEADLINE, asks_for_a_change, intents};
 pub use prompt::{
     CONTEXT_CHARS_MAX, SKILL_BODY_CHARS_MAX, SKILLS_MAX, Skill, SystemPrompt, example_values,
     system_message, tool_prompt, tool_prompt_for,
 };
 pub use queue::{PromptQueue, QUEUED_PROMPTS_MAX};
-pub use realtime::{admits_no_live_data, is_realtime};
+pub use realtime::{admits_no_live_data, asks_the_time, is_realtime};
 pub use skills::{
     ONLY_SKILLS_PROMPT, SKILL_BODY_BYTES_MAX, SKILL_DESCRIPTION_CHARS_MAX, SKILL_FILE,
     SKILL_ID_CHARS_MAX, SKILL_NAME_CHARS_MAX, SKILLS_LISTED_MAX, SkillError, SkillStore,

@@ -112,29 +112,6 @@ impl Lookup {
     }
 }
 
-/// Phrases that ask for the time or the date.
-const TIME_PHRASES: &[&str] = &[
-    "what time is it",
-    "what's the time",
-    "what is the time",
-    "whats the time",
-    "the time now",
-    "the current time",
-    "current time",
-    "time right now",
-    "local time",
-    "what day is it",
-    "what day is today",
-    "what's the date",
-    "what is the date",
-    "whats the date",
-    "today's date",
-    "todays date",
-    "the date today",
-    "what is today",
-    "what's today",
-];
-
 /// Words that ask about the weather.
 const WEATHER_WORDS: &[&str] = &[
     "weather",
@@ -212,11 +189,10 @@ const SEARCH_TOPICS: &[&str] = &[
 pub fn intents(prompt: &str) -> Intents {
     let text = normalise(prompt);
     let mut found = Intents::default();
-    let time_in = place_after(prompt, &["time in ", "time is it in ", "date in "]);
-    if TIME_PHRASES.iter().any(|phrase| text.contains(phrase)) || time_in.is_some() {
-        match time_in {
+    if crate::realtime::asks_the_time(prompt) {
+        match named_place(prompt) {
             Some(place) => {
-                // The time somewhere this zone list cannot place is left to the model.
+                // The time somewhere the zone database cannot place is left to the model.
                 found.timezone = zone_for(&place);
                 found.time = found.timezone.is_some();
             }
@@ -231,9 +207,7 @@ pub fn intents(prompt: &str) -> Intents {
         found.weather = place_after(prompt, &[" in ", " for ", " at "])
             .or_else(|| place_before(prompt, "weather"));
     }
-    found.list = LIST_PHRASES
-        .iter()
-        .any(|phrase| contains_words(&text, phrase));
+    found.list = asks_for_the_listing(prompt);
     found.read = file_to_read(prompt);
     found.calculate = crate::arithmetic::expression(prompt);
     if let Some(query) = search_query(prompt) {
@@ -247,6 +221,31 @@ pub fn intents(prompt: &str) -> Intents {
         found.search = Some(query_text(prompt));
     }
     found
+}
+
+/// Verbs of work beyond reading: a prompt holding one asks for more than the pre-fetch looks
+/// up.
+const MORE_WORK: &[&str] = &[
+    "run",
+    "execute",
+    "search",
+    "send",
+    "fetch",
+    "download",
+    "email",
+    "post",
+    "translate",
+    "fix",
+    "rewrite",
+    "compare",
+];
+
+/// Whether `prompt` asks for work beyond what the pre-fetch looks up: a change (a verb of
+/// `CHANGE_VERBS` anywhere) or other work (`MORE_WORK`), as whole words.
+pub(crate) fn asks_for_more_work(prompt: &str) -> bool {
+    let text = normalise(prompt);
+    text.split(|c: char| !c.is_alphanumeric())
+        .any(|word| CHANGE_VERBS.contains(&word) || MORE_WORK.contains(&word))
 }
 
 /// Verbs that open a request to change the workspace.
@@ -294,36 +293,78 @@ pub fn asks_for_a_change(prompt: &str) -> bool {
     })
 }
 
-/// Phrases that ask what the workspace holds.
-const LIST_PHRASES: &[&str] = &[
-    "list my files",
-    "list the files",
-    "list files",
-    "list all files",
-    "list all my files",
-    "list all the files",
-    "list the workspace",
-    "list my workspace",
-    "what files",
-    "which files",
-    "show me my files",
-    "show my files",
-    "show me the files",
-    "show the files",
-    "what's in my workspace",
-    "what is in my workspace",
-    "whats in my workspace",
-    "what's in the workspace",
-    "what is in the workspace",
-    "whats in the workspace",
-    "files in my workspace",
-    "files in the workspace",
-    "files are in my workspace",
-    "files are in the workspace",
-    "files do i have",
-    "contents of my workspace",
-    "contents of the workspace",
-    "what do i have in my workspace",
+/// Nouns for what holds the person's files.
+const CONTAINERS: &[&str] = &[
+    "workspace",
+    "folder",
+    "folders",
+    "directory",
+    "directories",
+    "dir",
+    "files",
+    "documents",
+    "docs",
+];
+
+/// Verbs of other work on files: a prompt with one asks for that work, not a listing.
+const OTHER_FILE_WORK: &[&str] = &[
+    "search", "find", "grep", "delete", "remove", "create", "write", "save", "rename", "move",
+    "copy", "read", "open", "edit", "upload", "download", "compress", "zip", "sort", "clean",
+    "organise", "organize", "backup", "back",
+];
+
+/// Whether `prompt` asks what the workspace holds, in any wording: a question or a request to
+/// show, list or tell, about the workspace, a folder or directory, the person's files or
+/// documents ("What's in this folder?", "Do I have any files?", "Which documents are
+/// there?"), or about "here" in a short question ("Anything here?", "What have I got in
+/// here?"). Not when it names a file (that file is read instead), asks for other work on
+/// files (search, delete, write...), or asks how to do something.
+pub(crate) fn asks_for_the_listing(prompt: &str) -> bool {
+    let text = normalise(prompt);
+    let words: Vec<&str> = text
+        .split(|c: char| !c.is_alphanumeric() && c != '\'')
+        .filter(|word| !word.is_empty())
+        .collect();
+    if words.is_empty() || HOW_TO.iter().any(|opening| text.starts_with(opening)) {
+        return false;
+    }
+    if words.iter().any(|word| OTHER_FILE_WORK.contains(word))
+        || prompt.split_whitespace().any(|word| {
+            looks_like_a_file(
+                word.trim_matches(|c: char| "`'\"()[]<>,;:!?".contains(c))
+                    .trim_end_matches('.'),
+            )
+        })
+    {
+        return false;
+    }
+    let asking = text.ends_with('?')
+        || [
+            "what", "what's", "whats", "which", "is", "are", "do", "does", "have", "any",
+            "anything", "show", "list", "tell", "give", "display",
+        ]
+        .contains(&words[0])
+        || (words.len() <= 3 && !text.ends_with('.'));
+    if !asking {
+        return false;
+    }
+    let container = words.iter().any(|word| CONTAINERS.contains(word));
+    let here = words.contains(&"here")
+        && (words.len() <= 6 || text.contains("in here"))
+        && !words
+            .iter()
+            .any(|word| ["weather", "time", "news", "rain", "raining"].contains(word));
+    container || here
+}
+
+/// Openings of how-to questions: about doing something, not about the workspace's contents.
+const HOW_TO: &[&str] = &[
+    "how do",
+    "how can",
+    "how to",
+    "how should",
+    "how would",
+    "why ",
 ];
 
 /// Openings of a request to read a file; the file name follows.
@@ -454,6 +495,38 @@ fn place_after(prompt: &str, markers: &[&str]) -> Option<String> {
         .and_then(|start| place_words(prompt.get(start..)?))
 }
 
+/// The place a prompt asks the time of, named after "in" ("... in Los Angeles", "over in New
+/// York right now"): capitalised words, the last such place in a part of the prompt that is
+/// not about the weather ("What time is it, and what's the weather in Oslo?" asks the time
+/// here).
+fn named_place(prompt: &str) -> Option<String> {
+    prompt
+        .split(['?', '.', '!', ';', ','])
+        .flat_map(|part| part.split(" and "))
+        .filter(|part| {
+            let lower = part.to_lowercase();
+            !lower
+                .split(|c: char| !c.is_alphanumeric())
+                .any(|word| WEATHER_WORDS.contains(&word))
+        })
+        .filter_map(|part| {
+            let padded = format!(" {part} ");
+            let lower = padded.to_ascii_lowercase();
+            lower
+                .match_indices(" in ")
+                .filter_map(|(at, marker)| {
+                    let rest = padded.get(at + marker.len()..)?;
+                    rest.chars()
+                        .next()
+                        .is_some_and(char::is_uppercase)
+                        .then(|| place_words(rest))
+                        .flatten()
+                })
+                .last()
+        })
+        .last()
+}
+
 /// The capitalised words right before `keyword` ("Paris weather?" → "Paris").
 fn place_before(prompt: &str, keyword: &str) -> Option<String> {
     let lower = prompt.to_ascii_lowercase();
@@ -506,12 +579,88 @@ fn place_words(text: &str) -> Option<String> {
     (!place.is_empty() && place.chars().any(char::is_alphabetic)).then_some(place)
 }
 
+/// Places the zone database does not name, with their zone: large cities that share
+/// another city's zone, and countries with one zone.
+const ZONE_PLACES: &[(&str, &str)] = &[
+    ("mumbai", "Asia/Kolkata"),
+    ("delhi", "Asia/Kolkata"),
+    ("new_delhi", "Asia/Kolkata"),
+    ("bangalore", "Asia/Kolkata"),
+    ("bengaluru", "Asia/Kolkata"),
+    ("chennai", "Asia/Kolkata"),
+    ("hyderabad", "Asia/Kolkata"),
+    ("india", "Asia/Kolkata"),
+    ("beijing", "Asia/Shanghai"),
+    ("shenzhen", "Asia/Shanghai"),
+    ("guangzhou", "Asia/Shanghai"),
+    ("china", "Asia/Shanghai"),
+    ("osaka", "Asia/Tokyo"),
+    ("kyoto", "Asia/Tokyo"),
+    ("japan", "Asia/Tokyo"),
+    ("busan", "Asia/Seoul"),
+    ("korea", "Asia/Seoul"),
+    ("south_korea", "Asia/Seoul"),
+    ("hanoi", "Asia/Bangkok"),
+    ("thailand", "Asia/Bangkok"),
+    ("san_francisco", "America/Los_Angeles"),
+    ("seattle", "America/Los_Angeles"),
+    ("san_diego", "America/Los_Angeles"),
+    ("las_vegas", "America/Los_Angeles"),
+    ("portland", "America/Los_Angeles"),
+    ("california", "America/Los_Angeles"),
+    ("washington", "America/New_York"),
+    ("washington_dc", "America/New_York"),
+    ("boston", "America/New_York"),
+    ("miami", "America/New_York"),
+    ("atlanta", "America/New_York"),
+    ("philadelphia", "America/New_York"),
+    ("houston", "America/Chicago"),
+    ("dallas", "America/Chicago"),
+    ("austin", "America/Chicago"),
+    ("montreal", "America/Toronto"),
+    ("ottawa", "America/Toronto"),
+    ("rio", "America/Sao_Paulo"),
+    ("rio_de_janeiro", "America/Sao_Paulo"),
+    ("brazil", "America/Sao_Paulo"),
+    ("barcelona", "Europe/Madrid"),
+    ("spain", "Europe/Madrid"),
+    ("munich", "Europe/Berlin"),
+    ("frankfurt", "Europe/Berlin"),
+    ("hamburg", "Europe/Berlin"),
+    ("germany", "Europe/Berlin"),
+    ("milan", "Europe/Rome"),
+    ("florence", "Europe/Rome"),
+    ("venice", "Europe/Rome"),
+    ("italy", "Europe/Rome"),
+    ("geneva", "Europe/Zurich"),
+    ("switzerland", "Europe/Zurich"),
+    ("france", "Europe/Paris"),
+    ("lyon", "Europe/Paris"),
+    ("edinburgh", "Europe/London"),
+    ("manchester", "Europe/London"),
+    ("england", "Europe/London"),
+    ("scotland", "Europe/London"),
+    ("uk", "Europe/London"),
+    ("the_uk", "Europe/London"),
+    ("saint_petersburg", "Europe/Moscow"),
+    ("st_petersburg", "Europe/Moscow"),
+    ("cape_town", "Africa/Johannesburg"),
+    ("south_africa", "Africa/Johannesburg"),
+    ("egypt", "Africa/Cairo"),
+    ("new_zealand", "Pacific/Auckland"),
+    ("wellington", "Pacific/Auckland"),
+    ("hawaii", "Pacific/Honolulu"),
+];
+
 /// The IANA zone whose city is `place` ("new york" → `America/New_York`), or the zone
 /// written as is ("Europe/Paris", "UTC").
 fn zone_for(place: &str) -> Option<String> {
     let wanted = place.trim().to_lowercase().replace(' ', "_");
     if wanted.is_empty() {
         return None;
+    }
+    if let Some((_, zone)) = ZONE_PLACES.iter().find(|(name, _)| *name == wanted) {
+        return Some((*zone).to_owned());
     }
     let database = jiff::tz::db();
     let mut found = None;
@@ -528,6 +677,98 @@ fn zone_for(place: &str) -> Option<String> {
         }
     }
     found
+}
+
+/// The most folders of the workspace's root the pre-fetch looks into for a named file.
+const NAMED_FILE_FOLDERS_MAX: usize = 16;
+
+/// The workspace file `prompt` names, as its path in the workspace: a word of the prompt
+/// that looks like a file (`looks_like_a_file`) and is a file at the workspace's root or in
+/// one of its folders, compared without regard to case ("GROCERIES.TXT", "plan.md" for
+/// `docs/Plan.md`). The pre-fetch then reads it, whatever the prompt's verb: a question
+/// that names a file the person has is about that file. `written` is a file a read verb
+/// named: it is looked up the same way. `None` when the prompt names no such file (or the
+/// listing is not allowed: the mode decides, as for any call).
+async fn workspace_file(
+    executor: &Arc<ToolExecutor>,
+    session_id: Option<&str>,
+    prompt: &str,
+    stop: &StopFlag,
+    written: Option<&str>,
+) -> Option<String> {
+    let mut named: Vec<String> = prompt
+        .split_whitespace()
+        .map(|word| {
+            word.trim_matches(|c: char| "`'\"()[]<>,;:!?*".contains(c))
+                .trim_end_matches('.')
+                .to_lowercase()
+        })
+        .filter(|word| looks_like_a_file(word) && !word.ends_with('/'))
+        .collect();
+    if let Some(written) = written {
+        named.insert(0, written.to_lowercase());
+    }
+    if named.is_empty() || executor.registry().get("list_dir").is_none() {
+        return None;
+    }
+    let list = |path: &str| {
+        let mut args = Map::new();
+        if !path.is_empty() {
+            args.insert("path".into(), Value::from(path));
+        }
+        let call = ToolCall::new("list_dir", args);
+        let caller = Caller::prefetch(session_id.map(str::to_owned), stop.clone());
+        async move {
+            let execution = executor.execute(&call, &caller).await;
+            (execution.outcome == Outcome::Ok && execution.output.ok)
+                .then(|| listed_entries(&execution.output.text))
+        }
+    };
+    let root = list("").await?;
+    let matching = |entries: &[(String, bool)], folder: &str| {
+        named.iter().find_map(|wanted| {
+            entries.iter().find_map(|(name, is_folder)| {
+                let path = if folder.is_empty() {
+                    name.clone()
+                } else {
+                    format!("{folder}/{name}")
+                };
+                let hit = !is_folder
+                    && (name.to_lowercase() == *wanted || path.to_lowercase() == *wanted);
+                hit.then_some(path)
+            })
+        })
+    };
+    if let Some(path) = matching(&root, "") {
+        return Some(path);
+    }
+    for (folder, _) in root
+        .iter()
+        .filter(|(_, is_folder)| *is_folder)
+        .take(NAMED_FILE_FOLDERS_MAX)
+    {
+        if let Some(entries) = list(folder).await
+            && let Some(path) = matching(&entries, folder)
+        {
+            return Some(path);
+        }
+    }
+    None
+}
+
+/// The entries of a `list_dir` result: each name, and whether it is a folder.
+fn listed_entries(text: &str) -> Vec<(String, bool)> {
+    text.lines()
+        .skip(1)
+        .filter(|line| !line.starts_with('…'))
+        .filter_map(|line| {
+            let name = line.split("  (").next().unwrap_or(line).trim_end();
+            match name.strip_suffix('/') {
+                Some(folder) => Some((folder.to_owned(), true)),
+                None => (!name.is_empty()).then(|| (name.to_owned(), false)),
+            }
+        })
+        .collect()
 }
 
 /// What the pre-fetch found.
@@ -562,7 +803,17 @@ pub(crate) async fn observe_full(
     stop: &StopFlag,
     deadline: Duration,
 ) -> Prefetch {
-    let lookups: Vec<Lookup> = intents(prompt)
+    let mut found = intents(prompt);
+    // A change request names the file it changes, a command the files it works on: they are
+    // for the call the loop writes, not a read first.
+    if asks_for_a_change(prompt) || !crate::change::planned_calls(prompt).is_empty() {
+        found.read = None;
+    } else if let Some(path) =
+        workspace_file(executor, session_id, prompt, stop, found.read.as_deref()).await
+    {
+        found.read = Some(path);
+    }
+    let lookups: Vec<Lookup> = found
         .calls()
         .into_iter()
         .filter(|lookup| executor.registry().get(&lookup.call.name).is_some())

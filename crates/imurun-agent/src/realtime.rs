@@ -65,16 +65,6 @@ const LIVE_TOPICS: &[&str] = &[
     "how hot is it",
     "how cold is it",
     "who is winning",
-    "what time is it",
-    "what's the time",
-    "what is the time",
-    "time is it",
-    "time in",
-    "local time",
-    "what day is it",
-    "what's the date",
-    "what is the date",
-    "what date is it",
 ];
 
 /// Offices whose holder changes: "who is the CEO of ..." is a question about the present.
@@ -210,6 +200,149 @@ pub fn is_realtime(text: &str) -> bool {
         .iter()
         .any(|topic| contains_phrase(&text, topic))
         || asks_for_office(&text)
+        || time_question(&text, &words)
+}
+
+/// Nouns that name the present's time or date.
+const TIME_NOUNS: &[&str] = &[
+    "time", "clock", "hour", "hours", "date", "day", "weekday", "month", "year", "today",
+];
+
+/// Parts of the day, and the week's end: "is it morning yet?", "is it the weekend?".
+const DAY_PARTS: &[&str] = &[
+    "morning",
+    "afternoon",
+    "evening",
+    "night",
+    "nighttime",
+    "midnight",
+    "noon",
+    "midday",
+    "late",
+    "early",
+    "lunchtime",
+    "bedtime",
+    "weekend",
+    "weekday",
+];
+
+/// Words between a question word and the time noun it asks for ("what's **the** date",
+/// "what **is the current** time", "which **day of the** week").
+const TIME_FILLERS: &[&str] = &[
+    "is", "'s", "the", "current", "exact", "local", "today's", "todays", "it", "does", "say",
+];
+
+/// Words after a time noun that make it something else's time ("what time **does the
+/// store** open", "what day **is the** meeting"): an auxiliary followed by another subject.
+const AUXILIARIES: &[&str] = &[
+    "does", "do", "did", "will", "would", "should", "can", "could", "is", "are", "was", "were",
+    "shall",
+];
+
+/// Subjects after an auxiliary that keep the question about the present ("what time **is
+/// it**", "which month **are we** in").
+const PRESENT_SUBJECTS: &[&str] = &["it", "we", "today", "now", "there", "here", "right", "this"];
+
+/// Whether `prompt` asks for the current time, date, weekday or part of the day, in any
+/// wording: a question word asking for a time noun ("what hour", "which month", "what's the
+/// date", "what's today"), "is it" with a part of the day ("is it morning yet?", "how late is
+/// it"), a time noun marked as the present's ("the current time", "the date right now",
+/// "the clock"), or a request for one ("tell me the time", "got the time?"). A time noun
+/// followed by another subject ("what time does the store open") is about that subject.
+pub fn asks_the_time(prompt: &str) -> bool {
+    let text = normalise(prompt);
+    let words: Vec<&str> = words(&text).collect();
+    time_question(&text, &words)
+}
+
+fn time_question(text: &str, words: &[&str]) -> bool {
+    if HOW_TO_OPENINGS
+        .iter()
+        .any(|opening| text.starts_with(opening) && !opening.starts_with("what"))
+    {
+        return false;
+    }
+    let past = words
+        .iter()
+        .any(|word| ["did", "was", "were", "ago", "yesterday", "tomorrow"].contains(word));
+    if past || mentions_a_year(words) {
+        return false;
+    }
+    let asks = |at: usize| -> bool {
+        // A time noun at `at`: asked for when nothing after it names another subject.
+        let rest = &words[at + 1..];
+        match rest {
+            [aux, subject, ..] if AUXILIARIES.contains(aux) => {
+                PRESENT_SUBJECTS.contains(subject) || subject.starts_with("it")
+            }
+            _ => true,
+        }
+    };
+    for (at, word) in words.iter().enumerate() {
+        let word = word.trim_end_matches("'s");
+        if TIME_NOUNS.contains(&word) {
+            // A question word before it, with only fillers between ("what's the date").
+            let mut back = at;
+            let mut asked = false;
+            while back > 0 {
+                back -= 1;
+                let before = words[back];
+                if ["what", "what's", "whats", "which"].contains(&before) {
+                    asked = true;
+                    break;
+                }
+                if !TIME_FILLERS.contains(&before) && !before.ends_with("'s") {
+                    break;
+                }
+            }
+            // "which day of the week", "what day of the month".
+            if asked && asks(skip_of_the(words, at)) {
+                return true;
+            }
+            // Marked as the present's: "the current time", "the date right now", "the clock",
+            // or asked of a place in a few words ("time in New York?").
+            let placed = words.get(at + 1) == Some(&"in") && words.len() <= 6;
+            let marked = placed
+                || at > 0 && ["current", "exact", "local", "today's"].contains(&words[at - 1])
+                || words
+                    .get(at + 1)
+                    .is_some_and(|next| ["now", "today", "there", "here"].contains(next))
+                || text.contains(&format!("{word} right now"))
+                || text.contains(&format!("{word} at the moment"))
+                || word == "clock";
+            if marked && asks(at) {
+                return true;
+            }
+            // A request for it: "tell me the time", "got the time?", "remind me of the date".
+            let requested = at >= 2
+                && words[at - 1] == "the"
+                && ["me", "got", "have", "know", "of"].contains(&words[at - 2]);
+            if requested && asks(at) {
+                return true;
+            }
+        }
+        // "is it morning yet?", "is it the weekend?", "how late is it?".
+        if DAY_PARTS.contains(&word) {
+            let near: Vec<&str> = words[at.saturating_sub(3)..at].to_vec();
+            let after: Vec<&str> = words[at + 1..(at + 3).min(words.len())].to_vec();
+            let is_it = near
+                .windows(2)
+                .any(|pair| pair == ["is", "it"] || pair == ["are", "we"])
+                || (near.first() == Some(&"how") && after.starts_with(&["is", "it"]));
+            if is_it {
+                return true;
+            }
+        }
+    }
+    false
+}
+
+/// The index of the last word of "day of the week" from its first (`at`), else `at`.
+fn skip_of_the(words: &[&str], at: usize) -> usize {
+    match words.get(at + 1..at + 4) {
+        Some([of, the, _]) if *of == "of" && *the == "the" => at + 3,
+        _ => at,
+    }
 }
 
 /// Whether `answer` says that live data could not be checked (the wording the rule teaches,
@@ -288,6 +421,43 @@ mod tests {
             wrong.is_empty(),
             "expected is_realtime = {expected} for {wrong:#?}"
         );
+    }
+
+    #[test]
+    fn questions_about_the_present_time_are_told_by_their_grammar() {
+        let asks = [
+            "What time is it?",
+            "what's the date today",
+            "Which day of the week is it?",
+            "What is today's date?",
+            "what's today?",
+            "Could you tell me the current time in Sydney?",
+            "What does the clock say in Oslo at the moment?",
+            "Got the time?",
+            "Is it evening yet?",
+            "is it still night in Lima?",
+            "How late is it over in Perth?",
+            "Is it the weekend yet?",
+            "Which month are we in?",
+            "What hour is it right now?",
+            "What date is it right now?",
+            "time in New York?",
+        ];
+        let wrong: Vec<&&str> = asks.iter().filter(|text| !asks_the_time(text)).collect();
+        assert!(wrong.is_empty(), "not seen as asking the time: {wrong:#?}");
+        let not = [
+            "What time does the store open?",
+            "What day is the meeting?",
+            "What year did the war end?",
+            "Say something cheerful to start my day.",
+            "How do I change the time on my watch?",
+            "Write a poem about the evening sea.",
+            "How many hours are in a week?",
+            "What date was the Moon landing?",
+            "Is it safe to swim at night?",
+        ];
+        let wrong: Vec<&&str> = not.iter().filter(|text| asks_the_time(text)).collect();
+        assert!(wrong.is_empty(), "seen as asking the time: {wrong:#?}");
     }
 
     #[test]

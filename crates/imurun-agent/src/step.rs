@@ -19,8 +19,9 @@ pub(crate) struct Generation<'a> {
     pub(crate) tools: Option<&'a ToolIndex>,
     pub(crate) stop: &'a StopFlag,
     pub(crate) max_tokens: usize,
-    /// The start of the reply, written by the loop (a call prefill).
-    pub(crate) prefill: Option<&'static str>,
+    /// The start of the reply, written by the loop (a call prefill, or a call's opening
+    /// chosen by likelihood).
+    pub(crate) prefill: Option<String>,
     /// The shape asked of the reply's calls (the tools the prompt names).
     pub(crate) calls: Option<CallShape>,
     /// Hold the answer back: no `token` event, the loop publishes the answer once checked.
@@ -39,7 +40,7 @@ pub(crate) async fn generate(
         messages: messages.to_vec(),
         max_tokens: Some(generation.max_tokens),
         stop: step_stop.clone(),
-        prefill: generation.prefill.map(str::to_owned),
+        prefill: generation.prefill.clone(),
         calls: generation.calls.clone(),
     };
     let publish = |text: String| {

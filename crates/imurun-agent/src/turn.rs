@@ -14,9 +14,14 @@ use imurun_exec::Caller;
 use serde_json::Value;
 
 use crate::AgentError;
-use crate::agent::{AgentLoop, CALLS_PER_STEP_MAX, HISTORY_MESSAGES_MAX, TurnRequest, TurnResult};
+use crate::agent::{
+    AgentLoop, CALLS_PER_STEP_MAX, CallPrefill, HISTORY_MESSAGES_MAX, TurnRequest, TurnResult,
+};
 use crate::context::{Fit, Summariser, TOOL_RESULT_HEADER, fit, reserve};
 use crate::ground::{Ground, Grounds, Identity, Problem, Verdict, asks_who, check, fallback};
+use crate::likely::{
+    CALL_MARGIN_MIN, Filled, Filler, Likelihood, call_margin, call_opening, rank_tools,
+};
 use crate::prefetch::Prefetched;
 use crate::prompt::{SKILLS_MAX, ShownExamples, SystemPrompt, shown_examples, system_message};
 use crate::realtime::{admits_no_live_data, is_realtime};
@@ -103,6 +108,15 @@ pub(crate) struct Turn<'a> {
     /// The pre-fetch's lookups were handed over as a tool step: the first reply follows a
     /// result, and no call is started for it.
     prefetch_step: bool,
+    /// What the likelihood decided for the prompt's first reply, when the back-end scores.
+    likelihood: Option<Likelihood>,
+    /// The pre-fetch's step holds all the prompt asks for (the time, the listing, a file, a
+    /// sum, and no other work): the first reply after it answers, and a call in it is not
+    /// made.
+    prefetch_answers: bool,
+    /// The reply being read follows such a pre-fetch: a call in it is not made, and the
+    /// answer is its text or, without one, made from the pre-fetch's results.
+    answer_now: bool,
 }
 
 /// A call's result, kept for the rest of the turn.
@@ -203,6 +217,9 @@ impl<'a> Turn<'a> {
                 .then(|| Identity::from_persona(&agent.config.persona)),
             held: false,
             prefetch_step: false,
+            likelihood: None,
+            prefetch_answers: false,
+            answer_now: false,
         }
     }
 
@@ -227,6 +244,12 @@ impl<'a> Turn<'a> {
             }
             self.prefetch_step = true;
             self.prompt.tool_result_seen = true;
+            self.prefetch_answers = as_step.iter().all(|(call, _)| {
+                matches!(
+                    call.name.as_str(),
+                    "get_time" | "list_dir" | "file_read" | "calculate"
+                )
+            }) && !crate::prefetch::asks_for_more_work(&self.prompt.text);
         }
         for lookup in prefetched {
             let key = cache_key(&lookup.call);
@@ -323,8 +346,9 @@ impl<'a> Turn<'a> {
 
     /// The first step alone, read but not acted on: what the model would call (a dry run,
     /// `imurun ask --dry-run`, evaluations). Nothing runs, and no `turn.end` is published.
-    pub(crate) async fn plan(mut self) -> Result<Parsed, AgentError> {
-        self.generate_step(1).await.map(|(_, parsed)| parsed)
+    pub(crate) async fn plan(mut self) -> Result<(Parsed, Option<Likelihood>), AgentError> {
+        let (_, parsed) = self.generate_step(1).await?;
+        Ok((parsed, self.likelihood))
     }
 
     /// Fits the messages to the budget and generates one step: the raw output and its parse.
@@ -366,18 +390,42 @@ impl<'a> Turn<'a> {
             return Err(AgentError::PromptTooLong { tokens, budget });
         }
         let first = !self.prompt.generated;
-        if let Some(call) = self.written_change() {
-            // The loop writes the plain change request's call; the model answers after it.
+        let planned = self.written_change();
+        if !planned.is_empty() {
+            // The loop writes the plain request's calls; the model answers after them.
             self.prompt.generated = true;
-            let raw = render_call(&call);
+            let raw: String = planned
+                .iter()
+                .map(render_call)
+                .collect::<Vec<_>>()
+                .join("\n");
             let parsed = parse_tool_calls(&raw, &self.index);
             return Ok((raw, parsed));
         }
-        let prefill = self.call_prefill();
+        let mut prefill = self.call_prefill().map(str::to_owned);
         // The prompt's first reply keeps its calls to the tools the prompt names.
         let calls = (first && self.tools_on && !self.prefetch_step)
             .then(|| crate::tool_match::call_shape(self.prompt_text(), &self.index))
             .flatten();
+        self.answer_now = first && self.prefetch_step && self.prefetch_answers;
+        let mut answer_only = false;
+        if first
+            && self.tools_on
+            && !self.prefetch_step
+            && agent.config.call_prefill != CallPrefill::Off
+            && agent.config.likelihood
+            && agent.model.supports_prefill()
+            && agent.model.supports_scoring()
+        {
+            let forced = prefill.is_some();
+            let decided = self.decide_by_likelihood(forced, calls.as_ref()).await?;
+            if let Some((tool, _)) = decided.tools.first().filter(|_| decided.call) {
+                prefill = Some(call_opening(tool));
+            } else if !forced {
+                answer_only = true;
+            }
+            self.likelihood = Some(decided);
+        }
         self.prompt.generated = true;
         // An answer that will be checked is not streamed until it holds.
         self.held = !self.grounds.is_empty()
@@ -398,10 +446,26 @@ impl<'a> Turn<'a> {
             calls,
             hold: self.held,
         };
-        let (raw, mut parsed, usage) = generate(&generation, &self.messages)
-            .await
-            .map_err(AgentError::from)?;
-        self.usage = self.usage.plus(usage);
+        let filled = self.fill_by_likelihood(generation.calls.as_ref()).await?;
+        let (raw, mut parsed) = if let Some(filled) = filled {
+            self.usage = self.usage.plus(filled.usage);
+            if let Some(decided) = self.likelihood.as_mut() {
+                decided.features.extend(filled.features);
+            }
+            let parsed = parse_tool_calls(&filled.raw, &self.index);
+            (filled.raw, parsed)
+        } else {
+            let (raw, parsed, usage) = generate(&generation, &self.messages)
+                .await
+                .map_err(AgentError::from)?;
+            self.usage = self.usage.plus(usage);
+            (raw, parsed)
+        };
+        if answer_only && parsed.kind == ParseKind::Calls {
+            // The likelihood said answer: a call the model wrote anyway is not made.
+            parsed.calls.clear();
+            parsed.kind = ParseKind::Answer;
+        }
         // Rules for the prompt's first reply only: later replies may use what results said.
         if first {
             let said_text = self.said();
@@ -418,6 +482,94 @@ impl<'a> Turn<'a> {
         Ok((raw, parsed))
     }
 
+    /// Call or answer, and which tool, by the model's likelihood (`likely`): a call when a rule
+    /// already started one (`forced`) or the margin reaches `CALL_MARGIN_MIN`; the tools
+    /// ranked are the call shape's when it names some, else those on offer.
+    async fn decide_by_likelihood(
+        &self,
+        forced: bool,
+        shape: Option<&imurun_core::CallShape>,
+    ) -> Result<Likelihood, AgentError> {
+        let model = self.agent.model.as_ref();
+        let stop = &self.request.stop;
+        let margin = call_margin(model, &self.messages, stop).await?;
+        let candidates: Vec<String> = match shape {
+            Some(shape) if !shape.tools.is_empty() => shape.tools.clone(),
+            _ => self
+                .index
+                .offered()
+                .map(|tool| tool.spec.name.clone())
+                .collect(),
+        };
+        let tools = if candidates.is_empty() {
+            Vec::new()
+        } else {
+            rank_tools(model, &self.messages, &candidates, stop).await?
+        };
+        // The same with a question that says nothing: how much this question moves them.
+        let mut blank = self.messages.clone();
+        if let Some(last) = blank.iter_mut().rev().find(|m| m.role == Role::User) {
+            last.content = "N/A".to_owned();
+        }
+        let blank_margin = call_margin(model, &blank, stop).await?;
+        let blank_tool = match tools.first() {
+            Some((best, _)) => rank_tools(model, &blank, std::slice::from_ref(best), stop)
+                .await?
+                .first()
+                .map_or(0.0, |(_, lp)| *lp),
+            None => 0.0,
+        };
+        let features = vec![
+            ("call".to_owned(), margin),
+            ("tool".to_owned(), tools.first().map_or(0.0, |(_, lp)| *lp)),
+            ("call_blank".to_owned(), blank_margin),
+            ("tool_blank".to_owned(), blank_tool),
+            ("forced".to_owned(), if forced { 1.0 } else { 0.0 }),
+            (
+                "rules".to_owned(),
+                if self.rules_call() { 1.0 } else { 0.0 },
+            ),
+        ];
+        let call = forced || margin >= CALL_MARGIN_MIN;
+        Ok(Likelihood {
+            margin,
+            call: call && !tools.is_empty(),
+            tools,
+            features,
+        })
+    }
+
+    /// The call the likelihood chose, its required arguments filled by likelihood too
+    /// (`likely::Filler`), when it chose one; `None` leaves the reply to the model (with the
+    /// call's opening as its prefill). A reply that must hold several calls is left to the
+    /// model after its opening.
+    async fn fill_by_likelihood(
+        &self,
+        shape: Option<&imurun_core::CallShape>,
+    ) -> Result<Option<Filled>, AgentError> {
+        let Some(decided) = self.likelihood.as_ref().filter(|decided| decided.call) else {
+            return Ok(None);
+        };
+        if shape.is_some_and(|shape| shape.calls_min >= 2) {
+            return Ok(None);
+        }
+        let Some(tool) = decided
+            .tools
+            .first()
+            .and_then(|(name, _)| self.index.get(name))
+        else {
+            return Ok(None);
+        };
+        let filler = Filler {
+            model: self.agent.model.as_ref(),
+            messages: &self.messages,
+            stop: &self.request.stop,
+            index: &self.index,
+            question: self.prompt_text(),
+        };
+        Ok(Some(filler.fill(&tool.spec).await?))
+    }
+
     /// The start of the reply the loop writes for the model, per `AgentConfig::call_prefill`:
     /// only for a prompt's first generation, with tools on offer, on a back-end that can
     /// continue a started reply.
@@ -427,14 +579,19 @@ impl<'a> Turn<'a> {
         if self.prefetch_step {
             return None;
         }
-        let live = (self.prompt.realtime
+        let wanted = self.agent.config.call_prefill.applies(self.rules_call());
+        (wanted && self.tools_on && !self.prompt.generated && self.agent.model.supports_prefill())
+            .then_some(CALL_PREFILL)
+    }
+
+    /// Whether the loop's rules start this prompt's reply as a call (`CallPrefill::Live`): a
+    /// prompt about the present with a tool for it, a plain change request, a named tool.
+    fn rules_call(&self) -> bool {
+        (self.prompt.realtime
             && self.request.context.is_none()
             && crate::tool_match::offers_a_live_tool(&self.index))
             || crate::prefetch::asks_for_a_change(self.prompt_text())
-            || crate::tool_match::names_an_offered_tool(self.prompt_text(), &self.index);
-        let wanted = self.agent.config.call_prefill.applies(live);
-        (wanted && self.tools_on && !self.prompt.generated && self.agent.model.supports_prefill())
-            .then_some(CALL_PREFILL)
+            || crate::tool_match::names_an_offered_tool(self.prompt_text(), &self.index)
     }
 
     /// The prompt's first reply loses its calls that have nothing of the question in them
@@ -476,16 +633,21 @@ impl<'a> Turn<'a> {
 
     /// The call of a plain change request ("Delete notes.txt"), written by the loop for the
     /// prompt's first step when its tool is offered and the call prefill is not off.
-    fn written_change(&self) -> Option<ToolCall> {
+    fn written_change(&self) -> Vec<ToolCall> {
         let due = !self.prompt.generated
             && !self.prefetch_step
             && self.tools_on
             && self.agent.config.call_prefill.applies(true);
-        let call = crate::change::change_call(&self.prompt.text).filter(|_| due)?;
-        self.index
-            .offered()
-            .any(|tool| tool.spec.name == call.name)
-            .then_some(call)
+        if !due {
+            return Vec::new();
+        }
+        let calls = crate::change::planned_calls(&self.prompt.text);
+        let offered = |name: &str| self.index.offered().any(|tool| tool.spec.name == name);
+        if calls.iter().all(|call| offered(&call.name)) {
+            calls
+        } else {
+            Vec::new()
+        }
     }
 
     fn fail(&mut self, error: AgentError) -> (TurnStatus, String) {
@@ -494,6 +656,15 @@ impl<'a> Turn<'a> {
     }
 
     async fn decide(&mut self, raw: &str, parsed: Parsed, last: bool) -> Next {
+        if std::mem::take(&mut self.answer_now) && parsed.kind != ParseKind::Answer {
+            let visible = parsed.visible.trim();
+            let answer = if visible.is_empty() {
+                self.answer_from_results("", "the pre-fetch's results answer the question", None)
+            } else {
+                visible.to_owned()
+            };
+            return self.settle(answer, &parsed.thought, last);
+        }
         match parsed.kind {
             ParseKind::Calls if last => self.end_at_limit(&parsed),
             ParseKind::Calls if self.repeat_noted && self.only_repeats(&parsed) => {
@@ -794,6 +965,18 @@ impl<'a> Turn<'a> {
     /// (`ground`): one that fails is sent back once with a correction that quotes the
     /// result, then made from the result itself. The rejected answer is never the answer.
     fn settle(&mut self, answer: String, thought: &str, last: bool) -> Next {
+        if let Some(made) = self.file_answer(&answer) {
+            self.publish_step(StepKind::Correction, step_text(thought, &answer, &[]));
+            self.agent.events.publish(Event::Grounding {
+                session_id: self.request.session_id.clone(),
+                step: self.step,
+                action: GroundingAction::Extract,
+                tool: Some("file_read".to_owned()),
+                reason: made.reason,
+            });
+            self.publish_token(&made.text);
+            return self.deliver_or_end(made.text, "", last);
+        }
         let said = self.said();
         let grounds = self.grounds_with(&said);
         let problem = match check(&answer, &grounds) {
@@ -817,6 +1000,22 @@ impl<'a> Turn<'a> {
         self.publish_grounding(GroundingAction::Fallback, &problem);
         self.publish_token(&made);
         self.deliver_or_end(made, "", last)
+    }
+
+    /// The answer made from a file the turn read and the prompt names, when it must stand
+    /// in for `answer` (`file_answer`: a count, or an answer not made of the file).
+    fn file_answer(&self, answer: &str) -> Option<crate::file_answer::FileAnswer> {
+        let prompt = &self.prompt.text;
+        self.grounds
+            .iter()
+            .filter(|ground| ground.tool == "file_read" && ground.ok)
+            .find_map(|ground| {
+                let name = crate::file_answer::read_name(&ground.facts.as_ref()?.sentence)?;
+                if !crate::file_answer::names_file(prompt, name) {
+                    return None;
+                }
+                crate::file_answer::from_file(prompt, name, &ground.text, answer)
+            })
     }
 
     fn publish_grounding(&self, action: GroundingAction, problem: &Problem) {

@@ -311,6 +311,9 @@ pub enum GroundingAction {
     Retry,
     /// The answer is a plain sentence made from the result itself.
     Fallback,
+    /// The answer is an extract of the file the turn read (or a count made from it): the
+    /// model's answer was not made of the file, or the prompt asked for a count.
+    Extract,
 }
 
 /// How a turn ended.

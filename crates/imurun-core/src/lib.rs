@@ -32,7 +32,7 @@ pub use index::{IndexedTool, ToolIndex};
 pub use message::{Message, Role};
 pub use model::{
     CallShape, ESTIMATE_CHARS_PER_TOKEN, ESTIMATE_TOKENS_PER_MESSAGE, GenerateRequest, Model,
-    ModelError, TokenUsage, estimate_text_tokens, estimate_tokens,
+    ModelError, ScoreRequest, Scored, TokenUsage, estimate_text_tokens, estimate_tokens,
 };
 pub use percent::{percent_decoded_bytes, percent_encoded};
 pub use run_agent::{RUN_AGENT, run_agent_spec};

@@ -69,6 +69,70 @@ impl GenerateRequest {
     }
 }
 
+/// A question of likelihood: how likely the model finds each continuation of a reply that
+/// starts with `prefill`, after `messages`. Nothing is generated.
+#[derive(Debug, Clone)]
+pub struct ScoreRequest {
+    pub messages: Vec<Message>,
+    /// The reply's start, common to every continuation (may be empty).
+    pub prefill: String,
+    /// The texts to score, each on its own after the prefill.
+    pub continuations: Vec<String>,
+    /// Texts whose first tokens' chance together is read after every token of each
+    /// continuation (closing quotes: where could the value end?). Empty: not read.
+    pub probes: Vec<String>,
+    /// Checked between continuations: a set flag ends the request with an error.
+    pub stop: StopFlag,
+}
+
+impl ScoreRequest {
+    pub fn new(
+        messages: Vec<Message>,
+        prefill: impl Into<String>,
+        continuations: Vec<String>,
+    ) -> Self {
+        Self {
+            messages,
+            prefill: prefill.into(),
+            continuations,
+            probes: Vec::new(),
+            stop: StopFlag::new(),
+        }
+    }
+}
+
+/// One continuation's likelihood: the natural-log probability of each of its tokens, in
+/// order. Where the continuation's first tokens join the prefill's last ones into other
+/// tokens, those joined tokens are counted here too (the same for every continuation that
+/// shares them).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct Scored {
+    pub token_logprobs: Vec<f32>,
+    /// Where each token ends, in bytes of the continuation (0 for a token wholly in the
+    /// prefill).
+    pub token_ends: Vec<usize>,
+    /// With probes: after each token, the log-probability that one of the probes' first
+    /// tokens comes next.
+    pub probe_logprobs: Vec<f32>,
+}
+
+impl Scored {
+    /// The whole continuation's log-probability.
+    pub fn total(&self) -> f64 {
+        self.token_logprobs.iter().map(|lp| f64::from(*lp)).sum()
+    }
+
+    /// The log-probability per token (length-normalised); 0 for an empty continuation.
+    pub fn mean(&self) -> f64 {
+        if self.token_logprobs.is_empty() {
+            return 0.0;
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let count = self.token_logprobs.len() as f64;
+        self.total() / count
+    }
+}
+
 /// Why a generation failed.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, thiserror::Error)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -126,6 +190,26 @@ pub trait Model: Send + Sync {
         request: &'a GenerateRequest,
         on_token: &'a mut (dyn FnMut(&str) + Send),
     ) -> BoxFuture<'a, Result<String, ModelError>>;
+
+    /// Whether [`Model::score`] answers: the back-end reads its model's token probabilities.
+    /// Callers that decide by likelihood ask first and keep their other path otherwise.
+    fn supports_scoring(&self) -> bool {
+        false
+    }
+
+    /// The likelihood of each of `request`'s continuations, in order. Back-ends that cannot
+    /// score refuse with a protocol error.
+    fn score<'a>(
+        &'a self,
+        request: &'a ScoreRequest,
+    ) -> BoxFuture<'a, Result<Vec<Scored>, ModelError>> {
+        let _ = request;
+        Box::pin(async {
+            Err(ModelError::Protocol {
+                message: format!("the {} back-end cannot score continuations", self.name()),
+            })
+        })
+    }
 }
 
 #[cfg(test)]

@@ -573,8 +573,9 @@ pub struct StepInfo {
 pub struct GroundingInfo {
     /// The step whose answer was rejected (its `correction` step).
     pub step: usize,
-    /// `retry` (the model was asked again, once, with the result quoted) or `fallback` (the
-    /// answer is a plain sentence made from the result).
+    /// `retry` (the model was asked again, once, with the result quoted), `fallback` (the
+    /// answer is a plain sentence made from the result) or `extract` (the answer is an
+    /// extract of the file the turn read, or a count made from it).
     #[schema(value_type = imurun_core::GroundingAction)]
     pub action: String,
     /// The tool whose result the answer had to carry; `null` for a persona correction.

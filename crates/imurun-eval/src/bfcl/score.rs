@@ -23,6 +23,17 @@ pub struct Prediction {
     /// case is scored wrong, whatever its category.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The log-odds the model gave to starting its reply as a call, where the back-end
+    /// scores (`docs/agent-loop.md`, "Decisions by likelihood"): one run's margins and
+    /// outcomes give the accuracy at every threshold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub margin: Option<f64>,
+    /// Figures behind the decision, by name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub features: Option<Value>,
+    /// Whether BFCL's rules score the prediction right (written by the run that asked it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correct: Option<bool>,
 }
 
 /// Why a prediction is wrong.
@@ -166,6 +177,9 @@ pub fn ground_truth_prediction(case: &Case) -> Prediction {
         calls,
         answer: None,
         error: None,
+        margin: None,
+        features: None,
+        correct: None,
     }
 }
 

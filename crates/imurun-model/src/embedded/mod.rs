@@ -20,7 +20,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use imurun_core::{BoxFuture, GenerateRequest, Message, Model, ModelError};
+use imurun_core::{BoxFuture, GenerateRequest, Message, Model, ModelError, ScoreRequest, Scored};
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
@@ -35,7 +35,7 @@ pub use grammar::{
 pub use prompt_cache::PromptCacheStats;
 
 use crate::template::{ChatTemplate, TemplateError};
-use worker::{Job, JobEvent, Worker};
+use worker::{Job, JobEvent, ScoreJob, Work, Worker};
 
 /// The context window used unless configured otherwise, in tokens (capped at the file's
 /// trained context length).
@@ -448,7 +448,7 @@ impl EmbeddedModel {
             stop: request.stop.clone(),
             events,
         };
-        self.shared.worker.submit(job).await?;
+        self.shared.worker.submit(Work::Generate(job)).await?;
         let mut text = prefill.to_owned();
         if !text.is_empty() {
             on_token(&text);
@@ -469,6 +469,103 @@ impl EmbeddedModel {
         Err(ModelError::Transport {
             message: "the embedded model's worker stopped".into(),
         })
+    }
+
+    /// Each continuation's token log-probabilities after the rendered messages and the
+    /// prefill. The prefill and each continuation are tokenised together, as a generation
+    /// would have made them; the tokens every candidate shares are the prompt (evaluated once,
+    /// its start reused from the cache), and the rest of each is scored.
+    pub async fn score_detailed(&self, request: &ScoreRequest) -> Result<Vec<Scored>, ModelError> {
+        let prompt = self
+            .render(&request.messages)
+            .map_err(|error| ModelError::Protocol {
+                message: error.to_string(),
+            })?;
+        let mut base = self.prompt_tokens(&prompt);
+        let vocab = self.shared.model.vocab();
+        let whole: Vec<Vec<LlamaToken>> = request
+            .continuations
+            .iter()
+            .map(|continuation| {
+                let text = format!("{}{continuation}", request.prefill);
+                vocab.tokenize(text.as_bytes(), false, false)
+            })
+            .collect();
+        let prefill_tokens = vocab.tokenize(request.prefill.as_bytes(), false, false);
+        // What every candidate starts with (never past the prefill's own tokens).
+        let shared = whole.iter().fold(prefill_tokens.len(), |shared, tokens| {
+            shared.min(
+                tokens
+                    .iter()
+                    .zip(&prefill_tokens)
+                    .take_while(|(a, b)| a == b)
+                    .count(),
+            )
+        });
+        base.extend_from_slice(&prefill_tokens[..shared]);
+        // The prefill's bytes the shared tokens hold: a scored token's end is counted from
+        // the continuation's start.
+        let mut piece = Vec::new();
+        let shared_bytes: usize = prefill_tokens[..shared]
+            .iter()
+            .map(|token| {
+                piece.clear();
+                vocab.token_to_piece_into(*token, &mut piece, false, None);
+                piece.len()
+            })
+            .sum();
+        let continuations: Vec<Vec<LlamaToken>> = whole
+            .into_iter()
+            .map(|tokens| tokens[shared.min(tokens.len())..].to_vec())
+            .collect();
+        let ends: Vec<Vec<usize>> = continuations
+            .iter()
+            .map(|tokens| {
+                let mut at = shared_bytes;
+                tokens
+                    .iter()
+                    .map(|token| {
+                        piece.clear();
+                        vocab.token_to_piece_into(*token, &mut piece, false, None);
+                        at += piece.len();
+                        at.saturating_sub(request.prefill.len())
+                    })
+                    .collect()
+            })
+            .collect();
+        let mut probes: Vec<LlamaToken> = request
+            .probes
+            .iter()
+            .filter_map(|probe| {
+                vocab
+                    .tokenize(probe.as_bytes(), false, false)
+                    .first()
+                    .copied()
+            })
+            .collect();
+        probes.sort_unstable_by_key(|token| token.0);
+        probes.dedup();
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let job = ScoreJob {
+            prompt: base,
+            continuations,
+            probes,
+            stop: request.stop.clone(),
+            reply,
+        };
+        self.shared.worker.submit(Work::Score(job)).await?;
+        let scores = answer.await.map_err(|_| ModelError::Transport {
+            message: "the embedded model's worker stopped".into(),
+        })??;
+        Ok(scores
+            .into_iter()
+            .zip(ends)
+            .map(|(scores, token_ends)| Scored {
+                token_logprobs: scores.logprobs,
+                token_ends,
+                probe_logprobs: scores.probe,
+            })
+            .collect())
     }
 }
 
@@ -519,6 +616,17 @@ impl Model for EmbeddedModel {
                 .await
                 .map(|generation| generation.text)
         })
+    }
+
+    fn supports_scoring(&self) -> bool {
+        true
+    }
+
+    fn score<'a>(
+        &'a self,
+        request: &'a ScoreRequest,
+    ) -> BoxFuture<'a, Result<Vec<Scored>, ModelError>> {
+        Box::pin(self.score_detailed(request))
     }
 }
 

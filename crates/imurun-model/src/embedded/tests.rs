@@ -432,3 +432,80 @@ fn a_called_string_never_starts_with_a_placeholder() {
     let listed = "```tool\n{\"name\": \"lawyer.find_nearby\", \"args\": {\"city\": \"Chicago\", \"fields\": [\"...\"]}}\n```";
     assert!(!takes(listed), "a placeholder in a list was taken");
 }
+
+/// Scores `continuations` after `messages` and `prefill`.
+async fn score(
+    model: &EmbeddedModel,
+    messages: &[Message],
+    prefill: &str,
+    continuations: &[&str],
+) -> Vec<imurun_core::Scored> {
+    let request = imurun_core::ScoreRequest::new(
+        messages.to_vec(),
+        prefill,
+        continuations
+            .iter()
+            .map(|text| (*text).to_owned())
+            .collect(),
+    );
+    model.score_detailed(&request).await.unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_greedy_reply_is_the_likeliest_and_scoring_leaves_generation_as_it_was() {
+    let (fresh, cached) = (load(false), load(true));
+    let messages = vec![
+        system(),
+        Message::user("When does the library open?".to_owned()),
+    ];
+    let before = generate(&cached, &messages, 12).await.unwrap();
+    assert!(!before.text.is_empty());
+    // The greedy reply against the same reply with its first word changed: each greedy
+    // token was the most likely, so the greedy text is the likelier one.
+    let greedy = before.text.clone();
+    let (first_word, rest) = greedy.split_at(greedy.find(' ').unwrap_or(greedy.len()));
+    let changed = format!("Zebra{rest}");
+    assert_ne!(first_word, "Zebra");
+    let scored = score(&cached, &messages, "", &[&greedy, &changed]).await;
+    assert!(
+        scored[0].total() > scored[1].total(),
+        "{greedy:?} {} vs {changed:?} {}",
+        scored[0].total(),
+        scored[1].total()
+    );
+    assert!(scored[0].token_logprobs.iter().all(|lp| *lp <= 0.0));
+    assert_eq!(scored[0].token_ends.last().copied(), Some(greedy.len()));
+    // Scored from a reused prompt or evaluated afresh: the same figures.
+    let again = score(&fresh, &messages, "", &[&greedy, &changed]).await;
+    assert_eq!(scored, again);
+    // The context is left holding the prompt: the next generation is what it was.
+    let after = generate(&cached, &messages, 12).await.unwrap();
+    assert_eq!(after.text, before.text);
+    assert!(after.reused_prompt_tokens > 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_prefill_is_shared_and_a_probe_is_read_after_every_token() {
+    let model = load(true);
+    let messages = vec![Message::user("Say the word hello in quotes.".to_owned())];
+    let mut request = imurun_core::ScoreRequest::new(
+        messages.clone(),
+        "\"",
+        vec!["hello\"".to_owned(), "hello there\"".to_owned()],
+    );
+    request.probes = vec!["\"".to_owned()];
+    let scored = model.score_detailed(&request).await.unwrap();
+    for one in &scored {
+        assert_eq!(one.probe_logprobs.len(), one.token_logprobs.len());
+        assert!(one.probe_logprobs.iter().all(|lp| *lp <= 0.0));
+    }
+    // The quote's chance read as a probe after "hello" is the chance the first scored
+    // continuation gives to the quote token that ends it.
+    let hello = &scored[0];
+    let at = hello
+        .token_ends
+        .iter()
+        .position(|end| *end == "hello".len());
+    let at = at.expect("a token ends after hello");
+    assert_eq!(hello.probe_logprobs[at], hello.token_logprobs[at + 1]);
+}

@@ -69,6 +69,31 @@ pub(super) struct Job {
     pub(super) events: mpsc::Sender<JobEvent>,
 }
 
+/// One likelihood question to answer: each continuation's tokens scored after `prompt`.
+#[derive(Debug)]
+pub(super) struct ScoreJob {
+    pub(super) prompt: Vec<LlamaToken>,
+    pub(super) continuations: Vec<Vec<LlamaToken>>,
+    /// Tokens whose chance together is read after every token of each continuation.
+    pub(super) probes: Vec<LlamaToken>,
+    pub(super) stop: StopFlag,
+    pub(super) reply: tokio::sync::oneshot::Sender<Result<Vec<TokenScores>, ModelError>>,
+}
+
+/// One continuation's scores: each token's log-probability, and the probe's after each.
+#[derive(Debug, Default)]
+pub(super) struct TokenScores {
+    pub(super) logprobs: Vec<f32>,
+    pub(super) probe: Vec<f32>,
+}
+
+/// What the worker runs, one at a time in arrival order.
+#[derive(Debug)]
+pub(super) enum Work {
+    Generate(Job),
+    Score(ScoreJob),
+}
+
 /// What the worker tells the caller: pieces of text, then the end (its `text` left empty:
 /// the caller joins the pieces).
 #[derive(Debug)]
@@ -80,7 +105,7 @@ pub(super) enum JobEvent {
 /// The handle to the worker thread; dropping the last one ends the thread.
 #[derive(Debug)]
 pub(super) struct Worker {
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Work>,
     /// The prompt cache's figures after the last job.
     stats: Arc<Mutex<PromptCacheStats>>,
     /// Tests only: make the next decode that reaches past this position fail.
@@ -127,7 +152,7 @@ impl Worker {
     }
 
     /// Queues `job` behind the ones already waiting.
-    pub(super) async fn submit(&self, job: Job) -> Result<(), ModelError> {
+    pub(super) async fn submit(&self, job: Work) -> Result<(), ModelError> {
         self.jobs
             .send(job)
             .await
@@ -165,7 +190,7 @@ fn run(
     model: &LlamaModel,
     backend: &LlamaBackend,
     settings: Settings,
-    mut jobs: mpsc::Receiver<Job>,
+    mut jobs: mpsc::Receiver<Work>,
     ready: &std::sync::mpsc::SyncSender<Result<(), String>>,
     shared: &Shared<'_>,
 ) {
@@ -206,12 +231,21 @@ fn run(
         fail_decode_past: shared.fail_decode_past,
     };
     publish(shared.stats, &session.cache);
-    while let Some(job) = jobs.blocking_recv() {
-        let events = job.events.clone();
-        let result = session.generate(&job);
-        publish(shared.stats, &session.cache);
-        // A caller that went away has nothing left to hear.
-        let _ = events.blocking_send(JobEvent::Done(result));
+    while let Some(work) = jobs.blocking_recv() {
+        match work {
+            Work::Generate(job) => {
+                let events = job.events.clone();
+                let result = session.generate(&job);
+                publish(shared.stats, &session.cache);
+                // A caller that went away has nothing left to hear.
+                let _ = events.blocking_send(JobEvent::Done(result));
+            }
+            Work::Score(job) => {
+                let result = session.score(&job);
+                publish(shared.stats, &session.cache);
+                let _ = job.reply.send(result);
+            }
+        }
     }
 }
 
@@ -333,6 +367,81 @@ impl Session<'_> {
         Ok(generation)
     }
 
+    /// The log-probability of each token of each continuation after `job.prompt`. The prompt
+    /// is made ready as for a generation (its start reused); each continuation is evaluated
+    /// after it, read, and cut off again, so the context ends holding the prompt alone.
+    fn score(&mut self, job: &ScoreJob) -> Result<Vec<TokenScores>, ModelError> {
+        if job.prompt.is_empty() {
+            return Err(protocol("an empty prompt: nothing to score after".into()));
+        }
+        let n_ctx = usize::try_from(self.context.n_ctx()).unwrap_or(usize::MAX);
+        let longest = job.continuations.iter().map(Vec::len).max().unwrap_or(0);
+        if job.prompt.len() + longest >= n_ctx {
+            return Err(ModelError::ContextOverflow {
+                tokens: job.prompt.len() + longest,
+                limit: n_ctx,
+            });
+        }
+        let prepared = self.prepare_prompt(&job.prompt, &job.stop)?;
+        if prepared.stopped {
+            return Err(protocol("stopped while the prompt was read".into()));
+        }
+        // Each continuation's first token, read off the prompt's last logits before any other
+        // evaluation replaces them.
+        let firsts: Vec<f32> = {
+            let after_prompt = Logprobs::of(self.context.get_logits_ith(self.batch.n_tokens() - 1));
+            job.continuations
+                .iter()
+                .map(|tokens| {
+                    tokens
+                        .first()
+                        .map_or(0.0, |first| after_prompt.of_token(*first))
+                })
+                .collect()
+        };
+        let mut scores = Vec::with_capacity(job.continuations.len());
+        for (continuation, first) in job.continuations.iter().zip(firsts) {
+            if job.stop.is_stopped() {
+                return Err(protocol("stopped while continuations were scored".into()));
+            }
+            if continuation.is_empty() {
+                scores.push(TokenScores::default());
+                continue;
+            }
+            let mut scored = TokenScores {
+                logprobs: Vec::with_capacity(continuation.len()),
+                probe: Vec::new(),
+            };
+            scored.logprobs.push(first);
+            // Each token but the last is evaluated (the last too with a probe); its logits
+            // give the next token's chance, and the probe's.
+            let evaluated = if !job.probes.is_empty() {
+                &continuation[..]
+            } else {
+                &continuation[..continuation.len() - 1]
+            };
+            let mut next = continuation[1..].iter();
+            for chunk in evaluated.chunks(self.batch_tokens) {
+                self.decode_every(chunk)?;
+                for index in 0..chunk.len() {
+                    let at = i32::try_from(index).unwrap_or(i32::MAX);
+                    let logprobs = Logprobs::of(self.context.get_logits_ith(at));
+                    if !job.probes.is_empty() {
+                        scored.probe.push(log_sum_exp(
+                            job.probes.iter().map(|probe| logprobs.of_token(*probe)),
+                        ));
+                    }
+                    if let Some(&token) = next.next() {
+                        scored.logprobs.push(logprobs.of_token(token));
+                    }
+                }
+            }
+            self.truncate(job.prompt.len());
+            scores.push(scored);
+        }
+        Ok(scores)
+    }
+
     /// Makes the context hold `prompt`: from the live prompt or a saved one, whichever
     /// shares the longer start with it, evaluating the rest. At least the last token is
     /// always evaluated, for its logits. The stop flag is checked between batches: a stop
@@ -451,13 +560,22 @@ impl Session<'_> {
 
     /// Decodes `tokens` after those already evaluated, asking for the last one's logits.
     fn decode(&mut self, tokens: &[LlamaToken]) -> Result<(), ModelError> {
+        self.decode_with(tokens, false)
+    }
+
+    /// Decodes `tokens` after those already evaluated, asking for every one's logits.
+    fn decode_every(&mut self, tokens: &[LlamaToken]) -> Result<(), ModelError> {
+        self.decode_with(tokens, true)
+    }
+
+    fn decode_with(&mut self, tokens: &[LlamaToken], every: bool) -> Result<(), ModelError> {
         self.batch.clear();
         let last = tokens.len().saturating_sub(1);
         for (index, token) in tokens.iter().enumerate() {
             let position = i32::try_from(self.live.len() + index)
                 .map_err(|_| protocol("a position past i32::MAX".into()))?;
             self.batch
-                .add(*token, position, &[SEQUENCE], index == last)
+                .add(*token, position, &[SEQUENCE], every || index == last)
                 .map_err(|error| protocol(error.to_string()))?;
         }
         #[cfg(test)]
@@ -490,6 +608,42 @@ impl Session<'_> {
         let position = i32::try_from(self.live.len()).unwrap_or(i32::MAX);
         let _ = self.batch.add(invalid, position, &[SEQUENCE], true);
     }
+}
+
+/// One position's logits, read as log-probabilities on demand: a token's is its logit less
+/// the log of the sum over the vocabulary (computed once, stably).
+struct Logprobs<'a> {
+    logits: &'a [f32],
+    log_total: f32,
+}
+
+impl<'a> Logprobs<'a> {
+    fn of(logits: &'a [f32]) -> Self {
+        let max = logits.iter().copied().fold(f32::NEG_INFINITY, f32::max);
+        let sum: f32 = logits.iter().map(|logit| (logit - max).exp()).sum();
+        Self {
+            logits,
+            log_total: max + sum.ln(),
+        }
+    }
+
+    /// `token`'s log-probability; −∞ for a token outside the vocabulary.
+    fn of_token(&self, token: LlamaToken) -> f32 {
+        usize::try_from(token.0)
+            .ok()
+            .and_then(|index| self.logits.get(index))
+            .map_or(f32::NEG_INFINITY, |logit| logit - self.log_total)
+    }
+}
+
+/// ln(Σ eˣ) over `values`, computed stably; −∞ for none.
+fn log_sum_exp(values: impl Iterator<Item = f32> + Clone) -> f32 {
+    let max = values.clone().fold(f32::NEG_INFINITY, f32::max);
+    if max == f32::NEG_INFINITY {
+        return max;
+    }
+    let sum: f32 = values.map(|value| (value - max).exp()).sum();
+    max + sum.ln()
 }
 
 fn protocol(message: String) -> ModelError {

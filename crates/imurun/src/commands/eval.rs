@@ -14,7 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use anyhow::{Context, Result, bail};
-use imurun_agent::{AgentConfig, AgentLoop, TurnRequest};
+use imurun_agent::{AgentConfig, AgentLoop, Likelihood, TurnRequest};
 use imurun_calls::{ParseKind, parse_tool_calls};
 use imurun_core::{GenerateRequest, Message, Model, NullEvents};
 use imurun_eval::{
@@ -46,6 +46,10 @@ pub(crate) struct BfclArgs {
     /// Run only the first N cases of each category.
     #[arg(long)]
     limit: Option<usize>,
+    /// Run one half of each category, by the number in the case's id: `even` (for tuning)
+    /// or `odd` (for reporting). Both by default.
+    #[arg(long, value_name = "HALF", value_parser = ["even", "odd"])]
+    half: Option<String>,
     /// Write the predictions as JSON lines {"id", "calls"} to this file. A run stopped part way
     /// goes on where it stopped when started again with the same file and settings: the cases
     /// already answered are scored from the file, not asked again (failed ones are).
@@ -138,7 +142,11 @@ pub(crate) fn run(
         }
         let mut all = CategoryScore::default();
         for category in categories {
-            let cases = load_category(&args.data, category, args.limit)?;
+            let mut cases = load_category(&args.data, category, args.limit)?;
+            if let Some(half) = &args.half {
+                let even = half == "even";
+                cases.retain(|case| case_number(&case.id).is_some_and(|n| (n % 2 == 0) == even));
+            }
             let (score, first_error) = run_category(&setup, &cases, out.as_mut()).await?;
             println!("{}", score_line(category.name(), score));
             if let Some(error) = first_error {
@@ -162,6 +170,11 @@ pub(crate) fn run(
         }
         Ok(ExitCode::SUCCESS)
     })
+}
+
+/// The number a case's id ends with (`simple_python_12` → 12).
+fn case_number(id: &str) -> Option<u64> {
+    id.rsplit('_').next()?.parse().ok()
 }
 
 fn chosen(names: &[String]) -> Result<Vec<Category>> {
@@ -232,13 +245,25 @@ async fn run_category(
             continue;
         }
         let prediction = match predict(setup, case).await {
-            Ok((calls, answer)) => {
-                score.add(score_case(case, &calls).is_ok());
+            Ok((calls, answer, likelihood)) => {
+                let correct = score_case(case, &calls).is_ok();
+                score.add(correct);
                 Prediction {
+                    correct: Some(correct),
                     id: case.id.clone(),
                     calls,
                     answer,
                     error: None,
+                    margin: likelihood.as_ref().map(|decided| decided.margin),
+                    features: likelihood.map(|decided| {
+                        Value::Object(
+                            decided
+                                .features
+                                .into_iter()
+                                .map(|(name, value)| (name, json!(value)))
+                                .collect(),
+                        )
+                    }),
                 }
             }
             Err(error) => {
@@ -249,6 +274,9 @@ async fn run_category(
                     calls: Vec::new(),
                     answer: None,
                     error: Some(error),
+                    margin: None,
+                    features: None,
+                    correct: None,
                 }
             }
         };
@@ -368,12 +396,20 @@ impl Predictions {
 async fn predict(
     setup: &Setup<'_>,
     case: &Case,
-) -> Result<(Vec<imurun_core::ToolCall>, Option<String>), String> {
+) -> Result<
+    (
+        Vec<imurun_core::ToolCall>,
+        Option<String>,
+        Option<Likelihood>,
+    ),
+    String,
+> {
     let executor = setup.wiring.executor_over_specs(&case.tools);
     let index = executor.registry().callable_index();
     let Some(((_, question), earlier)) = case.messages.split_last() else {
-        return Ok((Vec::new(), None));
+        return Ok((Vec::new(), None, None));
     };
+    let mut decided = None;
     let history: Vec<Message> = earlier
         .iter()
         .filter_map(|(role, content)| match role.as_str() {
@@ -406,16 +442,18 @@ async fn predict(
                 history,
                 ..TurnRequest::new(question.clone())
             };
-            agent
-                .plan(request)
+            let (parsed, likelihood) = agent
+                .plan_detailed(request)
                 .await
-                .map_err(|error| error.to_string())?
+                .map_err(|error| error.to_string())?;
+            decided = likelihood;
+            parsed
         }
     };
     if parsed.kind == ParseKind::Calls {
-        Ok((parsed.calls, None))
+        Ok((parsed.calls, None, decided))
     } else {
-        Ok((Vec::new(), Some(parsed.visible)))
+        Ok((Vec::new(), Some(parsed.visible), decided))
     }
 }
 

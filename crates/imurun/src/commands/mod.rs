@@ -56,6 +56,10 @@ pub(crate) struct CallingArgs {
     /// The most tokens one step generates (default: the context's reply reserve, 1024).
     #[arg(long, value_name = "N")]
     pub(crate) max_tokens: Option<usize>,
+    /// Let the model write its first reply whole instead of choosing call or answer, the
+    /// tool and the values by likelihood (embedded models only).
+    #[arg(long)]
+    pub(crate) no_likelihood: bool,
 }
 
 impl CallingArgs {
@@ -63,10 +67,12 @@ impl CallingArgs {
     pub(crate) fn apply(&self, config: AgentConfig) -> AgentConfig {
         let examples = config.tool_examples && !self.no_examples;
         let prefill = self.call_prefill.unwrap_or(config.call_prefill);
+        let likelihood = config.likelihood && !self.no_likelihood;
         config
             .with_tool_examples(examples)
             .with_call_prefill(prefill)
             .with_step_tokens_max(self.max_tokens)
+            .with_likelihood(likelihood)
     }
 
     /// Whether a started call is held to the tools' grammar, given the configuration's
@@ -90,10 +96,11 @@ pub(crate) fn runtime() -> Result<tokio::runtime::Runtime> {
 
 pub(crate) fn describe_calling(config: &AgentConfig, grammar: bool) -> String {
     format!(
-        "grammar {}, examples {}, call prefill {}",
+        "grammar {}, examples {}, call prefill {}, likelihood {}",
         on_off(grammar),
         on_off(config.tool_examples),
-        config.call_prefill.as_str()
+        config.call_prefill.as_str(),
+        on_off(config.likelihood)
     )
 }
 

@@ -20,9 +20,9 @@ fn a_tool_turn_runs_the_tool_and_prints_the_answer() {
     let model = script(
         home.path(),
         json!([
-            // A question about the present: the loop starts the reply with ```tool itself
-            // (the call prefill), and the scripted model continues it.
-            {"text": "{\"name\": \"get_time\", \"args\": {\"timezone\": \"UTC\"}}\n```"},
+            // Not a question about the present (the pre-fetch looks nothing up): the model
+            // calls the tool itself, then answers from its result.
+            {"text": "```tool\n{\"name\": \"get_time\", \"args\": {\"timezone\": \"UTC\"}}\n```"},
             {"text": "It is 13:09 in UTC, on 1 December 2026."}
         ]),
     );
@@ -34,10 +34,12 @@ fn a_tool_turn_runs_the_tool_and_prints_the_answer() {
             &model,
             "--clock",
             "2026-12-01T13:09:41Z",
-            "What",
-            "time",
-            "is",
-            "it?",
+            "Use",
+            "get_time",
+            "with",
+            "the",
+            "UTC",
+            "zone",
         ],
         "",
         &envs,
@@ -51,17 +53,13 @@ fn a_tool_turn_runs_the_tool_and_prints_the_answer() {
         String::from_utf8_lossy(&output.stdout).trim(),
         "It is 13:09 in UTC, on 1 December 2026."
     );
-    // Every call the turn made is audited: the pre-fetch's lookup and the model's call.
+    // Every call the turn made is audited: the model's call.
     let rows = crate::support::audit_rows(home.path());
     let calls: Vec<(&str, &str, &str)> = rows
         .iter()
         .map(|(tool, source, _, outcome)| (tool.as_str(), source.as_str(), outcome.as_str()))
         .collect();
-    assert_eq!(
-        calls,
-        [("get_time", "prefetch", "ok"), ("get_time", "model", "ok")],
-        "{rows:?}"
-    );
+    assert_eq!(calls, [("get_time", "model", "ok")], "{rows:?}");
 }
 
 #[test]

@@ -1,0 +1,491 @@
+//! Decisions by the model's likelihood: instead of letting a small model write a whole reply
+//! and reading what it wrote, the loop asks the back-end how likely each candidate start is
+//! ([`Model::score`]) and starts the reply with the best one.
+//!
+//! - **Call or answer.** The *margin* is the log-odds that the reply starts as a call: the
+//!   log-probability of the call's start (the taught format up to the tool's name,
+//!   [`CALL_START`]) against the log-probability that the reply's first token is anything but
+//!   that start's first token. The reply is a call when the margin reaches
+//!   [`CALL_MARGIN_MIN`] (or a rule of the loop already started it as one).
+//! - **Which tool.** Each candidate tool's name, closed by its quote, is scored after
+//!   [`CALL_START`]; the most likely is written into the reply's start, and the model (with
+//!   the back-end's call grammar) writes the arguments from there.
+//!
+//! - **Which values.** The call's required arguments are filled one by one, in the schema's
+//!   order, each after the call written so far: an argument whose schema allows a set
+//!   (an enum, a boolean) takes its most likely member; a number takes the likeliest of the
+//!   numbers the question states, as stated; a string takes the likeliest span of the
+//!   question (word runs of up to [`SPAN_WORDS_MAX`] words, scored per token with the closing
+//!   quote, so "with the text hello" gives `hello`) when that span is likely enough
+//!   ([`SPAN_MEAN_MIN`]). Anything else — a value the question does not hold word for word,
+//!   a list, an object — the model writes under the call grammar, as without likelihood.
+//!
+//! The prompt's cached start is reused: each candidate costs only its own tokens.
+
+use imurun_calls::parse_tool_calls;
+use imurun_core::{
+    GenerateRequest, Message, Model, ModelError, ScoreRequest, StopFlag, TokenUsage, ToolIndex,
+    ToolSpec,
+};
+use serde_json::Value;
+
+/// The start of a call up to its tool's name, as the worked examples teach it.
+pub const CALL_START: &str = "```tool\n{\"name\": \"";
+
+/// The least margin (log-odds, natural log) at which a reply is started as a call. Measured
+/// on BFCL's even-numbered cases (`docs/agent-loop.md`, "Decisions by likelihood").
+pub const CALL_MARGIN_MIN: f64 = 0.0;
+
+/// What the likelihood decided for one reply.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Likelihood {
+    /// The log-odds that the reply starts as a call.
+    pub margin: f64,
+    /// The tools scored, most likely first, each with its name's log-probability.
+    pub tools: Vec<(String, f64)>,
+    /// The reply was started as a call to the first of `tools`.
+    pub call: bool,
+    /// Figures behind the decision, by name.
+    pub features: Vec<(String, f64)>,
+}
+
+/// The log-odds that a reply to `messages` starts as a call.
+pub(crate) async fn call_margin(
+    model: &dyn Model,
+    messages: &[Message],
+    stop: &StopFlag,
+) -> Result<f64, ModelError> {
+    let mut request = ScoreRequest::new(messages.to_vec(), "", vec![CALL_START.to_owned()]);
+    request.stop = stop.clone();
+    let scored = model.score(&request).await?;
+    let Some(start) = scored.first() else {
+        return Err(ModelError::Protocol {
+            message: "the back-end scored no continuation".into(),
+        });
+    };
+    let first = start.token_logprobs.first().copied().map_or(0.0, f64::from);
+    Ok(start.total() - log_one_minus_exp(first))
+}
+
+/// `tools` ranked by how likely the model names each after [`CALL_START`], most likely
+/// first (ties keep their order).
+pub(crate) async fn rank_tools(
+    model: &dyn Model,
+    messages: &[Message],
+    tools: &[String],
+    stop: &StopFlag,
+) -> Result<Vec<(String, f64)>, ModelError> {
+    let continuations = tools.iter().map(|name| quoted_tail(name)).collect();
+    let mut request = ScoreRequest::new(messages.to_vec(), CALL_START, continuations);
+    request.stop = stop.clone();
+    let scored = model.score(&request).await?;
+    let mut ranked: Vec<(String, f64)> = tools
+        .iter()
+        .cloned()
+        .zip(scored.iter().map(imurun_core::Scored::total))
+        .collect();
+    ranked.sort_by(|a, b| b.1.total_cmp(&a.1));
+    Ok(ranked)
+}
+
+/// The longest span of the question a string argument is taken from, in words.
+pub const SPAN_WORDS_MAX: usize = 8;
+
+/// The most places in the question a span may start at (the first ones).
+pub const SPAN_STARTS_MAX: usize = 64;
+
+/// The least mean log-probability per token (closing quote included) at which a span of the
+/// question is taken as a string argument; below it the model writes the value.
+pub const SPAN_MEAN_MIN: f64 = -2.5;
+
+/// The most tokens the model writes for one argument it fills itself.
+const VALUE_TOKENS_MAX: usize = 96;
+
+/// How a string value can end: its closing quote, alone or joined with what follows.
+const QUOTE_ENDS: [&str; 5] = ["\"", "\",", "\"}", "\"}}", "\", "];
+
+/// How another value can end: what follows it in the call.
+const VALUE_ENDS: [&str; 4] = [",", "}", "}}", ", "];
+
+/// A call built by likelihood: its raw text (as the model would have written it) and the
+/// tokens the values the model wrote took.
+#[derive(Debug, Clone)]
+pub(crate) struct Filled {
+    pub(crate) raw: String,
+    pub(crate) usage: TokenUsage,
+    /// How the values were chosen, by name (for the decision's figures).
+    pub(crate) features: Vec<(String, f64)>,
+}
+
+/// What filling a call needs.
+pub(crate) struct Filler<'a> {
+    pub(crate) model: &'a dyn Model,
+    pub(crate) messages: &'a [Message],
+    pub(crate) stop: &'a StopFlag,
+    pub(crate) index: &'a ToolIndex,
+    /// The question the values are taken from.
+    pub(crate) question: &'a str,
+}
+
+impl Filler<'_> {
+    /// The call to `tool` with its required arguments chosen by likelihood (see the module).
+    pub(crate) async fn fill(&self, tool: &ToolSpec) -> Result<Filled, ModelError> {
+        let mut usage = TokenUsage {
+            exact: self.model.counts_exactly(),
+            ..TokenUsage::default()
+        };
+        let properties = tool.parameters.get("properties").and_then(Value::as_object);
+        let required: Vec<&str> = tool
+            .parameters
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let names: Vec<(&str, &Value)> = properties
+            .map(|properties| {
+                properties
+                    .iter()
+                    .filter(|(name, _)| required.contains(&name.as_str()))
+                    .map(|(name, schema)| (name.as_str(), schema))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut text = format!("{}{{", call_opening(&tool.name));
+        let (mut chosen_count, mut written_count) = (0.0, 0.0);
+        let mut span_floor = 0.0_f64;
+        for (at, (name, schema)) in names.iter().enumerate() {
+            if at > 0 {
+                text.push_str(", ");
+            }
+            text.push_str(&serde_json::to_string(name).unwrap_or_default());
+            text.push_str(": ");
+            let chosen = self.choose(&text, schema).await?;
+            match chosen {
+                Some((value, mean)) => {
+                    chosen_count += 1.0;
+                    span_floor = span_floor.min(mean);
+                    text.push_str(&value);
+                }
+                None => {
+                    written_count += 1.0;
+                    let (value, reply, used) = self.write_value(&text, tool, name).await?;
+                    usage = usage.plus(used);
+                    match value {
+                        Some(value) => text.push_str(&value),
+                        // The model's call did not read: its whole reply stands, as without
+                        // likelihood.
+                        None => {
+                            return Ok(Filled {
+                                raw: reply,
+                                usage,
+                                features: vec![("unread".to_owned(), 1.0)],
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        text.push_str("}}\n```");
+        #[allow(clippy::cast_precision_loss)]
+        let features = vec![
+            ("required".to_owned(), names.len() as f64),
+            ("chosen".to_owned(), chosen_count),
+            ("written".to_owned(), written_count),
+            ("value_floor".to_owned(), span_floor),
+        ];
+        Ok(Filled {
+            raw: text,
+            usage,
+            features,
+        })
+    }
+
+    /// The value chosen by likelihood for an argument of `schema` after `text`, as JSON, with
+    /// its mean log-probability per token; `None` when the model is to write it.
+    async fn choose(
+        &self,
+        text: &str,
+        schema: &Value,
+    ) -> Result<Option<(String, f64)>, ModelError> {
+        if let Some(members) = schema.get("enum").and_then(Value::as_array) {
+            let literals: Vec<String> = members.iter().map(Value::to_string).collect();
+            return self.likeliest(text, literals, &VALUE_ENDS).await;
+        }
+        match schema.get("type").and_then(Value::as_str) {
+            Some("boolean") => {
+                self.likeliest(text, vec!["true".into(), "false".into()], &VALUE_ENDS)
+                    .await
+            }
+            Some(kind @ ("integer" | "number")) => {
+                let numbers = stated_numbers(self.question, kind == "integer");
+                if numbers.is_empty() {
+                    return Ok(None);
+                }
+                self.likeliest(text, numbers, &VALUE_ENDS).await
+            }
+            Some("string") => self.likeliest_span(text).await,
+            _ => Ok(None),
+        }
+    }
+
+    /// The likeliest of `literals` after `text`, each closed by one of `ends`, with its mean
+    /// log-probability per token.
+    async fn likeliest(
+        &self,
+        text: &str,
+        literals: Vec<String>,
+        ends: &[&str],
+    ) -> Result<Option<(String, f64)>, ModelError> {
+        let mut request = ScoreRequest::new(self.messages.to_vec(), text, literals.clone());
+        request.probes = ends.iter().map(|end| (*end).to_owned()).collect();
+        request.stop = self.stop.clone();
+        let scored = self.model.score(&request).await?;
+        let best = literals
+            .into_iter()
+            .zip(&scored)
+            .map(|(literal, scored)| {
+                let end = scored.probe_logprobs.last().copied().map_or(0.0, f64::from);
+                #[allow(clippy::cast_precision_loss)]
+                let tokens = (scored.token_logprobs.len() + 1) as f64;
+                (literal, scored.total() + end, tokens)
+            })
+            .max_by(|a, b| a.1.total_cmp(&b.1));
+        Ok(best.map(|(literal, total, tokens)| (literal, total / tokens)))
+    }
+
+    /// The likeliest span of the question as a string after `text` (its opening quote
+    /// included), when likely enough: each start is scored once, with the closing quote's
+    /// chance read after every token, so every length from that start costs nothing more.
+    async fn likeliest_span(&self, text: &str) -> Result<Option<(String, f64)>, ModelError> {
+        let words = word_spans(self.question);
+        let starts: Vec<usize> = (0..words.len()).take(SPAN_STARTS_MAX).collect();
+        if starts.is_empty() {
+            return Ok(None);
+        }
+        let mut continuations = Vec::with_capacity(starts.len());
+        let mut ends_per_start = Vec::with_capacity(starts.len());
+        for &start in &starts {
+            let last = (start + SPAN_WORDS_MAX).min(words.len());
+            let from = words[start].0;
+            // A span stops before a quote or a backslash: JSON would escape it.
+            let mut ends = Vec::new();
+            for &(_, end) in &words[start..last] {
+                let span = &self.question[from..end];
+                if span.contains(['"', '\\', '\n']) {
+                    break;
+                }
+                ends.push(end - from);
+            }
+            let reach = ends.last().copied().unwrap_or(0);
+            continuations.push(format!("\"{}", &self.question[from..from + reach]));
+            ends_per_start.push(ends);
+        }
+        let mut request = ScoreRequest::new(self.messages.to_vec(), text, continuations.clone());
+        request.probes = QUOTE_ENDS.iter().map(|end| (*end).to_owned()).collect();
+        request.stop = self.stop.clone();
+        let scored = self.model.score(&request).await?;
+        let mut best: Option<(String, f64)> = None;
+        for ((continuation, ends), scored) in continuations.iter().zip(&ends_per_start).zip(&scored)
+        {
+            for &end in ends {
+                // The opening quote is the continuation's first byte.
+                let Some(token) = scored.token_ends.iter().position(|at| *at == end + 1) else {
+                    continue;
+                };
+                let sum: f64 = scored.token_logprobs[..=token]
+                    .iter()
+                    .map(|lp| f64::from(*lp))
+                    .sum::<f64>()
+                    + f64::from(
+                        scored
+                            .probe_logprobs
+                            .get(token)
+                            .copied()
+                            .unwrap_or(f32::NEG_INFINITY),
+                    );
+                #[allow(clippy::cast_precision_loss)]
+                let mean = sum / (token + 2) as f64;
+                if best.as_ref().is_none_or(|(_, score)| mean > *score) {
+                    best = Some((continuation[1..=end].to_owned(), mean));
+                }
+            }
+        }
+        Ok(best
+            .filter(|(_, mean)| *mean >= SPAN_MEAN_MIN)
+            .map(|(span, mean)| (serde_json::to_string(&span).unwrap_or_default(), mean)))
+    }
+
+    /// The model writes the rest of the call from `text` (under the back-end's call
+    /// grammar); the value it gave `name` is read from it, as JSON. `None` when what it
+    /// wrote is not a call to `tool` holding that argument.
+    async fn write_value(
+        &self,
+        text: &str,
+        tool: &ToolSpec,
+        name: &str,
+    ) -> Result<(Option<String>, String, TokenUsage), ModelError> {
+        let mut request = GenerateRequest::new(self.messages.to_vec());
+        request.prefill = Some(text.to_owned());
+        request.max_tokens = Some(VALUE_TOKENS_MAX);
+        request.stop = self.stop.child();
+        let reply = self.model.generate(&request, &mut |_: &str| {}).await?;
+        let usage = TokenUsage::of(self.model, &request, &reply);
+        let parsed = parse_tool_calls(&reply, self.index);
+        let value = parsed
+            .calls
+            .first()
+            .filter(|call| call.name == tool.name)
+            .and_then(|call| call.args.get(name))
+            .map(Value::to_string);
+        Ok((value, reply, usage))
+    }
+}
+
+/// Where each word of `text` starts and ends (bytes): runs of non-space, without the
+/// punctuation around them.
+fn word_spans(text: &str) -> Vec<(usize, usize)> {
+    let mut spans = Vec::new();
+    let mut start = None;
+    for (at, c) in text
+        .char_indices()
+        .chain(std::iter::once((text.len(), ' ')))
+    {
+        if c.is_whitespace() {
+            if let Some(from) = start.take() {
+                let word = &text[from..at];
+                let lead = word.len() - word.trim_start_matches(is_edge).len();
+                let trimmed = word.trim_matches(is_edge);
+                if !trimmed.is_empty() {
+                    spans.push((from + lead, from + lead + trimmed.len()));
+                }
+            }
+        } else if start.is_none() {
+            start = Some(at);
+        }
+    }
+    spans
+}
+
+/// Punctuation around a word that a value does not keep.
+fn is_edge(c: char) -> bool {
+    matches!(
+        c,
+        '.' | ',' | '?' | '!' | ';' | ':' | '(' | ')' | '[' | ']' | '"' | '\'' | '`' | '“' | '”'
+    )
+}
+
+/// The numbers `question` states, as JSON literals (thousands separators dropped; only whole
+/// numbers when `integers`).
+fn stated_numbers(question: &str, integers: bool) -> Vec<String> {
+    let mut numbers: Vec<String> = Vec::new();
+    for (from, to) in word_spans(question) {
+        let word = question[from..to].trim_start_matches(['$', '€', '£']);
+        let word = word.trim_end_matches('%');
+        let plain = word.replace(',', "");
+        let Ok(value) = plain.parse::<f64>() else {
+            continue;
+        };
+        if !value.is_finite() || (integers && plain.contains('.')) {
+            continue;
+        }
+        let literal = if plain.contains('.') {
+            plain.trim_start_matches('+').to_owned()
+        } else {
+            plain
+                .trim_start_matches('+')
+                .trim_start_matches('0')
+                .to_owned()
+        };
+        let literal = if literal.is_empty() || literal.starts_with('.') {
+            format!("0{literal}")
+        } else {
+            literal
+        };
+        if !numbers.contains(&literal) {
+            numbers.push(literal);
+        }
+    }
+    numbers
+}
+
+/// The reply's start for a call to `tool`: the call's opening up to its arguments.
+pub fn call_opening(tool: &str) -> String {
+    format!("{CALL_START}{}, \"args\": ", quoted_tail(tool))
+}
+
+/// `name` as a JSON string without its opening quote (the call start holds it).
+fn quoted_tail(name: &str) -> String {
+    let quoted = serde_json::to_string(name).unwrap_or_else(|_| format!("\"{name}\""));
+    quoted[1..].to_owned()
+}
+
+/// ln(1 − eˣ) for x ≤ 0, accurate near both ends; −∞ stays finite-safe (x = 0 → −∞).
+fn log_one_minus_exp(x: f64) -> f64 {
+    if x >= 0.0 {
+        return f64::NEG_INFINITY;
+    }
+    if x > -std::f64::consts::LN_2 {
+        (-x.exp_m1()).ln()
+    } else {
+        (-x.exp()).ln_1p()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_opening_names_the_tool_as_json_and_stops_before_the_arguments() {
+        assert_eq!(
+            call_opening("get_time"),
+            "```tool\n{\"name\": \"get_time\", \"args\": "
+        );
+        assert_eq!(
+            call_opening("a\"b"),
+            "```tool\n{\"name\": \"a\\\"b\", \"args\": "
+        );
+    }
+
+    #[test]
+    fn words_lose_the_punctuation_around_them() {
+        let text = "Create notes.txt with the text \"hello\", then read it.";
+        let words: Vec<&str> = word_spans(text)
+            .into_iter()
+            .map(|(from, to)| &text[from..to])
+            .collect();
+        assert_eq!(
+            words,
+            [
+                "Create",
+                "notes.txt",
+                "with",
+                "the",
+                "text",
+                "hello",
+                "then",
+                "read",
+                "it"
+            ]
+        );
+    }
+
+    #[test]
+    fn numbers_are_taken_as_stated() {
+        assert_eq!(
+            stated_numbers("Invest $200,000 at 5% for 10 years, or 0.5 of it", false),
+            ["200000", "5", "10", "0.5"]
+        );
+        assert_eq!(stated_numbers("radius 2.5 and 007 sides", true), ["7"]);
+        assert!(stated_numbers("no numbers here", false).is_empty());
+    }
+
+    #[test]
+    fn log_one_minus_exp_is_the_complement_in_log_space() {
+        for p in [1e-9_f64, 0.01, 0.3, 0.5, 0.9, 0.999_999] {
+            let got = log_one_minus_exp(p.ln());
+            assert!((got - (1.0 - p).ln()).abs() < 1e-9, "p = {p}: {got}");
+        }
+        assert_eq!(log_one_minus_exp(0.0), f64::NEG_INFINITY);
+    }
+}
