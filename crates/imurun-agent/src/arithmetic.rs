@@ -133,9 +133,94 @@ fn verbal(lower: &str) -> Option<String> {
         .then(|| format!("{} * {}", numbers[0], numbers[1]))
 }
 
+/// Number words and their values: "seventeen times twelve" is 17 * 12.
+const NUMBER_WORDS: &[(&str, u64)] = &[
+    ("zero", 0),
+    ("one", 1),
+    ("two", 2),
+    ("three", 3),
+    ("four", 4),
+    ("five", 5),
+    ("six", 6),
+    ("seven", 7),
+    ("eight", 8),
+    ("nine", 9),
+    ("ten", 10),
+    ("eleven", 11),
+    ("twelve", 12),
+    ("thirteen", 13),
+    ("fourteen", 14),
+    ("fifteen", 15),
+    ("sixteen", 16),
+    ("seventeen", 17),
+    ("eighteen", 18),
+    ("nineteen", 19),
+    ("twenty", 20),
+    ("thirty", 30),
+    ("forty", 40),
+    ("fifty", 50),
+    ("sixty", 60),
+    ("seventy", 70),
+    ("eighty", 80),
+    ("ninety", 90),
+];
+
+/// `lower` with runs of number words written as digits ("three hundred and five" → "305",
+/// "twenty-one" → "21"); other words as they are.
+fn digits_for_words(lower: &str) -> String {
+    /// A run being read: its thousands so far and the part below a thousand.
+    #[derive(Default)]
+    struct Run {
+        thousands: u64,
+        part: u64,
+    }
+    let value_of = |piece: &str| {
+        NUMBER_WORDS
+            .iter()
+            .find(|(name, _)| *name == piece)
+            .map(|(_, n)| *n)
+    };
+    let mut out: Vec<String> = Vec::new();
+    let mut run: Option<Run> = None;
+    let end = |out: &mut Vec<String>, run: &mut Option<Run>| {
+        if let Some(done) = run.take() {
+            out.push((done.thousands + done.part).to_string());
+        }
+    };
+    for raw in lower.split(' ') {
+        let word = raw.trim_end_matches(['?', '.', '!', ',']);
+        let trailing = &raw[word.len()..];
+        let values: Option<Vec<u64>> = word.split('-').map(value_of).collect();
+        match (values, run.as_mut()) {
+            (Some(values), _) if !word.is_empty() => {
+                run.get_or_insert_with(Run::default).part += values.iter().sum::<u64>();
+            }
+            (None, Some(current)) if word == "hundred" => current.part = current.part.max(1) * 100,
+            (None, Some(current)) if word == "thousand" => {
+                current.thousands = (current.thousands + current.part.max(1)) * 1000;
+                current.part = 0;
+            }
+            (None, Some(_)) if word == "and" && trailing.is_empty() => continue,
+            _ => {
+                end(&mut out, &mut run);
+                out.push(raw.to_owned());
+                continue;
+            }
+        }
+        if !trailing.is_empty() {
+            end(&mut out, &mut run);
+            if let Some(last) = out.last_mut() {
+                last.push_str(trailing);
+            }
+        }
+    }
+    end(&mut out, &mut run);
+    out.join(" ")
+}
+
 /// The expression the prompt asks to work out, if it asks for one.
 pub(crate) fn expression(prompt: &str) -> Option<String> {
-    let lower = prompt.to_lowercase();
+    let lower = digits_for_words(&prompt.to_lowercase());
     if let Some(expression) = verbal(&lower) {
         return Some(expression);
     }

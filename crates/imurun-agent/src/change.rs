@@ -34,6 +34,14 @@ const FILE_OPENINGS: &[&str] = &[
     "make a file ",
     "make a new file ",
     "create file ",
+    "save a note ",
+    "save a new note ",
+    "save a file ",
+    "write a note ",
+    "write a file ",
+    "make a note ",
+    "create a note ",
+    "start a file ",
     "create ",
 ];
 /// Words between a new file's name and its text.
@@ -73,6 +81,20 @@ const PUT_VERBS: &[&str] = &[
     "record ",
 ];
 
+/// Words before a file's name ("put 'x' in a new file notes.txt").
+const FILE_NAMINGS: &[&str] = &[
+    "a new file called ",
+    "a new file named ",
+    "a new file ",
+    "a file called ",
+    "a file named ",
+    "a file ",
+    "the new file ",
+    "the file ",
+    "new file ",
+    "file ",
+];
+
 /// Words before the text itself ("save the word banana to fruit.txt").
 const TEXT_NAMINGS: &[&str] = &[
     "the words ",
@@ -89,6 +111,7 @@ const RUN_VERBS: &[&str] = &["run", "execute", "exec"];
 
 /// Words between a run verb and the command ("run this in the terminal: pwd").
 const RUN_FILLERS: &[&str] = &[
+    "please",
     "this command",
     "the command",
     "this",
@@ -98,6 +121,7 @@ const RUN_FILLERS: &[&str] = &[
     "in the shell",
     "in a shell",
     "for me",
+    "now",
 ];
 
 /// The calls a plain request asks for, in order: a change (`change_call`), followed by a
@@ -295,7 +319,10 @@ fn new_file(rest: &str, lower: &str) -> Option<ToolCall> {
         .filter_map(|join| named_lower.find(join).map(|at| (at, *join)))
         .min_by_key(|(at, _)| *at)?;
     let path = one_name(&named[..at])?;
-    let text = unquoted(strip_any(&named[at + join.len()..], TEXT_NAMINGS))?;
+    let text = unquoted(after_described_text(strip_any(
+        &named[at + join.len()..],
+        TEXT_NAMINGS,
+    )))?;
     looks_like_a_file(&path).then(|| call("file_write", &[("path", path), ("content", text)]))
 }
 
@@ -309,9 +336,27 @@ fn written_to(rest: &str, lower: &str) -> Option<ToolCall> {
         .iter()
         .filter_map(|join| body_lower.rfind(join).map(|at| (at, *join)))
         .max_by_key(|(at, _)| *at)?;
-    let path = one_name(strip_any(&body[at + join.len()..], &["the file ", "file "]))?;
+    let path = one_name(strip_any(&body[at + join.len()..], FILE_NAMINGS))?;
     let text = unquoted(strip_any(&body[..at], TEXT_NAMINGS))?;
     looks_like_a_file(&path).then(|| call("file_write", &[("path", path), ("content", text)]))
+}
+
+/// Text introduced by a description and a colon ("exactly this text and nothing else: oat
+/// milk") is what follows the colon; any other text as it is.
+fn after_described_text(text: &str) -> &str {
+    let Some((before, after)) = text.split_once(':') else {
+        return text;
+    };
+    let before_lower = before.to_ascii_lowercase();
+    let describes = before.split_whitespace().count() <= 8
+        && ["text", "following", "this", "words", "line", "content"]
+            .iter()
+            .any(|word| before_lower.split_whitespace().any(|w| w == *word));
+    if describes && !after.trim().is_empty() {
+        after.trim()
+    } else {
+        text
+    }
 }
 
 /// `text` without the first of `prefixes` it starts with (case aside).
@@ -491,6 +536,27 @@ mod tests {
             [(
                 "file_write".to_owned(),
                 json!({"path": "a.md", "content": "new text"})
+            )]
+        );
+        assert_eq!(
+            plan("pls put 'order rye' in a new file work/orders.txt"),
+            [(
+                "file_write".to_owned(),
+                json!({"path": "work/orders.txt", "content": "order rye"})
+            )]
+        );
+        assert_eq!(
+            plan("save a note called rent.txt that says pay rent on the 1st"),
+            [(
+                "file_write".to_owned(),
+                json!({"path": "rent.txt", "content": "pay rent on the 1st"})
+            )]
+        );
+        assert_eq!(
+            plan("Create list.txt containing exactly this text and nothing else: oat milk"),
+            [(
+                "file_write".to_owned(),
+                json!({"path": "list.txt", "content": "oat milk"})
             )]
         );
         assert_eq!(

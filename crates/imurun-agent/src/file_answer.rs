@@ -192,6 +192,15 @@ pub(crate) fn from_file(prompt: &str, name: &str, text: &str, answer: &str) -> O
             reason: format!("the prompt asks for {part} of `{name}`: quoted from the file itself"),
         });
     }
+    if let Some(missing) = asked_but_missing(prompt, name, text, answer) {
+        return Some(FileAnswer {
+            text: extract(prompt, name, text),
+            reason: format!(
+                "the answer leaves out \"{missing}\", which the question asks about and `{name}` \
+                 holds: the file's lines about it stand in"
+            ),
+        });
+    }
     let share = made_of(answer, text, prompt, name);
     (share < OVERLAP_MIN).then(|| FileAnswer {
         text: extract(prompt, name, text),
@@ -202,6 +211,33 @@ pub(crate) fn from_file(prompt: &str, name: &str, text: &str, answer: &str) -> O
             OVERLAP_MIN * 100.0
         ),
     })
+}
+
+/// A word the question asks about (not a question word, not the file's name; four letters or
+/// more) that the file holds but the answer does not: "Which supplier is based in Harthill?"
+/// answered without Harthill's line.
+fn asked_but_missing(prompt: &str, name: &str, text: &str, answer: &str) -> Option<String> {
+    let in_file: std::collections::HashSet<String> = words(text).map(|word| stem(&word)).collect();
+    let in_answer: std::collections::HashSet<String> =
+        words(answer).map(|word| stem(&word)).collect();
+    let name = name.to_lowercase();
+    let asked: Vec<String> = words(prompt)
+        .filter(|word| word.chars().count() >= 4 && !QUESTION_WORDS.contains(&word.as_str()))
+        .filter(|word| !FRAMING.contains(&word.as_str()) && !name.contains(word.as_str()))
+        .filter(|word| in_file.contains(&stem(word)))
+        .collect();
+    // Only a distinctive word counts: one that a few of the file's lines hold, not most.
+    let lines: Vec<String> = text.lines().map(str::to_lowercase).collect();
+    asked
+        .into_iter()
+        .filter(|word| {
+            let holding = lines
+                .iter()
+                .filter(|line| words(line).any(|w| stem(&w) == stem(word)))
+                .count();
+            holding * 3 <= lines.iter().filter(|line| !line.trim().is_empty()).count()
+        })
+        .find(|word| !in_answer.contains(&stem(word)))
 }
 
 /// The part of the file a prompt asks for by its place or its heading ("the first line", "the
@@ -648,6 +684,34 @@ mod tests {
         assert!(text("What are the headings in soup.txt?").contains("> Ingredients\n> Method"));
         assert!(text("What is the method in soup.txt?").contains("> 1. Fry the onion."));
         assert!(text("How much stock does soup.txt need?").contains("> - 1 litre stock"));
+    }
+
+    #[test]
+    fn an_answer_that_leaves_out_what_was_asked_gives_way_to_the_lines_about_it() {
+        let suppliers = "Millbrook Grain - Dunmore - flour\nKestle Dairy - Arnsby - butter\n\
+                         Pellow Mills - Harthill - rye\nOrrin Farm - Dunmore - eggs\n";
+        let answer = "The suppliers are Millbrook Grain and Kestle Dairy, for flour and butter.";
+        let made = from_file(
+            "Which supplier in s.txt is based in Harthill?",
+            "s.txt",
+            suppliers,
+            answer,
+        );
+        assert!(
+            made.unwrap()
+                .text
+                .ends_with("> Pellow Mills - Harthill - rye")
+        );
+        let right = "Pellow Mills is the one in Harthill.";
+        assert_eq!(
+            from_file(
+                "Which supplier in s.txt is based in Harthill?",
+                "s.txt",
+                suppliers,
+                right
+            ),
+            None
+        );
     }
 
     #[test]

@@ -2,14 +2,15 @@
 //! and reading what it wrote, the loop asks the back-end how likely each candidate start is
 //! ([`Model::score`]) and starts the reply with the best one.
 //!
-//! - **Call or answer.** The *margin* is the log-odds that the reply starts as a call: the
-//!   log-probability of the call's start (the taught format up to the tool's name,
-//!   [`CALL_START`]) against the log-probability that the reply's first token is anything but
-//!   that start's first token. The reply is a call when the margin reaches
-//!   [`CALL_MARGIN_MIN`] (or a rule of the loop already started it as one).
 //! - **Which tool.** Each candidate tool's name, closed by its quote, is scored after
-//!   [`CALL_START`]; the most likely is written into the reply's start, and the model (with
-//!   the back-end's call grammar) writes the arguments from there.
+//!   [`CALL_START`] (the taught call format up to the tool's name); the most likely is the
+//!   one a call would name.
+//! - **Call or answer.** The *margin* is how much the question raises that name's
+//!   log-probability: the same score with the person's message replaced by one that says
+//!   nothing ([`BLANK_QUESTION`]) is taken from it. A tool the question is about is named
+//!   far more readily after it than after nothing; one it brushes past is not. The reply is a
+//!   call when the margin reaches [`CALL_MARGIN_MIN`] (or a rule of the loop already started
+//!   it as one).
 //!
 //! - **Which values.** The call's required arguments are filled one by one, in the schema's
 //!   order, each after the call written so far: an argument whose schema allows a set
@@ -24,22 +25,25 @@
 
 use imurun_calls::parse_tool_calls;
 use imurun_core::{
-    GenerateRequest, Message, Model, ModelError, ScoreRequest, StopFlag, TokenUsage, ToolIndex,
-    ToolSpec,
+    GenerateRequest, Message, Model, ModelError, Role, ScoreRequest, StopFlag, TokenUsage,
+    ToolIndex, ToolSpec,
 };
 use serde_json::Value;
 
 /// The start of a call up to its tool's name, as the worked examples teach it.
 pub const CALL_START: &str = "```tool\n{\"name\": \"";
 
-/// The least margin (log-odds, natural log) at which a reply is started as a call. Measured
-/// on BFCL's even-numbered cases (`docs/agent-loop.md`, "Decisions by likelihood").
-pub const CALL_MARGIN_MIN: f64 = 0.0;
+/// The least margin (natural log) at which a reply is started as a call. Chosen on BFCL's
+/// even-numbered cases (`docs/agent-loop.md`, "Decisions by likelihood").
+pub const CALL_MARGIN_MIN: f64 = 1.3;
+
+/// The person's message a question is measured against: one that says nothing.
+const BLANK_QUESTION: &str = "N/A";
 
 /// What the likelihood decided for one reply.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Likelihood {
-    /// The log-odds that the reply starts as a call.
+    /// How much the question raises the likelihood of naming the best tool in a call.
     pub margin: f64,
     /// The tools scored, most likely first, each with its name's log-probability.
     pub tools: Vec<(String, f64)>,
@@ -49,22 +53,20 @@ pub struct Likelihood {
     pub features: Vec<(String, f64)>,
 }
 
-/// The log-odds that a reply to `messages` starts as a call.
-pub(crate) async fn call_margin(
+/// How likely the model names `tool` after [`CALL_START`] when the person's last message
+/// says nothing ("N/A"): what the margin measures the question against.
+pub(crate) async fn call_margin_blank(
     model: &dyn Model,
     messages: &[Message],
+    tool: &str,
     stop: &StopFlag,
 ) -> Result<f64, ModelError> {
-    let mut request = ScoreRequest::new(messages.to_vec(), "", vec![CALL_START.to_owned()]);
-    request.stop = stop.clone();
-    let scored = model.score(&request).await?;
-    let Some(start) = scored.first() else {
-        return Err(ModelError::Protocol {
-            message: "the back-end scored no continuation".into(),
-        });
-    };
-    let first = start.token_logprobs.first().copied().map_or(0.0, f64::from);
-    Ok(start.total() - log_one_minus_exp(first))
+    let mut blank = messages.to_vec();
+    if let Some(last) = blank.iter_mut().rev().find(|m| m.role == Role::User) {
+        last.content = BLANK_QUESTION.to_owned();
+    }
+    let ranked = rank_tools(model, &blank, &[tool.to_owned()], stop).await?;
+    Ok(ranked.first().map_or(0.0, |(_, logprob)| *logprob))
 }
 
 /// `tools` ranked by how likely the model names each after [`CALL_START`], most likely
@@ -419,18 +421,6 @@ fn quoted_tail(name: &str) -> String {
     quoted[1..].to_owned()
 }
 
-/// ln(1 − eˣ) for x ≤ 0, accurate near both ends; −∞ stays finite-safe (x = 0 → −∞).
-fn log_one_minus_exp(x: f64) -> f64 {
-    if x >= 0.0 {
-        return f64::NEG_INFINITY;
-    }
-    if x > -std::f64::consts::LN_2 {
-        (-x.exp_m1()).ln()
-    } else {
-        (-x.exp()).ln_1p()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -478,14 +468,5 @@ mod tests {
         );
         assert_eq!(stated_numbers("radius 2.5 and 007 sides", true), ["7"]);
         assert!(stated_numbers("no numbers here", false).is_empty());
-    }
-
-    #[test]
-    fn log_one_minus_exp_is_the_complement_in_log_space() {
-        for p in [1e-9_f64, 0.01, 0.3, 0.5, 0.9, 0.999_999] {
-            let got = log_one_minus_exp(p.ln());
-            assert!((got - (1.0 - p).ln()).abs() < 1e-9, "p = {p}: {got}");
-        }
-        assert_eq!(log_one_minus_exp(0.0), f64::NEG_INFINITY);
     }
 }

@@ -442,6 +442,13 @@ pub(crate) const POLITE_LEADS: &[&str] = &[
     "could you please ",
     "hey, ",
     "hey ",
+    "pls ",
+    "plz ",
+    "can u ",
+    "kindly ",
+    "would you please ",
+    "please could you ",
+    "please can you ",
 ];
 
 /// The query of a request that opens with a search ("search the web for X", "please look up
@@ -516,11 +523,20 @@ fn named_place(prompt: &str) -> Option<String> {
                 .match_indices(" in ")
                 .filter_map(|(at, marker)| {
                     let rest = padded.get(at + marker.len()..)?;
-                    rest.chars()
-                        .next()
-                        .is_some_and(char::is_uppercase)
-                        .then(|| place_words(rest))
-                        .flatten()
+                    if rest.chars().next().is_some_and(char::is_uppercase) {
+                        return place_words(rest);
+                    }
+                    // Written in lower case ("over in sydney"): a place only when the
+                    // zone database (or `ZONE_PLACES`) knows its first one to three words.
+                    let words: Vec<&str> = rest
+                        .split_whitespace()
+                        .map(|word| word.trim_end_matches(|c: char| !c.is_alphanumeric()))
+                        .take(3)
+                        .collect();
+                    (1..=words.len())
+                        .rev()
+                        .map(|count| words[..count].join(" "))
+                        .find(|place| zone_for(place).is_some())
                 })
                 .last()
         })

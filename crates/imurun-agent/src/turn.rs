@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use imurun_calls::{ParseKind, Parsed, RetryReason, parse_tool_calls, render_call, split_think};
 use imurun_core::{
-    Event, Facts, GroundingAction, Message, Role, StepKind, TokenUsage, ToolCall, ToolIndex,
-    TurnStatus,
+    Event, Facts, GroundingAction, Message, Role, StepKind, TokenUsage, ToolCall, ToolCategory,
+    ToolIndex, TurnStatus,
 };
 use imurun_exec::Caller;
 use serde_json::Value;
@@ -20,7 +20,7 @@ use crate::agent::{
 use crate::context::{Fit, Summariser, TOOL_RESULT_HEADER, fit, reserve};
 use crate::ground::{Ground, Grounds, Identity, Problem, Verdict, asks_who, check, fallback};
 use crate::likely::{
-    CALL_MARGIN_MIN, Filled, Filler, Likelihood, call_margin, call_opening, rank_tools,
+    CALL_MARGIN_MIN, Filled, Filler, Likelihood, call_margin_blank, call_opening, rank_tools,
 };
 use crate::prefetch::Prefetched;
 use crate::prompt::{SKILLS_MAX, ShownExamples, SystemPrompt, shown_examples, system_message};
@@ -418,7 +418,18 @@ impl<'a> Turn<'a> {
             && agent.model.supports_scoring()
         {
             let forced = prefill.is_some();
-            let decided = self.decide_by_likelihood(forced, calls.as_ref()).await?;
+            // A greeting or a question about the assistant is answered: no tool is about it.
+            let about_itself = self.identity.is_some() && asks_who(self.prompt_text());
+            let decided = if about_itself && !forced {
+                Likelihood {
+                    margin: f64::NEG_INFINITY,
+                    tools: Vec::new(),
+                    call: false,
+                    features: Vec::new(),
+                }
+            } else {
+                self.decide_by_likelihood(forced, calls.as_ref()).await?
+            };
             if let Some((tool, _)) = decided.tools.first().filter(|_| decided.call) {
                 prefill = Some(call_opening(tool));
             } else if !forced {
@@ -482,9 +493,11 @@ impl<'a> Turn<'a> {
         Ok((raw, parsed))
     }
 
-    /// Call or answer, and which tool, by the model's likelihood (`likely`): a call when a rule
-    /// already started one (`forced`) or the margin reaches `CALL_MARGIN_MIN`; the tools
-    /// ranked are the call shape's when it names some, else those on offer.
+    /// Call or answer, and which tool, by the model's likelihood (`likely`): the tools are
+    /// ranked by how likely the model names each in a call (the call shape's when the prompt
+    /// names some, else those on offer; a call no rule started may not name a built-in tool
+    /// that writes, deletes or runs), and the reply is a call when a rule already started one
+    /// (`forced`) or the best tool's margin reaches `CALL_MARGIN_MIN`.
     async fn decide_by_likelihood(
         &self,
         forced: bool,
@@ -492,7 +505,20 @@ impl<'a> Turn<'a> {
     ) -> Result<Likelihood, AgentError> {
         let model = self.agent.model.as_ref();
         let stop = &self.request.stop;
-        let margin = call_margin(model, &self.messages, stop).await?;
+        let registry = self.agent.executor.registry();
+        let may_start = |name: &String| {
+            forced
+                || !imurun_core::builtin::is_builtin(name)
+                || registry.get(name).is_none_or(|tool| {
+                    !matches!(
+                        tool.category(),
+                        ToolCategory::Write
+                            | ToolCategory::Delete
+                            | ToolCategory::Shell
+                            | ToolCategory::Agent
+                    )
+                })
+        };
         let candidates: Vec<String> = match shape {
             Some(shape) if !shape.tools.is_empty() => shape.tools.clone(),
             _ => self
@@ -500,40 +526,30 @@ impl<'a> Turn<'a> {
                 .offered()
                 .map(|tool| tool.spec.name.clone())
                 .collect(),
-        };
-        let tools = if candidates.is_empty() {
-            Vec::new()
-        } else {
-            rank_tools(model, &self.messages, &candidates, stop).await?
-        };
-        // The same with a question that says nothing: how much this question moves them.
-        let mut blank = self.messages.clone();
-        if let Some(last) = blank.iter_mut().rev().find(|m| m.role == Role::User) {
-            last.content = "N/A".to_owned();
         }
-        let blank_margin = call_margin(model, &blank, stop).await?;
-        let blank_tool = match tools.first() {
-            Some((best, _)) => rank_tools(model, &blank, std::slice::from_ref(best), stop)
-                .await?
-                .first()
-                .map_or(0.0, |(_, lp)| *lp),
-            None => 0.0,
-        };
+        .into_iter()
+        .filter(may_start)
+        .collect();
+        if candidates.is_empty() {
+            return Ok(Likelihood {
+                margin: f64::NEG_INFINITY,
+                tools: Vec::new(),
+                call: false,
+                features: Vec::new(),
+            });
+        }
+        let tools = rank_tools(model, &self.messages, &candidates, stop).await?;
+        let (best, named) = tools[0].clone();
+        let blank = call_margin_blank(model, &self.messages, &best, stop).await?;
+        let margin = named - blank;
         let features = vec![
-            ("call".to_owned(), margin),
-            ("tool".to_owned(), tools.first().map_or(0.0, |(_, lp)| *lp)),
-            ("call_blank".to_owned(), blank_margin),
-            ("tool_blank".to_owned(), blank_tool),
-            ("forced".to_owned(), if forced { 1.0 } else { 0.0 }),
-            (
-                "rules".to_owned(),
-                if self.rules_call() { 1.0 } else { 0.0 },
-            ),
+            ("tool".to_owned(), named),
+            ("tool_blank".to_owned(), blank),
+            ("rules".to_owned(), if forced { 1.0 } else { 0.0 }),
         ];
-        let call = forced || margin >= CALL_MARGIN_MIN;
         Ok(Likelihood {
             margin,
-            call: call && !tools.is_empty(),
+            call: forced || margin >= CALL_MARGIN_MIN,
             tools,
             features,
         })

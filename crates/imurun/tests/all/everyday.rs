@@ -154,6 +154,24 @@ impl Served {
         }
     }
 
+    /// Puts the workspace back to `files` alone: what a case wrote (with a yes) is gone
+    /// before the next case looks.
+    fn reset(&self, files: &BTreeMap<String, String>) {
+        for entry in std::fs::read_dir(self.workspace.path()).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                std::fs::remove_dir_all(&path).unwrap();
+            } else {
+                std::fs::remove_file(&path).unwrap();
+            }
+        }
+        for (name, content) in files {
+            let path = self.workspace.path().join(name);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, content).unwrap();
+        }
+    }
+
     fn set_network(&self, on: bool) {
         let (status, body) = self
             .server
@@ -634,6 +652,7 @@ fn ask_in_turn<'a>(jobs: &[Job<'a>]) -> Vec<Asked<'a>> {
         }
         let names: Vec<String> = job.files.keys().cloned().collect();
         let failed = failures(job.case, &outcome, &names, server.workspace.path());
+        server.reset(job.files);
         asked.push(Asked {
             order: job.order,
             workspace: job.workspace,
