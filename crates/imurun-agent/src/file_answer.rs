@@ -351,14 +351,20 @@ fn counted_noun(prompt: &str) -> Option<String> {
     None
 }
 
-/// The count of `noun` in the file, said with the items counted.
-fn count(name: &str, text: &str, noun: &str) -> String {
+/// The file's lines, and those of them that are not blank.
+fn split_lines(text: &str) -> (Vec<&str>, Vec<&str>) {
     let lines: Vec<&str> = text.lines().collect();
-    let non_empty: Vec<&str> = lines
+    let non_empty = lines
         .iter()
         .copied()
         .filter(|line| !line.trim().is_empty())
         .collect();
+    (lines, non_empty)
+}
+
+/// The count of `noun` in the file, said with the items counted.
+fn count(name: &str, text: &str, noun: &str) -> String {
+    let (lines, non_empty) = split_lines(text);
     match stem(noun).as_str() {
         "line" => {
             return format!(
@@ -513,12 +519,7 @@ fn section_body<'l>(lines: &[&'l str], at: usize) -> Vec<&'l str> {
 /// with the line after each (or the first lines).
 fn extract(prompt: &str, name: &str, text: &str) -> String {
     let lower = prompt.to_lowercase();
-    let lines: Vec<&str> = text.lines().collect();
-    let non_empty: Vec<&str> = lines
-        .iter()
-        .copied()
-        .filter(|line| !line.trim().is_empty())
-        .collect();
+    let (lines, non_empty) = split_lines(text);
     let chosen: Vec<String> = if lower.contains("first line") {
         non_empty
             .first()
