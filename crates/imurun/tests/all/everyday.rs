@@ -727,16 +727,18 @@ fn the_everyday_suite_scores_at_least_its_floor() {
     }
     let passed = rows.iter().filter(|row| row.3.is_empty()).count();
     let score = passed as f64 / rows.len() as f64;
-    println!("\nthe everyday suite, embedded model through imurun serve:");
+    use std::fmt::Write as _;
+    let mut report = String::from("the everyday suite, embedded model through imurun serve:\n");
     for (workspace, prompt, outcome, failed) in &rows {
         let mark = if failed.is_empty() { "pass" } else { "FAIL" };
         let answer: String = outcome.answer.chars().take(100).collect();
-        println!(
+        let _ = writeln!(
+            report,
             "{mark}  [{workspace}] {prompt:?} → {answer:?} (called {:?}, asked {:?}, {})",
             outcome.called, outcome.asked, outcome.status
         );
         for reason in failed {
-            println!("      {reason}");
+            let _ = writeln!(report, "      {reason}");
         }
     }
     let names: std::collections::BTreeSet<&String> = sets.iter().map(|(set, _)| set).collect();
@@ -747,18 +749,26 @@ fn the_everyday_suite_scores_at_least_its_floor() {
             .map(|(_, pass)| *pass)
             .collect();
         let set_passed = of_set.iter().filter(|pass| **pass).count();
-        println!(
+        let _ = writeln!(
+            report,
             "everyday set {name}: {set_passed}/{} = {:.1}%",
             of_set.len(),
             set_passed as f64 / of_set.len() as f64 * 100.0
         );
     }
-    println!(
+    let _ = writeln!(
+        report,
         "everyday score: {passed}/{} = {:.1}% (floor {:.1}%)",
         rows.len(),
         score * 100.0,
         suite.floor * 100.0
     );
+    // Printed, and kept where a run's artifacts are: a passing test's output is not shown.
+    println!("\n{report}");
+    let kept = Path::new(env!("CARGO_TARGET_TMPDIR")).join("everyday-report.txt");
+    if let Err(error) = std::fs::write(&kept, &report) {
+        println!("could not keep the report in {}: {error}", kept.display());
+    }
     assert!(
         leaked.is_empty(),
         "worked-example values leaked: {leaked:#?}"
