@@ -53,6 +53,18 @@ pub struct Likelihood {
     pub features: Vec<(String, f64)>,
 }
 
+impl Likelihood {
+    /// An answer decided before any scoring: no tool is a candidate.
+    pub(crate) fn answer() -> Self {
+        Self {
+            margin: f64::NEG_INFINITY,
+            tools: Vec::new(),
+            call: false,
+            features: Vec::new(),
+        }
+    }
+}
+
 /// How likely the model names `tool` after [`CALL_START`] when the person's last message
 /// says nothing ("N/A"): what the margin measures the question against.
 pub(crate) async fn call_margin_blank(

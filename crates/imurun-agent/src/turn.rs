@@ -421,12 +421,7 @@ impl<'a> Turn<'a> {
             // A greeting or a question about the assistant is answered: no tool is about it.
             let about_itself = self.identity.is_some() && asks_who(self.prompt_text());
             let decided = if about_itself && !forced {
-                Likelihood {
-                    margin: f64::NEG_INFINITY,
-                    tools: Vec::new(),
-                    call: false,
-                    features: Vec::new(),
-                }
+                Likelihood::answer()
             } else {
                 self.decide_by_likelihood(forced, calls.as_ref()).await?
             };
@@ -531,12 +526,7 @@ impl<'a> Turn<'a> {
         .filter(may_start)
         .collect();
         if candidates.is_empty() {
-            return Ok(Likelihood {
-                margin: f64::NEG_INFINITY,
-                tools: Vec::new(),
-                call: false,
-                features: Vec::new(),
-            });
+            return Ok(Likelihood::answer());
         }
         let tools = rank_tools(model, &self.messages, &candidates, stop).await?;
         let (best, named) = tools[0].clone();

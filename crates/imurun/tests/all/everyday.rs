@@ -118,7 +118,10 @@ struct Outcome {
 }
 
 fn suite() -> Suite {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/everyday.json");
+    // Another suite file (prompts held out from the repository) may be asked instead.
+    let path = std::env::var("IMURUN_EVERYDAY_SUITE")
+        .unwrap_or_else(|_| concat!(env!("CARGO_MANIFEST_DIR"), "/tests/everyday.json").to_owned());
+    let path = path.as_str();
     let text = std::fs::read_to_string(path).unwrap();
     serde_json::from_str(&text).unwrap_or_else(|error| panic!("{path}: {error}"))
 }
@@ -671,7 +674,7 @@ fn ask_in_turn<'a>(jobs: &[Job<'a>]) -> Vec<Asked<'a>> {
 fn the_everyday_suite_scores_at_least_its_floor() {
     let suite = suite();
     assert!(
-        suite.cases.len() >= 40,
+        suite.cases.len() >= 40 || std::env::var_os("IMURUN_EVERYDAY_SUITE").is_some(),
         "the suite has {}",
         suite.cases.len()
     );
