@@ -8,8 +8,14 @@ import { Unauthorized, api, errorText, onJsonEvents, openEvents } from './api.js
 import { byId, fill, h, plainArgs, splitThought } from './dom.js';
 import { MarkdownStream, fillMarkdown } from './markdown.js';
 
-/** A tool step's call lines (``Using `name` {args}``): shown as they are, never as Markdown. */
-const USING_LINE = /^Using `[^`]+`/;
+/**
+ * A tool step's call lines, shown as they are, never as Markdown: ``Using `name` {args}`` for a
+ * call that ran, ``Served from the cache: `name` {args}`` for a repeat given the result the
+ * turn already had, ``Not run: `name` {args} — reason`` for a call that never ran.
+ */
+const CALL_LINE = /^(Using|Served from the cache:|Not run:) `([^`]+)`/;
+/** The kind of a call line, as its class: `using`, `cached` or `not-run`. */
+const CALL_LINE_CLASS = { 'Using': 'using', 'Served from the cache:': 'cached', 'Not run:': 'not-run' };
 
 /** What the view shows: the session, its stream, its turns by id and its approval cards. */
 const view = {
@@ -153,15 +159,19 @@ const HANDLERS = {
   },
   step: (event) => {
     const turn = turnBox(event.turn_id);
+    endChecking(turn);
     if (event.kind === 'answer') finishAnswer(turn, event.text);
     else addStep(turn, event.kind, event.text, event.step);
   },
+  'answer.checking': (event) => showChecking(turnBox(event.turn_id), event),
   'answer.grounding': (event) => addGrounding(turnBox(event.turn_id), event),
   'tool.call': (event) => {
     const turn = runningTurn();
     if (!turn || event.depth > 0) return;
     // A call made without a model step (a pre-fetch) has no thinking step yet.
-    thinking(turn);
+    const panel = thinking(turn);
+    // A model's call is shown in its step, which comes once the step's calls ended.
+    if (event.source === 'model') panel.stepCalls.add(event.call_id);
   },
   'tool.result': (event) => {
     const turn = runningTurn();
@@ -195,6 +205,7 @@ const HANDLERS = {
   },
   'turn.end': (event) => {
     const turn = turnBox(event.turn_id);
+    endChecking(turn);
     if (turn.segment.live && !turn.segment.done) turn.segment.live.classList.remove('streaming');
     if (event.status !== 'done') {
       turn.body.append(h('p', { class: `turn-status ${event.status}` }, statusText(event)));
@@ -235,7 +246,7 @@ function thinking(turn) {
     const summary = h('summary', {}, 'Thinking');
     const list = h('ol', { class: 'steps' });
     const details = h('details', { class: 'thinking' }, summary, list);
-    segment.thinking = { details, summary, list, steps: 0, retries: 0, fallbacks: [] };
+    segment.thinking = { details, summary, list, steps: 0, retries: 0, fallbacks: [], stepCalls: new Set() };
     if (segment.live) turn.body.insertBefore(details, segment.live);
     else turn.body.append(details);
   }
@@ -300,19 +311,45 @@ function addStep(turn, kind, text, step) {
   const note = correction && step !== undefined
     ? panel.list.querySelector(`li.grounding[data-step="${CSS.escape(String(step))}"]`)
     : null;
+  // The results of the step's own calls came before it: the step goes above them.
+  const firstResult = [...panel.list.querySelectorAll('li.tool-result')]
+    .find((result) => panel.stepCalls.has(result.dataset.callId));
   if (note) note.before(item);
+  else if (firstResult) firstResult.before(item);
   else panel.list.append(item);
+  panel.stepCalls.clear();
   updateSummary(turn);
+}
+
+/**
+ * `answer.checking`: the answer of this step is held until it is checked against what the
+ * tools returned; the turn says so until the step ends.
+ */
+function showChecking(turn, event) {
+  endChecking(turn);
+  const tools = event.tools || [];
+  const against = tools.length
+    ? `what ${tools.map((tool) => `\`${tool}\``).join(' and ')} returned`
+    : 'who the assistant is';
+  turn.checking = h('p', { class: 'checking', role: 'status', 'data-step': event.step },
+    `Checking the answer against ${against}…`);
+  turn.body.append(turn.checking);
+}
+
+function endChecking(turn) {
+  if (turn.checking) turn.checking.remove();
+  turn.checking = null;
 }
 
 /** A step's text: what the model wrote as Markdown, then its call lines as they are. */
 function stepText(text) {
   if (!text) return null;
   const lines = text.split('\n');
-  const prose = lines.filter((line) => !USING_LINE.test(line)).join('\n').trim();
+  const prose = lines.filter((line) => !CALL_LINE.test(line)).join('\n').trim();
   return h('div', { class: 'step-text' },
     prose ? markdownBox('md', prose) : null,
-    lines.filter((line) => USING_LINE.test(line)).map((line) => h('p', { class: 'using' }, line)));
+    lines.filter((line) => CALL_LINE.test(line))
+      .map((line) => h('p', { class: CALL_LINE_CLASS[line.match(CALL_LINE)[1]] }, line)));
 }
 
 function markdownBox(className, text) {
@@ -383,9 +420,15 @@ function renderTurnView(turnView) {
       noteUpTo(step.step - 1);
       addStep(turn, step.kind, step.text, step.step);
       noteUpTo(step.step);
-      // The calls of this step, in order: one `Using` line each.
-      const calls = (step.text.match(/^Using `/gm) || []).length;
-      for (const call of results.splice(0, calls)) {
+      // The calls of this step that reached a tool, in order: a `Using` or `Not run` line
+      // each (a repeat served from the cache, or a call the loop refused, has no record;
+      // records are matched by name).
+      for (const line of step.text.split('\n')) {
+        const match = line.match(CALL_LINE);
+        if (!match || match[1] === 'Served from the cache:') continue;
+        const at = results.findIndex((call) => call.name === match[2]);
+        if (at < 0) continue;
+        const [call] = results.splice(at, 1);
         const state = call.ok === undefined || call.ok === null ? 'running' : call.ok ? 'ok' : 'failed';
         thinking(turn).list.append(h('li', { class: `tool-result ${state}`, 'data-call-id': call.call_id },
           h('span', { class: 'tool-name' }, call.name), ' — ', h('span', { class: 'badge' }, state)));

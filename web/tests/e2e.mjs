@@ -463,7 +463,8 @@ const SCENARIOS = {
 
 /**
  * Only against a server scripted for it, so never in the default run: a turn that calls
- * `get_time` and answers twice without the time. The agent asks again once (`answer.grounding`
+ * `get_time` and answers twice without the time, the first time slowly (the page says the
+ * answer is being checked while it is held). The agent asks again once (`answer.grounding`
  * `retry`), then answers from the tool's result (`fallback`): the thinking panel shows both
  * rejected answers and both notes, its summary says so, the answer is neither rejected text,
  * and a reload (the stored turn view) shows the same panel.
@@ -471,7 +472,15 @@ const SCENARIOS = {
 const GROUNDING_SCENARIOS = {
   async grounding(page) {
     await send(page, 'Use get_time for me');
+    // The first answer comes slowly (the server's model waits before it): while it is held
+    // for checking, the turn says so.
+    const checking = lastTurn(page).locator('p.checking[role="status"]');
+    await checking.waitFor({ timeout: WAIT_MS })
+      .catch((error) => { throw new Error(`no "checking" notice while the answer was held (${error.message.split('\n')[0]})`); });
+    const notice = await checking.textContent();
+    check(notice === 'Checking the answer against what `get_time` returned…', `the notice reads ${JSON.stringify(notice)}`);
     check(await turnEnded(page) === 'done', 'the grounded turn did not end done');
+    check(await lastTurn(page).locator('p.checking').count() === 0, 'the "checking" notice stayed after the turn ended');
     const panelText = async () => {
       const panel = lastTurn(page).locator('details.thinking');
       await panel.waitFor({ timeout: WAIT_MS });

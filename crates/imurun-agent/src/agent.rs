@@ -29,6 +29,11 @@ pub const HISTORY_MESSAGES_MAX: usize = 6;
 /// Tool calls run per step; more are dropped with a note to the model.
 pub const CALLS_PER_STEP_MAX: usize = 3;
 
+/// The longest one step generates for by default: the default model writes a full reply
+/// reserve (1024 tokens) in well under a minute on two cores, so a step past two minutes is
+/// stuck, not slow.
+pub const STEP_TIME_MAX_DEFAULT: Duration = Duration::from_secs(120);
+
 /// How the loop behaves; the binary fills it from settings (`agent.maxSteps`,
 /// `IMURUN_MAX_STEPS`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -48,6 +53,9 @@ pub struct AgentConfig {
     /// (1024 tokens for most windows). Evaluations lower it: a call is short, and a small
     /// model that answers in prose instead may ramble to the limit.
     pub step_tokens_max: Option<usize>,
+    /// The longest one step may generate for (`STEP_TIME_MAX_DEFAULT`): a step that reaches
+    /// it is stopped and ends the turn with a sentence saying so.
+    pub step_time_max: Duration,
     /// Whether the pre-fetch looks up what a prompt plainly asks about the present (the
     /// time, the weather, a web search) before the model reads it. Sub-agents and
     /// evaluations run without it.
@@ -122,6 +130,7 @@ impl Default for AgentConfig {
             call_prefill: CallPrefill::default(),
             tool_examples: true,
             step_tokens_max: None,
+            step_time_max: STEP_TIME_MAX_DEFAULT,
             prefetch: true,
             likelihood: true,
         }
@@ -148,6 +157,12 @@ impl AgentConfig {
     /// At least 1.
     pub fn with_step_tokens_max(mut self, step_tokens_max: Option<usize>) -> Self {
         self.step_tokens_max = step_tokens_max.map(|tokens| tokens.max(1));
+        self
+    }
+
+    /// At least one second.
+    pub fn with_step_time_max(mut self, step_time_max: Duration) -> Self {
+        self.step_time_max = step_time_max.max(Duration::from_secs(1));
         self
     }
 

@@ -1,6 +1,10 @@
 //! One generation: the model's reply streamed to the page (through `StreamGuard` while tools
 //! are on offer, so call syntax never shows), then read into calls, a retry or an answer.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
 use imurun_calls::{ParseKind, Parsed, StreamGuard, parse_tool_calls, spaced_json, split_think};
 use imurun_core::{
     CallShape, Event, EventSink, GenerateRequest, Message, Model, ModelError, StopFlag, TokenUsage,
@@ -26,6 +30,29 @@ pub(crate) struct Generation<'a> {
     pub(crate) calls: Option<CallShape>,
     /// Hold the answer back: no `token` event, the loop publishes the answer once checked.
     pub(crate) hold: bool,
+    /// The longest the step may generate for: past it, the generation is stopped.
+    pub(crate) time_max: Duration,
+    /// Only an answer is read from this reply (the pre-fetch's results answer the prompt): it
+    /// is stopped as soon as it starts a call or copies a result header.
+    pub(crate) answer_only: bool,
+}
+
+/// A bound a step's generation reached.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Bound {
+    /// It wrote as many tokens as the step may (`max_tokens`).
+    Tokens(usize),
+    /// It ran for as long as the step may (`time_max`) and was stopped.
+    Time(Duration),
+}
+
+/// One generated step: the raw reply, its reading, the tokens it took, and the bound it
+/// reached, if any.
+pub(crate) struct Reply {
+    pub(crate) raw: String,
+    pub(crate) parsed: Parsed,
+    pub(crate) usage: TokenUsage,
+    pub(crate) bound: Option<Bound>,
 }
 
 /// Generates one reply to `messages`, streaming answer tokens as `token` events; returns it
@@ -33,9 +60,34 @@ pub(crate) struct Generation<'a> {
 pub(crate) async fn generate(
     generation: &Generation<'_>,
     messages: &[Message],
-) -> Result<(String, Parsed, TokenUsage), ModelError> {
-    // The step's own stop: the turn's, and the loop's when the reply goes round in circles.
+) -> Result<Reply, ModelError> {
+    // The step's own stop: the turn's, the loop's when the reply goes round in circles, and
+    // the step's time bound.
     let step_stop = generation.stop.child();
+    let timed_out = Arc::new(AtomicBool::new(false));
+    let timer = {
+        let (stop, timed_out, time_max) =
+            (step_stop.clone(), timed_out.clone(), generation.time_max);
+        tokio::spawn(async move {
+            tokio::time::sleep(time_max).await;
+            timed_out.store(true, Ordering::SeqCst);
+            stop.stop();
+        })
+    };
+    let generated = generate_within(generation, messages, &step_stop).await;
+    timer.abort();
+    let mut reply = generated?;
+    if timed_out.load(Ordering::SeqCst) {
+        reply.bound = Some(Bound::Time(generation.time_max));
+    }
+    Ok(reply)
+}
+
+async fn generate_within(
+    generation: &Generation<'_>,
+    messages: &[Message],
+    step_stop: &StopFlag,
+) -> Result<Reply, ModelError> {
     let request = GenerateRequest {
         messages: messages.to_vec(),
         max_tokens: Some(generation.max_tokens),
@@ -60,7 +112,12 @@ pub(crate) async fn generate(
                 step_stop.stop();
             }
             match guard.as_mut() {
-                Some(guard) => publish(guard.push(token)),
+                Some(guard) => {
+                    publish(guard.push(token));
+                    if generation.answer_only && (guard.is_holding() || guard.saw_result_header()) {
+                        step_stop.stop();
+                    }
+                }
                 None => publish(token.to_owned()),
             }
         };
@@ -75,7 +132,14 @@ pub(crate) async fn generate(
     if let Some(guard) = guard {
         publish(guard.finish(&parsed));
     }
-    Ok((raw, parsed, usage))
+    let bound = (usage.completion_tokens >= generation.max_tokens && !generation.stop.is_stopped())
+        .then_some(Bound::Tokens(generation.max_tokens));
+    Ok(Reply {
+        raw,
+        parsed,
+        usage,
+        bound,
+    })
 }
 
 /// The end of a reply the loop watches for repetition, in bytes.
@@ -142,9 +206,24 @@ fn answer_only(raw: &str) -> Parsed {
     }
 }
 
-/// A step's readable text: the thought in `<think>…</think>`, the visible text, then
-/// ``Using `name` {args}`` for each call.
-pub(crate) fn step_text(thought: &str, visible: &str, calls: &[ToolCall]) -> String {
+/// What became of one call of a tool step, as the step's text shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Fate {
+    /// It went to its tool and ran (its result may be a failure).
+    Ran,
+    /// The same call already had a result in this turn (or the pre-fetch's): that result was
+    /// given again and nothing ran.
+    Cached,
+    /// It never ran: refused (by the policy, a person, the schema, the worked-example check)
+    /// or cut off by the step limit; the reason is a short phrase for a person.
+    NotRun(String),
+}
+
+/// A step's readable text: the thought in `<think>…</think>`, the visible text, then a line
+/// per call with what became of it: ``Using `name` {args}`` for a call that ran,
+/// ``Served from the cache: `name` {args}`` for a repeat, ``Not run: `name` {args} — reason``
+/// for a call that never ran.
+pub(crate) fn step_text(thought: &str, visible: &str, calls: &[(&ToolCall, Fate)]) -> String {
     let mut parts: Vec<String> = Vec::new();
     if !thought.trim().is_empty() {
         parts.push(format!("<think>{}</think>", thought.trim()));
@@ -152,9 +231,14 @@ pub(crate) fn step_text(thought: &str, visible: &str, calls: &[ToolCall]) -> Str
     if !visible.trim().is_empty() {
         parts.push(visible.trim().to_owned());
     }
-    for call in calls {
+    for (call, fate) in calls {
         let args = spaced_json(&Value::Object(call.args.clone()));
-        parts.push(format!("Using `{}` {args}", call.name));
+        let name = &call.name;
+        parts.push(match fate {
+            Fate::Ran => format!("Using `{name}` {args}"),
+            Fate::Cached => format!("Served from the cache: `{name}` {args}"),
+            Fate::NotRun(reason) => format!("Not run: `{name}` {args} — {reason}"),
+        });
     }
     parts.join("\n\n")
 }
@@ -217,9 +301,16 @@ mod tests {
                 .unwrap(),
         );
         assert_eq!(
-            step_text(" I should look. ", "Let me check.", &[call]),
+            step_text(" I should look. ", "Let me check.", &[(&call, Fate::Ran)]),
             "<think>I should look.</think>\n\nLet me check.\n\nUsing `web_search` \
              {\"query\": \"latest \\\"Python\\\"\", \"n\": [1, 2]}"
+        );
+        let refused = Fate::NotRun("the person said no".to_owned());
+        assert_eq!(
+            step_text("", "", &[(&call, Fate::Cached), (&call, refused)]),
+            "Served from the cache: `web_search` {\"query\": \"latest \\\"Python\\\"\", \"n\": [1, 2]}\
+             \n\nNot run: `web_search` {\"query\": \"latest \\\"Python\\\"\", \"n\": [1, 2]} — the \
+             person said no"
         );
         assert_eq!(step_text("", "", &[]), "");
     }

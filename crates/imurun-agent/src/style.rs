@@ -36,6 +36,15 @@ pub const LAST_STEP_NOTE: &str = "[note] No more tool calls: this is the last st
 pub const STEP_LIMIT_SENTENCE: &str = "I reached the tool step limit for this turn before I \
      could finish. Ask again, or raise the step limit, to let me continue.";
 
+/// The answer when a step ran past its time bound (`{seconds}`: the bound): the turn ends.
+pub const STEP_TIME_SENTENCE: &str = "I stopped: the model was still writing after {seconds} \
+     seconds, the most one step may take, so this turn ended there and nothing from that step \
+     ran. Ask again, perhaps for something shorter.";
+
+/// The note after an answer cut off by the step's token bound (`{tokens}`: the bound).
+pub const STEP_TOKENS_NOTE: &str = "(The answer was cut off at {tokens} tokens, the most one step \
+     may write.)";
+
 /// The one nudge after a thought with no answer.
 pub const FINAL_ANSWER_NUDGE: &str =
     "You thought about it but gave no answer. Give your final answer now.";

@@ -10,7 +10,7 @@ use imurun_core::{
     Event, Facts, GroundingAction, Message, Role, StepKind, TokenUsage, ToolCall, ToolCategory,
     ToolIndex, TurnStatus,
 };
-use imurun_exec::Caller;
+use imurun_exec::{Caller, Outcome};
 use serde_json::Value;
 
 use crate::AgentError;
@@ -25,11 +25,11 @@ use crate::likely::{
 use crate::prefetch::Prefetched;
 use crate::prompt::{SKILLS_MAX, ShownExamples, SystemPrompt, shown_examples, system_message};
 use crate::realtime::{admits_no_live_data, is_realtime};
-use crate::step::{Generation, generate, step_text};
+use crate::step::{Bound, Fate, Generation, Reply, generate, step_text};
 use crate::style::{
     CALL_PREFILL, CALLS_DROPPED_NOTE, FINAL_ANSWER_NUDGE, LAST_STEP_NOTE, NO_ANSWER_SENTENCE,
-    OFFLINE_SENTENCE, REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE,
-    UNRELATED_CALL_NUDGE, with_failed_suffix,
+    OFFLINE_SENTENCE, REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE, STEP_TIME_SENTENCE,
+    STEP_TOKENS_NOTE, UNRELATED_CALL_NUDGE, with_failed_suffix,
 };
 use crate::summary::ModelSummariser;
 use crate::unsaid::Said;
@@ -53,6 +53,9 @@ struct PromptState {
     generated: bool,
     /// An answer was sent back once with a grounding correction.
     grounding_retried: bool,
+    /// The answer being read follows a pre-fetch whose results answer the whole prompt: one
+    /// that does not hold them is made from them at once, with no second generation.
+    prefetch_answered: bool,
     /// The first reply's calls were all dropped as unrelated: the first one's tool.
     unrelated: Option<String>,
     /// The prompt as the person wrote it (the model's copy may differ: `plain_numbers`).
@@ -87,6 +90,10 @@ pub(crate) struct Turn<'a> {
     /// The loop has told the model once that it repeated a call (`REPEATED_CALL_NOTE`).
     repeat_noted: bool,
     tool_calls: Vec<ToolCall>,
+    /// What became of `tool_calls`, for `turn.end`.
+    counts: CallCounts,
+    /// The bound the latest step's generation reached, if any.
+    bound: Option<Bound>,
     transcript: Vec<Message>,
     tools_used: bool,
     note_added: bool,
@@ -118,6 +125,63 @@ pub(crate) struct Turn<'a> {
     /// answer is its text or, without one, made from the pre-fetch's results.
     answer_now: bool,
 }
+
+/// The most tokens an answer to a prompt the pre-fetch's results answer may take: the time,
+/// the listing, a sum or what a file says, told in a few sentences.
+const PREFETCH_ANSWER_TOKENS_MAX: usize = 192;
+
+/// Why a call holding a worked example's value did not run, as its step shows it.
+const EXAMPLE_VALUE_REASON: &str = "its value comes from the worked example, not from you";
+
+/// The model's calls of a turn by what became of them (`turn.end`). Calls of a last step are
+/// in none: the step limit ends the turn before they are made, and its answer step shows
+/// none of them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+struct CallCounts {
+    ran: usize,
+    cached: usize,
+    refused: usize,
+}
+
+impl CallCounts {
+    fn add(&mut self, fate: &Fate) {
+        match fate {
+            Fate::Ran => self.ran += 1,
+            Fate::Cached => self.cached += 1,
+            Fate::NotRun(_) => self.refused += 1,
+        }
+    }
+}
+
+/// Why the executor did not run a call, as a short phrase for its step: the refusal's own
+/// first line (`FAILED: ` and the loop's suffix aside), or the kind of refusal.
+fn not_run_reason(outcome: Outcome, text: &str) -> String {
+    let said = text
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .map(|line| line.trim_start_matches("FAILED:").trim())
+        .filter(|line| !line.is_empty());
+    let kind = match outcome {
+        Outcome::UnknownTool => "no tool has that name",
+        Outcome::NotAllowed => "this agent may not use that tool",
+        Outcome::InvalidArguments => "its arguments do not fit the tool",
+        Outcome::Denied(imurun_core::DenyReason::User) => "you said no",
+        Outcome::Denied(imurun_core::DenyReason::Timeout) => "nobody answered in time",
+        Outcome::Denied(imurun_core::DenyReason::Stopped) => "the turn was stopped",
+        Outcome::Denied(imurun_core::DenyReason::NoClient) => "nobody was there to approve it",
+        Outcome::Denied(imurun_core::DenyReason::Policy) => "the permissions refuse it",
+        Outcome::NeedsApproval => "it needs approval",
+        Outcome::Ok | Outcome::Failed => "it was refused",
+    };
+    match said {
+        Some(line) if line.chars().count() <= NOT_RUN_REASON_CHARS_MAX => line.to_owned(),
+        _ => kind.to_owned(),
+    }
+}
+
+/// The longest refusal line a step shows as the reason; a longer one is named by its kind.
+const NOT_RUN_REASON_CHARS_MAX: usize = 160;
 
 /// A call's result, kept for the rest of the turn.
 #[derive(Debug, Clone)]
@@ -194,6 +258,8 @@ impl<'a> Turn<'a> {
             prefetched: HashSet::new(),
             repeat_noted: false,
             tool_calls: Vec::new(),
+            counts: CallCounts::default(),
+            bound: None,
             transcript: Vec::new(),
             tools_used: false,
             note_added: false,
@@ -293,6 +359,9 @@ impl<'a> Turn<'a> {
             session_id: self.request.session_id.clone(),
             status,
             tool_calls: self.tool_calls.len(),
+            calls_ran: self.counts.ran,
+            calls_cached: self.counts.cached,
+            calls_refused: self.counts.refused,
             skills: self.skill_ids(),
             steps: self.step,
         });
@@ -329,6 +398,9 @@ impl<'a> Turn<'a> {
                     ParseKind::Calls | ParseKind::Retry => String::new(),
                 };
                 return (TurnStatus::Stopped, partial);
+            }
+            if let Some(Bound::Time(time_max)) = self.bound {
+                return self.end_past_time(&parsed, time_max);
             }
             if let Next::End(status, answer) = self.decide(&raw, parsed, last).await {
                 return (status, answer);
@@ -368,6 +440,7 @@ impl<'a> Turn<'a> {
         let session_id = self.request.session_id.as_deref();
         // Counted once the step runs, so `steps` is the steps that reached the model.
         self.step = step;
+        self.bound = None;
         let options = Fit {
             limit,
             count: &count,
@@ -437,6 +510,20 @@ impl<'a> Turn<'a> {
         self.held = !self.grounds.is_empty()
             || self.prompt.grounding_retried
             || (self.identity.is_some() && asks_who(self.prompt_text()));
+        // A reply the loop started as a call is not an answer: nothing is held for checking.
+        if self.held && prefill.is_none() {
+            let mut tools: Vec<String> = Vec::new();
+            for ground in &self.grounds {
+                if !tools.contains(&ground.tool) {
+                    tools.push(ground.tool.clone());
+                }
+            }
+            agent.events.publish(Event::Checking {
+                session_id: self.request.session_id.clone(),
+                step,
+                tools,
+            });
+        }
         let generation = Generation {
             model: agent.model.as_ref(),
             events: agent.events.as_ref(),
@@ -447,10 +534,17 @@ impl<'a> Turn<'a> {
             max_tokens: agent
                 .config
                 .step_tokens_max
-                .map_or(reserve(limit), |tokens| tokens.min(reserve(limit))),
+                .map_or(reserve(limit), |tokens| tokens.min(reserve(limit)))
+                .min(if self.answer_now {
+                    PREFETCH_ANSWER_TOKENS_MAX
+                } else {
+                    usize::MAX
+                }),
             prefill,
             calls,
             hold: self.held,
+            time_max: agent.config.step_time_max,
+            answer_only: self.answer_now,
         };
         let filled = self.fill_by_likelihood(generation.calls.as_ref()).await?;
         let (raw, mut parsed) = if let Some(filled) = filled {
@@ -461,10 +555,16 @@ impl<'a> Turn<'a> {
             let parsed = parse_tool_calls(&filled.raw, &self.index);
             (filled.raw, parsed)
         } else {
-            let (raw, parsed, usage) = generate(&generation, &self.messages)
+            let Reply {
+                raw,
+                parsed,
+                usage,
+                bound,
+            } = generate(&generation, &self.messages)
                 .await
                 .map_err(AgentError::from)?;
             self.usage = self.usage.plus(usage);
+            self.bound = bound;
             (raw, parsed)
         };
         if answer_only && parsed.kind == ParseKind::Calls {
@@ -662,7 +762,9 @@ impl<'a> Turn<'a> {
     }
 
     async fn decide(&mut self, raw: &str, parsed: Parsed, last: bool) -> Next {
-        if std::mem::take(&mut self.answer_now) && parsed.kind != ParseKind::Answer {
+        let answer_now = std::mem::take(&mut self.answer_now);
+        self.prompt.prefetch_answered = answer_now;
+        if answer_now && parsed.kind != ParseKind::Answer {
             let visible = parsed.visible.trim();
             let answer = if visible.is_empty() {
                 self.answer_from_results("", "the pre-fetch's results answer the question", None)
@@ -707,6 +809,27 @@ impl<'a> Turn<'a> {
         }
         self.publish_step(StepKind::Answer, step_text(&parsed.thought, &answer, &[]));
         Next::End(TurnStatus::MaxSteps, answer)
+    }
+
+    /// A step ran past its time bound: nothing of it runs, and the turn ends with a sentence
+    /// saying so, after the answer's streamed start when one was shown (a held answer was
+    /// not, and is not shown now: it was never checked).
+    fn end_past_time(
+        &mut self,
+        parsed: &Parsed,
+        time_max: std::time::Duration,
+    ) -> (TurnStatus, String) {
+        let sentence = STEP_TIME_SENTENCE.replace("{seconds}", &time_max.as_secs().to_string());
+        let shown = parsed.visible.trim();
+        let answer = if parsed.kind == ParseKind::Answer && !self.held && !shown.is_empty() {
+            self.publish_token(&format!("\n\n{sentence}"));
+            format!("{shown}\n\n{sentence}")
+        } else {
+            self.publish_token(&sentence);
+            sentence
+        };
+        self.publish_step(StepKind::Answer, step_text(&parsed.thought, &answer, &[]));
+        (TurnStatus::Stopped, answer)
     }
 
     /// The answer when the model will not write one: `visible` (its text beside a call) when
@@ -754,7 +877,8 @@ impl<'a> Turn<'a> {
     }
 
     /// Up to `CALLS_PER_STEP_MAX` calls: the assistant's call in canonical form (anything
-    /// after it dropped), then one `[tool result: name]` user message per call.
+    /// after it dropped), then one `[tool result: name]` user message per call. The step is
+    /// published once its calls ended, each shown with what became of it (`Fate`).
     async fn run_calls(&mut self, parsed: &Parsed) {
         let calls = &parsed.calls[..parsed.calls.len().min(CALLS_PER_STEP_MAX)];
         let mut assistant: Vec<String> = Vec::new();
@@ -763,16 +887,13 @@ impl<'a> Turn<'a> {
         }
         assistant.extend(calls.iter().map(render_call));
         self.messages.push(Message::assistant(assistant.join("\n")));
-        self.publish_step(
-            StepKind::Tool,
-            step_text(&parsed.thought, &parsed.visible, calls),
-        );
         let mut repeats = 0;
         let mut grounds = Vec::with_capacity(calls.len());
+        let mut fates = Vec::with_capacity(calls.len());
         for call in calls {
             let checked = self.without_example_values(call);
             let refused = checked.is_err();
-            let (result, cached) = match checked {
+            let (result, cached, fate) = match checked {
                 Ok(call) => self.call(&call).await,
                 Err(refusal) => {
                     // Kept like a result, so that asking again counts as a repeat.
@@ -781,9 +902,16 @@ impl<'a> Turn<'a> {
                         .cache
                         .insert(cache_key(call), (*refusal).clone())
                         .is_some();
-                    (*refusal, repeated)
+                    let fate = if repeated {
+                        Fate::Cached
+                    } else {
+                        Fate::NotRun(EXAMPLE_VALUE_REASON.to_owned())
+                    };
+                    (*refusal, repeated, fate)
                 }
             };
+            self.counts.add(&fate);
+            fates.push((call, fate));
             repeats += usize::from(cached);
             if !self.ran.contains(&result.tool) {
                 self.ran.push(result.tool.clone());
@@ -795,6 +923,10 @@ impl<'a> Turn<'a> {
             let message = format!("{TOOL_RESULT_HEADER}{}]\n{}", result.tool, result.text);
             self.messages.push(Message::user(message));
         }
+        self.publish_step(
+            StepKind::Tool,
+            step_text(&parsed.thought, &parsed.visible, &fates),
+        );
         // A step whose calls all failed adds nothing to answer from: the earlier results
         // (the pre-fetch's) still stand.
         if self.grounds.is_empty() || grounds.iter().any(|ground| ground.ok) {
@@ -829,16 +961,21 @@ impl<'a> Turn<'a> {
     }
 
     /// One call through the executor, or from the turn's cache when the same call (name
-    /// and arguments) already ran. Returns the result and whether it came from the cache.
-    async fn call(&mut self, call: &ToolCall) -> (Cached, bool) {
+    /// and arguments) already ran. Returns the result, whether it counts as a repeat, and
+    /// what became of the call.
+    async fn call(&mut self, call: &ToolCall) -> (Cached, bool, Fate) {
         self.tool_calls.push(call.clone());
         let key = cache_key(call);
         if let Some(cached) = self.cache.get(&key) {
             let repeated = !self.prefetched.remove(&key);
-            return (cached.clone(), repeated);
+            return (cached.clone(), repeated, Fate::Cached);
         }
         let execution = self.agent.executor.execute(call, &self.caller).await;
         let output = execution.output;
+        let fate = match execution.outcome {
+            Outcome::Ok | Outcome::Failed => Fate::Ran,
+            refused => Fate::NotRun(not_run_reason(refused, &output.text)),
+        };
         let cached = Cached {
             tool: execution.tool,
             text: if output.ok {
@@ -850,7 +987,7 @@ impl<'a> Turn<'a> {
             facts: output.facts,
         };
         self.cache.insert(key, cached.clone());
-        (cached, false)
+        (cached, false, fate)
     }
 
     /// A call holding a worked example's argument value the person never gave is refused
@@ -986,9 +1123,15 @@ impl<'a> Turn<'a> {
         let said = self.said();
         let grounds = self.grounds_with(&said);
         let problem = match check(&answer, &grounds) {
-            Verdict::Holds(cleaned) => {
+            Verdict::Holds(mut cleaned) => {
                 if self.held {
                     self.publish_token(&cleaned);
+                }
+                // The model's own answer, cut by the step's token bound: it says so.
+                if let Some(Bound::Tokens(tokens)) = self.bound.take() {
+                    let note = STEP_TOKENS_NOTE.replace("{tokens}", &tokens.to_string());
+                    self.publish_token(&format!("\n\n{note}"));
+                    cleaned = format!("{}\n\n{note}", cleaned.trim_end());
                 }
                 return self.deliver_or_end(cleaned, thought, last);
             }
@@ -996,7 +1139,7 @@ impl<'a> Turn<'a> {
         };
         let made = fallback(&problem, &grounds);
         self.publish_step(StepKind::Correction, step_text(thought, &answer, &[]));
-        if !self.prompt.grounding_retried && !last {
+        if !self.prompt.grounding_retried && !self.prompt.prefetch_answered && !last {
             self.prompt.grounding_retried = true;
             self.publish_grounding(GroundingAction::Retry, &problem);
             self.messages.push(Message::assistant(answer));

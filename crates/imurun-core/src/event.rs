@@ -233,13 +233,32 @@ pub enum Event {
         /// get_time returned").
         reason: String,
     },
+    /// The step's answer is held back, not streamed, until it is checked against what
+    /// these tools returned (or, with none, against who the assistant is): a client says so
+    /// until the step's `step` event (or `turn.end`) comes.
+    #[serde(rename = "answer.checking")]
+    Checking {
+        session_id: Option<String>,
+        /// The step whose answer is held.
+        step: usize,
+        /// The tools whose results the answer must hold, in the order they returned.
+        tools: Vec<String>,
+    },
     /// The turn ended.
     #[serde(rename = "turn.end")]
     TurnEnd {
         session_id: Option<String>,
         status: TurnStatus,
-        /// Calls the model made in the turn, cached ones included.
+        /// Calls the model made in the turn, cached and refused ones included:
+        /// `calls_ran + calls_cached + calls_refused`.
         tool_calls: usize,
+        /// Of those, the calls that went to their tool and ran (a failed run included).
+        calls_ran: usize,
+        /// Of those, repeats answered with a result the turn already had: nothing ran.
+        calls_cached: usize,
+        /// Of those, the calls that never ran: refused by the permissions, a person, the
+        /// tool's schema, or the worked-example check.
+        calls_refused: usize,
         /// The skills invoked for the turn, by id.
         skills: Vec<String>,
         /// The steps the turn took.
@@ -269,6 +288,7 @@ impl Event {
             | Event::WebSearchDone { session_id, .. }
             | Event::ToolsDone { session_id, .. }
             | Event::Grounding { session_id, .. }
+            | Event::Checking { session_id, .. }
             | Event::TurnEnd { session_id, .. } => session_id.as_deref(),
         }
     }
@@ -432,6 +452,9 @@ mod tests {
             session_id: None,
             status: TurnStatus::MaxSteps,
             tool_calls: 2,
+            calls_ran: 1,
+            calls_cached: 0,
+            calls_refused: 1,
             skills: vec!["haiku".into()],
             steps: 6,
         };

@@ -32,8 +32,14 @@ pub enum ServerEvent {
         /// Always `error`.
         #[schema(pattern = "^error$")]
         status: String,
-        /// Calls the model made in the turn, cached ones included.
+        /// Calls the model made in the turn, as far as the server saw them.
         tool_calls: usize,
+        /// Of those, the calls that ran.
+        calls_ran: usize,
+        /// Always 0: a repeat answered from the loop's cache never reaches the server.
+        calls_cached: usize,
+        /// Of those, the calls the permissions or a person refused.
+        calls_refused: usize,
         /// The skills invoked for the turn, by id.
         skills: Vec<String>,
         /// The steps the turn took.

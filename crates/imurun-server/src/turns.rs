@@ -61,6 +61,10 @@ pub(crate) struct RecordedView {
     pub(crate) grounding: Vec<GroundingInfo>,
     /// The tokens the turn's generations took (the OpenAI facade's `usage`).
     pub(crate) usage: Option<TokenUsage>,
+    /// Calls of `tool_calls` the policy or a person refused (`tool.denied`), for the
+    /// server's own `turn.end`; not stored.
+    #[serde(skip)]
+    pub(crate) denied_calls: usize,
 }
 
 /// The view of a running turn, shared by its sink and the routes.
@@ -112,6 +116,7 @@ impl RecordedView {
                     ok: None,
                 });
             }
+            Event::ToolDenied { .. } => self.denied_calls += 1,
             Event::ToolResult { call_id, ok, .. } => {
                 if let Some(call) = self
                     .tool_calls
@@ -561,11 +566,23 @@ async fn finish_after_panic(state: &ServerState, task: &TurnTask, sink: &TurnSin
     };
     persist_end(state, task, StoredStatus::Error, &view).await;
     // The loop's own `turn.end` never came; clients still need to know the turn is over.
+    // Its counts are of the calls the server saw: a repeat the loop answered from its cache
+    // never reached it.
+    let ended = view
+        .tool_calls
+        .iter()
+        .filter(|call| call.ok.is_some())
+        .count();
+    let calls_refused = view.denied_calls.min(ended);
+    let calls_ran = ended - calls_refused;
     let end = ServerEvent::TurnFailed {
         session_id: task.session_id.clone(),
         turn_id: task.turn_id.clone(),
         status: TurnStatus::Error.as_str().to_owned(),
         tool_calls: view.tool_calls.len(),
+        calls_ran,
+        calls_cached: 0,
+        calls_refused,
         skills: view.skills.clone(),
         steps: view.steps.len(),
         error: PANIC_MESSAGE.to_owned(),
@@ -576,6 +593,9 @@ async fn finish_after_panic(state: &ServerState, task: &TurnTask, sink: &TurnSin
             session_id: Some(task.session_id.clone()),
             status: TurnStatus::Error,
             tool_calls: view.tool_calls.len(),
+            calls_ran,
+            calls_cached: 0,
+            calls_refused,
             skills: view.skills,
             steps: view.steps.len(),
         });

@@ -34,9 +34,10 @@ async fn tool_results_are_capped_by_the_window() {
     assert_eq!(
         h.events.merged_types(),
         [
-            "step:tool",
             "tool.call",
             "tool.result",
+            "step:tool",
+            "answer.checking",
             "token",
             "step:answer",
             "turn.end"

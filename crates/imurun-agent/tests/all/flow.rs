@@ -46,9 +46,10 @@ async fn tool_then_answer_feeds_the_result_back_as_a_user_message() {
         h.events.merged_types(),
         [
             "token",
-            "step:tool",
             "tool.call",
             "tool.result",
+            "step:tool",
+            "answer.checking",
             "token",
             "step:answer",
             "turn.end"
@@ -150,9 +151,10 @@ async fn the_last_step_adds_the_note_and_never_runs_tools() {
         h.events.merged_types(),
         [
             "token",
-            "step:tool",
             "tool.call",
             "tool.result",
+            "step:tool",
+            "answer.checking",
             "token",
             "step:answer",
             "turn.end"
@@ -188,7 +190,7 @@ async fn max_steps_one_sends_no_tool_prompt_and_holds_nothing_back() {
     assert_eq!(h.lookup.runs(), 0);
     assert_eq!(
         h.events.merged_types(),
-        ["token", "step:answer", "turn.end"]
+        ["answer.checking", "token", "step:answer", "turn.end"]
     );
 }
 
@@ -278,9 +280,10 @@ async fn a_queued_prompt_is_delivered_at_the_answer_never_between_call_and_resul
         h.events.merged_types(),
         [
             "token",
-            "step:tool",
             "tool.call",
             "tool.result",
+            "step:tool",
+            "answer.checking",
             "token",
             "step:answer",
             "prompt.delivered",
@@ -342,5 +345,94 @@ async fn a_dry_run_reads_the_first_step_and_runs_nothing() {
             .iter()
             .any(|kind| kind.starts_with("tool.") || kind == "turn.end"),
         "{types:?}"
+    );
+}
+
+/// A model that never finishes its step (a reply whose gate never opens): the step's time
+/// bound stops it, and the turn ends with the sentence saying so, nothing of the step run.
+#[tokio::test]
+async fn a_step_past_its_time_bound_ends_the_turn_with_a_sentence() {
+    let never = std::sync::Arc::new(tokio::sync::Semaphore::new(0));
+    let model = model(vec![Reply::text("It is forty-two.").gated(&never)]);
+    let config = AgentConfig::default().with_step_time_max(std::time::Duration::from_secs(1));
+    let h = Harness::build(model, config);
+    let result = h.run("What is the answer?").await;
+
+    let sentence = imurun_agent::STEP_TIME_SENTENCE.replace("{seconds}", "1");
+    assert_eq!(result.status, TurnStatus::Stopped);
+    assert_eq!(result.answer, sentence);
+    assert_eq!(h.lookup.runs(), 0);
+    assert_eq!(h.events.streamed(), sentence);
+    assert_eq!(
+        h.events.merged_types(),
+        ["token", "step:answer", "turn.end"]
+    );
+}
+
+/// An answer cut off by the step's token bound ends with a note saying so.
+#[tokio::test]
+async fn an_answer_cut_at_the_token_bound_says_so() {
+    let h = Harness::build(
+        model(vec![Reply::text(
+            "One two three four five six seven eight nine ten eleven twelve.",
+        )]),
+        AgentConfig::default().with_step_tokens_max(Some(4)),
+    );
+    let result = h.run("Count for me.").await;
+    let note = imurun_agent::STEP_TOKENS_NOTE.replace("{tokens}", "4");
+    assert_eq!(result.status, TurnStatus::Done);
+    assert!(
+        result.answer.ends_with(&format!("\n\n{note}")),
+        "{}",
+        result.answer
+    );
+    assert!(h.events.streamed().ends_with(&note));
+}
+
+/// Each call of a step is shown with what became of it, once the step's calls ended, and
+/// `turn.end` counts them apart: a call that ran, a repeat served from the cache, and a call
+/// whose arguments do not fit its tool (refused, never run).
+#[tokio::test]
+async fn a_step_shows_what_became_of_each_call_and_the_end_counts_them() {
+    let h = Harness::new(vec![
+        Reply::text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"k\"}}\n```"),
+        Reply::text(
+            "```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"k\"}}\n```\n\
+             ```tool\n{\"name\": \"lookup\", \"args\": {\"key\": {\"deep\": [1, 2]}}}\n```",
+        ),
+        Reply::text("It is 42."),
+    ]);
+    let result = h.run("What is the answer?").await;
+    assert_eq!(result.status, TurnStatus::Done);
+    assert_eq!(h.lookup.runs(), 1);
+    let events = h.events.all();
+    let steps: Vec<&str> = events
+        .iter()
+        .filter_map(|event| match event {
+            imurun_core::Event::Step { text, .. } => Some(text.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(steps[0], "Using `lookup` {\"key\": \"k\"}");
+    assert!(
+        steps[1]
+            .starts_with("Served from the cache: `lookup` {\"key\": \"k\"}\n\nNot run: `lookup`"),
+        "{}",
+        steps[1]
+    );
+    assert!(!steps[1].contains("Using"), "{}", steps[1]);
+    let Some(imurun_core::Event::TurnEnd {
+        tool_calls,
+        calls_ran,
+        calls_cached,
+        calls_refused,
+        ..
+    }) = events.last()
+    else {
+        panic!("the turn ends with turn.end: {events:?}");
+    };
+    assert_eq!(
+        (*tool_calls, *calls_ran, *calls_cached, *calls_refused),
+        (3, 1, 1, 1)
     );
 }

@@ -175,11 +175,13 @@ async fn an_answer_without_the_results_facts_is_retried_with_the_result_quoted()
     assert_eq!(
         s.events.merged_types(),
         [
-            "step:tool",
             "tool.call",
             "tool.result",
+            "step:tool",
+            "answer.checking",
             "step:correction",
             "answer.grounding",
+            "answer.checking",
             "token",
             "step:answer",
             "turn.end"
@@ -346,6 +348,8 @@ async fn the_assistant_answers_a_greeting_as_itself() {
     assert!(s.groundings().is_empty());
 }
 
+/// The pre-fetch's lookup answers the whole prompt: a first answer that does not hold it is
+/// made from the result at once, with no second generation.
 #[tokio::test]
 async fn the_prefetchs_lookup_is_what_a_first_answer_must_hold() {
     let s = Setup::with_config(
@@ -356,8 +360,14 @@ async fn the_prefetchs_lookup_is_what_a_first_answer_must_hold() {
         AgentConfig::default(),
     );
     let result = s.run("What time is it now?").await;
-    assert_eq!(result.answer, "It is 13:09 on Tuesday, 1 December 2026.");
-    assert_eq!(s.groundings().len(), 1);
+    assert_eq!(
+        result.answer,
+        "It is 13:09 on Tuesday, 1 December 2026 (Europe/Oslo)."
+    );
+    let groundings = s.groundings();
+    assert_eq!(groundings.len(), 1);
+    assert_eq!(groundings[0].0, GroundingAction::Fallback);
+    assert_eq!(result.steps, 1);
 }
 
 #[tokio::test]

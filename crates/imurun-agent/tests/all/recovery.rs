@@ -208,13 +208,16 @@ async fn identical_calls_in_a_turn_are_served_from_the_cache() {
     assert_eq!(
         h.events.merged_types(),
         [
-            "step:tool",
             "tool.call",
             "tool.result",
             "step:tool",
+            "answer.checking",
             "step:tool",
+            "answer.checking",
             "tool.call",
             "tool.result",
+            "step:tool",
+            "answer.checking",
             "token",
             "step:answer",
             "turn.end"
@@ -240,9 +243,9 @@ async fn a_failed_tool_result_says_not_to_guess_once() {
         "the cached failure is not suffixed twice"
     );
     let wire = h.events.wire();
-    assert_eq!(wire[2]["type"], "tool.result");
-    assert_eq!(wire[2]["ok"], false);
-    assert_eq!(wire[2]["text"], "FAILED: no network");
+    assert_eq!(wire[1]["type"], "tool.result");
+    assert_eq!(wire[1]["ok"], false);
+    assert_eq!(wire[1]["text"], "FAILED: no network");
 }
 
 #[tokio::test]
@@ -270,7 +273,7 @@ async fn a_model_failure_ends_the_turn_with_an_error() {
     assert_eq!(result.status, TurnStatus::Error);
     assert_eq!(result.error, Some(imurun_agent::AgentError::Model(failure)));
     assert!(result.transcript.is_empty());
-    assert_eq!(h.events.merged_types(), ["turn.end"]);
+    assert_eq!(h.events.merged_types(), ["answer.checking", "turn.end"]);
 }
 
 /// A prefilling model, a config with this prefill policy, and the prompt's run with a tool

@@ -74,22 +74,36 @@ async fn a_tool_using_turn_streams_its_events_and_keeps_prompt_and_answer() {
         event_types(&seen),
         [
             "turn.start",
-            "step",
             "tool.call",
             "tool.result",
+            "step",
+            "answer.checking",
             "step",
             "turn.end"
         ]
     );
     assert_eq!(seen[0]["turn_id"], turn_id.as_str());
     assert_eq!(seen[0]["prompt"], "What do my notes say?");
-    assert_eq!(seen[1]["kind"], "tool");
-    assert_eq!(seen[1]["turn_id"], turn_id.as_str());
-    assert_eq!(seen[2]["name"], "file_read");
-    assert_eq!(seen[3]["ok"], true);
-    assert_eq!(seen[4]["kind"], "answer");
-    assert_eq!(seen[5]["status"], "done");
-    assert_eq!(seen[5]["turn_id"], turn_id.as_str());
+    assert_eq!(seen[1]["name"], "file_read");
+    assert_eq!(seen[2]["ok"], true);
+    assert_eq!(seen[3]["kind"], "tool");
+    assert_eq!(seen[3]["turn_id"], turn_id.as_str());
+    assert_eq!(
+        seen[3]["text"],
+        "Using `file_read` {\"path\": \"notes.txt\"}"
+    );
+    assert_eq!(seen[4]["tools"], json!(["file_read"]));
+    assert_eq!(seen[5]["kind"], "answer");
+    assert_eq!(seen[6]["status"], "done");
+    assert_eq!(seen[6]["turn_id"], turn_id.as_str());
+    assert_eq!(
+        (
+            &seen[6]["calls_ran"],
+            &seen[6]["calls_cached"],
+            &seen[6]["calls_refused"]
+        ),
+        (&json!(1), &json!(0), &json!(0))
+    );
 
     let view = server.finished_turn(&session, &turn_id).await;
     assert_eq!(view["status"], "done");
@@ -155,10 +169,17 @@ async fn an_approval_answered_over_http_lets_the_turn_go_on_and_can_be_remembere
     let rest = events_until(&mut events, "turn.end").await;
     assert_eq!(
         event_types(&rest),
-        ["tool.approved", "tool.result", "step", "turn.end"]
+        [
+            "tool.approved",
+            "tool.result",
+            "step",
+            "answer.checking",
+            "step",
+            "turn.end"
+        ]
     );
     assert_eq!(rest[1]["ok"], true);
-    assert_eq!(rest[3]["status"], "done");
+    assert_eq!(rest[5]["status"], "done");
     // Answered approvals are gone.
     let (status, _) = server
         .post(

@@ -296,6 +296,11 @@ fn core_samples() -> Vec<Event> {
             tool: Some("get_time".into()),
             reason: "the answer left out the time that get_time returned".into(),
         },
+        Event::Checking {
+            session_id: session_id.clone(),
+            step: 2,
+            tools: vec!["file_read".into()],
+        },
         Event::Step {
             session_id: session_id.clone(),
             step: 2,
@@ -306,6 +311,9 @@ fn core_samples() -> Vec<Event> {
             session_id,
             status: TurnStatus::Done,
             tool_calls: 1,
+            calls_ran: 1,
+            calls_cached: 0,
+            calls_refused: 0,
             skills: Vec::new(),
             steps: 2,
         },
@@ -330,6 +338,7 @@ fn core_samples() -> Vec<Event> {
             | Event::WebSearchDone { .. }
             | Event::ToolsDone { .. }
             | Event::Grounding { .. }
+            | Event::Checking { .. }
             | Event::TurnEnd { .. } => {}
         }
     }

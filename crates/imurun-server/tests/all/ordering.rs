@@ -76,6 +76,9 @@ fn core_events_are_published_with_their_session_id() {
         session_id: Some("s1".into()),
         status: TurnStatus::Done,
         tool_calls: 0,
+        calls_ran: 0,
+        calls_cached: 0,
+        calls_refused: 0,
         skills: Vec::new(),
         steps: 1,
     });

@@ -417,18 +417,32 @@ async fn the_page_works_in_a_real_browser() {
 
 /// A turn that calls `get_time` and answers twice without the time: the loop retries once,
 /// then answers from the tool's result; the page's thinking panel shows both, live and after
-/// a reload.
+/// a reload. The first answer comes slowly: while it is held for checking, the page says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_shows_a_grounded_retry_and_fallback() {
     let dirs = Dirs::new();
+    // The first answer is slow: it starts three seconds after the server says it is held
+    // for checking.
+    let slow = Arc::new(Semaphore::new(0));
     let model = TestModel::new(vec![
         Reply::text(&tool_reply("get_time", json!({}))),
-        Reply::text("It is lunchtime."),
+        Reply::gated("It is lunchtime.", &slow),
         Reply::text("Still lunchtime, I think."),
     ]);
     let server = TestServer::start(&dirs, Some(model)).await;
+    let mut events = server.events(None).await;
+    let opener = tokio::spawn(async move {
+        while let Some(message) = events.next_event().await {
+            if message.data()["type"] == "answer.checking" {
+                tokio::time::sleep(std::time::Duration::from_secs(3)).await;
+                slow.add_permits(1);
+                return;
+            }
+        }
+    });
     let output = run_e2e(&server, &["grounding"], None).await;
     println!("{output}");
+    opener.abort();
     server.stop().await;
 }
 

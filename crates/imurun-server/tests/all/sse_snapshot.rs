@@ -26,7 +26,8 @@ use crate::support::SseClient;
 /// timings and the clock's text differ from run to run) are checked in imurun-agent's
 /// `prefetch` tests and against their schemas in `openapi`; `agent.*` needs the binary's
 /// `run_agent` and is checked over SSE by imurun's `serve_cli` end-to-end turn.
-const EXPECTED_EVENT_TYPES: [&str; 19] = [
+const EXPECTED_EVENT_TYPES: [&str; 20] = [
+    "answer.checking",
     "compaction.done",
     "compaction.start",
     "grants.revoked",

@@ -128,12 +128,48 @@ pub(crate) fn render(event: &Value, view: &mut TurnView) -> Option<Shown> {
         "stream.gap" | "stream.reset" | "stream.lagged" => Some(Shown::Progress(
             "· some events were missed while the stream was behind".to_owned(),
         )),
+        "answer.checking" => {
+            let tools: Vec<String> = event
+                .get("tools")
+                .and_then(Value::as_array)
+                .map(|tools| {
+                    tools
+                        .iter()
+                        .filter_map(Value::as_str)
+                        .map(|tool| format!("`{tool}`"))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(Shown::Progress(if tools.is_empty() {
+                "· checking the answer against who the assistant is…".to_owned()
+            } else {
+                format!(
+                    "· checking the answer against what {} returned…",
+                    tools.join(" and ")
+                )
+            }))
+        }
         "turn.end" => {
             let status = text("status").to_owned();
-            let line = match status.as_str() {
+            let ended = match status.as_str() {
                 "done" => None,
                 "max-steps" => Some("turn ended: max-steps (the step limit was reached)".into()),
                 other => Some(format!("turn ended: {other}")),
+            };
+            // Said when some call did not run: a repeat, or a refusal.
+            let (cached, refused) = (
+                number(event, "calls_cached"),
+                number(event, "calls_refused"),
+            );
+            let calls = (cached + refused > 0).then(|| {
+                format!(
+                    "· calls: {} ran, {cached} served from the cache, {refused} not run",
+                    number(event, "calls_ran")
+                )
+            });
+            let line = match (ended, calls) {
+                (Some(ended), Some(calls)) => Some(format!("{calls}\n{ended}")),
+                (ended, calls) => ended.or(calls),
             };
             Some(Shown::TurnEnd { status, line })
         }
@@ -161,6 +197,9 @@ pub(crate) fn settled_approval(event: &Value) -> Option<&str> {
     }
 }
 
+/// How a tool step's line for one call starts: it ran, it was a repeat, it never ran.
+const CALL_LINE_STARTS: [&str; 3] = ["Using `", "Served from the cache: `", "Not run: `"];
+
 fn render_step(event: &Value, view: &mut TurnView) -> Shown {
     let step = number(event, "step");
     let kind = event.get("kind").and_then(Value::as_str).unwrap_or("step");
@@ -171,12 +210,22 @@ fn render_step(event: &Value, view: &mut TurnView) -> Shown {
     if kind == "answer" && !streamed && !text.trim().is_empty() {
         return Shown::Answer(text.to_owned());
     }
-    let summary = text
+    // A tool step shows what became of each of its calls; another step its first line.
+    let calls: Vec<String> = text
         .lines()
         .map(str::trim)
-        .find(|line| !line.is_empty() && !line.starts_with("<think>"))
+        .filter(|line| CALL_LINE_STARTS.iter().any(|start| line.starts_with(start)))
         .map(|line| cut(line, SHOWN_CHARS_MAX))
-        .unwrap_or_default();
+        .collect();
+    let summary = if kind == "tool" && !calls.is_empty() {
+        calls.join("; ")
+    } else {
+        text.lines()
+            .map(str::trim)
+            .find(|line| !line.is_empty() && !line.starts_with("<think>"))
+            .map(|line| cut(line, SHOWN_CHARS_MAX))
+            .unwrap_or_default()
+    };
     if kind == "answer" || summary.is_empty() {
         Shown::Progress(format!("· step {step}: {kind}"))
     } else {
@@ -342,6 +391,39 @@ mod tests {
         assert_eq!(
             settled_approval(&json!({"type": "tool.call", "approval_id": "a1"})),
             None
+        );
+    }
+
+    #[test]
+    fn a_step_shows_which_calls_never_ran_and_the_end_counts_them() {
+        check(
+            &[
+                json!({"type": "answer.checking", "step": 2, "tools": ["file_read"]}),
+                json!({"type": "answer.checking", "step": 1, "tools": []}),
+                json!({"type": "step", "step": 1, "kind": "tool", "text": "Let me see.\n\nUsing `file_read` {\"path\": \"a.txt\"}\n\nNot run: `get_weather` {\"location\": \"Lima\"} — its value comes from the worked example, not from you\n\nServed from the cache: `get_time` {}"}),
+                json!({"type": "turn.end", "status": "done", "tool_calls": 3, "calls_ran": 1, "calls_cached": 1, "calls_refused": 1}),
+                json!({"type": "turn.end", "status": "stopped", "tool_calls": 1, "calls_ran": 0, "calls_cached": 0, "calls_refused": 1}),
+            ],
+            &[
+                progress("· checking the answer against what `file_read` returned…"),
+                progress("· checking the answer against who the assistant is…"),
+                progress(
+                    "· step 1: tool — Using `file_read` {\"path\": \"a.txt\"}; Not run: `get_weather` \
+                     {\"location\": \"Lima\"} — its value comes from the worked example, not from you; \
+                     Served from the cache: `get_time` {}",
+                ),
+                Some(Shown::TurnEnd {
+                    status: "done".into(),
+                    line: Some("· calls: 1 ran, 1 served from the cache, 1 not run".into()),
+                }),
+                Some(Shown::TurnEnd {
+                    status: "stopped".into(),
+                    line: Some(
+                        "· calls: 0 ran, 0 served from the cache, 1 not run\nturn ended: stopped"
+                            .into(),
+                    ),
+                }),
+            ],
         );
     }
 
