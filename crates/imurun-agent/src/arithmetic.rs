@@ -129,8 +129,71 @@ fn verbal(lower: &str) -> Option<String> {
     let groups = ["each", "per", "every"]
         .iter()
         .any(|word| words.iter().any(|w| w == word));
-    (lower.contains("how many") && groups && numbers.len() == 2)
-        .then(|| format!("{} * {}", numbers[0], numbers[1]))
+    if lower.contains("how many") && groups && numbers.len() == 2 {
+        return Some(format!("{} * {}", numbers[0], numbers[1]));
+    }
+    changes(&words, &number)
+}
+
+/// Verbs before a number that take that many away from what there was.
+const LOSSES: &[&str] = &[
+    "give", "gave", "gives", "giving", "eat", "ate", "eats", "lose", "lost", "loses", "sell",
+    "sold", "sells", "spend", "spent", "use", "used", "uses", "break", "broke", "drop", "dropped",
+    "remove", "removed", "throw", "threw", "donate", "donated", "lend", "lent", "pay", "paid",
+    "away", "minus", "less",
+];
+
+/// Verbs before a number that add that many to what there was.
+const GAINS: &[&str] = &[
+    "buy", "bought", "buys", "get", "got", "gets", "find", "found", "finds", "receive", "received",
+    "add", "added", "earn", "earned", "pick", "picked", "win", "won", "more", "another", "plus",
+    "gain", "gained",
+];
+
+/// A count that changes ("I have 12 apples and give away 5; how many are left?", "she had
+/// 30 euros, spent 12 and then earned 7 — how much does she have now?"): asked with "how
+/// many" or "how much" and a word for what is left or held now, the first number what there
+/// was, each later one taken away or added by the nearest change verb up to three words
+/// before it ("gave me" adds: it was given to the person). `None` unless every later number
+/// has such a verb.
+fn changes(words: &[String], number: &dyn Fn(&str) -> Option<String>) -> Option<String> {
+    let text = words.join(" ");
+    let asks = (text.contains("how many") || text.contains("how much"))
+        && [
+            "left",
+            "remain",
+            "remaining",
+            "now",
+            "have",
+            "has",
+            "total",
+            "altogether",
+        ]
+        .iter()
+        .any(|word| words.iter().any(|w| w == word));
+    if !asks {
+        return None;
+    }
+    let mut expression = String::new();
+    for (at, word) in words.iter().enumerate() {
+        let Some(value) = number(word) else { continue };
+        if expression.is_empty() {
+            expression = value;
+            continue;
+        }
+        let before = &words[at.saturating_sub(3)..at];
+        let verb = before
+            .iter()
+            .rposition(|word| LOSSES.contains(&word.as_str()) || GAINS.contains(&word.as_str()))?;
+        let given_to_me = before.get(verb + 1).is_some_and(|next| next == "me");
+        let sign = if LOSSES.contains(&before[verb].as_str()) && !given_to_me {
+            '-'
+        } else {
+            '+'
+        };
+        expression = format!("{expression} {sign} {value}");
+    }
+    expression.contains(' ').then_some(expression)
 }
 
 /// Number words and their values: "seventeen times twelve" is 17 * 12.
@@ -426,6 +489,18 @@ mod tests {
                 "I bought 3 bags with 5 apples in each. How many apples?",
                 "3 * 5",
             ),
+            (
+                "I have twelve apples and give away five. How many are left?",
+                "12 - 5",
+            ),
+            (
+                "She had 30 euros, spent 12, then earned 7. How much does she have now?",
+                "30 - 12 + 7",
+            ),
+            (
+                "Tom has 4 marbles and his friend gave me 3 more... how many do we have in total?",
+                "4 + 3",
+            ),
         ] {
             assert_eq!(expression(prompt).as_deref(), Some(expected), "{prompt}");
         }
@@ -472,6 +547,7 @@ mod tests {
             "What is 5?",
             "Tell me about the 2 + 2 = 5 novel",
             "Write 3 haiku",
+            "I have 2 kids aged 5 and 7. How many hours of screen time should they have?",
         ] {
             assert_eq!(expression(prompt), None, "{prompt}");
         }

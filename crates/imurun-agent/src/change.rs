@@ -46,6 +46,11 @@ const FILE_OPENINGS: &[&str] = &[
 ];
 /// Words between a new file's name and its text.
 const TEXT_JOINS: &[&str] = &[
+    " that says: ",
+    " saying: ",
+    " with the text: ",
+    " containing: ",
+    " with: ",
     " with the text ",
     " with the content ",
     " with the words ",
@@ -307,23 +312,55 @@ fn folder(rest: &str, lower: &str) -> Option<ToolCall> {
     Some(call("make_dir", &[("path", path)]))
 }
 
-/// "create a file called todo.txt with the text buy milk".
+/// "create a file called todo.txt with the text buy milk", "save a todo.txt that says: buy
+/// chicken wire", "make notes.md with just the word passport in it": an opening (or a verb
+/// that makes, and what it makes: "save a todo.txt"), the file's name, a join, the text.
 fn new_file(rest: &str, lower: &str) -> Option<ToolCall> {
-    let opening = FILE_OPENINGS
+    let named = match FILE_OPENINGS
         .iter()
-        .find(|opening| lower.starts_with(*opening))?;
-    let named = strip_any(&rest[opening.len()..], NAMINGS);
+        .find(|opening| lower.starts_with(*opening))
+    {
+        Some(opening) => &rest[opening.len()..],
+        None => {
+            let verb = MAKING_VERBS.iter().find(|verb| lower.starts_with(*verb))?;
+            let made = strip_any(
+                &rest[verb.len()..],
+                &["a new ", "a ", "an ", "the ", "new "],
+            );
+            strip_any(made, &["text file ", "file ", "note ", "document "])
+        }
+    };
+    let named = strip_any(named, NAMINGS);
     let named_lower = named.to_ascii_lowercase();
     let (at, join) = TEXT_JOINS
         .iter()
         .filter_map(|join| named_lower.find(join).map(|at| (at, *join)))
         .min_by_key(|(at, _)| *at)?;
     let path = one_name(&named[..at])?;
-    let text = unquoted(after_described_text(strip_any(
-        &named[at + join.len()..],
-        TEXT_NAMINGS,
-    )))?;
+    let text = unquoted(given_text(after_described_text(&named[at + join.len()..])))?;
     looks_like_a_file(&path).then(|| call("file_write", &[("path", path), ("content", text)]))
+}
+
+/// Verbs that make a file when a file's name follows ("save a todo.txt that says ...").
+const MAKING_VERBS: &[&str] = &["create ", "make ", "save ", "write ", "start ", "add "];
+
+/// The text itself from the words that give it: "just the word passport in it" is
+/// `passport`, "only the line buy milk" is `buy milk`.
+fn given_text(text: &str) -> &str {
+    let text = strip_any(text.trim(), &["just ", "only ", "simply ", "exactly "]);
+    let text = strip_any(text, TEXT_NAMINGS).trim();
+    let lower = text.to_ascii_lowercase();
+    [
+        " in it",
+        " inside it",
+        " inside",
+        " in there",
+        " and nothing else",
+        " and nothing more",
+    ]
+    .iter()
+    .find(|end| lower.ends_with(*end))
+    .map_or(text, |end| text[..text.len() - end.len()].trim_end())
 }
 
 /// "write hello to hello.txt", "put 'buy bread' into todo.txt", "save the word banana to
@@ -454,6 +491,16 @@ mod tests {
                 "Create a file called todo.txt with the text buy milk",
                 "file_write",
                 json!({"path": "todo.txt", "content": "buy milk"}),
+            ),
+            (
+                "save a todo.txt that says: buy chicken wire",
+                "file_write",
+                json!({"path": "todo.txt", "content": "buy chicken wire"}),
+            ),
+            (
+                "Make packing.md with just the word passport in it",
+                "file_write",
+                json!({"path": "packing.md", "content": "passport"}),
             ),
             (
                 "Make a folder called İzmir",

@@ -401,8 +401,10 @@ fn count(name: &str, text: &str, noun: &str) -> String {
             })
         })
         .unwrap_or_else(|| {
+            let titled = usize::from(has_title_line(&non_empty));
             non_empty
                 .iter()
+                .skip(titled)
                 .filter(|line| !is_heading(line))
                 .map(|line| line.trim().to_owned())
                 .collect()
@@ -422,6 +424,20 @@ fn count(name: &str, text: &str, noun: &str) -> String {
         items.len(),
         shown.join("; ")
     )
+}
+
+/// Whether the first of a file's non-empty lines titles the rest rather than being one of
+/// them: it ends with a colon, or it holds a separator (a dash between words, a colon, a
+/// comma, a bar) that none of at least three lines after it holds ("The Paper Lanterns -
+/// setlist, Brackwater Arms" above one song a line).
+fn has_title_line(non_empty: &[&str]) -> bool {
+    const SEPARATORS: [&str; 6] = [" - ", " – ", " — ", ":", ",", "|"];
+    let Some((first, rest)) = non_empty.split_first() else {
+        return false;
+    };
+    let separated = |line: &str| SEPARATORS.iter().any(|separator| line.contains(separator));
+    first.trim_end().ends_with(':')
+        || (rest.len() >= 3 && separated(first) && !rest.iter().any(|line| separated(line)))
 }
 
 /// A list item's text (`- milk`, `* milk`, `1. milk`, `2) milk`), or `None`.
@@ -647,6 +663,13 @@ mod tests {
             "2",
         );
         assert!(groceries.unwrap().text.contains("lists 3 items"));
+        let setlist = from_file(
+            "how many songs are on setlist.txt?",
+            "setlist.txt",
+            "The Lamps - setlist, The Anchor, Friday\nSalt Road\nNeon Heron\nTin Crown\n",
+            "4",
+        );
+        assert!(setlist.unwrap().text.contains("lists 3 songs: Salt Road"));
         let lines = from_file("Count the lines of soup.txt", "soup.txt", RECIPE, "");
         assert!(
             lines

@@ -331,20 +331,13 @@ const GREETINGS: &[&str] = &[
     "yo",
 ];
 
-/// Questions about who the assistant is.
+/// Questions about who the assistant is, beside the two grammars `asks_who` reads ("who"
+/// asking after the other side, "are you" asking what kind of thing it is).
 const IDENTITY_QUESTIONS: &[&str] = &[
     "who are you",
     "what are you",
     "your name",
     "introduce yourself",
-    "who am i talking to",
-    "who am i speaking",
-    "are you a human",
-    "are you human",
-    "are you a person",
-    "are you a bot",
-    "are you an ai",
-    "are you real",
     "who made you",
     "who built you",
     "who created you",
@@ -357,12 +350,87 @@ const IDENTITY_QUESTIONS: &[&str] = &[
     "describe yourself",
 ];
 
-/// Whether a prompt greets the assistant or asks who it is: its answer must name it.
+/// What "are you (a|an) ..." asks the assistant to be when it asks what kind of thing it is.
+const KINDS_OF_THING: &[&str] = &[
+    "human",
+    "person",
+    "people",
+    "bot",
+    "robot",
+    "ai",
+    "chatbot",
+    "machine",
+    "computer",
+    "program",
+    "real",
+    "alive",
+    "model",
+    "assistant",
+    "llm",
+    "man",
+    "woman",
+];
+
+/// Whether a prompt greets the assistant or asks who it is: its answer must name it. Besides
+/// the greetings and `IDENTITY_QUESTIONS`, two grammars: "who" asking after the other side of
+/// the conversation ("who am I chatting with", "who is this", "who's there", "who r u"), and
+/// "are you" asking what kind of thing it is ("are you a real person?", "r u a bot").
 pub(crate) fn asks_who(prompt: &str) -> bool {
     let text = normalise(prompt);
-    IDENTITY_QUESTIONS
-        .iter()
-        .any(|question| has_form(&text, question))
+    let sentence_words = |sentence: &str| -> Vec<String> {
+        sentence
+            .split(|c: char| !(c.is_alphanumeric() || c == '\''))
+            .filter(|word| !word.is_empty())
+            .map(str::to_owned)
+            .collect()
+    };
+    let words = sentence_words(&text);
+    let words: Vec<&str> = words.iter().map(String::as_str).collect();
+    // Within a sentence: "who is this" ends its sentence ("who is this person?" is not it).
+    let asks_after_the_other_side = text.split(['.', '?', '!', ';']).any(|sentence| {
+        let owned = sentence_words(sentence);
+        let words: Vec<&str> = owned.iter().map(String::as_str).collect();
+        words.iter().enumerate().any(|(at, word)| {
+            let rest = &words[at + 1..];
+            match *word {
+                "who" | "whom" => matches!(
+                    rest,
+                    ["am" | "m", "i"]
+                        | [
+                            "am" | "m",
+                            "i",
+                            "talking"
+                                | "speaking"
+                                | "chatting"
+                                | "texting"
+                                | "writing"
+                                | "messaging"
+                                | "conversing"
+                                | "typing",
+                            ..
+                        ]
+                        | ["is" | "s", "this" | "that" | "there" | "speaking" | "here"]
+                        | ["are" | "r" | "re", "you" | "u" | "ya" | "yall", ..]
+                ),
+                "who's" | "whos" => {
+                    matches!(rest, ["this" | "that" | "there" | "speaking" | "here"])
+                }
+                _ => false,
+            }
+        })
+    });
+    let asks_what_kind = words.windows(2).enumerate().any(|(at, pair)| {
+        matches!(pair, ["are" | "r", "you" | "u"])
+            && words[at + 2..]
+                .iter()
+                .take(4)
+                .any(|word| KINDS_OF_THING.contains(word))
+    });
+    asks_after_the_other_side
+        || asks_what_kind
+        || IDENTITY_QUESTIONS
+            .iter()
+            .any(|question| has_form(&text, question))
         || GREETINGS.iter().any(|greeting| {
             text.starts_with(greeting)
                 && !text[greeting.len()..]

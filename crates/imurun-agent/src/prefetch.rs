@@ -190,7 +190,7 @@ pub fn intents(prompt: &str) -> Intents {
     let text = normalise(prompt);
     let mut found = Intents::default();
     if crate::realtime::asks_the_time(prompt) {
-        match named_place(prompt) {
+        match named_place(prompt).or_else(|| place_referred_to(prompt)) {
             Some(place) => {
                 // The time somewhere the zone database cannot place is left to the model.
                 found.timezone = zone_for(&place);
@@ -338,12 +338,16 @@ pub(crate) fn asks_for_the_listing(prompt: &str) -> bool {
     {
         return false;
     }
-    let asking = text.ends_with('?')
-        || [
-            "what", "what's", "whats", "which", "is", "are", "do", "does", "have", "any",
-            "anything", "show", "list", "tell", "give", "display",
-        ]
-        .contains(&words[0])
+    // A question anywhere ("I lost track. What's in my folder? Thanks."), a sentence that
+    // opens as a question or a request (misspelt question words too), or a few words.
+    let opens_asking = |sentence: &str| {
+        sentence
+            .split(|c: char| !c.is_alphanumeric() && c != '\'')
+            .find(|word| !word.is_empty())
+            .is_some_and(|first| ASKING_OPENINGS.contains(&first))
+    };
+    let asking = text.contains('?')
+        || text.split(['.', '!', ';', '\n']).any(opens_asking)
         || (words.len() <= 3 && !text.ends_with('.'));
     if !asking {
         return false;
@@ -356,6 +360,14 @@ pub(crate) fn asks_for_the_listing(prompt: &str) -> bool {
             .any(|word| ["weather", "time", "news", "rain", "raining"].contains(word));
     container || here
 }
+
+/// First words of a sentence that asks or requests: question words (as typed in a hurry
+/// too), auxiliaries, and requests to show, list or tell.
+const ASKING_OPENINGS: &[&str] = &[
+    "what", "what's", "whats", "wat", "wats", "wot", "wht", "which", "is", "are", "do", "does",
+    "did", "have", "has", "any", "anything", "show", "list", "tell", "give", "display", "can",
+    "could", "would", "will", "please", "pls", "plz", "got", "lemme", "let",
+];
 
 /// Openings of how-to questions: about doing something, not about the workspace's contents.
 const HOW_TO: &[&str] = &[
@@ -541,6 +553,36 @@ fn named_place(prompt: &str) -> Option<String> {
                 .last()
         })
         .last()
+}
+
+/// The place "there" refers to in a time question ("My sister moved to Tokyo. What time is
+/// it over there?"): the last capitalised place of one to three words the zone database (or
+/// `ZONE_PLACES`) knows, anywhere in the prompt, when the prompt says "there" and not as in
+/// "is there" or "are there".
+fn place_referred_to(prompt: &str) -> Option<String> {
+    let words: Vec<&str> = prompt
+        .split_whitespace()
+        .map(|word| word.trim_matches(|c: char| !c.is_alphanumeric()))
+        .filter(|word| !word.is_empty())
+        .collect();
+    let lower: Vec<String> = words.iter().map(|word| word.to_lowercase()).collect();
+    let refers = lower.iter().enumerate().any(|(at, word)| {
+        word == "there"
+            && !(at > 0 && ["is", "are", "was", "were"].contains(&lower[at - 1].as_str()))
+    });
+    if !refers {
+        return None;
+    }
+    (0..words.len())
+        .rev()
+        .filter(|&at| words[at].chars().next().is_some_and(char::is_uppercase))
+        .find_map(|at| {
+            (1..=3)
+                .rev()
+                .filter(|count| at + count <= words.len())
+                .map(|count| words[at..at + count].join(" "))
+                .find(|place| zone_for(place).is_some())
+        })
 }
 
 /// The capitalised words right before `keyword` ("Paris weather?" → "Paris").
@@ -963,4 +1005,45 @@ fn search_query_of(call: &ToolCall) -> Option<String> {
             .take(EVENT_STRING_CHARS_MAX)
             .collect()
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn there_in_a_time_question_is_the_place_named_before() {
+        let tokyo = intents("My sister just moved to Tokyo. What time is it over there?");
+        assert!(tokyo.time);
+        assert_eq!(tokyo.timezone.as_deref(), Some("Asia/Tokyo"));
+        let here = intents("Is there any coffee left, Tokyo Joe? What time is it?");
+        assert!(here.time);
+        assert_eq!(here.timezone, None);
+    }
+
+    #[test]
+    fn the_listing_is_asked_in_any_wording_and_nothing_else_is() {
+        for asks in [
+            "What's in this folder?",
+            "Do I have any files?",
+            "wat files have i got in here",
+            "I lost track of things. What is in my workspace? Thanks.",
+            "could you list my documents",
+            "Anything here?",
+        ] {
+            assert!(asks_for_the_listing(asks), "{asks:?} asks for the listing");
+        }
+        for other in [
+            "Delete the files in my folder.",
+            "How do I list files in Linux?",
+            "What does notes.txt say?",
+            "I keep my files tidy.",
+            "What's the weather here?",
+        ] {
+            assert!(
+                !asks_for_the_listing(other),
+                "{other:?} does not ask for it"
+            );
+        }
+    }
 }

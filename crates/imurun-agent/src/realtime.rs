@@ -208,8 +208,27 @@ const TIME_NOUNS: &[&str] = &[
     "time", "clock", "hour", "hours", "date", "day", "weekday", "month", "year", "today",
 ];
 
-/// Parts of the day, and the week's end: "is it morning yet?", "is it the weekend?".
+/// Parts of the day, the week's end, and the days and months by name: "is it morning yet?",
+/// "is it the weekend?", "is it friday yet?", "is it march already?".
 const DAY_PARTS: &[&str] = &[
+    "monday",
+    "tuesday",
+    "wednesday",
+    "thursday",
+    "friday",
+    "saturday",
+    "sunday",
+    "january",
+    "february",
+    "march",
+    "april",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
     "morning",
     "afternoon",
     "evening",
@@ -442,6 +461,8 @@ mod tests {
             "What hour is it right now?",
             "What date is it right now?",
             "time in New York?",
+            "is it friday yet",
+            "Is it December already?",
         ];
         let wrong: Vec<&&str> = asks.iter().filter(|text| !asks_the_time(text)).collect();
         assert!(wrong.is_empty(), "not seen as asking the time: {wrong:#?}");
@@ -455,6 +476,7 @@ mod tests {
             "How many hours are in a week?",
             "What date was the Moon landing?",
             "Is it safe to swim at night?",
+            "What did we plan for Friday?",
         ];
         let wrong: Vec<&&str> = not.iter().filter(|text| asks_the_time(text)).collect();
         assert!(wrong.is_empty(), "seen as asking the time: {wrong:#?}");

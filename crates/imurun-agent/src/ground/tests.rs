@@ -240,6 +240,30 @@ fn who_the_assistant_is_comes_from_its_persona() {
         "Hi, can you list the files in my workspace please?"
     ));
     assert!(!asks_who("history of the hive"));
+    for asks in [
+        "who am I chatting with?",
+        "Who am i talking to right now",
+        "who is this?",
+        "who's there",
+        "r u a bot",
+        "Are you actually a real person?",
+        "are you some kind of AI model",
+    ] {
+        assert!(asks_who(asks), "{asks:?} asks who the assistant is");
+    }
+    for other in [
+        "Who is the author of README.md?",
+        "who wrote this file",
+        "Who am I meeting on Friday? Check notes.txt",
+        "Are you able to read my notes?",
+        "Who are the suppliers in suppliers.txt?",
+        "Who is this person in contacts.txt?",
+    ] {
+        assert!(
+            !asks_who(other),
+            "{other:?} does not ask who the assistant is"
+        );
+    }
     assert_eq!(
         reason(verdict(
             "Hello! How can I help you today?",
