@@ -221,6 +221,11 @@ fn fake_server() -> (SocketAddr, Arc<Recorded>) {
 /// Runs `imurun chat ARGS` with `input` on stdin and a clean environment; kills it if it has
 /// not finished within a minute, so that a hang fails the test instead of stalling it.
 pub(crate) fn chat(home: &Path, args: &[&str], input: &str) -> Output {
+    chat_within(home, args, input, Duration::from_secs(60))
+}
+
+/// `chat`, killed if it has not finished within `wait_max`.
+pub(crate) fn chat_within(home: &Path, args: &[&str], input: &str, wait_max: Duration) -> Output {
     let mut child = Command::new(env!("CARGO_BIN_EXE_imurun"))
         .env_clear()
         .env("HOME", home)
@@ -241,11 +246,11 @@ pub(crate) fn chat(home: &Path, args: &[&str], input: &str) -> Output {
     let pid = child.id();
     let (sender, receiver) = std::sync::mpsc::channel();
     std::thread::spawn(move || sender.send(child.wait_with_output().unwrap()));
-    match receiver.recv_timeout(Duration::from_secs(60)) {
+    match receiver.recv_timeout(wait_max) {
         Ok(output) => output,
         Err(_) => {
             let _ = Command::new("kill").arg(pid.to_string()).status();
-            panic!("imurun chat did not finish within a minute");
+            panic!("imurun chat did not finish within {wait_max:?}");
         }
     }
 }

@@ -115,6 +115,8 @@ struct Outcome {
     /// The clock just before the prompt was sent and just after the turn ended.
     before: Option<jiff::Zoned>,
     after: Option<jiff::Zoned>,
+    /// How long the turn took, from the prompt sent to the turn view read.
+    took: Duration,
 }
 
 fn suite() -> Suite {
@@ -190,6 +192,7 @@ impl Served {
         let session = session["id"].as_str().unwrap().to_owned();
         let events = subscribe(&self.server.addr, &session);
         let before = jiff::Zoned::now();
+        let started = Instant::now();
         let (status, accepted) = self.server.post(
             &format!("/api/sessions/{session}/prompts"),
             json!({ "prompt": prompt }),
@@ -217,6 +220,7 @@ impl Served {
             .get(&format!("/api/sessions/{session}/turns/{turn}"));
         outcome.status = view["status"].as_str().unwrap_or_default().to_owned();
         outcome.answer = view["answer"].as_str().unwrap_or_default().to_owned();
+        outcome.took = started.elapsed();
         outcome
     }
 
@@ -608,7 +612,7 @@ const FIRST_PROMPTS: [&str; 4] = [
 
 /// Servers asking the suite's cases at once, each with one llama.cpp thread
 /// (`MODEL_TEST_THREADS`): two use CI's two cores without waiting on each other. Each case is
-/// asked in a session of its own over a workspace of its own files, so which server asks it
+/// asked in a session of its own over its workspace's files alone, so which server asks it
 /// changes nothing of what it is asked.
 const SERVERS: usize = 2;
 
@@ -629,22 +633,20 @@ struct Asked<'a> {
     failed: Vec<String>,
 }
 
-/// Asks `jobs` one after another, each of a workspace on a server of its own over that
-/// workspace's files (the jobs come grouped by workspace).
+/// Asks `jobs` one after another on one server, its workspace put back to each job's files
+/// before the job (a server and its model load once, and its prompt cache stays warm).
 fn ask_in_turn<'a>(jobs: &[Job<'a>]) -> Vec<Asked<'a>> {
     let mut asked = Vec::new();
-    let mut served: Option<(&str, Served)> = None;
+    let Some(first) = jobs.first() else {
+        return asked;
+    };
+    let server = Served::start(first.files);
+    let mut holds = first.workspace;
     for job in jobs {
-        if served
-            .as_ref()
-            .is_none_or(|(name, _)| *name != job.workspace)
-        {
-            if let Some((_, old)) = served.take() {
-                old.server.kill();
-            }
-            served = Some((job.workspace, Served::start(job.files)));
+        if job.workspace != holds {
+            server.reset(job.files);
+            holds = job.workspace;
         }
-        let (_, server) = served.as_ref().expect("started above");
         let offline = job.case.no_live_values;
         if offline {
             server.set_network(false);
@@ -664,9 +666,7 @@ fn ask_in_turn<'a>(jobs: &[Job<'a>]) -> Vec<Asked<'a>> {
             failed,
         });
     }
-    if let Some((_, last)) = served {
-        last.server.kill();
-    }
+    server.server.kill();
     asked
 }
 
@@ -737,8 +737,11 @@ fn the_everyday_suite_scores_at_least_its_floor() {
         let answer: String = outcome.answer.chars().take(100).collect();
         let _ = writeln!(
             report,
-            "{mark}  [{workspace}] {prompt:?} → {answer:?} (called {:?}, asked {:?}, {})",
-            outcome.called, outcome.asked, outcome.status
+            "{mark}  [{workspace}] {prompt:?} → {answer:?} (called {:?}, asked {:?}, {}, {:.1} s)",
+            outcome.called,
+            outcome.asked,
+            outcome.status,
+            outcome.took.as_secs_f64()
         );
         for reason in failed {
             let _ = writeln!(report, "      {reason}");
@@ -759,6 +762,15 @@ fn the_everyday_suite_scores_at_least_its_floor() {
             set_passed as f64 / of_set.len() as f64 * 100.0
         );
     }
+    let mut took: Vec<f64> = rows.iter().map(|row| row.2.took.as_secs_f64()).collect();
+    took.sort_by(f64::total_cmp);
+    let _ = writeln!(
+        report,
+        "everyday turns: {:.0} s in all, median {:.1} s, slowest {:.1} s",
+        took.iter().sum::<f64>(),
+        took.get(took.len() / 2).copied().unwrap_or_default(),
+        took.last().copied().unwrap_or_default()
+    );
     let _ = writeln!(
         report,
         "everyday score: {passed}/{} = {:.1}% (floor {:.1}%)",
@@ -792,4 +804,84 @@ fn the_everyday_suite_scores_at_least_its_floor() {
         score * 100.0,
         suite.floor * 100.0
     );
+}
+
+/// The prompts a new user met first in the page, through `imurun chat` against a served
+/// embedded model: the summary of a known file is made of the file (or an extract of it), the
+/// write holds exactly `hello` and is read back, and no step shows a call as used that did not
+/// run (each ``Using `tool` `` line has that tool's result line).
+#[test]
+fn a_new_users_first_prompts_hold_through_imurun_chat() {
+    // The repository's own suite file: a held-out suite may not have this workspace.
+    let text = include_str!("../../tests/everyday.json");
+    let suite: Suite = serde_json::from_str(text).unwrap();
+    let files = &suite.workspaces["project"];
+    let served = Served::start(files);
+    let home = tempfile::tempdir().unwrap();
+    let url = format!("http://{}", served.server.addr);
+    let prompts = [
+        "Summarise README.md",
+        "Create a file notes.txt with the text hello, then read it back.",
+    ];
+    // The second prompt's write asks; the person says yes.
+    let input = format!("{}\n{}\ny\n", prompts[0], prompts[1]);
+    let output = crate::chat_cli::chat_within(
+        home.path(),
+        &["--url", &url],
+        &input,
+        Duration::from_secs(2 * TURN_WAIT_MAX.as_secs()),
+    );
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
+
+    let (_, sessions) = served.server.get("/api/sessions");
+    let session = sessions["sessions"][0]["id"].as_str().unwrap().to_owned();
+    let (_, turns) = served.server.get(&format!("/api/sessions/{session}/turns"));
+    let answers: Vec<(String, String)> = turns["turns"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|turn| {
+            (
+                turn["prompt"].as_str().unwrap_or_default().to_owned(),
+                turn["answer"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect();
+    let answer = |prompt: &str| {
+        answers
+            .iter()
+            .find(|(asked, _)| asked == prompt)
+            .map(|(_, answer)| answer.clone())
+            .unwrap_or_else(|| panic!("no turn for {prompt:?}: {answers:?}\n{stdout}"))
+    };
+    let summary = answer(prompts[0]);
+    if let Some(reason) = not_made_of(&summary, &files["README.md"]) {
+        panic!("the summary is not made of README.md: {reason}: {summary:?}\n{stdout}");
+    }
+    assert!(
+        stdout.contains(summary.trim()),
+        "{summary:?} not shown in\n{stdout}"
+    );
+    let written = std::fs::read_to_string(served.workspace.path().join("notes.txt")).unwrap();
+    assert_eq!(written.strip_suffix('\n').unwrap_or(&written), "hello");
+    assert!(
+        answer(prompts[1]).to_lowercase().contains("hello"),
+        "{}",
+        answer(prompts[1])
+    );
+    // Every call a step shows as used has its result line: nothing is shown as used that
+    // did not run.
+    for line in stdout.lines().filter(|line| line.contains("Using `")) {
+        for used in line.split("Using `").skip(1) {
+            let tool = used.split('`').next().unwrap_or_default();
+            assert!(
+                stdout.contains(&format!("← {tool} ok"))
+                    || stdout.contains(&format!("← {tool} failed")),
+                "`{tool}` is shown as used, with no result:\n{stdout}"
+            );
+        }
+    }
+    served.server.kill();
 }
