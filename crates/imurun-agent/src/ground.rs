@@ -712,7 +712,8 @@ fn unheld_claim(answer: &str, kind: ClaimKind, allowed: &[String], said: &str) -
     }
 }
 
-const WEEKDAYS: [&str; 7] = [
+/// The days of the week by name, lower case.
+pub(crate) const WEEKDAYS: [&str; 7] = [
     "monday",
     "tuesday",
     "wednesday",

@@ -208,16 +208,9 @@ const TIME_NOUNS: &[&str] = &[
     "time", "clock", "hour", "hours", "date", "day", "weekday", "month", "year", "today",
 ];
 
-/// Parts of the day, the week's end, and the days and months by name: "is it morning yet?",
-/// "is it the weekend?", "is it friday yet?", "is it march already?".
+/// Parts of the day and the week's end, and the months by name (the days by name are
+/// `WEEKDAYS`): "is it morning yet?", "is it the weekend?", "is it march already?".
 const DAY_PARTS: &[&str] = &[
-    "monday",
-    "tuesday",
-    "wednesday",
-    "thursday",
-    "friday",
-    "saturday",
-    "sunday",
     "january",
     "february",
     "march",
@@ -340,8 +333,8 @@ fn time_question(text: &str, words: &[&str]) -> bool {
                 return true;
             }
         }
-        // "is it morning yet?", "is it the weekend?", "how late is it?".
-        if DAY_PARTS.contains(&word) {
+        // "is it morning yet?", "is it the weekend?", "how late is it?", "is it friday yet?".
+        if DAY_PARTS.contains(&word) || crate::ground::WEEKDAYS.contains(&word) {
             let near: Vec<&str> = words[at.saturating_sub(3)..at].to_vec();
             let after: Vec<&str> = words[at + 1..(at + 3).min(words.len())].to_vec();
             let is_it = near
