@@ -14,6 +14,8 @@ import { MarkdownStream, fillMarkdown } from './markdown.js';
  * turn already had, ``Not run: `name` {args} — reason`` for a call that never ran.
  */
 const CALL_LINE = /^(Using|Served from the cache:|Not run:) `([^`]+)`/;
+/** The reason of a `Not run` line for a call the loop refused before any tool saw it. */
+const EXAMPLE_VALUE_REASON = 'its value comes from the worked example, not from you';
 /** The kind of a call line, as its class: `using`, `cached` or `not-run`. */
 const CALL_LINE_CLASS = { 'Using': 'using', 'Served from the cache:': 'cached', 'Not run:': 'not-run' };
 
@@ -170,8 +172,12 @@ const HANDLERS = {
     if (!turn || event.depth > 0) return;
     // A call made without a model step (a pre-fetch) has no thinking step yet.
     const panel = thinking(turn);
-    // A model's call is shown in its step, which comes once the step's calls ended.
-    if (event.source === 'model') panel.stepCalls.add(event.call_id);
+    // A model's call is shown in its step, which comes once the step's calls ended; a step
+    // that calls is not an answer being checked.
+    if (event.source === 'model') {
+      panel.stepCalls.add(event.call_id);
+      endChecking(turn);
+    }
   },
   'tool.result': (event) => {
     const turn = runningTurn();
@@ -425,7 +431,8 @@ function renderTurnView(turnView) {
       // records are matched by name).
       for (const line of step.text.split('\n')) {
         const match = line.match(CALL_LINE);
-        if (!match || match[1] === 'Served from the cache:') continue;
+        // A repeat, and a call the loop refused for a worked example's value, reached no tool.
+        if (!match || match[1] === 'Served from the cache:' || line.endsWith(EXAMPLE_VALUE_REASON)) continue;
         const at = results.findIndex((call) => call.name === match[2]);
         if (at < 0) continue;
         const [call] = results.splice(at, 1);

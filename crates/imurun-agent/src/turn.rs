@@ -1213,6 +1213,9 @@ impl<'a> Turn<'a> {
         self.transcript.push(Message::user(next.clone()));
         self.prompt_index = self.messages.len() - 1;
         self.prompt = PromptState::new(&next);
+        // The pre-fetch looked up what the first prompt asked, not this one.
+        self.prefetch_step = false;
+        self.prefetch_answers = false;
         self.grounds.clear();
         self.ran.clear();
         self.agent.events.publish(Event::PromptDelivered {
