@@ -341,7 +341,7 @@ const SCENARIOS = {
     check(await result.count() === 1, 'the approved tool has no ok result');
   },
 
-  /** A click on Deny: the tool does not run (its result is a failure) and the card says so. */
+  /** A click on Deny: the tool does not run, the card says so, and the turn ends there. */
   async deny(page) {
     await send(page, 'Read my notes, but I will say no');
     const card = await waitForCard(page);
@@ -350,7 +350,7 @@ const SCENARIOS = {
     check(await turnEnded(page) === 'done', 'the denied turn did not end done');
     check(await lastTurn(page).locator('.tool-result.ok').count() === 0, 'a denied tool has an ok result');
     const answer = await lastTurn(page).locator('.msg.answer').textContent();
-    check(answer.includes('will not read'), `the denied turn's answer is ${JSON.stringify(answer)}`);
+    check(answer.includes('file_read was declined'), `the denied turn's answer is ${JSON.stringify(answer)}`);
   },
 
   /** The keyboard alone: the card has the focus, Tab reaches Approve, Enter presses it. */

@@ -275,18 +275,6 @@ pub(crate) fn fallback(problem: &Problem, grounds: &Grounds<'_>) -> String {
         return "I could not find that out: no tool gave me the answer, and I will not guess."
             .to_owned();
     }
-    // Every call was turned down by the person: nothing ran, and that is the answer.
-    if failed
-        .iter()
-        .all(|(_, text)| text.starts_with(PERSON_DENIED))
-    {
-        let mut tools: Vec<String> = failed.iter().map(|(tool, _)| format!("`{tool}`")).collect();
-        tools.dedup();
-        return format!(
-            "Nothing was done: {} was declined, so it did not run.",
-            tools.join(" and ")
-        );
-    }
     let failures: Vec<String> = failed
         .iter()
         .map(|(tool, text)| format!("`{tool}` did not work: {}", cut(text, QUOTE_CHARS_MAX)))
@@ -296,9 +284,6 @@ pub(crate) fn fallback(problem: &Problem, grounds: &Grounds<'_>) -> String {
         failures.join("\n\n")
     )
 }
-
-/// How a call the person turned down reads in its result (the executor's words).
-const PERSON_DENIED: &str = "denied: a person denied it";
 
 /// The assistant's introduction; a greeting is greeted back.
 fn introduction(identity: &Identity, said: &str) -> String {

@@ -41,6 +41,18 @@ pub const STEP_TIME_SENTENCE: &str = "I stopped: the model was still writing aft
      seconds, the most one step may take, so this turn ended there and nothing from that step \
      ran. Ask again, perhaps for something shorter.";
 
+/// The answer when a person declined a call (`{tool}`: its name in backticks) and no call of
+/// the turn had run before it: the turn ends there.
+pub const DECLINED_SENTENCE: &str = "Nothing was done: {tool} was declined, so it did not run.";
+
+/// The answer when a person declined a call after others of the turn ran: the turn ends there,
+/// and what ran before it stands (its steps show it).
+pub const DECLINED_AFTER_WORK_SENTENCE: &str = "I stopped there: {tool} was declined, so it did \
+     not run, and nothing after it was done. What ran before it is in the steps above.";
+
+/// Why the calls after a declined one in the same step did not run, as their step shows it.
+pub const AFTER_DECLINE_REASON: &str = "an earlier call of this step was declined";
+
 /// The note after an answer cut off by the step's token bound (`{tokens}`: the bound).
 pub const STEP_TOKENS_NOTE: &str = "(The answer was cut off at {tokens} tokens, the most one step \
      may write.)";

@@ -27,9 +27,10 @@ use crate::prompt::{SKILLS_MAX, ShownExamples, SystemPrompt, shown_examples, sys
 use crate::realtime::{admits_no_live_data, is_realtime};
 use crate::step::{Bound, Fate, Generation, Reply, generate, step_text};
 use crate::style::{
-    CALL_PREFILL, CALLS_DROPPED_NOTE, FINAL_ANSWER_NUDGE, LAST_STEP_NOTE, NO_ANSWER_SENTENCE,
-    OFFLINE_SENTENCE, REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE, STEP_TIME_SENTENCE,
-    STEP_TOKENS_NOTE, UNRELATED_CALL_NUDGE, with_failed_suffix,
+    AFTER_DECLINE_REASON, CALL_PREFILL, CALLS_DROPPED_NOTE, DECLINED_AFTER_WORK_SENTENCE,
+    DECLINED_SENTENCE, FINAL_ANSWER_NUDGE, LAST_STEP_NOTE, NO_ANSWER_SENTENCE, OFFLINE_SENTENCE,
+    REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE, STEP_TIME_SENTENCE, STEP_TOKENS_NOTE,
+    UNRELATED_CALL_NUDGE, with_failed_suffix,
 };
 use crate::summary::ModelSummariser;
 use crate::unsaid::Said;
@@ -178,6 +179,17 @@ fn not_run_reason(outcome: Outcome, text: &str) -> String {
         Some(line) if line.chars().count() <= NOT_RUN_REASON_CHARS_MAX => line.to_owned(),
         _ => kind.to_owned(),
     }
+}
+
+/// Whether a person turned the call down: a No on the card or the terminal, a card nobody
+/// answered in time, or nobody there to ask. The permissions' own refusals and a stopped
+/// turn are not hers.
+fn declined_by_person(outcome: Outcome) -> bool {
+    use imurun_core::DenyReason;
+    matches!(
+        outcome,
+        Outcome::Denied(DenyReason::User | DenyReason::Timeout | DenyReason::NoClient)
+    )
 }
 
 /// The longest refusal line a step shows as the reason; a longer one is named by its kind.
@@ -778,10 +790,10 @@ impl<'a> Turn<'a> {
             ParseKind::Calls if self.repeat_noted && self.only_repeats(&parsed) => {
                 self.end_repeating(&parsed)
             }
-            ParseKind::Calls => {
-                self.run_calls(&parsed).await;
-                Next::Continue
-            }
+            ParseKind::Calls => match self.run_calls(&parsed).await {
+                Some(declined) => self.end_declined(&declined),
+                None => Next::Continue,
+            },
             ParseKind::Retry => self.retry(raw, &parsed, last),
             ParseKind::Answer => self.answer(&parsed, last),
         }
@@ -879,7 +891,9 @@ impl<'a> Turn<'a> {
     /// Up to `CALLS_PER_STEP_MAX` calls: the assistant's call in canonical form (anything
     /// after it dropped), then one `[tool result: name]` user message per call. The step is
     /// published once its calls ended, each shown with what became of it (`Fate`).
-    async fn run_calls(&mut self, parsed: &Parsed) {
+    /// A call a person declined stops the step: the calls after it are not made, and the
+    /// declined tool's name is returned, for the turn to end there.
+    async fn run_calls(&mut self, parsed: &Parsed) -> Option<String> {
         let calls = &parsed.calls[..parsed.calls.len().min(CALLS_PER_STEP_MAX)];
         let mut assistant: Vec<String> = Vec::new();
         if !parsed.visible.trim().is_empty() {
@@ -890,11 +904,25 @@ impl<'a> Turn<'a> {
         let mut repeats = 0;
         let mut grounds = Vec::with_capacity(calls.len());
         let mut fates = Vec::with_capacity(calls.len());
+        let mut declined: Option<String> = None;
         for call in calls {
+            if declined.is_some() {
+                self.tool_calls.push(call.clone());
+                let fate = Fate::NotRun(AFTER_DECLINE_REASON.to_owned());
+                self.counts.add(&fate);
+                fates.push((call, fate));
+                continue;
+            }
             let checked = self.without_example_values(call);
             let refused = checked.is_err();
             let (result, cached, fate) = match checked {
-                Ok(call) => self.call(&call).await,
+                Ok(call) => {
+                    let (result, cached, fate, by_person) = self.call(&call).await;
+                    if by_person {
+                        declined = Some(result.tool.clone());
+                    }
+                    (result, cached, fate)
+                }
                 Err(refusal) => {
                     // Kept like a result, so that asking again counts as a repeat.
                     self.tool_calls.push(call.clone());
@@ -927,6 +955,9 @@ impl<'a> Turn<'a> {
             StepKind::Tool,
             step_text(&parsed.thought, &parsed.visible, &fates),
         );
+        if declined.is_some() {
+            return declined;
+        }
         // A step whose calls all failed adds nothing to answer from: the earlier results
         // (the pre-fetch's) still stand.
         if self.grounds.is_empty() || grounds.iter().any(|ground| ground.ok) {
@@ -948,6 +979,22 @@ impl<'a> Turn<'a> {
         }
         self.tools_used = true;
         self.prompt.tool_result_seen = true;
+        None
+    }
+
+    /// A person declined a call of the step: the turn ends with a sentence saying so, made
+    /// by the loop. The model is not asked again: what it would do next is what she just
+    /// turned down, or work she did not ask for after a No.
+    fn end_declined(&mut self, tool: &str) -> Next {
+        let sentence = if self.counts.ran == 0 {
+            DECLINED_SENTENCE
+        } else {
+            DECLINED_AFTER_WORK_SENTENCE
+        };
+        let answer = sentence.replace("{tool}", &format!("`{tool}`"));
+        self.publish_token(&answer);
+        self.publish_step(StepKind::Answer, step_text("", &answer, &[]));
+        Next::End(TurnStatus::Done, answer)
     }
 
     /// Whether every call of the step (as it would run) already ran in this turn and was
@@ -961,16 +1008,17 @@ impl<'a> Turn<'a> {
     }
 
     /// One call through the executor, or from the turn's cache when the same call (name
-    /// and arguments) already ran. Returns the result, whether it counts as a repeat, and
-    /// what became of the call.
-    async fn call(&mut self, call: &ToolCall) -> (Cached, bool, Fate) {
+    /// and arguments) already ran. Returns the result, whether it counts as a repeat, what
+    /// became of the call, and whether a person declined it.
+    async fn call(&mut self, call: &ToolCall) -> (Cached, bool, Fate, bool) {
         self.tool_calls.push(call.clone());
         let key = cache_key(call);
         if let Some(cached) = self.cache.get(&key) {
             let repeated = !self.prefetched.remove(&key);
-            return (cached.clone(), repeated, Fate::Cached);
+            return (cached.clone(), repeated, Fate::Cached, false);
         }
         let execution = self.agent.executor.execute(call, &self.caller).await;
+        let by_person = declined_by_person(execution.outcome);
         let output = execution.output;
         let fate = match execution.outcome {
             Outcome::Ok | Outcome::Failed => Fate::Ran,
@@ -987,7 +1035,7 @@ impl<'a> Turn<'a> {
             facts: output.facts,
         };
         self.cache.insert(key, cached.clone());
-        (cached, false, fate)
+        (cached, false, fate, by_person)
     }
 
     /// A call holding a worked example's argument value the person never gave is refused

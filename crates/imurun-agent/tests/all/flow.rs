@@ -436,3 +436,81 @@ async fn a_step_shows_what_became_of_each_call_and_the_end_counts_them() {
         (3, 1, 1, 1)
     );
 }
+
+/// The steps' texts of a turn, in order.
+fn step_texts(h: &Harness) -> Vec<String> {
+    h.events
+        .all()
+        .iter()
+        .filter_map(|event| match event {
+            imurun_core::Event::Step { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+/// A call a person declines (here nobody is there to ask) ends the turn: the calls after it
+/// in its step are not made, the model is not asked again, and the answer, made by the loop,
+/// says what was declined.
+#[tokio::test]
+async fn a_declined_call_ends_the_turn_and_nothing_after_it_runs() {
+    let h = Harness::with_write_tool(vec![
+        Reply::text(
+            "```tool\n{\"name\": \"save\", \"args\": {\"key\": \"milk\"}}\n```\n\
+             ```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"k\"}}\n```",
+        ),
+        Reply::text("I saved it anyway."),
+    ]);
+    h.events.set_subscribed(false);
+    let result = h.run("Save milk, then look up k.").await;
+    assert_eq!(result.status, TurnStatus::Done);
+    assert_eq!(
+        result.answer,
+        "Nothing was done: `save` was declined, so it did not run."
+    );
+    assert_eq!(h.model.received().len(), 1, "the model was asked again");
+    assert_eq!(h.lookup.runs(), 0);
+    let steps = step_texts(&h);
+    assert_eq!(steps.len(), 2, "{steps:?}");
+    assert!(steps[0].starts_with("Not run: `save`"), "{}", steps[0]);
+    assert!(
+        steps[0].ends_with(&format!(
+            "Not run: `lookup` {{\"key\": \"k\"}} — {}",
+            imurun_agent::AFTER_DECLINE_REASON
+        )),
+        "{}",
+        steps[0]
+    );
+    assert_eq!(steps[1], result.answer);
+    assert_eq!(h.events.streamed(), result.answer);
+    let Some(imurun_core::Event::TurnEnd {
+        tool_calls,
+        calls_ran,
+        calls_refused,
+        ..
+    }) = h.events.all().last().cloned()
+    else {
+        panic!("the turn ends with turn.end");
+    };
+    assert_eq!((tool_calls, calls_ran, calls_refused), (2, 0, 2));
+}
+
+/// Declined after other calls of the turn ran: the answer says the turn stopped there, and
+/// what ran stands.
+#[tokio::test]
+async fn a_call_declined_after_work_says_the_turn_stopped_there() {
+    let h = Harness::with_write_tool(vec![
+        Reply::text("```tool\n{\"name\": \"lookup\", \"args\": {\"key\": \"k\"}}\n```"),
+        Reply::text("```tool\n{\"name\": \"save\", \"args\": {\"key\": \"k is 42\"}}\n```"),
+        Reply::text("Saved."),
+    ]);
+    h.events.set_subscribed(false);
+    let result = h.run("Look up k and save what it is.").await;
+    assert_eq!(result.status, TurnStatus::Done);
+    assert_eq!(
+        result.answer,
+        imurun_agent::DECLINED_AFTER_WORK_SENTENCE.replace("{tool}", "`save`")
+    );
+    assert_eq!(h.lookup.runs(), 1);
+    assert_eq!(h.model.received().len(), 2, "the model was asked again");
+}

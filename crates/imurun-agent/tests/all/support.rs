@@ -26,14 +26,16 @@ pub(crate) fn model_with_limit(script: Vec<Reply>, context_limit: usize) -> Arc<
 
 /// A compute tool taking a required `key`; its result names the key (`<key> is 42`).
 pub(crate) fn lookup_tool(name: &str, behaviour: Behaviour) -> Arc<FakeTool> {
+    keyed_tool(name, ToolCategory::Compute, behaviour)
+}
+
+/// A tool of `category` taking a required `key`.
+fn keyed_tool(name: &str, category: ToolCategory, behaviour: Behaviour) -> Arc<FakeTool> {
     let parameters = json!({"type": "object", "properties": {
         "key": {"type": "string", "description": "what to look up"}
     }, "required": ["key"]});
     Arc::new(FakeTool::with_parameters(
-        name,
-        ToolCategory::Compute,
-        behaviour,
-        parameters,
+        name, category, behaviour, parameters,
     ))
 }
 
@@ -75,21 +77,38 @@ impl Harness {
         config: AgentConfig,
         extra: &[&str],
     ) -> Self {
-        Self::build_with(model, config, false, extra)
+        let extra: Vec<(&str, ToolCategory)> = extra
+            .iter()
+            .map(|name| (*name, ToolCategory::Compute))
+            .collect();
+        Self::build_with(model, config, false, &extra)
+    }
+
+    /// A harness whose registry also holds a write tool `save` taking a `key`, which asks a
+    /// person before it runs (the mode allows reads alone).
+    #[allow(dead_code)]
+    pub(crate) fn with_write_tool(script: Vec<Reply>) -> Self {
+        Self::build_with(
+            model(script),
+            AgentConfig::default(),
+            false,
+            &[("save", ToolCategory::Write)],
+        )
     }
 
     fn build_with(
         model: Arc<TestModel>,
         config: AgentConfig,
         sub_agents: bool,
-        extra: &[&str],
+        extra: &[(&str, ToolCategory)],
     ) -> Self {
         let ws = TempWorkspace::new();
         let lookup = lookup_tool("lookup", Behaviour::Template("{key} is 42".into()));
         let mut registry = Registry::new();
         registry.insert(lookup.clone(), true);
-        for name in extra {
-            registry.insert(lookup_tool(name, Behaviour::Template("{key}".into())), true);
+        for (name, category) in extra {
+            let tool = keyed_tool(name, *category, Behaviour::Template("{key}".into()));
+            registry.insert(tool, true);
         }
         registry.insert(
             lookup_tool("broken", Behaviour::Fail("no network".into())),

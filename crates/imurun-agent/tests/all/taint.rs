@@ -106,13 +106,12 @@ async fn an_untrusted_result_makes_sending_ask_this_turn_and_the_next() {
     let setup = setup(
         Behaviour::Untrusted(INJECTION.into()),
         vec![
-            // Turn 1: the search, then the call the page asked for.
+            // Turn 1: the search, then the call the page asked for (asked about with nobody
+            // there, so declined: the turn ends there).
             Reply::text(SEARCH),
             Reply::text(EXFILTRATE),
-            Reply::text("I did not send it."),
             // Turn 2: the same call again, asked for by the person this time: still tainted.
             Reply::text(EXFILTRATE),
-            Reply::text("Not sent."),
             // Turn 3: the mark has expired.
             Reply::text(EXFILTRATE),
             Reply::text("Sent."),

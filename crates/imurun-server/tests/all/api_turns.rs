@@ -205,10 +205,11 @@ async fn an_approval_answered_over_http_lets_the_turn_go_on_and_can_be_remembere
 async fn an_approval_with_no_subscriber_is_denied_at_once() {
     let dirs = Dirs::new();
     write_file(&dirs, "notes.txt", "buy milk");
-    let model = TestModel::new(vec![
-        Reply::text(&tool_reply("file_read", json!({"path": "notes.txt"}))),
-        Reply::text("I could not read them."),
-    ]);
+    // Nobody there to ask ends the turn at the call: the model is not asked again.
+    let model = TestModel::new(vec![Reply::text(&tool_reply(
+        "file_read",
+        json!({"path": "notes.txt"}),
+    ))]);
     let server = TestServer::start(&dirs, Some(model)).await;
     set_mode(&server, "ask").await;
     let session = server.new_session().await;
@@ -220,7 +221,10 @@ async fn an_approval_with_no_subscriber_is_denied_at_once() {
         .await;
     assert_eq!(view["status"], "done");
     assert_eq!(view["tool_calls"][0]["ok"], false);
-    assert_eq!(view["answer"], "I could not read them.");
+    assert_eq!(
+        view["answer"],
+        "Nothing was done: `file_read` was declined, so it did not run."
+    );
     let (_, pending) = server.get("/api/tools/approvals").await;
     assert_eq!(pending["pending"], json!([]));
     server.stop().await;

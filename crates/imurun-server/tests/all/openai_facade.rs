@@ -375,10 +375,11 @@ async fn a_tool_turn_answers_with_the_final_answer_only() {
 async fn a_call_that_needs_approval_is_denied_at_once_even_while_streaming() {
     let dirs = Dirs::new();
     write_file(&dirs, "notes.txt", "buy milk");
-    let model = TestModel::new(vec![
-        Reply::text(&tool_reply("file_read", json!({"path": "notes.txt"}))),
-        Reply::text("I could not read them."),
-    ]);
+    // The declined call ends the turn: the model is not asked again.
+    let model = TestModel::new(vec![Reply::text(&tool_reply(
+        "file_read",
+        json!({"path": "notes.txt"}),
+    ))]);
     let server = TestServer::start(&dirs, Some(model)).await;
     let (status, _) = server
         .post("/api/permissions", json!({"mode": "ask"}))
@@ -389,7 +390,10 @@ async fn a_call_that_needs_approval_is_denied_at_once_even_while_streaming() {
     let mut body = user("What do my notes say?");
     body["stream"] = json!(true);
     let data = complete_streamed(&server, body).await;
-    assert_eq!(reassemble(&data).0, "I could not read them.");
+    assert_eq!(
+        reassemble(&data).0,
+        "Nothing was done: `file_read` was declined, so it did not run."
+    );
     let (_, pending) = server.get("/api/tools/approvals").await;
     assert_eq!(pending["pending"], json!([]));
     server.stop().await;

@@ -351,9 +351,8 @@ fn page_script(gates: &Gates) -> Vec<Reply> {
         // approve (the settings scenario has set the mode to ask)
         Reply::text(&read()),
         Reply::text("I read them with your approval: remember the milk."),
-        // deny
+        // deny: the turn ends at the No, with the loop's own answer
         Reply::text(&read()),
-        Reply::text("Then I will not read them."),
         // keyboard
         Reply::text(&read()),
         Reply::text("I read them after your key press: remember the milk."),

@@ -76,11 +76,10 @@ async fn every_event_type_reaches_an_sse_client_with_its_documented_fields() {
         // An answer held back until a second prompt is queued, then the queued prompt's answer.
         Reply::gated("First answer.", &gate),
         Reply::text("Second answer."),
-        // In ask mode: approved (and remembered), then denied.
+        // In ask mode: approved (and remembered), then denied, which ends its turn.
         Reply::text(&tool_reply("file_read", json!({"path": "notes.txt"}))),
         Reply::text("Approved, and read: buy milk."),
         Reply::text(&tool_reply("file_read", json!({"path": "notes.txt"}))),
-        Reply::text("I was not allowed to read it."),
         // A long answer, then a turn whose history no longer fits.
         Reply::text(&long_answer()),
         Reply::text("Short again."),
