@@ -440,7 +440,11 @@ pub fn check_description(text: &str, field: &str) -> Result<(), RuleError> {
 /// and paragraph separators.
 pub fn is_hidden_control(character: char) -> bool {
     use unicode_general_category::{GeneralCategory, get_general_category};
-    (character.is_control() && !matches!(character, '\n' | '\t'))
+    if character.is_ascii() {
+        // No ASCII character is a formatting character or a separator: only its controls act.
+        return character.is_ascii_control() && !matches!(character, '\n' | '\t');
+    }
+    character.is_control()
         || matches!(
             get_general_category(character),
             // Invisible formatting (bidi controls and isolates, zero-width characters, the

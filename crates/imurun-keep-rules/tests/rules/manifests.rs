@@ -281,3 +281,40 @@ fn hosts_in_a_user_tool_are_bounded_by_the_ceiling() {
         "{error}"
     );
 }
+
+/// What acts rather than shows, ASCII or not: controls (but newline and tab), invisible
+/// formatting characters and the line and paragraph separators.
+#[test]
+fn hidden_controls_are_told_from_plain_text() {
+    let hidden = [
+        '\u{0}',
+        '\u{7}',
+        '\u{1b}',
+        '\r',
+        '\u{7f}',
+        '\u{85}',
+        '\u{ad}',
+        '\u{200b}',
+        '\u{200e}',
+        '\u{202e}',
+        '\u{2066}',
+        '\u{2028}',
+        '\u{2029}',
+        '\u{feff}',
+        '\u{e0041}',
+    ];
+    for character in hidden {
+        assert!(
+            manifest::is_hidden_control(character),
+            "U+{:04X}",
+            character as u32
+        );
+    }
+    for character in ['a', ' ', '~', '\n', '\t', 'é', '中', '\u{a0}', '😀'] {
+        assert!(
+            !manifest::is_hidden_control(character),
+            "U+{:04X}",
+            character as u32
+        );
+    }
+}
