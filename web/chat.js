@@ -11,7 +11,8 @@ import { MarkdownStream, fillMarkdown } from './markdown.js';
 /**
  * A tool step's call lines, shown as they are, never as Markdown: ``Using `name` {args}`` for a
  * call that ran, ``Served from the cache: `name` {args}`` for a repeat given the result the
- * turn already had, ``Not run: `name` {args} — reason`` for a call that never ran.
+ * turn already had, ``Not run: `name` {args} — reason`` for a call that never ran. The loop
+ * writes them with `imurun_agent::CALL_LINE_STARTS`; a server test holds the two together.
  */
 const CALL_LINE = /^(Using|Served from the cache:|Not run:) `([^`]+)`/;
 /** The reason of a `Not run` line for a call the loop refused before any tool saw it. */

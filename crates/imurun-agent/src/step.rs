@@ -219,6 +219,11 @@ pub(crate) enum Fate {
     NotRun(String),
 }
 
+/// How a step's line for a call starts, by what became of the call: it ran, it was served from
+/// the cache, it was not run. The call's name follows in backticks. Clients read a step's call
+/// lines by these starts (`imurun chat`; the page's `CALL_LINE` in `web/chat.js`).
+pub const CALL_LINE_STARTS: [&str; 3] = ["Using `", "Served from the cache: `", "Not run: `"];
+
 /// A step's readable text: the thought in `<think>…</think>`, the visible text, then a line
 /// per call with what became of it: ``Using `name` {args}`` for a call that ran,
 /// ``Served from the cache: `name` {args}`` for a repeat, ``Not run: `name` {args} — reason``
@@ -234,10 +239,11 @@ pub(crate) fn step_text(thought: &str, visible: &str, calls: &[(&ToolCall, Fate)
     for (call, fate) in calls {
         let args = spaced_json(&Value::Object(call.args.clone()));
         let name = &call.name;
+        let [ran, cached, not_run] = CALL_LINE_STARTS;
         parts.push(match fate {
-            Fate::Ran => format!("Using `{name}` {args}"),
-            Fate::Cached => format!("Served from the cache: `{name}` {args}"),
-            Fate::NotRun(reason) => format!("Not run: `{name}` {args} — {reason}"),
+            Fate::Ran => format!("{ran}{name}` {args}"),
+            Fate::Cached => format!("{cached}{name}` {args}"),
+            Fate::NotRun(reason) => format!("{not_run}{name}` {args} — {reason}"),
         });
     }
     parts.join("\n\n")

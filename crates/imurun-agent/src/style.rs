@@ -50,6 +50,10 @@ pub const DECLINED_SENTENCE: &str = "Nothing was done: {tool} was declined, so i
 pub const DECLINED_AFTER_WORK_SENTENCE: &str = "I stopped there: {tool} was declined, so it did \
      not run, and nothing after it was done. What ran before it is in the steps above.";
 
+/// Why a call holding a worked example's value did not run, as its step shows it (the page
+/// pairs no tool record with such a call: `EXAMPLE_VALUE_REASON` in `web/chat.js`).
+pub const EXAMPLE_VALUE_REASON: &str = "its value comes from the worked example, not from you";
+
 /// Why the calls after a declined one in the same step did not run, as their step shows it.
 pub const AFTER_DECLINE_REASON: &str = "an earlier call of this step was declined";
 

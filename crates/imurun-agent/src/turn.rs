@@ -28,9 +28,9 @@ use crate::realtime::{admits_no_live_data, is_realtime};
 use crate::step::{Bound, Fate, Generation, Reply, generate, step_text};
 use crate::style::{
     AFTER_DECLINE_REASON, CALL_PREFILL, CALLS_DROPPED_NOTE, DECLINED_AFTER_WORK_SENTENCE,
-    DECLINED_SENTENCE, FINAL_ANSWER_NUDGE, LAST_STEP_NOTE, NO_ANSWER_SENTENCE, OFFLINE_SENTENCE,
-    REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE, STEP_TIME_SENTENCE, STEP_TOKENS_NOTE,
-    UNRELATED_CALL_NUDGE, with_failed_suffix,
+    DECLINED_SENTENCE, EXAMPLE_VALUE_REASON, FINAL_ANSWER_NUDGE, LAST_STEP_NOTE,
+    NO_ANSWER_SENTENCE, OFFLINE_SENTENCE, REALTIME_NUDGE, REPEATED_CALL_NOTE, STEP_LIMIT_SENTENCE,
+    STEP_TIME_SENTENCE, STEP_TOKENS_NOTE, UNRELATED_CALL_NUDGE, with_failed_suffix,
 };
 use crate::summary::ModelSummariser;
 use crate::unsaid::Said;
@@ -130,9 +130,6 @@ pub(crate) struct Turn<'a> {
 /// The most tokens an answer to a prompt the pre-fetch's results answer may take: the time,
 /// the listing, a sum or what a file says, told in a few sentences.
 const PREFETCH_ANSWER_TOKENS_MAX: usize = 192;
-
-/// Why a call holding a worked example's value did not run, as its step shows it.
-const EXAMPLE_VALUE_REASON: &str = "its value comes from the worked example, not from you";
 
 /// The model's calls of a turn by what became of them (`turn.end`). Calls of a last step are
 /// in none: the step limit ends the turn before they are made, and its answer step shows
@@ -791,6 +788,10 @@ impl<'a> Turn<'a> {
                 self.end_repeating(&parsed)
             }
             ParseKind::Calls => match self.run_calls(&parsed).await {
+                // A stop denies the card it interrupts: the turn was stopped, not declined.
+                Some(_) if self.request.stop.is_stopped() => {
+                    Next::End(TurnStatus::Stopped, String::new())
+                }
                 Some(declined) => self.end_declined(&declined),
                 None => Next::Continue,
             },

@@ -85,6 +85,32 @@ async fn the_page_and_its_assets_are_served_with_their_types_and_the_csp() {
     server.stop().await;
 }
 
+/// The page reads a step's call lines by the starts the loop writes them with: a start the
+/// loop gained and the page lacks would show a call that never ran as prose.
+#[test]
+fn the_page_reads_every_call_line_the_loop_writes() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../web/chat.js");
+    let script = std::fs::read_to_string(&path).expect("reading web/chat.js");
+    let pattern = script
+        .lines()
+        .find(|line| line.starts_with("const CALL_LINE = "))
+        .expect("chat.js has CALL_LINE");
+    for start in imurun_agent::CALL_LINE_STARTS {
+        let word = start.trim_end_matches('`').trim_end();
+        assert!(
+            pattern.contains(&format!("({word}|"))
+                || pattern.contains(&format!("|{word})"))
+                || pattern.contains(&format!("|{word}|")),
+            "{pattern} lacks {word:?}"
+        );
+    }
+    let reason = format!(
+        "const EXAMPLE_VALUE_REASON = '{}';",
+        imurun_agent::EXAMPLE_VALUE_REASON
+    );
+    assert!(script.contains(&reason), "chat.js lacks {reason}");
+}
+
 #[tokio::test]
 async fn the_csp_refuses_inline_scripts_and_other_origins() {
     for directive in [

@@ -2,6 +2,7 @@
 //! payloads of `imurun_core::Event`, plus the hub's `stream.*` notices) to what to print, so
 //! that every kind is tested without a terminal or a server.
 
+use imurun_agent::CALL_LINE_STARTS;
 use serde_json::Value;
 
 /// Arguments, results and step summaries are cut to this many characters: one readable line,
@@ -196,9 +197,6 @@ pub(crate) fn settled_approval(event: &Value) -> Option<&str> {
         _ => None,
     }
 }
-
-/// How a tool step's line for one call starts: it ran, it was a repeat, it never ran.
-const CALL_LINE_STARTS: [&str; 3] = ["Using `", "Served from the cache: `", "Not run: `"];
 
 fn render_step(event: &Value, view: &mut TurnView) -> Shown {
     let step = number(event, "step");
