@@ -426,18 +426,21 @@ pub fn check_description(text: &str, field: &str) -> Result<(), RuleError> {
         return Err(RuleError::invalid(
             field,
             format!(
-                "U+{:04X} is a control, bidi or invisible formatting character; descriptions \
-                 are plain text",
-                found as u32
+                "{} is a control, bidi or invisible formatting character; descriptions are \
+                 plain text",
+                code_point(found)
             ),
         ));
     }
     Ok(())
 }
 
-/// Characters that act rather than show: controls (but newline and tab), Unicode's invisible
-/// formatting characters (`Cf`: the bidi controls, zero-width characters, tags) and the line
-/// and paragraph separators.
+/// Characters that act rather than show, or show nothing: controls (but newline and tab),
+/// Unicode's invisible formatting characters (`Cf`: the bidi controls, zero-width characters,
+/// tags), the line and paragraph separators, every default-ignorable code point (assigned or
+/// not: the whole tag block, the variation selectors that hide bytes behind a visible
+/// character, Hangul fillers) but the two that choose text or emoji presentation, and the
+/// noncharacters.
 pub fn is_hidden_control(character: char) -> bool {
     use unicode_general_category::{GeneralCategory, get_general_category};
     if character.is_ascii() {
@@ -445,6 +448,8 @@ pub fn is_hidden_control(character: char) -> bool {
         return character.is_ascii_control() && !matches!(character, '\n' | '\t');
     }
     character.is_control()
+        || is_default_ignorable(character)
+        || is_noncharacter(character)
         || matches!(
             get_general_category(character),
             // Invisible formatting (bidi controls and isolates, zero-width characters, the
@@ -453,6 +458,49 @@ pub fn is_hidden_control(character: char) -> bool {
                 | GeneralCategory::LineSeparator
                 | GeneralCategory::ParagraphSeparator
         )
+}
+
+/// Unicode's `Default_Ignorable_Code_Point` ranges (DerivedCoreProperties.txt; the reserved
+/// code points in them are default-ignorable too, so a later Unicode assigns nothing visible
+/// there), less U+FE0E and U+FE0F, which pick text or emoji presentation for the character
+/// before them.
+const DEFAULT_IGNORABLE: [(u32, u32); 17] = [
+    (0x00AD, 0x00AD),
+    (0x034F, 0x034F),
+    (0x061C, 0x061C),
+    (0x115F, 0x1160),
+    (0x17B4, 0x17B5),
+    (0x180B, 0x180F),
+    (0x200B, 0x200F),
+    (0x202A, 0x202E),
+    (0x2060, 0x206F),
+    (0x3164, 0x3164),
+    (0xFE00, 0xFE0D),
+    (0xFEFF, 0xFEFF),
+    (0xFFA0, 0xFFA0),
+    (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3),
+    (0x1D173, 0x1D17A),
+    (0xE0000, 0xE0FFF),
+];
+
+fn is_default_ignorable(character: char) -> bool {
+    let code = u32::from(character);
+    DEFAULT_IGNORABLE
+        .iter()
+        .any(|(first, last)| (*first..=*last).contains(&code))
+}
+
+/// The code points Unicode keeps for no character: U+FDD0 to U+FDEF, and the last two of
+/// every plane.
+fn is_noncharacter(character: char) -> bool {
+    let code = u32::from(character);
+    (0xFDD0..=0xFDEF).contains(&code) || code & 0xFFFE == 0xFFFE
+}
+
+/// How a refusal names a character: `U+202E`.
+pub fn code_point(character: char) -> String {
+    format!("U+{:04X}", u32::from(character))
 }
 
 /// A vault entry's name: 1 to 64 of `a-z`, `0-9`, `-` and `_`.

@@ -300,7 +300,7 @@ pub fn escape(value: &str) -> String {
     let mut escaped = String::with_capacity(value.len());
     for character in value.chars() {
         if is_hidden_control(character) {
-            escaped.push_str(&format!("\\u{{{:04X}}}", character as u32));
+            escaped.push_str(&format!("\\u{{{:04X}}}", u32::from(character)));
         } else {
             escaped.push(character);
         }

@@ -11,7 +11,7 @@ use crate::RuleError;
 use crate::decision::{Decision, DecisionKind, Expected};
 use crate::documents::Signed;
 use crate::keys::PublicKey;
-use crate::manifest::is_hidden_control;
+use crate::manifest::{code_point, is_hidden_control};
 
 /// Characters of a device's label.
 pub const DEVICE_LABEL_CHARS_MAX: usize = 64;
@@ -50,10 +50,19 @@ pub fn read(request: &Request<'_>) -> Result<NewDevice, RuleError> {
     let key = PublicKey::from_hex(request.public_key)
         .map_err(|error| RuleError::invalid("public_key", error.to_string()))?;
     let label = request.label;
-    if label.chars().count() > DEVICE_LABEL_CHARS_MAX || label.chars().any(is_hidden_control) {
+    if label.chars().count() > DEVICE_LABEL_CHARS_MAX {
         return Err(RuleError::invalid(
             "label",
             format!("at most {DEVICE_LABEL_CHARS_MAX} characters of plain text"),
+        ));
+    }
+    if let Some(found) = label.chars().find(|c| is_hidden_control(*c)) {
+        return Err(RuleError::invalid(
+            "label",
+            format!(
+                "{} is a control, bidi or invisible formatting character; a label is plain text",
+                code_point(found)
+            ),
         ));
     }
     key.verify(&possession_message(request.user, &key), request.possession)

@@ -556,6 +556,13 @@ fn a_device_enrols_only_with_its_own_possession_and_an_existing_devices_decision
             "{what}"
         );
     }
+    // A hidden character is named, unassigned ones too.
+    for (label, named) in [("ph\u{202e}one", "U+202E"), ("x\u{e0000}y", "U+E0000")] {
+        let refusal = enrol::read(&enrol::Request { label, ..request })
+            .expect_err(label)
+            .to_string();
+        assert!(refusal.contains(named), "{refusal}");
+    }
     // The decision that lets it in.
     let (alice, registered) = device(1, "alice", false);
     let expected = Expected {

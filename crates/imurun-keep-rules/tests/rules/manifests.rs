@@ -302,19 +302,64 @@ fn hidden_controls_are_told_from_plain_text() {
         '\u{2029}',
         '\u{feff}',
         '\u{e0041}',
+        // Unassigned, yet default-ignorable: nothing a later Unicode puts there shows.
+        '\u{e0000}',
+        '\u{e0002}',
+        '\u{e001f}',
+        '\u{e0080}',
+        '\u{e0fff}',
+        '\u{2065}',
+        // Variation selectors (bytes hide behind a visible character), Hangul fillers and
+        // the others that show nothing.
+        '\u{fe00}',
+        '\u{e0100}',
+        '\u{e01ef}',
+        '\u{3164}',
+        '\u{115f}',
+        '\u{ffa0}',
+        '\u{17b4}',
+        '\u{180e}',
+        '\u{34f}',
+        '\u{1d173}',
+        '\u{1bca0}',
+        // Noncharacters.
+        '\u{fdd0}',
+        '\u{fdef}',
+        '\u{fffe}',
+        '\u{ffff}',
+        '\u{1fffe}',
+        '\u{10ffff}',
     ];
     for character in hidden {
         assert!(
             manifest::is_hidden_control(character),
-            "U+{:04X}",
-            character as u32
+            "{}",
+            manifest::code_point(character)
         );
     }
-    for character in ['a', ' ', '~', '\n', '\t', 'é', '中', '\u{a0}', '😀'] {
+    // Text and emoji presentation selectors choose how the character before them shows.
+    let plain = [
+        'a',
+        ' ',
+        '~',
+        '\n',
+        '\t',
+        'é',
+        '中',
+        '\u{a0}',
+        '😀',
+        '\u{fe0e}',
+        '\u{fe0f}',
+        '\u{fdcf}',
+        '\u{fdf0}',
+        '\u{fffd}',
+        '\u{e1000}',
+    ];
+    for character in plain {
         assert!(
             !manifest::is_hidden_control(character),
-            "U+{:04X}",
-            character as u32
+            "{}",
+            manifest::code_point(character)
         );
     }
 }

@@ -17,7 +17,7 @@ use crate::cells::{
 };
 use crate::events::KeepEvent;
 use crate::journal_detail::{ConfigDetail, SessionDetail};
-use crate::manifest::{Manifest, is_hidden_control};
+use crate::manifest::{Manifest, code_point, is_hidden_control};
 
 /// The longest message to a session, in bytes.
 pub const MESSAGE_BYTES_MAX: usize = 64 << 10;
@@ -238,10 +238,17 @@ impl Sessions<'_> {
                 format!("a file name is 1 to {FILE_NAME_CHARS_MAX} characters"),
             ));
         }
-        if name.chars().any(|c| c.is_control() || is_hidden_control(c)) {
+        if let Some(found) = name
+            .chars()
+            .find(|c| c.is_control() || is_hidden_control(*c))
+        {
             return Err(KeepError::invalid(
                 "name",
-                "a file name holds no control or bidi characters",
+                format!(
+                    "{} is a control, bidi or invisible formatting character; a file name is \
+                     plain text",
+                    code_point(found)
+                ),
             ));
         }
         if text.len() > FILE_TEXT_BYTES_MAX {

@@ -954,7 +954,8 @@ fn holds_payload_bounds_and_strict_reading() {
         .to_string(),
     );
     // Control and bidi characters are escaped everywhere they are stored.
-    let hostile = "a\u{1b}[31m\u{7f}\u{85}\u{202e}\u{2066}\u{200f}\u{61c}\u{0}z";
+    let hostile =
+        "a\u{1b}[31m\u{7f}\u{85}\u{202e}\u{2066}\u{200f}\u{61c}\u{0}\u{e0000}\u{2065}\u{e0100}z";
     for (kind, payload) in [
         ("suggestion", json!({"title": hostile, "text": hostile})),
         ("plan", json!({"title": hostile, "steps": [hostile]})),
@@ -969,7 +970,17 @@ fn holds_payload_bounds_and_strict_reading() {
             .payload
             .to_string();
         for c in [
-            '\u{1b}', '\u{7f}', '\u{85}', '\u{202e}', '\u{2066}', '\u{200f}', '\u{61c}', '\u{0}',
+            '\u{1b}',
+            '\u{7f}',
+            '\u{85}',
+            '\u{202e}',
+            '\u{2066}',
+            '\u{200f}',
+            '\u{61c}',
+            '\u{0}',
+            '\u{e0000}',
+            '\u{2065}',
+            '\u{e0100}',
         ] {
             let decoded: Value = serde_json::from_str(&stored).unwrap();
             let all_text = collect_text(&decoded);

@@ -441,13 +441,17 @@ async fn an_upload_and_an_untrusted_tool_result_taint_and_a_trusted_one_does_not
         view.taint_source.as_deref(),
         Some("a file the person uploaded: notes.txt")
     );
-    let error = s
-        .keep
-        .sessions()
-        .upload_file(&s.alice, &session.id, "a\u{202e}b", "x")
-        .await
-        .unwrap_err();
-    assert_eq!(error.rule(), "invalid");
+    // A hidden character in the name is refused, and named; unassigned ones too.
+    for (name, named) in [("a\u{202e}b", "U+202E"), ("f\u{e0000}g.txt", "U+E0000")] {
+        let error = s
+            .keep
+            .sessions()
+            .upload_file(&s.alice, &session.id, name, "x")
+            .await
+            .unwrap_err();
+        assert_eq!(error.rule(), "invalid");
+        assert!(error.to_string().contains(named), "{error}");
+    }
 
     let full = manifest(
         "full",
