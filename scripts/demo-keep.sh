@@ -22,9 +22,9 @@ fail() { printf 'demo-keep: %s\n' "$*" >&2; exit 1; }
 step "build imurun and the guests of examples/keep"
 # The test build's imurun (dev-dependencies unify features, so a plain `cargo build` would
 # build llama.cpp a second time); after scripts/test's own `cargo test` it is already built.
-ws_cargo test --workspace --no-run --quiet
+cargo test --workspace --no-run --quiet
 cargo build --release --quiet --target wasm32-wasip2 \
-  --manifest-path "$IMURUN_SOURCE/examples/keep/Cargo.toml" --target-dir "$CARGO_TARGET_DIR/keep-guests"
+  --manifest-path examples/keep/Cargo.toml --target-dir "$CARGO_TARGET_DIR/keep-guests"
 imurun="$CARGO_TARGET_DIR/debug/imurun"
 guests="$CARGO_TARGET_DIR/keep-guests/wasm32-wasip2/release"
 
@@ -158,7 +158,7 @@ api GET "/v1/sessions/$talk/messages" "$alice" | field '"\n".join(e["role"] + ":
 
 step "imurun keep deploy: the scripted agent, from a pack folder"
 # The build with every import (tools included) is the one a session can call tools from.
-cargo build --release --quiet --target wasm32-wasip2 --manifest-path "$IMURUN_SOURCE/examples/keep/Cargo.toml" \
+cargo build --release --quiet --target wasm32-wasip2 --manifest-path examples/keep/Cargo.toml \
   --target-dir "$CARGO_TARGET_DIR/keep-guests" -p scripted-agent --features http,model,memory,tools
 mkdir -p "$work/maker"
 cp "$guests/scripted_agent.wasm" "$work/maker/agent.wasm"
