@@ -530,21 +530,11 @@ impl Cell {
         self.clock.restart(limits.timeout);
         let clock = Arc::clone(&self.clock);
         // Aborted if this call is dropped: the guest stops at its next yield and its store
-        // (and so its slot's memory) goes with it. The slot goes with the call too, and is let
-        // go only after the store: a cell stopped mid-call frees its slot once its instance
-        // is gone, never before (the next cell would find the pool still full).
-        let task = AbortOnDrop(tokio::spawn(WithSlot {
-            future: Box::pin(async move { run_on_clock(&clock, call(store)).await }),
-            slot: self.slot.take(),
+        // (and so its slot's memory) goes with it.
+        let task = AbortOnDrop(tokio::spawn(async move {
+            run_on_clock(&clock, call(store)).await
         }));
-        let joined = match task.join().await {
-            Ok((outcome, slot)) => {
-                self.slot = slot;
-                Ok(outcome)
-            }
-            Err(join) => Err(join),
-        };
-        let outcome = match joined {
+        let outcome = match task.join().await {
             Err(join) => Err(CellError::Host {
                 message: if join.is_panic() {
                     "a host import panicked; the cell was stopped".to_owned()
@@ -570,28 +560,6 @@ impl Cell {
             self.slot = None;
         }
         outcome
-    }
-}
-
-/// A call's future holding the cell's slot. Struct fields drop in order, so when the call is
-/// aborted the future (and the store in it) is dropped before the slot is let go; when it ends,
-/// the slot comes back with its output.
-struct WithSlot<F> {
-    future: std::pin::Pin<Box<F>>,
-    slot: Option<OwnedSemaphorePermit>,
-}
-
-impl<F: std::future::Future> std::future::Future for WithSlot<F> {
-    type Output = (F::Output, Option<OwnedSemaphorePermit>);
-
-    fn poll(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<Self::Output> {
-        match self.future.as_mut().poll(cx) {
-            std::task::Poll::Ready(output) => std::task::Poll::Ready((output, self.slot.take())),
-            std::task::Poll::Pending => std::task::Poll::Pending,
-        }
     }
 }
 
