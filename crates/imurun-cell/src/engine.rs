@@ -291,6 +291,7 @@ impl CellEngine {
             clock,
             ended: None,
             slot: Some(permit),
+            running: None,
         })
     }
 
@@ -448,6 +449,9 @@ pub struct Cell {
     ended: Option<CellError>,
     /// Held while the instance lives; released when the cell ends or is dropped.
     slot: Option<OwnedSemaphorePermit>,
+    /// The task of a call that was dropped before it answered: aborted, and ended (its store
+    /// with it) by [`Cell::end`], or at the next yield once the cell is dropped.
+    running: Option<tokio::task::JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for Cell {
@@ -467,6 +471,19 @@ impl Cell {
     /// Why the cell ended, if it did.
     pub fn ended(&self) -> Option<&CellError> {
         self.ended.as_ref()
+    }
+
+    /// Ends the cell and waits, up to [`END_WAIT`], until its instance is gone: a call dropped
+    /// in flight was aborted, but its task (and the store in it) ends only at the guest's next
+    /// yield. Only then is the slot free, so the next cell never finds the pool still full.
+    /// False when the task was still running at the end of the wait (its slot is let go
+    /// anyway: the caller says so).
+    pub async fn end(mut self) -> bool {
+        let Some(task) = self.running.take() else {
+            return true;
+        };
+        task.abort();
+        tokio::time::timeout(END_WAIT, task).await.is_ok()
     }
 
     /// An agent's `handle(message)`: its replies.
@@ -529,12 +546,26 @@ impl Cell {
         set_fuel(&mut store, limits)?;
         self.clock.restart(limits.timeout);
         let clock = Arc::clone(&self.clock);
-        // Aborted if this call is dropped: the guest stops at its next yield and its store
-        // (and so its slot's memory) goes with it.
-        let task = AbortOnDrop(tokio::spawn(async move {
-            run_on_clock(&clock, call(store)).await
-        }));
-        let outcome = match task.join().await {
+        // The answer comes back over a channel, and the task stays the cell's: if this call is
+        // dropped, the task is aborted (the guest stops at its next yield and its store goes
+        // with it) and `end` can wait for it.
+        let (answer, answered) = tokio::sync::oneshot::channel();
+        let task = tokio::spawn(async move {
+            let _ = answer.send(run_on_clock(&clock, call(store)).await);
+        });
+        let abort = AbortOnDrop(task.abort_handle());
+        self.running = Some(task);
+        let joined = match answered.await {
+            Ok(output) => Ok(output),
+            // The task ended without answering: it panicked (or was cancelled).
+            Err(_) => match self.running.take() {
+                Some(task) => task.await.map(|()| None),
+                None => Ok(None),
+            },
+        };
+        self.running = None;
+        drop(abort);
+        let outcome = match joined {
             Err(join) => Err(CellError::Host {
                 message: if join.is_panic() {
                     "a host import panicked; the cell was stopped".to_owned()
@@ -563,18 +594,23 @@ impl Cell {
     }
 }
 
-/// A task aborted when its handle is dropped.
-struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+/// How long [`Cell::end`] waits for a stopped call's task to end.
+pub const END_WAIT: Duration = Duration::from_secs(5);
 
-impl<T> AbortOnDrop<T> {
-    async fn join(mut self) -> Result<T, tokio::task::JoinError> {
-        (&mut self.0).await
+/// Aborts a task when dropped (a call dropped before it answered).
+struct AbortOnDrop(tokio::task::AbortHandle);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
     }
 }
 
-impl<T> Drop for AbortOnDrop<T> {
+impl Drop for Cell {
     fn drop(&mut self) {
-        self.0.abort();
+        if let Some(task) = &self.running {
+            task.abort();
+        }
     }
 }
 

@@ -25,7 +25,9 @@ mod host;
 mod state;
 
 pub use clock::{PauseGuard, WallClock};
-pub use engine::{Cell, CellConfig, CellEngine, FUEL_PER_CPU_MS, Limits, World, sha256_hex};
+pub use engine::{
+    Cell, CellConfig, CellEngine, END_WAIT, FUEL_PER_CPU_MS, Limits, World, sha256_hex,
+};
 pub use error::CellError;
 pub use host::{CellHost, ChatMessage, Header, HttpRequest, HttpResponse, Imports};
 /// What a broker is built with: this machine's own addresses (refused by every door) and the

@@ -426,3 +426,100 @@ async fn a_tool_is_called_with_json_and_its_error_is_its_answer() {
 fn hex(text: &str) -> String {
     text.bytes().map(|byte| format!("{byte:02x}")).collect()
 }
+
+/// A host whose model never answers, and whose waiting model call takes a while to let go
+/// when it is dropped (as a host import's connection can).
+struct SlowToLetGo;
+
+struct LetsGoSlowly;
+
+impl Drop for LetsGoSlowly {
+    fn drop(&mut self) {
+        std::thread::sleep(Duration::from_millis(300));
+    }
+}
+
+impl imurun_cell::CellHost for SlowToLetGo {
+    fn generate(
+        &self,
+        _messages: Vec<imurun_cell::ChatMessage>,
+    ) -> imurun_core::BoxFuture<'_, Result<String, String>> {
+        let held = LetsGoSlowly;
+        Box::pin(async move {
+            std::future::pending::<()>().await;
+            drop(held);
+            Err("never".to_owned())
+        })
+    }
+
+    fn send<'a>(
+        &'a self,
+        _request: imurun_cell::HttpRequest,
+        _clock: &'a imurun_cell::WallClock,
+    ) -> imurun_core::BoxFuture<'a, Result<imurun_cell::HttpResponse, String>> {
+        Box::pin(async { Err("no egress".to_owned()) })
+    }
+
+    fn read_memory(&self) -> imurun_core::BoxFuture<'_, Result<Vec<String>, String>> {
+        Box::pin(async { Err("no memory".to_owned()) })
+    }
+
+    fn call_tool(
+        &self,
+        _name: String,
+        _args_json: String,
+    ) -> imurun_core::BoxFuture<'_, Result<String, String>> {
+        Box::pin(async { Err("no tools".to_owned()) })
+    }
+
+    fn emit(
+        &self,
+        _kind: String,
+        _payload_json: String,
+    ) -> imurun_core::BoxFuture<'_, Result<(), String>> {
+        Box::pin(async { Err("no events".to_owned()) })
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_dropped_in_flight_leaves_its_slot_to_the_next_cell_once_ended() {
+    let engine = engine(1);
+    let model = Imports {
+        model: true,
+        ..Imports::default()
+    };
+    for round in 0..3 {
+        let bytes = Guest::ModelTool.bytes();
+        let mut cell = engine
+            .start(
+                &hash(&bytes),
+                &bytes,
+                World::Tool,
+                model,
+                limits(),
+                Arc::new(SlowToLetGo),
+            )
+            .await
+            .unwrap();
+        // The tool waits on the model; the call is dropped meanwhile (a person's stop).
+        let args = r#"{"generate": [{"role": "user", "content": "hi"}]}"#;
+        let dropped = tokio::time::timeout(Duration::from_millis(100), cell.call(args)).await;
+        assert!(dropped.is_err(), "round {round}: the call answered");
+        assert!(
+            cell.end().await,
+            "round {round}: the task outlived the wait"
+        );
+        assert_eq!(engine.free_slots(), 1, "round {round}");
+        // The pool's instance went with the slot: the next cell starts at once.
+        let next = start(
+            &engine,
+            Guest::Echo,
+            World::Agent,
+            Imports::default(),
+            limits(),
+            Arc::new(RecordingHost::default()),
+        )
+        .await;
+        assert!(next.is_ok(), "round {round}: {next:?}");
+    }
+}

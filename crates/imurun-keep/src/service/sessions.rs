@@ -586,7 +586,17 @@ impl Sessions<'_> {
 /// free. Its row is the caller's to end.
 async fn halt(cells: &Cells, live: &LiveSession) {
     live.stopped.send_replace(true);
-    drop(live.cell.lock().await.take());
+    let cell = live.cell.lock().await.take();
+    // The cell's instance is gone before the stop answers: its slot is free for the next.
+    if let Some(cell) = cell
+        && !cell.end().await
+    {
+        tracing::warn!(
+            session = %live.host.session_id,
+            "a stopped session's cell did not end within {:?}; its slot is let go anyway",
+            imurun_cell::END_WAIT
+        );
+    }
     cells.remove(&live.host.session_id);
 }
 

@@ -102,6 +102,7 @@ impl Tools<'_> {
             result = cell.call(args_json) => Some(result),
         };
         let Some(result) = result else {
+            cell.end().await;
             let reason = format!(
                 "revoked: {qualified} was revoked while this call ran; the call was stopped"
             );
