@@ -699,10 +699,17 @@ step('Sign out forgets the token; a revoked token shows the sign-in again at the
     await view(page, 'Device');
     const id = createHash('sha256').update(token).digest('hex').slice(0, 12);
     imurun('keep', 'token', 'revoke', id);
-    // A button's request, not a navigation, meets the refusal.
-    await page.getByLabel('Enrolment code', { exact: true }).fill('not-a-code');
-    await page.getByRole('button', { name: 'Enrol this browser' }).click();
-    await page.locator('#token-view:not([hidden])').waitFor({ timeout: WAIT_MS })
+    // No navigation: the next request meets the refusal, whichever comes first, a button's
+    // or the event stream's (the host ends a revoked token's stream).
+    const signIn = page.locator('#token-view:not([hidden])');
+    await Promise.race([
+      signIn.waitFor({ timeout: WAIT_MS }).catch(() => {}),
+      (async () => {
+        await page.getByLabel('Enrolment code', { exact: true }).fill('not-a-code', { timeout: WAIT_MS });
+        await page.getByRole('button', { name: 'Enrol this browser' }).click({ timeout: WAIT_MS });
+      })().catch(() => {}),
+    ]);
+    await signIn.waitFor({ timeout: WAIT_MS })
       .catch(() => { throw new Error('a revoked token kept the page signed in'); });
     check((await page.locator('#token-error').textContent()).includes('not accepted'), 'the sign-in does not say the token was refused');
     check(!(await page.locator('#keep-device-view').isVisible()), 'a view shows beside the sign-in');
