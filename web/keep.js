@@ -878,20 +878,50 @@ async function loadDevice() {
   } else {
     parts.push(enrolForms());
   }
+  const signs = device && !device.pending && !deviceProblem;
+  const listed = h('p', { class: 'result', role: 'status', id: 'keep-devices-result' });
   parts.push(h('h2', {}, 'Your devices'),
-    h('ul', { class: 'plain' }, registeredKeys.length === 0
+    h('ul', { class: 'plain', id: 'keep-devices' }, registeredKeys.length === 0
       ? h('li', { class: 'muted' }, 'None yet.')
-      : registeredKeys.map((key) => h('li', {},
+      : registeredKeys.map((key) => h('li', { 'data-key': key.key_id },
         h('span', {}, `${visibleText(key.label || 'unnamed')} `, h('span', { class: 'mono wrap' }, key.key_id),
           key.key_id === device?.key_id ? ' (this browser)' : '',
-          key.retired_at_ms ? h('span', { class: 'badge' }, 'retired') : null)))));
+          key.retired_at_ms ? h('span', { class: 'badge' }, 'retired') : null),
+        // Another live device (a lost phone) is retired with a decision this browser signs.
+        signs && !key.retired_at_ms && key.key_id !== device.key_id
+          ? h('button', {
+            type: 'button',
+            class: 'secondary',
+            'aria-label': `Retire ${visibleText(key.label || 'unnamed')}`,
+            onclick: act(() => retireOther(key, listed), listed),
+          }, 'Retire')
+          : null))),
+    listed);
   fill(root, parts);
 }
 
-/** Retires this browser's key at the host and forgets it here. */
+/**
+ * Signs, on this browser's key, a `retire_device` decision for `key` (a registered device of
+ * the person's: this browser's own or another) and sends it; the host's answer.
+ */
+async function signRetire(result, key, now) {
+  const bytes = devices.publicKeyBytes(key.public_key);
+  const signed = await signOrSay(result, {
+    kind: 'retire_device',
+    subject: key.key_id,
+    hashes: { public_key: await sha256Hex(bytes) },
+    ceiling_version: 0,
+    policy_version: 0,
+  }, false, now);
+  if (!signed) return null;
+  return api('POST', `/v1/devices/${encodeURIComponent(key.key_id)}/retire`, { decision: signed.envelope });
+}
+
+/** Retires this browser's key at the host (signed with it) and forgets it here. */
 async function retire(result) {
   const now = signedInNow();
-  const answer = await api('DELETE', `/v1/devices/${encodeURIComponent(now.device.key_id)}`);
+  const answer = await signRetire(result, now.device, now);
+  if (!answer) return;
   if (answer.status === 200) {
     // The key retired is the one that clicked's, whoever is signed in now.
     await devices.forgetDevice(now.user);
@@ -905,6 +935,19 @@ async function retire(result) {
   keyMaking = null;
   await loadDevice();
   status(byId('keep-device-result'), 'Retired: this browser signs nothing from now on, and its key is gone.');
+}
+
+/** Retires another of the person's devices (a lost phone), signed on this browser. */
+async function retireOther(key, result) {
+  const now = signedInNow();
+  const answer = await signRetire(result, key, now);
+  if (!answer || now.stale()) return;
+  if (answer.status !== 200) {
+    status(result, `Not retired: ${errorText(answer)}`, false);
+    return;
+  }
+  await loadDevice();
+  status(byId('keep-device-result'), `Retired “${visibleText(key.label || 'unnamed')}”: it signs nothing from now on.`);
 }
 
 function enrolForms() {

@@ -858,12 +858,25 @@ step('a browser without Ed25519 in WebCrypto is told so, and signs nothing', asy
   await browser.close();
 });
 
-step('alice retires this browser as a device: the host lists it retired and the key is gone', async () => {
+step('alice retires her laptop from this browser, then this browser itself, each signed here; her token alone retires nothing', async () => {
   const { page } = alice;
   await view(page, 'Device');
+  const before = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/devices'), 200, 'alice\'s devices');
+  const laptop = before.devices.find((d) => d.label === 'alice’s laptop');
+  const unsigned = await call(env.KEEP_ALICE, 'DELETE', `/v1/devices/${laptop.key_id}`);
+  check(unsigned.status === 405, `a token alone answered ${unsigned.status} to retiring a device`);
+  const bare = await call(env.KEEP_ALICE, 'POST', `/v1/devices/${laptop.key_id}/retire`, {});
+  check(bare.status === 400, `a retirement without a decision answered ${bare.status}`);
+  await page.getByRole('button', { name: 'Retire alice’s laptop' }).click();
+  const other = await resultText(page.locator('#keep-device-result'));
+  check(other.startsWith('Retired “alice’s laptop”'), `the laptop was not retired: ${other}`);
+  const between = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/devices'), 200, 'alice\'s devices');
+  check(between.devices.find((d) => d.key_id === laptop.key_id)?.retired_at_ms, `the host does not list the laptop retired: ${JSON.stringify(between.devices)}`);
+  check(!between.devices.find((d) => d.label === 'alice’s browser')?.retired_at_ms, 'this browser was retired with the laptop');
   await page.getByRole('button', { name: 'Retire this browser as a device' }).click();
-  const text = await resultText(page.locator('#keep-device-result'));
-  check(text.startsWith('Retired'), `not retired: ${text}`);
+  await page.locator('#keep-device-result').filter({ hasText: /Retired: this browser|Not retired/ }).waitFor({ timeout: WAIT_MS });
+  const text = await page.locator('#keep-device-result').textContent();
+  check(text.startsWith('Retired: this browser'), `not retired: ${text}`);
   const { devices } = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/devices'), 200, 'alice\'s devices');
   check(devices.find((d) => d.label === 'alice’s browser')?.retired_at_ms, `the host does not list the browser retired: ${JSON.stringify(devices)}`);
   const kept = await page.evaluate(() => new Promise((resolve) => {

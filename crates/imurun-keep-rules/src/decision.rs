@@ -47,6 +47,8 @@ pub enum DecisionKind {
     ApproveEgress,
     /// Register another device key for the same person.
     EnrolDevice,
+    /// Retire one of the person's device keys (the signing key itself, or another of hers).
+    RetireDevice,
 }
 
 impl DecisionKind {
@@ -58,6 +60,7 @@ impl DecisionKind {
             DecisionKind::ClearTaint => "clear_taint",
             DecisionKind::ApproveEgress => "approve_egress",
             DecisionKind::EnrolDevice => "enrol_device",
+            DecisionKind::RetireDevice => "retire_device",
         }
     }
 }

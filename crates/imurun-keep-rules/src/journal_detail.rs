@@ -293,6 +293,13 @@ pub enum DeviceDetail {
     },
     Retire {
         key_id: String,
+        /// For the person's own retirement: the device whose decision retired it (absent when
+        /// the operator revoked the person).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        decided_by: Option<String>,
+        /// For the person's own retirement: the decision's nonce.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        nonce: Option<String>,
     },
 }
 

@@ -344,6 +344,15 @@ pub struct ToolList {
     pub tools: Vec<ToolView>,
 }
 
+/// `POST /v1/devices/{key_id}/retire`.
+#[derive(Debug, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RetireDeviceBody {
+    /// A `retire_device` decision signed on one of the caller's devices (the one retired
+    /// included): its subject the key id, its `public_key` hash the key's, both versions 0.
+    pub decision: SignedDocument,
+}
+
 /// `POST /v1/tools/{name}/clear-taint`.
 #[derive(Debug, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]

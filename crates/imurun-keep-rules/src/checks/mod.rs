@@ -12,6 +12,7 @@ pub mod clear_taint;
 pub mod documents;
 pub mod egress_answer;
 pub mod enrol;
+pub mod retire_device;
 pub mod revoke;
 pub mod tool_decision;
 pub mod tool_review;

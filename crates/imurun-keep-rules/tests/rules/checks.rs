@@ -6,7 +6,9 @@ use std::collections::BTreeMap;
 use std::sync::LazyLock;
 
 use imurun_keep_rules::authority::manifest_sha256;
-use imurun_keep_rules::checks::{Signer, clear_taint, egress_answer, enrol, revoke, tool_decision};
+use imurun_keep_rules::checks::{
+    Signer, clear_taint, egress_answer, enrol, retire_device, revoke, tool_decision,
+};
 use imurun_keep_rules::decision::{Decision, DecisionKind, DeviceKey, Expected};
 use imurun_keep_rules::documents::Signed;
 use imurun_keep_rules::host::HostAllowance;
@@ -609,6 +611,143 @@ fn a_device_enrols_only_with_its_own_possession_and_an_existing_devices_decision
         check(4, &registered, &other_key),
         Err("decision_refused"),
         "another key"
+    );
+}
+
+#[test]
+fn a_device_is_retired_only_by_a_decision_of_one_of_her_live_devices() {
+    let (phone, phone_key) = device(1, "alice", false);
+    let (laptop, laptop_key) = device(2, "alice", false);
+    let (bobs, bobs_key) = device(3, "bob", false);
+    let hashes = retire_device::hashes(&phone_key);
+    let expected = Expected {
+        kind: DecisionKind::RetireDevice,
+        subject: &phone_key.key_id,
+        hashes: &hashes,
+        ceiling_version: 0,
+        policy_version: 0,
+        user: "alice",
+    };
+    let retired = |key: &DeviceKey| DeviceKey {
+        retired: true,
+        ..key.clone()
+    };
+    let by_phone = decide(&phone, &expected, |_| {});
+    let by_laptop = decide(&laptop, &expected, |_| {});
+    // (what, the device retired, the device that signed, the decision, the answer)
+    type Case<'a> = (&'a str, DeviceKey, DeviceKey, Signed, Result<(), &'a str>);
+    let cases: Vec<Case<'_>> = vec![
+        (
+            "the key itself",
+            phone_key.clone(),
+            phone_key.clone(),
+            by_phone.clone(),
+            Ok(()),
+        ),
+        (
+            "another of hers",
+            phone_key.clone(),
+            laptop_key.clone(),
+            by_laptop.clone(),
+            Ok(()),
+        ),
+        (
+            "a key of his own, naming her",
+            phone_key.clone(),
+            bobs_key.clone(),
+            decide(&bobs, &expected, |_| {}),
+            Err("untrusted_key"),
+        ),
+        (
+            "a retired device of hers",
+            phone_key.clone(),
+            retired(&laptop_key),
+            by_laptop.clone(),
+            Err("untrusted_key"),
+        ),
+        (
+            "a device retired already",
+            retired(&phone_key),
+            phone_key.clone(),
+            by_phone.clone(),
+            Err("conflict"),
+        ),
+        (
+            "another person's device",
+            bobs_key.clone(),
+            phone_key.clone(),
+            by_phone.clone(),
+            Err("untrusted_key"),
+        ),
+        (
+            "an enrol decision",
+            phone_key.clone(),
+            phone_key.clone(),
+            decide(&phone, &expected, |d| d.kind = DecisionKind::EnrolDevice),
+            Err("decision_refused"),
+        ),
+        (
+            "another subject",
+            phone_key.clone(),
+            phone_key.clone(),
+            decide(&phone, &expected, |d| d.subject = laptop_key.key_id.clone()),
+            Err("decision_refused"),
+        ),
+        (
+            "another key's hash",
+            phone_key.clone(),
+            phone_key.clone(),
+            decide(&phone, &expected, |d| {
+                d.hashes = retire_device::hashes(&laptop_key)
+            }),
+            Err("decision_refused"),
+        ),
+        (
+            "a ceiling version",
+            phone_key.clone(),
+            phone_key.clone(),
+            decide(&phone, &expected, |d| d.ceiling_version = 1),
+            Err("decision_refused"),
+        ),
+        (
+            "expired",
+            phone_key.clone(),
+            phone_key.clone(),
+            decide(&phone, &expected, |d| {
+                d.issued_at = NOW - 400;
+                d.expires_at = NOW - 100;
+            }),
+            Err("expired"),
+        ),
+    ];
+    for (what, target, signer, envelope, wanted) in cases {
+        let snapshot = retire_device::Snapshot {
+            device: &target,
+            signer: Signer {
+                user: "alice",
+                device: Some(&signer),
+                now_s: NOW,
+            },
+        };
+        let got = retire_device::check(&snapshot, &envelope)
+            .map(|_| ())
+            .map_err(|error| error.rule());
+        assert_eq!(got, wanted, "{what}");
+    }
+    // No device registered under the signing key: refused.
+    let snapshot = retire_device::Snapshot {
+        device: &phone_key,
+        signer: Signer {
+            user: "alice",
+            device: None,
+            now_s: NOW,
+        },
+    };
+    assert_eq!(
+        retire_device::check(&snapshot, &by_phone)
+            .map_err(|error| error.rule())
+            .err(),
+        Some("untrusted_key")
     );
 }
 

@@ -3,7 +3,7 @@
 //! its nonce consumed in the same write as what the decision allows.
 
 use imurun_keep_rules::RuleError;
-use imurun_keep_rules::checks::{Attempt, enrol};
+use imurun_keep_rules::checks::{Attempt, enrol, retire_device};
 use imurun_store::KeepTx;
 
 use serde::Serialize;
@@ -240,17 +240,69 @@ impl Devices<'_> {
         }
     }
 
-    /// Retires one of the calling user's device keys: it signs nothing from now on.
-    pub async fn retire(self, caller: &Identity, key_id: &str) -> Result<DeviceView, KeepError> {
+    /// Retires one of the calling user's device keys with `envelope`, a `retire_device`
+    /// decision signed by one of her live devices (the key itself included): it signs nothing
+    /// from now on. Her token alone retires nothing, so whoever can make her a token cannot
+    /// clear the way for a device of his own.
+    pub async fn retire(
+        self,
+        caller: &Identity,
+        key_id: &str,
+        envelope: &Signed,
+    ) -> Result<DeviceView, KeepError> {
         let user = caller.user().ok_or(KeepError::NotFound("device"))?;
-        if !self.retire_as(caller, user, key_id).await? {
-            return Err(KeepError::NotFound("device"));
+        let subject = format!("device:{}", crate::manifest::cut(key_id));
+        match self.try_retire(caller, user, key_id, envelope).await {
+            Ok(()) => self.get(caller, key_id).await,
+            Err(error) => {
+                let attempt = self.core.decision_attempt(envelope, user).await;
+                let what = (Some(user), "retire_device", subject.as_str());
+                self.core
+                    .refuse_attempt(caller, what, Some(attempt), error)
+                    .await
+            }
         }
-        self.get(caller, key_id).await
     }
 
-    /// Retires `user`'s live device `key_id`, journaled as `caller`'s (the person, or the
-    /// operator revoking her); whether it was live.
+    async fn try_retire(
+        self,
+        caller: &Identity,
+        user: &str,
+        key_id: &str,
+        envelope: &Signed,
+    ) -> Result<(), KeepError> {
+        self.core
+            .decide_under_lock(
+                user,
+                envelope,
+                async |tx| match tx.device(key_id).await? {
+                    // Another person's key answers as one that does not exist.
+                    Some(row) if row.user_name == user => device_key(row),
+                    _ => Err(KeepError::NotFound("device")),
+                },
+                |device: &DeviceKey, signer| {
+                    retire_device::check(&retire_device::Snapshot { device, signer }, envelope)
+                },
+                async |tx, _, decision| {
+                    if !tx.retire_device(key_id, user).await? {
+                        return Err(KeepError::Conflict(format!(
+                            "device {key_id} was retired meanwhile"
+                        )));
+                    }
+                    let detail = DeviceDetail::Retire {
+                        key_id: key_id.to_owned(),
+                        decided_by: Some(decision.device_key_id.clone()),
+                        nonce: Some(decision.nonce.clone()),
+                    };
+                    append(tx, caller, Some(user), &format!("device:{key_id}"), detail).await?;
+                    Ok(((), Commit::Plain))
+                },
+            )
+            .await
+    }
+
+    /// Retires `user`'s live device `key_id`, journaled as the operator's (revoking her);
+    /// whether it was live.
     pub(crate) async fn retire_as(
         self,
         caller: &Identity,
@@ -263,6 +315,8 @@ impl Devices<'_> {
         }
         let detail = DeviceDetail::Retire {
             key_id: key_id.to_owned(),
+            decided_by: None,
+            nonce: None,
         };
         append(
             &mut tx,

@@ -559,9 +559,7 @@ async fn attack_retiring_the_only_device_locks_the_user_out_for_good() {
     host.enrol(&alice, &first, "alice", EnrolProof::Code(code))
         .await
         .expect("enrol");
-    host.keep
-        .devices()
-        .retire(&alice, &first.key_id())
+    host.retire(&alice, &first, &first, "alice")
         .await
         .expect("retire");
     let code = host

@@ -594,9 +594,7 @@ async fn holds2_possession_is_bound_and_keys_are_single_owner() {
             .await
             .is_err()
     );
-    host.keep
-        .devices()
-        .retire(&alice, &key.key_id())
+    host.retire(&alice, &key, &key, "alice")
         .await
         .expect("retire");
     assert!(

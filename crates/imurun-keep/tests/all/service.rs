@@ -559,9 +559,7 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
     assert_eq!(hers, none);
 
     // A retired device signs nothing.
-    host.keep
-        .devices()
-        .retire(&alice, &first.key_id())
+    host.retire(&alice, &first, &first, "alice")
         .await
         .expect("retire");
     let stale = Expected {

@@ -170,6 +170,49 @@ impl Host {
     }
 }
 
+impl Host {
+    /// Retires `target`, one of `user`'s devices (whose identity is `who`), with a
+    /// `retire_device` decision `signer` signs now.
+    pub(crate) async fn retire(
+        &self,
+        who: &Identity,
+        signer: &KeyPair,
+        target: &KeyPair,
+        user: &str,
+    ) -> Result<imurun_keep::service::DeviceView, imurun_keep::KeepError> {
+        let decision = retire_decision(signer, target, user, self.now.load(Ordering::SeqCst));
+        self.keep
+            .devices()
+            .retire(who, &target.key_id(), &decision)
+            .await
+    }
+}
+
+/// A `retire_device` decision for `target`, of `user`'s, signed by `signer` at `now`.
+pub(crate) fn retire_decision(signer: &KeyPair, target: &KeyPair, user: &str, now: i64) -> Signed {
+    let hashes =
+        std::collections::BTreeMap::from([("public_key".to_owned(), target.public().sha256())]);
+    let key_id = target.key_id();
+    let expected = imurun_keep::decision::Expected {
+        kind: imurun_keep::decision::DecisionKind::RetireDevice,
+        subject: &key_id,
+        hashes: &hashes,
+        ceiling_version: 0,
+        policy_version: 0,
+        user,
+    };
+    let decision = imurun_keep::decision::Decision::new(
+        &imurun_keep::random::OsRandom,
+        &expected,
+        signer,
+        now,
+        300,
+        false,
+    )
+    .expect("decision");
+    Signed::sign(&decision, signer).expect("sign")
+}
+
 /// The new key's proof that it is held, for `user`.
 pub(crate) fn possession(key: &KeyPair, user: &str) -> String {
     key.sign(&imurun_keep::service::possession_message(

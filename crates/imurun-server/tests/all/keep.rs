@@ -155,14 +155,46 @@ async fn another_users_objects_read_byte_for_byte_like_ids_that_never_existed() 
             "{theirs} is Alice's"
         );
     }
-    let (status, body_theirs) = keep
-        .raw(&keep.bob, "DELETE", &format!("/v1/devices/{key_id}"))
+    // Retiring her key with a decision of his own reads as retiring a key that never existed.
+    let bobs = KeyPair::generate(&OsRandom).expect("key");
+    let retire = |id: &str| {
+        let hashes = BTreeMap::from([("public_key".to_owned(), bobs.public().sha256())]);
+        let expected = Expected {
+            kind: DecisionKind::RetireDevice,
+            subject: id,
+            hashes: &hashes,
+            ceiling_version: 0,
+            policy_version: 0,
+            user: "bob",
+        };
+        let decision = Decision::new(
+            &OsRandom,
+            &expected,
+            &bobs,
+            imurun_core::now_unix_s(),
+            300,
+            false,
+        )
+        .expect("decision");
+        json!({"decision": Signed::sign(&decision, &bobs).expect("sign")}).to_string()
+    };
+    let never = "1".repeat(32);
+    let (status, _, body_theirs) = keep
+        .server
+        .request_as(
+            Some(&keep.bob),
+            "POST",
+            &format!("/v1/devices/{key_id}/retire"),
+            Some(retire(&key_id)),
+        )
         .await;
-    let (_, body_never) = keep
-        .raw(
-            &keep.bob,
-            "DELETE",
-            &format!("/v1/devices/{}", "1".repeat(32)),
+    let (_, _, body_never) = keep
+        .server
+        .request_as(
+            Some(&keep.bob),
+            "POST",
+            &format!("/v1/devices/{never}/retire"),
+            Some(retire(&key_id)),
         )
         .await;
     assert_eq!((status, body_theirs), (404, body_never));
@@ -479,6 +511,132 @@ async fn a_second_device_needs_a_decision_from_the_first_used_once() {
         .call(&keep.alice, "POST", "/v1/devices", Some(replay))
         .await;
     assert_eq!(status, 403, "{body}");
+    keep.server.stop().await;
+}
+
+/// A `retire_device` decision for `target` (of `user`'s), signed by `signer` now.
+fn retire_body(signer: &KeyPair, target: &KeyPair, user: &str) -> Value {
+    let hashes = BTreeMap::from([("public_key".to_owned(), target.public().sha256())]);
+    let key_id = target.key_id();
+    let expected = Expected {
+        kind: DecisionKind::RetireDevice,
+        subject: &key_id,
+        hashes: &hashes,
+        ceiling_version: 0,
+        policy_version: 0,
+        user,
+    };
+    let decision = Decision::new(
+        &OsRandom,
+        &expected,
+        signer,
+        imurun_core::now_unix_s(),
+        300,
+        false,
+    )
+    .expect("decision");
+    json!({"decision": Signed::sign(&decision, signer).expect("sign")})
+}
+
+/// The operator can make a person a token and an enrolment code; with both he still cannot
+/// take her device away, nor enrol one of his own beside it, so nothing is approved in her
+/// name. Only a decision of one of her devices retires one.
+#[tokio::test]
+async fn a_token_made_for_a_person_cannot_retire_her_device_or_enrol_another() {
+    let keep = Keep::start().await;
+    let (_, code) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/enrol-codes",
+            Some(json!({"user": "alice"})),
+        )
+        .await;
+    let hers = KeyPair::generate(&OsRandom).expect("key");
+    let body = json!({"public_key": hers.public().to_hex(), "possession": possession(&hers, "alice"), "enrol_code": code["code"]});
+    let (status, enrolled) = keep
+        .call(&keep.alice, "POST", "/v1/devices", Some(body))
+        .await;
+    assert_eq!(status, 201, "{enrolled}");
+    let device_path = format!("/v1/devices/{}", hers.key_id());
+    let retire_path = format!("{device_path}/retire");
+
+    // A token the operator makes for her.
+    let minted = keep.token_for("alice").await;
+    let (status, _) = keep.call(&minted, "DELETE", &device_path, None).await;
+    assert_eq!(status, 405, "a token alone retired a device");
+    let (status, body) = keep
+        .call(&minted, "POST", &retire_path, Some(json!({})))
+        .await;
+    assert_eq!(status, 400, "{body}");
+    // A decision signed by a key of his own, naming her.
+    let his = KeyPair::generate(&OsRandom).expect("key");
+    let (status, body) = keep
+        .call(
+            &minted,
+            "POST",
+            &retire_path,
+            Some(retire_body(&his, &hers, "alice")),
+        )
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("untrusted_key")),
+        "{body}"
+    );
+    // A code made now enrols nothing beside her device.
+    let (_, code) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/enrol-codes",
+            Some(json!({"user": "alice"})),
+        )
+        .await;
+    let body = json!({"public_key": his.public().to_hex(), "possession": possession(&his, "alice"), "enrol_code": code["code"]});
+    let (status, body) = keep.call(&minted, "POST", "/v1/devices", Some(body)).await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("forbidden")),
+        "{body}"
+    );
+    // The operator's own token retires nothing of hers.
+    let (status, _) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            &retire_path,
+            Some(retire_body(&hers, &hers, "alice")),
+        )
+        .await;
+    assert_eq!(status, 404);
+    let (_, device) = keep.call(&keep.alice, "GET", &device_path, None).await;
+    assert_eq!(device["retired_at_ms"], Value::Null, "{device}");
+
+    // Her own device's decision retires it, once; the journal names the device that decided.
+    let decision = retire_body(&hers, &hers, "alice");
+    let (status, retired) = keep
+        .call(&keep.alice, "POST", &retire_path, Some(decision.clone()))
+        .await;
+    assert_eq!(status, 200, "{retired}");
+    assert!(retired["retired_at_ms"].is_i64(), "{retired}");
+    let (status, body) = keep
+        .call(&keep.alice, "POST", &retire_path, Some(decision))
+        .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("conflict")),
+        "{body}"
+    );
+    let (_, journal) = keep.call(&keep.alice, "GET", "/v1/journal", None).await;
+    let entry = journal["entries"]
+        .as_array()
+        .expect("entries")
+        .iter()
+        .find(|entry| entry["detail"]["action"] == "retire")
+        .cloned()
+        .unwrap_or_default();
+    assert_eq!(entry["detail"]["decided_by"], hers.key_id(), "{journal}");
     keep.server.stop().await;
 }
 

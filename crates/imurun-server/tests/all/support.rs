@@ -209,7 +209,7 @@ impl Keep {
         keep
     }
 
-    async fn token_for(&self, user: &str) -> String {
+    pub(crate) async fn token_for(&self, user: &str) -> String {
         let (status, body) = self
             .call(
                 &self.operator,

@@ -260,6 +260,17 @@ pub(crate) enum DeviceCommand {
         #[arg(long, default_value = "")]
         label: String,
     },
+    /// Retire one of your devices (it signs nothing from then on) with a decision signed by
+    /// your device key: the key retired itself, or another of yours (a lost phone).
+    Retire {
+        /// The id of the device to retire (as `GET /v1/devices` lists it).
+        key_id: String,
+        /// Your device key file that signs the decision.
+        #[arg(long, value_name = "KEYFILE")]
+        device: PathBuf,
+        #[command(flatten)]
+        client: ClientArgs,
+    },
 }
 
 #[derive(Debug, clap::Args)]
@@ -267,7 +278,8 @@ pub(crate) struct DecideArgs {
     /// The device key file.
     #[arg(long, value_name = "KEYFILE")]
     device: PathBuf,
-    /// approve_proposal, deny_proposal, clear_taint, approve_egress or enrol_device.
+    /// approve_proposal, deny_proposal, clear_taint, approve_egress, enrol_device or
+    /// retire_device.
     #[arg(long)]
     kind: String,
     /// The id of what is decided.
@@ -331,6 +343,19 @@ pub(crate) fn run(
         KeepCommand::Device(DeviceCommand::Enrol { out, user, label }) => {
             device_enrol(out, user, label)
         }
+        KeepCommand::Device(DeviceCommand::Retire {
+            key_id,
+            device,
+            client,
+        }) => keep_client::run(
+            ClientCommand::RetireDevice {
+                key_id: key_id.clone(),
+                device: device.clone(),
+            },
+            client,
+            config_flag,
+            environment,
+        ),
         KeepCommand::Decide(args) => decide(args),
         KeepCommand::Egress(EgressCommand::Check) => egress_check(),
         KeepCommand::Proposals { client } => {
@@ -694,7 +719,7 @@ fn device_enrol(out: &Path, user: &str, label: &str) -> Result<ExitCode> {
 fn decide(args: &DecideArgs) -> Result<ExitCode> {
     let device = read_key(&args.device)?;
     let kind: DecisionKind = serde_json::from_value(Value::String(args.kind.clone()))
-        .map_err(|_| anyhow!("--kind {:?} is not one of approve_proposal, deny_proposal, clear_taint, approve_egress, enrol_device", args.kind))?;
+        .map_err(|_| anyhow!("--kind {:?} is not one of approve_proposal, deny_proposal, clear_taint, approve_egress, enrol_device, retire_device", args.kind))?;
     let mut hashes = BTreeMap::new();
     for pair in &args.hashes {
         let (name, value) = pair

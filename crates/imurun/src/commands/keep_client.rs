@@ -1,17 +1,18 @@
 //! A person's Keep commands against a running host: their tool proposals and the review in a
 //! terminal (new authority marked, escapes visible), decisions signed with their device key
-//! file on this machine, clearing a tool's taint, revoking a tool. The key never leaves the
-//! machine: only the signed decision is sent.
+//! file on this machine, clearing a tool's taint, revoking a tool, retiring a device. The key
+//! never leaves the machine: only the signed decision is sent.
 
 use imurun_keep::key_files::read_key;
 use imurun_keep::random::OsRandom;
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow, bail};
 use imurun_keep::decision::{Decision, DecisionKind, Expected};
 use imurun_keep::documents::Signed;
-use imurun_keep::keys::KeyPair;
+use imurun_keep::keys::{KeyPair, PublicKey};
 use imurun_keep::proposals::escape;
 use serde_json::{Value, json};
 
@@ -53,6 +54,10 @@ pub(crate) enum ClientCommand {
         name: String,
     },
     Tools,
+    RetireDevice {
+        key_id: String,
+        device: PathBuf,
+    },
 }
 
 pub(crate) fn run(
@@ -232,6 +237,35 @@ impl Client {
                     text(&cleared["qualified_name"]),
                     text(&cleared["egress_mode"])
                 );
+            }
+            ClientCommand::RetireDevice { key_id, device } => {
+                let signer = read_key(&device)?;
+                let path = format!("/v1/devices/{}", imurun_core::percent_encoded(&key_id));
+                let shown = self.call("GET", &path, None).await?;
+                let public_key = PublicKey::from_hex(shown["public_key"].as_str().unwrap_or(""))
+                    .context("the device's public key")?;
+                let user = self.user().await?;
+                let hashes = BTreeMap::from([("public_key".to_owned(), public_key.sha256())]);
+                let decision = sign(
+                    &signer,
+                    &Expected {
+                        kind: DecisionKind::RetireDevice,
+                        subject: &key_id,
+                        hashes: &hashes,
+                        ceiling_version: 0,
+                        policy_version: 0,
+                        user: &user,
+                    },
+                    false,
+                )?;
+                let retired = self
+                    .call(
+                        "POST",
+                        &format!("{path}/retire"),
+                        Some(json!({ "decision": decision })),
+                    )
+                    .await?;
+                println!("device {}: retired", text(&retired["key_id"]));
             }
             ClientCommand::Revoke { name } => {
                 let revoked = self

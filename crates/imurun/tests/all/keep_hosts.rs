@@ -248,6 +248,7 @@ fn two_hosts_on_one_database_share_what_people_approved_revoked_and_were_shown()
         &format!("public_key={}", crate::keep_cli::sha256_hex(&public_key)),
     ]);
     second["decision"] = decision;
+    let second_key_id = second["key_id"].as_str().unwrap().to_owned();
     second.as_object_mut().unwrap().remove("key_id");
     expect(
         hosts
@@ -265,6 +266,36 @@ fn two_hosts_on_one_database_share_what_people_approved_revoked_and_were_shown()
         "refused for its nonce: {}",
         replayed.1
     );
+    // The first device retires the second with the command line, through host B; host A
+    // lists it retired.
+    let second_id = second_key_id.as_str();
+    let said = crate::keep_hosts_kit::imurun(
+        hosts.home_a.path(),
+        &hosts.url,
+        &[
+            "keep",
+            "device",
+            "retire",
+            second_id,
+            "--device",
+            first_key.to_str().unwrap(),
+            "--url",
+            &hosts.b.url(),
+        ],
+        &[("IMURUN_KEEP_TOKEN", alice.as_str())],
+    );
+    assert_eq!(said.trim(), format!("device {second_id}: retired"));
+    let listed = expect(
+        hosts.a.request(
+            Some(&alice),
+            "GET",
+            &format!("/v1/devices/{second_id}"),
+            None,
+        ),
+        200,
+        "the retired device on host A",
+    );
+    assert!(listed["retired_at_ms"].is_i64(), "{listed}");
 
     // A NUL character (which PostgreSQL cannot hold) in an id is the request's fault.
     for path in ["/v1/sessions/s%00", "/v1/proposals/p%00", "/v1/tools/t%00"] {

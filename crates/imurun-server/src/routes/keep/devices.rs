@@ -1,6 +1,6 @@
 //! People's device keys under `/v1`: the operator's one-time enrolment code for a person's first
 //! device; a person enrolling a device (with that code, or with a decision signed by a device
-//! of theirs), listing theirs, reading one and retiring one. Another person's key reads as one
+//! of theirs), listing theirs, reading one and retiring one (with a decision signed by a device of theirs). Another person's key reads as one
 //! that does not exist (404).
 
 use axum::Json;
@@ -8,10 +8,12 @@ use axum::extract::Path;
 use axum::http::StatusCode;
 use imurun_keep::service::{ENROL_CODE_TTL_S_DEFAULT, EnrolProof};
 
-use super::Strict;
+use super::{Strict, StrictDecision};
 use crate::error::{ApiError, StrictJson};
 use crate::keep_auth::{KeepCaller, OperatorCaller};
-use crate::keep_wire::{DeviceEnrol, DeviceInfo, DeviceList, EnrolCodeCreate, EnrolCodeCreated};
+use crate::keep_wire::{
+    DeviceEnrol, DeviceInfo, DeviceList, EnrolCodeCreate, EnrolCodeCreated, RetireDeviceBody,
+};
 use crate::openapi::ErrorBody;
 
 /// `POST /v1/enrol-codes` (operator).
@@ -119,23 +121,30 @@ pub(crate) async fn detail(
     Ok(Json(device_info(device)))
 }
 
-/// `DELETE /v1/devices/{key_id}`.
-#[utoipa::path(delete, path = "/v1/devices/{key_id}", tag = "keep", operation_id = "keep_retire_device",
-    summary = "Retire one of the caller's device keys: it signs nothing from now on",
+/// `POST /v1/devices/{key_id}/retire`.
+#[utoipa::path(post, path = "/v1/devices/{key_id}/retire", tag = "keep", operation_id = "keep_retire_device",
+    summary = "Retire one of the caller's device keys with a decision signed by one of their devices (the key itself included): it signs nothing from now on",
     params(("key_id" = String, Path, description = "The key's id.")),
+    request_body = RetireDeviceBody,
     responses(
         (status = 200, description = "Retired.", body = DeviceInfo),
-        (status = 404, description = "No live key of the caller's has this id; `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
+        (status = 400, description = "Not a `RetireDeviceBody`; `bad_request`, `invalid`, `not_canonical`.", body = ErrorBody),
         (status = 401, description = "No valid Keep token; `unauthorized`.", body = ErrorBody),
+        (status = 403, description = "The decision refused (`decision_refused`, `bad_signature`, `untrusted_key`, `expired`).", body = ErrorBody),
+        (status = 404, description = "No key of the caller's has this id (another person's reads as one that does not exist); `not_found`; `keep_off` when the server is not in Keep mode.", body = ErrorBody),
+        (status = 409, description = "The key is retired already; `conflict`.", body = ErrorBody),
+        (status = 413, description = "The body is over its limit; `too_large`.", body = ErrorBody),
+        (status = 415, description = "Not sent as `Content-Type: application/json`; `unsupported_media_type`.", body = ErrorBody),
     ))]
 pub(crate) async fn retire(
     caller: KeepCaller,
     Path(key_id): Path<String>,
+    StrictJson(body): StrictDecision<RetireDeviceBody>,
 ) -> Result<Json<DeviceInfo>, ApiError> {
     let device = caller
         .keep
         .devices()
-        .retire(&caller.identity, &key_id)
+        .retire(&caller.identity, &key_id, &body.decision.into_signed())
         .await?;
     Ok(Json(device_info(device)))
 }

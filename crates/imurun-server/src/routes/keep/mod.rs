@@ -9,7 +9,7 @@
 //! | [`ceilings`] | `PUT /v1/ceilings/{user}` (operator), `GET /v1/ceilings/{user}` |
 //! | [`trust`] | `GET`/`POST /v1/trust-root` (operator) |
 //! | [`tokens`] | `GET /v1/whoami`, `POST /v1/tokens` and `DELETE /v1/tokens/{id}` (operator) |
-//! | [`devices`] | `POST /v1/enrol-codes` (operator), `GET`/`POST /v1/devices`, `GET`/`DELETE /v1/devices/{key_id}` |
+//! | [`devices`] | `POST /v1/enrol-codes` (operator), `GET`/`POST /v1/devices`, `GET /v1/devices/{key_id}`, `POST /v1/devices/{key_id}/retire` |
 //! | [`vault`] | `GET /v1/vault`, `PUT`/`DELETE /v1/vault/{name}` |
 //! | [`journal`] | `GET /v1/journal`, `GET /v1/journal/{seq}`, `GET /v1/journal/verify` |
 //! | [`sessions`] | `POST`/`GET /v1/sessions`, `GET /v1/sessions/{id}`, `POST /v1/sessions/{id}/messages`, `/files`, `/stop`; `GET /v1/events` |
