@@ -181,6 +181,7 @@ function revokeConsequences(person) {
   return `her ${some(person.tokens, 'working token', 'stop working at once', 'stops working at once')}, and her open pages are signed out; `
     + 'her enrolment codes not used yet are voided; '
     + `${some(person.live_sessions, 'conversation', 'running here stop', 'running here stops')} (and any on other hosts of the database end); `
+    + 'her proposals still waiting for a decision are closed, so no device enrolled later decides them; '
     + `${some(person.tools, 'tool', 'are revoked', 'is revoked')}; `
     + `${person.devices === 0 ? 'she has no device to retire' : some(person.devices, 'device', 'are retired and sign nothing more', 'is retired and signs nothing more')}.`;
 }
@@ -278,6 +279,7 @@ async function revokePerson(person, box, result) {
   await loadPeople();
   status(byId('console-people-result'), `Revoked ${visibleText(done.user)}: ${plural(done.tokens_revoked.length, 'token')}, `
     + `${plural(done.enrol_codes_voided, 'enrolment code')}, ${plural(done.sessions_stopped, 'conversation')} stopped, `
+    + `${plural(done.proposals_closed, 'proposal')} closed, `
     + `${plural(done.tools_revoked.length, 'tool')}, ${plural(done.devices_retired.length, 'device')} retired. Each step is in the journal as yours.`);
 }
 

@@ -260,17 +260,35 @@ fn check_matches(decision: &Decision, expected: &Expected<'_>) -> Result<(), Rul
             "its hashes are not those of the subject as it is now".into(),
         ));
     }
+    // A retirement depends on no ceiling or policy: both versions are 0 by definition.
+    let independent = expected.kind == DecisionKind::RetireDevice;
     if decision.ceiling_version != expected.ceiling_version {
-        return Err(RuleError::Decision(format!(
-            "it was decided against ceiling version {}; the ceiling in force is version {}",
-            decision.ceiling_version, expected.ceiling_version
-        )));
+        return Err(RuleError::Decision(if independent {
+            format!(
+                "it names ceiling version {}; a {} decision names 0",
+                decision.ceiling_version,
+                expected.kind.as_str()
+            )
+        } else {
+            format!(
+                "it was decided against ceiling version {}; the ceiling in force is version {}",
+                decision.ceiling_version, expected.ceiling_version
+            )
+        }));
     }
     if decision.policy_version != expected.policy_version {
-        return Err(RuleError::Decision(format!(
-            "it was decided against policy version {}; the policy in force is version {}",
-            decision.policy_version, expected.policy_version
-        )));
+        return Err(RuleError::Decision(if independent {
+            format!(
+                "it names policy version {}; a {} decision names 0",
+                decision.policy_version,
+                expected.kind.as_str()
+            )
+        } else {
+            format!(
+                "it was decided against policy version {}; the policy in force is version {}",
+                decision.policy_version, expected.policy_version
+            )
+        }));
     }
     Ok(())
 }

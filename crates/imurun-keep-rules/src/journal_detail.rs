@@ -265,6 +265,10 @@ pub enum TokenDetail {
         enrol_codes: u64,
         sessions: u64,
         tools: u64,
+        /// Her proposals still pending, closed (absent from entries written before it was
+        /// counted).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        proposals: u64,
     },
 }
 
@@ -524,6 +528,10 @@ pub enum RevokedInDatabase {
     /// No row: the mark is raised all the same.
     #[serde(rename = "no row")]
     NoRow,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[cfg(test)]

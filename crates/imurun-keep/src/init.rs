@@ -146,7 +146,7 @@ fn trusted(pair: &KeyPair, role: KeyRole) -> TrustedKey {
     }
 }
 
-/// Creates `dir` (and its parents) with mode `0700`; an existing folder is accepted only when
+/// Creates `dir` (and its missing parents) with mode `0700`; an existing folder is accepted only when
 /// it holds none of the Keep files, and is then narrowed to `0700`.
 fn create_private_dir(dir: &Path) -> Result<(), KeepError> {
     let error = |reason: String| KeepError::KeyFile {
@@ -166,7 +166,8 @@ fn create_private_dir(dir: &Path) -> Result<(), KeepError> {
             )));
         }
     }
-    std::fs::create_dir_all(dir).map_err(|source| error(source.to_string()))?;
+    // Folders made on the way (the imurun home) are the user's alone too.
+    imurun_store::create_private_dir_all(dir).map_err(|source| error(source.to_string()))?;
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;

@@ -17,6 +17,13 @@ pub enum StoreError {
         #[source]
         source: std::io::Error,
     },
+    /// The database file could not be created (readable by its user alone).
+    #[error("cannot create the database file {path}: {source}")]
+    CreateFile {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
     /// The database could not be opened or created, or refused the connection settings.
     /// `database` is the file, `:memory:`, or the URL without its password.
     #[error("cannot open the database {database}: {source}")]

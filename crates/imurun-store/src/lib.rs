@@ -55,7 +55,7 @@ pub use keep::{
 pub use notify::{Heard, HostClaim, Listener, NOTIFY_PAYLOAD_BYTES_MAX};
 pub use sessions::{SESSION_LIST_ROWS_MAX, SESSION_TITLE_CHARS_MAX, Session};
 pub use settings::{SETTING_VALUE_BYTES_MAX, SETTINGS_MAX, SETTINGS_WRITE_ENTRIES_MAX};
-pub use store::{Backend, Store, redact_url};
+pub use store::{Backend, Store, create_private_dir_all, redact_url};
 pub use transcripts::{
     MESSAGE_CONTENT_BYTES_MAX, Message, Role, TRANSCRIPT_MESSAGES_MAX, TRANSCRIPT_READ_ROWS_MAX,
 };

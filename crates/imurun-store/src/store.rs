@@ -114,13 +114,17 @@ impl Store {
             .parent()
             .filter(|parent| !parent.as_os_str().is_empty())
         {
-            // Blocking file-system call in an async fn: a single mkdir at start-up, cheaper than
-            // a trip to the blocking pool.
-            std::fs::create_dir_all(parent).map_err(|source| StoreError::CreateDir {
+            // Blocking file-system calls in an async fn: a mkdir and an open at start-up,
+            // cheaper than a trip to the blocking pool.
+            create_private_dir_all(parent).map_err(|source| StoreError::CreateDir {
                 path: parent.to_path_buf(),
                 source,
             })?;
         }
+        create_private_file(path).map_err(|source| StoreError::CreateFile {
+            path: path.to_path_buf(),
+            source,
+        })?;
         let url = sqlite_file_url(path);
         Store::connect(
             Backend::Sqlite,
@@ -348,6 +352,33 @@ fn open_error(name: &str, source: sqlx::Error) -> StoreError {
     StoreError::Open {
         database: name.to_owned(),
         source: DatabaseError(source),
+    }
+}
+
+/// Creates `dir` and its missing parents readable by this user alone (`0700`): the database
+/// holds conversations, the audit log and Keep's state. Folders that exist are left as they are.
+pub fn create_private_dir_all(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
+/// Creates the database file readable by this user alone (`0600`) when it does not exist yet;
+/// SQLite gives its journal and WAL files the database's mode. A file that exists is left as it
+/// is.
+fn create_private_file(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+    {
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(error),
     }
 }
 

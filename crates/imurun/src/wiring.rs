@@ -201,7 +201,7 @@ impl Wiring {
     /// executor over them with the configured permissions.
     pub(crate) async fn build(config: ResolvedConfig, plan: Plan) -> Result<Self> {
         let paths = &config.paths;
-        std::fs::create_dir_all(&paths.data_dir)
+        imurun_store::create_private_dir_all(&paths.data_dir)
             .with_context(|| format!("creating {}", paths.data_dir.display()))?;
         let store = open_store(&config).await?;
         let audit = Arc::new(AuditWriter::spawn(&store).context("starting the audit writer")?);

@@ -44,6 +44,8 @@ pub struct DeviceView {
 
 impl Devices<'_> {
     /// Issues a one-time enrolment code for `user` (operator only), working for `ttl_s` seconds.
+    /// Refused while she has a live device: a code enrols only a first device, and one kept
+    /// back until she retired her devices would enrol a key in her name unseen.
     pub async fn enrol_code(
         self,
         caller: &Identity,
@@ -60,6 +62,12 @@ impl Devices<'_> {
             .saturating_add(ttl_s)
             .saturating_mul(1_000);
         let mut tx = self.core.store().keep_begin().await?;
+        if tx.live_device_count(user).await? > 0 {
+            return Err(KeepError::Conflict(format!(
+                "{user} has a device: a code enrols only a first device; her next device is \
+                 enrolled with an `enrol_device` decision one of hers signs"
+            )));
+        }
         tx.insert_enrol_code(&secret_hash(&code), user, expires_at_ms)
             .await?;
         let detail = EnrolCodeDetail {
@@ -195,7 +203,8 @@ impl Devices<'_> {
         Ok(())
     }
 
-    /// Registers the new device and journals how it came in (`detail`).
+    /// Registers the new device and journals how it came in (`detail`). Her enrolment codes
+    /// not used yet are voided: once she has a device, no code waits to enrol another.
     async fn insert_device(
         self,
         tx: &mut KeepTx,
@@ -213,6 +222,7 @@ impl Devices<'_> {
                 }
                 other => other.into(),
             })?;
+        tx.void_enrol_codes(user, self.core.now_ms()).await?;
         append(tx, caller, Some(user), &format!("device:{key_id}"), detail).await
     }
 
@@ -250,7 +260,13 @@ impl Devices<'_> {
         key_id: &str,
         envelope: &Signed,
     ) -> Result<DeviceView, KeepError> {
-        let user = caller.user().ok_or(KeepError::NotFound("device"))?;
+        let Some(user) = caller.user() else {
+            return Err(KeepError::Forbidden(
+                "devices belong to users: a device is retired with a decision one of the \
+                 user's devices signs, sent with the user's token"
+                    .into(),
+            ));
+        };
         let subject = format!("device:{}", crate::manifest::cut(key_id));
         match self.try_retire(caller, user, key_id, envelope).await {
             Ok(()) => self.get(caller, key_id).await,

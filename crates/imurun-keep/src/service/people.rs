@@ -81,6 +81,9 @@ pub struct PersonRevoked {
     pub sessions_stopped: usize,
     /// Her tools revoked (`u/<user>/<name>`): no call reaches them from now on.
     pub tools_revoked: Vec<String>,
+    /// Her proposals still waiting for a decision (tools, plans, suggestions, memory entries,
+    /// cards), closed: a device enrolled for her later decides none of them.
+    pub proposals_closed: u64,
 }
 
 impl People<'_> {
@@ -183,6 +186,22 @@ impl People<'_> {
                 ),
             ));
         }
+        // A person with a device gets no code (it would enrol nothing): refused before her
+        // token is made, so a refusal leaves nothing behind.
+        let live_devices = self
+            .core
+            .store()
+            .keep_devices(user)
+            .await?
+            .iter()
+            .filter(|device| device.retired_at_ms.is_none())
+            .count();
+        if live_devices > 0 {
+            return Err(KeepError::Conflict(format!(
+                "{user} is here already, with a device: make her another token with \
+                 `POST /v1/tokens` (`imurun keep token create --user {user}`)"
+            )));
+        }
         let NewToken { id, token } = self
             .keep
             .tokens()
@@ -203,7 +222,8 @@ impl People<'_> {
     }
 
     /// Revokes `user` as a whole, in this order: her tokens (nothing she holds works from
-    /// then on), her enrolment codes, her sessions on this host, her tools, her devices. Each
+    /// then on), her enrolment codes, her sessions on this host, her pending proposals (closed),
+    /// her tools, her devices. Each
     /// step is journaled as the operator's, and one entry sums them up. Her conversations,
     /// proposals, vault entries and journal stay; a token made for her later finds no device
     /// and no tool of before. Running it again finishes what a failure left undone.
@@ -219,6 +239,7 @@ impl People<'_> {
             enrol_codes_voided: 0,
             sessions_stopped: 0,
             tools_revoked: Vec::new(),
+            proposals_closed: 0,
         };
         // Every working token, read a page at a time until none is left: each page read is
         // revoked before the next, so however many she has, none is left working.
@@ -246,6 +267,15 @@ impl People<'_> {
         // Her sessions on other hosts end in the database: a host finds it before it hands
         // a cell of hers another message, so a token made for her later drives none of them.
         revoked.sessions_stopped += self.keep.sessions().end_everywhere(user).await?;
+        // Her pending proposals are closed before anything else of hers can change: a person
+        // added again under her name (and the device she, or whoever holds her new token and
+        // code, enrols) decides nothing that was asked of her before.
+        revoked.proposals_closed = {
+            let mut tx = self.core.store().keep_begin().await?;
+            let (tools, others) = tx.close_pending_proposals(user).await?;
+            tx.commit().await?;
+            tools + others
+        };
         for name in self.tools_in_force(user).await? {
             let qualified = format!("u/{user}/{name}");
             match self.keep.tools().revoke(caller, &qualified).await {
@@ -271,6 +301,7 @@ impl People<'_> {
             enrol_codes: revoked.enrol_codes_voided,
             sessions: count(revoked.sessions_stopped),
             tools: count(revoked.tools_revoked.len()),
+            proposals: revoked.proposals_closed,
         };
         let mut tx = self.core.store().keep_begin().await?;
         append(&mut tx, caller, Some(user), &format!("user:{user}"), detail).await?;

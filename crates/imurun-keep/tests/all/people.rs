@@ -54,12 +54,36 @@ async fn the_operator_revokes_a_person_whole_and_nobody_else() {
     assert_eq!(identity.user(), Some("carol"));
     assert!(!carol.enrol_code.is_empty());
 
-    let code = s
+    // Alice has a device: no code is made for her, nor is she added again with one.
+    let refused = s
         .keep
         .devices()
         .enrol_code(&s.host.operator, "alice", 900)
+        .await;
+    assert!(
+        matches!(refused, Err(KeepError::Conflict(_))),
+        "{refused:?}"
+    );
+    let refused = s.keep.people().add(&s.host.operator, "alice", 900).await;
+    assert!(
+        matches!(refused, Err(KeepError::Conflict(_))),
+        "{refused:?}"
+    );
+    // Her agent proposes a tool she has not decided yet.
+    let proposed = b
+        .propose(Guest::PureTool, super::tools::tool("later", 1, json!({})))
+        .await;
+    assert_eq!(proposed, "emitted");
+    let pending = s
+        .keep
+        .tool_proposals()
+        .list(&s.alice)
         .await
+        .unwrap()
+        .into_iter()
+        .find(|review| review.name == "later")
         .unwrap();
+    assert_eq!(pending.state, "pending");
     let revoked = s
         .keep
         .people()
@@ -70,10 +94,74 @@ async fn the_operator_revokes_a_person_whole_and_nobody_else() {
     assert_eq!(revoked.devices_retired.len(), 1);
     assert_eq!(revoked.tools_revoked, ["u/alice/echo"]);
     assert_eq!(revoked.sessions_stopped, 2);
-    assert_eq!(
-        revoked.enrol_codes_voided, 1,
-        "the code made before: {code}"
+    assert_eq!(revoked.enrol_codes_voided, 0, "her code was used");
+    assert_eq!(revoked.proposals_closed, 1, "{revoked:?}");
+    // Carol's code, never used, is voided with her.
+    let carol_revoked = s
+        .keep
+        .people()
+        .revoke(&s.host.operator, "carol")
+        .await
+        .unwrap();
+    assert_eq!(carol_revoked.enrol_codes_voided, 1);
+
+    // Added again, with a device enrolled by whoever holds her new token and code: the
+    // proposal asked of her before is closed, and that device cannot decide it.
+    let again = s
+        .keep
+        .people()
+        .add(&s.host.operator, "alice", 900)
+        .await
+        .unwrap();
+    let new_alice = s.keep.tokens().authenticate(&again.token).await.unwrap();
+    let device = imurun_keep::keys::KeyPair::generate(&imurun_keep::random::OsRandom).unwrap();
+    s.host
+        .enrol(
+            &new_alice,
+            &device,
+            "alice",
+            imurun_keep::service::EnrolProof::Code(again.enrol_code.clone()),
+        )
+        .await
+        .unwrap();
+    let envelope = super::tools::decision(
+        &device,
+        "alice",
+        &pending,
+        imurun_keep::decision::DecisionKind::ApproveProposal,
+        false,
     );
+    let decided = s
+        .keep
+        .tool_proposals()
+        .decide(&new_alice, &pending.id, &envelope)
+        .await;
+    assert!(
+        decided.is_err(),
+        "a closed proposal was approved: {decided:?}"
+    );
+    let shown = s
+        .keep
+        .tool_proposals()
+        .get(&new_alice, &pending.id)
+        .await
+        .unwrap();
+    assert_eq!(shown.state, "denied", "{shown:?}");
+    assert!(
+        s.keep
+            .tools()
+            .list(&new_alice)
+            .await
+            .unwrap()
+            .iter()
+            .all(|tool| tool.name != "later")
+    );
+    // Revoked again, for what follows: her new device is retired with her.
+    s.keep
+        .people()
+        .revoke(&s.host.operator, "alice")
+        .await
+        .unwrap();
 
     // Her token works no more, her sessions and tool are gone, her device signs nothing.
     assert!(!s.keep.tokens().still_authorized(&s.alice).await);
@@ -114,10 +202,20 @@ async fn the_operator_revokes_a_person_whole_and_nobody_else() {
             "operator",
             "user:alice",
             &json!({"action": "revoke_person", "tokens": 1, "devices": 1,
-                    "enrol_codes": 1, "sessions": 2, "tools": 1})
+                    "enrol_codes": 0, "sessions": 0, "tools": 0})
         )
     );
     let journal = s.keep.journal().list(&s.host.operator).await.unwrap();
+    let first_revoke = journal
+        .iter()
+        .rev()
+        .find(|entry| entry.detail["action"] == "revoke_person" && entry.subject == "user:alice")
+        .unwrap();
+    assert_eq!(
+        first_revoke.detail["proposals"], 1,
+        "{:?}",
+        first_revoke.detail
+    );
     let by_operator: Vec<(&str, &str)> = journal
         .iter()
         .filter(|entry| entry.user.as_deref() == Some("alice") && entry.actor == "operator")

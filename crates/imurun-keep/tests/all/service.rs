@@ -442,22 +442,13 @@ async fn devices_enrol_once_by_code_then_only_by_a_device_decision() {
         .enrol(&alice, &second, "alice", EnrolProof::Code(code))
         .await;
     assert_eq!(rule_of(reused), "forbidden");
-    // Even a fresh code does not enrol a second device.
+    // No fresh code is made while she has a device.
     let fresh = host
         .keep
         .devices()
         .enrol_code(&host.operator, "alice", 600)
-        .await
-        .expect("code");
-    let refused = host
-        .enrol(&alice, &second, "alice", EnrolProof::Code(fresh))
         .await;
-    assert!(
-        refused
-            .expect_err("needs a decision")
-            .to_string()
-            .contains("existing device")
-    );
+    assert_eq!(rule_of(fresh), "conflict");
 
     // An expired code.
     let late = host

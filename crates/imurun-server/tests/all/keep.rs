@@ -584,8 +584,8 @@ async fn a_token_made_for_a_person_cannot_retire_her_device_or_enrol_another() {
         (403, Some("untrusted_key")),
         "{body}"
     );
-    // A code made now enrols nothing beside her device.
-    let (_, code) = keep
+    // No code is issued while she has a device, and the one she used enrols nothing more.
+    let (status, body) = keep
         .call(
             &keep.operator,
             "POST",
@@ -593,6 +593,20 @@ async fn a_token_made_for_a_person_cannot_retire_her_device_or_enrol_another() {
             Some(json!({"user": "alice"})),
         )
         .await;
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (409, Some("conflict")),
+        "{body}"
+    );
+    let (status, body) = keep
+        .call(
+            &keep.operator,
+            "POST",
+            "/v1/people",
+            Some(json!({"user": "alice"})),
+        )
+        .await;
+    assert_eq!(status, 409, "adding her again with a code: {body}");
     let body = json!({"public_key": his.public().to_hex(), "possession": possession(&his, "alice"), "enrol_code": code["code"]});
     let (status, body) = keep.call(&minted, "POST", "/v1/devices", Some(body)).await;
     assert_eq!(
@@ -600,8 +614,9 @@ async fn a_token_made_for_a_person_cannot_retire_her_device_or_enrol_another() {
         (403, Some("forbidden")),
         "{body}"
     );
-    // The operator's own token retires nothing of hers.
-    let (status, _) = keep
+    // The operator's own token retires nothing of hers, nor issues a code while she has a
+    // device (the one above was used and voided by her enrolment).
+    let (status, body) = keep
         .call(
             &keep.operator,
             "POST",
@@ -609,7 +624,11 @@ async fn a_token_made_for_a_person_cannot_retire_her_device_or_enrol_another() {
             Some(retire_body(&hers, &hers, "alice")),
         )
         .await;
-    assert_eq!(status, 404);
+    assert_eq!(
+        (status, body["error"]["code"].as_str()),
+        (403, Some("forbidden")),
+        "{body}"
+    );
     let (_, device) = keep.call(&keep.alice, "GET", &device_path, None).await;
     assert_eq!(device["retired_at_ms"], Value::Null, "{device}");
 

@@ -165,6 +165,32 @@ impl KeepTx {
         .await?)
     }
 
+    /// Closes every proposal still pending for `user`, tools (`denied`) and others
+    /// (`rejected`): a person revoked leaves nothing a device enrolled later could decide. How
+    /// many of each.
+    pub async fn close_pending_proposals(&mut self, user: &str) -> Result<(u64, u64), StoreError> {
+        let now = now_ms();
+        let tools = sqlx::query(
+            "UPDATE keep_tool_proposals SET state = 'denied', decided_at_ms = $2 \
+             WHERE user_name = $1 AND state = 'pending'",
+        )
+        .bind(user)
+        .bind(now)
+        .execute(&mut *self.tx)
+        .await?
+        .rows_affected();
+        let others = sqlx::query(
+            "UPDATE keep_proposals SET state = 'rejected', decided_at_ms = $2 \
+             WHERE user_name = $1 AND state = 'pending'",
+        )
+        .bind(user)
+        .bind(now)
+        .execute(&mut *self.tx)
+        .await?
+        .rows_affected();
+        Ok((tools, others))
+    }
+
     /// Marks pending tool proposal `id` `approved` or `denied`; whether it was pending.
     pub async fn decide_tool_proposal(
         &mut self,

@@ -76,6 +76,39 @@ async fn a_folder_that_cannot_be_created_is_reported() {
     );
 }
 
+#[tokio::test]
+async fn a_new_database_and_its_new_folders_are_readable_by_their_user_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let folder = dir.path().join("home").join("data");
+    let path = folder.join("imurun.db");
+    let store = Store::open(&path).await.expect("open");
+    store.close().await;
+    let mode = |path: &std::path::Path| {
+        std::fs::metadata(path)
+            .expect("metadata")
+            .permissions()
+            .mode()
+            & 0o777
+    };
+    assert_eq!(mode(&path), 0o600, "the database file");
+    assert_eq!(mode(&folder), 0o700, "its folder");
+    assert_eq!(
+        mode(&dir.path().join("home")),
+        0o700,
+        "its parent, made too"
+    );
+    for entry in std::fs::read_dir(&folder).expect("list") {
+        let entry = entry.expect("entry").path();
+        assert_eq!(
+            mode(&entry) & 0o077,
+            0,
+            "{} is readable by others",
+            entry.display()
+        );
+    }
+}
+
 /// A database made before the pre-fetch existed (migrations 1 and 2 only) keeps every audit
 /// row and id when it is opened, and then takes rows with the source `prefetch`.
 #[tokio::test]

@@ -190,6 +190,10 @@ pub(crate) fn people(
                     revoked["enrol_codes_voided"]
                 );
                 println!("  sessions stopped   {}", revoked["sessions_stopped"]);
+                println!(
+                    "  proposals closed   {} (nothing asked of her before can be decided)",
+                    revoked["proposals_closed"]
+                );
                 println!("  tools revoked      {}", n("tools_revoked"));
                 println!("  devices retired    {}", n("devices_retired"));
                 println!("her conversations, proposals and journal entries stay.");
