@@ -873,6 +873,9 @@ async function loadDevice() {
     parts.push(h('p', { class: 'result ok' }, `This browser is your device “${visibleText(device.label)}”, key ${device.key_id}. Its private key never leaves this browser, and anyone who signs in here with your token can sign with it: retire it before you leave a shared browser.`),
       h('div', { class: 'actions' },
         h('button', { type: 'button', class: 'danger', onclick: act(() => retire(result), result) }, 'Retire this browser as a device')),
+      registeredKeys.filter((key) => !key.retired_at_ms).length === 1
+        ? h('p', { class: 'muted', id: 'keep-last-device' }, 'It is your only device: retiring it closes the proposals waiting for your decision, and a new device will need an enrolment code from the operator.')
+        : null,
       result,
       approveAnotherForm());
   } else {

@@ -873,6 +873,8 @@ step('alice retires her laptop from this browser, then this browser itself, each
   const between = await expectStatus(call(env.KEEP_ALICE, 'GET', '/v1/devices'), 200, 'alice\'s devices');
   check(between.devices.find((d) => d.key_id === laptop.key_id)?.retired_at_ms, `the host does not list the laptop retired: ${JSON.stringify(between.devices)}`);
   check(!between.devices.find((d) => d.label === 'alice’s browser')?.retired_at_ms, 'this browser was retired with the laptop');
+  // Now her only device: the page says what retiring it closes.
+  await page.locator('#keep-last-device').filter({ hasText: 'closes the proposals waiting' }).waitFor({ timeout: WAIT_MS });
   await page.getByRole('button', { name: 'Retire this browser as a device' }).click();
   await page.locator('#keep-device-result').filter({ hasText: /Retired: this browser|Not retired/ }).waitFor({ timeout: WAIT_MS });
   const text = await page.locator('#keep-device-result').textContent();

@@ -304,6 +304,9 @@ pub enum DeviceDetail {
         /// For the person's own retirement: the decision's nonce.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         nonce: Option<String>,
+        /// Her last device retired: her proposals still pending, closed.
+        #[serde(default, skip_serializing_if = "is_zero")]
+        proposals_closed: u64,
     },
 }
 

@@ -305,10 +305,20 @@ impl Devices<'_> {
                             "device {key_id} was retired meanwhile"
                         )));
                     }
+                    // Her last device: what waits for her decision is closed, so a device
+                    // enrolled later (with a code, so by whoever holds her token and a code)
+                    // decides nothing that was asked of her before.
+                    let proposals_closed = if tx.live_device_count(user).await? == 0 {
+                        let (tools, others) = tx.close_pending_proposals(user).await?;
+                        tools + others
+                    } else {
+                        0
+                    };
                     let detail = DeviceDetail::Retire {
                         key_id: key_id.to_owned(),
                         decided_by: Some(decision.device_key_id.clone()),
                         nonce: Some(decision.nonce.clone()),
+                        proposals_closed,
                     };
                     append(tx, caller, Some(user), &format!("device:{key_id}"), detail).await?;
                     Ok(((), Commit::Plain))
@@ -333,6 +343,8 @@ impl Devices<'_> {
             key_id: key_id.to_owned(),
             decided_by: None,
             nonce: None,
+            // Revoking her closed her proposals before her devices were retired.
+            proposals_closed: 0,
         };
         append(
             &mut tx,

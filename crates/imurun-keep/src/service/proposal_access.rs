@@ -92,6 +92,7 @@ impl Proposals<'_> {
             return Err(full());
         }
         let mut tx = self.core.store().keep_begin().await?;
+        may_store(&mut tx, &host.session_id, &host.user).await?;
         if tx.pending_proposals(&host.user, kind).await? >= PENDING_PER_KIND_MAX {
             return Err(full());
         }
@@ -273,4 +274,19 @@ fn proposal_view(row: imurun_store::ProposalRow) -> Result<ProposalView, KeepErr
         created_at_ms: row.created_at_ms,
         decided_at_ms: row.decided_at_ms,
     })
+}
+
+/// Refuses, under the lock of `tx`, to store a proposal from `user`'s session `session_id`
+/// that nobody could decide as she would (`imurun_keep_rules::proposals::may_store`).
+pub(crate) async fn may_store(
+    tx: &mut imurun_store::KeepTx,
+    session_id: &str,
+    user: &str,
+) -> Result<(), KeepError> {
+    let intake = crate::proposals::Intake {
+        session: tx.session_times(session_id, user).await?,
+        live_devices: tx.live_device_count(user).await?,
+        last_retired_at_ms: tx.last_device_retired_at(user).await?,
+    };
+    Ok(crate::proposals::may_store(&intake)?)
 }

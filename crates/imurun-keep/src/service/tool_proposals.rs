@@ -142,6 +142,7 @@ impl ToolProposals<'_> {
     ) -> Result<(), KeepError> {
         let user = host.user.as_str();
         let mut tx = self.core.store().keep_begin().await?;
+        super::proposal_access::may_store(&mut tx, &host.session_id, user).await?;
         if tx.pending_tool_proposals(user).await? >= PENDING_TOOL_PROPOSALS_MAX {
             return Err(too_many_pending());
         }

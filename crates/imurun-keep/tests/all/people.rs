@@ -419,3 +419,48 @@ async fn the_operator_never_reads_what_tainted_a_persons_tool() {
     );
     assert!(!serde_json::to_string(&revoked).unwrap().contains(&url));
 }
+
+/// A person who retires her last device closes what waited for her decision, and the session
+/// that ran then proposes nothing more: a device enrolled later (with a code, so by whoever
+/// holds her token and a code) decides nothing asked of her before.
+#[tokio::test]
+async fn retiring_her_last_device_closes_what_waited_for_her() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    let proposed = b
+        .propose(Guest::PureTool, super::tools::tool("before", 1, json!({})))
+        .await;
+    assert_eq!(proposed, "emitted");
+    s.host
+        .retire(&s.alice, &b.alice_device, &b.alice_device, "alice")
+        .await
+        .unwrap();
+    let reviews = s.keep.tool_proposals().list(&s.alice).await.unwrap();
+    let before = reviews
+        .iter()
+        .find(|review| review.name == "before")
+        .unwrap();
+    assert_eq!(before.state, "denied", "{before:?}");
+    let entry = s.host.last_entry().await;
+    assert_eq!(entry.detail["action"], "retire", "{:?}", entry.detail);
+    assert_eq!(entry.detail["proposals_closed"], 1, "{:?}", entry.detail);
+
+    // The session that ran then proposes nothing more; one started now does.
+    let refused = b
+        .propose(Guest::PureTool, super::tools::tool("during", 1, json!({})))
+        .await;
+    assert!(
+        refused.contains("retired while this session ran"),
+        "{refused}"
+    );
+    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    let later = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
+    let proposed = b
+        .propose_in(
+            &later.id,
+            Guest::PureTool,
+            super::tools::tool("after", 1, json!({})),
+        )
+        .await;
+    assert_eq!(proposed, "emitted");
+}

@@ -115,6 +115,22 @@ impl KeepTx {
 }
 
 impl KeepTx {
+    /// Session `id` of `user` as read under the write lock: when it started and when it ended
+    /// (`None` for a session of someone else's, or none).
+    pub async fn session_times(
+        &mut self,
+        id: &str,
+        user: &str,
+    ) -> Result<Option<(i64, Option<i64>)>, StoreError> {
+        Ok(sqlx::query_as(
+            "SELECT created_at_ms, ended_at_ms FROM keep_sessions WHERE id = $1 AND user_name = $2",
+        )
+        .bind(id)
+        .bind(user)
+        .fetch_optional(&mut *self.tx)
+        .await?)
+    }
+
     /// The ids of `user`'s sessions that have not ended, on any host.
     pub async fn sessions_running_of(&mut self, user: &str) -> Result<Vec<String>, StoreError> {
         Ok(sqlx::query_scalar(
