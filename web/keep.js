@@ -874,7 +874,7 @@ async function loadDevice() {
       h('div', { class: 'actions' },
         h('button', { type: 'button', class: 'danger', onclick: act(() => retire(result), result) }, 'Retire this browser as a device')),
       registeredKeys.filter((key) => !key.retired_at_ms).length === 1
-        ? h('p', { class: 'muted', id: 'keep-last-device' }, 'It is your only device: retiring it closes the proposals waiting for your decision, and a new device will need an enrolment code from the operator.')
+        ? h('p', { class: 'muted', id: 'keep-last-device' }, 'It is your only device: retiring it closes the proposals waiting for your decision and ends your conversations, and a new device will need an enrolment code from the operator; whoever enrols it governs your tools, so revoke any you want gone first.')
         : null,
       result,
       approveAnotherForm());

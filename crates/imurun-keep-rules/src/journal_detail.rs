@@ -307,6 +307,9 @@ pub enum DeviceDetail {
         /// Her last device retired: her proposals still pending, closed.
         #[serde(default, skip_serializing_if = "is_zero")]
         proposals_closed: u64,
+        /// Her last device retired: her sessions that had not ended, ended (each journaled).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        sessions_ended: u64,
     },
 }
 

@@ -12,42 +12,17 @@ use crate::RuleError;
 use crate::canonical::parse_strict;
 use crate::manifest::{MemoryAccess, from_value, is_hidden_control};
 
-/// What storing a proposal from a session depends on, read under the write lock that stores
-/// it.
-#[derive(Debug, Clone, Copy)]
-pub struct Intake {
-    /// The session's start and end (`None`: no such session of the person's).
-    pub session: Option<(i64, Option<i64>)>,
-    /// The person's devices that sign now.
-    pub live_devices: i64,
-    /// When her last device was retired, if ever.
-    pub last_retired_at_ms: Option<i64>,
-}
-
-/// Whether a proposal from the session may be stored for its person: not from a session that
-/// ended (a person revoked has hers ended before her pending proposals are closed), nor from
-/// one that ran when her last device was retired (those proposals were closed then). Either
-/// way a proposal stored late would wait for a device enrolled afterwards — by a code, and so
-/// by whoever holds her token and a code — to decide what was asked of her before.
-pub fn may_store(intake: &Intake) -> Result<(), RuleError> {
-    let Some((started_at_ms, ended_at_ms)) = intake.session else {
-        return Err(RuleError::Conflict("the session has ended".into()));
-    };
-    if ended_at_ms.is_some() {
-        return Err(RuleError::Conflict("the session has ended".into()));
+/// Whether a proposal from a session may be stored for its person, given the session's start
+/// and end as read under the write lock that stores it (`None`: no such session of hers): only
+/// while it has not ended. Revoking a person, and her retiring her last device, end her
+/// sessions in the same write that closes her pending proposals; a proposal stored after it
+/// would wait for a device enrolled afterwards — with a code, so by whoever holds her token
+/// and a code — to decide what was asked of her before.
+pub fn may_store(session: Option<(i64, Option<i64>)>) -> Result<(), RuleError> {
+    match session {
+        Some((_, None)) => Ok(()),
+        _ => Err(RuleError::Conflict("the session has ended".into())),
     }
-    if intake.live_devices == 0
-        && intake
-            .last_retired_at_ms
-            .is_some_and(|retired| retired >= started_at_ms)
-    {
-        return Err(RuleError::Conflict(
-            "the person's last device was retired while this session ran: what it proposes \
-             waits for nobody; a session started now may propose"
-                .into(),
-        ));
-    }
-    Ok(())
 }
 
 /// The largest payload a cell may emit, in bytes, checked before it is parsed.

@@ -161,76 +161,14 @@ fn memory_needs_write_and_cards_need_card_true() {
 }
 
 #[test]
-fn a_proposal_is_stored_only_from_a_running_session_whose_person_can_still_decide_it() {
-    use imurun_keep_rules::proposals::{Intake, may_store};
-    let running = Some((1_000, None));
-    let rule = |intake: Intake| may_store(&intake).map_err(|error| error.rule());
-    let cases = [
-        (
-            "a running session, a device",
-            Intake {
-                session: running,
-                live_devices: 1,
-                last_retired_at_ms: None,
-            },
-            Ok(()),
-        ),
-        (
-            "a running session, never a device",
-            Intake {
-                session: running,
-                live_devices: 0,
-                last_retired_at_ms: None,
-            },
-            Ok(()),
-        ),
-        (
-            "one device retired before the session, another live",
-            Intake {
-                session: running,
-                live_devices: 1,
-                last_retired_at_ms: Some(2_000),
-            },
-            Ok(()),
-        ),
-        (
-            "every device retired before the session started",
-            Intake {
-                session: running,
-                live_devices: 0,
-                last_retired_at_ms: Some(999),
-            },
-            Ok(()),
-        ),
-        (
-            "her last device retired while it ran",
-            Intake {
-                session: running,
-                live_devices: 0,
-                last_retired_at_ms: Some(1_000),
-            },
-            Err("conflict"),
-        ),
-        (
-            "an ended session",
-            Intake {
-                session: Some((1_000, Some(1_500))),
-                live_devices: 1,
-                last_retired_at_ms: None,
-            },
-            Err("conflict"),
-        ),
-        (
-            "no such session of hers",
-            Intake {
-                session: None,
-                live_devices: 1,
-                last_retired_at_ms: None,
-            },
-            Err("conflict"),
-        ),
-    ];
-    for (what, intake, wanted) in cases {
-        assert_eq!(rule(intake), wanted, "{what}");
-    }
+fn a_proposal_is_stored_only_from_a_session_that_has_not_ended() {
+    use imurun_keep_rules::proposals::may_store;
+    let rule = |session| may_store(session).map_err(|error| error.rule());
+    assert_eq!(rule(Some((1_000, None))), Ok(()), "a running session");
+    assert_eq!(
+        rule(Some((1_000, Some(1_500)))),
+        Err("conflict"),
+        "an ended session"
+    );
+    assert_eq!(rule(None), Err("conflict"), "no such session of hers");
 }

@@ -17,6 +17,9 @@ use crate::journal_detail::{DeviceDetail, EnrolCodeDetail};
 use crate::keys::PublicKey;
 use crate::tokens::{ENROL_CODE_PREFIX, TOKEN_BYTES_MAX, new_secret, secret_hash};
 
+/// Why a person's sessions ended when she retired her last device.
+const LAST_DEVICE_RETIRED: &str = "her last device was retired";
+
 /// How long an enrolment code works by default, in seconds.
 pub const ENROL_CODE_TTL_S_DEFAULT: i64 = 15 * 60;
 /// The longest an enrolment code may work, in seconds.
@@ -269,7 +272,16 @@ impl Devices<'_> {
         };
         let subject = format!("device:{}", crate::manifest::cut(key_id));
         match self.try_retire(caller, user, key_id, envelope).await {
-            Ok(()) => self.get(caller, key_id).await,
+            Ok(ended_sessions) => {
+                // Their rows ended with the retirement; this host's cells stop now.
+                if ended_sessions {
+                    self.keep
+                        .sessions()
+                        .stop_all_of(user, LAST_DEVICE_RETIRED)
+                        .await?;
+                }
+                self.get(caller, key_id).await
+            }
             Err(error) => {
                 let attempt = self.core.decision_attempt(envelope, user).await;
                 let what = (Some(user), "retire_device", subject.as_str());
@@ -286,7 +298,7 @@ impl Devices<'_> {
         user: &str,
         key_id: &str,
         envelope: &Signed,
-    ) -> Result<(), KeepError> {
+    ) -> Result<bool, KeepError> {
         self.core
             .decide_under_lock(
                 user,
@@ -305,23 +317,38 @@ impl Devices<'_> {
                             "device {key_id} was retired meanwhile"
                         )));
                     }
-                    // Her last device: what waits for her decision is closed, so a device
-                    // enrolled later (with a code, so by whoever holds her token and a code)
-                    // decides nothing that was asked of her before.
-                    let proposals_closed = if tx.live_device_count(user).await? == 0 {
-                        let (tools, others) = tx.close_pending_proposals(user).await?;
-                        tools + others
-                    } else {
-                        0
-                    };
+                    // Her last device: what waits for her decision is closed, and her
+                    // sessions end on every host (so do the network uses waiting in them), in
+                    // this same write: a device enrolled later (with a code, so by whoever
+                    // holds her token and a code) decides nothing that was asked of her before.
+                    let (proposals_closed, sessions_ended) =
+                        if tx.live_device_count(user).await? == 0 {
+                            let (tools, others) = tx.close_pending_proposals(user).await?;
+                            let running: Vec<(String, String)> = tx
+                                .sessions_running_of(user)
+                                .await?
+                                .into_iter()
+                                .map(|id| (id, user.to_owned()))
+                                .collect();
+                            let ended = super::sessions::end_rows(
+                                tx,
+                                &running,
+                                ("stopped", LAST_DEVICE_RETIRED),
+                            )
+                            .await?;
+                            (tools + others, ended)
+                        } else {
+                            (0, 0)
+                        };
                     let detail = DeviceDetail::Retire {
                         key_id: key_id.to_owned(),
                         decided_by: Some(decision.device_key_id.clone()),
                         nonce: Some(decision.nonce.clone()),
                         proposals_closed,
+                        sessions_ended: u64::try_from(sessions_ended).unwrap_or(u64::MAX),
                     };
                     append(tx, caller, Some(user), &format!("device:{key_id}"), detail).await?;
-                    Ok(((), Commit::Plain))
+                    Ok((sessions_ended > 0, Commit::Plain))
                 },
             )
             .await
@@ -343,8 +370,9 @@ impl Devices<'_> {
             key_id: key_id.to_owned(),
             decided_by: None,
             nonce: None,
-            // Revoking her closed her proposals before her devices were retired.
+            // Revoking her closed her proposals and ended her sessions first.
             proposals_closed: 0,
+            sessions_ended: 0,
         };
         append(
             &mut tx,

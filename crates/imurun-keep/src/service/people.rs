@@ -263,7 +263,11 @@ impl People<'_> {
             tx.commit().await?;
             voided
         };
-        revoked.sessions_stopped = self.keep.sessions().stop_all_of(user).await?;
+        revoked.sessions_stopped = self
+            .keep
+            .sessions()
+            .stop_all_of(user, "the operator revoked the person")
+            .await?;
         // Her sessions on other hosts end in the database: a host finds it before it hands
         // a cell of hers another message, so a token made for her later drives none of them.
         revoked.sessions_stopped += self.keep.sessions().end_everywhere(user).await?;

@@ -283,10 +283,7 @@ pub(crate) async fn may_store(
     session_id: &str,
     user: &str,
 ) -> Result<(), KeepError> {
-    let intake = crate::proposals::Intake {
-        session: tx.session_times(session_id, user).await?,
-        live_devices: tx.live_device_count(user).await?,
-        last_retired_at_ms: tx.last_device_retired_at(user).await?,
-    };
-    Ok(crate::proposals::may_store(&intake)?)
+    Ok(crate::proposals::may_store(
+        tx.session_times(session_id, user).await?,
+    )?)
 }

@@ -286,8 +286,9 @@ impl Sessions<'_> {
         self.get(caller, id).await
     }
 
-    /// Stops every session of `user` on this host (her being revoked); how many.
-    pub(crate) async fn stop_all_of(self, user: &str) -> Result<usize, KeepError> {
+    /// Stops every session of `user` on this host (her being revoked, or her last device
+    /// retired: `message` says which); how many.
+    pub(crate) async fn stop_all_of(self, user: &str, message: &str) -> Result<usize, KeepError> {
         let Some(cells) = self.keep.cells() else {
             return Ok(0);
         };
@@ -296,8 +297,7 @@ impl Sessions<'_> {
         for id in ids {
             if let Some(live) = cells.get(user, &id) {
                 halt(cells, &live).await;
-                self.end_session(&live, "stopped", "the operator revoked the person")
-                    .await?;
+                self.end_session(&live, "stopped", message).await?;
                 stopped += 1;
             }
         }

@@ -420,9 +420,9 @@ async fn the_operator_never_reads_what_tainted_a_persons_tool() {
     assert!(!serde_json::to_string(&revoked).unwrap().contains(&url));
 }
 
-/// A person who retires her last device closes what waited for her decision, and the session
-/// that ran then proposes nothing more: a device enrolled later (with a code, so by whoever
-/// holds her token and a code) decides nothing asked of her before.
+/// A person who retires her last device closes what waited for her decision and ends her
+/// sessions in the same write: a device enrolled later (with a code, so by whoever holds her
+/// token and a code) decides nothing asked of her before.
 #[tokio::test]
 async fn retiring_her_last_device_closes_what_waited_for_her() {
     let b = Bench::start().await;
@@ -441,19 +441,22 @@ async fn retiring_her_last_device_closes_what_waited_for_her() {
         .find(|review| review.name == "before")
         .unwrap();
     assert_eq!(before.state, "denied", "{before:?}");
-    let entry = s.host.last_entry().await;
-    assert_eq!(entry.detail["action"], "retire", "{:?}", entry.detail);
-    assert_eq!(entry.detail["proposals_closed"], 1, "{:?}", entry.detail);
-
-    // The session that ran then proposes nothing more; one started now does.
-    let refused = b
-        .propose(Guest::PureTool, super::tools::tool("during", 1, json!({})))
-        .await;
-    assert!(
-        refused.contains("retired while this session ran"),
-        "{refused}"
+    let session = s.keep.sessions().get(&s.alice, &b.session).await.unwrap();
+    assert!(!session.live, "{session:?}");
+    assert_eq!(session.end_reason.as_deref(), Some("stopped"));
+    let journal = s.keep.journal().list(&s.host.operator).await.unwrap();
+    let retired = journal
+        .iter()
+        .find(|entry| entry.detail["action"] == "retire")
+        .unwrap();
+    assert_eq!(
+        retired.detail["proposals_closed"], 1,
+        "{:?}",
+        retired.detail
     );
-    tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+    assert_eq!(retired.detail["sessions_ended"], 1, "{:?}", retired.detail);
+
+    // A session started now proposes as any does.
     let later = s.keep.sessions().start(&s.alice, "maker").await.unwrap();
     let proposed = b
         .propose_in(
@@ -463,4 +466,33 @@ async fn retiring_her_last_device_closes_what_waited_for_her() {
         )
         .await;
     assert_eq!(proposed, "emitted");
+}
+
+/// A network use waiting for her when she retires her last device is refused whoever answers
+/// it after, and nothing goes out.
+#[tokio::test]
+async fn a_use_waiting_when_she_retires_her_last_device_is_refused_whatever_the_answer() {
+    let upstream = Upstream::start(answer).await;
+    let s = Sessions::start(vec![upstream.port]).await;
+    let device = super::tools::enrol(&s, &s.alice.clone(), "alice").await;
+    let rules = json!({"egress": {"mode": "ask", "rules": [rule(upstream.port, &["GET"])]}});
+    s.deploy(Guest::ScriptedHttp, manifest("asker", rules))
+        .await;
+    let session = s.keep.sessions().start(&s.alice, "asker").await.unwrap().id;
+    let url = format!("http://127.0.0.1:{}/api/waited", upstream.port);
+    let pending = s.spawn_say(&s.alice, &session, fetch("GET", &url, ""));
+    let id = wait_for_approval(&s.keep, &s.alice).await;
+    s.host
+        .retire(&s.alice, &device, &device, "alice")
+        .await
+        .unwrap();
+    let answered = s.keep.approvals().answer(&s.alice, &id, true, None).await;
+    assert!(answered.is_err(), "{answered:?}");
+    let said = pending.await.unwrap();
+    assert!(
+        said.as_ref()
+            .map_or(true, |replies| replies[0].contains("error")),
+        "{said:?}"
+    );
+    assert_eq!(upstream.hits(), 0);
 }

@@ -157,27 +157,7 @@ async fn another_users_objects_read_byte_for_byte_like_ids_that_never_existed() 
     }
     // Retiring her key with a decision of his own reads as retiring a key that never existed.
     let bobs = KeyPair::generate(&OsRandom).expect("key");
-    let retire = |id: &str| {
-        let hashes = BTreeMap::from([("public_key".to_owned(), bobs.public().sha256())]);
-        let expected = Expected {
-            kind: DecisionKind::RetireDevice,
-            subject: id,
-            hashes: &hashes,
-            ceiling_version: 0,
-            policy_version: 0,
-            user: "bob",
-        };
-        let decision = Decision::new(
-            &OsRandom,
-            &expected,
-            &bobs,
-            imurun_core::now_unix_s(),
-            300,
-            false,
-        )
-        .expect("decision");
-        json!({"decision": Signed::sign(&decision, &bobs).expect("sign")}).to_string()
-    };
+    let retire = |id: &str| retire_named(&bobs, id, &bobs.public().sha256(), "bob").to_string();
     let never = "1".repeat(32);
     let (status, _, body_theirs) = keep
         .server
@@ -516,11 +496,15 @@ async fn a_second_device_needs_a_decision_from_the_first_used_once() {
 
 /// A `retire_device` decision for `target` (of `user`'s), signed by `signer` now.
 fn retire_body(signer: &KeyPair, target: &KeyPair, user: &str) -> Value {
-    let hashes = BTreeMap::from([("public_key".to_owned(), target.public().sha256())]);
-    let key_id = target.key_id();
+    retire_named(signer, &target.key_id(), &target.public().sha256(), user)
+}
+
+/// A `retire_device` decision naming key `key_id` with `public_key_sha256`, signed by `signer`.
+fn retire_named(signer: &KeyPair, key_id: &str, public_key_sha256: &str, user: &str) -> Value {
+    let hashes = BTreeMap::from([("public_key".to_owned(), public_key_sha256.to_owned())]);
     let expected = Expected {
         kind: DecisionKind::RetireDevice,
-        subject: &key_id,
+        subject: key_id,
         hashes: &hashes,
         ceiling_version: 0,
         policy_version: 0,
@@ -544,6 +528,7 @@ fn retire_body(signer: &KeyPair, target: &KeyPair, user: &str) -> Value {
 #[tokio::test]
 async fn a_token_made_for_a_person_cannot_retire_her_device_or_enrol_another() {
     let keep = Keep::start().await;
+    // A code made before her first device, and not used: her enrolment voids it.
     let (_, code) = keep
         .call(
             &keep.operator,
@@ -552,12 +537,7 @@ async fn a_token_made_for_a_person_cannot_retire_her_device_or_enrol_another() {
             Some(json!({"user": "alice"})),
         )
         .await;
-    let hers = KeyPair::generate(&OsRandom).expect("key");
-    let body = json!({"public_key": hers.public().to_hex(), "possession": possession(&hers, "alice"), "enrol_code": code["code"]});
-    let (status, enrolled) = keep
-        .call(&keep.alice, "POST", "/v1/devices", Some(body))
-        .await;
-    assert_eq!(status, 201, "{enrolled}");
+    let hers = crate::support::enrol(&keep, &keep.alice, "alice").await;
     let device_path = format!("/v1/devices/{}", hers.key_id());
     let retire_path = format!("{device_path}/retire");
 
@@ -584,7 +564,7 @@ async fn a_token_made_for_a_person_cannot_retire_her_device_or_enrol_another() {
         (403, Some("untrusted_key")),
         "{body}"
     );
-    // No code is issued while she has a device, and the one she used enrols nothing more.
+    // No code is issued while she has a device, and the one kept back enrols nothing.
     let (status, body) = keep
         .call(
             &keep.operator,

@@ -65,16 +65,6 @@ impl KeepTx {
         .await?)
     }
 
-    /// When `user`'s last device was retired, if one was (read under the write lock).
-    pub async fn last_device_retired_at(&mut self, user: &str) -> Result<Option<i64>, StoreError> {
-        Ok(
-            sqlx::query_scalar("SELECT MAX(retired_at_ms) FROM keep_devices WHERE user_name = $1")
-                .bind(user)
-                .fetch_one(&mut *self.tx)
-                .await?,
-        )
-    }
-
     /// The device key with this id, read under the write lock.
     pub async fn device(&mut self, key_id: &str) -> Result<Option<DeviceRow>, StoreError> {
         Ok(sqlx::query_as(concat!(

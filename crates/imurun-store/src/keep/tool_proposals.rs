@@ -166,29 +166,26 @@ impl KeepTx {
     }
 
     /// Closes every proposal still pending for `user`, tools (`denied`) and others
-    /// (`rejected`): a person revoked leaves nothing a device enrolled later could decide. How
-    /// many of each.
+    /// (`rejected`): a person revoked, or whose last device was retired, leaves nothing a
+    /// device enrolled later could decide. How many of each.
     pub async fn close_pending_proposals(&mut self, user: &str) -> Result<(u64, u64), StoreError> {
         let now = now_ms();
-        let tools = sqlx::query(
+        let mut closed = [0; 2];
+        let tables = [
             "UPDATE keep_tool_proposals SET state = 'denied', decided_at_ms = $2 \
              WHERE user_name = $1 AND state = 'pending'",
-        )
-        .bind(user)
-        .bind(now)
-        .execute(&mut *self.tx)
-        .await?
-        .rows_affected();
-        let others = sqlx::query(
             "UPDATE keep_proposals SET state = 'rejected', decided_at_ms = $2 \
              WHERE user_name = $1 AND state = 'pending'",
-        )
-        .bind(user)
-        .bind(now)
-        .execute(&mut *self.tx)
-        .await?
-        .rows_affected();
-        Ok((tools, others))
+        ];
+        for (count, update) in closed.iter_mut().zip(tables) {
+            *count = sqlx::query(update)
+                .bind(user)
+                .bind(now)
+                .execute(&mut *self.tx)
+                .await?
+                .rows_affected();
+        }
+        Ok((closed[0], closed[1]))
     }
 
     /// Marks pending tool proposal `id` `approved` or `denied`; whether it was pending.
