@@ -118,7 +118,7 @@ impl RotatingFile {
     }
 
     pub(crate) fn with_bounds(dir: &Path, bytes_max: u64, kept: usize) -> Result<Self> {
-        fs::create_dir_all(dir)
+        imurun_store::create_private_dir_all(dir)
             .with_context(|| format!("creating the log folder {}", dir.display()))?;
         let path = dir.join(LOG_FILE_NAME);
         let file = append(&path).with_context(|| format!("opening {}", path.display()))?;
