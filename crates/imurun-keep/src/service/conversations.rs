@@ -117,16 +117,27 @@ impl Sessions<'_> {
         let host = self.keep.host_id().to_owned();
         let all = self.core.store().backend() == imurun_store::Backend::Sqlite;
         let mut tx = self.core.store().keep_begin().await?;
-        let left = tx.sessions_left_running(&host, all).await?;
-        let ended = super::sessions::end_rows(
-            &mut tx,
-            &left,
-            (
-                HOST_RESTARTED,
-                "the host restarted: a cell does not survive a restart",
-            ),
-        )
-        .await?;
+        let mut ended = 0;
+        // A page at a time, until none is left: however many a host left.
+        loop {
+            let left = tx.sessions_left_running(&host, all).await?;
+            if left.is_empty() {
+                break;
+            }
+            let now = super::sessions::end_rows(
+                &mut tx,
+                &left,
+                (
+                    HOST_RESTARTED,
+                    "the host restarted: a cell does not survive a restart",
+                ),
+            )
+            .await?;
+            if now == 0 {
+                break;
+            }
+            ended += now;
+        }
         tx.commit().await?;
         Ok(ended)
     }

@@ -321,25 +321,16 @@ impl Devices<'_> {
                     // sessions end on every host (so do the network uses waiting in them), in
                     // this same write: a device enrolled later (with a code, so by whoever
                     // holds her token and a code) decides nothing that was asked of her before.
-                    let (proposals_closed, sessions_ended) =
-                        if tx.live_device_count(user).await? == 0 {
-                            let (tools, others) = tx.close_pending_proposals(user).await?;
-                            let running: Vec<(String, String)> = tx
-                                .sessions_running_of(user)
-                                .await?
-                                .into_iter()
-                                .map(|id| (id, user.to_owned()))
-                                .collect();
-                            let ended = super::sessions::end_rows(
-                                tx,
-                                &running,
-                                ("stopped", LAST_DEVICE_RETIRED),
-                            )
-                            .await?;
-                            (tools + others, ended)
-                        } else {
-                            (0, 0)
-                        };
+                    let (proposals_closed, sessions_ended) = if tx.live_device_count(user).await?
+                        == 0
+                    {
+                        let (tools, others) = tx.close_pending_proposals(user).await?;
+                        let ended =
+                            super::sessions::end_all_running(tx, user, LAST_DEVICE_RETIRED).await?;
+                        (tools + others, ended)
+                    } else {
+                        (0, 0)
+                    };
                     let detail = DeviceDetail::Retire {
                         key_id: key_id.to_owned(),
                         decided_by: Some(decision.device_key_id.clone()),

@@ -308,18 +308,7 @@ impl Sessions<'_> {
     /// host's were stopped first); how many. Each end is journaled.
     pub(crate) async fn end_everywhere(self, user: &str) -> Result<usize, KeepError> {
         let mut tx = self.core.store().keep_begin().await?;
-        let sessions: Vec<(String, String)> = tx
-            .sessions_running_of(user)
-            .await?
-            .into_iter()
-            .map(|id| (id, user.to_owned()))
-            .collect();
-        let ended = end_rows(
-            &mut tx,
-            &sessions,
-            ("stopped", "the operator revoked the person"),
-        )
-        .await?;
+        let ended = end_all_running(&mut tx, user, "the operator revoked the person").await?;
         tx.commit().await?;
         Ok(ended)
     }
@@ -598,6 +587,35 @@ async fn halt(cells: &Cells, live: &LiveSession) {
         );
     }
     cells.remove(&live.host.session_id);
+}
+
+/// Ends, in `tx`, every session of `user` that has not ended, on any host, `stopped` with the
+/// host's `message`, each end journaled; how many. Read a page at a time until none is left:
+/// however many rows hosts that died left unended, none of hers is left running.
+pub(super) async fn end_all_running(
+    tx: &mut imurun_store::KeepTx,
+    user: &str,
+    message: &str,
+) -> Result<usize, KeepError> {
+    let mut ended = 0;
+    loop {
+        let running: Vec<(String, String)> = tx
+            .sessions_running_of(user)
+            .await?
+            .into_iter()
+            .map(|id| (id, user.to_owned()))
+            .collect();
+        if running.is_empty() {
+            return Ok(ended);
+        }
+        let now = end_rows(tx, &running, ("stopped", message)).await?;
+        if now == 0 {
+            // Nothing of the page ended (it cannot happen: each was read unended in this
+            // same transaction); stop rather than loop.
+            return Ok(ended);
+        }
+        ended += now;
+    }
 }
 
 /// Ends `sessions` (id, person) in `tx` with `reason` and the host's `message`, each end

@@ -496,3 +496,36 @@ async fn a_use_waiting_when_she_retires_her_last_device_is_refused_whatever_the_
     );
     assert_eq!(upstream.hits(), 0);
 }
+
+/// More rows left unended than one read of the store holds (hosts that died leave theirs):
+/// retiring her last device ends every one, the newest included.
+#[tokio::test]
+async fn retiring_her_last_device_ends_every_session_however_many_were_left() {
+    let b = Bench::start().await;
+    let s = &b.s;
+    let pool = super::support::pool(&s.host).await;
+    for n in 0..1_001_i64 {
+        sqlx::query(
+            "INSERT INTO keep_sessions (id, user_name, agent, agent_version, created_at_ms) \
+             VALUES ($1, 'alice', 'maker', 1, $2)",
+        )
+        .bind(format!("ks-left-{n}"))
+        .bind(n + 1)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    s.host
+        .retire(&s.alice, &b.alice_device, &b.alice_device, "alice")
+        .await
+        .unwrap();
+    let unended: i64 = sqlx::query_scalar(
+        "SELECT COUNT(*) FROM keep_sessions WHERE user_name = 'alice' AND ended_at_ms IS NULL",
+    )
+    .fetch_one(&pool)
+    .await
+    .unwrap();
+    assert_eq!(unended, 0);
+    let session = s.keep.sessions().get(&s.alice, &b.session).await.unwrap();
+    assert!(!session.live, "the newest, running here: {session:?}");
+}
