@@ -303,13 +303,7 @@ async fn other_host(s: &Sessions) -> imurun_keep::service::KeepService {
 async fn a_use_waiting_when_its_person_is_revoked_elsewhere_is_refused_whatever_the_answer() {
     let upstream = Upstream::start(answer).await;
     let s = Sessions::start(vec![upstream.port]).await;
-    let rules = json!({"egress": {"mode": "ask", "rules": [rule(upstream.port, &["GET"])]}});
-    s.deploy(Guest::ScriptedHttp, manifest("asker", rules))
-        .await;
-    let session = s.keep.sessions().start(&s.alice, "asker").await.unwrap().id;
-    let url = format!("http://127.0.0.1:{}/api/waited", upstream.port);
-    let pending = s.spawn_say(&s.alice, &session, fetch("GET", &url, ""));
-    let id = wait_for_approval(&s.keep, &s.alice).await;
+    let (session, pending, id) = a_use_waiting(&s, &upstream).await;
 
     // Another host revokes alice and adds her again: her new token neither sees nor approves
     // the use her old session's cell waits on here, and the cell sends nothing.
@@ -328,13 +322,7 @@ async fn a_use_waiting_when_its_person_is_revoked_elsewhere_is_refused_whatever_
     assert!(s.keep.approvals().list(&alice).await.unwrap().is_empty());
     let answered = s.keep.approvals().answer(&alice, &id, true, None).await;
     assert!(answered.is_err(), "{answered:?}");
-    let said = pending.await.unwrap();
-    assert!(
-        said.as_ref()
-            .map_or(true, |replies| replies[0].contains("error")),
-        "{said:?}"
-    );
-    assert_eq!(upstream.hits(), 0);
+    nothing_went_out(pending, &upstream).await;
     let view = s.keep.sessions().get(&alice, &session).await.unwrap();
     assert!(!view.live, "an ended session is not live: {view:?}");
 }
@@ -475,26 +463,14 @@ async fn a_use_waiting_when_she_retires_her_last_device_is_refused_whatever_the_
     let upstream = Upstream::start(answer).await;
     let s = Sessions::start(vec![upstream.port]).await;
     let device = super::tools::enrol(&s, &s.alice.clone(), "alice").await;
-    let rules = json!({"egress": {"mode": "ask", "rules": [rule(upstream.port, &["GET"])]}});
-    s.deploy(Guest::ScriptedHttp, manifest("asker", rules))
-        .await;
-    let session = s.keep.sessions().start(&s.alice, "asker").await.unwrap().id;
-    let url = format!("http://127.0.0.1:{}/api/waited", upstream.port);
-    let pending = s.spawn_say(&s.alice, &session, fetch("GET", &url, ""));
-    let id = wait_for_approval(&s.keep, &s.alice).await;
+    let (_, pending, id) = a_use_waiting(&s, &upstream).await;
     s.host
         .retire(&s.alice, &device, &device, "alice")
         .await
         .unwrap();
     let answered = s.keep.approvals().answer(&s.alice, &id, true, None).await;
     assert!(answered.is_err(), "{answered:?}");
-    let said = pending.await.unwrap();
-    assert!(
-        said.as_ref()
-            .map_or(true, |replies| replies[0].contains("error")),
-        "{said:?}"
-    );
-    assert_eq!(upstream.hits(), 0);
+    nothing_went_out(pending, &upstream).await;
 }
 
 /// More rows left unended than one read of the store holds (hosts that died leave theirs):
@@ -528,4 +504,38 @@ async fn retiring_her_last_device_ends_every_session_however_many_were_left() {
     assert_eq!(unended, 0);
     let session = s.keep.sessions().get(&s.alice, &b.session).await.unwrap();
     assert!(!session.live, "the newest, running here: {session:?}");
+}
+
+/// Alice's session of the agent `asker` (its egress asks her) with a use of the upstream
+/// waiting for her answer: the session, its message's task and the use's id.
+async fn a_use_waiting(
+    s: &Sessions,
+    upstream: &Upstream,
+) -> (
+    String,
+    tokio::task::JoinHandle<Result<Vec<String>, KeepError>>,
+    String,
+) {
+    let rules = json!({"egress": {"mode": "ask", "rules": [rule(upstream.port, &["GET"])]}});
+    s.deploy(Guest::ScriptedHttp, manifest("asker", rules))
+        .await;
+    let session = s.keep.sessions().start(&s.alice, "asker").await.unwrap().id;
+    let url = format!("http://127.0.0.1:{}/api/waited", upstream.port);
+    let pending = s.spawn_say(&s.alice, &session, fetch("GET", &url, ""));
+    let id = wait_for_approval(&s.keep, &s.alice).await;
+    (session, pending, id)
+}
+
+/// The message whose use waited ended in an error, and nothing reached the upstream.
+async fn nothing_went_out(
+    pending: tokio::task::JoinHandle<Result<Vec<String>, KeepError>>,
+    upstream: &Upstream,
+) {
+    let said = pending.await.unwrap();
+    assert!(
+        said.as_ref()
+            .map_or(true, |replies| replies[0].contains("error")),
+        "{said:?}"
+    );
+    assert_eq!(upstream.hits(), 0);
 }

@@ -564,29 +564,18 @@ async fn a_token_made_for_a_person_cannot_retire_her_device_or_enrol_another() {
         (403, Some("untrusted_key")),
         "{body}"
     );
-    // No code is issued while she has a device, and the one kept back enrols nothing.
-    let (status, body) = keep
-        .call(
-            &keep.operator,
-            "POST",
-            "/v1/enrol-codes",
-            Some(json!({"user": "alice"})),
-        )
-        .await;
-    assert_eq!(
-        (status, body["error"]["code"].as_str()),
-        (409, Some("conflict")),
-        "{body}"
-    );
-    let (status, body) = keep
-        .call(
-            &keep.operator,
-            "POST",
-            "/v1/people",
-            Some(json!({"user": "alice"})),
-        )
-        .await;
-    assert_eq!(status, 409, "adding her again with a code: {body}");
+    // No code is issued while she has a device (nor is she added again with one), and the
+    // one kept back enrols nothing.
+    for path in ["/v1/enrol-codes", "/v1/people"] {
+        let (status, body) = keep
+            .call(&keep.operator, "POST", path, Some(json!({"user": "alice"})))
+            .await;
+        assert_eq!(
+            (status, body["error"]["code"].as_str()),
+            (409, Some("conflict")),
+            "{path}: {body}"
+        );
+    }
     let body = json!({"public_key": his.public().to_hex(), "possession": possession(&his, "alice"), "enrol_code": code["code"]});
     let (status, body) = keep.call(&minted, "POST", "/v1/devices", Some(body)).await;
     assert_eq!(
