@@ -273,12 +273,17 @@ impl Devices<'_> {
         let subject = format!("device:{}", crate::manifest::cut(key_id));
         match self.try_retire(caller, user, key_id, envelope).await {
             Ok(ended_sessions) => {
-                // Their rows ended with the retirement; this host's cells stop now.
-                if ended_sessions {
-                    self.keep
+                // Their rows ended with the retirement; this host's cells stop now. The
+                // retirement stands whatever happens here: a cell whose row ended is refused at
+                // its next step anyway.
+                if ended_sessions
+                    && let Err(error) = self
+                        .keep
                         .sessions()
                         .stop_all_of(user, LAST_DEVICE_RETIRED)
-                        .await?;
+                        .await
+                {
+                    tracing::warn!(%error, user, "her sessions' cells did not all stop here");
                 }
                 self.get(caller, key_id).await
             }
