@@ -14,8 +14,8 @@
 //! This crate knows nothing of HTTP: the server maps its errors and results to the wire.
 
 pub use imurun_keep_rules::{
-    RuleError, authority, canonical, decision, documents, host, journal, journal_detail, keys,
-    manifest, proposals, seal, tokens, tool_intake, trust, vault,
+    RuleError, authority, canonical, checks, decision, documents, host, journal, journal_detail,
+    keys, manifest, proposals, seal, tokens, tool_intake, trust, vault,
 };
 
 pub mod cells;

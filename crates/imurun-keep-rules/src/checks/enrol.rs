@@ -73,7 +73,7 @@ pub fn read(request: &Request<'_>) -> Result<NewDevice, RuleError> {
         })?;
     Ok(NewDevice {
         key_id: key.key_id(),
-        hashes: BTreeMap::from([("public_key".to_owned(), key.sha256())]),
+        hashes: super::device_hashes(&key),
         key,
     })
 }

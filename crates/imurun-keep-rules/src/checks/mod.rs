@@ -48,6 +48,12 @@ pub fn decision_attempt(envelope: &Signed, device: Option<&DeviceKey>, user: &st
     }
 }
 
+/// The hashes a decision about a device key names (`enrol_device`, `retire_device`): the
+/// SHA-256 of its 32 bytes, as `public_key`.
+pub fn device_hashes(key: &crate::keys::PublicKey) -> std::collections::BTreeMap<String, String> {
+    std::collections::BTreeMap::from([("public_key".to_owned(), key.sha256())])
+}
+
 /// What every device-signed decision is checked against: who decides, the signing device as
 /// registered (if it is), and the time.
 #[derive(Debug, Clone, Copy)]

@@ -2,17 +2,10 @@
 //! key being retired included. A token alone retires nothing: whoever can make her a token (the
 //! operator) cannot take her devices away and then enrol one of his own with a code.
 
-use std::collections::BTreeMap;
-
 use super::{Signer, signed};
 use crate::RuleError;
 use crate::decision::{Decision, DecisionKind, DeviceKey, Expected};
 use crate::documents::Signed;
-
-/// What a `retire_device` decision names besides the key id: the hash of its public key.
-pub fn hashes(device: &DeviceKey) -> BTreeMap<String, String> {
-    BTreeMap::from([("public_key".to_owned(), device.public_key.sha256())])
-}
 
 /// Everything a `retire_device` decision depends on, read under the write lock.
 #[derive(Debug, Clone, Copy)]
@@ -38,7 +31,7 @@ pub fn check(snapshot: &Snapshot<'_>, envelope: &Signed) -> Result<Decision, Rul
             device.key_id
         )));
     }
-    let hashes = hashes(device);
+    let hashes = super::device_hashes(&device.public_key);
     let expected = Expected {
         kind: DecisionKind::RetireDevice,
         subject: &device.key_id,

@@ -619,7 +619,7 @@ fn a_device_is_retired_only_by_a_decision_of_one_of_her_live_devices() {
     let (phone, phone_key) = device(1, "alice", false);
     let (laptop, laptop_key) = device(2, "alice", false);
     let (bobs, bobs_key) = device(3, "bob", false);
-    let hashes = retire_device::hashes(&phone_key);
+    let hashes = imurun_keep_rules::checks::device_hashes(&phone_key.public_key);
     let expected = Expected {
         kind: DecisionKind::RetireDevice,
         subject: &phone_key.key_id,
@@ -698,7 +698,7 @@ fn a_device_is_retired_only_by_a_decision_of_one_of_her_live_devices() {
             phone_key.clone(),
             phone_key.clone(),
             decide(&phone, &expected, |d| {
-                d.hashes = retire_device::hashes(&laptop_key)
+                d.hashes = imurun_keep_rules::checks::device_hashes(&laptop_key.public_key)
             }),
             Err("decision_refused"),
         ),

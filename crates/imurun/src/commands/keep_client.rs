@@ -5,7 +5,6 @@
 
 use imurun_keep::key_files::read_key;
 use imurun_keep::random::OsRandom;
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -245,7 +244,7 @@ impl Client {
                 let public_key = PublicKey::from_hex(shown["public_key"].as_str().unwrap_or(""))
                     .context("the device's public key")?;
                 let user = self.user().await?;
-                let hashes = BTreeMap::from([("public_key".to_owned(), public_key.sha256())]);
+                let hashes = imurun_keep::checks::device_hashes(&public_key);
                 let decision = sign(
                     &signer,
                     &Expected {
