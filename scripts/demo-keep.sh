@@ -158,10 +158,8 @@ api GET "/v1/sessions/$talk/messages" "$alice" | field '"\n".join(e["role"] + ":
 
 step "imurun keep deploy: the scripted agent, from a pack folder"
 # The build with every import (tools included) is the one a session can call tools from.
-cargo build --release --quiet --target wasm32-wasip2 --manifest-path examples/keep/Cargo.toml \
-  --target-dir "$CARGO_TARGET_DIR/keep-guests" -p scripted-agent --features http,model,memory,tools
 mkdir -p "$work/maker"
-cp "$guests/scripted_agent.wasm" "$work/maker/agent.wasm"
+cp "$guests/scripted_agent_full.wasm" "$work/maker/agent.wasm"
 cat >"$work/maker/manifest.json" <<EOF
 {"name": "maker", "version": 1, "description": "The scripted agent.",
  "egress": {"mode": "ask", "rules": [{"scheme": "https", "host": "api.example.com", "port": 443, "methods": ["GET"], "path_prefix": "/"}]},

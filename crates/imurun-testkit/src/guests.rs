@@ -34,6 +34,23 @@ pub enum Guest {
 }
 
 impl Guest {
+    /// Every guest, each once.
+    pub const ALL: [Guest; 11] = [
+        Guest::Echo,
+        Guest::Doors,
+        Guest::FetchTool,
+        Guest::PureTool,
+        Guest::KeyTool,
+        Guest::MemoryTool,
+        Guest::ModelTool,
+        Guest::Scripted,
+        Guest::ScriptedHttp,
+        Guest::ScriptedFull,
+        Guest::Chat,
+    ];
+
+    /// The component's file, as the guests' workspace builds it (each variant with more
+    /// imports is a package of its own there, `examples/keep/Cargo.toml`).
     pub fn file_name(self) -> &'static str {
         match self {
             Guest::Echo => "echo_agent.wasm",
@@ -41,8 +58,8 @@ impl Guest {
             Guest::FetchTool => "fetch_tool.wasm",
             Guest::PureTool => "pure_tool.wasm",
             Guest::KeyTool => "key_tool.wasm",
-            Guest::MemoryTool => "memory_tool.wasm",
-            Guest::ModelTool => "model_tool.wasm",
+            Guest::MemoryTool => "pure_tool_memory.wasm",
+            Guest::ModelTool => "pure_tool_model.wasm",
             Guest::Scripted => "scripted_agent.wasm",
             Guest::ScriptedHttp => "scripted_agent_http.wasm",
             Guest::ScriptedFull => "scripted_agent_full.wasm",
@@ -74,70 +91,22 @@ fn build_guests() -> PathBuf {
         .join("keep-guests");
     let out = target.join("out");
     std::fs::create_dir_all(&out).expect("creating the guests' folder");
-    // Test processes run side by side: one builds and copies at a time.
+    // Test processes run side by side: one builds and copies at a time. Every guest is a
+    // package of its own, so when nothing changed the build compiles nothing.
     let lock = std::fs::File::create(target.join(".lock")).expect("creating the guests' lock");
     lock.lock().expect("locking the guests' folder");
+    cargo_build(&target);
     let built = target.join("wasm32-wasip2/release");
-    let variants: [Variant; 5] = [
-        (
-            "the guests",
-            &[],
-            &[
-                ("echo_agent.wasm", "echo_agent.wasm"),
-                ("door_agent.wasm", "door_agent.wasm"),
-                ("fetch_tool.wasm", "fetch_tool.wasm"),
-                ("pure_tool.wasm", "pure_tool.wasm"),
-                ("key_tool.wasm", "key_tool.wasm"),
-                ("scripted_agent.wasm", "scripted_agent.wasm"),
-                ("chat_agent.wasm", "chat_agent.wasm"),
-            ],
-        ),
-        (
-            "the scripted agent with http",
-            &["-p", "scripted-agent", "--features", "http"],
-            &[("scripted_agent.wasm", "scripted_agent_http.wasm")],
-        ),
-        (
-            "the pure tool with memory",
-            &["-p", "pure-tool", "--features", "memory"],
-            &[("pure_tool.wasm", "memory_tool.wasm")],
-        ),
-        (
-            "the pure tool with the model",
-            &["-p", "pure-tool", "--features", "model"],
-            &[("pure_tool.wasm", "model_tool.wasm")],
-        ),
-        (
-            "the scripted agent with every import",
-            &[
-                "-p",
-                "scripted-agent",
-                "--features",
-                "http,model,memory,tools",
-            ],
-            &[("scripted_agent.wasm", "scripted_agent_full.wasm")],
-        ),
-    ];
-    for (what, args, copies) in variants {
-        cargo_build(&target, args, what);
-        for (from, to) in copies {
-            std::fs::copy(built.join(from), out.join(to))
-                .unwrap_or_else(|error| panic!("copying {from}: {error}"));
-        }
+    for guest in Guest::ALL {
+        let name = guest.file_name();
+        std::fs::copy(built.join(name), out.join(name))
+            .unwrap_or_else(|error| panic!("copying {name}: {error}"));
     }
     drop(lock);
     out
 }
 
-/// One build: what it is, its extra cargo arguments, and the files it yields (built name,
-/// name kept).
-type Variant = (
-    &'static str,
-    &'static [&'static str],
-    &'static [(&'static str, &'static str)],
-);
-
-fn cargo_build(target: &Path, args: &[&str], what: &str) {
+fn cargo_build(target: &Path) {
     let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
     let output = Command::new(cargo)
         .args(["build", "--release", "--quiet", "--target", "wasm32-wasip2"])
@@ -145,7 +114,6 @@ fn cargo_build(target: &Path, args: &[&str], what: &str) {
         .arg(repo_root().join("examples/keep/Cargo.toml"))
         .arg("--target-dir")
         .arg(target)
-        .args(args)
         // The suite's own build settings are not the guests'.
         .env_remove("RUSTFLAGS")
         .env_remove("CARGO_ENCODED_RUSTFLAGS")
@@ -155,10 +123,10 @@ fn cargo_build(target: &Path, args: &[&str], what: &str) {
         let stderr = String::from_utf8_lossy(&output.stderr);
         if stderr.contains("wasm32-wasip2") && stderr.contains("target may not be installed") {
             panic!(
-                "building {what} needs Rust's wasm32-wasip2 target, which is not installed: run \
-                 `rustup target add wasm32-wasip2` (scripts/setup does)\n{stderr}"
+                "building Keep's guests needs Rust's wasm32-wasip2 target, which is not \
+                 installed: run `rustup target add wasm32-wasip2` (scripts/setup does)\n{stderr}"
             );
         }
-        panic!("building {what} for wasm32-wasip2 failed:\n{stderr}");
+        panic!("building Keep's guests for wasm32-wasip2 failed:\n{stderr}");
     }
 }
