@@ -230,7 +230,7 @@ const NUMBER_WORDS: &[(&str, u64)] = &[
 
 /// `lower` with runs of number words written as digits ("three hundred and five" → "305",
 /// "twenty-one" → "21"); other words as they are.
-fn digits_for_words(lower: &str) -> String {
+pub(crate) fn digits_for_words(lower: &str) -> String {
     /// A run being read: its thousands so far and the part below a thousand.
     #[derive(Default)]
     struct Run {

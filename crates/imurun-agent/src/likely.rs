@@ -20,6 +20,9 @@
 //!   quote, so "with the text hello" gives `hello`) when that span is likely enough
 //!   ([`SPAN_MEAN_MIN`]). Anything else — a value the question does not hold word for word,
 //!   a list, an object — the model writes under the call grammar, as without likelihood.
+//!   Each number the question states goes to one argument while any is left. Optional
+//!   arguments follow only when the question says them (`said_optional`): an enum member
+//!   it names, or the words of the argument's name.
 //!
 //! The prompt's cached start is reused: each candidate costs only its own tokens.
 
@@ -112,6 +115,10 @@ pub const SPAN_STARTS_MAX: usize = 64;
 /// question is taken as a string argument; below it the model writes the value.
 pub const SPAN_MEAN_MIN: f64 = -2.5;
 
+/// The least mean log-probability per token at which a span of the question is taken as an
+/// optional string argument: stricter than [`SPAN_MEAN_MIN`], since leaving it out is safe.
+pub const OPTIONAL_SPAN_MEAN_MIN: f64 = -1.0;
+
 /// The most tokens the model writes for one argument it fills itself.
 const VALUE_TOKENS_MAX: usize = 96;
 
@@ -155,35 +162,57 @@ impl Filler<'_> {
             .and_then(Value::as_array)
             .map(|names| names.iter().filter_map(Value::as_str).collect())
             .unwrap_or_default();
-        let names: Vec<(&str, &Value)> = properties
-            .map(|properties| {
-                properties
-                    .iter()
-                    .filter(|(name, _)| required.contains(&name.as_str()))
-                    .map(|(name, schema)| (name.as_str(), schema))
-                    .collect()
-            })
-            .unwrap_or_default();
-        let mut text = format!("{}{{", call_opening(&tool.name));
-        let (mut chosen_count, mut written_count) = (0.0, 0.0);
-        let mut span_floor = 0.0_f64;
-        for (at, (name, schema)) in names.iter().enumerate() {
-            if at > 0 {
-                text.push_str(", ");
+        // The required arguments first, then the optional ones the question says; imurun's
+        // own tools keep their defaults (a listing's folder, a search's count), as the rule on
+        // unsaid optionals leaves theirs to the model.
+        let own = imurun_core::builtin::is_builtin(&tool.name);
+        let mut arguments: Vec<(&str, &Value, bool)> = Vec::new();
+        for wanted in [true, false].into_iter().take(if own { 1 } else { 2 }) {
+            for (name, schema) in properties.into_iter().flatten() {
+                if required.contains(&name.as_str()) == wanted {
+                    arguments.push((name.as_str(), schema, wanted));
+                }
             }
-            text.push_str(&serde_json::to_string(name).unwrap_or_default());
-            text.push_str(": ");
-            let chosen = self.choose(&text, schema).await?;
+        }
+        let mut text = format!("{}{{", call_opening(&tool.name));
+        let (mut chosen_count, mut written_count, mut optional_count) = (0.0, 0.0, 0.0);
+        let mut span_floor = 0.0_f64;
+        let mut used: Vec<String> = Vec::new();
+        let mut first = true;
+        for (name, schema, needed) in arguments {
+            let mut head = text.clone();
+            if !first {
+                head.push_str(", ");
+            }
+            head.push_str(&serde_json::to_string(name).unwrap_or_default());
+            head.push_str(": ");
+            if !needed {
+                let Some((value, mean)) = self.choose_optional(&head, name, schema, &used).await?
+                else {
+                    continue;
+                };
+                optional_count += 1.0;
+                span_floor = span_floor.min(mean);
+                head.push_str(&value);
+                used.push(value);
+                text = head;
+                first = false;
+                continue;
+            }
+            text = head;
+            first = false;
+            let chosen = self.choose(&text, schema, &used).await?;
             match chosen {
                 Some((value, mean)) => {
                     chosen_count += 1.0;
                     span_floor = span_floor.min(mean);
                     text.push_str(&value);
+                    used.push(value);
                 }
                 None => {
                     written_count += 1.0;
-                    let (value, reply, used) = self.write_value(&text, tool, name).await?;
-                    usage = usage.plus(used);
+                    let (value, reply, used_tokens) = self.write_value(&text, tool, name).await?;
+                    usage = usage.plus(used_tokens);
                     match value {
                         Some(value) => text.push_str(&value),
                         // The model's call did not read: its whole reply stands, as without
@@ -202,9 +231,10 @@ impl Filler<'_> {
         text.push_str("}}\n```");
         #[allow(clippy::cast_precision_loss)]
         let features = vec![
-            ("required".to_owned(), names.len() as f64),
+            ("required".to_owned(), required.len() as f64),
             ("chosen".to_owned(), chosen_count),
             ("written".to_owned(), written_count),
+            ("optional".to_owned(), optional_count),
             ("value_floor".to_owned(), span_floor),
         ];
         Ok(Filled {
@@ -220,6 +250,7 @@ impl Filler<'_> {
         &self,
         text: &str,
         schema: &Value,
+        used: &[String],
     ) -> Result<Option<(String, f64)>, ModelError> {
         if let Some(members) = schema.get("enum").and_then(Value::as_array) {
             let literals: Vec<String> = members.iter().map(Value::to_string).collect();
@@ -235,10 +266,33 @@ impl Filler<'_> {
                 if numbers.is_empty() {
                     return Ok(None);
                 }
+                // Each number the question states is there for one argument: one an earlier
+                // argument took is taken again only when none is left.
+                let unused = unused(&numbers, used);
+                let numbers = if unused.is_empty() { numbers } else { unused };
                 self.likeliest(text, numbers, &VALUE_ENDS).await
             }
-            Some("string") => self.likeliest_span(text).await,
+            Some("string") => self.likeliest_span(text, used, SPAN_MEAN_MIN).await,
             _ => Ok(None),
+        }
+    }
+
+    /// The value of the optional argument `name` after `text`, when the question says it
+    /// (see [`said_optional`]); `None` leaves it out, and the tool's default applies.
+    async fn choose_optional(
+        &self,
+        text: &str,
+        name: &str,
+        schema: &Value,
+        used: &[String],
+    ) -> Result<Option<(String, f64)>, ModelError> {
+        match said_optional(self.question, name, schema, used) {
+            Some(Said::Among(literals)) => self.likeliest(text, literals, &VALUE_ENDS).await,
+            Some(Said::Span) => {
+                self.likeliest_span(text, used, OPTIONAL_SPAN_MEAN_MIN)
+                    .await
+            }
+            None => Ok(None),
         }
     }
 
@@ -270,7 +324,12 @@ impl Filler<'_> {
     /// The likeliest span of the question as a string after `text` (its opening quote
     /// included), when likely enough: each start is scored once, with the closing quote's
     /// chance read after every token, so every length from that start costs nothing more.
-    async fn likeliest_span(&self, text: &str) -> Result<Option<(String, f64)>, ModelError> {
+    async fn likeliest_span(
+        &self,
+        text: &str,
+        used: &[String],
+        floor: f64,
+    ) -> Result<Option<(String, f64)>, ModelError> {
         let words = word_spans(self.question);
         let starts: Vec<usize> = (0..words.len()).take(SPAN_STARTS_MAX).collect();
         if starts.is_empty() {
@@ -319,13 +378,18 @@ impl Filler<'_> {
                     );
                 #[allow(clippy::cast_precision_loss)]
                 let mean = sum / (token + 2) as f64;
-                if best.as_ref().is_none_or(|(_, score)| mean > *score) {
-                    best = Some((continuation[1..=end].to_owned(), mean));
+                let span = &continuation[1..=end];
+                // A span an earlier argument took is not this one's.
+                let taken = used
+                    .iter()
+                    .any(|value| serde_json::from_str::<String>(value).is_ok_and(|v| v == span));
+                if !taken && best.as_ref().is_none_or(|(_, score)| mean > *score) {
+                    best = Some((span.to_owned(), mean));
                 }
             }
         }
         Ok(best
-            .filter(|(_, mean)| *mean >= SPAN_MEAN_MIN)
+            .filter(|(_, mean)| *mean >= floor)
             .map(|(span, mean)| (serde_json::to_string(&span).unwrap_or_default(), mean)))
     }
 
@@ -353,6 +417,83 @@ impl Filler<'_> {
             .map(Value::to_string);
         Ok((value, reply, usage))
     }
+}
+
+/// How an optional argument the question says is chosen.
+#[derive(Debug, Clone, PartialEq)]
+enum Said {
+    /// The likeliest of these JSON literals.
+    Among(Vec<String>),
+    /// The likeliest span of the question, when likely enough.
+    Span,
+}
+
+/// Whether the question says optional argument `name` of `schema`, and how its value is
+/// chosen: an enum by the members the question names; a boolean, a number or a string when
+/// the question holds the words of its name ("including human impact" for
+/// `include_human_impact`, "using the Darwin model" for `model`), a number then among those
+/// the question states that no earlier argument took, a string by a span of the question
+/// likely enough. Anything else is left out.
+fn said_optional(question: &str, name: &str, schema: &Value, used: &[String]) -> Option<Said> {
+    let text = crate::ground::normalise(question);
+    if let Some(members) = schema.get("enum").and_then(Value::as_array) {
+        let named: Vec<String> = members
+            .iter()
+            .filter(|member| {
+                member
+                    .as_str()
+                    .is_some_and(|member| crate::ground::has_form(&text, &member.replace('_', " ")))
+            })
+            .map(Value::to_string)
+            .collect();
+        return (!named.is_empty()).then_some(Said::Among(named));
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("boolean") => {
+            name_said(&text, name).then(|| Said::Among(vec!["true".to_owned(), "false".to_owned()]))
+        }
+        // A number or a string the question holds may be any argument's: the question
+        // names this one too.
+        Some(kind @ ("integer" | "number")) if name_said(question, name) => {
+            let left = unused(&stated_numbers(question, kind == "integer"), used);
+            (!left.is_empty()).then_some(Said::Among(left))
+        }
+        Some("string") if name_said(question, name) => Some(Said::Span),
+        _ => None,
+    }
+}
+
+/// Whether `text` holds every word of argument `name` that says what it is
+/// (`include_human_impact`: "human", "impact"), each as written or with another ending.
+fn name_said(text: &str, name: &str) -> bool {
+    use crate::tool_match::{same_word, split_camel_case, words};
+    const VERBS: [&str; 10] = [
+        "include", "is", "has", "use", "get", "show", "allow", "enable", "with", "specific",
+    ];
+    let named: Vec<String> = words(&split_camel_case(name))
+        .into_iter()
+        .filter(|word| !VERBS.contains(&word.as_str()))
+        .collect();
+    let said = words(text);
+    !named.is_empty()
+        && named.iter().all(|word| {
+            // "detailed" is said by "details".
+            let stem = ["ing", "ed"]
+                .iter()
+                .find_map(|ending| word.strip_suffix(ending).filter(|stem| stem.len() >= 4))
+                .unwrap_or(word);
+            said.iter()
+                .any(|said| same_word(word, said) || same_word(stem, said))
+        })
+}
+
+/// The `numbers` (JSON literals) no earlier argument took (`used`, JSON values).
+fn unused(numbers: &[String], used: &[String]) -> Vec<String> {
+    numbers
+        .iter()
+        .filter(|number| !used.contains(number))
+        .cloned()
+        .collect()
 }
 
 /// Where each word of `text` starts and ends (bytes): runs of non-space, without the
@@ -392,9 +533,17 @@ fn is_edge(c: char) -> bool {
 /// numbers when `integers`).
 fn stated_numbers(question: &str, integers: bool) -> Vec<String> {
     let mut numbers: Vec<String> = Vec::new();
-    for (from, to) in word_spans(question) {
-        let word = question[from..to].trim_start_matches(['$', '€', '£']);
-        let word = word.trim_end_matches('%');
+    // Number words count as written in digits ("six months" states 6).
+    let digits = crate::arithmetic::digits_for_words(&question.to_lowercase());
+    let words = [question, digits.as_str()].into_iter().flat_map(|text| {
+        word_spans(text)
+            .into_iter()
+            .map(|(from, to)| &text[from..to])
+    });
+    for word in words {
+        let word = word.trim_start_matches(['$', '€', '£']);
+        // A unit written onto the number stays out of it: `100m`, `0°C`, `50mH`, `5%`.
+        let word = number_before_unit(word);
         let plain = word.replace(',', "");
         let Ok(value) = plain.parse::<f64>() else {
             continue;
@@ -420,6 +569,22 @@ fn stated_numbers(question: &str, integers: bool) -> Vec<String> {
         }
     }
     numbers
+}
+
+/// `word` without a unit written onto its end (letters and the signs `°`, `µ`, `%`, `²`,
+/// `³`, `/`, `^` before no digit): `100µF` is `100`; a word with digits after its first
+/// letter (`3x2`, `A4`) is kept whole, and is no number.
+fn number_before_unit(word: &str) -> &str {
+    let Some(at) = word.find(|c: char| c.is_alphabetic() || "°µ%²³/".contains(c)) else {
+        return word;
+    };
+    let (number, unit) = word.split_at(at);
+    // `2x` and `3y` are terms of a formula.
+    let variable = matches!(unit, "x" | "y" | "z" | "n");
+    if number.is_empty() || variable || unit.contains(|c: char| c.is_ascii_digit()) {
+        return word;
+    }
+    number
 }
 
 /// The reply's start for a call to `tool`: the call's opening up to its arguments.
@@ -480,5 +645,78 @@ mod tests {
         );
         assert_eq!(stated_numbers("radius 2.5 and 007 sides", true), ["7"]);
         assert!(stated_numbers("no numbers here", false).is_empty());
+    }
+
+    #[test]
+    fn a_unit_written_onto_a_number_stays_out_of_it() {
+        assert_eq!(
+            stated_numbers(
+                "1kg of ice at 0°C heated to 100°C, 298K, 100µF, 50mH, 5%",
+                false
+            ),
+            ["1", "0", "100", "298", "50", "5"]
+        );
+        // Digits after the first letter make a name or a formula, not a number.
+        assert!(stated_numbers("paper size A4 and 3x^2 + 2x", false).is_empty());
+    }
+
+    #[test]
+    fn number_words_are_numbers_the_question_states() {
+        assert_eq!(
+            stated_numbers("the last six months, twenty-one days", true),
+            ["6", "21"]
+        );
+    }
+
+    #[test]
+    fn an_optional_argument_is_filled_only_when_the_question_says_it() {
+        let question = "Predict the forest growth in Yellowstone for the next 5 years including \
+                        human impact, by train, with the simpson method.";
+        let boolean = serde_json::json!({"type": "boolean"});
+        assert_eq!(
+            said_optional(question, "include_human_impact", &boolean, &[]),
+            Some(Said::Among(vec!["true".into(), "false".into()]))
+        );
+        assert_eq!(
+            said_optional(question, "allow_transfer", &boolean, &[]),
+            None
+        );
+        assert_eq!(said_optional(question, "detailed", &boolean, &[]), None);
+        let method = serde_json::json!({"type": "string", "enum": ["trapezoid", "simpson"]});
+        assert_eq!(
+            said_optional(question, "method", &method, &[]),
+            Some(Said::Among(vec!["\"simpson\"".into()]))
+        );
+        let unit = serde_json::json!({"type": "string", "enum": ["metric", "imperial"]});
+        assert_eq!(said_optional(question, "unit", &unit, &[]), None);
+        // A number the question names, no earlier argument took; none when each is taken.
+        let number = serde_json::json!({"type": "integer"});
+        assert_eq!(said_optional(question, "rounding", &number, &[]), None);
+        let text = serde_json::json!({"type": "string"});
+        assert_eq!(
+            said_optional(question, "method", &text, &[]),
+            Some(Said::Span)
+        );
+        assert_eq!(said_optional(question, "units", &text, &[]), None);
+        assert_eq!(
+            said_optional(question, "years", &number, &[]),
+            Some(Said::Among(vec!["5".into()]))
+        );
+        assert_eq!(
+            said_optional(question, "years", &number, &["5".into()]),
+            None
+        );
+        let list = serde_json::json!({"type": "array", "items": {"type": "string"}});
+        assert_eq!(said_optional(question, "stops", &list, &[]), None);
+    }
+
+    #[test]
+    fn a_name_is_said_by_its_words_with_their_endings() {
+        assert!(name_said("you can transfer", "allow_transfer"));
+        assert!(name_said("give details", "detailed"));
+        assert!(name_said("including human impact", "includeHumanImpact"));
+        assert!(!name_said("human rights", "include_human_impact"));
+        // A name of verbs alone says nothing.
+        assert!(!name_said("include it", "include"));
     }
 }

@@ -396,7 +396,7 @@ pub(crate) fn split_camel_case(text: &str) -> String {
 /// letters or more (`hypot` and `hypotenuse`), or another ending of the same long stem
 /// (`depreciation` and `depreciated`: seven letters or more in common, and at most two letters
 /// of the shorter word past them).
-fn same_word(named: &str, said: &str) -> bool {
+pub(crate) fn same_word(named: &str, said: &str) -> bool {
     let common = named
         .chars()
         .zip(said.chars())
