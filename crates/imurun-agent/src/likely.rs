@@ -119,6 +119,10 @@ pub const SPAN_MEAN_MIN: f64 = -2.5;
 /// optional string argument: stricter than [`SPAN_MEAN_MIN`], since leaving it out is safe.
 pub const OPTIONAL_SPAN_MEAN_MIN: f64 = -1.0;
 
+/// The longest span of the question an optional string argument is taken from, in words: a
+/// unit, a method, a name.
+pub const OPTIONAL_SPAN_WORDS_MAX: usize = 3;
+
 /// The most tokens the model writes for one argument it fills itself.
 const VALUE_TOKENS_MAX: usize = 96;
 
@@ -272,7 +276,10 @@ impl Filler<'_> {
                 let numbers = if unused.is_empty() { numbers } else { unused };
                 self.likeliest(text, numbers, &VALUE_ENDS).await
             }
-            Some("string") => self.likeliest_span(text, used, SPAN_MEAN_MIN).await,
+            Some("string") => {
+                self.likeliest_span(text, used, (SPAN_WORDS_MAX, SPAN_MEAN_MIN))
+                    .await
+            }
             _ => Ok(None),
         }
     }
@@ -289,8 +296,8 @@ impl Filler<'_> {
         match said_optional(self.question, name, schema, used) {
             Some(Said::Among(literals)) => self.likeliest(text, literals, &VALUE_ENDS).await,
             Some(Said::Span) => {
-                self.likeliest_span(text, used, OPTIONAL_SPAN_MEAN_MIN)
-                    .await
+                let reach = (OPTIONAL_SPAN_WORDS_MAX, OPTIONAL_SPAN_MEAN_MIN);
+                self.likeliest_span(text, used, reach).await
             }
             None => Ok(None),
         }
@@ -328,7 +335,7 @@ impl Filler<'_> {
         &self,
         text: &str,
         used: &[String],
-        floor: f64,
+        (words_max, floor): (usize, f64),
     ) -> Result<Option<(String, f64)>, ModelError> {
         let words = word_spans(self.question);
         let starts: Vec<usize> = (0..words.len()).take(SPAN_STARTS_MAX).collect();
@@ -338,7 +345,7 @@ impl Filler<'_> {
         let mut continuations = Vec::with_capacity(starts.len());
         let mut ends_per_start = Vec::with_capacity(starts.len());
         for &start in &starts {
-            let last = (start + SPAN_WORDS_MAX).min(words.len());
+            let last = (start + words_max).min(words.len());
             let from = words[start].0;
             // A span stops before a quote or a backslash: JSON would escape it.
             let mut ends = Vec::new();
@@ -449,9 +456,12 @@ fn said_optional(question: &str, name: &str, schema: &Value, used: &[String]) ->
         return (!named.is_empty()).then_some(Said::Among(named));
     }
     match schema.get("type").and_then(Value::as_str) {
-        Some("boolean") => {
-            name_said(&text, name).then(|| Said::Among(vec!["true".to_owned(), "false".to_owned()]))
-        }
+        // Naming a switch asks for it, unless the words before deny it ("without the
+        // description").
+        Some("boolean") => name_said(question, name).then(|| {
+            let on = !name_denied(question, name);
+            Said::Among(vec![on.to_string()])
+        }),
         // A number or a string the question holds may be any argument's: the question
         // names this one too.
         Some(kind @ ("integer" | "number")) if name_said(question, name) => {
@@ -485,6 +495,31 @@ fn name_said(text: &str, name: &str) -> bool {
             said.iter()
                 .any(|said| same_word(word, said) || same_word(stem, said))
         })
+}
+
+/// Whether a word of argument `name` said in `question` follows, within three words, a word
+/// that denies it ("without", "no", "not", "exclude", …).
+fn name_denied(question: &str, name: &str) -> bool {
+    use crate::tool_match::{same_word, split_camel_case, words};
+    const DENIALS: [&str; 9] = [
+        "no",
+        "not",
+        "without",
+        "exclude",
+        "excluding",
+        "don",
+        "dont",
+        "never",
+        "skip",
+    ];
+    let named = words(&split_camel_case(name));
+    let said = words(question);
+    said.iter().enumerate().any(|(at, word)| {
+        named.iter().any(|named| same_word(named, word))
+            && said[at.saturating_sub(3)..at]
+                .iter()
+                .any(|before| DENIALS.contains(&before.as_str()))
+    })
 }
 
 /// The `numbers` (JSON literals) no earlier argument took (`used`, JSON values).
@@ -675,7 +710,16 @@ mod tests {
         let boolean = serde_json::json!({"type": "boolean"});
         assert_eq!(
             said_optional(question, "include_human_impact", &boolean, &[]),
-            Some(Said::Among(vec!["true".into(), "false".into()]))
+            Some(Said::Among(vec!["true".into()]))
+        );
+        assert_eq!(
+            said_optional(
+                "Forecast it without human impact",
+                "include_human_impact",
+                &boolean,
+                &[]
+            ),
+            Some(Said::Among(vec!["false".into()]))
         );
         assert_eq!(
             said_optional(question, "allow_transfer", &boolean, &[]),
