@@ -386,11 +386,9 @@ impl Filler<'_> {
                 #[allow(clippy::cast_precision_loss)]
                 let mean = sum / (token + 2) as f64;
                 let span = &continuation[1..=end];
-                // A span an earlier argument took is not this one's.
-                let taken = used
-                    .iter()
-                    .any(|value| serde_json::from_str::<String>(value).is_ok_and(|v| v == span));
-                if !taken && best.as_ref().is_none_or(|(_, score)| mean > *score) {
+                if !holds_a_used_value(span, used)
+                    && best.as_ref().is_none_or(|(_, score)| mean > *score)
+                {
                     best = Some((span.to_owned(), mean));
                 }
             }
@@ -519,6 +517,17 @@ fn name_denied(question: &str, name: &str) -> bool {
             && said[at.saturating_sub(3)..at]
                 .iter()
                 .any(|before| DENIALS.contains(&before.as_str()))
+    })
+}
+
+/// Whether `span` holds, as whole words, a value an earlier argument took (`used`, JSON
+/// values: a string's text or a number as written): "San Francisco in 2020" is not the state
+/// once the city is "San Francisco".
+fn holds_a_used_value(span: &str, used: &[String]) -> bool {
+    let span = crate::ground::normalise(span);
+    used.iter().any(|value| {
+        let text = serde_json::from_str::<String>(value).unwrap_or_else(|_| value.clone());
+        crate::ground::has_form(&span, &text)
     })
 }
 
@@ -752,6 +761,17 @@ mod tests {
         );
         let list = serde_json::json!({"type": "array", "items": {"type": "string"}});
         assert_eq!(said_optional(question, "stops", &list, &[]), None);
+    }
+
+    #[test]
+    fn a_span_holding_an_earlier_arguments_value_is_not_another_arguments() {
+        let used = ["\"San Francisco\"".to_owned(), "2020".to_owned()];
+        assert!(holds_a_used_value("San Francisco in 2020", &used));
+        assert!(holds_a_used_value("san francisco", &used));
+        assert!(holds_a_used_value("the year 2020", &used));
+        assert!(!holds_a_used_value("California", &used));
+        // Whole words only: 20201 is not 2020.
+        assert!(!holds_a_used_value("case 20201", &used));
     }
 
     #[test]
