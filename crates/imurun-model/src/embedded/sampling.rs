@@ -309,6 +309,23 @@ impl CallGrammar<'_> {
         } = self
         else {
             if let Self::Active(sampler) = self {
+                // llama.cpp aborts the process on a token its grammar cannot take (a prefill
+                // that is not a valid call's start): ask the grammar first.
+                let mut one =
+                    LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
+                sampler.apply(&mut one);
+                if one
+                    .data
+                    .first()
+                    .is_none_or(|data| data.logit() == f32::NEG_INFINITY)
+                {
+                    return Err(ModelError::Protocol {
+                        message: format!(
+                            "the reply's start is not a valid tool call: the call grammar cannot take {:?} after what came before",
+                            String::from_utf8_lossy(piece)
+                        ),
+                    });
+                }
                 sampler.accept(token);
             }
             return Ok(());

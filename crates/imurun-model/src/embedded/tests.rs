@@ -509,3 +509,48 @@ async fn a_prefill_is_shared_and_a_probe_is_read_after_every_token() {
     let at = at.expect("a token ends after hello");
     assert_eq!(hello.probe_logprobs[at], hello.token_logprobs[at + 1]);
 }
+
+#[tokio::test]
+async fn a_prefill_the_call_grammar_refuses_is_an_error_and_the_model_goes_on() {
+    use std::sync::Arc;
+
+    use imurun_core::{ToolIndex, ToolSpec};
+
+    use super::ToolCallGrammar;
+
+    let index = ToolIndex::offering([ToolSpec {
+        name: "history.president".into(),
+        description: "Who was president.".into(),
+        parameters: serde_json::json!({
+            "type": "object",
+            "properties": {"event": {"type": "string"}, "year": {"type": "integer"}},
+            "required": ["event", "year"],
+        }),
+    }]);
+    let grammar = Arc::new(ToolCallGrammar::from_index(&index).unwrap());
+    let model = load(false).with_tool_grammar(Some(grammar));
+    let messages = [
+        system(),
+        Message::user("Who was president during the Civil War?"),
+    ];
+    let opening = "```tool\n{\"name\": \"history.president\", \"args\": {";
+    // The grammar writes the required arguments in the schema's order: `year` cannot come
+    // first. llama.cpp would abort the process on it; the model says so instead.
+    let mut request = GenerateRequest::new(messages.to_vec());
+    request.prefill = Some(format!("{opening}\"year\": "));
+    request.max_tokens = Some(16);
+    let refused = model.generate_detailed(&request, &mut |_| {}).await;
+    match refused {
+        Err(ModelError::Protocol { message }) => {
+            assert!(message.contains("not a valid tool call"), "{message}");
+        }
+        other => panic!("expected a refusal, got {other:?}"),
+    }
+    // The same model goes on: a start in the grammar's order continues as a call.
+    request.prefill = Some(format!("{opening}\"event\": "));
+    let written = model
+        .generate_detailed(&request, &mut |_| {})
+        .await
+        .unwrap();
+    assert!(written.text.starts_with(opening), "{}", written.text);
+}
