@@ -28,6 +28,7 @@ mod rates;
 mod realtime;
 mod repeats;
 mod skills;
+mod stated;
 mod step;
 mod style;
 mod subagent;
@@ -48,8 +49,8 @@ pub use context::{
 pub use error::AgentError;
 pub use imurun_core::{Clock, FixedClock, SystemClock};
 pub use likely::{
-    CALL_MARGIN_MIN, CALL_START, Likelihood, OPTIONAL_SPAN_MEAN_MIN, OPTIONAL_SPAN_WORDS_MAX,
-    SPAN_MEAN_MIN, SPAN_STARTS_MAX, SPAN_WORDS_MAX, call_opening,
+    CALL_MARGIN_MIN, CALL_START, Likelihood, NAMED_CALL_MARGIN_MIN, OPTIONAL_SPAN_MEAN_MIN,
+    OPTIONAL_SPAN_WORDS_MAX, SPAN_MEAN_MIN, SPAN_STARTS_MAX, SPAN_WORDS_MAX, call_opening,
 };
 pub use prefetch::{Intents, PREFETCH_DEADLINE, asks_for_a_change, intents};
 pub use prompt::{

@@ -12,17 +12,23 @@
 //!   call when the margin reaches [`CALL_MARGIN_MIN`] (or a rule of the loop already started
 //!   it as one).
 //!
-//! - **Which values.** The call's required arguments are filled one by one, in the schema's
-//!   order, each after the call written so far: an argument whose schema allows a set
-//!   (an enum, a boolean) takes its most likely member; a number takes the likeliest of the
-//!   numbers the question states, as stated; a string takes the likeliest span of the
-//!   question (word runs of up to [`SPAN_WORDS_MAX`] words, scored per token with the closing
-//!   quote, so "with the text hello" gives `hello`) when that span is likely enough
-//!   ([`SPAN_MEAN_MIN`]). Anything else — a value the question does not hold word for word,
-//!   a list, an object — the model writes under the call grammar, as without likelihood.
-//!   Each number the question states goes to one argument while any is left. Optional
-//!   arguments follow only when the question says them (`said_optional`): an enum member
-//!   it names, or the words of the argument's name.
+//! - **Which values.** The call's required arguments are filled one by one, each after the
+//!   call chosen so far, in the order their kinds are read (a set, numbers, strings, the
+//!   rest); the call is written in the schema's order, the call grammar's. What
+//!   the question states (`stated`: numbers with the words beside them, dates, quoted
+//!   phrases) gives the candidates and the likelihood chooses among them: an enum's or a
+//!   boolean's members; the numbers the words beside them name as this argument, else those
+//!   they name as no other; a date written as the argument asks; the question's spans
+//!   (word runs of up to [`SPAN_WORDS_MAX`] words, scored per token with the closing quote,
+//!   so "with the text hello" gives `hello`), in tiers by quotes and naming words, when
+//!   likely enough ([`SPAN_MEAN_MIN`]). Anything else — a value the question does not hold
+//!   word for word, a list, an object — the model writes under the call grammar, as
+//!   without likelihood. Optional arguments follow only when the question says them
+//!   (`said_optional`): an enum member it names, or the words of the argument's name.
+//! - **Several calls.** Numbers and dates stated for several calls make as many
+//!   (`Filler::repeats`); a value that is one member of a list the question gives makes one
+//!   call per member (`one_call_per_member`); a question of several requests has each
+//!   filled on its own (the loop's `fill_requests`).
 //!
 //! The prompt's cached start is reused: each candidate costs only its own tokens.
 
@@ -33,12 +39,22 @@ use imurun_core::{
 };
 use serde_json::Value;
 
+use crate::stated::{
+    Date, Stated, cued, name_words, naming_words, respective_numbers, span_named, stated_dates,
+    stated_numbers, takes_a_date, word_spans, written_date,
+};
+
 /// The start of a call up to its tool's name, as the worked examples teach it.
 pub const CALL_START: &str = "```tool\n{\"name\": \"";
 
 /// The least margin (natural log) at which a reply is started as a call. Chosen on BFCL's
 /// even-numbered cases (`docs/agent-loop.md`, "Decisions by likelihood").
 pub const CALL_MARGIN_MIN: f64 = 1.3;
+
+/// The least margin at which a reply short of [`CALL_MARGIN_MIN`] is still a call, when the
+/// question names every required value of it (`Filled::names_every_value`). Chosen on
+/// BFCL's even-numbered cases (`docs/agent-loop.md`, "Decisions by likelihood").
+pub const NAMED_CALL_MARGIN_MIN: f64 = -1.5;
 
 /// The person's message a question is measured against: one that says nothing.
 const BLANK_QUESTION: &str = "N/A";
@@ -142,6 +158,33 @@ pub(crate) struct Filled {
     pub(crate) features: Vec<(String, f64)>,
 }
 
+impl Filled {
+    /// The figure `name` of the fill, 0 when it has none.
+    pub(crate) fn feature(&self, name: &str) -> f64 {
+        self.features
+            .iter()
+            .find(|(feature, _)| feature == name)
+            .map_or(0.0, |(_, value)| *value)
+    }
+
+    /// Whether the call stands as a request's own: every required value chosen from the
+    /// question (none the model wrote), each either named by it or likely enough to be left
+    /// out were it optional (mean log-probability at least [`OPTIONAL_SPAN_MEAN_MIN`]).
+    pub(crate) fn stands_alone(&self) -> bool {
+        self.names_every_value()
+            || (self.feature("required") >= 1.0
+                && self.feature("written") == 0.0
+                && self.feature("value_floor") >= OPTIONAL_SPAN_MEAN_MIN)
+    }
+
+    /// Whether the question names every required value of the call (`Values::named`): one
+    /// or more, none the model wrote.
+    pub(crate) fn names_every_value(&self) -> bool {
+        let required = self.feature("required");
+        required >= 1.0 && self.feature("written") == 0.0 && self.feature("named") >= required
+    }
+}
+
 /// What filling a call needs.
 pub(crate) struct Filler<'a> {
     pub(crate) model: &'a dyn Model,
@@ -150,6 +193,9 @@ pub(crate) struct Filler<'a> {
     pub(crate) index: &'a ToolIndex,
     /// The question the values are taken from.
     pub(crate) question: &'a str,
+    /// Whether a required number may take one an earlier argument took when the question
+    /// states no other: a request among several may not (it is then the model's to write).
+    pub(crate) again: bool,
 }
 
 impl Filler<'_> {
@@ -178,68 +224,121 @@ impl Filler<'_> {
                 }
             }
         }
-        let mut text = format!("{}{{", call_opening(&tool.name));
+        // The order the call grammar writes them in (the required, then the optional, each
+        // in the schema's order); a value the model writes is written in that order.
+        let grammar_order: Vec<&str> = arguments.iter().map(|(name, _, _)| *name).collect();
+        // The required arguments are chosen in the order their kinds are read: a set, then
+        // numbers, then strings, so a span is not given a number another argument takes.
+        arguments.sort_by_key(|(_, schema, needed)| (!needed, reading_order(schema)));
+        let values = Values::of(self.question, &arguments, self.again);
+        let opening = format!("{}{{", call_opening(&tool.name));
         let (mut chosen_count, mut written_count, mut optional_count) = (0.0, 0.0, 0.0);
+        let mut named_count = 0.0;
         let mut span_floor = 0.0_f64;
-        let mut used: Vec<String> = Vec::new();
-        let mut first = true;
-        for (name, schema, needed) in arguments {
-            let mut head = text.clone();
-            if !first {
+        // The values so far, by argument, in the order chosen.
+        let mut valued: Vec<(&str, String)> = Vec::new();
+        for &(name, schema, needed) in &arguments {
+            let used: Vec<String> = valued.iter().map(|(_, value)| value.clone()).collect();
+            // What the likelihood reads before this value: the call so far, as chosen.
+            let mut head = format!("{opening}{}", written_arguments(&valued));
+            if !valued.is_empty() {
                 head.push_str(", ");
             }
             head.push_str(&serde_json::to_string(name).unwrap_or_default());
             head.push_str(": ");
             if !needed {
-                let Some((value, mean)) = self.choose_optional(&head, name, schema, &used).await?
+                let Some((value, mean)) = self
+                    .choose_optional(&head, name, schema, &values, &used)
+                    .await?
                 else {
                     continue;
                 };
                 optional_count += 1.0;
                 span_floor = span_floor.min(mean);
-                head.push_str(&value);
-                used.push(value);
-                text = head;
-                first = false;
+                valued.push((name, value));
                 continue;
             }
-            text = head;
-            first = false;
-            let chosen = self.choose(&text, schema, &used).await?;
-            match chosen {
-                Some((value, mean)) => {
-                    chosen_count += 1.0;
-                    span_floor = span_floor.min(mean);
-                    text.push_str(&value);
-                    used.push(value);
+            if let Some((value, mean)) = self.choose(&head, name, schema, &values, &used).await? {
+                chosen_count += 1.0;
+                if values.named(name, schema, &value) {
+                    named_count += 1.0;
                 }
-                None => {
-                    written_count += 1.0;
-                    let (value, reply, used_tokens) = self.write_value(&text, tool, name).await?;
-                    usage = usage.plus(used_tokens);
-                    match value {
-                        Some(value) => text.push_str(&value),
-                        // The model's call did not read: its whole reply stands, as without
-                        // likelihood.
-                        None => {
-                            return Ok(Filled {
-                                raw: reply,
-                                usage,
-                                features: vec![("unread".to_owned(), 1.0)],
-                            });
-                        }
+                span_floor = span_floor.min(mean);
+                valued.push((name, value));
+                continue;
+            }
+            written_count += 1.0;
+            // The model writes under the call grammar, which holds the arguments to its
+            // order: the start it continues is the values chosen so far that come before
+            // this one in that order, up to the first not chosen yet.
+            let mut before: Vec<(&str, String)> = Vec::new();
+            let mut next_is_this = true;
+            for next in grammar_order.iter().take_while(|next| **next != name) {
+                match valued.iter().find(|(chosen, _)| chosen == next) {
+                    Some(value) => before.push(value.clone()),
+                    None => {
+                        next_is_this = false;
+                        break;
                     }
                 }
             }
+            let mut start = format!("{opening}{}", written_arguments(&before));
+            if !before.is_empty() {
+                start.push_str(", ");
+            }
+            // When an argument before this one has no value yet, the model writes it first.
+            if next_is_this {
+                start.push_str(&serde_json::to_string(name).unwrap_or_default());
+                start.push_str(": ");
+            }
+            let (value, reply, used_tokens) = self.write_value(&start, tool, name).await?;
+            usage = usage.plus(used_tokens);
+            match value {
+                Some(value) => valued.push((name, value)),
+                // The model's call did not read: its whole reply stands, as without
+                // likelihood.
+                None => {
+                    return Ok(Filled {
+                        raw: reply,
+                        usage,
+                        features: vec![("unread".to_owned(), 1.0)],
+                    });
+                }
+            }
         }
-        text.push_str("}}\n```");
+        // Further calls of the tool with the values the question states past the first
+        // call's; else one per member when a value is one of a list the question gives (a
+        // tool not imurun's own).
+        let again = if own || written_count > 0.0 {
+            Vec::new()
+        } else {
+            self.repeats(&opening, &arguments, &values, &valued).await?
+        };
+        let mut calls = if own {
+            vec![valued]
+        } else if again.is_empty() {
+            one_call_per_member(self.question, valued)
+        } else {
+            std::iter::once(valued).chain(again).collect()
+        };
+        for call in &mut calls {
+            // The call as the grammar would write it.
+            call.sort_by_key(|(name, _)| grammar_order.iter().position(|next| next == name));
+        }
+        let text = calls
+            .iter()
+            .map(|valued| format!("{opening}{}}}}}\n```", written_arguments(valued)))
+            .collect::<Vec<_>>()
+            .join("\n\n");
         #[allow(clippy::cast_precision_loss)]
         let features = vec![
             ("required".to_owned(), required.len() as f64),
             ("chosen".to_owned(), chosen_count),
+            ("named".to_owned(), named_count),
             ("written".to_owned(), written_count),
             ("optional".to_owned(), optional_count),
             ("value_floor".to_owned(), span_floor),
+            ("calls".to_owned(), calls.len() as f64),
         ];
         Ok(Filled {
             raw: text,
@@ -248,12 +347,68 @@ impl Filler<'_> {
         })
     }
 
-    /// The value chosen by likelihood for an argument of `schema` after `text`, as JSON, with
-    /// its mean log-probability per token; `None` when the model is to write it.
+    /// The calls after `first` when the question states its numbers and dates for several:
+    /// as many more as it states beyond the first call's, when it states a whole multiple
+    /// of the number and date arguments the call requires ("3 and 4, 5 and 12"; "a radius
+    /// of 5 meters, the second 10 meters, the third 15 meters"). Each takes values no
+    /// earlier call took; the calls stop at one whose required value cannot be chosen.
+    async fn repeats<'n>(
+        &self,
+        opening: &str,
+        arguments: &[(&'n str, &Value, bool)],
+        values: &Values<'_>,
+        first: &[(&'n str, String)],
+    ) -> Result<Vec<Vec<(&'n str, String)>>, ModelError> {
+        let stating = arguments
+            .iter()
+            .filter(|(name, schema, needed)| {
+                *needed && (values.numeric.contains(name) || takes_a_date(name, schema))
+            })
+            .count();
+        let stated = values.repeatable();
+        if stating == 0 || stated < 2 * stating || !stated.is_multiple_of(stating) {
+            return Ok(Vec::new());
+        }
+        let values = values.without_again();
+        let mut taken: Vec<String> = first.iter().map(|(_, value)| value.clone()).collect();
+        let mut calls = Vec::new();
+        for _ in 1..stated / stating {
+            let mut valued: Vec<(&'n str, String)> = Vec::new();
+            for &(name, schema, needed) in arguments {
+                let mut used = taken.clone();
+                used.extend(valued.iter().map(|(_, value)| value.clone()));
+                let mut head = format!("{opening}{}", written_arguments(&valued));
+                if !valued.is_empty() {
+                    head.push_str(", ");
+                }
+                head.push_str(&serde_json::to_string(name).unwrap_or_default());
+                head.push_str(": ");
+                let chosen = if needed {
+                    self.choose(&head, name, schema, &values, &used).await?
+                } else {
+                    self.choose_optional(&head, name, schema, &values, &used)
+                        .await?
+                };
+                match chosen {
+                    Some((value, _)) => valued.push((name, value)),
+                    None if needed => return Ok(calls),
+                    None => {}
+                }
+            }
+            taken.extend(valued.iter().map(|(_, value)| value.clone()));
+            calls.push(valued);
+        }
+        Ok(calls)
+    }
+
+    /// The value chosen by likelihood for argument `name` of `schema` after `text`, as
+    /// JSON, with its mean log-probability per token; `None` when the model is to write it.
     async fn choose(
         &self,
         text: &str,
+        name: &str,
         schema: &Value,
+        values: &Values<'_>,
         used: &[String],
     ) -> Result<Option<(String, f64)>, ModelError> {
         if let Some(members) = schema.get("enum").and_then(Value::as_array) {
@@ -266,18 +421,17 @@ impl Filler<'_> {
                     .await
             }
             Some(kind @ ("integer" | "number")) => {
-                let numbers = stated_numbers(self.question, kind == "integer");
+                let numbers = values.numbers_for(name, kind == "integer", used, true);
                 if numbers.is_empty() {
                     return Ok(None);
                 }
-                // Each number the question states is there for one argument: one an earlier
-                // argument took is taken again only when none is left.
-                let unused = unused(&numbers, used);
-                let numbers = if unused.is_empty() { numbers } else { unused };
                 self.likeliest(text, numbers, &VALUE_ENDS).await
             }
             Some("string") => {
-                self.likeliest_span(text, used, (SPAN_WORDS_MAX, SPAN_MEAN_MIN))
+                if let Some(date) = values.date_for(name, schema, used) {
+                    return Ok(Some((date, 0.0)));
+                }
+                self.likeliest_span(text, name, values, used, (SPAN_WORDS_MAX, SPAN_MEAN_MIN))
                     .await
             }
             _ => Ok(None),
@@ -291,13 +445,24 @@ impl Filler<'_> {
         text: &str,
         name: &str,
         schema: &Value,
+        values: &Values<'_>,
         used: &[String],
     ) -> Result<Option<(String, f64)>, ModelError> {
-        match said_optional(self.question, name, schema, used) {
+        match said_optional(self.question, name, schema) {
             Some(Said::Among(literals)) => self.likeliest(text, literals, &VALUE_ENDS).await,
+            Some(Said::Number { integers }) => {
+                let numbers = values.numbers_for(name, integers, used, false);
+                if numbers.is_empty() {
+                    return Ok(None);
+                }
+                self.likeliest(text, numbers, &VALUE_ENDS).await
+            }
             Some(Said::Span) => {
+                if let Some(date) = values.date_for(name, schema, used) {
+                    return Ok(Some((date, 0.0)));
+                }
                 let reach = (OPTIONAL_SPAN_WORDS_MAX, OPTIONAL_SPAN_MEAN_MIN);
-                self.likeliest_span(text, used, reach).await
+                self.likeliest_span(text, name, values, used, reach).await
             }
             None => Ok(None),
         }
@@ -328,16 +493,21 @@ impl Filler<'_> {
         Ok(best.map(|(literal, total, tokens)| (literal, total / tokens)))
     }
 
-    /// The likeliest span of the question as a string after `text` (its opening quote
-    /// included), when likely enough: each start is scored once, with the closing quote's
-    /// chance read after every token, so every length from that start costs nothing more.
+    /// The likeliest span of the question as a string for argument `name` after `text`
+    /// (its opening quote included), when likely enough: each start is scored once, with the
+    /// closing quote's chance read after every token, so every length from that start costs
+    /// nothing more. Spans the words beside them name as this argument ("title 'David'", "C
+    /// key") come first, then those they name as no other argument; a span holding a value
+    /// an earlier argument took, or a date when another argument takes dates, is none.
     async fn likeliest_span(
         &self,
         text: &str,
+        name: &str,
+        values: &Values<'_>,
         used: &[String],
         (words_max, floor): (usize, f64),
     ) -> Result<Option<(String, f64)>, ModelError> {
-        let words = word_spans(self.question);
+        let words = &values.words;
         let starts: Vec<usize> = (0..words.len()).take(SPAN_STARTS_MAX).collect();
         if starts.is_empty() {
             return Ok(None);
@@ -349,14 +519,14 @@ impl Filler<'_> {
             let from = words[start].0;
             // A span stops before a quote or a backslash: JSON would escape it.
             let mut ends = Vec::new();
-            for &(_, end) in &words[start..last] {
+            for (word, &(_, end)) in words.iter().enumerate().take(last).skip(start) {
                 let span = &self.question[from..end];
                 if span.contains(['"', '\\', '\n']) {
                     break;
                 }
-                ends.push(end - from);
+                ends.push((word + 1, end - from));
             }
-            let reach = ends.last().copied().unwrap_or(0);
+            let reach = ends.last().map_or(0, |(_, end)| *end);
             continuations.push(format!("\"{}", &self.question[from..from + reach]));
             ends_per_start.push(ends);
         }
@@ -364,10 +534,19 @@ impl Filler<'_> {
         request.probes = QUOTE_ENDS.iter().map(|end| (*end).to_owned()).collect();
         request.stop = self.stop.clone();
         let scored = self.model.score(&request).await?;
-        let mut best: Option<(String, f64)> = None;
-        for ((continuation, ends), scored) in continuations.iter().zip(&ends_per_start).zip(&scored)
+        let naming = values.naming(name);
+        let others = values.naming_others(name);
+        // The best span of each tier: a quoted phrase named as this argument, one named as
+        // no other (when the quotes fill the call's texts), a span named as this argument,
+        // one named as no other, any.
+        let mut best: [Option<(String, f64)>; 5] = [None, None, None, None, None];
+        for (((continuation, ends), scored), &start) in continuations
+            .iter()
+            .zip(&ends_per_start)
+            .zip(&scored)
+            .zip(&starts)
         {
-            for &end in ends {
+            for &(to, end) in ends {
                 // The opening quote is the continuation's first byte.
                 let Some(token) = scored.token_ends.iter().position(|at| *at == end + 1) else {
                     continue;
@@ -386,15 +565,37 @@ impl Filler<'_> {
                 #[allow(clippy::cast_precision_loss)]
                 let mean = sum / (token + 2) as f64;
                 let span = &continuation[1..=end];
-                if !holds_a_used_value(span, used)
-                    && best.as_ref().is_none_or(|(_, score)| mean > *score)
-                {
-                    best = Some((span.to_owned(), mean));
+                let at = (words[start].0, words[start].0 + end);
+                if mean < floor || holds_a_used_value(span, used) || values.blocked(at) {
+                    continue;
+                }
+                // A span that cuts a quoted phrase is no value.
+                let Some(quoted) = values.quote(start, to) else {
+                    continue;
+                };
+                let (mine, another) = (
+                    values.span_named(start, to, &naming),
+                    values.span_named(start, to, &others),
+                );
+                let quotes_fill = quoted && values.quotes_fill();
+                let tiers = [
+                    quoted && mine,
+                    quotes_fill && !another,
+                    mine,
+                    !another,
+                    true,
+                ];
+                for (tier, holds) in tiers.into_iter().enumerate() {
+                    if holds && best[tier].as_ref().is_none_or(|(_, score)| mean > *score) {
+                        best[tier] = Some((span.to_owned(), mean));
+                    }
                 }
             }
         }
         Ok(best
-            .filter(|(_, mean)| *mean >= floor)
+            .into_iter()
+            .flatten()
+            .next()
             .map(|(span, mean)| (serde_json::to_string(&span).unwrap_or_default(), mean)))
     }
 
@@ -429,6 +630,8 @@ impl Filler<'_> {
 enum Said {
     /// The likeliest of these JSON literals.
     Among(Vec<String>),
+    /// The likeliest of the numbers the question states for it (`Values::numbers_for`).
+    Number { integers: bool },
     /// The likeliest span of the question, when likely enough.
     Span,
 }
@@ -439,7 +642,7 @@ enum Said {
 /// `include_human_impact`, "using the Darwin model" for `model`), a number then among those
 /// the question states that no earlier argument took, a string by a span of the question
 /// likely enough. Anything else is left out.
-fn said_optional(question: &str, name: &str, schema: &Value, used: &[String]) -> Option<Said> {
+fn said_optional(question: &str, name: &str, schema: &Value) -> Option<Said> {
     let text = crate::ground::normalise(question);
     if let Some(members) = schema.get("enum").and_then(Value::as_array) {
         let named: Vec<String> = members
@@ -462,12 +665,420 @@ fn said_optional(question: &str, name: &str, schema: &Value, used: &[String]) ->
         }),
         // A number or a string the question holds may be any argument's: the question
         // names this one too.
-        Some(kind @ ("integer" | "number")) if name_said(question, name) => {
-            let left = unused(&stated_numbers(question, kind == "integer"), used);
-            (!left.is_empty()).then_some(Said::Among(left))
-        }
+        Some(kind @ ("integer" | "number")) if name_said(question, name) => Some(Said::Number {
+            integers: kind == "integer",
+        }),
         Some("string") if name_said(question, name) => Some(Said::Span),
         _ => None,
+    }
+}
+
+/// What the question states for one call's arguments: its words, numbers, dates and quoted
+/// phrases, and which argument the words beside a value name.
+#[derive(Clone)]
+struct Values<'a> {
+    question: &'a str,
+    words: Vec<(usize, usize)>,
+    dates: Vec<Date>,
+    /// The phrases the question quotes, as word ranges (into `words`).
+    quoted: Vec<(usize, usize)>,
+    /// Every argument of the tool, by name.
+    names: Vec<&'a str>,
+    /// The arguments that take a number, and those that take a string of any text (not an
+    /// enum's): the words that name another argument's value say only of these.
+    numeric: Vec<&'a str>,
+    textual: Vec<&'a str>,
+    /// How many required arguments take text.
+    textual_required: usize,
+    /// Whether an argument takes dates: a date is then no other argument's.
+    dated: bool,
+    /// The numbers the question lists together, when an argument takes a list of numbers:
+    /// they are that list's, no other argument's.
+    listed: Vec<String>,
+    /// Whether a number an earlier argument took may be taken again when none is left.
+    again: bool,
+}
+
+impl<'a> Values<'a> {
+    /// What `question` states for `arguments` (name, schema, required); `again` lets a
+    /// required number take one an earlier argument took when none is left.
+    fn of(question: &'a str, arguments: &[(&'a str, &Value, bool)], again: bool) -> Self {
+        let takes_numbers = arguments.iter().any(|(_, schema, _)| {
+            schema.get("type").and_then(Value::as_str) == Some("array")
+                && schema
+                    .pointer("/items/type")
+                    .and_then(Value::as_str)
+                    .is_some_and(|kind| matches!(kind, "integer" | "number" | "float"))
+        });
+        let words = word_spans(question);
+        Self {
+            question,
+            quoted: quoted_phrases(question, &words),
+            words,
+            dates: stated_dates(question),
+            names: arguments.iter().map(|(name, _, _)| *name).collect(),
+            numeric: arguments
+                .iter()
+                .filter(|(_, schema, _)| {
+                    schema.get("enum").is_none()
+                        && matches!(
+                            schema.get("type").and_then(Value::as_str),
+                            Some("integer" | "number" | "float")
+                        )
+                })
+                .map(|(name, _, _)| *name)
+                .collect(),
+            textual: arguments
+                .iter()
+                .filter(|(_, schema, _)| {
+                    schema.get("enum").is_none()
+                        && schema.get("type").and_then(Value::as_str) == Some("string")
+                })
+                .map(|(name, _, _)| *name)
+                .collect(),
+            textual_required: arguments
+                .iter()
+                .filter(|(_, schema, needed)| {
+                    *needed
+                        && schema.get("enum").is_none()
+                        && schema.get("type").and_then(Value::as_str) == Some("string")
+                })
+                .count(),
+            dated: arguments
+                .iter()
+                .any(|(name, schema, _)| takes_a_date(name, schema)),
+            listed: if takes_numbers {
+                crate::stated::number_lists(question).concat()
+            } else {
+                Vec::new()
+            },
+            again,
+        }
+    }
+
+    /// These values where a required number never takes one an earlier argument took.
+    fn without_again(&self) -> Self {
+        Self {
+            again: false,
+            ..self.clone()
+        }
+    }
+
+    /// How many numbers and dates the question states for the call's number and date
+    /// arguments: its numbers (each once; none a date or a list argument holds) and, when
+    /// an argument takes dates, its whole dates.
+    fn repeatable(&self) -> usize {
+        let numbers = stated_numbers(self.question, false)
+            .iter()
+            .filter(|number| {
+                number.at.is_none_or(|at| !self.blocked(at))
+                    && !self.listed.contains(&number.literal)
+            })
+            .count();
+        let dates = if self.dated {
+            self.dates
+                .iter()
+                .filter(|date| date.year.is_some() && date.day.is_some())
+                .count()
+        } else {
+            0
+        };
+        numbers + dates
+    }
+
+    /// The numbers for argument `name` as JSON literals: the one a list of numbers gives it
+    /// in order after naming it with others ("base and height as 6cm and 10cm"), else those
+    /// the words beside them name as it (its unit, "acceleration of 9.8"), else those they
+    /// name as no other argument that takes a number, else any; one an earlier argument took only when none is
+    /// left, for a required argument (`required`) when the values allow it (`again`).
+    fn numbers_for(
+        &self,
+        name: &str,
+        integers: bool,
+        used: &[String],
+        required: bool,
+    ) -> Vec<String> {
+        // A list of numbers after as many names gives them in order.
+        if let Some((_, value)) = respective_numbers(self.question, &self.names)
+            .into_iter()
+            .find(|(named, value)| named == name && !used.contains(value))
+        {
+            return vec![value];
+        }
+        let mut stated = stated_numbers(self.question, integers);
+        stated.retain(|number| {
+            number.at.is_none_or(|at| !self.blocked(at)) && !self.listed.contains(&number.literal)
+        });
+        let left: Vec<&Stated> = stated
+            .iter()
+            .filter(|number| !used.contains(&number.literal))
+            .collect();
+        let named = self.distinct_words(name);
+        let others: Vec<Vec<String>> = self
+            .numeric
+            .iter()
+            .filter(|other| **other != name)
+            .map(|other| self.distinct_words(other))
+            .collect();
+        let mine: Vec<&Stated> = left
+            .iter()
+            .copied()
+            .filter(|number| cued(&number.cues, &named))
+            .collect();
+        let free: Vec<&Stated> = left
+            .iter()
+            .copied()
+            .filter(|number| !others.iter().any(|other| cued(&number.cues, other)))
+            .collect();
+        let chosen: Vec<&Stated> = if !mine.is_empty() {
+            mine
+        } else if !free.is_empty() {
+            free
+        } else if !(left.is_empty() && required && self.again) {
+            left
+        } else {
+            stated.iter().collect()
+        };
+        chosen
+            .into_iter()
+            .map(|number| number.literal.clone())
+            .collect()
+    }
+
+    /// Whether the question names `value` (JSON) as argument `name` of `schema`: an enum's
+    /// member it writes, a switch whose name it says, a number the words beside it name as
+    /// this argument (or a list gives it in order), a date it writes for a date argument, a
+    /// span it quotes or names as this argument. A value chosen only because it was likely
+    /// is not named.
+    fn named(&self, name: &str, schema: &Value, value: &str) -> bool {
+        let text = serde_json::from_str::<String>(value).ok();
+        if schema.get("enum").is_some() {
+            let normalised = crate::ground::normalise(self.question);
+            return text.is_some_and(|member| {
+                crate::ground::has_form(&normalised, &member.replace('_', " "))
+            });
+        }
+        match schema.get("type").and_then(Value::as_str) {
+            Some("boolean") => name_said(self.question, name),
+            Some("integer" | "number" | "float") => {
+                let named = self.distinct_words(name);
+                respective_numbers(self.question, &self.names)
+                    .iter()
+                    .any(|(given, number)| given == name && number == value)
+                    || stated_numbers(self.question, false)
+                        .iter()
+                        .any(|number| number.literal == value && cued(&number.cues, &named))
+            }
+            Some("string") if takes_a_date(name, schema) => self
+                .dates
+                .iter()
+                .filter_map(|date| written_date(date, schema))
+                .any(|date| text.as_deref() == Some(date.as_str())),
+            Some("string") => {
+                let Some(text) = text else {
+                    return false;
+                };
+                let naming = self.naming(name);
+                (0..self.words.len()).any(|from| {
+                    (from + 1..=self.words.len().min(from + SPAN_WORDS_MAX)).any(|to| {
+                        self.question[self.words[from].0..self.words[to - 1].1] == text
+                            && (self.quote(from, to) == Some(true)
+                                || self.span_named(from, to, &naming))
+                    })
+                })
+            }
+            _ => false,
+        }
+    }
+
+    /// The words of argument `name` that no other argument's name holds: "initial" of
+    /// `initial_value` beside `final_value`.
+    fn distinct_words(&self, name: &str) -> Vec<String> {
+        let others: Vec<String> = self
+            .names
+            .iter()
+            .filter(|other| **other != name)
+            .flat_map(|other| name_words(other))
+            .collect();
+        name_words(name)
+            .into_iter()
+            .filter(|word| !others.contains(word))
+            .collect()
+    }
+
+    /// The first date the question states that no earlier argument took, written as
+    /// argument `name` of `schema` asks, as JSON; `None` when it takes no date.
+    fn date_for(&self, name: &str, schema: &Value, used: &[String]) -> Option<String> {
+        if !takes_a_date(name, schema) {
+            return None;
+        }
+        self.dates
+            .iter()
+            .filter_map(|date| written_date(date, schema))
+            .map(|date| serde_json::to_string(&date).unwrap_or_default())
+            .find(|date| !used.contains(date))
+    }
+
+    /// Whether bytes `at` of the question overlap a date another argument takes.
+    fn blocked(&self, at: (usize, usize)) -> bool {
+        self.dated
+            && self
+                .dates
+                .iter()
+                .any(|date| date.at.0 < at.1 && at.0 < date.at.1)
+    }
+
+    /// The words of the question that name argument `name`.
+    fn naming(&self, name: &str) -> Vec<usize> {
+        naming_words(self.question, &self.distinct_words(name))
+    }
+
+    /// The words of the question that name the other arguments that take text.
+    fn naming_others(&self, name: &str) -> Vec<usize> {
+        let mut naming: Vec<usize> = self
+            .textual
+            .iter()
+            .filter(|other| **other != name)
+            .flat_map(|other| self.naming(other))
+            .collect();
+        naming.sort_unstable();
+        naming.dedup();
+        naming
+    }
+
+    /// Whether words `from..to` are a span the words at `naming` name.
+    fn span_named(&self, from: usize, to: usize, naming: &[usize]) -> bool {
+        span_named(self.question, &self.words, (from, to), naming)
+    }
+
+    /// Whether the question quotes as many phrases as the call takes text values, or more:
+    /// the quoted phrases are then those values ("the 'R vs Adams' case"); with fewer, a
+    /// quote says only that a phrase is some value ("write 'hello' to a file named out.txt").
+    fn quotes_fill(&self) -> bool {
+        self.quoted.len() >= self.textual_required
+    }
+
+    /// Whether words `from..to` are a phrase the question quotes (`Some(true)`), cut one or
+    /// hold more than it (`None`: no value), or neither (`Some(false)`).
+    fn quote(&self, from: usize, to: usize) -> Option<bool> {
+        let mut whole = false;
+        for &(start, end) in &self.quoted {
+            if (start, end) == (from, to) {
+                whole = true;
+            } else if from < end && start < to {
+                return None;
+            }
+        }
+        Some(whole)
+    }
+}
+
+/// The phrases `question` quotes ('R vs Adams', "Purchase_Amount"), as ranges of `words`
+/// (from [`word_spans`]): from a word right after an opening quote to the first word right
+/// before the same quote, at most `SPAN_WORDS_MAX` words.
+fn quoted_phrases(question: &str, words: &[(usize, usize)]) -> Vec<(usize, usize)> {
+    let before = |at: usize| question[..at].chars().next_back();
+    let after = |at: usize| question[at..].chars().next();
+    let closing = |open: char| match open {
+        '“' => '”',
+        '‘' => '’',
+        other => other,
+    };
+    let mut phrases = Vec::new();
+    let mut at = 0;
+    while at < words.len() {
+        let (start, _) = words[at];
+        let open = before(start).filter(|c| matches!(c, '\'' | '"' | '“' | '‘'));
+        let opens = open.is_some()
+            && before(start - open.map_or(0, char::len_utf8))
+                .is_none_or(|c| c.is_whitespace() || "([{:".contains(c));
+        if let (Some(open), true) = (open, opens) {
+            let close = closing(open);
+            if let Some(last) = (at..words.len().min(at + SPAN_WORDS_MAX))
+                .find(|last| after(words[*last].1) == Some(close))
+            {
+                phrases.push((at, last + 1));
+                at = last + 1;
+                continue;
+            }
+        }
+        at += 1;
+    }
+    phrases
+}
+
+/// The call's values `valued` as one call per member of a list the question gives, when one
+/// value is a member of it and no other value is another ("the factorial of 5,10 and 15" is
+/// three calls; "the HCF of 36 and 24" one), or a string value is itself a list of three or
+/// more ("human HbA1c, normal hemoglobin, and rat hemoglobin"); else as it is.
+fn one_call_per_member<'n>(
+    question: &str,
+    valued: Vec<(&'n str, String)>,
+) -> Vec<Vec<(&'n str, String)>> {
+    let lists = crate::stated::number_lists(question);
+    let members = valued.iter().enumerate().find_map(|(at, (_, value))| {
+        if let Ok(text) = serde_json::from_str::<String>(value) {
+            let members = crate::stated::string_list(&text)?;
+            return Some((
+                at,
+                members
+                    .iter()
+                    .map(|member| Value::from(member.as_str()).to_string())
+                    .collect(),
+            ));
+        }
+        // Numbers a list argument holds are its own.
+        if valued.iter().any(|(_, value)| value.starts_with('[')) {
+            return None;
+        }
+        let list = lists.iter().find(|list| list.contains(value))?;
+        // Another value is the list's only when the question writes it nowhere else ("5%
+        // for 1,5 and 10 years": the rate's 5 is not the list's).
+        let others_in_it = valued.iter().enumerate().any(|(other, (_, value))| {
+            other != at
+                && list.contains(value)
+                && crate::stated::times_written(question, value) == 1
+        });
+        (!others_in_it).then(|| (at, list.clone()))
+    });
+    let Some((at, members)) = members else {
+        return vec![valued];
+    };
+    members
+        .into_iter()
+        .map(|member| {
+            let mut call = valued.clone();
+            call[at].1 = member;
+            call
+        })
+        .collect()
+}
+
+/// `"name": value` for each of `valued`, joined by commas.
+fn written_arguments(valued: &[(&str, String)]) -> String {
+    valued
+        .iter()
+        .map(|(name, value)| {
+            format!(
+                "{}: {value}",
+                serde_json::to_string(name).unwrap_or_default()
+            )
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The order an argument of `schema` is read in: a set, a number, a string (a date among
+/// them: the dates are no other string's), the rest.
+fn reading_order(schema: &Value) -> u8 {
+    if schema.get("enum").is_some() {
+        return 0;
+    }
+    match schema.get("type").and_then(Value::as_str) {
+        Some("boolean") => 0,
+        Some("integer" | "number") => 1,
+        Some("string") => 2,
+        _ => 3,
     }
 }
 
@@ -531,106 +1142,6 @@ fn holds_a_used_value(span: &str, used: &[String]) -> bool {
     })
 }
 
-/// The `numbers` (JSON literals) no earlier argument took (`used`, JSON values).
-fn unused(numbers: &[String], used: &[String]) -> Vec<String> {
-    numbers
-        .iter()
-        .filter(|number| !used.contains(number))
-        .cloned()
-        .collect()
-}
-
-/// Where each word of `text` starts and ends (bytes): runs of non-space, without the
-/// punctuation around them.
-fn word_spans(text: &str) -> Vec<(usize, usize)> {
-    let mut spans = Vec::new();
-    let mut start = None;
-    for (at, c) in text
-        .char_indices()
-        .chain(std::iter::once((text.len(), ' ')))
-    {
-        if c.is_whitespace() {
-            if let Some(from) = start.take() {
-                let word = &text[from..at];
-                let lead = word.len() - word.trim_start_matches(is_edge).len();
-                let trimmed = word.trim_matches(is_edge);
-                if !trimmed.is_empty() {
-                    spans.push((from + lead, from + lead + trimmed.len()));
-                }
-            }
-        } else if start.is_none() {
-            start = Some(at);
-        }
-    }
-    spans
-}
-
-/// Punctuation around a word that a value does not keep.
-fn is_edge(c: char) -> bool {
-    matches!(
-        c,
-        '.' | ',' | '?' | '!' | ';' | ':' | '(' | ')' | '[' | ']' | '"' | '\'' | '`' | '“' | '”'
-    )
-}
-
-/// The numbers `question` states, as JSON literals (thousands separators dropped; only whole
-/// numbers when `integers`).
-fn stated_numbers(question: &str, integers: bool) -> Vec<String> {
-    let mut numbers: Vec<String> = Vec::new();
-    // Number words count as written in digits ("six months" states 6).
-    let digits = crate::arithmetic::digits_for_words(&question.to_lowercase());
-    let words = [question, digits.as_str()].into_iter().flat_map(|text| {
-        word_spans(text)
-            .into_iter()
-            .map(|(from, to)| &text[from..to])
-    });
-    for word in words {
-        let word = word.trim_start_matches(['$', '€', '£']);
-        // A unit written onto the number stays out of it: `100m`, `0°C`, `50mH`, `5%`.
-        let word = number_before_unit(word);
-        let plain = word.replace(',', "");
-        let Ok(value) = plain.parse::<f64>() else {
-            continue;
-        };
-        if !value.is_finite() || (integers && plain.contains('.')) {
-            continue;
-        }
-        let literal = if plain.contains('.') {
-            plain.trim_start_matches('+').to_owned()
-        } else {
-            plain
-                .trim_start_matches('+')
-                .trim_start_matches('0')
-                .to_owned()
-        };
-        let literal = if literal.is_empty() || literal.starts_with('.') {
-            format!("0{literal}")
-        } else {
-            literal
-        };
-        if !numbers.contains(&literal) {
-            numbers.push(literal);
-        }
-    }
-    numbers
-}
-
-/// `word` without a unit written onto its end (letters and the signs `°`, `µ`, `%`, `²`,
-/// `³`, `/`, `^` before no digit): `100µF` is `100`; a word with digits after its first
-/// letter (`3x2`, `A4`) is kept whole, and is no number.
-fn number_before_unit(word: &str) -> &str {
-    let Some(at) = word.find(|c: char| c.is_alphabetic() || "°µ%²³/".contains(c)) else {
-        return word;
-    };
-    let (number, unit) = word.split_at(at);
-    // `2x` and `3y` are terms of a formula.
-    let variable = matches!(unit, "x" | "y" | "z" | "n");
-    if number.is_empty() || variable || unit.contains(|c: char| c.is_ascii_digit()) {
-        return word;
-    }
-    number
-}
-
 /// The reply's start for a call to `tool`: the call's opening up to its arguments.
 pub fn call_opening(tool: &str) -> String {
     format!("{CALL_START}{}, \"args\": ", quoted_tail(tool))
@@ -659,108 +1170,43 @@ mod tests {
     }
 
     #[test]
-    fn words_lose_the_punctuation_around_them() {
-        let text = "Create notes.txt with the text \"hello\", then read it.";
-        let words: Vec<&str> = word_spans(text)
-            .into_iter()
-            .map(|(from, to)| &text[from..to])
-            .collect();
-        assert_eq!(
-            words,
-            [
-                "Create",
-                "notes.txt",
-                "with",
-                "the",
-                "text",
-                "hello",
-                "then",
-                "read",
-                "it"
-            ]
-        );
-    }
-
-    #[test]
-    fn numbers_are_taken_as_stated() {
-        assert_eq!(
-            stated_numbers("Invest $200,000 at 5% for 10 years, or 0.5 of it", false),
-            ["200000", "5", "10", "0.5"]
-        );
-        assert_eq!(stated_numbers("radius 2.5 and 007 sides", true), ["7"]);
-        assert!(stated_numbers("no numbers here", false).is_empty());
-    }
-
-    #[test]
-    fn a_unit_written_onto_a_number_stays_out_of_it() {
-        assert_eq!(
-            stated_numbers(
-                "1kg of ice at 0°C heated to 100°C, 298K, 100µF, 50mH, 5%",
-                false
-            ),
-            ["1", "0", "100", "298", "50", "5"]
-        );
-        // Digits after the first letter make a name or a formula, not a number.
-        assert!(stated_numbers("paper size A4 and 3x^2 + 2x", false).is_empty());
-    }
-
-    #[test]
-    fn number_words_are_numbers_the_question_states() {
-        assert_eq!(
-            stated_numbers("the last six months, twenty-one days", true),
-            ["6", "21"]
-        );
-    }
-
-    #[test]
     fn an_optional_argument_is_filled_only_when_the_question_says_it() {
         let question = "Predict the forest growth in Yellowstone for the next 5 years including \
                         human impact, by train, with the simpson method.";
         let boolean = serde_json::json!({"type": "boolean"});
         assert_eq!(
-            said_optional(question, "include_human_impact", &boolean, &[]),
+            said_optional(question, "include_human_impact", &boolean),
             Some(Said::Among(vec!["true".into()]))
         );
         assert_eq!(
             said_optional(
                 "Forecast it without human impact",
                 "include_human_impact",
-                &boolean,
-                &[]
+                &boolean
             ),
             Some(Said::Among(vec!["false".into()]))
         );
-        assert_eq!(
-            said_optional(question, "allow_transfer", &boolean, &[]),
-            None
-        );
-        assert_eq!(said_optional(question, "detailed", &boolean, &[]), None);
+        assert_eq!(said_optional(question, "allow_transfer", &boolean), None);
+        assert_eq!(said_optional(question, "detailed", &boolean), None);
         let method = serde_json::json!({"type": "string", "enum": ["trapezoid", "simpson"]});
         assert_eq!(
-            said_optional(question, "method", &method, &[]),
+            said_optional(question, "method", &method),
             Some(Said::Among(vec!["\"simpson\"".into()]))
         );
         let unit = serde_json::json!({"type": "string", "enum": ["metric", "imperial"]});
-        assert_eq!(said_optional(question, "unit", &unit, &[]), None);
+        assert_eq!(said_optional(question, "unit", &unit), None);
         // A number the question names, no earlier argument took; none when each is taken.
         let number = serde_json::json!({"type": "integer"});
-        assert_eq!(said_optional(question, "rounding", &number, &[]), None);
+        assert_eq!(said_optional(question, "rounding", &number), None);
         let text = serde_json::json!({"type": "string"});
+        assert_eq!(said_optional(question, "method", &text), Some(Said::Span));
+        assert_eq!(said_optional(question, "units", &text), None);
         assert_eq!(
-            said_optional(question, "method", &text, &[]),
-            Some(Said::Span)
-        );
-        assert_eq!(said_optional(question, "units", &text, &[]), None);
-        assert_eq!(
-            said_optional(question, "years", &number, &[]),
-            Some(Said::Among(vec!["5".into()]))
-        );
-        assert_eq!(
-            said_optional(question, "years", &number, &["5".into()]),
-            None
+            said_optional(question, "years", &number),
+            Some(Said::Number { integers: true })
         );
         let list = serde_json::json!({"type": "array", "items": {"type": "string"}});
-        assert_eq!(said_optional(question, "stops", &list, &[]), None);
+        assert_eq!(said_optional(question, "stops", &list), None);
     }
 
     #[test]
@@ -782,5 +1228,204 @@ mod tests {
         assert!(!name_said("human rights", "include_human_impact"));
         // A name of verbs alone says nothing.
         assert!(!name_said("include it", "include"));
+    }
+
+    fn values_of<'a>(question: &'a str, arguments: &'a [(&'a str, Value, bool)]) -> Values<'a> {
+        let arguments: Vec<(&str, &Value, bool)> = arguments
+            .iter()
+            .map(|(name, schema, needed)| (*name, schema, *needed))
+            .collect();
+        Values::of(question, &arguments, true)
+    }
+
+    #[test]
+    fn a_number_goes_to_the_argument_its_unit_or_name_says() {
+        let number = serde_json::json!({"type": "number"});
+        let arguments = [
+            ("voltage", number.clone(), true),
+            ("frequency_ghz", number.clone(), true),
+        ];
+        let question = "Power of a 3.5GHz clock running at 1.2V?";
+        let values = values_of(question, &arguments);
+        assert_eq!(
+            values.numbers_for("frequency_ghz", false, &[], true),
+            ["3.5"]
+        );
+        // The number its unit names as another argument is not this one's.
+        assert_eq!(values.numbers_for("voltage", false, &[], true), ["1.2"]);
+        let arguments = [
+            ("initial_velocity", number.clone(), true),
+            ("time", number.clone(), true),
+            ("acceleration", number, false),
+        ];
+        let question = "The displacement given the initial velocity of 10 and acceleration of \
+                        9.8 within 5 seconds.";
+        let values = values_of(question, &arguments);
+        assert_eq!(
+            values.numbers_for("initial_velocity", false, &[], true),
+            ["10"]
+        );
+        assert_eq!(
+            values.numbers_for("time", false, &["10".into()], true),
+            ["5"]
+        );
+        assert_eq!(
+            values.numbers_for("acceleration", false, &[], false),
+            ["9.8"]
+        );
+        // Every number taken: another is given again only to a required argument.
+        let all = ["10".into(), "9.8".into(), "5".into()];
+        assert_eq!(values.numbers_for("time", false, &all, true).len(), 3);
+        assert!(
+            values
+                .numbers_for("acceleration", false, &all, false)
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn a_date_goes_to_the_date_argument_as_it_asks_and_to_no_other() {
+        let arguments = [
+            (
+                "from_date",
+                serde_json::json!({"type": "string", "description": "The format is MM-DD-YYYY."}),
+                true,
+            ),
+            ("to_date", serde_json::json!({"type": "string"}), true),
+            ("room_type", serde_json::json!({"type": "string"}), true),
+            ("adults", serde_json::json!({"type": "integer"}), true),
+        ];
+        let question = "A room for 2 adults from July 10, 2022 to July 20, 2022.";
+        let values = values_of(question, &arguments);
+        let from = values.date_for("from_date", &arguments[0].1, &[]);
+        assert_eq!(from.as_deref(), Some("\"07-10-2022\""));
+        let to = values.date_for("to_date", &arguments[1].1, &[]);
+        assert_eq!(to.as_deref(), Some("\"2022-07-10\""));
+        let to = values.date_for("to_date", &arguments[1].1, &["\"2022-07-10\"".into()]);
+        assert_eq!(to.as_deref(), Some("\"2022-07-20\""));
+        assert_eq!(values.date_for("room_type", &arguments[2].1, &[]), None);
+        // A date's numbers and words are no other argument's.
+        assert_eq!(values.numbers_for("adults", true, &[], true), ["2"]);
+        let july = question.find("July").unwrap_or_default();
+        assert!(values.blocked((july, july + 4)));
+        assert!(!values.blocked((0, 6)));
+    }
+
+    #[test]
+    fn a_listed_value_makes_a_call_per_member() {
+        let calls = one_call_per_member(
+            "Find the factorial of 5,10 and 15.",
+            vec![("number", "10".to_owned())],
+        );
+        let numbers: Vec<&str> = calls.iter().map(|call| call[0].1.as_str()).collect();
+        assert_eq!(numbers, ["5", "10", "15"]);
+        // Two numbers two arguments took are no list to repeat.
+        let calls = one_call_per_member(
+            "the highest common factor of 36 and 24",
+            vec![("number1", "36".to_owned()), ("number2", "24".to_owned())],
+        );
+        assert_eq!(calls.len(), 1);
+        let calls = one_call_per_member(
+            "$1000 at 5% a year for 1,5 and 10 years",
+            vec![
+                ("present_value", "1000".to_owned()),
+                ("rate", "5".to_owned()),
+                ("years", "10".to_owned()),
+            ],
+        );
+        let years: Vec<&str> = calls.iter().map(|call| call[2].1.as_str()).collect();
+        assert_eq!(years, ["1", "5", "10"]);
+        let calls = one_call_per_member(
+            "the sequences of human HbA1c, normal hemoglobin, and rat hemoglobin",
+            vec![
+                (
+                    "protein_name",
+                    "\"human HbA1c, normal hemoglobin, and rat hemoglobin\"".to_owned(),
+                ),
+                ("model_3d", "true".to_owned()),
+            ],
+        );
+        let names: Vec<&str> = calls.iter().map(|call| call[0].1.as_str()).collect();
+        assert_eq!(
+            names,
+            [
+                "\"human HbA1c\"",
+                "\"normal hemoglobin\"",
+                "\"rat hemoglobin\""
+            ]
+        );
+        assert!(calls.iter().all(|call| call[1].1 == "true"));
+    }
+
+    #[test]
+    fn numbers_are_read_before_strings_and_strings_before_lists() {
+        let order = |schema: Value| reading_order(&schema);
+        assert!(
+            order(serde_json::json!({"type": "integer"}))
+                < order(serde_json::json!({"type": "string"}))
+        );
+        assert!(
+            order(serde_json::json!({"type": "string"}))
+                < order(serde_json::json!({"type": "array"}))
+        );
+        assert!(
+            order(serde_json::json!({"type": "string", "enum": ["a"]}))
+                < order(serde_json::json!({"type": "number"}))
+        );
+    }
+
+    #[test]
+    fn a_quoted_phrase_is_a_value_whole_or_none() {
+        let question = "Details of the 'R vs Adams' legal case and the company's \"Google\" \
+                        filings, its students' grades.";
+        let words = word_spans(question);
+        let phrases: Vec<String> = quoted_phrases(question, &words)
+            .into_iter()
+            .map(|(from, to)| question[words[from].0..words[to - 1].1].to_owned())
+            .collect();
+        assert_eq!(phrases, ["R vs Adams", "Google"]);
+        let arguments = [("case_id", serde_json::json!({"type": "string"}), true)];
+        let values = values_of(question, &arguments);
+        assert_eq!(values.quote(3, 6), Some(true));
+        assert_eq!(
+            values.quote(3, 7),
+            None,
+            "a quoted phrase is a value by itself"
+        );
+        assert_eq!(
+            values.quote(4, 6),
+            None,
+            "a span inside the quotes cuts them"
+        );
+        assert_eq!(values.quote(6, 8), Some(false));
+    }
+
+    #[test]
+    fn a_value_is_named_when_the_words_beside_it_say_which_argument_it_is() {
+        let arguments = [
+            ("title", serde_json::json!({"type": "string"}), true),
+            ("artist", serde_json::json!({"type": "string"}), true),
+            ("width_cm", serde_json::json!({"type": "integer"}), true),
+            ("year", serde_json::json!({"type": "integer"}), true),
+            ("framed", serde_json::json!({"type": "boolean"}), false),
+            (
+                "medium",
+                serde_json::json!({"type": "string", "enum": ["oil", "marble"]}),
+                false,
+            ),
+        ];
+        let question = "The painting with title 'Sunflowers' by Van Gogh, 92cm wide, in oil, 1888.";
+        let values = values_of(question, &arguments);
+        let named = |at: usize, value: &str| values.named(arguments[at].0, &arguments[at].1, value);
+        assert!(named(0, "\"Sunflowers\""));
+        assert!(
+            !named(1, "\"Van Gogh\""),
+            "likely, but nothing beside it says artist"
+        );
+        assert!(named(2, "92"));
+        assert!(!named(3, "1888"), "no word says year");
+        assert!(!named(4, "true"));
+        assert!(named(5, "\"oil\""));
+        assert!(!named(5, "\"marble\""));
     }
 }

@@ -20,7 +20,8 @@ use crate::agent::{
 use crate::context::{Fit, Summariser, TOOL_RESULT_HEADER, fit, reserve};
 use crate::ground::{Ground, Grounds, Identity, Problem, Verdict, asks_who, check, fallback};
 use crate::likely::{
-    CALL_MARGIN_MIN, Filled, Filler, Likelihood, call_margin_blank, call_opening, rank_tools,
+    CALL_MARGIN_MIN, Filled, Filler, Likelihood, NAMED_CALL_MARGIN_MIN, call_margin_blank,
+    call_opening, rank_tools,
 };
 use crate::prefetch::Prefetched;
 use crate::prompt::{SKILLS_MAX, ShownExamples, SystemPrompt, shown_examples, system_message};
@@ -118,6 +119,8 @@ pub(crate) struct Turn<'a> {
     prefetch_step: bool,
     /// What the likelihood decided for the prompt's first reply, when the back-end scores.
     likelihood: Option<Likelihood>,
+    /// The call `fill_named` built while deciding, for the reply to hold.
+    prefilled: Option<Filled>,
     /// The pre-fetch's step holds all the prompt asks for (the time, the listing, a file, a
     /// sum, and no other work): the first reply after it answers, and a call in it is not
     /// made.
@@ -293,6 +296,7 @@ impl<'a> Turn<'a> {
             held: false,
             prefetch_step: false,
             likelihood: None,
+            prefilled: None,
             prefetch_answers: false,
             answer_now: false,
         }
@@ -502,11 +506,20 @@ impl<'a> Turn<'a> {
             let forced = prefill.is_some();
             // A greeting or a question about the assistant is answered: no tool is about it.
             let about_itself = self.identity.is_some() && asks_who(self.prompt_text());
-            let decided = if about_itself && !forced {
+            let mut decided = if about_itself && !forced {
                 Likelihood::answer()
             } else {
                 self.decide_by_likelihood(forced, calls.as_ref()).await?
             };
+            // Short of the margin, a call whose every required value the question names is
+            // still the one it asks for.
+            if !forced && !decided.call && decided.margin >= NAMED_CALL_MARGIN_MIN {
+                self.prefilled = self.fill_named(&decided).await?;
+                if self.prefilled.is_some() {
+                    decided.call = true;
+                    decided.features.push(("named_call".to_owned(), 1.0));
+                }
+            }
             if let Some((tool, _)) = decided.tools.first().filter(|_| decided.call) {
                 prefill = Some(call_opening(tool));
             } else if !forced {
@@ -555,7 +568,10 @@ impl<'a> Turn<'a> {
             time_max: agent.config.step_time_max,
             answer_only: self.answer_now,
         };
-        let filled = self.fill_by_likelihood(generation.calls.as_ref()).await?;
+        let filled = match self.prefilled.take() {
+            Some(filled) => Some(filled),
+            None => self.fill_by_likelihood(generation.calls.as_ref()).await?,
+        };
         let (raw, mut parsed) = if let Some(filled) = filled {
             self.usage = self.usage.plus(filled.usage);
             if let Some(decided) = self.likelihood.as_mut() {
@@ -609,31 +625,7 @@ impl<'a> Turn<'a> {
     ) -> Result<Likelihood, AgentError> {
         let model = self.agent.model.as_ref();
         let stop = &self.request.stop;
-        let registry = self.agent.executor.registry();
-        let may_start = |name: &String| {
-            forced
-                || !imurun_core::builtin::is_builtin(name)
-                || registry.get(name).is_none_or(|tool| {
-                    !matches!(
-                        tool.category(),
-                        ToolCategory::Write
-                            | ToolCategory::Delete
-                            | ToolCategory::Shell
-                            | ToolCategory::Agent
-                    )
-                })
-        };
-        let candidates: Vec<String> = match shape {
-            Some(shape) if !shape.tools.is_empty() => shape.tools.clone(),
-            _ => self
-                .index
-                .offered()
-                .map(|tool| tool.spec.name.clone())
-                .collect(),
-        }
-        .into_iter()
-        .filter(may_start)
-        .collect();
+        let candidates = self.likely_candidates(forced, shape);
         if candidates.is_empty() {
             return Ok(Likelihood::answer());
         }
@@ -654,6 +646,133 @@ impl<'a> Turn<'a> {
         })
     }
 
+    /// The tools a likelihood decision ranks: the call shape's when the prompt names some,
+    /// else those on offer; a call no rule started may not name a built-in tool that writes,
+    /// deletes or runs.
+    fn likely_candidates(
+        &self,
+        forced: bool,
+        shape: Option<&imurun_core::CallShape>,
+    ) -> Vec<String> {
+        let registry = self.agent.executor.registry();
+        let may_start = |name: &String| {
+            forced
+                || !imurun_core::builtin::is_builtin(name)
+                || registry.get(name).is_none_or(|tool| {
+                    !matches!(
+                        tool.category(),
+                        ToolCategory::Write
+                            | ToolCategory::Delete
+                            | ToolCategory::Shell
+                            | ToolCategory::Agent
+                    )
+                })
+        };
+        match shape {
+            Some(shape) if !shape.tools.is_empty() => shape.tools.clone(),
+            _ => self
+                .index
+                .offered()
+                .map(|tool| tool.spec.name.clone())
+                .collect(),
+        }
+        .into_iter()
+        .filter(may_start)
+        .collect()
+    }
+
+    /// The calls for a question that makes several requests (`stated::requests`: its
+    /// sentences, its clauses after "also", "then" or ", and"), each decided and filled by
+    /// likelihood as a question of its own: the reply holds them when two or more requests
+    /// are each a call (margin at least `CALL_MARGIN_MIN`) to a tool not imurun's own whose
+    /// required values all come from the request (`Filled::stands_alone`); `None` otherwise.
+    async fn fill_requests(&self) -> Result<Option<Filled>, AgentError> {
+        let requests = crate::stated::requests(self.prompt_text());
+        if requests.len() < 2 {
+            return Ok(None);
+        }
+        let model = self.agent.model.as_ref();
+        let stop = &self.request.stop;
+        // Every offered tool: a shape the whole question was read into may name only the
+        // tool of one of its requests.
+        let candidates: Vec<String> = self
+            .likely_candidates(false, None)
+            .into_iter()
+            .filter(|name| !imurun_core::builtin::is_builtin(name))
+            .collect();
+        if candidates.is_empty() {
+            return Ok(None);
+        }
+        let mut raws: Vec<String> = Vec::new();
+        let mut usage = TokenUsage {
+            exact: model.counts_exactly(),
+            ..TokenUsage::default()
+        };
+        for request in &requests {
+            let mut messages = self.messages.clone();
+            if let Some(prompt) = messages.get_mut(self.prompt_index) {
+                prompt.content.clone_from(request);
+            }
+            let tools = rank_tools(model, &messages, &candidates, stop).await?;
+            let Some((best, named)) = tools.first().cloned() else {
+                continue;
+            };
+            let blank = call_margin_blank(model, &messages, &best, stop).await?;
+            let Some(tool) = self.index.get(&best) else {
+                continue;
+            };
+            if named - blank < CALL_MARGIN_MIN {
+                continue;
+            }
+            let filler = Filler {
+                model,
+                messages: &messages,
+                stop,
+                index: &self.index,
+                question: request,
+                again: false,
+            };
+            let filled = filler.fill(&tool.spec).await?;
+            usage = usage.plus(filled.usage);
+            if filled.stands_alone() && !raws.contains(&filled.raw) {
+                raws.push(filled.raw);
+            }
+        }
+        if raws.len() < 2 {
+            return Ok(None);
+        }
+        #[allow(clippy::cast_precision_loss)]
+        let features = vec![("requests".to_owned(), raws.len() as f64)];
+        Ok(Some(Filled {
+            raw: raws.join("\n\n"),
+            usage,
+            features,
+        }))
+    }
+
+    /// The call to the likeliest tool, when that tool is not imurun's own and the question
+    /// names every required value of it (`Filled::names_every_value`); `None` otherwise.
+    async fn fill_named(&self, decided: &Likelihood) -> Result<Option<Filled>, AgentError> {
+        let Some(tool) = decided
+            .tools
+            .first()
+            .filter(|(name, _)| !imurun_core::builtin::is_builtin(name))
+            .and_then(|(name, _)| self.index.get(name))
+        else {
+            return Ok(None);
+        };
+        let filler = Filler {
+            model: self.agent.model.as_ref(),
+            messages: &self.messages,
+            stop: &self.request.stop,
+            index: &self.index,
+            question: self.prompt_text(),
+            again: false,
+        };
+        let filled = filler.fill(&tool.spec).await?;
+        Ok(filled.names_every_value().then_some(filled))
+    }
+
     /// The call the likelihood chose, its required arguments filled by likelihood too
     /// (`likely::Filler`), when it chose one; `None` leaves the reply to the model (with the
     /// call's opening as its prefill). A reply that must hold several calls is left to the
@@ -665,6 +784,9 @@ impl<'a> Turn<'a> {
         let Some(decided) = self.likelihood.as_ref().filter(|decided| decided.call) else {
             return Ok(None);
         };
+        if let Some(several) = self.fill_requests().await? {
+            return Ok(Some(several));
+        }
         if shape.is_some_and(|shape| shape.calls_min >= 2) {
             return Ok(None);
         }
@@ -681,6 +803,7 @@ impl<'a> Turn<'a> {
             stop: &self.request.stop,
             index: &self.index,
             question: self.prompt_text(),
+            again: true,
         };
         Ok(Some(filler.fill(&tool.spec).await?))
     }

@@ -17,6 +17,7 @@ mod keep_hosts;
 mod keep_hosts_kit;
 mod keep_page;
 mod keep_talk_page;
+mod likely_values;
 mod parse_cli;
 mod policy_cli;
 mod schemathesis;
