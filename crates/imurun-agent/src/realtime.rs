@@ -208,20 +208,9 @@ const TIME_NOUNS: &[&str] = &[
     "time", "clock", "hour", "hours", "date", "day", "weekday", "month", "year", "today",
 ];
 
-/// Parts of the day and the week's end, and the months by name (the days by name are
-/// `WEEKDAYS`): "is it morning yet?", "is it the weekend?", "is it march already?".
+/// Parts of the day and the week's end (the days by name are `WEEKDAYS`, the months
+/// `stated::MONTHS` but "may", a verb as often): "is it morning yet?", "is it the weekend?".
 const DAY_PARTS: &[&str] = &[
-    "january",
-    "february",
-    "march",
-    "april",
-    "june",
-    "july",
-    "august",
-    "september",
-    "october",
-    "november",
-    "december",
     "morning",
     "afternoon",
     "evening",
@@ -334,7 +323,8 @@ fn time_question(text: &str, words: &[&str]) -> bool {
             }
         }
         // "is it morning yet?", "is it the weekend?", "how late is it?", "is it friday yet?".
-        if DAY_PARTS.contains(&word) || crate::ground::WEEKDAYS.contains(&word) {
+        let month = word != "may" && crate::stated::MONTHS.contains(&word);
+        if DAY_PARTS.contains(&word) || month || crate::ground::WEEKDAYS.contains(&word) {
             let near: Vec<&str> = words[at.saturating_sub(3)..at].to_vec();
             let after: Vec<&str> = words[at + 1..(at + 3).min(words.len())].to_vec();
             let is_it = near

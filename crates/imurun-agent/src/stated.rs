@@ -516,7 +516,8 @@ pub(crate) struct Date {
     pub(crate) day: Option<u32>,
 }
 
-const MONTHS: [&str; 12] = [
+/// The months by name, January first.
+pub(crate) const MONTHS: [&str; 12] = [
     "january",
     "february",
     "march",

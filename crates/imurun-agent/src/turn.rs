@@ -761,16 +761,20 @@ impl<'a> Turn<'a> {
         else {
             return Ok(None);
         };
-        let filler = Filler {
+        let filled = self.prompt_filler(false).fill(&tool.spec).await?;
+        Ok(filled.names_every_value().then_some(filled))
+    }
+
+    /// A `Filler` of calls for the prompt; `again` as `Filler::again`.
+    fn prompt_filler(&self, again: bool) -> Filler<'_> {
+        Filler {
             model: self.agent.model.as_ref(),
             messages: &self.messages,
             stop: &self.request.stop,
             index: &self.index,
             question: self.prompt_text(),
-            again: false,
-        };
-        let filled = filler.fill(&tool.spec).await?;
-        Ok(filled.names_every_value().then_some(filled))
+            again,
+        }
     }
 
     /// The call the likelihood chose, its required arguments filled by likelihood too
@@ -797,15 +801,7 @@ impl<'a> Turn<'a> {
         else {
             return Ok(None);
         };
-        let filler = Filler {
-            model: self.agent.model.as_ref(),
-            messages: &self.messages,
-            stop: &self.request.stop,
-            index: &self.index,
-            question: self.prompt_text(),
-            again: true,
-        };
-        Ok(Some(filler.fill(&tool.spec).await?))
+        Ok(Some(self.prompt_filler(true).fill(&tool.spec).await?))
     }
 
     /// The start of the reply the loop writes for the model, per `AgentConfig::call_prefill`:
