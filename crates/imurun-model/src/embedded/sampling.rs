@@ -288,6 +288,16 @@ impl PenaltyWindow {
     }
 }
 
+/// Whether the grammar `sampler` can take `token` next (llama.cpp aborts the process when
+/// told to take one it cannot).
+pub(super) fn grammar_takes(sampler: &mut LlamaSampler, token: LlamaToken) -> bool {
+    let mut one = LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
+    sampler.apply(&mut one);
+    one.data
+        .first()
+        .is_some_and(|data| data.logit() != f32::NEG_INFINITY)
+}
+
 /// The call grammar of one generation: waiting for the marker, then a llama.cpp grammar
 /// sampler.
 enum CallGrammar<'m> {
@@ -311,14 +321,7 @@ impl CallGrammar<'_> {
             if let Self::Active(sampler) = self {
                 // llama.cpp aborts the process on a token its grammar cannot take (a prefill
                 // that is not a valid call's start): ask the grammar first.
-                let mut one =
-                    LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
-                sampler.apply(&mut one);
-                if one
-                    .data
-                    .first()
-                    .is_none_or(|data| data.logit() == f32::NEG_INFINITY)
-                {
+                if !grammar_takes(sampler, token) {
                     return Err(ModelError::Protocol {
                         message: format!(
                             "the reply's start is not a valid tool call: the call grammar cannot take {:?} after what came before",

@@ -382,8 +382,6 @@ fn the_chooser_picks_what_llama_cpps_sampler_chain_picks() {
 fn a_called_string_never_starts_with_a_placeholder() {
     use imurun_core::{ToolIndex, ToolSpec};
     use llama_cpp_2::sampling::LlamaSampler;
-    use llama_cpp_2::token::data::LlamaTokenData;
-    use llama_cpp_2::token::data_array::LlamaTokenDataArray;
 
     use super::ToolCallGrammar;
 
@@ -404,14 +402,7 @@ fn a_called_string_never_starts_with_a_placeholder() {
         let mut sampler =
             LlamaSampler::grammar(model, grammar.gbnf(), ToolCallGrammar::root_rule()).unwrap();
         for token in model.vocab().tokenize(written.as_bytes(), false, false) {
-            let mut one =
-                LlamaTokenDataArray::new(vec![LlamaTokenData::new(token, 0.0, 0.0)], false);
-            one.apply_sampler(&mut sampler);
-            if one
-                .data
-                .first()
-                .is_none_or(|data| data.logit() == f32::NEG_INFINITY)
-            {
+            if !super::sampling::grammar_takes(&mut sampler, token) {
                 return false;
             }
             sampler.accept(token);
