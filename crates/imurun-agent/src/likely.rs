@@ -1109,7 +1109,7 @@ fn name_said(text: &str, name: &str) -> bool {
 /// Whether a word of argument `name` said in `question` follows, within three words, a word
 /// that denies it ("without", "no", "not", "exclude", …).
 fn name_denied(question: &str, name: &str) -> bool {
-    use crate::tool_match::{same_word, split_camel_case, words};
+    use crate::tool_match::{same_word, words};
     const DENIALS: [&str; 9] = [
         "no",
         "not",
@@ -1121,7 +1121,7 @@ fn name_denied(question: &str, name: &str) -> bool {
         "never",
         "skip",
     ];
-    let named = words(&split_camel_case(name));
+    let named = name_words(name);
     let said = words(question);
     said.iter().enumerate().any(|(at, word)| {
         named.iter().any(|named| same_word(named, word))

@@ -334,15 +334,10 @@ pub(crate) fn times_written(question: &str, literal: &str) -> usize {
             read_number(&question[from..to])
                 .0
                 .iter()
-                .filter(|value| literal_of(value).as_deref() == Some(literal))
+                .filter(|value| self::literal(value, 1.0, false).as_deref() == Some(literal))
                 .count()
         })
         .sum()
-}
-
-/// `value` as written (no scale) as a JSON literal.
-fn literal_of(value: &str) -> Option<String> {
-    literal(value, 1.0, false)
 }
 
 /// [`number_lists`], each with the index of its first word (into [`word_spans`]).
