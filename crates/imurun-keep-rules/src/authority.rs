@@ -416,22 +416,38 @@ fn clamp_egress_rule(
         });
         return None;
     }
-    // Only the rules that allow a kept method bear on its friction; the strictest of them
-    // applies, so the rule is within each of them.
-    let bearing: Vec<&&EgressRule> = reaching
+    let kept = with_bearing_friction(
+        EgressRule {
+            methods,
+            ..rule.clone()
+        },
+        ceiling,
+    );
+    note_narrowed_rule(&field, rule, &kept, dropped);
+    Some(kept)
+}
+
+/// `rule` with the strictest friction of the ceiling rules that reach its whole target and
+/// allow one of its methods, so it is within each of them. Every rule the clamp keeps or adds
+/// goes through here, so clamping a clamped manifest again changes nothing.
+fn with_bearing_friction(rule: EgressRule, ceiling: &[EgressRule]) -> EgressRule {
+    let bearing: Vec<&EgressRule> = ceiling
         .iter()
-        .filter(|outer| outer.methods.iter().any(|method| methods.contains(method)))
+        .filter(|outer| same_target(&rule, outer))
+        .filter(|outer| {
+            outer
+                .methods
+                .iter()
+                .any(|method| rule.methods.contains(method))
+        })
         .collect();
-    let kept = EgressRule {
+    EgressRule {
         device_signature: rule.device_signature
             || bearing.iter().any(|outer| outer.device_signature),
         ask_when_tainted: rule.ask_when_tainted
             && bearing.iter().all(|outer| outer.ask_when_tainted),
-        methods,
-        ..rule.clone()
-    };
-    note_narrowed_rule(&field, rule, &kept, dropped);
-    Some(kept)
+        ..rule
+    }
 }
 
 /// What the ceiling took from a rule it keeps, in `dropped`: the methods it removed, then a
@@ -621,26 +637,35 @@ fn narrowed(rule: &EgressRule, strict: &EgressRule) -> EgressRule {
 
 /// `rules` with the friction of every stricter ceiling rule that can match the same requests
 /// (a narrower rule needing a device signature, say): the broker applies the strictest of the
-/// rules that match, so each such friction is carried as a narrowed rule of its own. Past the
-/// rule bound, a rule takes the friction itself instead (stricter than needed, never looser).
+/// rules that match, so each such friction is carried as a narrowed rule of its own. A
+/// narrowed rule is itself narrowed again by the ceiling rules stricter than it, until none
+/// is, so clamping the result again adds nothing. Past the rule bound, a rule takes the
+/// friction itself instead (stricter than needed, never looser).
 fn with_friction(rules: Vec<EgressRule>, ceiling: &[EgressRule]) -> Vec<EgressRule> {
-    let mut extra: Vec<EgressRule> = Vec::new();
-    for rule in &rules {
+    let mut all = rules.clone();
+    let mut next = 0;
+    while next < all.len() {
+        let rule = all[next].clone();
+        next += 1;
         for strict in ceiling {
-            if overlap(rule, strict) && stricter(strict, rule) {
-                let narrow = narrowed(rule, strict);
-                if !narrow.methods.is_empty()
-                    && !rules.contains(&narrow)
-                    && !extra.contains(&narrow)
-                {
-                    extra.push(narrow);
-                }
+            if !(overlap(&rule, strict) && stricter(strict, &rule)) {
+                continue;
             }
+            let narrow = with_bearing_friction(narrowed(&rule, strict), ceiling);
+            if narrow.methods.is_empty() || all.contains(&narrow) {
+                continue;
+            }
+            if all.len() == crate::manifest::EGRESS_RULES_MAX {
+                return with_own_friction(rules, ceiling);
+            }
+            all.push(narrow);
         }
     }
-    if rules.len() + extra.len() <= crate::manifest::EGRESS_RULES_MAX {
-        return rules.into_iter().chain(extra).collect();
-    }
+    all
+}
+
+/// Each rule with the friction of every ceiling rule that can match its requests.
+fn with_own_friction(rules: Vec<EgressRule>, ceiling: &[EgressRule]) -> Vec<EgressRule> {
     rules
         .into_iter()
         .map(|mut rule| {

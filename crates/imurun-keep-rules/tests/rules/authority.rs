@@ -170,6 +170,46 @@ fn a_narrower_stricter_rule_keeps_its_friction_through_the_clamp_and_shows_in_th
     );
 }
 
+/// Ceiling rules that overlap with different friction: a wildcard that asks when tainted, and
+/// under it one host allowed both plainly and with a device signature. The narrowed rule the
+/// clamp adds for that host carries the strictest of them, so clamping again changes nothing.
+#[test]
+fn overlapping_ceiling_rules_give_one_friction_and_clamping_again_changes_nothing() {
+    let on = |host: &str, ask: bool, device: bool| {
+        json!({"scheme": "http", "host": host, "port": 8443, "methods": ["GET"],
+               "path_prefix": "/", "ask_when_tainted": ask, "device_signature": device})
+    };
+    let ceiling = Ceiling::from_document(&json!({
+        "type": "imurun.ceiling", "user": "alice", "version": 1, "expires_at": 1,
+        "egress": [on("x.a.example", false, false), on("*.a.example", true, false),
+                   on("x.a.example", false, true)],
+        "credentials": [], "memory": "none", "model_socket": false,
+        "resources": {"memory_mb": 1, "cpu_ms": 1, "timeout_ms": 1}
+    }))
+    .unwrap();
+    let mut wide = on("*.a.example", true, false);
+    wide["methods"] = json!(["GET", "DELETE"]);
+    let proposed = manifest(json!({"egress": allow(vec![wide])}));
+    let clamped = clamp(&proposed, &ceiling).manifest;
+    let host: Vec<(&str, bool, bool)> = clamped
+        .egress
+        .rules
+        .iter()
+        .map(|rule| {
+            (
+                rule.host.as_str(),
+                rule.ask_when_tainted,
+                rule.device_signature,
+            )
+        })
+        .collect();
+    assert_eq!(
+        host,
+        [("*.a.example", true, false), ("x.a.example", false, true)]
+    );
+    assert_eq!(clamp(&clamped, &ceiling).manifest, clamped);
+}
+
 fn arb_rule() -> impl Strategy<Value = Value> {
     (
         prop::sample::select(vec!["https", "http"]),
