@@ -351,7 +351,7 @@ pub fn clamp(proposed: &Manifest, ceiling: &Ceiling) -> Clamped {
         });
     }
     let rules = clamp_egress_rules(&proposed.egress.rules, &ceiling.egress, &mut dropped);
-    manifest.egress.rules = with_friction(rules, &ceiling.egress);
+    manifest.egress.rules = with_friction(rules, &ceiling.egress, &proposed.egress.rules);
     manifest.credentials = clamp_credentials(
         &proposed.credentials,
         &ceiling.credentials,
@@ -635,49 +635,96 @@ fn narrowed(rule: &EgressRule, strict: &EgressRule) -> EgressRule {
     }
 }
 
-/// `rules` with the friction of every stricter ceiling rule that can match the same requests
-/// (a narrower rule needing a device signature, say): the broker applies the strictest of the
-/// rules that match, so each such friction is carried as a narrowed rule of its own. A
-/// narrowed rule is itself narrowed again by the ceiling rules stricter than it, until none
-/// is, so clamping the result again adds nothing. Past the rule bound, a rule takes the
-/// friction itself instead (stricter than needed, never looser).
-fn with_friction(rules: Vec<EgressRule>, ceiling: &[EgressRule]) -> Vec<EgressRule> {
+/// `rules` with the friction of every stricter rule of the ceiling, or of the proposal, that
+/// can match the same requests (a narrower rule needing a device signature, say): the broker
+/// applies the strictest of the rules that match, so each such friction is carried as a
+/// narrowed rule of its own. A proposed rule the ceiling drops keeps its friction on the
+/// rules kept under it this way. Each rule kept is narrowed again by the rules stricter than
+/// it, those kept included, until none is, so clamping the result again adds nothing. Past the rule
+/// bound, a rule takes the friction itself instead (stricter than needed, never looser).
+fn with_friction(
+    rules: Vec<EgressRule>,
+    ceiling: &[EgressRule],
+    proposed: &[EgressRule],
+) -> Vec<EgressRule> {
     let mut all = rules.clone();
-    let mut next = 0;
-    while next < all.len() {
-        let rule = all[next].clone();
-        next += 1;
-        for strict in ceiling {
-            if !(overlap(&rule, strict) && stricter(strict, &rule)) {
-                continue;
+    // Passes over every rule kept, until one adds nothing.
+    let mut added = true;
+    while added {
+        added = false;
+        let mut next = 0;
+        while next < all.len() {
+            let rule = all[next].clone();
+            next += 1;
+            // The rules kept so far are within both, and as strict as any they came from.
+            let sources: Vec<EgressRule> = ceiling
+                .iter()
+                .chain(proposed)
+                .chain(&all)
+                .cloned()
+                .collect();
+            for strict in &sources {
+                if !(overlap(&rule, strict) && stricter(strict, &rule)) {
+                    continue;
+                }
+                let narrow = with_bearing_friction(narrowed(&rule, strict), ceiling);
+                if narrow.methods.is_empty() || all.contains(&narrow) {
+                    continue;
+                }
+                if all.len() == crate::manifest::EGRESS_RULES_MAX {
+                    return with_own_friction(rules, ceiling.iter().chain(proposed));
+                }
+                all.push(narrow);
+                added = true;
             }
-            let narrow = with_bearing_friction(narrowed(&rule, strict), ceiling);
-            if narrow.methods.is_empty() || all.contains(&narrow) {
-                continue;
-            }
-            if all.len() == crate::manifest::EGRESS_RULES_MAX {
-                return with_own_friction(rules, ceiling);
-            }
-            all.push(narrow);
         }
     }
     all
 }
 
-/// Each rule with the friction of every ceiling rule that can match its requests.
-fn with_own_friction(rules: Vec<EgressRule>, ceiling: &[EgressRule]) -> Vec<EgressRule> {
-    rules
-        .into_iter()
-        .map(|mut rule| {
-            for strict in ceiling {
-                if overlap(&rule, strict) {
-                    rule.device_signature |= strict.device_signature;
-                    rule.ask_when_tainted &= strict.ask_when_tainted;
+/// Each rule with the friction of every rule of `stricter`, and of every other rule kept,
+/// that can match its requests, without duplicates: rules that can match the same request
+/// end with the same friction, so clamping the result again changes nothing.
+fn with_own_friction<'r>(
+    rules: Vec<EgressRule>,
+    stricter: impl Iterator<Item = &'r EgressRule> + Clone,
+) -> Vec<EgressRule> {
+    let mut all: Vec<EgressRule> = Vec::new();
+    for mut rule in rules {
+        for strict in stricter.clone() {
+            if overlap(&rule, strict) {
+                rule.device_signature |= strict.device_signature;
+                rule.ask_when_tainted &= strict.ask_when_tainted;
+            }
+        }
+        all.push(rule);
+    }
+    // Friction only grows, so this ends.
+    let mut changed = true;
+    while changed {
+        changed = false;
+        for at in 0..all.len() {
+            for other in 0..all.len() {
+                if at == other || !overlap(&all[at], &all[other]) {
+                    continue;
+                }
+                let (device, ask) = (all[other].device_signature, all[other].ask_when_tainted);
+                let rule = &mut all[at];
+                if (device && !rule.device_signature) || (!ask && rule.ask_when_tainted) {
+                    rule.device_signature |= device;
+                    rule.ask_when_tainted &= ask;
+                    changed = true;
                 }
             }
-            rule
-        })
-        .collect()
+        }
+    }
+    let mut unique: Vec<EgressRule> = Vec::new();
+    for rule in all {
+        if !unique.contains(&rule) {
+            unique.push(rule);
+        }
+    }
+    unique
 }
 
 /// The SHA-256 of a manifest's canonical JSON: what a decision names as `manifest`.

@@ -210,6 +210,65 @@ fn overlapping_ceiling_rules_give_one_friction_and_clamping_again_changes_nothin
     assert_eq!(clamp(&clamped, &ceiling).manifest, clamped);
 }
 
+/// A proposed rule the ceiling drops keeps its friction on the narrower rules kept under it:
+/// the broker applies the strictest rule that matches, so without it `GET /api` would lose
+/// the device signature the proposal gave it.
+#[test]
+fn a_dropped_proposed_rule_keeps_its_friction_on_the_rules_kept_under_it() {
+    let get = |path: &str, device: bool| {
+        json!({"scheme": "https", "host": "a.example", "port": 443, "methods": ["GET"],
+               "path_prefix": path, "device_signature": device})
+    };
+    let ceiling = Ceiling::from_document(&json!({
+        "type": "imurun.ceiling", "user": "alice", "version": 1, "expires_at": 1,
+        "egress": [get("/api", false)],
+        "credentials": [], "memory": "none", "model_socket": false,
+        "resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 5000}
+    }))
+    .unwrap();
+    let proposed = manifest(json!({"egress": allow(vec![get("/", true), get("/api", false)])}));
+    let clamped = clamp(&proposed, &ceiling).manifest;
+    assert!(
+        clamped
+            .egress
+            .rules
+            .iter()
+            .all(|rule| rule.path_prefix == "/api")
+    );
+    assert!(
+        clamped
+            .egress
+            .rules
+            .iter()
+            .any(|rule| rule.device_signature)
+    );
+    assert_eq!(clamp(&clamped, &ceiling).manifest, clamped);
+}
+
+/// Past the rule bound each kept rule takes the friction itself; rules that become the same
+/// are kept once, so clamping again changes nothing.
+#[test]
+fn past_the_rule_bound_rules_take_the_friction_and_are_kept_once() {
+    let get = |path: &str, device: bool| {
+        json!({"scheme": "https", "host": "a.example", "port": 443, "methods": ["GET"],
+               "path_prefix": path, "device_signature": device})
+    };
+    let mut egress = vec![get("/", false)];
+    egress.extend((0..31).map(|at| get(&format!("/p{at}"), true)));
+    let ceiling = Ceiling::from_document(&json!({
+        "type": "imurun.ceiling", "user": "alice", "version": 1, "expires_at": 1,
+        "egress": egress,
+        "credentials": [], "memory": "none", "model_socket": false,
+        "resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 5000}
+    }))
+    .unwrap();
+    let proposed = manifest(json!({"egress": allow(vec![get("/", false), get("/", true)])}));
+    let clamped = clamp(&proposed, &ceiling).manifest;
+    assert_eq!(clamped.egress.rules.len(), 1);
+    assert!(clamped.egress.rules[0].device_signature);
+    assert_eq!(clamp(&clamped, &ceiling).manifest, clamped);
+}
+
 fn arb_rule() -> impl Strategy<Value = Value> {
     (
         prop::sample::select(vec!["https", "http"]),
