@@ -1007,51 +1007,95 @@ fn quoted_phrases(question: &str, words: &[(usize, usize)]) -> Vec<(usize, usize
     phrases
 }
 
+/// The most calls [`one_call_per_member`] makes of one.
+const MEMBER_CALLS_MAX: usize = 8;
+
 /// The call's values `valued` as one call per member of a list the question gives, when one
 /// value is a member of it and no other value is another ("the factorial of 5,10 and 15" is
-/// three calls; "the HCF of 36 and 24" one), or a string value is itself a list of three or
-/// more ("human HbA1c, normal hemoglobin, and rat hemoglobin"); else as it is.
+/// three calls; "the HCF of 36 and 24" one): a list of numbers, of names (`stated::name_lists`:
+/// "the weather in Tokyo, Nairobi and Lima"), or a string value that is itself a list of
+/// three or more ("human HbA1c, normal hemoglobin, and rat hemoglobin"); else as it is. With
+/// two such values, their members go in pairs when the question says "respectively" and the
+/// lists are as long, else every member of one with every member of the other ("Lakers and
+/// Bulls in the seasons 2018 and 2020" is four calls), up to [`MEMBER_CALLS_MAX`].
 fn one_call_per_member<'n>(
     question: &str,
     valued: Vec<(&'n str, String)>,
 ) -> Vec<Vec<(&'n str, String)>> {
-    let lists = crate::stated::number_lists(question);
-    let members = valued.iter().enumerate().find_map(|(at, (_, value))| {
-        if let Ok(text) = serde_json::from_str::<String>(value) {
-            let members = crate::stated::string_list(&text)?;
-            return Some((
-                at,
-                members
-                    .iter()
-                    .map(|member| Value::from(member.as_str()).to_string())
-                    .collect(),
-            ));
-        }
-        // Numbers a list argument holds are its own.
-        if valued.iter().any(|(_, value)| value.starts_with('[')) {
-            return None;
-        }
-        let list = lists.iter().find(|list| list.contains(value))?;
-        // Another value is the list's only when the question writes it nowhere else ("5%
-        // for 1,5 and 10 years": the rate's 5 is not the list's).
-        let others_in_it = valued.iter().enumerate().any(|(other, (_, value))| {
-            other != at
-                && list.contains(value)
-                && crate::stated::times_written(question, value) == 1
-        });
-        (!others_in_it).then(|| (at, list.clone()))
-    });
-    let Some((at, members)) = members else {
-        return vec![valued];
+    let numbers = crate::stated::number_lists(question);
+    let names = crate::stated::name_lists(question);
+    let as_strings = |list: &[String]| -> Vec<String> {
+        list.iter()
+            .map(|member| Value::from(member.as_str()).to_string())
+            .collect()
     };
-    members
-        .into_iter()
-        .map(|member| {
-            let mut call = valued.clone();
-            call[at].1 = member;
-            call
+    // Numbers a list argument holds are its own.
+    let holds_a_list = valued.iter().any(|(_, value)| value.starts_with('['));
+    let listed: Vec<(usize, Vec<String>)> = valued
+        .iter()
+        .enumerate()
+        .filter_map(|(at, (_, value))| {
+            if let Ok(text) = serde_json::from_str::<String>(value) {
+                if let Some(members) = crate::stated::string_list(&text) {
+                    return Some((at, as_strings(&members)));
+                }
+                let list = names.iter().find(|list| list.contains(&text))?;
+                // Two values of the same list ("between New York and Boston") are each
+                // their own argument's.
+                let others_in_it = valued.iter().enumerate().any(|(other, (_, value))| {
+                    other != at
+                        && serde_json::from_str::<String>(value)
+                            .is_ok_and(|text| list.contains(&text))
+                });
+                return (!others_in_it).then(|| (at, as_strings(list)));
+            }
+            if holds_a_list {
+                return None;
+            }
+            let list = numbers.iter().find(|list| list.contains(value))?;
+            // Another value is the list's only when the question writes it nowhere else ("5%
+            // for 1,5 and 10 years": the rate's 5 is not the list's).
+            let others_in_it = valued.iter().enumerate().any(|(other, (_, value))| {
+                other != at
+                    && list.contains(value)
+                    && crate::stated::times_written(question, value) == 1
+            });
+            (!others_in_it).then(|| (at, list.clone()))
         })
-        .collect()
+        .take(2)
+        .collect();
+    let mut calls = vec![valued];
+    let respectively = question.to_lowercase().contains("respectively");
+    match listed.as_slice() {
+        [(first, a), (second, b)] if respectively && a.len() == b.len() => {
+            calls = a
+                .iter()
+                .zip(b)
+                .map(|(one, other)| {
+                    let mut call = calls[0].clone();
+                    call[*first].1.clone_from(one);
+                    call[*second].1.clone_from(other);
+                    call
+                })
+                .collect();
+        }
+        _ => {
+            for (at, members) in &listed {
+                calls = calls
+                    .iter()
+                    .flat_map(|call| {
+                        members.iter().map(move |member| {
+                            let mut call = call.clone();
+                            call[*at].1.clone_from(member);
+                            call
+                        })
+                    })
+                    .collect();
+            }
+        }
+    }
+    calls.truncate(MEMBER_CALLS_MAX);
+    calls
 }
 
 /// `"name": value` for each of `valued`, joined by commas.
@@ -1355,6 +1399,48 @@ mod tests {
             ]
         );
         assert!(calls.iter().all(|call| call[1].1 == "true"));
+        // A name of a list the question coordinates; with a list of numbers, every pair.
+        let calls = one_call_per_member(
+            "the winning percentage of Lakers and Bulls in the seasons 2018 and 2020",
+            vec![
+                ("team", "\"Lakers\"".to_owned()),
+                ("season", "2018".to_owned()),
+            ],
+        );
+        let pairs: Vec<(&str, &str)> = calls
+            .iter()
+            .map(|call| (call[0].1.as_str(), call[1].1.as_str()))
+            .collect();
+        assert_eq!(
+            pairs,
+            [
+                ("\"Lakers\"", "2018"),
+                ("\"Lakers\"", "2020"),
+                ("\"Bulls\"", "2018"),
+                ("\"Bulls\"", "2020")
+            ]
+        );
+        let calls = one_call_per_member(
+            "the growth of Japan and India in the next 10 and 20 years respectively",
+            vec![
+                ("country", "\"Japan\"".to_owned()),
+                ("years", "10".to_owned()),
+            ],
+        );
+        let pairs: Vec<(&str, &str)> = calls
+            .iter()
+            .map(|call| (call[0].1.as_str(), call[1].1.as_str()))
+            .collect();
+        assert_eq!(pairs, [("\"Japan\"", "10"), ("\"India\"", "20")]);
+        // Two names of one list are two arguments' values.
+        let calls = one_call_per_member(
+            "the distance between New York and Boston",
+            vec![
+                ("origin", "\"New York\"".to_owned()),
+                ("destination", "\"Boston\"".to_owned()),
+            ],
+        );
+        assert_eq!(calls.len(), 1);
     }
 
     #[test]

@@ -4,8 +4,8 @@
 //! a number argument of a tool that is not one of imurun's own is read as the fraction when
 //! all of these hold: the person wrote that very value with `%` or "percent"; the parameter
 //! is a `number` (an `integer` cannot hold a fraction); and its name or description says it
-//! is a rate (or asks for a decimal or a fraction), while its description does not ask for
-//! a percentage.
+//! is a rate (or asks for a decimal or a fraction), while neither its name nor its
+//! description asks for a percentage.
 
 use imurun_core::{ToolCall, ToolSpec};
 use serde_json::{Number, Value};
@@ -80,6 +80,10 @@ fn takes_a_fraction(name: &str, property: &Value) -> bool {
     let described = words(description);
     let has =
         |list: &[&str], words: &[String]| words.iter().any(|word| list.contains(&word.as_str()));
+    // A name that says percent (`annual_rate_percent`) takes the percentage as written.
+    if has(PERCENT_WORDS, &words(name)) {
+        return false;
+    }
     if has(FRACTION_WORDS, &described) {
         return true;
     }
@@ -172,13 +176,14 @@ mod tests {
         let spec = spec(json!({
             "rate": {"type": "number", "description": "The interest rate as a percentage."},
             "rate_sign": {"type": "number", "description": "The rate in %."},
+            "rate_percent": {"type": "number", "description": "The rate, as a decimal."},
             "level": {"type": "integer", "description": "The growth rate."},
             "interest_rate": {"type": "number"},
             "brightness": {"type": "number", "description": "Screen brightness."},
         }));
         let said = "A rate of 5%, growth 7%, brightness at 40%; interest is 3.";
-        let args =
-            json!({"rate": 5, "rate_sign": 5, "level": 7, "interest_rate": 3, "brightness": 40});
+        let args = json!({"rate": 5, "rate_sign": 5, "rate_percent": 5, "level": 7,
+                          "interest_rate": 3, "brightness": 40});
         let mut made = call(args.clone());
         assert!(percent_rates_as_fractions(&mut made, &spec, said).is_empty());
         assert_eq!(Value::Object(made.args), args);

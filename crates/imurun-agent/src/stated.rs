@@ -427,12 +427,121 @@ pub(crate) fn string_list(value: &str) -> Option<Vec<String>> {
     (members.len() >= 3).then_some(members)
 }
 
+/// The most words one name of a [`name_lists`] list holds ("Los Angeles", "Abraham Lincoln").
+const NAME_WORDS_MAX: usize = 4;
+
+/// The lists of names `question` coordinates: two or more names, commas between them and
+/// "and" or "or" before the last ("Tokyo, Nairobi and Lima", "Seattle and Los Angeles",
+/// "'Open', 'Close', and 'Low'"). A name is a run of up to [`NAME_WORDS_MAX`] words that
+/// start with a capital (a later word may be a number: "Maroon 5"). A run of names with no
+/// "and" or "or" is no list ("Boston, USA").
+pub(crate) fn name_lists(question: &str) -> Vec<Vec<String>> {
+    struct Word {
+        bare: String,
+        capital: bool,
+        comma: bool,
+        stop: bool,
+    }
+    let words: Vec<Word> = question
+        .split_whitespace()
+        .map(|raw| {
+            let bare = raw.trim_matches(|c: char| !c.is_alphanumeric());
+            let tail = &raw[raw
+                .rfind(|c: char| c.is_alphanumeric())
+                .map_or(0, |at| at + 1)..];
+            Word {
+                bare: bare.to_owned(),
+                capital: bare.chars().next().is_some_and(char::is_uppercase),
+                comma: tail.contains(','),
+                stop: tail.contains(['.', '?', '!', ';', ':']),
+            }
+        })
+        .collect();
+    let joins = |word: &Word| matches!(word.bare.as_str(), "and" | "or");
+    // The name starting at `from`: its text and the index after it.
+    let name_at = |from: usize| -> Option<(String, usize)> {
+        let mut parts: Vec<&str> = Vec::new();
+        let mut at = from;
+        while let Some(word) = words.get(at) {
+            let fits = if parts.is_empty() {
+                word.capital
+            } else {
+                word.capital || word.bare.chars().all(|c| c.is_ascii_digit())
+            };
+            if !fits || word.bare.is_empty() || parts.len() == NAME_WORDS_MAX {
+                break;
+            }
+            parts.push(&word.bare);
+            at += 1;
+            if word.comma || word.stop {
+                break;
+            }
+        }
+        (!parts.is_empty()).then(|| (parts.join(" "), at))
+    };
+    let mut lists: Vec<Vec<String>> = Vec::new();
+    let mut start = 0;
+    while start < words.len() {
+        let mut names: Vec<String> = Vec::new();
+        let mut at = start;
+        let mut closed = false;
+        let mut last_named = false;
+        while let Some((name, after)) = name_at(at) {
+            names.push(name);
+            at = after;
+            if closed {
+                last_named = true;
+                break;
+            }
+            let last = &words[after - 1];
+            if last.stop {
+                break;
+            }
+            match words.get(after) {
+                Some(next) if joins(next) => {
+                    closed = true;
+                    at = after + 1;
+                }
+                Some(_) if last.comma => {}
+                _ => break,
+            }
+        }
+        if last_named && names.len() >= 2 {
+            lists.push(names);
+            start = at;
+        } else {
+            start += 1;
+        }
+    }
+    lists
+}
+
 /// The requests `question` makes, when it makes several: its sentences, and within each its
 /// clauses after "also", "then", "additionally" or ", and" ("Find the area of a rectangle
-/// with length 7 and breadth 3. Also, calculate the area of a circle with radius 5." is two).
-/// One request is the question itself.
-pub(crate) fn requests(question: &str) -> Vec<String> {
+/// with length 7 and breadth 3. Also, calculate the area of a circle with radius 5." is two),
+/// and after an "and" whose next word is what one of the offered `tools` does, the first
+/// word of its name's last part ("Invest $2000 in Google and withdraw $1000 from Apple" with
+/// a tool `investment.withdraw`; not "the area and perimeter" with a tool
+/// `rectangle.calculate_perimeter`). One request is the question itself.
+pub(crate) fn requests(question: &str, tools: &[&str]) -> Vec<String> {
     const OPENERS: [&str; 3] = ["also", "then", "additionally"];
+    // What a tool does is the first word of its name's last part: `withdraw` of
+    // `investment.withdraw`, `calculate` of `rectangle.calculate_perimeter`.
+    let actions: Vec<String> = tools
+        .iter()
+        .filter_map(|tool| {
+            let last = tool.rsplit('.').next().unwrap_or(tool);
+            name_words(last).into_iter().next()
+        })
+        .collect();
+    let names_an_action = |word: Option<&&str>| {
+        word.is_some_and(|word| {
+            let bare = word
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            bare.len() >= 3 && cued(&[bare], &actions)
+        })
+    };
     let mut requests: Vec<String> = Vec::new();
     let mut current: Vec<&str> = Vec::new();
     let words: Vec<&str> = question.split_whitespace().collect();
@@ -458,7 +567,7 @@ pub(crate) fn requests(question: &str) -> Vec<String> {
             && previous.is_none_or(|before| {
                 before.ends_with([',', ';', '.', '?', '!']) || before.eq_ignore_ascii_case("and")
             }))
-            || (bare == "and" && after_comma);
+            || (bare == "and" && (after_comma || names_an_action(words.get(at + 1))));
         if opens && !current.is_empty() {
             let joining = current
                 .last()
@@ -878,11 +987,35 @@ mod tests {
     }
 
     #[test]
+    fn names_with_and_or_or_before_the_last_are_a_list() {
+        assert_eq!(
+            name_lists("What is the weather in Tokyo, Nairobi and Lima today?"),
+            [["Tokyo", "Nairobi", "Lima"]]
+        );
+        assert_eq!(
+            name_lists("the temperature for Seattle and Los Angeles?"),
+            [["Seattle", "Los Angeles"]]
+        );
+        assert_eq!(
+            name_lists("songs by Taylor Swift and Maroon 5, for 20 minutes"),
+            [["Taylor Swift", "Maroon 5"]]
+        );
+        assert_eq!(
+            name_lists("the 'Open', 'Close', and 'Low' prices"),
+            [["Open", "Close", "Low"]]
+        );
+        // A place and its country, and a name before a lower-case word, are no list.
+        assert!(name_lists("the forecast for Boston, USA and precipitation").is_empty());
+        assert!(name_lists("What is the capital of France? And Spain").is_empty());
+    }
+
+    #[test]
     fn a_question_makes_a_request_per_sentence_and_clause() {
         assert_eq!(
             requests(
                 "Find the area of a rectangle with length 7 and breadth 3. Also, calculate the \
-                 area of a circle with radius 5."
+                 area of a circle with radius 5.",
+                &["area.rectangle", "area.circle"]
             ),
             [
                 "Find the area of a rectangle with length 7 and breadth 3.",
@@ -890,16 +1023,56 @@ mod tests {
             ]
         );
         assert_eq!(
-            requests("Calculate the GCD of 96 and 128, and the LCM of 15 and 25."),
+            requests(
+                "Calculate the GCD of 96 and 128, and the LCM of 15 and 25.",
+                &[]
+            ),
             ["Calculate the GCD of 96 and 128", "the LCM of 15 and 25."]
         );
         assert_eq!(
-            requests("Book a flight to Boston and then book a hotel in Boston."),
+            requests(
+                "Book a flight to Boston and then book a hotel in Boston.",
+                &[]
+            ),
             ["Book a flight to Boston", "book a hotel in Boston."]
         );
         assert_eq!(
-            requests("Predict the price of a house of 3000 sq ft. in New York."),
+            requests(
+                "Predict the price of a house of 3000 sq ft. in New York.",
+                &[]
+            ),
             ["Predict the price of a house of 3000 sq ft. in New York."]
+        );
+        // An "and" before what an offered tool does opens a request; before anything else
+        // it joins.
+        let tools = ["investment.invest", "investment.withdraw"];
+        assert_eq!(
+            requests(
+                "Invest $2000 in Google and withdraw $1000 from Apple.",
+                &tools
+            ),
+            ["Invest $2000 in Google", "withdraw $1000 from Apple."]
+        );
+        assert_eq!(
+            requests("Invest $2000 in Google and Apple.", &tools),
+            ["Invest $2000 in Google and Apple."]
+        );
+        assert_eq!(
+            requests(
+                "Get the weather and the time in Lima.",
+                &["getWeather", "get_time"]
+            ),
+            ["Get the weather and the time in Lima."]
+        );
+        assert_eq!(
+            requests(
+                "Find the area and perimeter of a circle of radius 5 and calculate its area.",
+                &["rectangle.calculate_perimeter"]
+            ),
+            [
+                "Find the area and perimeter of a circle of radius 5",
+                "calculate its area."
+            ]
         );
     }
 

@@ -682,15 +682,14 @@ impl<'a> Turn<'a> {
     }
 
     /// The calls for a question that makes several requests (`stated::requests`: its
-    /// sentences, its clauses after "also", "then" or ", and"), each decided and filled by
-    /// likelihood as a question of its own: the reply holds them when two or more requests
-    /// are each a call (margin at least `CALL_MARGIN_MIN`) to a tool not imurun's own whose
-    /// required values all come from the request (`Filled::stands_alone`); `None` otherwise.
+    /// sentences, its clauses after "also", "then", ", and" or an "and" before what a tool
+    /// does), each decided and filled by likelihood as a question of its own: the reply holds
+    /// them when two or more requests are each a call (margin at least `CALL_MARGIN_MIN`) to
+    /// a tool not imurun's own whose required values all come from the request
+    /// (`Filled::stands_alone`), or, for a request that states none of its own ("and the
+    /// distance covered"), all named by the whole question (`Filled::names_every_value`) for
+    /// a tool no other request calls; `None` otherwise.
     async fn fill_requests(&self) -> Result<Option<Filled>, AgentError> {
-        let requests = crate::stated::requests(self.prompt_text());
-        if requests.len() < 2 {
-            return Ok(None);
-        }
         let model = self.agent.model.as_ref();
         let stop = &self.request.stop;
         // Every offered tool: a shape the whole question was read into may name only the
@@ -703,7 +702,17 @@ impl<'a> Turn<'a> {
         if candidates.is_empty() {
             return Ok(None);
         }
+        let names: Vec<&str> = candidates.iter().map(String::as_str).collect();
+        let requests = crate::stated::requests(self.prompt_text(), &names);
+        if requests.len() < 2 {
+            return Ok(None);
+        }
         let mut raws: Vec<String> = Vec::new();
+        // The tool of each request whose call stands on its own values.
+        let mut own_tools: Vec<String> = Vec::new();
+        // The requests whose values are the question's ("and the distance covered", "for
+        // the same years"): each request's tool and its call from the whole question.
+        let mut borrowing: Vec<(String, Filled)> = Vec::new();
         let mut usage = TokenUsage {
             exact: model.counts_exactly(),
             ..TokenUsage::default()
@@ -734,9 +743,27 @@ impl<'a> Turn<'a> {
             };
             let filled = filler.fill(&tool.spec).await?;
             usage = usage.plus(filled.usage);
-            if filled.stands_alone() && !raws.contains(&filled.raw) {
-                raws.push(filled.raw);
+            if filled.stands_alone() {
+                own_tools.push(best);
+                if !raws.contains(&filled.raw) {
+                    raws.push(filled.raw);
+                }
+                continue;
             }
+            let whole = self.prompt_filler(false).fill(&tool.spec).await?;
+            usage = usage.plus(whole.usage);
+            if whole.names_every_value() {
+                borrowing.push((best, whole));
+            }
+        }
+        // A request that borrows the question's values is another tool's call: the same
+        // tool again would be the other request's call with other values.
+        for (tool, filled) in borrowing {
+            if own_tools.contains(&tool) || raws.contains(&filled.raw) {
+                continue;
+            }
+            own_tools.push(tool);
+            raws.push(filled.raw);
         }
         if raws.len() < 2 {
             return Ok(None);
