@@ -1399,39 +1399,42 @@ mod tests {
             ]
         );
         assert!(calls.iter().all(|call| call[1].1 == "true"));
+        // The first two values of each call.
+        let pairs = |question: &str, first: (&'static str, &str), second: (&'static str, &str)| {
+            one_call_per_member(
+                question,
+                vec![
+                    (first.0, first.1.to_owned()),
+                    (second.0, second.1.to_owned()),
+                ],
+            )
+            .into_iter()
+            .map(|call| (call[0].1.clone(), call[1].1.clone()))
+            .collect::<Vec<(String, String)>>()
+        };
         // A name of a list the question coordinates; with a list of numbers, every pair.
-        let calls = one_call_per_member(
-            "the winning percentage of Lakers and Bulls in the seasons 2018 and 2020",
-            vec![
-                ("team", "\"Lakers\"".to_owned()),
-                ("season", "2018".to_owned()),
-            ],
-        );
-        let pairs: Vec<(&str, &str)> = calls
-            .iter()
-            .map(|call| (call[0].1.as_str(), call[1].1.as_str()))
-            .collect();
         assert_eq!(
-            pairs,
+            pairs(
+                "the winning percentage of Lakers and Bulls in the seasons 2018 and 2020",
+                ("team", "\"Lakers\""),
+                ("season", "2018")
+            ),
             [
                 ("\"Lakers\"", "2018"),
                 ("\"Lakers\"", "2020"),
                 ("\"Bulls\"", "2018"),
                 ("\"Bulls\"", "2020")
             ]
+            .map(|(a, b)| (a.to_owned(), b.to_owned()))
         );
-        let calls = one_call_per_member(
-            "the growth of Japan and India in the next 10 and 20 years respectively",
-            vec![
-                ("country", "\"Japan\"".to_owned()),
-                ("years", "10".to_owned()),
-            ],
+        assert_eq!(
+            pairs(
+                "the growth of Japan and India in the next 10 and 20 years respectively",
+                ("country", "\"Japan\""),
+                ("years", "10")
+            ),
+            [("\"Japan\"", "10"), ("\"India\"", "20")].map(|(a, b)| (a.to_owned(), b.to_owned()))
         );
-        let pairs: Vec<(&str, &str)> = calls
-            .iter()
-            .map(|call| (call[0].1.as_str(), call[1].1.as_str()))
-            .collect();
-        assert_eq!(pairs, [("\"Japan\"", "10"), ("\"India\"", "20")]);
         // Two names of one list are two arguments' values.
         let calls = one_call_per_member(
             "the distance between New York and Boston",

@@ -33,6 +33,18 @@ fn credential(name: &str, host: &str) -> Value {
            "bind": {"host": host, "port": 443, "methods": ["GET"], "path_prefix": "/"}})
 }
 
+/// A ceiling of alice's allowing `egress`, no credentials, memory or model socket, and the
+/// default manifest's limits.
+fn egress_ceiling(egress: Value) -> Ceiling {
+    Ceiling::from_document(&json!({
+        "type": "imurun.ceiling", "user": "alice", "version": 1, "expires_at": 1,
+        "egress": egress,
+        "credentials": [], "memory": "none", "model_socket": false,
+        "resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 5000}
+    }))
+    .unwrap()
+}
+
 #[test]
 fn the_diff_names_each_new_authority_with_its_class() {
     let agent = manifest(json!({
@@ -136,13 +148,10 @@ fn the_diff_names_each_new_authority_with_its_class() {
 fn a_narrower_stricter_rule_keeps_its_friction_through_the_clamp_and_shows_in_the_diff() {
     let strict = json!({"scheme": "https", "host": "api.bank.example", "port": 443,
         "methods": ["POST"], "path_prefix": "/transfers", "device_signature": true});
-    let ceiling = Ceiling::from_document(&json!({
-        "type": "imurun.ceiling", "user": "alice", "version": 1, "expires_at": 1,
-        "egress": [rule("api.bank.example", &["GET", "POST"], "/"), strict.clone()],
-        "credentials": [], "memory": "none", "model_socket": false,
-        "resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 5000}
-    }))
-    .unwrap();
+    let ceiling = egress_ceiling(json!([
+        rule("api.bank.example", &["GET", "POST"], "/"),
+        strict.clone()
+    ]));
     let proposed =
         manifest(json!({"egress": allow(vec![rule("api.bank.example", &["GET", "POST"], "/")])}));
     let clamped = clamp(&proposed, &ceiling).manifest;
@@ -210,22 +219,18 @@ fn overlapping_ceiling_rules_give_one_friction_and_clamping_again_changes_nothin
     assert_eq!(clamp(&clamped, &ceiling).manifest, clamped);
 }
 
+/// `GET https://a.example` under `path`, with a device signature or not.
+fn get(path: &str, device: bool) -> Value {
+    json!({"scheme": "https", "host": "a.example", "port": 443, "methods": ["GET"],
+           "path_prefix": path, "device_signature": device})
+}
+
 /// A proposed rule the ceiling drops keeps its friction on the narrower rules kept under it:
 /// the broker applies the strictest rule that matches, so without it `GET /api` would lose
 /// the device signature the proposal gave it.
 #[test]
 fn a_dropped_proposed_rule_keeps_its_friction_on_the_rules_kept_under_it() {
-    let get = |path: &str, device: bool| {
-        json!({"scheme": "https", "host": "a.example", "port": 443, "methods": ["GET"],
-               "path_prefix": path, "device_signature": device})
-    };
-    let ceiling = Ceiling::from_document(&json!({
-        "type": "imurun.ceiling", "user": "alice", "version": 1, "expires_at": 1,
-        "egress": [get("/api", false)],
-        "credentials": [], "memory": "none", "model_socket": false,
-        "resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 5000}
-    }))
-    .unwrap();
+    let ceiling = egress_ceiling(json!([get("/api", false)]));
     let proposed = manifest(json!({"egress": allow(vec![get("/", true), get("/api", false)])}));
     let clamped = clamp(&proposed, &ceiling).manifest;
     assert!(
@@ -249,19 +254,9 @@ fn a_dropped_proposed_rule_keeps_its_friction_on_the_rules_kept_under_it() {
 /// are kept once, so clamping again changes nothing.
 #[test]
 fn past_the_rule_bound_rules_take_the_friction_and_are_kept_once() {
-    let get = |path: &str, device: bool| {
-        json!({"scheme": "https", "host": "a.example", "port": 443, "methods": ["GET"],
-               "path_prefix": path, "device_signature": device})
-    };
     let mut egress = vec![get("/", false)];
     egress.extend((0..31).map(|at| get(&format!("/p{at}"), true)));
-    let ceiling = Ceiling::from_document(&json!({
-        "type": "imurun.ceiling", "user": "alice", "version": 1, "expires_at": 1,
-        "egress": egress,
-        "credentials": [], "memory": "none", "model_socket": false,
-        "resources": {"memory_mb": 32, "cpu_ms": 500, "timeout_ms": 5000}
-    }))
-    .unwrap();
+    let ceiling = egress_ceiling(json!(egress));
     let proposed = manifest(json!({"egress": allow(vec![get("/", false), get("/", true)])}));
     let clamped = clamp(&proposed, &ceiling).manifest;
     assert_eq!(clamped.egress.rules.len(), 1);
