@@ -765,13 +765,16 @@ impl<'a> Values<'a> {
     }
 
     /// How many numbers and dates the question states for the call's number and date
-    /// arguments: its numbers (each once; none a date or a list argument holds) and, when
-    /// an argument takes dates, its whole dates.
+    /// arguments: its numbers (each once; none a date, a list argument or a quoted phrase
+    /// holds: "account '00125648'" is a name) and, when an argument takes dates, its whole
+    /// dates.
     fn repeatable(&self) -> usize {
         let numbers = stated_numbers(self.question, false)
             .iter()
             .filter(|number| {
-                number.at.is_none_or(|at| !self.blocked(at))
+                number
+                    .at
+                    .is_none_or(|at| !self.blocked(at) && !self.in_a_quote(at))
                     && !self.listed.contains(&number.literal)
             })
             .count();
@@ -917,6 +920,14 @@ impl<'a> Values<'a> {
             .filter_map(|date| written_date(date, schema))
             .map(|date| serde_json::to_string(&date).unwrap_or_default())
             .find(|date| !used.contains(date))
+    }
+
+    /// Whether bytes `at` of the question lie in a phrase it quotes.
+    fn in_a_quote(&self, at: (usize, usize)) -> bool {
+        self.quoted.iter().any(|&(from, to)| {
+            let (start, end) = (self.words[from].0, self.words[to - 1].1);
+            start <= at.0 && at.1 <= end
+        })
     }
 
     /// Whether bytes `at` of the question overlap a date another argument takes.
@@ -1461,6 +1472,18 @@ mod tests {
             order(serde_json::json!({"type": "string", "enum": ["a"]}))
                 < order(serde_json::json!({"type": "number"}))
         );
+    }
+
+    #[test]
+    fn a_number_in_a_quoted_phrase_is_not_one_to_repeat_a_call_for() {
+        let arguments = [
+            ("account", serde_json::json!({"type": "string"}), true),
+            ("days", serde_json::json!({"type": "integer"}), true),
+        ];
+        let quoted = values_of("the history of account '00125648' for 7 days", &arguments);
+        assert_eq!(quoted.repeatable(), 1);
+        let bare = values_of("the history of account 00125648 for 7 days", &arguments);
+        assert_eq!(bare.repeatable(), 2);
     }
 
     #[test]
