@@ -446,9 +446,9 @@ pub(crate) fn name_lists(question: &str) -> Vec<Vec<String>> {
         .split_whitespace()
         .map(|raw| {
             let bare = raw.trim_matches(|c: char| !c.is_alphanumeric());
-            let tail = &raw[raw
-                .rfind(|c: char| c.is_alphanumeric())
-                .map_or(0, |at| at + 1)..];
+            // What follows the last letter or digit (a letter may take several bytes).
+            let tail = raw.trim_end_matches(|c: char| !c.is_alphanumeric());
+            let tail = &raw[tail.len()..];
             Word {
                 bare: bare.to_owned(),
                 capital: bare.chars().next().is_some_and(char::is_uppercase),
@@ -991,6 +991,10 @@ mod tests {
         assert_eq!(
             name_lists("What is the weather in Tokyo, Nairobi and Lima today?"),
             [["Tokyo", "Nairobi", "Lima"]]
+        );
+        assert_eq!(
+            name_lists("the air in Oslo, Bergen and Tromsø."),
+            [["Oslo", "Bergen", "Tromsø"]]
         );
         assert_eq!(
             name_lists("the temperature for Seattle and Los Angeles?"),
