@@ -649,77 +649,59 @@ fn with_friction(
 ) -> Vec<EgressRule> {
     let mut all = rules.clone();
     // Passes over every rule kept, until one adds nothing.
-    let mut added = true;
-    while added {
-        added = false;
-        let mut next = 0;
-        while next < all.len() {
-            let rule = all[next].clone();
-            next += 1;
-            // The rules kept so far are within both, and as strict as any they came from.
-            let sources: Vec<EgressRule> = ceiling
-                .iter()
-                .chain(proposed)
-                .chain(&all)
-                .cloned()
-                .collect();
+    loop {
+        // The rules kept so far are within both, and as strict as any they came from.
+        let sources: Vec<EgressRule> = ceiling
+            .iter()
+            .chain(proposed)
+            .chain(&all)
+            .cloned()
+            .collect();
+        let before = all.len();
+        for rule in &sources[ceiling.len() + proposed.len()..] {
             for strict in &sources {
-                if !(overlap(&rule, strict) && stricter(strict, &rule)) {
+                if !(overlap(rule, strict) && stricter(strict, rule)) {
                     continue;
                 }
-                let narrow = with_bearing_friction(narrowed(&rule, strict), ceiling);
+                let narrow = with_bearing_friction(narrowed(rule, strict), ceiling);
                 if narrow.methods.is_empty() || all.contains(&narrow) {
                     continue;
                 }
                 if all.len() == crate::manifest::EGRESS_RULES_MAX {
-                    return with_own_friction(rules, ceiling.iter().chain(proposed));
+                    return with_own_friction(rules, &sources[..ceiling.len() + proposed.len()]);
                 }
                 all.push(narrow);
-                added = true;
             }
         }
+        if all.len() == before {
+            return all;
+        }
     }
-    all
 }
 
-/// Each rule with the friction of every rule of `stricter`, and of every other rule kept,
-/// that can match its requests, without duplicates: rules that can match the same request
-/// end with the same friction, so clamping the result again changes nothing.
-fn with_own_friction<'r>(
-    rules: Vec<EgressRule>,
-    stricter: impl Iterator<Item = &'r EgressRule> + Clone,
-) -> Vec<EgressRule> {
-    let mut all: Vec<EgressRule> = Vec::new();
-    for mut rule in rules {
-        for strict in stricter.clone() {
-            if overlap(&rule, strict) {
-                rule.device_signature |= strict.device_signature;
-                rule.ask_when_tainted &= strict.ask_when_tainted;
-            }
-        }
-        all.push(rule);
-    }
+/// Each rule with the friction of every rule of `others`, and of every other rule kept, that
+/// can match its requests, without duplicates: rules that can match the same request end
+/// with the same friction, so clamping the result again changes nothing.
+fn with_own_friction(mut rules: Vec<EgressRule>, others: &[EgressRule]) -> Vec<EgressRule> {
     // Friction only grows, so this ends.
-    let mut changed = true;
-    while changed {
-        changed = false;
-        for at in 0..all.len() {
-            for other in 0..all.len() {
-                if at == other || !overlap(&all[at], &all[other]) {
-                    continue;
-                }
-                let (device, ask) = (all[other].device_signature, all[other].ask_when_tainted);
-                let rule = &mut all[at];
-                if (device && !rule.device_signature) || (!ask && rule.ask_when_tainted) {
-                    rule.device_signature |= device;
-                    rule.ask_when_tainted &= ask;
+    loop {
+        let sources: Vec<EgressRule> = others.iter().chain(&rules).cloned().collect();
+        let mut changed = false;
+        for rule in &mut rules {
+            for strict in &sources {
+                if overlap(rule, strict) && stricter(strict, rule) {
+                    rule.device_signature |= strict.device_signature;
+                    rule.ask_when_tainted &= strict.ask_when_tainted;
                     changed = true;
                 }
             }
         }
+        if !changed {
+            break;
+        }
     }
     let mut unique: Vec<EgressRule> = Vec::new();
-    for rule in all {
+    for rule in rules {
         if !unique.contains(&rule) {
             unique.push(rule);
         }
