@@ -1046,37 +1046,33 @@ fn one_call_per_member<'n>(
         .iter()
         .enumerate()
         .filter_map(|(at, (_, value))| {
-            if let Ok(text) = serde_json::from_str::<String>(value) {
-                if let Some(members) = crate::stated::string_list(&text) {
-                    return Some((at, as_strings(&members)));
+            let text = serde_json::from_str::<String>(value).ok();
+            let list = match &text {
+                Some(text) => {
+                    if let Some(members) = crate::stated::string_list(text) {
+                        return Some((at, as_strings(&members)));
+                    }
+                    as_strings(names.iter().find(|list| list.contains(text))?)
                 }
-                let list = names.iter().find(|list| list.contains(&text))?;
-                // Two values of the same list ("between New York and Boston") are each
-                // their own argument's.
-                let others_in_it = valued.iter().enumerate().any(|(other, (_, value))| {
-                    other != at
-                        && serde_json::from_str::<String>(value)
-                            .is_ok_and(|text| list.contains(&text))
-                });
-                return (!others_in_it).then(|| (at, as_strings(list)));
-            }
-            if holds_a_list {
-                return None;
-            }
-            let list = numbers.iter().find(|list| list.contains(value))?;
-            // Another value is the list's only when the question writes it nowhere else ("5%
-            // for 1,5 and 10 years": the rate's 5 is not the list's).
+                None if holds_a_list => return None,
+                None => numbers.iter().find(|list| list.contains(value))?.clone(),
+            };
+            // Another value is the list's too: two names of one list ("between New York and
+            // Boston") are each their own argument's, and so is a number the question
+            // writes only there ("5% for 1,5 and 10 years": the rate's 5 is not the list's).
             let others_in_it = valued.iter().enumerate().any(|(other, (_, value))| {
                 other != at
                     && list.contains(value)
-                    && crate::stated::times_written(question, value) == 1
+                    && (text.is_some() || crate::stated::times_written(question, value) == 1)
             });
-            (!others_in_it).then(|| (at, list.clone()))
+            (!others_in_it).then_some((at, list))
         })
         .take(2)
         .collect();
     let mut calls = vec![valued];
-    let respectively = question.to_lowercase().contains("respectively");
+    let respectively = crate::tool_match::words(question)
+        .iter()
+        .any(|word| word == "respectively");
     match listed.as_slice() {
         [(first, a), (second, b)] if respectively && a.len() == b.len() => {
             calls = a

@@ -436,28 +436,29 @@ const NAME_WORDS_MAX: usize = 4;
 /// start with a capital (a later word may be a number: "Maroon 5"). A run of names with no
 /// "and" or "or" is no list ("Boston, USA").
 pub(crate) fn name_lists(question: &str) -> Vec<Vec<String>> {
-    struct Word {
-        bare: String,
+    struct Word<'q> {
+        bare: &'q str,
         capital: bool,
         comma: bool,
         stop: bool,
     }
-    let words: Vec<Word> = question
-        .split_whitespace()
-        .map(|raw| {
-            let bare = raw.trim_matches(|c: char| !c.is_alphanumeric());
-            // What follows the last letter or digit (a letter may take several bytes).
-            let tail = raw.trim_end_matches(|c: char| !c.is_alphanumeric());
-            let tail = &raw[tail.len()..];
+    let spans = word_spans(question);
+    let words: Vec<Word> = spans
+        .iter()
+        .enumerate()
+        .map(|(at, &(from, to))| {
+            let bare = &question[from..to];
+            // What lies between this word and the next.
+            let gap = &question[to..spans.get(at + 1).map_or(question.len(), |next| next.0)];
             Word {
-                bare: bare.to_owned(),
+                bare,
                 capital: bare.chars().next().is_some_and(char::is_uppercase),
-                comma: tail.contains(','),
-                stop: tail.contains(['.', '?', '!', ';', ':']),
+                comma: gap.contains(','),
+                stop: gap.contains(['.', '?', '!', ';', ':']),
             }
         })
         .collect();
-    let joins = |word: &Word| matches!(word.bare.as_str(), "and" | "or");
+    let joins = |word: &Word| matches!(word.bare, "and" | "or");
     // The name starting at `from`: its text and the index after it.
     let name_at = |from: usize| -> Option<(String, usize)> {
         let mut parts: Vec<&str> = Vec::new();
@@ -471,7 +472,7 @@ pub(crate) fn name_lists(question: &str) -> Vec<Vec<String>> {
             if !fits || word.bare.is_empty() || parts.len() == NAME_WORDS_MAX {
                 break;
             }
-            parts.push(&word.bare);
+            parts.push(word.bare);
             at += 1;
             if word.comma || word.stop {
                 break;
