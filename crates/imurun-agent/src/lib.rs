@@ -17,6 +17,7 @@ mod arithmetic;
 mod change;
 mod clock;
 mod context;
+mod currency;
 mod error;
 mod file_answer;
 mod ground;
@@ -50,7 +51,8 @@ pub use error::AgentError;
 pub use imurun_core::{Clock, FixedClock, SystemClock};
 pub use likely::{
     CALL_MARGIN_MIN, CALL_START, Likelihood, NAMED_CALL_MARGIN_MIN, OPTIONAL_SPAN_MEAN_MIN,
-    OPTIONAL_SPAN_WORDS_MAX, SPAN_MEAN_MIN, SPAN_STARTS_MAX, SPAN_WORDS_MAX, call_opening,
+    OPTIONAL_SPAN_WORDS_MAX, SPAN_MEAN_MIN, SPAN_STARTS_MAX, SPAN_WORDS_MAX,
+    STANDING_CALL_MARGIN_MIN, call_opening,
 };
 pub use prefetch::{Intents, PREFETCH_DEADLINE, asks_for_a_change, intents};
 pub use prompt::{

@@ -10,14 +10,16 @@
 //!   nothing ([`BLANK_QUESTION`]) is taken from it. A tool the question is about is named
 //!   far more readily after it than after nothing; one it brushes past is not. The reply is a
 //!   call when the margin reaches [`CALL_MARGIN_MIN`] (or a rule of the loop already started
-//!   it as one).
+//!   it as one); short of it, when the question names every required value
+//!   ([`NAMED_CALL_MARGIN_MIN`]), or raises the tool at all and holds every required value,
+//!   each likely enough ([`STANDING_CALL_MARGIN_MIN`]).
 //!
 //! - **Which values.** The call's required arguments are filled one by one, each after the
 //!   call chosen so far, in the order their kinds are read (a set, numbers, strings, the
 //!   rest); the call is written in the schema's order, the call grammar's. What
 //!   the question states (`stated`: numbers with the words beside them, dates, quoted
-//!   phrases) gives the candidates and the likelihood chooses among them: an enum's or a
-//!   boolean's members; the numbers the words beside them name as this argument, else those
+//!   phrases, lists; `currency`: currencies) gives the candidates and the likelihood
+//!   chooses among them: an enum's or a boolean's members; the numbers the words beside them name as this argument, else those
 //!   they name as no other; a date written as the argument asks; the question's spans
 //!   (word runs of up to [`SPAN_WORDS_MAX`] words, scored per token with the closing quote,
 //!   so "with the text hello" gives `hello`), in tiers by quotes and naming words, when
@@ -55,6 +57,12 @@ pub const CALL_MARGIN_MIN: f64 = 1.3;
 /// question names every required value of it (`Filled::names_every_value`). Chosen on
 /// BFCL's even-numbered cases (`docs/agent-loop.md`, "Decisions by likelihood").
 pub const NAMED_CALL_MARGIN_MIN: f64 = -1.5;
+
+/// The least margin at which a reply short of [`CALL_MARGIN_MIN`] is still a call, when the
+/// question holds every required value of it, each likely enough (`Filled::stands_alone`):
+/// the question must raise the tool's likelihood at all. Chosen on BFCL's even-numbered
+/// cases (`docs/agent-loop.md`, "Decisions by likelihood").
+pub const STANDING_CALL_MARGIN_MIN: f64 = 0.0;
 
 /// The person's message a question is measured against: one that says nothing.
 const BLANK_QUESTION: &str = "N/A";
@@ -431,9 +439,13 @@ impl Filler<'_> {
                 if let Some(date) = values.date_for(name, schema, used) {
                     return Ok(Some((date, 0.0)));
                 }
+                if let Some(code) = crate::currency::currency_for(self.question, name, used) {
+                    return Ok(Some((code, 0.0)));
+                }
                 self.likeliest_span(text, name, values, used, (SPAN_WORDS_MAX, SPAN_MEAN_MIN))
                     .await
             }
+            Some("array") => Ok(values.list_for(name, schema, used).map(|list| (list, 0.0))),
             _ => Ok(None),
         }
     }
@@ -448,6 +460,9 @@ impl Filler<'_> {
         values: &Values<'_>,
         used: &[String],
     ) -> Result<Option<(String, f64)>, ModelError> {
+        if let Some(Items::Members(_)) = array_items(schema) {
+            return Ok(values.list_for(name, schema, used).map(|list| (list, 0.0)));
+        }
         match said_optional(self.question, name, schema) {
             Some(Said::Among(literals)) => self.likeliest(text, literals, &VALUE_ENDS).await,
             Some(Said::Number { integers }) => {
@@ -460,6 +475,9 @@ impl Filler<'_> {
             Some(Said::Span) => {
                 if let Some(date) = values.date_for(name, schema, used) {
                     return Ok(Some((date, 0.0)));
+                }
+                if let Some(code) = crate::currency::currency_for(self.question, name, used) {
+                    return Ok(Some((code, 0.0)));
                 }
                 let reach = (OPTIONAL_SPAN_WORDS_MAX, OPTIONAL_SPAN_MEAN_MIN);
                 self.likeliest_span(text, name, values, used, reach).await
@@ -519,14 +537,14 @@ impl Filler<'_> {
             let from = words[start].0;
             // A span stops before a quote or a backslash: JSON would escape it.
             let mut ends = Vec::new();
-            for (word, &(_, end)) in words.iter().enumerate().take(last).skip(start) {
-                let span = &self.question[from..end];
+            for word in start..last {
+                let span = values.span_text(start, word + 1);
                 if span.contains(['"', '\\', '\n']) {
                     break;
                 }
-                ends.push((word + 1, end - from));
+                ends.push((word + 1, span.len()));
             }
-            let reach = ends.last().map_or(0, |(_, end)| *end);
+            let reach = ends.iter().map(|(_, end)| *end).max().unwrap_or(0);
             continuations.push(format!("\"{}", &self.question[from..from + reach]));
             ends_per_start.push(ends);
         }
@@ -697,19 +715,21 @@ struct Values<'a> {
     listed: Vec<String>,
     /// Whether a number an earlier argument took may be taken again when none is left.
     again: bool,
+    /// The arguments that take a list of numbers, in the call's reading order: the lists of
+    /// numbers the question writes go to them in turn.
+    number_listed: Vec<&'a str>,
 }
 
 impl<'a> Values<'a> {
     /// What `question` states for `arguments` (name, schema, required); `again` lets a
     /// required number take one an earlier argument took when none is left.
     fn of(question: &'a str, arguments: &[(&'a str, &Value, bool)], again: bool) -> Self {
-        let takes_numbers = arguments.iter().any(|(_, schema, _)| {
-            schema.get("type").and_then(Value::as_str) == Some("array")
-                && schema
-                    .pointer("/items/type")
-                    .and_then(Value::as_str)
-                    .is_some_and(|kind| matches!(kind, "integer" | "number" | "float"))
-        });
+        let number_listed: Vec<&str> = arguments
+            .iter()
+            .filter(|(_, schema, _)| array_items(schema) == Some(Items::Numbers))
+            .map(|(name, _, _)| *name)
+            .collect();
+        let takes_numbers = !number_listed.is_empty();
         let words = word_spans(question);
         Self {
             question,
@@ -753,7 +773,56 @@ impl<'a> Values<'a> {
                 Vec::new()
             },
             again,
+            number_listed,
         }
+    }
+
+    /// The value the question gives list argument `name` of `schema`, as JSON: for a list
+    /// of set members, the members it names (each by its words, with their endings, outside
+    /// the values earlier arguments took: a museum named "Natural History Museum" asks for no
+    /// `history`), in the order it names them; for a list of numbers, the list of numbers it
+    /// writes in this argument's turn among those that take one ("Group A [3, 4, 5] and
+    /// Group B [7, 8, 9]"); for a list of text, the first list of names it coordinates that
+    /// holds no earlier value ("between John and Alice"). `None` when it gives none.
+    fn list_for(&self, name: &str, schema: &Value, used: &[String]) -> Option<String> {
+        let list: Vec<Value> = match array_items(schema)? {
+            Items::Members(members) => {
+                let mut text = crate::ground::normalise(self.question);
+                for value in used {
+                    if let Ok(value) = serde_json::from_str::<String>(value) {
+                        let value = crate::ground::normalise(&value);
+                        if !value.is_empty() {
+                            text = text.replace(&value, " ");
+                        }
+                    }
+                }
+                let said = crate::tool_match::words(&text);
+                let mut named: Vec<(usize, &str)> = members
+                    .iter()
+                    .filter_map(|member| Some((member_said_at(&said, member)?, *member)))
+                    .collect();
+                named.sort_by_key(|(at, _)| *at);
+                named
+                    .into_iter()
+                    .map(|(_, member)| Value::from(member))
+                    .collect()
+            }
+            Items::Numbers => {
+                let turn = self.number_listed.iter().position(|named| *named == name)?;
+                crate::stated::number_lists(self.question)
+                    .get(turn)?
+                    .iter()
+                    .filter_map(|literal| serde_json::from_str(literal).ok())
+                    .collect()
+            }
+            Items::Text => crate::stated::name_lists(self.question)
+                .into_iter()
+                .find(|names| !names.iter().any(|name| holds_a_used_value(name, used)))?
+                .into_iter()
+                .map(Value::from)
+                .collect(),
+        };
+        (!list.is_empty()).then(|| Value::Array(list).to_string())
     }
 
     /// These values where a required number never takes one an earlier argument took.
@@ -877,14 +946,22 @@ impl<'a> Values<'a> {
                 .iter()
                 .filter_map(|date| written_date(date, schema))
                 .any(|date| text.as_deref() == Some(date.as_str())),
+            Some("array") => self.list_for(name, schema, &[]).is_some_and(|list| {
+                let named: Vec<Value> = serde_json::from_str(&list).unwrap_or_default();
+                let value: Vec<Value> = serde_json::from_str(value).unwrap_or_default();
+                !value.is_empty() && value.iter().all(|member| named.contains(member))
+            }),
             Some("string") => {
                 let Some(text) = text else {
                     return false;
                 };
+                if crate::currency::names_currency(self.question, name, &text) {
+                    return true;
+                }
                 let naming = self.naming(name);
                 (0..self.words.len()).any(|from| {
                     (from + 1..=self.words.len().min(from + SPAN_WORDS_MAX)).any(|to| {
-                        self.question[self.words[from].0..self.words[to - 1].1] == text
+                        self.span_text(from, to) == text
                             && (self.quote(from, to) == Some(true)
                                 || self.span_named(from, to, &naming))
                     })
@@ -969,6 +1046,16 @@ impl<'a> Values<'a> {
         self.quoted.len() >= self.textual_required
     }
 
+    /// The text of words `from..to`: a phrase the question quotes whole keeps the stops it
+    /// ends with inside its quotes ('ABC Ltd.').
+    fn span_text(&self, from: usize, to: usize) -> &'a str {
+        let (start, mut end) = (self.words[from].0, self.words[to - 1].1);
+        if self.quoted.contains(&(from, to)) {
+            end = quote_inner_end(self.question, end);
+        }
+        &self.question[start..end]
+    }
+
     /// Whether words `from..to` are a phrase the question quotes (`Some(true)`), cut one or
     /// hold more than it (`None`: no value), or neither (`Some(false)`).
     fn quote(&self, from: usize, to: usize) -> Option<bool> {
@@ -984,9 +1071,20 @@ impl<'a> Values<'a> {
     }
 }
 
-/// The phrases `question` quotes ('R vs Adams', "Purchase_Amount"), as ranges of `words`
-/// (from [`word_spans`]): from a word right after an opening quote to the first word right
-/// before the same quote, at most `SPAN_WORDS_MAX` words.
+/// Where a quoted phrase whose last word ends at byte `end` of `question` ends inside its
+/// quotes: past the stops the phrase itself holds ('Apple Inc.', 'Hello!').
+fn quote_inner_end(question: &str, end: usize) -> usize {
+    end + question[end..]
+        .chars()
+        .take_while(|c| matches!(c, '.' | '!' | '?'))
+        .map(char::len_utf8)
+        .sum::<usize>()
+}
+
+/// The phrases `question` quotes ('R vs Adams', "Purchase_Amount", 'ABC Ltd.'), as ranges of
+/// `words` (from [`word_spans`]): from a word right after an opening quote to the first word
+/// right before the same quote (or before the stops the phrase ends with), at most
+/// `SPAN_WORDS_MAX` words.
 fn quoted_phrases(question: &str, words: &[(usize, usize)]) -> Vec<(usize, usize)> {
     let before = |at: usize| question[..at].chars().next_back();
     let after = |at: usize| question[at..].chars().next();
@@ -1006,7 +1104,7 @@ fn quoted_phrases(question: &str, words: &[(usize, usize)]) -> Vec<(usize, usize
         if let (Some(open), true) = (open, opens) {
             let close = closing(open);
             if let Some(last) = (at..words.len().min(at + SPAN_WORDS_MAX))
-                .find(|last| after(words[*last].1) == Some(close))
+                .find(|last| after(quote_inner_end(question, words[*last].1)) == Some(close))
             {
                 phrases.push((at, last + 1));
                 at = last + 1;
@@ -1103,6 +1201,52 @@ fn one_call_per_member<'n>(
     }
     calls.truncate(MEMBER_CALLS_MAX);
     calls
+}
+
+/// What a list argument holds.
+#[derive(Debug, Clone, PartialEq)]
+enum Items<'s> {
+    /// Members of a set (its items' enum).
+    Members(Vec<&'s str>),
+    /// Numbers.
+    Numbers,
+    /// Text.
+    Text,
+}
+
+/// What list argument `schema` holds; `None` when it is no list, or a list of anything else.
+fn array_items(schema: &Value) -> Option<Items<'_>> {
+    if schema.get("type").and_then(Value::as_str) != Some("array") {
+        return None;
+    }
+    let items = schema.get("items")?;
+    if let Some(members) = items.get("enum").and_then(Value::as_array) {
+        return Some(Items::Members(
+            members.iter().filter_map(Value::as_str).collect(),
+        ));
+    }
+    match items.get("type").and_then(Value::as_str)? {
+        "integer" | "number" | "float" => Some(Items::Numbers),
+        "string" => Some(Items::Text),
+        _ => None,
+    }
+}
+
+/// Where in the words `said` the question first names set member `member`: its words in a
+/// row, each as written or with another ending ("scenic views" for `Scenic View`,
+/// "age range" for `age_range`).
+fn member_said_at(said: &[String], member: &str) -> Option<usize> {
+    use crate::tool_match::{same_word, split_camel_case, words};
+    let named = words(&split_camel_case(member));
+    if named.is_empty() || named.len() > said.len() {
+        return None;
+    }
+    (0..=said.len() - named.len()).find(|at| {
+        named
+            .iter()
+            .zip(&said[*at..])
+            .all(|(named, said)| same_word(named, said))
+    })
 }
 
 /// `"name": value` for each of `valued`, joined by commas.
@@ -1506,6 +1650,16 @@ mod tests {
             "a span inside the quotes cuts them"
         );
         assert_eq!(values.quote(6, 8), Some(false));
+        // The stops a quoted phrase ends with inside its quotes are the phrase's.
+        let question = "Data of employee 345 in company 'ABC Ltd.' and of 'Hello!'.";
+        let values = values_of(question, &arguments);
+        let words = word_spans(question);
+        let phrases: Vec<&str> = quoted_phrases(question, &words)
+            .into_iter()
+            .map(|(from, to)| values.span_text(from, to))
+            .collect();
+        assert_eq!(phrases, ["ABC Ltd.", "Hello!"]);
+        assert_eq!(values.span_text(0, 2), "Data of");
     }
 
     #[test]
@@ -1535,5 +1689,56 @@ mod tests {
         assert!(!named(4, "true"));
         assert!(named(5, "\"oil\""));
         assert!(!named(5, "\"marble\""));
+    }
+
+    #[test]
+    fn a_list_argument_takes_the_members_numbers_or_names_the_question_lists() {
+        let members = serde_json::json!({"type": "array", "items": {"type": "string",
+            "enum": ["timings", "exhibitions", "accessibility", "history", "Scenic View"]}});
+        let numbers = serde_json::json!({"type": "array", "items": {"type": "integer"}});
+        let names = serde_json::json!({"type": "array", "items": {"type": "string"}});
+        let arguments = [
+            ("museum", serde_json::json!({"type": "string"}), true),
+            ("features", members.clone(), true),
+        ];
+        let question = "About the Natural History Museum: its accessibility, timings and \
+                        scenic views.";
+        let values = values_of(question, &arguments);
+        let used = ["\"Natural History Museum\"".to_owned()];
+        assert_eq!(
+            values.list_for("features", &members, &used).as_deref(),
+            Some(r#"["accessibility","timings","Scenic View"]"#),
+            "in the order named, and not the museum's own words"
+        );
+        assert!(values.named("features", &members, r#"["timings"]"#));
+        assert!(!values.named("features", &members, r#"["exhibitions"]"#));
+        assert_eq!(
+            values_of("Tell me about the zoo.", &arguments).list_for("features", &members, &[]),
+            None
+        );
+        let arguments = [
+            ("group1", numbers.clone(), true),
+            ("group2", numbers.clone(), true),
+        ];
+        let question = "Compare Group A [3, 4, 5] and Group B with 7, 8 and 9.";
+        let values = values_of(question, &arguments);
+        assert_eq!(
+            values.list_for("group1", &numbers, &[]).as_deref(),
+            Some("[3,4,5]")
+        );
+        assert_eq!(
+            values.list_for("group2", &numbers, &[]).as_deref(),
+            Some("[7,8,9]")
+        );
+        let arguments = [("parties", names.clone(), true)];
+        let values = values_of("A contract between John and Alice in Texas.", &arguments);
+        assert_eq!(
+            values.list_for("parties", &names, &[]).as_deref(),
+            Some(r#"["John","Alice"]"#)
+        );
+        assert_eq!(
+            values.list_for("parties", &names, &["\"John\"".to_owned()]),
+            None
+        );
     }
 }

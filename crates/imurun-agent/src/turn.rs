@@ -20,8 +20,8 @@ use crate::agent::{
 use crate::context::{Fit, Summariser, TOOL_RESULT_HEADER, fit, reserve};
 use crate::ground::{Ground, Grounds, Identity, Problem, Verdict, asks_who, check, fallback};
 use crate::likely::{
-    CALL_MARGIN_MIN, Filled, Filler, Likelihood, NAMED_CALL_MARGIN_MIN, call_margin_blank,
-    call_opening, rank_tools,
+    CALL_MARGIN_MIN, Filled, Filler, Likelihood, NAMED_CALL_MARGIN_MIN, STANDING_CALL_MARGIN_MIN,
+    call_margin_blank, call_opening, rank_tools,
 };
 use crate::prefetch::Prefetched;
 use crate::prompt::{SKILLS_MAX, ShownExamples, SystemPrompt, shown_examples, system_message};
@@ -514,10 +514,24 @@ impl<'a> Turn<'a> {
             // Short of the margin, a call whose every required value the question names is
             // still the one it asks for.
             if !forced && !decided.call && decided.margin >= NAMED_CALL_MARGIN_MIN {
-                self.prefilled = self.fill_named(&decided).await?;
-                if self.prefilled.is_some() {
-                    decided.call = true;
-                    decided.features.push(("named_call".to_owned(), 1.0));
+                match self.fill_named(&decided).await? {
+                    Some(filled) if filled.names_every_value() => {
+                        self.prefilled = Some(filled);
+                        decided.call = true;
+                        decided.features.push(("named_call".to_owned(), 1.0));
+                    }
+                    // A question that raises the tool at all and holds every required value
+                    // of it, each likely enough, asks for that call too.
+                    Some(filled)
+                        if decided.margin >= STANDING_CALL_MARGIN_MIN && filled.stands_alone() =>
+                    {
+                        self.prefilled = Some(filled);
+                        decided.call = true;
+                        decided.features.push(("standing_call".to_owned(), 1.0));
+                    }
+                    // The figures of the call not made, for the decision's record.
+                    Some(filled) => decided.features.extend(filled.features),
+                    None => {}
                 }
             }
             if let Some((tool, _)) = decided.tools.first().filter(|_| decided.call) {
@@ -777,8 +791,9 @@ impl<'a> Turn<'a> {
         }))
     }
 
-    /// The call to the likeliest tool, when that tool is not imurun's own and the question
-    /// names every required value of it (`Filled::names_every_value`); `None` otherwise.
+    /// The call to the likeliest tool, when that tool is not imurun's own; `None` otherwise.
+    /// It is made when the question names every required value of it
+    /// (`Filled::names_every_value`).
     async fn fill_named(&self, decided: &Likelihood) -> Result<Option<Filled>, AgentError> {
         let Some(tool) = decided
             .tools
@@ -788,8 +803,7 @@ impl<'a> Turn<'a> {
         else {
             return Ok(None);
         };
-        let filled = self.prompt_filler(false).fill(&tool.spec).await?;
-        Ok(filled.names_every_value().then_some(filled))
+        Ok(Some(self.prompt_filler(false).fill(&tool.spec).await?))
     }
 
     /// A `Filler` of calls for the prompt; `again` as `Filler::again`.

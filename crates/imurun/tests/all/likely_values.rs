@@ -1,8 +1,9 @@
 //! The values a likely call takes, through `imurun eval bfcl` with the embedded model and a
 //! call started for every case (`--call-prefill always`): what imurun guarantees once a call
 //! is made, whatever the model would have written — a listed value makes a call per member,
-//! a date is written as its argument asks, and a number goes to the argument its unit or the
-//! words beside it name.
+//! a date is written as its argument asks, a number goes to the argument its unit or the
+//! words beside it name, a currency argument takes the code of the currency named for it, and
+//! a list of set members the members the question names.
 
 use std::ffi::OsStr;
 use std::path::Path;
@@ -84,6 +85,20 @@ fn a_likely_call_takes_what_the_question_states() {
             &["voltage", "frequency_ghz"],
         )],
     );
+    write_case(
+        &data,
+        "parallel_multiple",
+        "Convert 150 Euros to Canadian dollars, and show me the fees and the rate.",
+        &[function(
+            "exchange.convert",
+            json!({"amount": {"type": "integer", "description": "How much."},
+                   "from_currency": {"type": "string", "description": "From."},
+                   "to_currency": {"type": "string", "description": "To."},
+                   "details": {"type": "array", "description": "What to show.",
+                               "items": {"type": "string", "enum": ["rate", "fees", "history"]}}}),
+            &["amount", "from_currency", "to_currency", "details"],
+        )],
+    );
     let out = home.path().join("predictions.jsonl");
     let model = model_path();
     let mut args = vec![
@@ -98,7 +113,7 @@ fn a_likely_call_takes_what_the_question_states() {
         "--out",
         out.to_str().unwrap(),
     ];
-    for category in ["parallel", "simple_python", "multiple"] {
+    for category in ["parallel", "simple_python", "multiple", "parallel_multiple"] {
         args.extend_from_slice(&["--category", category]);
     }
     let envs: [(&str, &OsStr); 1] = [("IMURUN_HOME", home.path().as_os_str())];
@@ -134,4 +149,9 @@ fn a_likely_call_takes_what_the_question_states() {
     let chip = &calls("multiple_0")[0]["args"];
     assert_eq!(chip["frequency_ghz"], 3.5, "{chip}");
     assert_eq!(chip["voltage"], 1.2, "{chip}");
+    let exchange = &calls("parallel_multiple_0")[0]["args"];
+    assert_eq!(exchange["from_currency"], "EUR", "{exchange}");
+    assert_eq!(exchange["to_currency"], "CAD", "{exchange}");
+    assert_eq!(exchange["details"], json!(["fees", "rate"]), "{exchange}");
+    assert_eq!(exchange["amount"], 150, "{exchange}");
 }
