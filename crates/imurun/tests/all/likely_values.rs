@@ -88,7 +88,7 @@ fn a_likely_call_takes_what_the_question_states() {
     write_case(
         &data,
         "parallel_multiple",
-        "Convert 150 Euros to Canadian dollars, and show me the fees and the rate.",
+        "Convert 150 Euros to Canadian dollars showing the fees and the rate.",
         &[function(
             "exchange.convert",
             json!({"amount": {"type": "integer", "description": "How much."},
