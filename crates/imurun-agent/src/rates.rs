@@ -60,12 +60,23 @@ pub(crate) fn percent_rates_as_fractions(
         if !takes_a_fraction(name, property) || !percents.contains(&written) {
             continue;
         }
-        if let Some(fraction) = Number::from_f64(written / 100.0) {
+        if let Some(fraction) = Number::from_f64(hundredth(written)) {
             *value = Value::Number(fraction);
             rewritten.push(name.clone());
         }
     }
     rewritten
+}
+
+/// `percent` / 100 with no more decimals than the percentage has and two: 5.9% is 0.059, not
+/// the nearest float's 0.059000000000000004.
+fn hundredth(percent: f64) -> f64 {
+    let written = percent.to_string();
+    let decimals = written
+        .split_once('.')
+        .map_or(0, |(_, fraction)| fraction.len());
+    let scale = 10f64.powi(i32::try_from(decimals + 2).unwrap_or(i32::MAX));
+    (percent / 100.0 * scale).round() / scale
 }
 
 /// Whether the parameter `name`, described by `property`, is a rate that takes a fraction.
@@ -169,6 +180,13 @@ mod tests {
             Value::Object(made.args),
             json!({"principal": 5000, "annual_rate": 0.05, "growth": 0.045, "years": 5})
         );
+        // The fraction has the percentage's decimals and two, never a float's tail.
+        let said = "A loan at 5.9% APR, saving 19.99% a year, or 0.1%.";
+        for (written, fraction) in [(5.9, 0.059), (19.99, 0.1999), (0.1, 0.001)] {
+            let mut made = call(json!({"annual_rate": written}));
+            percent_rates_as_fractions(&mut made, &spec, said);
+            assert_eq!(made.args["annual_rate"].to_string(), fraction.to_string());
+        }
     }
 
     #[test]
