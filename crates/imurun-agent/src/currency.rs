@@ -109,47 +109,42 @@ fn named_currencies(question: &str) -> Vec<Named> {
             .is_some_and(|c| c.is_ascii_digit())
     };
     let cued = |at: usize| at > 0 && TARGET_CUES.contains(&lower[at - 1].as_str());
+    let after_a_number = |at: usize| at > 0 && is_number(bare[at - 1]);
     let mut named = Vec::new();
     let mut at = 0;
     while at < bare.len() {
-        if let Some((_, code)) = SIGNS.iter().find(|(sign, _)| {
+        // The currency the words from `at` name, whether it is on an amount, and how many
+        // words name it.
+        let sign = SIGNS.iter().find(|(sign, _)| {
             bare[at].starts_with(*sign)
                 && bare[at][sign.len_utf8()..].starts_with(|c: char| c.is_ascii_digit())
-        }) {
-            named.push(Named {
-                code,
-                target: cued(at),
-                amount: true,
-            });
-            at += 1;
-            continue;
-        }
-        if let Some(code) = CODES.iter().find(|code| bare[at] == **code) {
-            named.push(Named {
-                code,
-                target: cued(at),
-                amount: at > 0 && is_number(bare[at - 1]),
-            });
-            at += 1;
-            continue;
-        }
-        let found = NAMES.iter().find(|(name, _)| {
-            name.len() <= lower.len() - at
-                && name
-                    .iter()
-                    .zip(&lower[at..])
-                    .all(|(named, said)| said == named || said.strip_suffix('s') == Some(named))
         });
-        if let Some((name, code)) = found {
-            named.push(Named {
-                code,
-                target: cued(at),
-                amount: at > 0 && is_number(bare[at - 1]),
-            });
-            at += name.len();
-            continue;
+        let found = if let Some((_, code)) = sign {
+            Some((*code, true, 1))
+        } else if let Some(code) = CODES.iter().find(|code| bare[at] == **code) {
+            Some((*code, after_a_number(at), 1))
+        } else {
+            NAMES
+                .iter()
+                .find(|(name, _)| {
+                    name.len() <= lower.len() - at
+                        && name.iter().zip(&lower[at..]).all(|(named, said)| {
+                            said == named || said.strip_suffix('s') == Some(named)
+                        })
+                })
+                .map(|(name, code)| (*code, after_a_number(at), name.len()))
+        };
+        match found {
+            Some((code, amount, words)) => {
+                named.push(Named {
+                    code,
+                    target: cued(at),
+                    amount,
+                });
+                at += words;
+            }
+            None => at += 1,
         }
-        at += 1;
     }
     named
 }

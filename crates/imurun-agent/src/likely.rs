@@ -268,7 +268,7 @@ impl Filler<'_> {
             }
             if let Some((value, mean)) = self.choose(&head, name, schema, &values, &used).await? {
                 chosen_count += 1.0;
-                if values.named(name, schema, &value) {
+                if values.named(name, schema, &value, &used) {
                     named_count += 1.0;
                 }
                 span_floor = span_floor.min(mean);
@@ -373,7 +373,7 @@ impl Filler<'_> {
                 *needed && (values.numeric.contains(name) || takes_a_date(name, schema))
             })
             .count();
-        let stated = values.repeatable();
+        let stated = values.repeatable(first);
         if stating == 0 || stated < 2 * stating || !stated.is_multiple_of(stating) {
             return Ok(Vec::new());
         }
@@ -834,18 +834,30 @@ impl<'a> Values<'a> {
     }
 
     /// How many numbers and dates the question states for the call's number and date
-    /// arguments: its numbers (each once; none a date, a list argument or a quoted phrase
-    /// holds: "account '00125648'" is a name) and, when an argument takes dates, its whole
-    /// dates.
-    fn repeatable(&self) -> usize {
-        let numbers = stated_numbers(self.question, false)
-            .iter()
+    /// arguments: its numbers (each once; none a date, a list argument, a quoted phrase or a
+    /// text value of the `first` call holds: "account '00125648'" and "Windows 10" are
+    /// names), of the kinds the `first` call's numbers are
+    /// (a percentage for a percentage, dollars for dollars, a bare number for a bare one),
+    /// and, when an argument takes dates, its whole dates.
+    fn repeatable(&self, first: &[(&str, String)]) -> usize {
+        let stated: Vec<Stated> = stated_numbers(self.question, false)
+            .into_iter()
             .filter(|number| {
                 number
                     .at
                     .is_none_or(|at| !self.blocked(at) && !self.in_a_quote(at))
                     && !self.listed.contains(&number.literal)
+                    && !in_a_taken_phrase(&number.literal, first)
             })
+            .collect();
+        let kinds: Vec<&str> = stated
+            .iter()
+            .filter(|number| first.iter().any(|(_, value)| *value == number.literal))
+            .map(|number| number.kind.as_str())
+            .collect();
+        let numbers = stated
+            .iter()
+            .filter(|number| kinds.is_empty() || kinds.contains(&number.kind.as_str()))
             .count();
         let dates = if self.dated {
             self.dates
@@ -920,9 +932,10 @@ impl<'a> Values<'a> {
     /// Whether the question names `value` (JSON) as argument `name` of `schema`: an enum's
     /// member it writes, a switch whose name it says, a number the words beside it name as
     /// this argument (or a list gives it in order), a date it writes for a date argument, a
-    /// span it quotes or names as this argument. A value chosen only because it was likely
-    /// is not named.
-    fn named(&self, name: &str, schema: &Value, value: &str) -> bool {
+    /// span it quotes or names as this argument, a list of what it lists for it past the
+    /// values earlier arguments took (`used`). A value chosen only because it was likely is
+    /// not named.
+    fn named(&self, name: &str, schema: &Value, value: &str, used: &[String]) -> bool {
         let text = serde_json::from_str::<String>(value).ok();
         if schema.get("enum").is_some() {
             let normalised = crate::ground::normalise(self.question);
@@ -946,7 +959,7 @@ impl<'a> Values<'a> {
                 .iter()
                 .filter_map(|date| written_date(date, schema))
                 .any(|date| text.as_deref() == Some(date.as_str())),
-            Some("array") => self.list_for(name, schema, &[]).is_some_and(|list| {
+            Some("array") => self.list_for(name, schema, used).is_some_and(|list| {
                 let named: Vec<Value> = serde_json::from_str(&list).unwrap_or_default();
                 let value: Vec<Value> = serde_json::from_str(value).unwrap_or_default();
                 !value.is_empty() && value.iter().all(|member| named.contains(member))
@@ -1326,6 +1339,15 @@ fn name_denied(question: &str, name: &str) -> bool {
     })
 }
 
+/// Whether a text value of `call` writes the number `literal` as one of its words
+/// ("Windows 10" writes 10).
+fn in_a_taken_phrase(literal: &str, call: &[(&str, String)]) -> bool {
+    call.iter().any(|(_, value)| {
+        serde_json::from_str::<String>(value)
+            .is_ok_and(|text| holds_a_used_value(&text, &[literal.to_owned()]))
+    })
+}
+
 /// Whether `span` holds, as whole words, a value an earlier argument took (`used`, JSON
 /// values: a string's text or a number as written): "San Francisco in 2020" is not the state
 /// once the city is "San Francisco".
@@ -1621,9 +1643,48 @@ mod tests {
             ("days", serde_json::json!({"type": "integer"}), true),
         ];
         let quoted = values_of("the history of account '00125648' for 7 days", &arguments);
-        assert_eq!(quoted.repeatable(), 1);
+        assert_eq!(quoted.repeatable(&[]), 1);
         let bare = values_of("the history of account 00125648 for 7 days", &arguments);
-        assert_eq!(bare.repeatable(), 2);
+        assert_eq!(bare.repeatable(&[]), 2);
+    }
+
+    #[test]
+    fn a_call_repeats_only_for_numbers_of_the_kinds_its_first_call_took() {
+        let number = serde_json::json!({"type": "number"});
+        let flows = serde_json::json!({"type": "array", "items": {"type": "number"}});
+        let arguments = [("rate", number.clone(), true), ("cash_flows", flows, true)];
+        let question = "A project costs 5000 up front (so -5000), then pays back 1200, 1500, \
+                        1800 and 2100 over four years. What's the NPV at an 8% discount rate?";
+        let values = values_of(question, &arguments);
+        // A percentage is not repeated by amounts and a count of years.
+        assert_eq!(values.repeatable(&[("rate", "8".into())]), 1);
+        // Of the same kinds, each counts.
+        let arguments = [
+            ("principal", number.clone(), true),
+            ("rate", number.clone(), true),
+            ("years", number, true),
+        ];
+        let question = "Compare a loan of $5000 at 5% for 10 years and $8000 at 4% for 12 years.";
+        let values = values_of(question, &arguments);
+        let first = [
+            ("principal", "5000".to_owned()),
+            ("rate", "5".to_owned()),
+            ("years", "10".to_owned()),
+        ];
+        assert_eq!(values.repeatable(&first), 6);
+        assert_eq!(values.repeatable(&first[..1]), 2);
+        // A number a text value took is that value's.
+        let arguments = [
+            ("platform", serde_json::json!({"type": "string"}), true),
+            ("rating", serde_json::json!({"type": "number"}), true),
+        ];
+        let question = "Find multiplayer games for Windows 10 rated at least 4.5.";
+        let values = values_of(question, &arguments);
+        let first = [
+            ("platform", "\"Windows 10\"".to_owned()),
+            ("rating", "4.5".to_owned()),
+        ];
+        assert_eq!(values.repeatable(&first), 1);
     }
 
     #[test]
@@ -1678,7 +1739,8 @@ mod tests {
         ];
         let question = "The painting with title 'Sunflowers' by Van Gogh, 92cm wide, in oil, 1888.";
         let values = values_of(question, &arguments);
-        let named = |at: usize, value: &str| values.named(arguments[at].0, &arguments[at].1, value);
+        let named =
+            |at: usize, value: &str| values.named(arguments[at].0, &arguments[at].1, value, &[]);
         assert!(named(0, "\"Sunflowers\""));
         assert!(
             !named(1, "\"Van Gogh\""),
@@ -1710,8 +1772,8 @@ mod tests {
             Some(r#"["accessibility","timings","Scenic View"]"#),
             "in the order named, and not the museum's own words"
         );
-        assert!(values.named("features", &members, r#"["timings"]"#));
-        assert!(!values.named("features", &members, r#"["exhibitions"]"#));
+        assert!(values.named("features", &members, r#"["timings"]"#, &[]));
+        assert!(!values.named("features", &members, r#"["exhibitions"]"#, &[]));
         assert_eq!(
             values_of("Tell me about the zoo.", &arguments).list_for("features", &members, &[]),
             None

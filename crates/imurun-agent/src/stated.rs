@@ -29,6 +29,9 @@ const SCALES: [(&str, f64); 4] = [
     ("trillion", 1e12),
 ];
 
+/// Currency signs written before an amount.
+const SIGNS: [char; 3] = ['$', '€', '£'];
+
 /// A number the question states.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Stated {
@@ -40,6 +43,9 @@ pub(crate) struct Stated {
     pub(crate) cues: Vec<String>,
     /// Where the question writes it (bytes); `None` for one written in words.
     pub(crate) at: Option<(usize, usize)>,
+    /// What is written onto it, lower-case: a currency sign before it and a unit after it
+    /// (`$`, `%`, `kg`); empty for a bare number. Of a number stated twice, the first.
+    pub(crate) kind: String,
 }
 
 /// The numbers `question` states, in the order it states them, each once: thousands
@@ -73,6 +79,12 @@ pub(crate) fn stated_numbers(question: &str, integers: bool) -> Vec<Stated> {
             if scale.is_some() {
                 after += 1;
             }
+            let sign = word(at)
+                .trim_start_matches('-')
+                .chars()
+                .next()
+                .filter(|first| SIGNS.contains(first));
+            let kind: String = sign.into_iter().chain(unit.chars()).collect();
             let mut cues = words(unit);
             if unit.contains('%') {
                 cues.extend(["percent".to_owned(), "percentage".to_owned()]);
@@ -118,6 +130,7 @@ pub(crate) fn stated_numbers(question: &str, integers: bool) -> Vec<Stated> {
                         literal,
                         cues: cues.clone(),
                         at: placed.then_some(spans[at]),
+                        kind: kind.to_lowercase(),
                     }),
                 }
             }
@@ -127,15 +140,23 @@ pub(crate) fn stated_numbers(question: &str, integers: bool) -> Vec<Stated> {
 }
 
 /// The numbers a word writes (several for "5,10") and the unit written onto them (`100µF`:
-/// `["100"]`, `µF`); none for a word that writes no number.
+/// `["100"]`, `µF`); none for a word that writes no number. A minus before a currency sign
+/// is the amount's (`-$100` is `-100`).
 fn read_number(word: &str) -> (Vec<String>, &str) {
-    let word = word.trim_start_matches(['$', '€', '£']);
+    let (minus, word) = match word.strip_prefix('-') {
+        Some(amount) if amount.starts_with(SIGNS) => ("-", amount),
+        _ => ("", word),
+    };
+    let word = word.trim_start_matches(SIGNS);
     let (number, unit) = number_before_unit(word);
     let parses = |text: &str| text.parse::<f64>().is_ok_and(f64::is_finite);
     let values: Vec<String> = if thousands_grouped(number) {
-        vec![number.replace(',', "")]
+        vec![format!("{minus}{}", number.replace(',', ""))]
     } else {
-        number.split(',').map(str::to_owned).collect()
+        number
+            .split(',')
+            .map(|value| format!("{minus}{value}"))
+            .collect()
     };
     if values.iter().all(|value| parses(value)) {
         (values, unit)
@@ -518,7 +539,8 @@ pub(crate) fn name_lists(question: &str) -> Vec<Vec<String>> {
 }
 
 /// The requests `question` makes, when it makes several: its sentences, and within each its
-/// clauses after "also", "then", "additionally" or ", and" ("Find the area of a rectangle
+/// clauses after "also", "then", "additionally" or ", and", its questions after a comma
+/// ("…, what is the population of Canada") ("Find the area of a rectangle
 /// with length 7 and breadth 3. Also, calculate the area of a circle with radius 5." is two),
 /// and after an "and" whose next word is what one of the offered `tools` does, the first
 /// word of its name's last part ("Invest $2000 in Google and withdraw $1000 from Apple" with
@@ -562,13 +584,15 @@ pub(crate) fn requests(question: &str, tools: &[&str]) -> Vec<String> {
             .to_lowercase();
         let previous = at.checked_sub(1).map(|before| words[before]);
         let after_comma = previous.is_some_and(|before| before.ends_with([',', ';']));
-        // A clause opens at "also", "then" or "additionally" after a break or "and", and at
-        // "and" after a comma.
+        // A clause opens at "also", "then" or "additionally" after a break or "and", at
+        // "and" after a comma, and at a question after a comma ("..., what is the population
+        // of Canada").
         let opens = (OPENERS.contains(&bare.as_str())
             && previous.is_none_or(|before| {
                 before.ends_with([',', ';', '.', '?', '!']) || before.eq_ignore_ascii_case("and")
             }))
-            || (bare == "and" && (after_comma || names_an_action(words.get(at + 1))));
+            || (bare == "and" && (after_comma || names_an_action(words.get(at + 1))))
+            || (after_comma && asks_at(&words[at..]));
         if opens && !current.is_empty() {
             let joining = current
                 .last()
@@ -609,6 +633,37 @@ pub(crate) fn requests(question: &str, tools: &[&str]) -> Vec<String> {
         })
         .filter(|request| request.split_whitespace().count() >= 2)
         .collect()
+}
+
+/// Words that ask a question when a verb follows them ("what is", "how many"); not "which",
+/// "who" or "where", which after a comma open a clause about what comes before ("hotels in
+/// Rome, which are near the station").
+const QUESTION_WORDS: [&str; 2] = ["what", "how"];
+
+/// Verbs and measures that make a question word ask: "what *is*", "how *far*".
+const ASKING: [&str; 16] = [
+    "is", "are", "was", "were", "does", "do", "did", "will", "would", "can", "could", "many",
+    "much", "far", "long", "old",
+];
+
+/// Whether `words` open with a question: a question word and a verb or measure after it
+/// ("what is", "how far"), or a question word joined to its verb ("what's").
+fn asks_at(words: &[&str]) -> bool {
+    let bare = |word: &str| {
+        word.trim_matches(|c: char| !c.is_alphanumeric() && c != '\'')
+            .to_lowercase()
+            .replace('’', "'")
+    };
+    let Some(first) = words.first().map(|word| bare(word)) else {
+        return false;
+    };
+    if let Some((asking, _)) = first.split_once('\'') {
+        return QUESTION_WORDS.contains(&asking);
+    }
+    QUESTION_WORDS.contains(&first.as_str())
+        && words
+            .get(1)
+            .is_some_and(|next| ASKING.contains(&bare(next).as_str()))
 }
 
 /// A date the question writes.
@@ -862,6 +917,27 @@ mod tests {
         assert_eq!(literals("radius 2.5 and 007 sides", true), ["7"]);
         assert!(literals("no numbers here", false).is_empty());
         assert_eq!(literals("from -3 to -0.5", false), ["-3", "-0.5"]);
+        // A minus before a currency sign is the amount's.
+        assert_eq!(literals("a loss of -$100 on £50", false), ["-100", "50"]);
+    }
+
+    #[test]
+    fn a_number_is_of_the_kind_written_onto_it() {
+        let kinds: Vec<(String, String)> = stated_numbers("$100, -€5, 8% and 72kg of 3", false)
+            .into_iter()
+            .map(|number| (number.literal, number.kind))
+            .collect();
+        let expected = [
+            ("100", "$"),
+            ("-5", "€"),
+            ("8", "%"),
+            ("72", "kg"),
+            ("3", ""),
+        ];
+        assert_eq!(
+            kinds,
+            expected.map(|(literal, kind)| (literal.to_owned(), kind.to_owned()))
+        );
     }
 
     #[test]
@@ -1069,6 +1145,28 @@ mod tests {
             ),
             ["Get the weather and the time in Lima."]
         );
+        // A question after a comma is a request of its own; a clause that asks nothing
+        // is not.
+        assert_eq!(
+            requests(
+                "What is the capital of Peru, what's the population of Chile, and how far \
+                 apart are they?",
+                &[]
+            ),
+            [
+                "What is the capital of Peru",
+                "what's the population of Chile",
+                "how far apart are they?"
+            ]
+        );
+        assert_eq!(
+            requests("Tell me, what is the time, who knows?", &[]),
+            ["Tell me", "what is the time, who knows?"]
+        );
+        for clause in ["which are", "who is", "where is"] {
+            let question = format!("Find hotels in Rome, {clause} near the station.");
+            assert_eq!(requests(&question, &[]), [question]);
+        }
         assert_eq!(
             requests(
                 "Find the area and perimeter of a circle of radius 5 and calculate its area.",

@@ -127,6 +127,26 @@ pub(crate) fn call_shape(question: &str, index: &ToolIndex) -> Option<CallShape>
     })
 }
 
+/// Those of `candidates` a request weighs: the ones it names or describes, as the call shape
+/// keeps a question to them ("the average life expectancy in 1900" weighs
+/// `us_history.life_expectancy`, not `us_history.gdp`), else all of them.
+pub(crate) fn tools_for(request: &str, index: &ToolIndex, candidates: &[String]) -> Vec<String> {
+    let shaped: Vec<String> = call_shape(request, index)
+        .map(|shape| {
+            shape
+                .tools
+                .into_iter()
+                .filter(|tool| candidates.contains(tool))
+                .collect()
+        })
+        .unwrap_or_default();
+    if shaped.is_empty() {
+        candidates.to_vec()
+    } else {
+        shaped
+    }
+}
+
 /// The names of those of `tools`, not imurun's own, that `question` names.
 pub(crate) fn named_tools<'t>(
     question: &str,
@@ -650,6 +670,31 @@ mod tests {
         assert_eq!(
             call_shape("the rewards for playing", &index(&["game_rewards.get"])),
             None
+        );
+    }
+
+    #[test]
+    fn a_request_weighs_the_tools_it_names_else_every_candidate() {
+        let offered = ["us_history.gdp", "us_history.life_expectancy"];
+        let index = index(&offered);
+        let candidates: Vec<String> = offered.iter().map(|&tool| tool.to_owned()).collect();
+        assert_eq!(
+            tools_for(
+                "What was the average life expectancy in the USA in 1900?",
+                &index,
+                &candidates
+            ),
+            ["us_history.life_expectancy"]
+        );
+        assert_eq!(
+            tools_for("what was the GDP of the USA then?", &index, &candidates),
+            ["us_history.gdp"]
+        );
+        // Naming none, or only a tool that is no candidate, it weighs them all.
+        assert_eq!(tools_for("And in 1950?", &index, &candidates), candidates);
+        assert_eq!(
+            tools_for("the life expectancy", &index, &candidates[..1]),
+            candidates[..1]
         );
     }
 

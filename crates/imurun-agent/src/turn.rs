@@ -697,7 +697,8 @@ impl<'a> Turn<'a> {
 
     /// The calls for a question that makes several requests (`stated::requests`: its
     /// sentences, its clauses after "also", "then", ", and" or an "and" before what a tool
-    /// does), each decided and filled by likelihood as a question of its own: the reply holds
+    /// does, its questions after a comma), each decided and filled by likelihood as a question of its own, among the tools
+    /// it names or describes when it does (`tool_match::call_shape`): the reply holds
     /// them when two or more requests are each a call (margin at least `CALL_MARGIN_MIN`) to
     /// a tool not imurun's own whose required values all come from the request
     /// (`Filled::stands_alone`), or, for a request that states none of its own ("and the
@@ -736,7 +737,8 @@ impl<'a> Turn<'a> {
             if let Some(prompt) = messages.get_mut(self.prompt_index) {
                 prompt.content.clone_from(request);
             }
-            let tools = rank_tools(model, &messages, &candidates, stop).await?;
+            let offered = crate::tool_match::tools_for(request, &self.index, &candidates);
+            let tools = rank_tools(model, &messages, &offered, stop).await?;
             let Some((best, named)) = tools.first().cloned() else {
                 continue;
             };
