@@ -8,7 +8,8 @@
 //!   `User:` / `You:` turns) is taken out;
 //! - a result block for a tool that did not run in this turn is an invented result;
 //! - a value from a worked example the person did not say, and no tool returned, leaked;
-//! - each result's required facts must be there, and no time, weekday, date, file name or
+//! - each result's required facts must be there (and its weekday, when the person asked
+//!   for the day), and no time, weekday, date, file name or
 //!   number the result does not hold;
 //! - the assistant answers as itself: never as a human or another product, and a greeting
 //!   or a question about who it is names it.
@@ -182,6 +183,23 @@ pub(crate) fn check(answer: &str, grounds: &Grounds<'_>) -> Verdict {
                 &format!(
                     "the answer left out {} that {} returned",
                     fact.what, ground.tool
+                ),
+                grounds,
+            ));
+        }
+        // A weekday asked for is a fact the answer must hold, when the result gives one.
+        if crate::realtime::asks_the_weekday(grounds.said)
+            && let Some(weekdays) = facts
+                .claims
+                .iter()
+                .find(|claims| claims.kind == ClaimKind::Weekday && !claims.allowed.is_empty())
+            && found_forms(&text, &weekdays.allowed) == 0
+        {
+            return Verdict::Fails(missing(
+                Some(&ground.tool),
+                &format!(
+                    "the answer left out the weekday that {} returned",
+                    ground.tool
                 ),
                 grounds,
             ));

@@ -256,6 +256,19 @@ pub fn asks_the_time(prompt: &str) -> bool {
     time_question(&text, &words)
 }
 
+/// Whether `prompt` asks for the current weekday: a time question (`asks_the_time`) that
+/// names the day or a weekday ("what day is it", "which day of the week", "weekday in
+/// Honolulu?", "is it friday yet?"); "what's today's date" asks for the date alone.
+pub(crate) fn asks_the_weekday(prompt: &str) -> bool {
+    let text = normalise(prompt);
+    let words: Vec<&str> = words(&text).collect();
+    time_question(&text, &words)
+        && words.iter().any(|word| {
+            let word = word.trim_end_matches("'s");
+            ["day", "weekday"].contains(&word) || crate::ground::WEEKDAYS.contains(&word)
+        })
+}
+
 fn time_question(text: &str, words: &[&str]) -> bool {
     if HOW_TO_OPENINGS
         .iter()
@@ -423,6 +436,25 @@ mod tests {
             wrong.is_empty(),
             "expected is_realtime = {expected} for {wrong:#?}"
         );
+    }
+
+    #[test]
+    fn a_question_asks_the_weekday_when_it_names_the_day() {
+        for question in [
+            "What weekday is it over in Honolulu?",
+            "Which day of the week is it?",
+            "what day is it today",
+            "is it friday yet?",
+        ] {
+            assert!(asks_the_weekday(question), "{question}");
+        }
+        for question in [
+            "What is today's date?",
+            "What time is it in Oslo?",
+            "what day does the market open",
+        ] {
+            assert!(!asks_the_weekday(question), "{question}");
+        }
     }
 
     #[test]

@@ -396,3 +396,26 @@ fn values_are_found_as_people_write_them() {
     assert!(has_form("it is 391.", "391"));
     assert!(!has_form("it is 13910.", "391"));
 }
+
+#[test]
+fn a_weekday_asked_for_must_be_in_the_answer() {
+    let time = [time_ground()];
+    let dated = "The current date and time is 1 December 2026, 13:09.";
+    assert_eq!(
+        reason(verdict(dated, &time, "What weekday is it over in Oslo?")),
+        "the answer left out the weekday that get_time returned"
+    );
+    assert!(matches!(
+        verdict(
+            "It is Tuesday, 1 December 2026, 13:09.",
+            &time,
+            "What weekday is it over in Oslo?"
+        ),
+        Verdict::Holds(_)
+    ));
+    // The date asked for alone needs no weekday.
+    assert!(matches!(
+        verdict(dated, &time, "What's today's date?"),
+        Verdict::Holds(_)
+    ));
+}
